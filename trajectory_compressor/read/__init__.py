@@ -1,0 +1,1 @@
+"""Reading input records: files, directories and datasets, as a stream of `SourceRecord`."""

@@ -1,0 +1,152 @@
+"""Plain record types shared by every stage of the pipeline.
+
+The stages (read → count → plan → summarize → write) pass these small values to each other and
+never reach into each other's internals; keeping them here, free of I/O, lets each stage be
+tested alone and lets the planner stay a pure function of numbers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+Role = Literal["system", "human", "gpt", "tool"]
+ROLES: frozenset[str] = frozenset({"system", "human", "gpt", "tool"})
+
+SUMMARY_PREFIX = "[CONTEXT SUMMARY]:"
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One conversation turn in the canonical ShareGPT vocabulary (`from` / `value`)."""
+
+    role: str
+    value: str
+
+
+@dataclass(frozen=True)
+class SourceRecord:
+    """One record as read from an input, before validation.
+
+    `record` is the parsed object, or None when the text could not be parsed (then `error`
+    says why and `raw` holds the text, so the reject file can show the user what was wrong).
+    `line` is the 1-based line of a JSONL file or the 1-based record number of other formats.
+    """
+
+    source: str
+    line: int
+    record: Any = None
+    raw: str | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class SummaryRequest:
+    """What a summarizer is asked to condense: the region's turns and a token budget."""
+
+    turns: tuple[Turn, ...]
+    budget_tokens: int
+    label: str = ""  # where the row came from ("file.jsonl:12"), for messages only
+
+
+@dataclass
+class SummaryResult:
+    """A summary body (without the `[CONTEXT SUMMARY]:` prefix) and how it was obtained."""
+
+    text: str
+    summarizer: str  # "llm" | "extractive"
+    calls: int = 0
+    errors: int = 0
+    last_error: str | None = None
+    cache_hit: bool = False
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class SummaryError(Exception):
+    """A summary could not be produced after every retry; the row takes the failure policy.
+
+    The message must never contain a credential: it is written to metrics and logs.
+    """
+
+    def __init__(self, message: str, *, calls: int = 0, errors: int = 0) -> None:
+        super().__init__(message)
+        self.calls = calls
+        self.errors = errors
+
+
+class EndpointAuthError(SummaryError):
+    """The endpoint refused our credentials (401/403): every request would fail, so stop the run."""
+
+
+class Summarizer(Protocol):
+    """Turns a compressible region into one summary body.
+
+    Implementations: `summarize.extractive.ExtractiveSummarizer` (offline, deterministic) and
+    `summarize.llm.LLMSummarizer` (OpenAI-compatible endpoint). `summarize` raises
+    `SummaryError` when it cannot produce a summary; it never returns a placeholder.
+    """
+
+    name: str
+
+    async def summarize(self, request: SummaryRequest) -> SummaryResult: ...
+
+    def stats(self) -> dict[str, Any]:
+        """Usage counters for the run report (requests, tokens, retries, cache hits, cost)."""
+        ...
+
+    async def aclose(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class CompressionRegion:
+    """Half-open turn range [start, end) to be replaced by one summary turn."""
+
+    start: int
+    end: int
+
+    @property
+    def turns_count(self) -> int:
+        return self.end - self.start
+
+    def to_dict(self) -> dict[str, int]:
+        # `end_idx` is inclusive, as in the reference tool's metrics.
+        return {"start_idx": self.start, "end_idx": self.end - 1, "turns_count": self.turns_count}
+
+
+@dataclass
+class RowMetrics:
+    """One line of the per-trajectory metrics file."""
+
+    index: int
+    source: str
+    line: int
+    id: Any = None
+    original_tokens: int = 0
+    compressed_tokens: int = 0
+    tokens_saved: int = 0
+    compression_ratio: float = 1.0
+    original_turns: int = 0
+    compressed_turns: int = 0
+    turns_removed: int = 0
+    compression_region: dict[str, int] | None = None
+    was_compressed: bool = False
+    skipped_under_target: bool = False
+    still_over_limit: bool = False
+    rejected: bool = False
+    reason: str | None = None
+    summary_tokens: int = 0
+    summarizer: str | None = None
+    summary_calls: int = 0
+    summary_errors: int = 0
+    last_error: str | None = None
+    passes: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {k: v for k, v in self.__dict__.items() if k != "extra"}
+        if self.id is None:
+            data.pop("id")
+        data["compression_ratio"] = round(self.compression_ratio, 4)
+        data.update(self.extra)
+        return data
