@@ -16,7 +16,6 @@ import orjson
 
 from trajectory_compressor.types import SourceRecord
 
-_RAW_PREVIEW_CHARS = 2000
 
 
 def open_text(path: str | Path) -> IO[str]:
@@ -39,8 +38,9 @@ def iter_jsonl(path: str | Path) -> Iterator[SourceRecord]:
                 yield SourceRecord(
                     source=source,
                     line=line_number,
-                    raw=line.rstrip("\n")[:_RAW_PREVIEW_CHARS],
+                    raw=line.rstrip("\r\n"),
                     error=f"invalid JSON: {exc}",
                 )
                 continue
-            yield SourceRecord(source=source, line=line_number, record=record)
+            # The raw line is kept so an unchanged row is written back byte for byte.
+            yield SourceRecord(source=source, line=line_number, record=record, raw=line.rstrip("\r\n"))

@@ -1,0 +1,5 @@
+"""`python -m trajectory_compressor` runs the command line."""
+
+from trajectory_compressor.cli import main
+
+main()

@@ -1,0 +1,342 @@
+"""The compress run: stream rows through prepare → finish → commit, in order, resumably.
+
+Reading, validating, counting and planning run in a worker thread, a chunk ahead; summaries
+run as tasks on the event loop. A bounded window of rows sits between the two: the reader may
+run at most `window` rows ahead of the oldest unfinished one, and rows are committed in input
+order as soon as the head of the window is done. Memory therefore depends on the window, not
+on the size of the input.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import os
+import signal
+import sys
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from trajectory_compressor.config import RunConfig
+from trajectory_compressor.count import TokenCounter
+from trajectory_compressor.finish import FinishedRow, RowFinisher, RunAborted, dumps
+from trajectory_compressor.prepare import ConversationOptions, PreparedRow, prepare_rows
+from trajectory_compressor.read.sources import InputSource, iter_source, shard_filter
+from trajectory_compressor.types import SourceRecord, Summarizer
+from trajectory_compressor.write.report import RunTotals, build_report, render_text_summary
+from trajectory_compressor.write.run_files import OutputPaths, RunFiles, fingerprint
+
+log = logging.getLogger("trajectory_compressor")
+
+CHUNK_ROWS = 64
+CHUNK_CHARS = 8_000_000
+CHECKPOINT_EVERY_ROWS = 1000
+CHECKPOINT_EVERY_SECONDS = 5.0
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_OVER_LIMIT = 3
+EXIT_INTERRUPTED = 130
+
+
+@dataclass
+class CompressJob:
+    """What to read and where to write: the part of a run that is not tuning."""
+
+    sources: list[InputSource]
+    output: Path
+    metrics: Path | None = None
+    output_format: str = "jsonl"
+    resume: bool = True
+    split: str = "train"
+    conversation: ConversationOptions = field(default_factory=ConversationOptions)
+    over_limit: str = "keep"  # keep | drop | truncate
+    num_shards: int = 1
+    shard_index: int = 0
+    html_report: Path | None = None
+    fail_on_over_limit: bool = False
+
+
+@dataclass
+class RunResult:
+    """What a finished (or stopped) run reports back to its caller."""
+
+    report: dict[str, Any]
+    exit_code: int
+    paths: OutputPaths
+    message: str | None = None
+
+    @property
+    def summary_text(self) -> str:
+        return render_text_summary(self.report)
+
+
+def _sampled(index: int, percent: float, seed: int) -> bool:
+    """Deterministic per-row sampling: the same rows for the same seed, whatever the chunking."""
+    digest = hashlib.blake2b(f"{seed}:{index}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") / 2**64 * 100 < percent
+
+
+class CompressionRun:
+    """One compress run over a job's sources; `run()` is its only entry point."""
+
+    def __init__(
+        self,
+        job: CompressJob,
+        config: RunConfig,
+        counter: TokenCounter,
+        summarizer: Summarizer | None,
+        fallback: Summarizer | None,
+        *,
+        settings: dict[str, Any],
+        on_message: Callable[[str], None] | None = None,
+    ) -> None:
+        self.job = job
+        self.config = config
+        self.counter = counter
+        self.summarizer = summarizer
+        self.settings = settings
+        self.paths = OutputPaths.beside(job.output, job.metrics)
+        self.finisher = RowFinisher(
+            config,
+            counter,
+            summarizer,
+            fallback,
+            over_limit=job.over_limit,
+            keep_rejects_in_data=job.output_format in {"jsonl", "jsonl.gz"},
+        )
+        self.totals = RunTotals()
+        self.position = 0  # stream rows committed (selected or not): where a resume starts
+        self.stream_rows = 0  # stream rows read so far (the reader runs ahead)
+        self.selected = 0
+        self.on_message = on_message or (lambda text: print(text, file=sys.stderr))
+        self._rejects_reported = 0
+        self._timings: dict[str, float] = {}
+
+    # ----------------------------------------------------------------------------- reading
+    def _stream(self, skip: int) -> Iterator[tuple[int, int, SourceRecord]]:
+        """Selected rows as (index, stream position after it, record), skipping committed ones."""
+        index = 0
+        limit = self.config.limit
+        for source in self.job.sources:
+            for item in iter_source(source, split=self.job.split):
+                current = index
+                index += 1
+                self.stream_rows = index
+                if current < skip:
+                    continue
+                if self.job.num_shards > 1 and not shard_filter(current, self.job.num_shards, self.job.shard_index):
+                    continue
+                percent = self.config.sample_percent
+                if percent is not None and percent < 100 and not _sampled(current, percent, self.config.seed):
+                    continue
+                if limit is not None and self.selected >= limit:
+                    return
+                self.selected += 1
+                yield current, index, item
+
+    def _chunks(self, skip: int) -> Iterator[list[tuple[int, int, SourceRecord]]]:
+        chunk: list[tuple[int, int, SourceRecord]] = []
+        chars = 0
+        for entry in self._stream(skip):
+            chunk.append(entry)
+            chars += len(entry[2].raw or "") if entry[2].raw else 0
+            if len(chunk) >= CHUNK_ROWS or chars >= CHUNK_CHARS:
+                yield chunk
+                chunk, chars = [], 0
+        if chunk:
+            yield chunk
+
+    def _prepare_next(self, chunks: Iterator[list[tuple[int, int, SourceRecord]]]) -> list[PreparedRow] | None:
+        rows = next(chunks, None)
+        if rows is None:
+            return None
+        return prepare_rows(
+            rows,
+            self.counter,
+            self.config.plan,
+            notice_tokens=self.finisher.notice_tokens,
+            skip_under_target=self.config.skip_under_target,
+            options=self.job.conversation,
+        )
+
+    # ----------------------------------------------------------------------------- committing
+    def _commit(self, files: RunFiles, finished: FinishedRow) -> None:
+        metrics = finished.metrics
+        if finished.data is not None:
+            files.write("data", finished.data)
+        files.write("metrics", dumps(metrics.to_dict()))
+        if finished.over_limit is not None:
+            files.write("over_limit", dumps(finished.over_limit))
+        if finished.reject is not None:
+            files.write("rejects", dumps(finished.reject))
+            self._report_reject(finished.reject)
+        self.totals.add(metrics)
+        self.position = finished.position
+
+    def _report_reject(self, reject: dict[str, Any]) -> None:
+        self._rejects_reported += 1
+        if self._rejects_reported <= 20:
+            self.on_message(f"warning: {reject['file']}:{reject['line']}: {reject['error']}")
+        elif self._rejects_reported == 21:
+            self.on_message("warning: more bad records; see the rejects file")
+        if self.config.strict:
+            raise RunAborted(f"{reject['file']}:{reject['line']}: {reject['error']} (--strict)", exit_code=EXIT_FAILED)
+
+    def _checkpoint(self, files: RunFiles) -> None:
+        self.totals.rows_read = self.position
+        files.checkpoint(self.position, {"totals": self.totals.to_dict()})
+
+    # ----------------------------------------------------------------------------- the loop
+    async def run(self) -> RunResult:
+        started = time.monotonic()
+        run_fingerprint = fingerprint(
+            {"settings": self.settings, "sources": [_source_fingerprint(s) for s in self.job.sources]}
+        )
+        files = RunFiles(self.paths, run_fingerprint, resume=self.job.resume)
+        skip = files.rows_committed
+        if files.resumed_state:
+            self.totals = RunTotals.from_dict(files.resumed_state.get("totals", {}))
+            self.selected = self.totals.rows_selected
+            self.position = skip
+            self.on_message(f"resuming: {skip} input rows already committed in {files.work_dir}")
+        status, exit_code, message = "completed", EXIT_OK, None
+        try:
+            await self._process(files, skip)
+            self.totals.rows_read = self.stream_rows
+        except RunAborted as exc:
+            status, exit_code, message = "aborted", exc.exit_code, str(exc)
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            status, exit_code, message = "interrupted", EXIT_INTERRUPTED, "interrupted; re-run the same command to resume"
+        self._timings["total"] = time.monotonic() - started
+        if status == "completed":
+            self._finalize(files)
+        else:
+            self._checkpoint(files)
+            files.close()
+        report = build_report(
+            self.totals,
+            status=status,
+            settings=self.settings,
+            outputs=self.paths.as_dict() if status == "completed" else {"work_dir": str(files.work_dir)},
+            timings=self._timings,
+            summarizer_stats=self.summarizer.stats() if self.summarizer is not None else None,
+        )
+        if message:
+            report["message"] = message
+        self._write_report(report)
+        if status == "completed" and self.job.fail_on_over_limit and self.totals.rows_still_over_limit:
+            exit_code = EXIT_OVER_LIMIT
+            message = f"{self.totals.rows_still_over_limit} rows are still over the limit"
+        return RunResult(report=report, exit_code=exit_code, paths=self.paths, message=message)
+
+    async def _process(self, files: RunFiles, skip: int) -> None:
+        loop = asyncio.get_running_loop()
+        window: deque[asyncio.Future[FinishedRow]] = deque()
+        limit = self.config.effective_window
+        last_checkpoint = time.monotonic()
+        committed_since = 0
+        progress = tqdm(
+            unit="rows",
+            desc="compress",
+            disable=self.config.quiet or not sys.stderr.isatty(),
+            initial=self.totals.rows_selected,
+            dynamic_ncols=True,
+        )
+        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tc-prepare")
+        chunks = self._chunks(skip)
+
+        def commit_ready(block_until: int) -> None:
+            nonlocal last_checkpoint, committed_since
+            while window and (window[0].done() or len(window) > block_until):
+                if not window[0].done():
+                    return
+                finished = window.popleft().result()
+                self._commit(files, finished)
+                committed_since += 1
+                progress.update(1)
+            now = time.monotonic()
+            if committed_since >= CHECKPOINT_EVERY_ROWS or now - last_checkpoint >= CHECKPOINT_EVERY_SECONDS:
+                self._checkpoint(files)
+                committed_since, last_checkpoint = 0, now
+
+        try:
+            pending = loop.run_in_executor(executor, self._prepare_next, chunks)
+            while True:
+                prepared = await pending
+                if prepared is None:
+                    break
+                pending = loop.run_in_executor(executor, self._prepare_next, chunks)
+                for row in prepared:
+                    window.append(asyncio.ensure_future(self.finisher.finish(row)))
+                    while len(window) > limit:
+                        await asyncio.wait({window[0]})
+                        commit_ready(limit)
+                commit_ready(limit)
+            while window:
+                await asyncio.wait({window[0]})
+                commit_ready(0)
+        finally:
+            for future in window:
+                future.cancel()
+            if window:
+                await asyncio.gather(*window, return_exceptions=True)
+            executor.shutdown(wait=True, cancel_futures=True)
+            progress.close()
+
+    # ----------------------------------------------------------------------------- the end
+    def _finalize(self, files: RunFiles) -> None:
+        started = time.monotonic()
+        convert = None
+        if self.job.output_format != "jsonl":
+            from trajectory_compressor.write.converters import convert_jsonl
+
+            fmt = self.job.output_format
+
+            def convert(jsonl_path: Path, final: Path) -> None:
+                convert_jsonl(jsonl_path, final, fmt)
+
+        files.finalize(convert, write_data=not self.config.dry_run)
+        self._timings["finalize"] = time.monotonic() - started
+
+    def _write_report(self, report: dict[str, Any]) -> None:
+        import json
+
+        path = self.paths.report
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_suffix(".tmp")
+        temporary.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        os.replace(temporary, path)
+        if self.job.html_report is not None:
+            from trajectory_compressor.write.html_report import render_report_page
+
+            self.job.html_report.parent.mkdir(parents=True, exist_ok=True)
+            self.job.html_report.write_text(render_report_page(report), encoding="utf-8")
+
+
+def _source_fingerprint(source: InputSource) -> dict[str, Any]:
+    """Name, size and modification time of a file input: enough to refuse a mismatched resume."""
+    entry: dict[str, Any] = {"name": source.name}
+    try:
+        stat = os.stat(source.name)
+        entry.update(size=stat.st_size, mtime_ns=stat.st_mtime_ns)
+    except OSError:
+        pass
+    return entry
+
+
+def install_sigterm_as_interrupt() -> None:
+    """Treat SIGTERM like Ctrl-C so job schedulers stopping us leave a resumable checkpoint."""
+    try:
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
+    except ValueError:  # not the main thread (library use): leave signals alone
+        pass

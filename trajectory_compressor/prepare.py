@@ -1,0 +1,107 @@
+"""Validate, count and plan a chunk of records: the CPU part of the pipeline, run off the event loop.
+
+A chunk's turn values are tokenized in one batch call so the Rust tokenizer can use every core
+(and releases the GIL, so summaries keep flowing on the event loop meanwhile). The plan is
+made here too: it only needs the counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from trajectory_compressor.config import PlanConfig
+from trajectory_compressor.count import TokenCounter
+from trajectory_compressor.plan.region import Plan, plan_region, system_turn_in_head
+from trajectory_compressor.read.formats import ConversationFormat, RecordError, detect_format, to_turns
+from trajectory_compressor.types import SourceRecord, Turn
+
+
+@dataclass(frozen=True)
+class ConversationOptions:
+    """How to find the conversation in a record (auto-detected unless set)."""
+
+    conversation_key: str | None = None
+    format: str | None = None
+
+
+@dataclass
+class PreparedRow:
+    """One selected input row after validation, counting and planning."""
+
+    index: int  # 0-based position in the input stream
+    position: int  # stream positions consumed once this row is committed (for resume)
+    item: SourceRecord
+    fmt: ConversationFormat | None = None
+    turns: list[Turn] | None = None
+    token_counts: list[int] | None = None
+    plan: Plan | None = None
+    error: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.item.source}:{self.item.line}"
+
+    @property
+    def record_id(self) -> Any:
+        record = self.item.record
+        if isinstance(record, dict):
+            for key in ("id", "uuid", "_id", "trajectory_id"):
+                value = record.get(key)
+                if isinstance(value, (str, int)) and not isinstance(value, bool):
+                    return value
+        return None
+
+    @property
+    def roles(self) -> list[str]:
+        return [turn.role for turn in self.turns or ()]
+
+
+def prepare_rows(
+    rows: Sequence[tuple[int, int, SourceRecord]],
+    counter: TokenCounter,
+    plan_config: PlanConfig,
+    *,
+    notice_tokens: int,
+    skip_under_target: bool,
+    options: ConversationOptions,
+) -> list[PreparedRow]:
+    """Validate each record, count every turn of the chunk in one batch, and plan each row."""
+    prepared: list[PreparedRow] = []
+    texts: list[str] = []
+    for index, position, item in rows:
+        row = PreparedRow(index=index, position=position, item=item)
+        prepared.append(row)
+        if item.error is not None:
+            row.error = item.error
+            continue
+        try:
+            row.fmt = detect_format(item.record, options.conversation_key, options.format)
+            row.turns = to_turns(item.record, row.fmt)
+        except RecordError as exc:
+            row.error = str(exc)
+            continue
+        texts.extend(turn.value for turn in row.turns)
+    counts = counter.count_many(texts)
+    offset = 0
+    for row in prepared:
+        if row.turns is None:
+            continue
+        row.token_counts = counts[offset : offset + len(row.turns)]
+        offset += len(row.turns)
+        row.plan = plan_region(
+            row.roles,
+            row.token_counts,
+            plan_config,
+            notice_tokens=notice_tokens,
+            skip_under_target=skip_under_target,
+        )
+    return prepared
+
+
+def notice_index(row: PreparedRow) -> int | None:
+    """The head's system turn, which receives the notice, if the row is compressed."""
+    if row.plan is None or row.plan.region is None:
+        return None
+    return system_turn_in_head(row.roles, row.plan.region.start)

@@ -1,0 +1,58 @@
+"""Choosing the summarizers for a run: `--summarizer auto|llm|extractive`.
+
+`auto` uses the LLM when an endpoint is configured and the offline extractive summarizer
+otherwise, and says which once. The extractive summarizer is also the fallback of the
+`extractive` failure policy, so it is built for every run that compresses.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+
+from trajectory_compressor.config import ConfigError, RunConfig
+from trajectory_compressor.count import TokenCounter
+from trajectory_compressor.summarize.extractive import ExtractiveSummarizer
+from trajectory_compressor.types import Summarizer
+
+
+@dataclass
+class SummarizerChoice:
+    """The primary summarizer, the offline fallback, and a one-line note for the user."""
+
+    primary: Summarizer
+    fallback: Summarizer
+    note: str
+
+
+def resolve_endpoint(config: RunConfig) -> RunConfig:
+    """Fill the base URL from `OPENAI_BASE_URL` when neither flag nor config set it."""
+    if config.llm.base_url:
+        return config
+    env_url = os.environ.get("OPENAI_BASE_URL")
+    if env_url:
+        return replace(config, llm=replace(config.llm, base_url=env_url))
+    return config
+
+
+def choose_summarizers(config: RunConfig, counter: TokenCounter) -> SummarizerChoice:
+    """Build the summarizers `config.summarizer` asks for; raise `ConfigError` if it cannot."""
+    extractive = ExtractiveSummarizer(counter)
+    wants_llm = config.summarizer == "llm" or (config.summarizer == "auto" and bool(config.llm.base_url))
+    if not wants_llm:
+        note = (
+            "summarizer: extractive (offline; pass --base-url and --model to summarize with an LLM)"
+            if config.summarizer == "auto"
+            else "summarizer: extractive"
+        )
+        return SummarizerChoice(extractive, extractive, note)
+    if not config.llm.base_url:
+        raise ConfigError("--summarizer llm needs an endpoint: pass --base-url or set OPENAI_BASE_URL")
+    if not config.llm.model:
+        raise ConfigError("an LLM endpoint is configured but no model: pass --model (or --summarizer extractive)")
+    from trajectory_compressor.summarize.llm import LLMSummarizer
+    from trajectory_compressor.summarize.redact import display_url
+
+    llm = LLMSummarizer(config.llm, counter)
+    note = f"summarizer: llm ({config.llm.model} at {display_url(config.llm.base_url)}; fallback: extractive)"
+    return SummarizerChoice(llm, extractive, note)
