@@ -94,7 +94,7 @@ async def compress_async(
     _validate_output_options(outputs)
     say = on_message or (lambda text: None)
     sources = expand_inputs(list(inputs), data_files=reading.data_files, streaming=reading.streaming)
-    jobs = _plan_jobs(inputs, sources, Path(output), outputs, reading)
+    jobs = _plan_jobs(inputs, sources, str(output), outputs, reading)
     if counter is None:
         counter = TokenCounter(load_tokenizer(config.tokenizer, trust_remote_code=config.trust_remote_code))
     choice = None if config.dry_run else choose_summarizers(config, counter)
@@ -135,13 +135,18 @@ def _validate_output_options(outputs: OutputOptions) -> None:
 
 
 def _plan_jobs(
-    inputs: Sequence[str], sources: list[InputSource], output: Path, outputs: OutputOptions, reading: InputOptions
+    inputs: Sequence[str], sources: list[InputSource], output_arg: str, outputs: OutputOptions, reading: InputOptions
 ) -> list[CompressJob]:
-    """One job for an output file; one per input file for an output directory (names mirrored)."""
+    """One job for an output file; one per input file for an output directory (names mirrored).
+
+    An output is a directory to mirror into when it ends with "/" or already is a directory,
+    unless `--output-format hf` asks for a Hugging Face dataset directory there.
+    """
     from trajectory_compressor.write.converters import output_format_for
 
+    output = Path(output_arg)
     conversation = ConversationOptions(reading.conversation_key, reading.format)
-    mirror = outputs.output_format != "hf" and (str(output).endswith(("/", os.sep)) or output.is_dir())
+    mirror = outputs.output_format != "hf" and (output_arg.endswith(("/", os.sep)) or output.is_dir())
 
     def job(sources_: list[InputSource], path: Path) -> CompressJob:
         fmt = output_format_for(str(path), outputs.output_format)

@@ -184,7 +184,7 @@ def compress(inputs: tuple[str, ...], output: str, **flags: Any) -> None:
         sys.exit(130)
     exit_code = 0
     for result in results:
-        if not json_output or not config.quiet:
+        if not config.quiet:
             click.echo(result.summary_text, err=True)
         if result.message:
             click.echo(("error: " if result.exit_code not in (0, 3) else "") + result.message, err=True)
@@ -197,3 +197,55 @@ def compress(inputs: tuple[str, ...], output: str, **flags: Any) -> None:
 
 if __name__ == "__main__":  # pragma: no cover
     main()
+
+
+@main.command()
+@click.argument("inputs", nargs=-1, required=True)
+@_common_options
+def analyze(inputs: tuple[str, ...], **flags: Any) -> None:
+    """Token-length distribution and what compressing INPUT... would cost, with no LLM call."""
+    from trajectory_compressor.analyze import analysis_html, analyze_sources, render_analysis
+    from trajectory_compressor.api import UsageError
+    from trajectory_compressor.count import TokenCounter, load_tokenizer
+    from trajectory_compressor.prepare import ConversationOptions
+    from trajectory_compressor.read.sources import expand_inputs
+
+    json_output = flags.pop("json_output")
+    try:
+        config = build_config(flags.pop("config_file"), flags)
+        sources = expand_inputs(list(inputs), data_files=list(flags["data_files"]) or None)
+        counter = TokenCounter(load_tokenizer(config.tokenizer, trust_remote_code=config.trust_remote_code))
+        analysis = analyze_sources(
+            sources,
+            config,
+            counter,
+            split=flags["split"],
+            conversation=ConversationOptions(flags["conversation_key"], flags["conversation_format"]),
+        )
+    except UsageError as exc:
+        fail_usage(str(exc))
+    price_in, price_out = config.llm.price_in, config.llm.price_out
+    if flags["html_report"]:
+        path = Path(flags["html_report"])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(analysis_html(analysis, price_in, price_out), encoding="utf-8")
+    if json_output:
+        click.echo(json.dumps(analysis.to_dict(price_in, price_out)))
+    else:
+        click.echo(render_analysis(analysis, price_in, price_out))
+
+
+@main.command()
+@click.argument("reports", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("-o", "--output", required=True, help="Merged dataset path; side files are written beside it.")
+@click.option("--json", "json_output", is_flag=True, help="Print the merged report on stdout.")
+def merge(reports: tuple[str, ...], output: str, json_output: bool) -> None:
+    """Merge the outputs of `--num-shards` runs, given by their REPORTS (*.report.json), in input order."""
+    from trajectory_compressor.merge import MergeError, merge_shards
+    from trajectory_compressor.write.report import render_text_summary
+
+    try:
+        merged = merge_shards([Path(r) for r in reports], Path(output))
+    except MergeError as exc:
+        fail_usage(str(exc))
+    click.echo(json.dumps(merged) if json_output else render_text_summary(merged), err=not json_output)

@@ -117,7 +117,7 @@ class RowFinisher:
             "file": row.item.source,
             "line": row.item.line,
             "error": row.error,
-            "raw": row.item.raw[:REJECT_RAW_CHARS] if row.item.raw is not None else None,
+            "raw": row.item.raw[:REJECT_RAW_CHARS].decode("utf-8", "replace") if row.item.raw is not None else None,
         }
         data = None
         if row.item.record is not None and self.keep_rejects_in_data:
@@ -282,7 +282,7 @@ class RowFinisher:
     def _unchanged_bytes(row: PreparedRow) -> bytes:
         """An unchanged row is written back byte for byte when its source line is known."""
         if row.item.raw is not None:
-            return row.item.raw.encode("utf-8", "surrogateescape")
+            return row.item.raw
         return dumps(row.item.record)
 
     async def _summarize(

@@ -30,13 +30,15 @@ class SourceRecord:
 
     `record` is the parsed object, or None when the text could not be parsed (then `error`
     says why and `raw` holds the text, so the reject file can show the user what was wrong).
+    `raw` is the record's source bytes when the format has them (JSONL): an unchanged row is
+    then written back exactly as it came in.
     `line` is the 1-based line of a JSONL file or the 1-based record number of other formats.
     """
 
     source: str
     line: int
     record: Any = None
-    raw: str | None = None
+    raw: bytes | None = None
     error: str | None = None
 
 
@@ -134,6 +136,7 @@ class RowMetrics:
     skipped_under_target: bool = False
     still_over_limit: bool = False
     rejected: bool = False
+    written: bool = True  # whether the row is in the output dataset (not: dropped, invalid JSON, dry run)
     reason: str | None = None
     summary_tokens: int = 0
     summarizer: str | None = None

@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from trajectory_compressor.read.formats import EditedTurn, KeptTurn, NewTurn
 from trajectory_compressor.types import SUMMARY_PREFIX, CompressionRegion, Turn
 
-
 LayoutItem = KeptTurn | EditedTurn | NewTurn
 
 

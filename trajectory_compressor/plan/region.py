@@ -79,10 +79,12 @@ def plan_region(
     if total <= target and skip_under_target:
         return unchanged(UNDER_TARGET, False)
 
-    head = head_end(roles, config)
     tail = tail_start(roles, config)
+    # A first occurrence inside the tail is part of the tail: it does not stretch the head.
+    head = head_end(roles[:tail], config)
     if head >= tail:
-        return unchanged(NO_REGION, total > target)
+        # Every turn is protected: if the row is over, the protected turns alone are.
+        return unchanged(PROTECTED_OVER_BUDGET if total > target else NO_REGION, total > target)
 
     notice = notice_tokens if system_turn_in_head(roles, head) is not None else 0
     new_text = summary + notice
@@ -99,7 +101,7 @@ def plan_region(
 
     if saved_so_far <= new_text:
         protected = total - saved_so_far
-        reason = PROTECTED_OVER_BUDGET if protected + new_text > target else NO_NET_SAVING
+        reason = PROTECTED_OVER_BUDGET if protected > target else NO_NET_SAVING
         return unchanged(reason, total > target)
 
     estimated = total - saved_so_far + new_text
@@ -107,7 +109,7 @@ def plan_region(
     reason = None
     if over:
         protected = total - sum(token_counts[head:tail])
-        reason = PROTECTED_OVER_BUDGET if protected + new_text > target else REGION_TOO_SMALL
+        reason = PROTECTED_OVER_BUDGET if protected > target else REGION_TOO_SMALL
     return Plan(
         total_tokens=total,
         region=CompressionRegion(head, end),

@@ -1,46 +1,52 @@
 """Streaming JSONL (`.jsonl`, `.jsonl.gz`) reading with line numbers.
 
-Lines are yielded one at a time so memory does not grow with the file; a line that is not
-valid JSON becomes a `SourceRecord` carrying the error and the raw text, so the run can report
-it and go on.
+Lines are read as bytes, one at a time, so memory does not grow with the file and no text
+decoding is paid twice: orjson parses bytes directly, and an unchanged row is written back
+from the very bytes it came in as. A line that is not valid JSON becomes a `SourceRecord`
+carrying the error and the raw text, so the run can report it and go on.
 """
 
 from __future__ import annotations
 
 import gzip
+import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import orjson
 
 from trajectory_compressor.types import SourceRecord
 
 
-
-def open_text(path: str | Path) -> IO[str]:
-    """Open a plain or gzipped text file for reading, by suffix."""
+def open_binary(path: str | Path) -> IO[bytes]:
+    """Open a plain or gzipped file for reading bytes, by suffix."""
     if str(path).endswith(".gz"):
-        return gzip.open(path, "rt", encoding="utf-8", errors="surrogateescape")
-    return open(path, encoding="utf-8", errors="surrogateescape")
+        return gzip.open(path, "rb")
+    return open(path, "rb")
+
+
+def parse_json_line(line: bytes) -> Any:
+    """orjson first (fast); the standard library for what orjson refuses but is valid JSON
+    for Python (integers beyond 64 bits, NaN), so such rows are not rejected."""
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return json.loads(line)
 
 
 def iter_jsonl(path: str | Path) -> Iterator[SourceRecord]:
     """Yield one `SourceRecord` per non-blank line of a JSONL file, in order."""
     source = str(path)
-    with open_text(path) as handle:
+    with open_binary(path) as handle:
         for line_number, line in enumerate(handle, start=1):
-            if not line.strip():
+            raw = line.rstrip(b"\r\n")
+            if not raw.strip():
                 continue
             try:
-                record = orjson.loads(line)
-            except orjson.JSONDecodeError as exc:
-                yield SourceRecord(
-                    source=source,
-                    line=line_number,
-                    raw=line.rstrip("\r\n"),
-                    error=f"invalid JSON: {exc}",
-                )
+                record = parse_json_line(raw)
+            except (ValueError, UnicodeDecodeError) as exc:
+                yield SourceRecord(source=source, line=line_number, raw=raw, error=f"invalid JSON: {exc}")
                 continue
             # The raw line is kept so an unchanged row is written back byte for byte.
-            yield SourceRecord(source=source, line=line_number, record=record, raw=line.rstrip("\r\n"))
+            yield SourceRecord(source=source, line=line_number, record=record, raw=raw)

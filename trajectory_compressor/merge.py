@@ -1,0 +1,103 @@
+"""`merge`: combine the outputs of `--num-shards N` runs into one set, in global input order.
+
+Each shard's metrics lines carry the row's global `index` and whether it was `written` to the
+dataset, so the shards' metrics, over-limit lists, rejects and (for JSONL outputs) datasets can
+be interleaved back into input order with a streaming k-way merge: memory stays flat whatever
+the size of the shards. Reports are merged by adding their raw counters.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+from trajectory_compressor.write.report import RunTotals, build_report
+from trajectory_compressor.write.run_files import OutputPaths
+
+
+class MergeError(ValueError):
+    """The shard reports cannot be merged (missing, incomplete, or from different settings)."""
+
+
+def _load_report(path: Path) -> dict[str, Any]:
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise MergeError(f"cannot read shard report {path}: {exc}") from None
+    if report.get("status") != "completed":
+        raise MergeError(f"shard report {path} is not from a completed run (status: {report.get('status')})")
+    if "counters" not in report:
+        raise MergeError(f"shard report {path} has no counters (written by another version?)")
+    return report
+
+
+def _indexed_lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    """(index, line) for a JSONL side file whose lines carry `index`."""
+    if not path.exists():
+        return
+    with open(path, "rb") as handle:
+        for line in handle:
+            line = line.rstrip(b"\n")
+            if line:
+                yield orjson.loads(line)["index"], line
+
+
+def _indexed_data(metrics_path: Path, data_path: Path) -> Iterator[tuple[int, bytes]]:
+    """(index, dataset line): dataset lines follow the metrics lines marked `written`."""
+    with open(metrics_path, "rb") as metrics, open(data_path, "rb") as data:
+        for line in metrics:
+            row = orjson.loads(line)
+            if row.get("written", True):
+                yield row["index"], data.readline().rstrip(b"\n")
+
+
+def _merge_into(out: IO[bytes], streams: Sequence[Iterator[tuple[int, bytes]]]) -> int:
+    count = 0
+    for _, line in heapq.merge(*streams, key=lambda pair: pair[0]):
+        out.write(line + b"\n")
+        count += 1
+    return count
+
+
+def merge_shards(report_paths: Sequence[Path], output: Path) -> dict[str, Any]:
+    """Merge shard runs (given by their report files) into the files beside `output`."""
+    if not report_paths:
+        raise MergeError("no shard reports given")
+    reports = [_load_report(path) for path in report_paths]
+    settings = [{k: v for k, v in r["settings"].items() if k != "shard_index"} for r in reports]
+    if any(s != settings[0] for s in settings[1:]):
+        raise MergeError("the shard reports were written with different settings")
+    totals = RunTotals()
+    for report in reports:
+        totals.merge(RunTotals.from_dict(report["counters"]))
+    shard_paths = [OutputPaths(**{k: Path(v) for k, v in r["outputs"].items()}) for r in reports]
+    target = OutputPaths.beside(output)
+    target.data.parent.mkdir(parents=True, exist_ok=True)
+    for name in ("metrics", "over_limit", "rejects"):
+        _atomic_merge(getattr(target, name), [_indexed_lines(getattr(p, name)) for p in shard_paths])
+    data_merged = all(str(p.data).endswith(".jsonl") and p.data.exists() for p in shard_paths)
+    if data_merged:
+        _atomic_merge(target.data, [_indexed_data(p.metrics, p.data) for p in shard_paths])
+    timings = {"total": max(r["timings_seconds"].get("total", 0.0) for r in reports)}
+    merged = build_report(
+        totals,
+        status="completed",
+        settings={**reports[0]["settings"], "shard_index": None, "merged_shards": len(reports)},
+        outputs=target.as_dict() if data_merged else {k: v for k, v in target.as_dict().items() if k != "data"},
+        timings=timings,
+    )
+    target.report.write_text(json.dumps(merged, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return merged
+
+
+def _atomic_merge(path: Path, streams: Sequence[Iterator[tuple[int, bytes]]]) -> None:
+    temporary = path.with_name(f".{path.name}.tmp")
+    with open(temporary, "wb") as out:
+        _merge_into(out, streams)
+    os.replace(temporary, path)
