@@ -20,6 +20,7 @@ from trajectory_compressor.plan.region import Plan, plan_region, system_turn_in_
 from trajectory_compressor.plan.truncate import truncate_middle
 from trajectory_compressor.prepare import PreparedRow
 from trajectory_compressor.read.formats import from_turns
+from trajectory_compressor.read.jsonl import exact_record
 from trajectory_compressor.types import (
     EndpointAuthError,
     RowMetrics,
@@ -152,7 +153,7 @@ class RowFinisher:
         if isinstance(result, SummaryFailure):
             return self._summary_kept_unchanged(row, metrics, plan, result)
         body = result.text
-        summary_tokens = self.counter.count(summary_value(body))
+        summary_tokens = result.tokens if result.tokens is not None else self.counter.count(summary_value(body))
         passes = 1
         estimated = plan.total_tokens - plan.region_tokens + summary_tokens + plan.notice_tokens
         target = self.config.plan.target_max_tokens
@@ -173,7 +174,7 @@ class RowFinisher:
                     second.calls += result.calls
                     second.errors += result.errors
                     plan, result, body = replanned, second, second.text
-                    summary_tokens = self.counter.count(summary_value(body))
+                    summary_tokens = second.tokens if second.tokens is not None else self.counter.count(summary_value(body))
                     estimated = plan.total_tokens - plan.region_tokens + summary_tokens + plan.notice_tokens
         assert plan.region is not None
         layout = compressed_layout(
@@ -195,7 +196,7 @@ class RowFinisher:
         self._fill_sizes(metrics, estimated, new_turns)
         if metrics.still_over_limit and self.over_limit == "truncate":
             return self._truncated(row, metrics, plan, layout, estimated)
-        data = dumps(from_turns(row.item.record, row.fmt, layout))
+        data = dumps(from_turns(self._source_record(row), row.fmt, layout))
         return self._with_over_limit(row, metrics, data)
 
     def _summary_kept_unchanged(
@@ -240,7 +241,7 @@ class RowFinisher:
         if not metrics.still_over_limit:
             metrics.reason = None
         self._fill_sizes(metrics, size, len(layout))
-        data = dumps(from_turns(row.item.record, row.fmt, layout)) if removed else None
+        data = dumps(from_turns(self._source_record(row), row.fmt, layout)) if removed else None
         return self._with_over_limit(row, metrics, data)
 
     def _with_over_limit(
@@ -277,6 +278,13 @@ class RowFinisher:
         metrics.compression_ratio = tokens / metrics.original_tokens if metrics.original_tokens else 1.0
         metrics.compressed_turns = turns
         metrics.turns_removed = metrics.original_turns - turns
+
+    @staticmethod
+    def _source_record(row: PreparedRow) -> Any:
+        """The record to rewrite, re-read exactly when its JSON holds very long integers."""
+        if row.item.raw is not None:
+            return exact_record(row.item.raw, row.item.record)
+        return row.item.record
 
     @staticmethod
     def _unchanged_bytes(row: PreparedRow) -> bytes:

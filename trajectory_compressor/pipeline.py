@@ -38,8 +38,10 @@ log = logging.getLogger("trajectory_compressor")
 
 CHUNK_ROWS = 64
 CHUNK_CHARS = 8_000_000
-CHECKPOINT_EVERY_ROWS = 1000
-CHECKPOINT_EVERY_SECONDS = 5.0
+# How often committed rows are made durable: a crash loses at most this much work (which the
+# summary cache makes cheap to redo). Tunable through the environment for tests and slow disks.
+CHECKPOINT_EVERY_ROWS = int(os.environ.get("TC_CHECKPOINT_ROWS", "500"))
+CHECKPOINT_EVERY_SECONDS = float(os.environ.get("TC_CHECKPOINT_SECONDS", "5"))
 
 EXIT_OK = 0
 EXIT_FAILED = 1

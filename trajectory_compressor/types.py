@@ -25,6 +25,35 @@ class Turn:
 
 
 @dataclass(frozen=True)
+class KeptTurn:
+    """Original turn `index`, written back as the very same object."""
+
+    index: int
+
+
+@dataclass(frozen=True)
+class EditedTurn:
+    """Original turn `index` with its text replaced by `value`; its other keys are kept.
+
+    For OpenAI messages only text-only messages can be edited (not an assistant message with
+    ``tool_calls`` nor a tool result), since their text is rendered from structure.
+    """
+
+    index: int
+    value: str
+
+
+@dataclass(frozen=True)
+class NewTurn:
+    """A turn that did not exist in the record (the summary), built in the record's format."""
+
+    turn: Turn
+
+
+OutputTurn = KeptTurn | EditedTurn | NewTurn
+
+
+@dataclass(frozen=True)
 class SourceRecord:
     """One record as read from an input, before validation.
 
@@ -63,6 +92,7 @@ class SummaryResult:
     cache_hit: bool = False
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    tokens: int | None = None  # tokens of the summary turn's value (prefix included), if measured
 
 
 class SummaryError(Exception):

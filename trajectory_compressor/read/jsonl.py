@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -26,13 +27,28 @@ def open_binary(path: str | Path) -> IO[bytes]:
     return open(path, "rb")
 
 
+# A run of 20+ digits may be an integer beyond 64 bits, which orjson silently turns into a float.
+_LONG_DIGITS = re.compile(rb"\d{20,}")
+
+
 def parse_json_line(line: bytes) -> Any:
-    """orjson first (fast); the standard library for what orjson refuses but is valid JSON
-    for Python (integers beyond 64 bits, NaN), so such rows are not rejected."""
+    """orjson first (fast); the standard library for what orjson refuses but Python's json
+    accepts (NaN, Infinity), so such rows are not rejected."""
     try:
         return orjson.loads(line)
     except orjson.JSONDecodeError:
         return json.loads(line)
+
+
+def exact_record(raw: bytes, record: Any) -> Any:
+    """The record parsed so that integers beyond 64 bits keep every digit.
+
+    Called only for rows that are rewritten (unchanged rows are written from their raw bytes),
+    so the extra scan costs nothing on the common path.
+    """
+    if _LONG_DIGITS.search(raw):
+        return json.loads(raw)
+    return record
 
 
 def iter_jsonl(path: str | Path) -> Iterator[SourceRecord]:

@@ -1,0 +1,242 @@
+"""Final output conversion: format choice, deterministic gzip, parquet with schema drift, save_to_disk."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from trajectory_compressor.read.sources import expand_inputs, iter_source
+from trajectory_compressor.write import converters
+from trajectory_compressor.write.converters import ConversionError, convert_jsonl, output_format_for
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+
+# Rows whose shapes drift the way real trajectory files do.
+DRIFTING_ROWS: list[dict[str, Any]] = [
+    {
+        "id": "a",
+        "conversations": [{"from": "human", "value": "q"}, {"from": "gpt", "value": "a"}],
+        "score": 1,
+    },
+    {
+        "id": "b",
+        "conversations": [{"from": "human", "value": "q2", "weight": 0}],  # a turn key only here
+        "score": None,  # sometimes null
+        "meta": {"source": "x"},  # a column only in some rows
+    },
+    {
+        "id": "c",
+        "conversations": [],
+        "score": 2.5,  # int, then null, then float
+        "meta": {"source": "y", "tags": ["t"]},  # struct grows a field
+        "mixed": "text",
+    },
+    {
+        "id": "d",
+        "conversations": [{"from": "gpt", "value": "z"}],
+        "mixed": {"now": "an object"},  # a column whose type changes: stored as JSON text
+        "empty": {},
+    },
+]
+
+
+def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+def read_back(path: Path) -> list[dict[str, Any]]:
+    (source,) = expand_inputs([str(path)])
+    return [item.record for item in iter_source(source)]
+
+
+def expected_columnar(rows: list[dict[str, Any]], numeric: dict[str, type]) -> list[dict[str, Any]]:
+    """What a columnar file gives back: every column in every row (null when absent)."""
+    columns = list(dict.fromkeys(k for row in rows for k in row))
+    out = []
+    for row in rows:
+        full = {c: row.get(c) for c in columns}
+        for name, kind in numeric.items():
+            if full[name] is not None:
+                full[name] = kind(full[name])
+        out.append(full)
+    return out
+
+
+def normalize_turns(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Drop nulls that columnar storage adds to nested objects, to compare contents."""
+
+    def clean(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: clean(v) for k, v in value.items() if v is not None}
+        if isinstance(value, list):
+            return [clean(v) for v in value]
+        return value
+
+    return [clean(row) for row in rows]
+
+
+# --- output_format_for -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("out.jsonl", "jsonl"),
+        ("out.ndjson", "jsonl"),
+        ("out.jsonl.gz", "jsonl.gz"),
+        ("OUT.JSONL.GZ", "jsonl.gz"),
+        ("out.parquet", "parquet"),
+        ("out_dataset", "hf"),
+        ("some/dir/", "hf"),
+    ],
+)
+def test_output_format_by_suffix(path: str, expected: str) -> None:
+    assert output_format_for(path) == expected
+
+
+def test_output_format_explicit_and_errors(tmp_path: Path) -> None:
+    assert output_format_for("whatever.bin", "parquet") == "parquet"
+    assert output_format_for(str(tmp_path), None) == "hf"  # an existing directory
+    with pytest.raises(ConversionError, match="unknown output format"):
+        output_format_for("x.jsonl", "csv")
+    with pytest.raises(ConversionError, match="suffix"):
+        output_format_for("x.csv")
+
+
+# --- jsonl / jsonl.gz --------------------------------------------------------------------------
+
+
+def test_jsonl_gz_is_byte_identical_across_runs_and_names(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "run.jsonl", DRIFTING_ROWS)
+    first = convert_jsonl(source, tmp_path / "one.jsonl.gz", "jsonl.gz")
+    os.utime(source, (1, 1))  # a different mtime must not leak into the header
+    convert_jsonl(source, tmp_path / "two.jsonl.gz", "jsonl.gz")
+    one, two = (tmp_path / "one.jsonl.gz").read_bytes(), (tmp_path / "two.jsonl.gz").read_bytes()
+    assert one == two
+    assert one[4:8] == b"\0\0\0\0"  # mtime field
+    assert not one[3] & 0x08  # no FNAME flag: no file name stored
+    assert gzip.decompress(one) == source.read_bytes()
+    assert first.rows == 4 and first.fmt == "jsonl.gz"
+    assert read_back(tmp_path / "one.jsonl.gz") == DRIFTING_ROWS
+
+
+def test_jsonl_copy_and_no_temp_files_left(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "run.jsonl", DRIFTING_ROWS)
+    out = tmp_path / "out" / "final.jsonl"
+    result = convert_jsonl(source, out, "jsonl")
+    assert out.read_bytes() == source.read_bytes()
+    assert result.rows == 4
+    assert sorted(p.name for p in out.parent.iterdir()) == ["final.jsonl"]
+
+
+# --- parquet -----------------------------------------------------------------------------------
+
+
+def test_parquet_handles_schema_drift(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "run.jsonl", DRIFTING_ROWS)
+    out = tmp_path / "final.parquet"
+    result = convert_jsonl(source, out, "parquet")
+    assert result.rows == 4
+    assert set(result.json_columns) == {"mixed", "empty"}
+
+    schema = pq.read_schema(out)
+    assert schema.field("score").type == pa.float64()  # int and float widen to float
+    assert pa.types.is_struct(schema.field("meta").type)
+    assert {f.name for f in schema.field("meta").type} == {"source", "tags"}
+    assert isinstance(schema.field("mixed").type, pa.JsonType)
+
+    back = read_back(out)
+    assert [row["mixed"] for row in back] == [None, None, "text", {"now": "an object"}]
+    assert [row["empty"] for row in back] == [None, None, None, {}]
+    assert normalize_turns(back) == normalize_turns(expected_columnar(DRIFTING_ROWS, {"score": float}))
+
+
+def test_parquet_mixed_openai_content_round_trips(tmp_path: Path) -> None:
+    rows = [
+        {"messages": [{"role": "user", "content": "plain"}]},
+        {"messages": [{"role": "user", "content": [{"type": "text", "text": "parts"}]}]},
+        {"messages": [{"role": "assistant", "content": None, "tool_calls": [{"id": "1", "function": {"name": "f"}}]}]},
+    ]
+    source = write_jsonl(tmp_path / "run.jsonl", rows)
+    result = convert_jsonl(source, tmp_path / "o.parquet", "parquet")
+    assert result.json_columns == ("messages",)
+    assert read_back(tmp_path / "o.parquet") == rows  # JSON text columns come back exactly
+
+
+def test_parquet_is_written_in_row_groups(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(converters, "CHUNK_MAX_ROWS", 10)
+    rows = [{"id": i, "conversations": [{"from": "human", "value": "x" * i}]} for i in range(35)]
+    rows[-1]["late"] = "only here"  # a key first seen in the last chunk still makes the schema
+    source = write_jsonl(tmp_path / "run.jsonl", rows)
+    convert_jsonl(source, tmp_path / "o.parquet", "parquet")
+    parquet_file = pq.ParquetFile(tmp_path / "o.parquet")
+    assert parquet_file.num_row_groups == 4
+    back = read_back(tmp_path / "o.parquet")
+    assert [row["id"] for row in back] == list(range(35))
+    assert back[0]["late"] is None and back[-1]["late"] == "only here"
+
+
+def test_integers_beyond_int64_survive_as_json(tmp_path: Path) -> None:
+    big = 2**63 + 5  # valid JSON, parsed exactly, but no Arrow integer type holds it
+    source = tmp_path / "run.jsonl"
+    source.write_text(f'{{"id": 1, "big": {big}}}\n{{"id": 2, "big": -1}}\n')
+    result = convert_jsonl(source, tmp_path / "o.parquet", "parquet")
+    assert result.json_columns == ("big",)
+    assert read_back(tmp_path / "o.parquet") == [{"id": 1, "big": big}, {"id": 2, "big": -1}]
+
+
+def test_bad_rows_raise_conversion_error_and_leave_no_output(tmp_path: Path) -> None:
+    source = tmp_path / "run.jsonl"
+    source.write_text('{"a": 1}\n[1, 2]\n')
+    out = tmp_path / "o.parquet"
+    with pytest.raises(ConversionError, match=r"run\.jsonl:2"):
+        convert_jsonl(source, out, "parquet")
+    assert list(tmp_path.iterdir()) == [source]
+    with pytest.raises(ConversionError, match="not found"):
+        convert_jsonl(tmp_path / "missing.jsonl", out, "parquet")
+
+
+def test_existing_output_is_replaced(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "run.jsonl", DRIFTING_ROWS[:1])
+    out = tmp_path / "o.parquet"
+    out.write_text("old")
+    convert_jsonl(source, out, "parquet")
+    assert read_back(out)[0]["id"] == "a"
+
+
+# --- datasets save_to_disk ---------------------------------------------------------------------
+
+
+def test_hf_save_to_disk_output_loads_back(tmp_path: Path) -> None:
+    import datasets
+
+    source = write_jsonl(tmp_path / "run.jsonl", DRIFTING_ROWS)
+    out = tmp_path / "final_dataset"
+    result = convert_jsonl(source, out, "hf")
+    assert result.rows == 4 and result.fmt == "hf"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["final_dataset", "run.jsonl"]  # scratch removed
+
+    loaded = datasets.load_from_disk(str(out))
+    assert len(loaded) == 4
+    assert loaded[3]["mixed"] == {"now": "an object"}  # JSON text column is a `Json` feature
+    back = read_back(out)  # and it is an input kind of its own
+    assert normalize_turns(back) == normalize_turns(expected_columnar(DRIFTING_ROWS, {"score": float}))
+
+
+def test_hf_output_replaces_an_existing_dataset(tmp_path: Path) -> None:
+    import datasets
+
+    out = tmp_path / "ds"
+    convert_jsonl(write_jsonl(tmp_path / "one.jsonl", DRIFTING_ROWS), out, "hf")
+    convert_jsonl(write_jsonl(tmp_path / "two.jsonl", DRIFTING_ROWS[:2]), out, "hf")
+    assert len(datasets.load_from_disk(str(out))) == 2
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]

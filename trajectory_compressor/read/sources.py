@@ -1,0 +1,427 @@
+"""Input sources: which files, directories and datasets to read, and one stream of records from each.
+
+The run reads many inputs the same way: every source yields `SourceRecord`s numbered from 1, so
+the rest of the pipeline never asks where a row came from. What each argument may be:
+
+- a file, by suffix:
+  ``.jsonl``, ``.jsonl.gz``, ``.ndjson``, ``.ndjson.gz``  JSON Lines, streamed line by line;
+  ``.json``     a JSON array of records (or one object). JSON arrays are **not streamed**: the
+                whole file is parsed at once, so keep them small or convert them to JSONL. A
+                ``.json`` file whose first line is a complete JSON object is JSON Lines under
+                another name and is streamed as such;
+  ``.parquet``  streamed by record batches (`ParquetFile.iter_batches`); the record number is the
+                1-based row index;
+- a directory written by `datasets`' ``save_to_disk`` (it holds ``state.json`` or
+  ``dataset_dict.json``): read with `datasets.load_from_disk`; of a `DatasetDict`, the split given
+  to `iter_source` is taken (default ``train``);
+- any other directory: its supported files, **recursively**, sorted by relative path. Hidden
+  files and directories (a leading ``.``) and this tool's own outputs (``*.metrics.jsonl``,
+  ``*.report.json``, ``*.rejects.jsonl``, ``*.over_limit.jsonl``, see `OWN_OUTPUT_SUFFIXES`) are
+  skipped, so an output directory can sit inside the input directory; a ``save_to_disk``
+  directory met on the way is read as one dataset and not descended into;
+- ``hf:NAME`` or ``hf:NAME:CONFIG``: `datasets.load_dataset(NAME, CONFIG, split=..., streaming=True)`.
+  NAME is a Hub id (``hf:org/name``), or a packaged builder (``hf:json``, ``hf:parquet``,
+  ``hf:csv``...) together with ``data_files`` (local paths or globs), which `expand_inputs`
+  takes as an argument (the CLI's ``--data-files``) and checks exist.
+
+Why the shapes differ but the output does not: a record number is what the user needs to find a
+bad row again (``file.jsonl:12``, ``data.parquet:40000``, ``hf:org/name:7``), and it is also what
+`shard_filter` and resume key on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import gzip
+import os
+import zlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+
+from trajectory_compressor.read.jsonl import iter_jsonl, parse_json_line
+from trajectory_compressor.types import SourceRecord
+
+SourceKind = Literal["jsonl", "json", "parquet", "hf_disk", "hf_load"]
+
+HF_PREFIX = "hf:"
+JSONL_SUFFIXES: tuple[str, ...] = (".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz")
+SUPPORTED_SUFFIXES: tuple[str, ...] = (*JSONL_SUFFIXES, ".json", ".parquet")
+# Files this tool writes next to its outputs; never read back as input when a directory is given.
+OWN_OUTPUT_SUFFIXES: tuple[str, ...] = (
+    ".metrics.jsonl",
+    ".report.json",
+    ".rejects.jsonl",
+    ".over_limit.jsonl",
+    ".metrics.jsonl.gz",
+    ".rejects.jsonl.gz",
+    ".over_limit.jsonl.gz",
+)
+PARQUET_BATCH_ROWS = 256  # trajectories are large (tens of KB each): keep a batch to a few MB
+HF_DISK_BATCH_ROWS = 256
+_SAVE_TO_DISK_MARKERS = ("state.json", "dataset_dict.json")
+
+
+class InputError(ValueError):
+    """An input cannot be found, opened or read to its end; the message is one line naming it."""
+
+
+@dataclass(frozen=True)
+class InputSource:
+    """One thing to read records from.
+
+    `name` is what messages and `SourceRecord.source` show (the path as given, or the ``hf:`` spec).
+    `path` is the file or directory for local kinds; `dataset`/`config`/`data_files`/`streaming`
+    are the `load_dataset` arguments for ``hf_load``.
+    """
+
+    name: str
+    kind: SourceKind
+    path: str | None = None
+    dataset: str | None = None
+    config: str | None = None
+    data_files: tuple[str, ...] | None = None
+    streaming: bool = True
+
+
+def expand_inputs(
+    paths: Sequence[str],
+    *,
+    data_files: Sequence[str] | None = None,
+    streaming: bool = True,
+) -> list[InputSource]:
+    """Turn command-line input arguments into the ordered, de-duplicated list of sources to read.
+
+    `data_files` and `streaming` apply to every ``hf:`` spec. Raises `InputError` for a missing
+    path, an unsupported file type, a directory without any supported file, or ``data_files``
+    patterns that match nothing.
+    """
+    sources: list[InputSource] = []
+    seen: set[str] = set()
+
+    def add(source: InputSource) -> None:
+        key = source.name if source.kind == "hf_load" else os.path.realpath(source.path or source.name)
+        if key not in seen:
+            seen.add(key)
+            sources.append(source)
+
+    for arg in paths:
+        if arg.startswith(HF_PREFIX):
+            add(_hf_source(arg, data_files, streaming))
+            continue
+        path = Path(arg)
+        if not path.exists():
+            raise InputError(f"input not found: {arg}")
+        if path.is_dir():
+            if _is_save_to_disk_dir(path):
+                add(InputSource(name=arg, kind="hf_disk", path=arg))
+                continue
+            found = list(_walk_directory(path))
+            if not found:
+                supported = ", ".join(SUPPORTED_SUFFIXES)
+                raise InputError(f"no input files ({supported}) in directory: {arg}")
+            for source in found:
+                add(source)
+            continue
+        kind = _file_kind(arg)
+        if kind is None:
+            supported = ", ".join(SUPPORTED_SUFFIXES)
+            raise InputError(f"unsupported input file type (expected {supported}): {arg}")
+        add(InputSource(name=arg, kind=kind, path=arg))
+    return sources
+
+
+def iter_source(source: InputSource, *, split: str = "train") -> Iterator[SourceRecord]:
+    """Yield every record of `source` as `SourceRecord(source=name, line=n, record=...)`, n from 1.
+
+    A line of JSON Lines that does not parse is yielded with `error` set (the row is rejected, the
+    run goes on); a source that cannot be opened or breaks mid-way (a truncated gzip, a corrupt
+    parquet page, a missing split) raises `InputError` naming the source and the last record read,
+    because nothing after that point can be trusted.
+    """
+    readers = {
+        "jsonl": _iter_jsonl_checked,
+        "json": _iter_json_array,
+        "parquet": _iter_parquet,
+        "hf_disk": _iter_hf_disk,
+        "hf_load": _iter_hf_load,
+    }
+    reader = readers.get(source.kind)
+    if reader is None:
+        raise InputError(f"unknown input kind {source.kind!r}: {source.name}")
+    yield from reader(source, split)
+
+
+def shard_filter(index: int, num_shards: int, shard_index: int) -> bool:
+    """Whether the row with global 0-based `index` belongs to shard `shard_index` of `num_shards`.
+
+    Round-robin by row index: it needs no row counts up front, keeps shards within one row of
+    each other in size, and gives every row to exactly one shard whatever the input order.
+    """
+    if num_shards < 1:
+        raise ValueError(f"num_shards must be >= 1, got {num_shards}")
+    if not 0 <= shard_index < num_shards:
+        raise ValueError(f"shard_index must be in [0, {num_shards}), got {shard_index}")
+    return index % num_shards == shard_index
+
+
+# --- discovering sources -----------------------------------------------------------------------
+
+
+def _file_kind(path: str) -> SourceKind | None:
+    lower = path.lower()
+    if lower.endswith(JSONL_SUFFIXES):
+        return "jsonl"
+    if lower.endswith(".parquet"):
+        return "parquet"
+    if lower.endswith(".json"):
+        return "jsonl" if _json_file_is_jsonl(path) else "json"
+    return None
+
+
+def _json_file_is_jsonl(path: str) -> bool:
+    """True when the first non-blank line of a ``.json`` file is a whole JSON object on its own.
+
+    A pretty-printed single object or an array never has a complete object on its first line,
+    while a JSON Lines file always does; reading one line keeps the check cheap.
+    """
+    try:
+        with open(path, "rb") as handle:
+            for line in handle:
+                if line.strip():
+                    return line.lstrip().startswith(b"{") and _parses_as_object(line)
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    return False
+
+
+def _parses_as_object(line: bytes) -> bool:
+    try:
+        return isinstance(parse_json_line(line), dict)
+    except (ValueError, UnicodeDecodeError):
+        return False
+
+
+def _is_save_to_disk_dir(path: Path) -> bool:
+    return any((path / marker).is_file() for marker in _SAVE_TO_DISK_MARKERS)
+
+
+def _is_own_output(name: str) -> bool:
+    return name.lower().endswith(OWN_OUTPUT_SUFFIXES)
+
+
+def _walk_directory(root: Path) -> Iterator[InputSource]:
+    """Supported files under `root`, recursively, sorted by path relative to `root`."""
+    found: list[tuple[str, InputSource]] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        here = Path(dirpath)
+        kept_dirs = []
+        for dirname in sorted(dirnames):
+            if dirname.startswith("."):
+                continue
+            if _is_save_to_disk_dir(here / dirname):
+                sub = str(here / dirname)
+                found.append((os.path.relpath(sub, root), InputSource(name=sub, kind="hf_disk", path=sub)))
+            else:
+                kept_dirs.append(dirname)
+        dirnames[:] = kept_dirs  # os.walk descends only into these
+        for filename in filenames:
+            if filename.startswith(".") or _is_own_output(filename):
+                continue
+            full = str(here / filename)
+            kind = _file_kind(full)
+            if kind is not None:
+                found.append((os.path.relpath(full, root), InputSource(name=full, kind=kind, path=full)))
+    found.sort(key=lambda item: item[0])
+    yield from (source for _, source in found)
+
+
+def _hf_source(spec: str, data_files: Sequence[str] | None, streaming: bool) -> InputSource:
+    body = spec[len(HF_PREFIX) :]
+    dataset, _, config = body.partition(":")
+    if not dataset:
+        raise InputError(f"empty dataset name in {spec!r} (expected hf:NAME or hf:NAME:CONFIG)")
+    files: tuple[str, ...] | None = None
+    if data_files:
+        for pattern in data_files:
+            if not _is_remote(pattern) and not glob.glob(pattern, recursive=True):
+                raise InputError(f"data file not found for {spec}: {pattern}")
+        files = tuple(data_files)
+    return InputSource(
+        name=spec,
+        kind="hf_load",
+        dataset=dataset,
+        config=config or None,
+        data_files=files,
+        streaming=streaming,
+    )
+
+
+def _is_remote(pattern: str) -> bool:
+    return "://" in pattern
+
+
+# --- reading each kind -------------------------------------------------------------------------
+
+
+def _iter_jsonl_checked(source: InputSource, split: str) -> Iterator[SourceRecord]:
+    """`iter_jsonl`, with a truncated or corrupt file turned into an `InputError`."""
+    last_line = 0
+    try:
+        for item in iter_jsonl(source.path or source.name):
+            last_line = item.line
+            yield item if item.source == source.name else dataclasses.replace(item, source=source.name)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise InputError(
+            f"cannot read {source.name} after line {last_line}: {_one_line(exc)}"
+            + (" (truncated or corrupt gzip?)" if isinstance(exc, EOFError | gzip.BadGzipFile) else "")
+        ) from exc
+
+
+def _iter_json_array(source: InputSource, split: str) -> Iterator[SourceRecord]:
+    """A JSON array of records, parsed whole (not streamed); a single object is one record."""
+    path = source.path or source.name
+    try:
+        data = parse_json_line(Path(path).read_bytes())
+    except OSError as exc:
+        raise InputError(f"cannot read {source.name}: {exc.strerror or exc}") from exc
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InputError(f"{source.name} is neither a JSON array of records nor JSON Lines: {exc}") from exc
+    records = data if isinstance(data, list) else [data]
+    for number, record in enumerate(records, start=1):
+        yield SourceRecord(source=source.name, line=number, record=record)
+
+
+def _iter_parquet(source: InputSource, split: str) -> Iterator[SourceRecord]:
+    """Rows of a parquet file, a record batch at a time, JSON-typed columns decoded back."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = source.path or source.name
+    try:
+        parquet_file = pq.ParquetFile(path)
+        schema = parquet_file.schema_arrow
+    except (OSError, pa.ArrowException) as exc:
+        raise InputError(f"cannot open parquet file {source.name}: {_one_line(exc)}") from exc
+    json_fields = [field.name for field in schema if _contains_json_type(field.type)]
+    decoders = {name: _json_decoder(schema.field(name).type) for name in json_fields}
+    number = 0
+    try:
+        for batch in parquet_file.iter_batches(batch_size=PARQUET_BATCH_ROWS):
+            for row in batch.to_pylist():
+                number += 1
+                for name, decode in decoders.items():
+                    row[name] = decode(row[name])
+                yield SourceRecord(source=source.name, line=number, record=row)
+    except (OSError, pa.ArrowException) as exc:
+        raise InputError(f"cannot read parquet file {source.name} after row {number}: {_one_line(exc)}") from exc
+    finally:
+        parquet_file.close()
+
+
+def _contains_json_type(arrow_type: Any) -> bool:
+    import pyarrow as pa
+
+    if isinstance(arrow_type, pa.JsonType):
+        return True
+    if pa.types.is_struct(arrow_type):
+        return any(_contains_json_type(field.type) for field in arrow_type)
+    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
+        return _contains_json_type(arrow_type.value_type)
+    return False
+
+
+def _json_decoder(arrow_type: Any) -> Any:
+    """A function turning `to_pylist()` output of `arrow_type` back into plain JSON values.
+
+    Columns (or nested fields) that mixed types when written are stored as Arrow JSON text
+    (see `write.converters`); reading them back as objects makes parquet round trips lossless.
+    """
+    import pyarrow as pa
+
+    if isinstance(arrow_type, pa.JsonType):
+        return lambda value: None if value is None else orjson.loads(value)
+    if pa.types.is_struct(arrow_type):
+        fields = [(field.name, _json_decoder(field.type)) for field in arrow_type]
+
+        def decode_struct(value: Any) -> Any:
+            if value is None:
+                return None
+            for name, decode in fields:
+                if name in value:
+                    value[name] = decode(value[name])
+            return value
+
+        return decode_struct
+    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
+        decode_item = _json_decoder(arrow_type.value_type)
+        return lambda value: None if value is None else [decode_item(item) for item in value]
+    return lambda value: value
+
+
+def _iter_hf_disk(source: InputSource, split: str) -> Iterator[SourceRecord]:
+    """Rows of a ``save_to_disk`` directory (memory-mapped Arrow, read in batches)."""
+    import datasets
+
+    try:
+        loaded = datasets.load_from_disk(source.path or source.name)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot load dataset directory {source.name}: {_one_line(exc)}") from exc
+    if isinstance(loaded, datasets.DatasetDict):
+        if split not in loaded:
+            splits = ", ".join(sorted(loaded)) or "none"
+            raise InputError(f"split {split!r} not in {source.name} (splits: {splits})")
+        loaded = loaded[split]
+    yield from _iter_rows(source, loaded.iter(batch_size=HF_DISK_BATCH_ROWS), batched=True)
+
+
+def _iter_hf_load(source: InputSource, split: str) -> Iterator[SourceRecord]:
+    """Rows of `datasets.load_dataset`, streamed unless `source.streaming` is False."""
+    import datasets
+
+    kwargs: dict[str, Any] = {"split": split, "streaming": source.streaming}
+    if source.data_files:
+        # Keyed by the requested split, so `--split test` works with a plain list of files.
+        kwargs["data_files"] = {split: list(source.data_files)}
+    if source.dataset == "json" and "parse_agent_traces" in _json_config_fields():
+        # Rows are trajectories to rewrite as they are: never let the loader reshape them.
+        kwargs["parse_agent_traces"] = False
+    try:
+        loaded = datasets.load_dataset(source.dataset, source.config, **kwargs)
+    except Exception as exc:  # datasets raises many unrelated types (hub, builder, split errors)
+        raise InputError(f"cannot load {source.name}: {_one_line(exc)}") from exc
+    yield from _iter_rows(source, iter(loaded), batched=False)
+
+
+def _json_config_fields() -> set[str]:
+    try:
+        from datasets.packaged_modules.json.json import JsonConfig
+    except ImportError:
+        return set()
+    return {field.name for field in dataclasses.fields(JsonConfig)}
+
+
+def _iter_rows(source: InputSource, rows: Iterator[Any], *, batched: bool) -> Iterator[SourceRecord]:
+    number = 0
+    try:
+        for item in rows:
+            for row in _unbatch(item) if batched else (item,):
+                number += 1
+                yield SourceRecord(source=source.name, line=number, record=dict(row))
+    except Exception as exc:  # a streamed dataset surfaces file, parse and network errors here
+        raise InputError(f"cannot read {source.name} after record {number}: {_one_line(exc)}") from exc
+
+
+def _unbatch(batch: dict[str, list[Any]]) -> Iterator[dict[str, Any]]:
+    columns = list(batch)
+    for values in zip(*(batch[column] for column in columns), strict=True):
+        yield dict(zip(columns, values, strict=True))
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0]

@@ -1,0 +1,342 @@
+"""Final output formats, converted from the run's JSONL file.
+
+The pipeline always writes JSON Lines first: appending one line per finished row is what makes
+resume exact. Only when the run is complete is that file converted to the format asked for:
+
+- ``jsonl``     copied as is;
+- ``jsonl.gz``  gzip, streamed, with a fixed header (no file name, mtime 0) so that the same
+                input gives the same bytes on every run;
+- ``parquet``   a `pyarrow.parquet.ParquetWriter`, fed a chunk of rows at a time;
+- ``hf``        a `datasets` ``save_to_disk`` directory, built from the same Arrow chunks.
+
+Rows of real trajectory files do not share one schema: a key appears in some rows only, a
+field is null here and a string there, OpenAI ``content`` is a string in one message and a list
+of parts in the next. `datasets`' JSON loader guesses a schema from the first block and fails
+later (huggingface/datasets#6162, #7092, #7222). So the conversion makes two streaming passes:
+the first infers each top-level column's Arrow type chunk by chunk and merges them
+(``unify_schemas(promote_options="permissive")``: missing struct fields are added, null takes
+any type, int widens to float); a column whose values cannot share one type is stored as Arrow
+JSON text (``pa.json_()``, the parquet JSON logical type; `datasets` reads it as a ``Json``
+feature and `read.sources` decodes it back to objects). The second pass writes. Memory stays at
+one chunk of rows (`CHUNK_BYTES`), whatever the file size.
+
+A key absent from a row comes back as null from a columnar file: parquet has no "missing".
+
+Every output is written under a temporary name in the destination's directory and renamed into
+place at the end, so a half-written output never looks complete; an existing output is replaced.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pyarrow as pa
+
+from trajectory_compressor.read.jsonl import parse_json_line
+
+OUTPUT_FORMATS: tuple[str, ...] = ("jsonl", "jsonl.gz", "parquet", "hf")
+CHUNK_BYTES = 32 << 20  # JSON text per Arrow chunk / parquet row group
+CHUNK_MAX_ROWS = 10_000
+GZIP_LEVEL = 6  # zlib's default: ~9's ratio at a fraction of its time
+_ARROW_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError)
+
+
+class ConversionError(ValueError):
+    """The JSONL file cannot be converted (unreadable, not JSON objects, unknown format)."""
+
+
+@dataclass(frozen=True)
+class ConversionResult:
+    """What was written: where, in which format, how many rows, which columns became JSON text."""
+
+    path: str
+    fmt: str
+    rows: int
+    json_columns: tuple[str, ...] = ()
+
+
+def output_format_for(path: str, explicit: str | None = None) -> str:
+    """The output format for `path`: `explicit` if given, else by suffix.
+
+    ``.jsonl`` / ``.ndjson`` → jsonl, ``.jsonl.gz`` / ``.ndjson.gz`` → jsonl.gz, ``.parquet`` →
+    parquet, a path ending in ``/``, an existing directory, or a name without any suffix → hf.
+    """
+    if explicit is not None:
+        fmt = explicit.lower().lstrip(".")
+        if fmt not in OUTPUT_FORMATS:
+            raise ConversionError(f"unknown output format {explicit!r} (expected {', '.join(OUTPUT_FORMATS)})")
+        return fmt
+    lower = path.lower()
+    if lower.endswith((".jsonl.gz", ".ndjson.gz")):
+        return "jsonl.gz"
+    if lower.endswith((".jsonl", ".ndjson")):
+        return "jsonl"
+    if lower.endswith(".parquet"):
+        return "parquet"
+    if path.endswith(("/", os.sep)) or Path(path).is_dir() or not Path(path).suffix:
+        return "hf"
+    raise ConversionError(
+        f"cannot tell the output format of {path!r} from its suffix "
+        "(use .jsonl, .jsonl.gz, .parquet, a directory for a datasets save_to_disk, or --output-format)"
+    )
+
+
+def convert_jsonl(jsonl_path: str | os.PathLike[str], out_path: str | os.PathLike[str], fmt: str) -> ConversionResult:
+    """Convert the run's JSONL file to `out_path` in format `fmt` (one of `OUTPUT_FORMATS`)."""
+    source, target = Path(jsonl_path), Path(out_path)
+    fmt = output_format_for(str(target), fmt)
+    if not source.is_file():
+        raise ConversionError(f"JSONL file to convert not found: {source}")
+    if source.resolve() == target.resolve():
+        if fmt != "jsonl":
+            raise ConversionError(f"cannot convert {source} onto itself")
+        return ConversionResult(path=str(target), fmt=fmt, rows=_count_lines(source))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if fmt == "hf":
+        return _write_hf(source, target)
+    writer = {"jsonl": _write_jsonl, "jsonl.gz": _write_jsonl_gz, "parquet": _write_parquet}[fmt]
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        rows, json_columns = writer(source, tmp)
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return ConversionResult(path=str(target), fmt=fmt, rows=rows, json_columns=json_columns)
+
+
+# --- JSON Lines --------------------------------------------------------------------------------
+
+
+def _write_jsonl(source: Path, tmp: Path) -> tuple[int, tuple[str, ...]]:
+    shutil.copyfile(source, tmp)
+    return _count_lines(source), ()
+
+
+def _write_jsonl_gz(source: Path, tmp: Path) -> tuple[int, tuple[str, ...]]:
+    rows = 0
+    # filename="" leaves the name out of the header and mtime=0 fixes the time: same bytes every run.
+    with (
+        open(source, "rb") as src,
+        open(tmp, "wb") as raw,
+        gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=GZIP_LEVEL) as out,
+    ):
+        for line in src:
+            rows += bool(line.strip())
+            out.write(line)
+    return rows, ()
+
+
+def _count_lines(path: Path) -> int:
+    with open(path, "rb") as handle:
+        return sum(1 for line in handle if line.strip())
+
+
+# --- Arrow: schema inference and chunked tables -------------------------------------------------
+
+
+def _iter_chunks(source: Path) -> Iterator[list[dict[str, Any]]]:
+    """Rows of the JSONL file, parsed, in chunks of about `CHUNK_BYTES` of text."""
+    chunk: list[dict[str, Any]] = []
+    size = 0
+    with open(source, "rb") as handle:
+        for line_number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = parse_json_line(line)
+            except (ValueError, UnicodeDecodeError) as exc:
+                raise ConversionError(f"{source}:{line_number}: invalid JSON: {exc}") from exc
+            if not isinstance(row, dict):
+                raise ConversionError(f"{source}:{line_number}: a row must be a JSON object")
+            chunk.append(row)
+            size += len(line)
+            if size >= CHUNK_BYTES or len(chunk) >= CHUNK_MAX_ROWS:
+                yield chunk
+                chunk, size = [], 0
+    if chunk:
+        yield chunk
+
+
+def _writable(arrow_type: pa.DataType) -> bool:
+    """Whether parquet / datasets can store `arrow_type` (they cannot store a struct without fields)."""
+    if pa.types.is_struct(arrow_type):
+        return arrow_type.num_fields > 0 and all(_writable(field.type) for field in arrow_type)
+    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
+        return _writable(arrow_type.value_type)
+    return True
+
+
+def _merge_types(old: pa.DataType, new: pa.DataType) -> pa.DataType | None:
+    """The type both chunks' values fit in, or None when they do not share one."""
+    if old == new:
+        return old
+    try:
+        merged = pa.unify_schemas(
+            [pa.schema([pa.field("c", old)]), pa.schema([pa.field("c", new)])], promote_options="permissive"
+        )
+    except _ARROW_ERRORS:
+        return None
+    return merged.field("c").type
+
+
+@dataclass
+class _Schema:
+    """Top-level columns in first-seen order, with their merged types; JSON-text columns apart."""
+
+    types: dict[str, pa.DataType]
+    json_columns: set[str]
+
+    def arrow_schema(self) -> pa.Schema:
+        return pa.schema(
+            [
+                pa.field(name, pa.json_() if name in self.json_columns else arrow_type)
+                for name, arrow_type in self.types.items()
+            ]
+        )
+
+
+def _infer_schema(source: Path) -> tuple[_Schema, int]:
+    """First pass: each column's type over the whole file, and the row count."""
+    schema = _Schema(types={}, json_columns=set())
+    rows = 0
+    for chunk in _iter_chunks(source):
+        rows += len(chunk)
+        names = dict.fromkeys(name for row in chunk for name in row)
+        for name in names:
+            if name in schema.json_columns:
+                schema.types.setdefault(name, pa.null())
+                continue
+            try:
+                chunk_type = pa.array([row.get(name) for row in chunk]).type
+            except _ARROW_ERRORS:
+                schema.types.setdefault(name, pa.null())
+                schema.json_columns.add(name)
+                continue
+            merged = chunk_type if name not in schema.types else _merge_types(schema.types[name], chunk_type)
+            if merged is None:
+                schema.json_columns.add(name)
+            else:
+                schema.types[name] = merged
+    for name, arrow_type in schema.types.items():
+        if not _writable(arrow_type):
+            schema.json_columns.add(name)
+    return schema, rows
+
+
+def _json_text(value: Any) -> str:
+    try:
+        return orjson.dumps(value).decode()
+    except orjson.JSONEncodeError:  # integers beyond 64 bits: the standard library writes them
+        return json.dumps(value, ensure_ascii=False)
+
+
+class _ColumnDoesNotFit(Exception):
+    def __init__(self, column: str) -> None:
+        super().__init__(column)
+        self.column = column
+
+
+def _iter_tables(source: Path, schema: _Schema) -> Iterator[pa.Table]:
+    """Second pass: one Arrow table per chunk, in the merged schema."""
+    arrow_schema = schema.arrow_schema()
+    for chunk in _iter_chunks(source):
+        arrays = []
+        for field in arrow_schema:
+            values = [row.get(field.name) for row in chunk]
+            if field.name in schema.json_columns:
+                text = [None if v is None else _json_text(v) for v in values]
+                arrays.append(pa.array(text, type=pa.json_()))
+                continue
+            try:
+                arrays.append(pa.array(values, type=field.type))
+            except _ARROW_ERRORS as exc:
+                raise _ColumnDoesNotFit(field.name) from exc
+        yield pa.Table.from_arrays(arrays, schema=arrow_schema)
+
+
+def _with_json_fallback(source: Path, write: Any) -> tuple[int, tuple[str, ...]]:
+    """Infer, then `write(tables, schema)`; a column that still does not fit becomes JSON text.
+
+    Type merging is an inference; should a value still not convert in the writing pass, that
+    column is switched to JSON text and the write restarts (at most once per column).
+    """
+    schema, rows = _infer_schema(source)
+    while True:
+        try:
+            write(_iter_tables(source, schema), schema.arrow_schema())
+        except _ColumnDoesNotFit as exc:
+            schema.json_columns.add(exc.column)
+            continue
+        return rows, tuple(name for name in schema.types if name in schema.json_columns)
+
+
+# --- parquet and datasets ----------------------------------------------------------------------
+
+
+def _write_parquet(source: Path, tmp: Path) -> tuple[int, tuple[str, ...]]:
+    import pyarrow.parquet as pq
+
+    def write(tables: Iterator[pa.Table], arrow_schema: pa.Schema) -> None:
+        with pq.ParquetWriter(tmp, arrow_schema, compression="zstd") as writer:
+            for table in tables:
+                writer.write_table(table)
+
+    return _with_json_fallback(source, write)
+
+
+def _write_hf(source: Path, target: Path) -> ConversionResult:
+    """A ``save_to_disk`` directory: Arrow chunks → an IPC stream file → memory-mapped Dataset → save.
+
+    The scratch space (the stream file and the new directory before its rename) lives in a
+    hidden temporary directory next to the output, on the same filesystem, removed at the end.
+    """
+    import datasets
+
+    scratch = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    try:
+        stream_path = scratch / "rows.arrow"
+
+        def write(tables: Iterator[pa.Table], arrow_schema: pa.Schema) -> None:
+            with pa.OSFile(str(stream_path), "wb") as sink, pa.ipc.new_stream(sink, arrow_schema) as writer:
+                for table in tables:
+                    writer.write_table(table)
+
+        rows, json_columns = _with_json_fallback(source, write)
+        dataset = datasets.Dataset.from_file(str(stream_path))
+        built = scratch / "dataset"
+        bars_were_on = datasets.is_progress_bar_enabled()
+        datasets.disable_progress_bars()  # the run draws its own progress; keep stderr clean
+        try:
+            dataset.save_to_disk(str(built))
+        finally:
+            if bars_were_on:
+                datasets.enable_progress_bars()
+        del dataset
+        _replace_directory(built, target)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return ConversionResult(path=str(target), fmt="hf", rows=rows, json_columns=json_columns)
+
+
+def _replace_directory(new: Path, target: Path) -> None:
+    """Move `new` to `target`; an existing `target` is set aside first and removed after."""
+    if target.exists() and not target.is_dir():
+        raise ConversionError(f"output path exists and is not a directory: {target}")
+    old = None
+    if target.exists():
+        old = target.with_name(f".{target.name}.old-{os.getpid()}")
+        os.replace(target, old)
+    os.replace(new, target)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
