@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from trajectory_compressor.config import ConfigError, RunConfig
-from trajectory_compressor.count import TokenCounter, TokenizerLoadError, load_tokenizer
+from trajectory_compressor.count import TokenCounter, TokenizerLoadError, build_counter
 from trajectory_compressor.pipeline import CompressionRun, CompressJob, RunResult
 from trajectory_compressor.prepare import ConversationOptions
 from trajectory_compressor.read.sources import InputError, InputSource, expand_inputs
@@ -96,7 +96,7 @@ async def compress_async(
     sources = expand_inputs(list(inputs), data_files=reading.data_files, streaming=reading.streaming)
     jobs = _plan_jobs(inputs, sources, str(output), outputs, reading)
     if counter is None:
-        counter = TokenCounter(load_tokenizer(config.tokenizer, trust_remote_code=config.trust_remote_code))
+        counter = counter_for(config)
     choice = None if config.dry_run else choose_summarizers(config, counter)
     if choice is not None:
         say(choice.note)
@@ -123,6 +123,16 @@ async def compress_async(
             if choice.fallback is not choice.primary:
                 await choice.fallback.aclose()
     return results
+
+
+def counter_for(config: RunConfig) -> TokenCounter:
+    """The token counter `config` asks for (tokenizer, count mode, chat template)."""
+    return build_counter(
+        config.tokenizer,
+        trust_remote_code=config.trust_remote_code,
+        count_mode=config.count_mode,
+        chat_template=config.chat_template,
+    )
 
 
 def _validate_output_options(outputs: OutputOptions) -> None:
@@ -224,6 +234,8 @@ def run_settings(
     }
     return {
         "tokenizer": counter.name,
+        "count_mode": config.count_mode,
+        "chat_template": config.chat_template,
         "plan": asdict(config.plan),
         "summarizer": config.summarizer,
         "llm": llm_settings,

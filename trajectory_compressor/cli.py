@@ -11,6 +11,7 @@ limit with `--fail-on-over-limit`; 130 interrupted (re-run the same command to r
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,8 @@ EXIT_USAGE = 2
 # flag name -> (config part, attribute): flags given on the command line override the YAML file.
 _FLAG_TARGETS: dict[str, tuple[str, str]] = {
     "tokenizer": ("run", "tokenizer"),
+    "count_mode": ("run", "count_mode"),
+    "chat_template": ("run", "chat_template"),
     "target_max_tokens": ("plan", "target_max_tokens"),
     "summary_target_tokens": ("plan", "summary_target_tokens"),
     "protect_last_n_turns": ("plan", "protect_last_n_turns"),
@@ -84,6 +87,12 @@ def _common_options(function: Any) -> Any:
     options = [
         click.option("--config", "config_file", type=click.Path(dir_okay=False), help="YAML config (reference layout)."),
         click.option("--tokenizer", help="Hub id, tokenizer directory or tokenizer.json [default: bundled DeepSeek]."),
+        click.option(
+            "--count-mode",
+            type=click.Choice(["values", "chat-template"]),
+            help="Count turn values (reference measure) or turns rendered by the chat template [values].",
+        ),
+        click.option("--chat-template", type=click.Path(dir_okay=False), help="Jinja chat template file to use."),
         click.option("--target-max-tokens", type=int, help="Token budget per trajectory [15250]."),
         click.option("--summary-target-tokens", type=int, help="Token budget of the summary turn [750]."),
         click.option("--protect-last-n-turns", type=int, help="Turns at the end kept verbatim [4]."),
@@ -182,6 +191,11 @@ def compress(inputs: tuple[str, ...], output: str, **flags: Any) -> None:
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
         sys.exit(130)
+    except Exception as exc:  # a bug, not the user's fault: one line, the traceback on request
+        if os.environ.get("TC_DEBUG"):
+            raise
+        click.echo(f"error: internal error {type(exc).__name__}: {exc} (TC_DEBUG=1 shows the traceback)", err=True)
+        sys.exit(1)
     exit_code = 0
     for result in results:
         if not config.quiet:
@@ -205,8 +219,7 @@ if __name__ == "__main__":  # pragma: no cover
 def analyze(inputs: tuple[str, ...], **flags: Any) -> None:
     """Token-length distribution and what compressing INPUT... would cost, with no LLM call."""
     from trajectory_compressor.analyze import analysis_html, analyze_sources, render_analysis
-    from trajectory_compressor.api import UsageError
-    from trajectory_compressor.count import TokenCounter, load_tokenizer
+    from trajectory_compressor.api import UsageError, counter_for
     from trajectory_compressor.prepare import ConversationOptions
     from trajectory_compressor.read.sources import expand_inputs
 
@@ -214,7 +227,7 @@ def analyze(inputs: tuple[str, ...], **flags: Any) -> None:
     try:
         config = build_config(flags.pop("config_file"), flags)
         sources = expand_inputs(list(inputs), data_files=list(flags["data_files"]) or None)
-        counter = TokenCounter(load_tokenizer(config.tokenizer, trust_remote_code=config.trust_remote_code))
+        counter = counter_for(config)
         analysis = analyze_sources(
             sources,
             config,

@@ -90,6 +90,8 @@ class RunConfig:
     llm: LLMConfig = field(default_factory=LLMConfig)
     tokenizer: str | None = None  # None: the bundled DeepSeek tokenizer
     trust_remote_code: bool = False
+    count_mode: str = "values"  # values | chat-template
+    chat_template: str | None = None  # a Jinja chat template file, for tokenizers without one
     summarizer: str = "auto"  # auto | llm | extractive
     on_summary_failure: str = "extractive"  # extractive | keep | fail
     row_timeout: float = 600.0  # seconds a row may spend on summaries before the failure policy
@@ -105,6 +107,8 @@ class RunConfig:
     def validate(self) -> None:
         self.plan.validate()
         self.llm.validate()
+        if self.count_mode not in {"values", "chat-template"}:
+            raise ConfigError("count_mode must be values or chat-template")
         if self.summarizer not in {"auto", "llm", "extractive"}:
             raise ConfigError("summarizer must be auto, llm or extractive")
         if self.on_summary_failure not in {"extractive", "keep", "fail"}:
@@ -121,7 +125,12 @@ class RunConfig:
 
 # YAML section -> ((yaml key, (config part, attribute)), ...), the reference tool's layout plus ours.
 _YAML_KEYS: dict[str, dict[str, tuple[str, str]]] = {
-    "tokenizer": {"name": ("run", "tokenizer"), "trust_remote_code": ("run", "trust_remote_code")},
+    "tokenizer": {
+        "name": ("run", "tokenizer"),
+        "trust_remote_code": ("run", "trust_remote_code"),
+        "count_mode": ("run", "count_mode"),
+        "chat_template": ("run", "chat_template"),
+    },
     "compression": {
         "target_max_tokens": ("plan", "target_max_tokens"),
         "summary_target_tokens": ("plan", "summary_target_tokens"),

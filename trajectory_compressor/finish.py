@@ -28,6 +28,7 @@ from trajectory_compressor.types import (
     SummaryError,
     SummaryRequest,
     SummaryResult,
+    Turn,
 )
 
 SUMMARY_FAILED = "summary failed"
@@ -153,7 +154,7 @@ class RowFinisher:
         if isinstance(result, SummaryFailure):
             return self._summary_kept_unchanged(row, metrics, plan, result)
         body = result.text
-        summary_tokens = result.tokens if result.tokens is not None else self.counter.count(summary_value(body))
+        summary_tokens = self._summary_tokens(result)
         passes = 1
         estimated = plan.total_tokens - plan.region_tokens + summary_tokens + plan.notice_tokens
         target = self.config.plan.target_max_tokens
@@ -174,7 +175,7 @@ class RowFinisher:
                     second.calls += result.calls
                     second.errors += result.errors
                     plan, result, body = replanned, second, second.text
-                    summary_tokens = second.tokens if second.tokens is not None else self.counter.count(summary_value(body))
+                    summary_tokens = self._summary_tokens(second)
                     estimated = plan.total_tokens - plan.region_tokens + summary_tokens + plan.notice_tokens
         assert plan.region is not None
         layout = compressed_layout(
@@ -278,6 +279,12 @@ class RowFinisher:
         metrics.compression_ratio = tokens / metrics.original_tokens if metrics.original_tokens else 1.0
         metrics.compressed_turns = turns
         metrics.turns_removed = metrics.original_turns - turns
+
+    def _summary_tokens(self, result: SummaryResult) -> int:
+        """Size of the summary turn: measured by the summarizer when it could, else counted here."""
+        if result.tokens is not None and not self.counter.counts_chat_template and result.text == result.text.strip():
+            return result.tokens
+        return self.counter.count_turn(Turn("human", summary_value(result.text)))
 
     @staticmethod
     def _source_record(row: PreparedRow) -> Any:

@@ -13,6 +13,7 @@ from typing import Any
 
 from trajectory_compressor.config import PlanConfig
 from trajectory_compressor.count import TokenCounter
+from trajectory_compressor.count.counter import ChatTemplateError
 from trajectory_compressor.plan.region import Plan, plan_region, system_turn_in_head
 from trajectory_compressor.read.formats import ConversationFormat, RecordError, detect_format, to_turns
 from trajectory_compressor.types import SourceRecord, Turn
@@ -69,7 +70,6 @@ def prepare_rows(
 ) -> list[PreparedRow]:
     """Validate each record, count every turn of the chunk in one batch, and plan each row."""
     prepared: list[PreparedRow] = []
-    texts: list[str] = []
     for index, position, item in rows:
         row = PreparedRow(index=index, position=position, item=item)
         prepared.append(row)
@@ -82,14 +82,16 @@ def prepare_rows(
         except RecordError as exc:
             row.error = str(exc)
             continue
-        texts.extend(turn.value for turn in row.turns)
-    counts = counter.count_many(texts)
-    offset = 0
-    for row in prepared:
-        if row.turns is None:
-            continue
-        row.token_counts = counts[offset : offset + len(row.turns)]
-        offset += len(row.turns)
+    valid = [row for row in prepared if row.turns is not None]
+    while True:
+        try:
+            all_counts = counter.count_conversations([row.turns for row in valid])
+            break
+        except ChatTemplateError as exc:  # reject that row, count the others
+            failed = valid.pop(exc.position)
+            failed.error, failed.turns = str(exc), None
+    for row, counts in zip(valid, all_counts, strict=True):
+        row.token_counts = counts
         row.plan = plan_region(
             row.roles,
             row.token_counts,

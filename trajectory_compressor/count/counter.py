@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from trajectory_compressor.types import Turn
+
 
 class TokenCounter:
     """Counts tokens of many texts at once with a `transformers` fast tokenizer."""
@@ -37,6 +39,23 @@ class TokenCounter:
             return 0
         return len(self._backend.encode(text, add_special_tokens=False).ids)
 
+    # The per-turn measures the planner uses. The default is the reference tool's: tokens of each
+    # `value`. `ChatTemplateCounter` counts turns as the training run will see them instead.
+    counts_chat_template = False
+
+    def count_conversations(self, conversations: Sequence[Sequence[Turn]]) -> list[list[int]]:
+        """Per-turn token counts of several conversations, tokenized in one batch."""
+        counts = self.count_many([turn.value for turns in conversations for turn in turns])
+        result, offset = [], 0
+        for turns in conversations:
+            result.append(counts[offset : offset + len(turns)])
+            offset += len(turns)
+        return result
+
+    def count_turn(self, turn: Turn) -> int:
+        """Tokens a new turn (the summary) adds to a conversation."""
+        return self.count(turn.value)
+
     def truncate(self, text: str, max_tokens: int) -> str:
         """The longest prefix of `text` that holds at most `max_tokens` tokens.
 
@@ -49,3 +68,64 @@ class TokenCounter:
             return text
         end = encoding.offsets[max_tokens - 1][1]
         return text[:end]
+
+
+class ChatTemplateError(ValueError):
+    """The chat template cannot render conversation number `position` of a batch."""
+
+    def __init__(self, position: int, message: str) -> None:
+        super().__init__(message)
+        self.position = position
+
+
+class ChatTemplateCounter(TokenCounter):
+    """`--count-mode chat-template`: count turns as the chat template renders them.
+
+    Each turn is rendered alone through the tokenizer's chat template (role markers included)
+    and the whole conversation once; the difference (a BOS token, a default system prompt) is
+    charged to the first turn, so a row's total is exactly what the template produces and each
+    turn's share is what removing it would save.
+    """
+
+    counts_chat_template = True
+
+    def __init__(self, tokenizer: Any) -> None:
+        super().__init__(tokenizer)
+        if not getattr(tokenizer, "chat_template", None):
+            from trajectory_compressor.count.tokenizer import TokenizerLoadError
+
+            raise TokenizerLoadError(
+                f"tokenizer '{self.name}' has no chat template; use --count-mode values (the default)"
+            )
+
+    def _render(self, turns: Sequence[Turn]) -> str:
+        from trajectory_compressor.read.formats import chat_messages
+
+        return self.tokenizer.apply_chat_template(chat_messages(turns), tokenize=False)
+
+    def count_conversations(self, conversations: Sequence[Sequence[Turn]]) -> list[list[int]]:
+        """Per-turn counts; a conversation the template refuses raises `ChatTemplateError` naming it.
+
+        Rendering happens before any tokenizing, so one bad row costs only a re-run of the chunk
+        without it (see `prepare_rows`).
+        """
+        texts: list[str] = []
+        for position, turns in enumerate(conversations):
+            try:
+                texts.append(self._render(turns))
+                texts.extend(self._render([turn]) for turn in turns)
+            except Exception as exc:  # Jinja templates raise anything (e.g. "roles must alternate")
+                raise ChatTemplateError(position, f"chat template failed: {exc}") from None
+        counts = self.count_many(texts)
+        result, offset = [], 0
+        for turns in conversations:
+            total = counts[offset]
+            per_turn = counts[offset + 1 : offset + 1 + len(turns)]
+            offset += 1 + len(turns)
+            if per_turn:
+                per_turn[0] += total - sum(per_turn)
+            result.append(per_turn)
+        return result
+
+    def count_turn(self, turn: Turn) -> int:
+        return self.count(self._render([turn]))
