@@ -17,7 +17,7 @@ SMALL = [*BUDGET, "-q"]
 SIDE_FILES = ("x.jsonl", "x.metrics.jsonl", "x.over_limit.jsonl", "x.rejects.jsonl")
 
 
-def _input(tmp_path: Path, rows: int = 1500) -> Path:
+def _input(tmp_path: Path, rows: int = 600) -> Path:
     lines: list = [make_trajectory(i, steps=3 + i % 9, output_lines=20 + i % 50) for i in range(rows)]
     lines[7] = "{broken"  # a reject, so every side file has content
     return write_jsonl(tmp_path / "in.jsonl", lines)
@@ -74,8 +74,8 @@ def test_sigkill_then_rerun_is_byte_identical(tmp_path: Path) -> None:
     assert "resuming" in result.stderr
     _assert_same_outputs(reference, out.parent)
     report = json.loads((out.parent / "x.report.json").read_text())
-    assert report["rows"]["selected"] == len(read_jsonl(out.parent / "x.metrics.jsonl")) == 1500
-    assert committed < 1500
+    assert report["rows"]["selected"] == len(read_jsonl(out.parent / "x.metrics.jsonl")) == 600
+    assert committed < 600
     assert not (out.parent / ".x.jsonl.work").exists()
 
 
@@ -98,7 +98,7 @@ def test_ctrl_c_stops_cleanly_with_exit_130_and_resumes(tmp_path: Path) -> None:
 
 
 def test_no_resume_starts_over_and_changed_settings_are_refused(tmp_path: Path) -> None:
-    source = _input(tmp_path, rows=1500)
+    source = _input(tmp_path)
     out = tmp_path / "out" / "x.jsonl"
     process = _start(source, out)
     _wait_for_checkpoint(out, process)
@@ -110,4 +110,4 @@ def test_no_resume_starts_over_and_changed_settings_are_refused(tmp_path: Path) 
     fresh = run_cli("compress", str(source), "-o", str(out), *SMALL, "--no-resume")
     assert fresh.returncode == 0, fresh.stderr
     assert "resuming" not in fresh.stderr
-    assert len(read_jsonl(out.parent / "x.metrics.jsonl")) == 1500
+    assert len(read_jsonl(out.parent / "x.metrics.jsonl")) == 600
