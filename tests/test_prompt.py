@@ -1,0 +1,193 @@
+"""The summary prompt, the transcript it shows, and the cleaning of the model's reply."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from trajectory_compressor.summarize.prompt import (
+    MIN_TURN_CHARS,
+    SYSTEM_PROMPT,
+    build_messages,
+    clean_reply,
+    elide_middle,
+    render_transcript,
+)
+from trajectory_compressor.types import SUMMARY_PREFIX, SummaryRequest, Turn
+
+ELISION = re.compile(r"\[\.\.\. ([\d,]+) characters elided \.\.\.\]")
+
+
+def request(*turns: Turn, budget: int = 400) -> SummaryRequest:
+    return SummaryRequest(turns=tuple(turns), budget_tokens=budget)
+
+
+def test_messages_are_a_fixed_system_prompt_and_a_user_message_with_the_budget() -> None:
+    messages = build_messages(request(Turn("human", "Fix the bug."), Turn("gpt", "Done."), budget=400))
+    assert [m["role"] for m in messages] == ["system", "user"]
+    assert messages[0]["content"] == SYSTEM_PROMPT
+    user = messages[1]["content"]
+    assert "at most 400 tokens (about 300 words)" in user
+    assert "2 turns" in user
+    assert user.rstrip().endswith("</transcript>")
+
+
+def test_system_prompt_states_the_rules() -> None:
+    text = SYSTEM_PROMPT.lower()
+    for phrase in (
+        "what the user asked",
+        "tool names",
+        "key arguments",
+        "results and concrete values",
+        "errors",
+        "decisions",
+        "files",
+        "state at the end",
+        "third-person",
+        "language the conversation",
+        "do not answer questions",
+        "do not continue the task",
+        "no preamble",
+    ):
+        assert phrase in text, phrase
+
+
+def test_prompt_is_deterministic() -> None:
+    req = request(Turn("human", "a"), Turn("gpt", "b"), Turn("tool", "c"))
+    assert build_messages(req) == build_messages(req)
+
+
+def test_transcript_labels_roles_and_renders_tool_calls() -> None:
+    call = '<tool_call>\n{"name": "bash", "arguments": {"command": "pytest -x", "timeout": 60}}\n</tool_call>'
+    openai_style = '<tool_call>{"name": "read_file", "arguments": "{\\"path\\": \\"a.py\\"}"}</tool_call>'
+    transcript = render_transcript(
+        [
+            Turn("system", "You are an agent."),
+            Turn("human", "Run the tests."),
+            Turn("gpt", f"Running them.\n{call}"),
+            Turn("tool", "<tool_response>\n3 passed\n</tool_response>"),
+            Turn("gpt", openai_style),
+            Turn("weird", "?"),
+        ]
+    )
+    assert "[Turn 1] SYSTEM:\nYou are an agent." in transcript
+    assert "[Turn 2] USER:\nRun the tests." in transcript
+    assert '[tool call] bash(command="pytest -x", timeout=60)' in transcript
+    assert "[Turn 4] TOOL RESULT:\n3 passed" in transcript
+    assert '[tool call] read_file(path="a.py")' in transcript
+    assert "[Turn 6] WEIRD:" in transcript
+    assert "<tool_call>" not in transcript and "<tool_response>" not in transcript
+
+
+def test_malformed_tool_call_is_kept_readable() -> None:
+    transcript = render_transcript([Turn("gpt", "<tool_call>{not json}</tool_call>")])
+    assert "[tool call] {not json}" in transcript
+
+
+def test_long_turn_is_middle_elided_with_a_count() -> None:
+    body = "HEAD" + "x" * 20_000 + "TAIL"
+    transcript = render_transcript([Turn("tool", body)], max_turn_chars=1_000)
+    match = ELISION.search(transcript)
+    assert match is not None
+    assert int(match.group(1).replace(",", "")) == len(body) - 1_000
+    assert "HEAD" in transcript and "TAIL" in transcript
+    assert len(transcript) < 1_200
+
+
+def test_elide_middle() -> None:
+    assert elide_middle("short", 10) == "short"
+    cut = elide_middle("a" * 50 + "b" * 50, 20)
+    assert cut.startswith("a" * 10) and cut.endswith("b" * 10)
+    assert "[... 80 characters elided ...]" in cut
+    assert "12,345 characters" in elide_middle("z" * 12_365, 20)
+
+
+def test_total_cap_cuts_the_longest_turns_first() -> None:
+    short = Turn("human", "Keep this whole: the user wants the port changed to 8080.")
+    long_a = Turn("tool", "A" * 30_000)
+    long_b = Turn("tool", "B" * 20_000)
+    transcript = render_transcript([short, long_a, long_b], max_turn_chars=50_000, max_prompt_chars=10_000)
+    assert short.value in transcript
+    assert len(transcript) <= 10_000 + 200
+    counts = [int(m.group(1).replace(",", "")) for m in ELISION.finditer(transcript)]
+    assert len(counts) == 2  # both long turns cut...
+    kept_a, kept_b = 30_000 - counts[0], 20_000 - counts[1]
+    assert abs(kept_a - kept_b) <= 1  # ...down to the same length
+
+
+def test_total_cap_holds_with_many_turns() -> None:
+    # 100 turns at the per-turn floor still exceed the cap: the transcript itself is cut.
+    turns = [Turn("tool", f"{i} " + "y" * 3_000) for i in range(100)]
+    transcript = render_transcript(turns, max_prompt_chars=100 * MIN_TURN_CHARS // 2)
+    assert len(transcript) <= 100 * MIN_TURN_CHARS // 2 + 100
+    assert transcript.startswith("[Turn 1] TOOL RESULT:") and "[Turn 100] TOOL RESULT:" in transcript
+    assert ELISION.search(transcript)
+
+
+def test_secrets_are_redacted_before_sending_unless_disabled() -> None:
+    turn = Turn("tool", "OPENAI_API_KEY=sk-proj-Ab3dEfGhIjKlMnOpQrStUvWxYz0123456789\nok")
+    redacted = build_messages(request(turn))[1]["content"]
+    assert "sk-proj-" not in redacted and "[REDACTED]" in redacted
+    raw = build_messages(request(turn), redact=False)[1]["content"]
+    assert "sk-proj-Ab3dEfGhIjKlMnOpQrStUvWxYz0123456789" in raw
+
+
+def test_a_secret_across_a_cut_is_masked_whole() -> None:
+    secret = "ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
+    for offset in range(480, 520, 7):  # the secret straddles the head cut at 500 characters
+        body = "x" * offset + " " + secret + " " + "y" * 50_000
+        transcript = render_transcript([Turn("tool", body)], max_turn_chars=1_000)
+        assert "ghp_" not in transcript and "AbCdEfGh" not in transcript
+        assert secret[-12:] not in transcript
+
+
+def test_huge_turns_render_fast() -> None:
+    turns = [Turn("tool", "log line with key=value and a.b.c paths\n" * 50_000) for _ in range(5)]  # ~10 MB
+    started = time.perf_counter()
+    messages = build_messages(request(*turns))
+    assert time.perf_counter() - started < 1.0
+    assert len(messages[1]["content"]) < 50_000
+
+
+def test_non_english_text_passes_through() -> None:
+    transcript = render_transcript([Turn("human", "请把登录页面的按钮改成蓝色。")])
+    assert "请把登录页面的按钮改成蓝色。" in transcript
+
+
+# -- reply cleaning -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        ("  The user asked for X.  \n", "The user asked for X."),
+        ("<think>hmm, let me see</think>\nThe user asked for X.", "The user asked for X."),
+        ("<think>a</think>The user<think>b</think> asked.", "The user asked."),
+        ("<THINK>\nplan\n</THINK>\n\nBody.", "Body."),
+        ("reasoning leaked from the template</think>\nBody.", "Body."),
+        (f"{SUMMARY_PREFIX} Body.", "Body."),
+        (f"{SUMMARY_PREFIX} {SUMMARY_PREFIX}\nBody.", "Body."),
+        ("**[CONTEXT SUMMARY]:** Body.", "Body."),
+        ("[context summary] Body.", "Body."),
+        ("<think>x</think>\n[CONTEXT SUMMARY]: Body.", "Body."),
+        ("Body mentions [CONTEXT SUMMARY]: inside.", "Body mentions [CONTEXT SUMMARY]: inside."),
+    ],
+)
+def test_clean_reply(reply: str, expected: str) -> None:
+    assert clean_reply(reply) == expected
+
+
+@pytest.mark.parametrize(
+    "reply",
+    ["", "   \n", "<think>only thinking, never closed", "<think>done</think>", SUMMARY_PREFIX, f"  {SUMMARY_PREFIX}  "],
+)
+def test_clean_reply_to_nothing(reply: str) -> None:
+    assert clean_reply(reply) == ""
+
+
+def test_clean_reply_redacts() -> None:
+    reply = "The assistant set GH_TOKEN=ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789 and pushed."
+    assert "ghp_" not in clean_reply(reply)
+    assert "ghp_" in clean_reply(reply, redact=False)

@@ -1,0 +1,162 @@
+"""Credential masking: every pattern catches its secret, and ordinary code and prose pass unchanged."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from trajectory_compressor.summarize.redact import REDACTED, display_url, redact_secrets, scrub, url_secrets
+
+# (text with {} where the secret goes, the secret that must disappear)
+TRUE_POSITIVES = [
+    ("export OPENAI_API_KEY={}", "sk-proj-Ab3dEfGhIjKlMnOpQrStUvWxYz0123456789"),
+    ("key: {}", "sk-ant-api03-AbCdEfGh1234567890_IjKlMnOpQrSt-uvwx"),
+    ("OpenRouter {}", "sk-or-v1-0123456789abcdef0123456789abcdef01234567"),
+    ("legacy {} done", "sk-AbCdEf0123456789GhIjKlMnOpQr"),
+    ("git clone https://{}@github.com/x/y", "ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"),
+    ("token {} in use", "gho_16C7e42F292c6912E7710c838347Ae178B4a"),
+    ("GH_TOKEN={}", "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJ"),
+    ("aws_access_key_id = {}", "AKIAIOSFODNN7EXAMPLE"),
+    ('"AccessKeyId": "{}",', "ASIAY34FZKBOKMUTVV7A"),
+    ("SLACK_BOT_TOKEN={}", "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx"),
+    ("url = '...?key={}'", "AIzaSyD-abcdefghijklmnopqrstuvwxyz0123456"),
+    ("huggingface-cli login --token {}", "hf_AbCdEfGhIjKlMnOpQrStUvWxYz01234567"),
+    (
+        "cookie: session={}",
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+    ),
+    ("curl -H 'Authorization: Bearer {}' https://api", "abc123def456ghi789"),
+    ("authorization: bearer {}", "9f8e7d6c5b4a"),
+    ('password = "{}"', "correct-horse-battery-staple"),
+    ("DB_PASSWORD={}", "s3cr3t!pass"),
+    ('{{"api_key": "{}"}}', "live_1234abcd5678efgh"),
+    ("api-key: {}", "q9w8e7r6t5y4"),
+    ("client_secret: '{}'", "Zx9-Yw8_Vu7"),
+    ("MYSQL_ROOT_PASSWORD={}", "hunter22"),
+    ("postgres://admin:{}@db.internal:5432/app", "pa55w0rd"),
+    ("redis://:{}@cache:6379/0", "verysecret"),
+    ("https://user:{}@example.com/repo.git", "tok%40en"),
+]
+
+PEM = """-----BEGIN RSA PRIVATE KEY-----
+MIIEpAIBAAKCAQEA1c7+9z5Pad7OejecsQ0bu3aozN3tihPmljnnudb9G3HecNB
+ukMeMNbb0ZZN7v1uYyvYm1w0p5CXYNOnPLuWUx+0Lz3dDlyo7fK3RvLYD4RVNZg
+-----END RSA PRIVATE KEY-----"""
+
+
+@pytest.mark.parametrize(("template", "secret"), TRUE_POSITIVES)
+def test_credentials_are_masked(template: str, secret: str) -> None:
+    redacted = redact_secrets(template.format(secret))
+    assert secret not in redacted
+    assert REDACTED in redacted
+
+
+def test_pem_private_key_block_is_masked_whole() -> None:
+    text = f"cat id_rsa\n{PEM}\nexit code 0"
+    redacted = redact_secrets(text)
+    assert "MIIEpAIBAAKCAQEA" not in redacted and "PRIVATE KEY" not in redacted
+    assert redacted == f"cat id_rsa\n{REDACTED}\nexit code 0"
+
+
+def test_truncated_pem_block_is_masked_to_the_end() -> None:
+    assert redact_secrets("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA") == REDACTED
+
+
+def test_pem_body_without_its_begin_line_is_masked() -> None:
+    tail = PEM.split("\n", 1)[1]  # what is left when a transcript cut removed the BEGIN line
+    assert redact_secrets(f"kept text\n{tail}\nexit 0") == f"kept text\n{REDACTED}\nexit 0"
+
+
+@pytest.mark.parametrize("text", ["a." * 50_000, "a-" * 50_000, "http://a:" * 10_000, "password=" * 10_000])
+def test_pathological_text_is_linear(text: str) -> None:
+    started = time.perf_counter()
+    redact_secrets(text)
+    assert time.perf_counter() - started < 1.0  # quadratic patterns took minutes here
+
+
+def test_url_password_keeps_the_user_and_host() -> None:
+    assert redact_secrets("postgres://admin:pa55w0rd@db:5432/app") == f"postgres://admin:{REDACTED}@db:5432/app"
+
+
+def test_assignments_keep_their_shape() -> None:
+    assert redact_secrets('password = "hunter22"') == f'password = "{REDACTED}"'
+    assert redact_secrets("DB_PASSWORD=hunter22.") == f"DB_PASSWORD={REDACTED}."
+    assert redact_secrets("Authorization: Bearer abc123def456") == f"Authorization: Bearer {REDACTED}"
+
+
+# Ordinary code and prose that must pass unchanged.
+FALSE_POSITIVES = [
+    "password = getpass.getpass('Password: ')",
+    "api_key = os.environ['OPENAI_API_KEY']",
+    "api_key = os.environ.get('OPENAI_API_KEY')",
+    "client = OpenAI(api_key=api_key)",
+    "self.api_key = api_key",
+    "def login(username: str, password: str) -> bool:",
+    "password: Optional[str] = None",
+    "if password == confirm_password:",
+    "token = tokenizer.encode(text)",
+    "max_tokens = 512",
+    "secret_key = settings.SECRET_KEY",
+    "api_key=args.api_key",
+    "password=password",
+    'raise ValueError("password must be at least 8 characters")',
+    '"password": "The password of the user, at least 8 characters"',
+    "export OPENAI_API_KEY=$OPENAI_API_KEY",
+    'api_key: "${OPENAI_API_KEY}"',
+    "password: {{ vault_db_password }}",
+    "pip install scikit-learn sk-video",
+    "The sk-learn-compatible-estimator-interface is documented here.",
+    "Bearer tokens are sent in the Authorization header.",
+    "The bearer of this letter is a friend.",
+    "git checkout -b fix/ghp-rotation-handling",
+    "hf_hub_download(repo_id='gpt2', filename='config.json')",
+    "http://localhost:8080/api/v1/items?page=2",
+    "ssh user@host.example.com 'ls -la'",
+    "https://github.com/huggingface/transformers/blob/main/README.md",
+    "Visit https://docs.python.org/3/library/re.html#re.sub for details.",
+    "AKIA is the prefix of AWS access key ids.",
+    "The JWT header starts with eyJ and has three dot-separated parts.",
+    "x = {'a': 1, 'b': [1, 2, 3]}\nfor k, v in x.items():\n    print(k, v)",
+    "tests/test_mod1.py::case3_14 PASSED",
+    "Password reset emails are sent by the auth service.",
+    "password: [REDACTED]",
+    'f"s3://{access_key}:{secret_key}@{bucket}/{path}"',
+    "postgres://$DB_USER:$DB_PASS@localhost/app",
+    "用户要求修复登录功能的密码验证。",
+]
+
+
+@pytest.mark.parametrize("text", FALSE_POSITIVES)
+def test_ordinary_text_is_unchanged(text: str) -> None:
+    assert redact_secrets(text) == text
+
+
+@pytest.mark.parametrize(("template", "secret"), TRUE_POSITIVES)
+def test_redaction_is_idempotent(template: str, secret: str) -> None:
+    once = redact_secrets(template.format(secret))
+    assert redact_secrets(once) == once
+
+
+def test_empty_text() -> None:
+    assert redact_secrets("") == ""
+
+
+def test_scrub_replaces_known_secrets_only() -> None:
+    text = "sent key plainKey-123456 to host; key plainKey-123456 again"
+    assert scrub(text, ["plainKey-123456", None, ""]) == f"sent key {REDACTED} to host; key {REDACTED} again"
+    assert scrub("abc", ["ab"]) == "abc"  # too short to scrub safely
+
+
+def test_display_url_drops_credentials() -> None:
+    assert display_url("https://user:pass@example.com:8443/v1") == "https://example.com:8443/v1"
+    assert display_url("https://token@example.com/v1/") == "https://example.com/v1/"
+    assert display_url("http://127.0.0.1:8080/v1") == "http://127.0.0.1:8080/v1"
+    assert "abc123secret" not in display_url("https://example.com/v1?api_key=abc123secret")
+    assert display_url(None) == ""
+
+
+def test_url_secrets_is_the_password_only() -> None:
+    assert url_secrets("https://bob:pw-123@example.com/v1") == ("pw-123",)
+    assert url_secrets("https://example.com/v1") == ()
+    assert url_secrets(None) == ()

@@ -1,0 +1,139 @@
+"""A SQLite cache of summaries, keyed by exactly what was asked of the model.
+
+A re-run of the same data (after a crash, a changed output format, a second shard pass) must
+not pay twice. The key is a hash of the model name, the full messages and every generation
+parameter — never the API key or the endpoint's credentials, so rotating a key keeps the cache
+and the cache file holds nothing secret.
+
+Several processes (shard jobs) may share one file: WAL mode lets readers and one writer work
+together, `busy_timeout` makes a writer wait for the lock instead of failing, and every write
+is one short autocommitted `INSERT OR REPLACE`, committed as soon as the summary arrives.
+Each operation is a single indexed row; `LLMSummarizer` still runs them on one worker thread,
+so a writer waiting on another process's lock never stalls the event loop.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+CACHE_VERSION = 1  # bump when the stored body's meaning changes (e.g. cleaning rules)
+BUSY_TIMEOUT_SECONDS = 30.0
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS summaries (
+    key TEXT PRIMARY KEY,
+    text TEXT NOT NULL,
+    model TEXT NOT NULL,
+    prompt_tokens INTEGER NOT NULL DEFAULT 0,
+    completion_tokens INTEGER NOT NULL DEFAULT 0,
+    created REAL NOT NULL
+)
+"""
+
+
+@dataclass(frozen=True)
+class CachedSummary:
+    """A stored summary body (cleaned, without prefix) and the usage it cost when made."""
+
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+def default_cache_path() -> Path:
+    """`$XDG_CACHE_HOME/trajectory_compressor/summaries.sqlite3` (`~/.cache/...` by default)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "trajectory_compressor" / "summaries.sqlite3"
+
+
+def cache_key(
+    *,
+    model: str,
+    messages: list[dict[str, str]],
+    temperature: float,
+    max_tokens: int,
+    extra_body: dict[str, Any],
+    redact: bool,
+) -> str:
+    """sha256 over everything that shapes the reply; no credentials, no URL.
+
+    `redact` is included because it changes how the stored body was cleaned.
+    """
+    material = {
+        "v": CACHE_VERSION,
+        "model": model,
+        "messages": messages,
+        "temperature": temperature,
+        "max_tokens": max_tokens,
+        "extra_body": extra_body,
+        "redact": redact,
+    }
+    blob = orjson.dumps(material, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+    return hashlib.sha256(blob).hexdigest()
+
+
+class SummaryCache:
+    """Synchronous get/put on one SQLite file; safe to share between processes.
+
+    Thread-safe by a lock (the connection is opened with `check_same_thread=False` because the
+    thread that opens it need not be the worker thread that uses it).
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        self.path = Path(path) if path is not None else default_cache_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        # isolation_level=None: autocommit, each statement its own short transaction.
+        self._conn = sqlite3.connect(
+            str(self.path), timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None, check_same_thread=False
+        )
+        try:
+            self._conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
+            self._conn.execute("PRAGMA journal_mode = WAL")
+            # NORMAL in WAL mode: a commit survives a crash of this process (not a power cut),
+            # without an fsync per summary.
+            self._conn.execute("PRAGMA synchronous = NORMAL")
+            self._conn.execute(_SCHEMA)
+        except sqlite3.Error:
+            self._conn.close()
+            raise
+
+    def get(self, key: str) -> CachedSummary | None:
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT text, prompt_tokens, completion_tokens FROM summaries WHERE key = ?", (key,)
+            ).fetchone()
+        if row is None:
+            return None
+        return CachedSummary(text=row[0], prompt_tokens=row[1], completion_tokens=row[2])
+
+    def put(self, key: str, summary: CachedSummary, *, model: str) -> None:
+        with self._lock:
+            self._conn.execute(
+                "INSERT OR REPLACE INTO summaries (key, text, model, prompt_tokens, completion_tokens, created)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (key, summary.text, model, summary.prompt_tokens, summary.completion_tokens, time.time()),
+            )
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._conn.execute("SELECT COUNT(*) FROM summaries").fetchone()[0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> SummaryCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,170 @@
+"""`LLMSummarizer`: a region's turns in, one summary body out, through an OpenAI-compatible API.
+
+The pieces each live in their own module — the prompt (`prompt`), the transport (`client`),
+the request cache (`cache`), the counters (`usage`), masking (`redact`) — and this class only
+strings them together: build the prompt, look in the cache, ask the endpoint, clean, store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from typing import Any
+
+from trajectory_compressor.config import ConfigError, LLMConfig
+from trajectory_compressor.count.counter import TokenCounter
+from trajectory_compressor.summarize.cache import CachedSummary, SummaryCache, cache_key
+from trajectory_compressor.summarize.client import ChatClient
+from trajectory_compressor.summarize.prompt import MAX_PROMPT_CHARS, MAX_TURN_CHARS, build_messages, clean_reply
+from trajectory_compressor.summarize.usage import UsageTracker
+from trajectory_compressor.types import SummaryRequest, SummaryResult
+
+logger = logging.getLogger(__name__)
+
+MIN_MAX_TOKENS = 16
+
+
+class LLMSummarizer:
+    """The `Summarizer` backed by a chat-completions endpoint (`name = "llm"`).
+
+    Safe to call `summarize` concurrently from many tasks of one event loop: the client caps
+    requests in flight at `config.max_concurrency`. Raises `SummaryError` when a summary
+    cannot be had (fatal status, retries exhausted) and `EndpointAuthError` on 401/403, after
+    which every call raises it without sending. `counter` refines the `tpm` estimate.
+    `backoff_base` / `backoff_cap` / `retry_after_cap` (seconds) are for tests and tuning.
+    """
+
+    name = "llm"
+
+    def __init__(
+        self,
+        config: LLMConfig,
+        counter: TokenCounter | None = None,
+        *,
+        cache: SummaryCache | None = None,
+        backoff_base: float = 1.0,
+        backoff_cap: float = 60.0,
+        retry_after_cap: float = 300.0,
+        max_turn_chars: int = MAX_TURN_CHARS,
+        max_prompt_chars: int = MAX_PROMPT_CHARS,
+    ) -> None:
+        if not config.base_url or not config.model:
+            raise ConfigError("the llm summarizer needs --base-url and --model")
+        self.config = config
+        self.counter = counter
+        self.usage = UsageTracker(price_in=config.price_in, price_out=config.price_out)
+        self._client = ChatClient(
+            config,
+            usage=self.usage,
+            clean=partial(clean_reply, redact=config.redact_secrets),
+            backoff_base=backoff_base,
+            backoff_cap=backoff_cap,
+            retry_after_cap=retry_after_cap,
+        )
+        self._max_turn_chars = max_turn_chars
+        self._max_prompt_chars = max_prompt_chars
+        self._cache = cache if cache is not None else _open_cache(config)
+        # One worker thread owns every SQLite call: a writer waiting on another process's lock
+        # (busy_timeout) blocks that thread, never the event loop.
+        self._cache_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="summary-cache")
+        self._cache_warned = False
+
+    @property
+    def endpoint(self) -> str:
+        """The endpoint URL without credentials, for reports."""
+        return self._client.endpoint
+
+    async def summarize(self, request: SummaryRequest) -> SummaryResult:
+        """Summarize `request.turns` within about `request.budget_tokens` tokens.
+
+        A cache hit returns `cache_hit=True` with zero calls and tokens: nothing was spent on it
+        in this run (the stored usage stays in the cache for inspection).
+        """
+        messages = build_messages(
+            request,
+            redact=self.config.redact_secrets,
+            max_turn_chars=self._max_turn_chars,
+            max_prompt_chars=self._max_prompt_chars,
+        )
+        max_tokens = max(MIN_MAX_TOKENS, 2 * request.budget_tokens)
+        key = cache_key(
+            model=str(self.config.model),
+            messages=messages,
+            temperature=self.config.temperature,
+            max_tokens=max_tokens,
+            extra_body=self.config.extra_body,
+            redact=self.config.redact_secrets,
+        )
+        cached = await self._cache_call(SummaryCache.get, key)
+        if cached is not None:
+            self.usage.record_cache_hit()
+            return SummaryResult(text=cached.text, summarizer=self.name, cache_hit=True)
+        estimate = None
+        if self.config.tpm and self.counter is not None:
+            estimate = self.counter.count("\n".join(message["content"] for message in messages))
+        completion = await self._client.complete(
+            messages, max_tokens=max_tokens, label=request.label, prompt_estimate=estimate
+        )
+        stored = CachedSummary(completion.text, completion.prompt_tokens, completion.completion_tokens)
+        await self._cache_call(partial(SummaryCache.put, model=str(self.config.model)), key, stored)
+        return SummaryResult(
+            text=completion.text,
+            summarizer=self.name,
+            calls=completion.calls,
+            errors=completion.errors,
+            last_error=completion.last_error,
+            cache_hit=False,
+            prompt_tokens=completion.prompt_tokens,
+            completion_tokens=completion.completion_tokens,
+        )
+
+    def stats(self) -> dict[str, Any]:
+        """Counters for the run report; JSON-serializable, free of credentials."""
+        return {
+            "summarizer": self.name,
+            "model": self.config.model,
+            "endpoint": self.endpoint,
+            "cache": str(self._cache.path) if self._cache is not None else None,
+            **self.usage.stats(),
+        }
+
+    async def aclose(self) -> None:
+        """Close the HTTP session and the cache; pending writes finish first."""
+        await self._client.aclose()
+        cache, self._cache = self._cache, None
+        if cache is not None:
+            await asyncio.get_running_loop().run_in_executor(self._cache_thread, cache.close)
+        self._cache_thread.shutdown(wait=True)
+
+    async def __aenter__(self) -> LLMSummarizer:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def _cache_call(self, method: Any, *args: Any) -> Any:
+        """Run a cache method on the cache thread; a broken cache degrades to no cache."""
+        cache = self._cache
+        if cache is None:
+            return None
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._cache_thread, method, cache, *args)
+        except sqlite3.Error as exc:
+            if not self._cache_warned:
+                self._cache_warned = True
+                logger.warning("summary cache %s failed (%s); continuing without it for now", cache.path, exc)
+            return None
+
+
+def _open_cache(config: LLMConfig) -> SummaryCache | None:
+    """The configured cache, or None (disabled, or cannot be opened: warn and go on)."""
+    if not config.use_cache:
+        return None
+    try:
+        return SummaryCache(config.cache_path)
+    except (sqlite3.Error, OSError) as exc:
+        logger.warning("cannot open the summary cache (%s); summaries will not be cached", exc)
+        return None

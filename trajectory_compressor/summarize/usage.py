@@ -1,0 +1,82 @@
+"""The one place that counts what the LLM summarizer did and what it cost.
+
+The client and the summarizer call the `record_*` methods where things happen; the run report
+reads `stats()`. Nothing else keeps counters, so the numbers in the report add up.
+Only counts, token totals and scrubbed cause names live here: never a request, a reply or a key.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class UsageTracker:
+    """Counters for one summarizer instance (one run). All updates happen on the event loop."""
+
+    price_in: float | None = None  # USD per million prompt tokens
+    price_out: float | None = None  # USD per million completion tokens
+    requests: int = 0  # HTTP requests sent (every attempt)
+    successes: int = 0  # summaries obtained from the endpoint
+    failures: int = 0  # summaries given up on (SummaryError / EndpointAuthError raised)
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    retries: Counter[str] = field(default_factory=Counter)  # cause -> retries
+    failures_by_cause: Counter[str] = field(default_factory=Counter)
+    in_flight: int = 0
+    max_in_flight: int = 0
+    rate_limit_wait_seconds: float = 0.0  # time spent waiting for rpm/tpm buckets
+    backoff_seconds: float = 0.0  # time spent sleeping between attempts (incl. Retry-After)
+
+    def request_started(self) -> None:
+        self.requests += 1
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+
+    def request_finished(self, prompt_tokens: int = 0, completion_tokens: int = 0) -> None:
+        """One attempt ended; tokens are those the endpoint reported (paid for even if rejected)."""
+        self.in_flight -= 1
+        self.prompt_tokens += max(0, prompt_tokens)
+        self.completion_tokens += max(0, completion_tokens)
+
+    def record_retry(self, cause: str) -> None:
+        self.retries[cause] += 1
+
+    def record_success(self) -> None:
+        self.successes += 1
+
+    def record_failure(self, cause: str) -> None:
+        self.failures += 1
+        self.failures_by_cause[cause] += 1
+
+    def record_cache_hit(self) -> None:
+        self.cache_hits += 1
+
+    @property
+    def cost_usd(self) -> float | None:
+        """Spend from reported tokens, or None when no price is configured."""
+        if self.price_in is None and self.price_out is None:
+            return None
+        return (self.prompt_tokens * (self.price_in or 0.0) + self.completion_tokens * (self.price_out or 0.0)) / 1e6
+
+    def stats(self) -> dict[str, Any]:
+        """JSON-serializable counters for the run report."""
+        cost = self.cost_usd
+        return {
+            "requests": self.requests,
+            "successes": self.successes,
+            "failures": self.failures,
+            "failures_by_cause": dict(sorted(self.failures_by_cause.items())),
+            "retries": sum(self.retries.values()),
+            "retries_by_cause": dict(sorted(self.retries.items())),
+            "cache_hits": self.cache_hits,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cost_usd": None if cost is None else round(cost, 6),
+            "max_in_flight": self.max_in_flight,
+            "rate_limit_wait_seconds": round(self.rate_limit_wait_seconds, 3),
+            "backoff_seconds": round(self.backoff_seconds, 3),
+        }
