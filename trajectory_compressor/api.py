@@ -230,7 +230,7 @@ def run_settings(
     llm_settings = {
         key: value
         for key, value in asdict(llm).items()
-        if key in {"base_url", "model", "temperature", "extra_body", "redact_secrets"}
+        if key in {"base_url", "model", "temperature", "extra_body", "redact_secrets", "max_prompt_chars"}
     }
     return {
         "tokenizer": counter.name,

@@ -53,6 +53,8 @@ _FLAG_TARGETS: dict[str, tuple[str, str]] = {
     "tpm": ("llm", "tpm"),
     "request_timeout": ("llm", "request_timeout"),
     "max_retries": ("llm", "max_retries"),
+    "retry_delay": ("llm", "retry_delay"),
+    "max_prompt_chars": ("llm", "max_prompt_chars"),
     "redact_secrets": ("llm", "redact_secrets"),
     "cache": ("llm", "cache_path"),
     "price_in": ("llm", "price_in"),
@@ -148,6 +150,8 @@ def main() -> None:
 @click.option("--tpm", type=float, help="Tokens per minute limit.")
 @click.option("--request-timeout", type=float, help="Seconds per request [120].")
 @click.option("--max-retries", type=int, help="[5]")
+@click.option("--retry-delay", type=float, help="Base of the exponential backoff, seconds [1].")
+@click.option("--max-prompt-chars", type=int, help="Transcript characters sent per summary [96000].")
 @click.option("--row-timeout", type=float, help="Seconds a row may spend on summaries [600].")
 @click.option("--on-summary-failure", type=click.Choice(["extractive", "keep", "fail"]), help="[extractive]")
 @click.option("--redact-secrets/--no-redact-secrets", default=None, help="Mask credentials sent and summarized [on].")

@@ -62,6 +62,9 @@ class LLMConfig:
     tpm: float | None = None
     request_timeout: float = 120.0
     max_retries: int = 5
+    retry_delay: float = 1.0  # base of the exponential backoff (seconds); full jitter below it
+    retry_max_delay: float = 60.0  # cap of one backoff sleep
+    max_prompt_chars: int = 96_000  # transcript size sent per summary; lower it for small-context servers
     extra_body: dict[str, Any] = field(default_factory=dict)
     redact_secrets: bool = True
     cache_path: str | None = None  # None: default under the user cache dir
@@ -74,6 +77,10 @@ class LLMConfig:
             raise ConfigError("max_concurrency must be >= 1")
         if self.max_retries < 0:
             raise ConfigError("max_retries must be >= 0")
+        if self.retry_delay < 0 or self.retry_max_delay < 0:
+            raise ConfigError("retry delays must be >= 0")
+        if self.max_prompt_chars < 1000:
+            raise ConfigError("max_prompt_chars must be >= 1000")
         if self.request_timeout <= 0:
             raise ConfigError("request_timeout must be positive")
         for name in ("rpm", "tpm"):
@@ -159,8 +166,9 @@ _YAML_KEYS: dict[str, dict[str, tuple[str, str]]] = {
         "price_out": ("llm", "price_out"),
         "summarizer": ("run", "summarizer"),
         "on_summary_failure": ("run", "on_summary_failure"),
-        # Reference keys we accept but do not need (kept so old configs load).
-        "retry_delay": ("ignored", ""),
+        "retry_delay": ("llm", "retry_delay"),
+        "retry_max_delay": ("llm", "retry_max_delay"),
+        "max_prompt_chars": ("llm", "max_prompt_chars"),
     },
     "output": {
         "add_summary_notice": ("plan", "add_summary_notice"),

@@ -258,11 +258,10 @@ class CompressionRun:
         executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tc-prepare")
         chunks = self._chunks(skip)
 
-        def commit_ready(block_until: int) -> None:
+        def commit_ready() -> None:
+            """Commit the finished rows at the head of the window, in order; checkpoint if due."""
             nonlocal last_checkpoint, committed_since
-            while window and (window[0].done() or len(window) > block_until):
-                if not window[0].done():
-                    return
+            while window and window[0].done():
                 finished = window.popleft().result()
                 self._commit(files, finished)
                 committed_since += 1
@@ -283,11 +282,11 @@ class CompressionRun:
                     window.append(asyncio.ensure_future(self.finisher.finish(row)))
                     while len(window) > limit:
                         await asyncio.wait({window[0]})
-                        commit_ready(limit)
-                commit_ready(limit)
+                        commit_ready()
+                commit_ready()
             while window:
                 await asyncio.wait({window[0]})
-                commit_ready(0)
+                commit_ready()
         finally:
             for future in window:
                 future.cancel()

@@ -25,16 +25,19 @@ from typing import Any
 
 import orjson
 
-CACHE_VERSION = 1  # bump when the stored body's meaning changes (e.g. cleaning rules)
+CACHE_VERSION = 2  # bump when the stored body's meaning changes (e.g. cleaning rules)
 BUSY_TIMEOUT_SECONDS = 30.0
 
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS summaries (
+CREATE TABLE IF NOT EXISTS summaries_v2 (
     key TEXT PRIMARY KEY,
     text TEXT NOT NULL,
     model TEXT NOT NULL,
     prompt_tokens INTEGER NOT NULL DEFAULT 0,
     completion_tokens INTEGER NOT NULL DEFAULT 0,
+    calls INTEGER NOT NULL DEFAULT 1,
+    errors INTEGER NOT NULL DEFAULT 0,
+    last_error TEXT,
     created REAL NOT NULL
 )
 """
@@ -42,11 +45,18 @@ CREATE TABLE IF NOT EXISTS summaries (
 
 @dataclass(frozen=True)
 class CachedSummary:
-    """A stored summary body (cleaned, without prefix) and the usage it cost when made."""
+    """A stored summary body (cleaned, without prefix) and what it cost when made.
+
+    The calls, errors and last error are replayed into a resumed run's metrics, so a row's
+    metrics line does not depend on whether its summary came from the endpoint or the cache.
+    """
 
     text: str
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    calls: int = 1
+    errors: int = 0
+    last_error: str | None = None
 
 
 def default_cache_path() -> Path:
@@ -110,23 +120,35 @@ class SummaryCache:
     def get(self, key: str) -> CachedSummary | None:
         with self._lock:
             row = self._conn.execute(
-                "SELECT text, prompt_tokens, completion_tokens FROM summaries WHERE key = ?", (key,)
+                "SELECT text, prompt_tokens, completion_tokens, calls, errors, last_error FROM summaries_v2 WHERE key = ?",
+                (key,),
             ).fetchone()
         if row is None:
             return None
-        return CachedSummary(text=row[0], prompt_tokens=row[1], completion_tokens=row[2])
+        return CachedSummary(*row)
 
     def put(self, key: str, summary: CachedSummary, *, model: str) -> None:
         with self._lock:
             self._conn.execute(
-                "INSERT OR REPLACE INTO summaries (key, text, model, prompt_tokens, completion_tokens, created)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                (key, summary.text, model, summary.prompt_tokens, summary.completion_tokens, time.time()),
+                "INSERT OR REPLACE INTO summaries_v2"
+                " (key, text, model, prompt_tokens, completion_tokens, calls, errors, last_error, created)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    key,
+                    summary.text,
+                    model,
+                    summary.prompt_tokens,
+                    summary.completion_tokens,
+                    summary.calls,
+                    summary.errors,
+                    summary.last_error,
+                    time.time(),
+                ),
             )
 
     def __len__(self) -> int:
         with self._lock:
-            return int(self._conn.execute("SELECT COUNT(*) FROM summaries").fetchone()[0])
+            return int(self._conn.execute("SELECT COUNT(*) FROM summaries_v2").fetchone()[0])
 
     def close(self) -> None:
         with self._lock:

@@ -53,6 +53,13 @@ def choose_summarizers(config: RunConfig, counter: TokenCounter) -> SummarizerCh
     from trajectory_compressor.summarize.llm import LLMSummarizer
     from trajectory_compressor.summarize.redact import display_url
 
-    llm = LLMSummarizer(config.llm, counter)
+    llm = LLMSummarizer(
+        config.llm,
+        counter,
+        backoff_base=config.llm.retry_delay,
+        backoff_cap=config.llm.retry_max_delay,
+        max_prompt_chars=config.llm.max_prompt_chars,
+        max_turn_chars=min(8000, config.llm.max_prompt_chars // 4),
+    )
     note = f"summarizer: llm ({config.llm.model} at {display_url(config.llm.base_url)}; fallback: extractive)"
     return SummarizerChoice(llm, extractive, note)

@@ -80,8 +80,8 @@ class LLMSummarizer:
     async def summarize(self, request: SummaryRequest) -> SummaryResult:
         """Summarize `request.turns` within about `request.budget_tokens` tokens.
 
-        A cache hit returns `cache_hit=True` with zero calls and tokens: nothing was spent on it
-        in this run (the stored usage stays in the cache for inspection).
+        A cache hit returns `cache_hit=True` with no tokens spent in this run, and the calls and
+        errors the summary took when it was made (so metrics lines do not change on a re-run).
         """
         messages = build_messages(
             request,
@@ -101,14 +101,30 @@ class LLMSummarizer:
         cached = await self._cache_call(SummaryCache.get, key)
         if cached is not None:
             self.usage.record_cache_hit()
-            return SummaryResult(text=cached.text, summarizer=self.name, cache_hit=True)
+            # Calls and errors are those it took when made: a row's metrics are the same
+            # whether its summary came from the endpoint or, on a re-run, from the cache.
+            return SummaryResult(
+                text=cached.text,
+                summarizer=self.name,
+                cache_hit=True,
+                calls=cached.calls,
+                errors=cached.errors,
+                last_error=cached.last_error,
+            )
         estimate = None
         if self.config.tpm and self.counter is not None:
             estimate = self.counter.count("\n".join(message["content"] for message in messages))
         completion = await self._client.complete(
             messages, max_tokens=max_tokens, label=request.label, prompt_estimate=estimate
         )
-        stored = CachedSummary(completion.text, completion.prompt_tokens, completion.completion_tokens)
+        stored = CachedSummary(
+            completion.text,
+            completion.prompt_tokens,
+            completion.completion_tokens,
+            completion.calls,
+            completion.errors,
+            completion.last_error,
+        )
         await self._cache_call(partial(SummaryCache.put, model=str(self.config.model)), key, stored)
         return SummaryResult(
             text=completion.text,

@@ -1,0 +1,156 @@
+"""The CLI against a real OpenAI-compatible HTTP server on 127.0.0.1 (the fault-injecting fake).
+
+The CLI runs in a subprocess, as users run it; the server runs in a thread of the test process
+so the test can read what it received.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.conftest import make_trajectory, read_jsonl, run_cli, write_jsonl
+from tests.fake_openai_server import FakeServerThread
+
+SECRET = "sk-test-DO-NOT-LEAK-4f9c2a7e1b3d5f60"
+BUDGET = ["--target-max-tokens", "2500", "--summary-target-tokens", "200"]
+
+
+def _llm_args(base_url: str, cache: Path, *extra: str) -> list[str]:
+    return [
+        *BUDGET, "--summarizer", "llm", "--base-url", base_url, "--model", "test-model",
+        "--cache", str(cache), "--retry-delay", "0.01", "--request-timeout", "5", *extra,
+    ]  # fmt: skip
+
+
+def _input(tmp_path: Path, rows: int = 12) -> Path:
+    lines: list = [make_trajectory(i, steps=2 + i % 8, output_lines=40) for i in range(rows)]
+    return write_jsonl(tmp_path / "in.jsonl", lines)
+
+
+def _all_written_bytes(root: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file())
+
+
+def test_llm_run_end_to_end_and_the_key_never_leaks(tmp_path: Path) -> None:
+    source = _input(tmp_path)
+    cache = tmp_path / "cache" / "s.sqlite3"
+    out = tmp_path / "out" / "x.jsonl"
+    env = {"OPENAI_API_KEY": SECRET}
+    with FakeServerThread(latency=0.05) as server:
+        result = run_cli("compress", str(source), "-o", str(out), *_llm_args(server.base_url, cache), env=env)
+        assert result.returncode == 0, result.stderr
+        sent = len(server.requests)
+        assert all(r.authorization == f"Bearer {SECRET}" for r in server.requests)
+    metrics = read_jsonl(out.parent / "x.metrics.jsonl")
+    compressed = [m for m in metrics if m["was_compressed"]]
+    assert compressed and sent == len(compressed)
+    assert all(m["summarizer"] == "llm" and m["summary_calls"] == 1 for m in compressed)
+    report = json.loads((out.parent / "x.report.json").read_text())
+    endpoint = report["summaries"]["endpoint"]
+    assert endpoint["requests"] == sent and endpoint["prompt_tokens"] > 0 and endpoint["completion_tokens"] > 0
+    rows = read_jsonl(out)
+    for m in compressed:
+        summary = rows[m["index"]]["conversations"][m["compression_region"]["start_idx"]]["value"]
+        assert summary.startswith("[CONTEXT SUMMARY]: ") and summary.count("[CONTEXT SUMMARY]:") == 1
+    secret = SECRET.encode()
+    assert secret not in _all_written_bytes(out.parent)
+    assert secret not in cache.read_bytes()
+    assert SECRET not in result.stderr + result.stdout
+
+    # A re-run with the same inputs makes zero requests and writes the same bytes.
+    again = tmp_path / "again" / "x.jsonl"
+    with FakeServerThread(default="500") as server:
+        rerun = run_cli("compress", str(source), "-o", str(again), *_llm_args(server.base_url, cache), env=env)
+        assert rerun.returncode == 0, rerun.stderr
+        assert len(server.requests) == 0
+    for name in ("x.jsonl", "x.metrics.jsonl", "x.over_limit.jsonl"):
+        assert (again.parent / name).read_bytes() == (out.parent / name).read_bytes()
+    assert json.loads((again.parent / "x.report.json").read_text())["summaries"]["endpoint"]["cache_hits"] == sent
+
+
+def test_failure_policies(tmp_path: Path) -> None:
+    source = _input(tmp_path, rows=6)
+    args = ["--max-retries", "1", "--no-cache"]
+    with FakeServerThread(default="500") as server:
+        out = tmp_path / "ext" / "x.jsonl"
+        result = run_cli("compress", str(source), "-o", str(out), *_llm_args(server.base_url, tmp_path / "c", *args))
+        assert result.returncode == 0, result.stderr
+        metrics = [m for m in read_jsonl(out.parent / "x.metrics.jsonl") if m["compression_region"]]
+        assert metrics and all(m["summarizer"] == "extractive" and m["was_compressed"] for m in metrics)
+        assert all(m["summary_calls"] == 2 and m["summary_errors"] == 2 and "500" in m["last_error"] for m in metrics)
+        report = json.loads((out.parent / "x.report.json").read_text())
+        assert report["rows"]["summary_failed"] == len(metrics)
+        assert report["summaries"]["endpoint"]["retries_by_cause"]["5xx"] == len(metrics)
+
+        keep = tmp_path / "keep" / "x.jsonl"
+        policy = ["--on-summary-failure", "keep"]
+        result = run_cli("compress", str(source), "-o", str(keep), *_llm_args(server.base_url, tmp_path / "c", *args, *policy))
+        assert result.returncode == 0, result.stderr
+        metrics = read_jsonl(keep.parent / "x.metrics.jsonl")
+        failed = [m for m in metrics if m["reason"] and m["reason"].startswith("summary failed")]
+        assert failed and all(not m["was_compressed"] and m["still_over_limit"] for m in failed)
+        assert keep.read_bytes() == source.read_bytes(), "kept rows are written unchanged"
+
+        stop = tmp_path / "fail" / "x.jsonl"
+        policy = ["--on-summary-failure", "fail"]
+        result = run_cli("compress", str(source), "-o", str(stop), *_llm_args(server.base_url, tmp_path / "c", *args, *policy))
+        assert result.returncode == 1
+        assert "summary failed" in result.stderr and "Traceback" not in result.stderr
+        assert not stop.exists()
+
+
+def test_refused_key_aborts_with_exit_2_and_few_requests(tmp_path: Path) -> None:
+    source = _input(tmp_path, rows=30)
+    out = tmp_path / "out" / "x.jsonl"
+    with FakeServerThread(default="401") as server:
+        result = run_cli(
+            "compress", str(source), "-o", str(out), *_llm_args(server.base_url, tmp_path / "c", "--no-cache"),
+            env={"OPENAI_API_KEY": SECRET},
+        )  # fmt: skip
+        assert result.returncode == 2
+        assert len(server.requests) <= 32, "no retry storm: every request after the first 401 is refused locally"
+    assert "refused the credentials" in result.stderr
+    assert SECRET not in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not out.exists()
+
+
+def test_killed_llm_run_resumes_without_paying_twice(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "in.jsonl", [make_trajectory(i, steps=8, output_lines=40) for i in range(80)])
+    cache = tmp_path / "cache.sqlite3"
+    out = tmp_path / "out" / "x.jsonl"
+    with FakeServerThread(latency=0.1) as server:
+        args = ["compress", str(source), "-o", str(out), *_llm_args(server.base_url, cache, "--max-concurrency", "2")]
+        env = {**os.environ, "TC_CHECKPOINT_ROWS": "5", "TC_CHECKPOINT_SECONDS": "0.1"}
+        process = subprocess.Popen([sys.executable, "-m", "trajectory_compressor", *args], env=env)
+        state = out.parent / ".x.jsonl.work" / "state.json"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            assert process.poll() is None
+            if state.exists() and json.loads(state.read_text())["rows_committed"] >= 10:
+                break
+            time.sleep(0.02)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        before = len(server.requests)
+        result = run_cli(*args)
+        assert result.returncode == 0, result.stderr
+        total = len(server.requests)
+    compressed = sum(m["was_compressed"] for m in read_jsonl(out.parent / "x.metrics.jsonl"))
+    assert 10 <= before < compressed
+    # Summaries paid for before the kill are not requested again (at most the 2 in flight are).
+    assert compressed <= total <= compressed + 2
+    # And the outputs equal an uninterrupted run's (all from the cache now).
+    reference = tmp_path / "ref" / "x.jsonl"
+    with FakeServerThread(default="500") as server:
+        ref_args = ["compress", str(source), "-o", str(reference), *_llm_args(server.base_url, cache)]
+        assert run_cli(*ref_args).returncode == 0
+        assert len(server.requests) == 0
+    for name in ("x.jsonl", "x.metrics.jsonl", "x.over_limit.jsonl", "x.rejects.jsonl"):
+        assert (out.parent / name).read_bytes() == (reference.parent / name).read_bytes(), name
