@@ -70,15 +70,22 @@ class Analysis:
         }
 
 
-def _stream(sources: list[InputSource], split: str, limit: int | None) -> Iterator[list[tuple[int, int, SourceRecord]]]:
+def _stream(
+    sources: list[InputSource], split: str, limit: int | None, percent: float | None = None, seed: int = 0
+) -> Iterator[list[tuple[int, int, SourceRecord]]]:
+    from trajectory_compressor.pipeline import _sampled
+
     chunk: list[tuple[int, int, SourceRecord]] = []
-    index = 0
+    index = selected = 0
     for source in sources:
         for item in iter_source(source, split=split):
-            if limit is not None and index >= limit:
-                break
-            chunk.append((index, index + 1, item))
             index += 1
+            if percent is not None and percent < 100 and not _sampled(index - 1, percent, seed):
+                continue
+            if limit is not None and selected >= limit:
+                break
+            selected += 1
+            chunk.append((index - 1, index, item))
             if len(chunk) >= CHUNK_ROWS:
                 yield chunk
                 chunk = []
@@ -99,7 +106,7 @@ def analyze_sources(
     notice = plan.summary_notice_text if plan.add_summary_notice else ""
     notice_tokens = counter.count(notice) if notice else 0
     result = Analysis(target=plan.target_max_tokens, summary_budget=plan.summary_target_tokens)
-    for chunk in _stream(sources, split, config.limit):
+    for chunk in _stream(sources, split, config.limit, config.sample_percent, config.seed):
         for row in prepare_rows(
             chunk,
             counter,

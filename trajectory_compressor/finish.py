@@ -137,7 +137,9 @@ class RowFinisher:
             metrics.still_over_limit = plan.still_over_limit
             metrics.reason = plan.reason
             metrics.summary_tokens = plan.summary_tokens
-            self._fill_sizes(metrics, plan.total_tokens, len(row.turns or ()))
+            # A dry run reports the planned sizes, as if each summary were exactly its budget.
+            turns = len(row.turns or ()) - plan.region.turns_count + 1
+            self._fill_sizes(metrics, plan.estimated_tokens, turns)
             return self._with_over_limit(row, metrics, None, planned=True)
         metrics.still_over_limit = plan.total_tokens > target
         self._fill_sizes(metrics, plan.total_tokens, len(row.turns or ()))
@@ -242,7 +244,8 @@ class RowFinisher:
         if not metrics.still_over_limit:
             metrics.reason = None
         self._fill_sizes(metrics, size, len(layout))
-        data = dumps(from_turns(self._source_record(row), row.fmt, layout)) if removed else None
+        rewritten = removed or metrics.was_compressed
+        data = dumps(from_turns(self._source_record(row), row.fmt, layout)) if rewritten else None
         return self._with_over_limit(row, metrics, data)
 
     def _with_over_limit(

@@ -73,9 +73,13 @@ def merge_shards(report_paths: Sequence[Path], output: Path) -> dict[str, Any]:
     settings = [{k: v for k, v in r["settings"].items() if k != "shard_index"} for r in reports]
     if any(s != settings[0] for s in settings[1:]):
         raise MergeError("the shard reports were written with different settings")
+    indices = sorted(r["settings"]["shard_index"] for r in reports)
+    if indices != list(range(settings[0]["num_shards"])):
+        raise MergeError(f"expected the reports of shards 0..{settings[0]['num_shards'] - 1} once each, got shards {indices}")
     totals = RunTotals()
     for report in reports:
         totals.merge(RunTotals.from_dict(report["counters"]))
+    totals.rows_read = max(r["counters"]["rows_read"] for r in reports)  # every shard reads the whole input
     shard_paths = [OutputPaths(**{k: Path(v) for k, v in r["outputs"].items()}) for r in reports]
     target = OutputPaths.beside(output)
     target.data.parent.mkdir(parents=True, exist_ok=True)
@@ -91,8 +95,24 @@ def merge_shards(report_paths: Sequence[Path], output: Path) -> dict[str, Any]:
         settings={**reports[0]["settings"], "shard_index": None, "merged_shards": len(reports)},
         outputs=target.as_dict() if data_merged else {k: v for k, v in target.as_dict().items() if k != "data"},
         timings=timings,
+        summarizer_stats=_sum_stats([r["summaries"].get("endpoint") or {} for r in reports]),
     )
     target.report.write_text(json.dumps(merged, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return merged
+
+
+def _sum_stats(stats: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Add the shards' summarizer usage (numbers, nested dicts of numbers)."""
+    merged: dict[str, Any] = {}
+    for stat in stats:
+        for key, value in stat.items():
+            if isinstance(value, dict):
+                merged[key] = _sum_stats([merged.get(key, {}), value])
+            elif isinstance(value, (int, float)) and not isinstance(value, bool):
+                combine = max if key.startswith("max_") else (lambda a, b: a + b)
+                merged[key] = combine(merged.get(key, 0), value)
+            else:
+                merged.setdefault(key, value)
     return merged
 
 

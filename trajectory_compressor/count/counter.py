@@ -7,6 +7,7 @@ use every core and the GIL is released while it works.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from typing import Any
 
@@ -66,8 +67,12 @@ class TokenCounter:
         encoding = self._backend.encode(text, add_special_tokens=False)
         if len(encoding.ids) <= max_tokens:
             return text
-        end = encoding.offsets[max_tokens - 1][1]
-        return text[:end]
+        # Cut where the first token left out starts: a character split over several byte-level
+        # tokens (emoji, rare CJK) is then left out whole instead of kept whole.
+        prefix = text[: encoding.offsets[max_tokens][0]]
+        while prefix and self.count(prefix) > max_tokens:  # a prefix can re-tokenize differently
+            prefix = prefix[:-1]
+        return prefix
 
 
 class ChatTemplateError(ValueError):
@@ -81,10 +86,14 @@ class ChatTemplateError(ValueError):
 class ChatTemplateCounter(TokenCounter):
     """`--count-mode chat-template`: count turns as the chat template renders them.
 
-    Each turn is rendered alone through the tokenizer's chat template (role markers included)
-    and the whole conversation once; the difference (a BOS token, a default system prompt) is
-    charged to the first turn, so a row's total is exactly what the template produces and each
-    turn's share is what removing it would save.
+    The whole conversation is rendered once and tokenized with offsets; each turn is charged
+    the tokens from the end of the previous turn's content to the end of its own (so its role
+    markers are its own, the template's preamble goes to the first turn and its closing text
+    to the last). A row's total is then exactly what the template produces. If the template
+    changes a content (so it cannot be found verbatim), that row falls back to rendering
+    growing prefixes and taking differences: exact too, but quadratic in the row's length.
+    A new turn (the summary) is counted rendered alone, which includes the template's fixed
+    preamble: an overestimate of a few tokens, on the safe side.
     """
 
     counts_chat_template = True
@@ -104,28 +113,49 @@ class ChatTemplateCounter(TokenCounter):
         return self.tokenizer.apply_chat_template(chat_messages(turns), tokenize=False)
 
     def count_conversations(self, conversations: Sequence[Sequence[Turn]]) -> list[list[int]]:
-        """Per-turn counts; a conversation the template refuses raises `ChatTemplateError` naming it.
-
-        Rendering happens before any tokenizing, so one bad row costs only a re-run of the chunk
-        without it (see `prepare_rows`).
-        """
-        texts: list[str] = []
+        """Per-turn counts; a conversation the template refuses raises `ChatTemplateError` naming it."""
+        rendered: list[str] = []
         for position, turns in enumerate(conversations):
             try:
-                texts.append(self._render(turns))
-                texts.extend(self._render([turn]) for turn in turns)
+                rendered.append(self._render(turns) if turns else "")
             except Exception as exc:  # Jinja templates raise anything (e.g. "roles must alternate")
                 raise ChatTemplateError(position, f"chat template failed: {exc}") from None
-        counts = self.count_many(texts)
-        result, offset = [], 0
-        for turns in conversations:
-            total = counts[offset]
-            per_turn = counts[offset + 1 : offset + 1 + len(turns)]
-            offset += 1 + len(turns)
-            if per_turn:
-                per_turn[0] += total - sum(per_turn)
-            result.append(per_turn)
+        encodings = self._backend.encode_batch(rendered, add_special_tokens=False)
+        result = []
+        for position, (turns, text, encoding) in enumerate(zip(conversations, rendered, encodings, strict=True)):
+            counts = _split_by_content(turns, text, [start for start, _ in encoding.offsets])
+            if counts is None:
+                counts = self._prefix_differences(position, turns)
+            result.append(counts)
         return result
+
+    def _prefix_differences(self, position: int, turns: Sequence[Turn]) -> list[int]:
+        try:
+            prefixes = self.count_many([self._render(turns[: end + 1]) for end in range(len(turns))])
+        except Exception as exc:
+            raise ChatTemplateError(position, f"chat template failed: {exc}") from None
+        return [after - before for before, after in zip([0, *prefixes], prefixes, strict=False)]
 
     def count_turn(self, turn: Turn) -> int:
         return self.count(self._render([turn]))
+
+
+def _split_by_content(turns: Sequence[Turn], text: str, token_starts: list[int]) -> list[int] | None:
+    """Tokens per turn of a rendered conversation, cutting after each turn's content.
+
+    None when some content does not appear verbatim, in order, in the rendered text.
+    """
+    if not turns:
+        return []
+    ends: list[int] = []
+    cursor = 0
+    for turn in turns:
+        found = text.find(turn.value, cursor)
+        if found < 0:
+            return None
+        cursor = found + len(turn.value)
+        ends.append(cursor)
+    ends[-1] = len(text)
+    cumulative = [bisect.bisect_left(token_starts, end) for end in ends]
+    cumulative[-1] = len(token_starts)
+    return [after - before for before, after in zip([0, *cumulative], cumulative, strict=False)]

@@ -55,6 +55,7 @@ class RunTotals:
     def add(self, metrics: RowMetrics) -> None:
         """Count one finished row (its metrics line is the single source of truth)."""
         self.rows_selected += 1
+        self.rows_written += metrics.written
         if metrics.rejected:
             self.rows_rejected += 1
             return
@@ -64,7 +65,6 @@ class RunTotals:
         if metrics.extra.get("dropped"):
             self.rows_dropped_over_limit += 1
         else:
-            self.rows_written += 1
             self.tokens_after += metrics.compressed_tokens
             self.turns_after += metrics.compressed_turns
             self.histogram_after[histogram_bin(metrics.compressed_tokens)] += 1

@@ -1,0 +1,239 @@
+"""Input and output formats through the real command: Parquet, HF datasets, gzip, OpenAI messages."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import make_trajectory, read_jsonl, run_cli, write_jsonl
+
+BUDGET = ["--summarizer", "extractive", "--target-max-tokens", "3000", "--summary-target-tokens", "300", "-q"]
+NOTICE = "\n\nSome of your previous tool responses may be summarized to preserve context."
+SUMMARY = "[CONTEXT SUMMARY]:"
+
+
+def _rows() -> list[dict[str, Any]]:
+    """874 to 7562 tokens: the first two are under the 3000 budget, the other three are compressed."""
+    return [
+        make_trajectory(i, steps=1 + 2 * i, extra={"score": i / 2, "tags": ["agent", f"t{i}"], "meta": {"k": i}})
+        for i in range(5)
+    ]
+
+
+def _check_sharegpt_row(before: dict[str, Any], after: dict[str, Any], metrics: dict[str, Any]) -> None:
+    """Other columns unchanged; an unchanged row's turns equal; a compressed row is head + summary + tail."""
+    assert {k: v for k, v in after.items() if k != "conversations"} == {
+        k: v for k, v in before.items() if k != "conversations"
+    }
+    turns, original = after["conversations"], before["conversations"]
+    if not metrics["was_compressed"]:
+        assert turns == original
+        return
+    region = metrics["compression_region"]
+    start, end = region["start_idx"], region["end_idx"] + 1
+    assert turns[0] == {"from": "system", "value": original[0]["value"] + NOTICE}
+    assert turns[1:start] == original[1:start]
+    assert turns[start]["from"] == "human" and turns[start]["value"].startswith(SUMMARY)
+    assert [t["value"].startswith(SUMMARY) for t in turns].count(True) == 1
+    assert turns[start + 1 :] == original[end:]
+    assert len(turns) == metrics["compressed_turns"]
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_jsonl(tmp_path_factory.mktemp("formats") / "in.jsonl", _rows())
+
+
+@pytest.fixture(scope="module")
+def gz_outputs(source: Path) -> tuple[Path, Path]:
+    """The same command run twice, into two directories."""
+    first, second = source.parent / "a" / "x.jsonl.gz", source.parent / "b" / "x.jsonl.gz"
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(lambda out: run_cli("compress", str(source), "-o", str(out), *BUDGET), (first, second)))
+    for result in results:
+        assert result.returncode == 0, result.stderr
+    return first, second
+
+
+def _gz_rows(path: Path) -> list[dict[str, Any]]:
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle]
+
+
+def test_parquet_save_to_disk_and_hf_json_inputs_into_one_jsonl(tmp_path: Path) -> None:
+    import datasets
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = _rows()
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "in.parquet")
+    datasets.Dataset.from_list(rows).save_to_disk(str(tmp_path / "saved"))
+    plain = write_jsonl(tmp_path / "plain" / "rows.jsonl", rows)
+    out = tmp_path / "out" / "x.jsonl"
+    result = run_cli(
+        "compress", str(tmp_path / "in.parquet"), str(tmp_path / "saved"), "hf:json", "--data-files", str(plain),
+        "-o", str(out), *BUDGET,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    outputs = read_jsonl(out)
+    metrics = read_jsonl(tmp_path / "out" / "x.metrics.jsonl")
+    # The three inputs follow each other, each numbered from 1.
+    assert [m["index"] for m in metrics] == list(range(15))
+    assert [(Path(m["source"]).name, m["line"]) for m in metrics] == [
+        (name, line) for name in ("in.parquet", "saved", "hf:json") for line in range(1, 6)
+    ]
+    assert [row["id"] for row in outputs] == [row["id"] for row in rows] * 3
+    assert [m["was_compressed"] for m in metrics] == [False, False, True, True, True] * 3
+    for position, (after, m) in enumerate(zip(outputs, metrics, strict=True)):
+        _check_sharegpt_row(rows[position % 5], after, m)
+    # Three readers, one result.
+    assert outputs[0:5] == outputs[5:10] == outputs[10:15]
+
+
+def test_jsonl_gz_output_is_byte_identical_across_runs(source: Path, gz_outputs: tuple[Path, Path]) -> None:
+    first, second = gz_outputs
+    assert first.read_bytes() == second.read_bytes()
+    assert first.read_bytes()[4:8] == b"\0\0\0\0", "gzip header mtime must be fixed"
+    inputs = source.read_bytes().splitlines()
+    with gzip.open(first, "rb") as handle:
+        lines = handle.read().splitlines()
+    metrics = read_jsonl(first.parent / "x.metrics.jsonl")
+    assert len(lines) == len(inputs) == len(metrics)
+    for line, original, m in zip(lines, inputs, metrics, strict=True):
+        if not m["was_compressed"]:
+            assert line == original, "an unchanged row is written byte for byte"
+        _check_sharegpt_row(json.loads(original), json.loads(line), m)
+
+
+def test_parquet_output_carries_columns_and_matches_the_jsonl_rows(source: Path, gz_outputs: tuple[Path, Path]) -> None:
+    import pyarrow.parquet as pq
+
+    out = source.parent / "p" / "x.parquet"
+    result = run_cli("compress", str(source), "-o", str(out), *BUDGET)
+    assert result.returncode == 0, result.stderr
+    table = pq.read_table(out)
+    assert table.column_names == ["id", "conversations", "score", "tags", "meta"]
+    assert table.to_pylist() == _gz_rows(gz_outputs[0])
+    metrics = read_jsonl(source.parent / "p" / "x.metrics.jsonl")
+    for before, after, m in zip(_rows(), table.to_pylist(), metrics, strict=True):
+        _check_sharegpt_row(before, after, m)
+    assert sum(m["was_compressed"] for m in metrics) == 3
+
+
+def test_hf_output_format_is_a_loadable_dataset(source: Path, gz_outputs: tuple[Path, Path]) -> None:
+    import datasets
+
+    out = source.parent / "hf" / "ds"
+    result = run_cli("compress", str(source), "-o", str(out), "--output-format", "hf", *BUDGET)
+    assert result.returncode == 0, result.stderr
+    dataset = datasets.load_from_disk(str(out))
+    assert isinstance(dataset, datasets.Dataset)
+    assert set(dataset.column_names) == {"id", "conversations", "score", "tags", "meta"}
+    loaded = list(dataset)
+    assert loaded == _gz_rows(gz_outputs[0])
+    metrics = read_jsonl(source.parent / "hf" / "ds.metrics.jsonl")
+    for before, after, m in zip(_rows(), loaded, metrics, strict=True):
+        _check_sharegpt_row(before, after, m)
+    assert json.loads((source.parent / "hf" / "ds.report.json").read_text())["rows"]["written"] == 5
+
+
+def openai_trajectory(index: int, steps: int) -> dict[str, Any]:
+    """OpenAI messages: assistant tool_calls (content text or null) answered by tool messages."""
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are a coding agent. Tools: bash."},
+        {"role": "user", "content": f"Task {index}: make the tests pass."},
+    ]
+    for step in range(steps):
+        call_id = f"call_{index}_{step}"
+        arguments = json.dumps({"command": f"pytest tests/test_m{index}.py -k case{step}"})
+        messages.append(
+            {
+                "role": "assistant",
+                "content": None if step % 2 else f"Step {step}.",
+                "tool_calls": [
+                    {"id": call_id, "type": "function", "function": {"name": "bash", "arguments": arguments}}
+                ],
+            }
+        )
+        body = "\n".join(f"tests/test_m{index}.py::case{step}_{line} PASSED" for line in range(60))
+        messages.append({"role": "tool", "tool_call_id": call_id, "content": body, "weight": 0})
+    messages.append({"role": "assistant", "content": "All green.", "weight": 1})
+    return {"id": f"oa-{index}", "messages": messages, "meta": {"index": index}}
+
+
+def _check_tool_messages_follow_their_call(messages: list[dict[str, Any]]) -> None:
+    """Every tool message answers a call of the nearest assistant message before it."""
+    for position, message in enumerate(messages):
+        if message["role"] != "tool":
+            continue
+        caller = next(m for m in reversed(messages[:position]) if m["role"] != "tool")
+        assert caller["role"] == "assistant"
+        assert message["tool_call_id"] in {call["id"] for call in caller["tool_calls"]}
+
+
+def test_openai_and_sharegpt_records_in_one_file_are_written_back_in_their_own_format(tmp_path: Path) -> None:
+    records = [
+        openai_trajectory(0, steps=6),
+        make_trajectory(1, steps=6),
+        openai_trajectory(2, steps=1),  # under the budget
+        make_trajectory(3, steps=1),
+        openai_trajectory(4, steps=9),
+    ]
+    source = write_jsonl(tmp_path / "mixed.jsonl", records)
+    out = tmp_path / "o.jsonl"
+    result = run_cli("compress", str(source), "-o", str(out), *BUDGET)
+    assert result.returncode == 0, result.stderr
+    lines = out.read_bytes().splitlines()
+    inputs = source.read_bytes().splitlines()
+    metrics = read_jsonl(tmp_path / "o.metrics.jsonl")
+    assert [m["was_compressed"] for m in metrics] == [True, True, False, False, True]
+    assert not any(m["rejected"] for m in metrics)
+    assert lines[2] == inputs[2] and lines[3] == inputs[3]
+    _check_sharegpt_row(records[1], json.loads(lines[1]), metrics[1])
+    for position in (0, 4):
+        before, after, m = records[position], json.loads(lines[position]), metrics[position]
+        assert "conversations" not in after
+        assert {k: v for k, v in after.items() if k != "messages"} == {
+            k: v for k, v in before.items() if k != "messages"
+        }
+        original, messages = before["messages"], after["messages"]
+        start, end = m["compression_region"]["start_idx"], m["compression_region"]["end_idx"] + 1
+        assert messages[0] == {"role": "system", "content": original[0]["content"] + NOTICE}
+        summary = messages[start]
+        assert set(summary) == {"role", "content"}
+        assert summary["role"] == "user" and summary["content"].startswith(SUMMARY)
+        kept = messages[1:start] + messages[start + 1 :]
+        expected = original[1:start] + original[end:]
+        # Kept messages are the original objects: same keys, same order, same serialization.
+        assert [json.dumps(k) for k in kept] == [json.dumps(e) for e in expected]
+        assert len(messages) == m["compressed_turns"]
+        _check_tool_messages_follow_their_call(messages)
+
+
+def test_conversation_key_selects_the_turn_list(tmp_path: Path) -> None:
+    decoy = [{"from": "human", "value": "a short decoy"}, {"from": "gpt", "value": "left alone"}]
+    records = []
+    for i in (0, 2, 4):
+        row = make_trajectory(i, steps=1 + 2 * i)
+        records.append({"id": row["id"], "trajectory": row["conversations"], "conversations": decoy})
+    records.append(make_trajectory(9, steps=5))  # no 'trajectory' key: rejected, written unchanged
+    source = write_jsonl(tmp_path / "in.jsonl", records)
+    out = tmp_path / "o.jsonl"
+    result = run_cli("compress", str(source), "-o", str(out), "--conversation-key", "trajectory", *BUDGET)
+    assert result.returncode == 0, result.stderr
+    outputs = read_jsonl(out)
+    metrics = read_jsonl(tmp_path / "o.metrics.jsonl")
+    assert [m["was_compressed"] for m in metrics] == [False, True, True, False]
+    assert [m["original_turns"] for m in metrics[:3]] == [len(r["trajectory"]) for r in records[:3]]
+    for before, after, m in zip(records[:3], outputs[:3], metrics[:3], strict=True):
+        assert after["conversations"] == decoy
+        renamed = {"conversations": before["trajectory"]}
+        _check_sharegpt_row(renamed, {"conversations": after["trajectory"]}, m)
+    assert metrics[3]["rejected"] and "'trajectory'" in metrics[3]["reason"]
+    assert outputs[3] == records[3]
