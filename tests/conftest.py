@@ -41,7 +41,9 @@ def make_trajectory(
     turns.append({"from": "human", "value": f"Task {index}: make the failing test in pkg/mod{index}.py pass."})
     for step in range(steps):
         call = {"name": "bash", "arguments": {"command": f"pytest tests/test_mod{index}.py -k case{step}"}}
-        turns.append({"from": "gpt", "value": f"Step {step}: run the test.\n<tool_call>\n{json.dumps(call)}\n</tool_call>"})
+        turns.append(
+            {"from": "gpt", "value": f"Step {step}: run the test.\n<tool_call>\n{json.dumps(call)}\n</tool_call>"}
+        )
         body = "\n".join(f"tests/test_mod{index}.py::case{step}_{line} PASSED" for line in range(output_lines))
         turns.append({"from": "tool", "value": f"<tool_response>\n{body}\nexit code: 0\n</tool_response>"})
     turns.append({"from": "gpt", "value": f"All tests for module {index} pass now."})

@@ -30,7 +30,7 @@ def test_sample_data_end_to_end(tmp_path: Path) -> None:
     over = read_jsonl(tmp_path / "out" / "x.over_limit.jsonl")
     # Every record exactly once, in order, other keys unchanged.
     assert [row["id"] for row in outputs] == [row["id"] for row in inputs]
-    for before, after in zip(inputs, outputs):
+    for before, after in zip(inputs, outputs, strict=False):
         assert {k: v for k, v in before.items() if k != "conversations"} == {
             k: v for k, v in after.items() if k != "conversations"
         }
@@ -66,7 +66,7 @@ def test_compressed_sizes_are_exact_with_the_real_tokenizer(tmp_path: Path, coun
     result = run_cli("compress", str(source), "-o", str(out), "--summarizer", "extractive", *SMALL)
     assert result.returncode == 0, result.stderr
     metrics = read_jsonl(tmp_path / "o.metrics.jsonl")
-    for row, m in zip(read_jsonl(out), metrics):
+    for row, m in zip(read_jsonl(out), metrics, strict=False):
         values = [turn["value"] for turn in row["conversations"]]
         # The notice is counted on its own, so allow the join of system + notice to differ by a token.
         assert abs(sum(counter.count_many(values)) - m["compressed_tokens"]) <= 1

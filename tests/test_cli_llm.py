@@ -90,7 +90,9 @@ def test_failure_policies(tmp_path: Path) -> None:
 
         keep = tmp_path / "keep" / "x.jsonl"
         policy = ["--on-summary-failure", "keep"]
-        result = run_cli("compress", str(source), "-o", str(keep), *_llm_args(server.base_url, tmp_path / "c", *args, *policy))
+        result = run_cli(
+            "compress", str(source), "-o", str(keep), *_llm_args(server.base_url, tmp_path / "c", *args, *policy)
+        )
         assert result.returncode == 0, result.stderr
         metrics = read_jsonl(keep.parent / "x.metrics.jsonl")
         failed = [m for m in metrics if m["reason"] and m["reason"].startswith("summary failed")]
@@ -99,7 +101,9 @@ def test_failure_policies(tmp_path: Path) -> None:
 
         stop = tmp_path / "fail" / "x.jsonl"
         policy = ["--on-summary-failure", "fail"]
-        result = run_cli("compress", str(source), "-o", str(stop), *_llm_args(server.base_url, tmp_path / "c", *args, *policy))
+        result = run_cli(
+            "compress", str(source), "-o", str(stop), *_llm_args(server.base_url, tmp_path / "c", *args, *policy)
+        )
         assert result.returncode == 1
         assert "summary failed" in result.stderr and "Traceback" not in result.stderr
         assert not stop.exists()

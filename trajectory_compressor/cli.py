@@ -87,7 +87,9 @@ def build_config(config_file: str | None, flags: dict[str, Any]) -> Any:
 def _common_options(function: Any) -> Any:
     """Options shared by `compress` and `analyze` (tokens, plan, reading)."""
     options = [
-        click.option("--config", "config_file", type=click.Path(dir_okay=False), help="YAML config (reference layout)."),
+        click.option(
+            "--config", "config_file", type=click.Path(dir_okay=False), help="YAML config (reference layout)."
+        ),
         click.option("--tokenizer", help="Hub id, tokenizer directory or tokenizer.json [default: bundled DeepSeek]."),
         click.option(
             "--count-mode",
@@ -189,7 +191,9 @@ def compress(inputs: tuple[str, ...], output: str, **flags: Any) -> None:
     import asyncio
 
     try:
-        results = asyncio.run(compress_async(list(inputs), output, config, outputs=outputs, reading=reading, on_message=say))
+        results = asyncio.run(
+            compress_async(list(inputs), output, config, outputs=outputs, reading=reading, on_message=say)
+        )
     except UsageError as exc:
         fail_usage(str(exc))
     except KeyboardInterrupt:

@@ -263,7 +263,9 @@ class RowFinisher:
                 **({"id": metrics.id} if metrics.id is not None else {}),
                 "file": row.item.source,
                 "line": row.item.line,
-                "tokens": metrics.extra.get("planned_tokens", metrics.compressed_tokens) if planned else metrics.compressed_tokens,
+                "tokens": metrics.extra.get("planned_tokens", metrics.compressed_tokens)
+                if planned
+                else metrics.compressed_tokens,
                 "target": self.config.plan.target_max_tokens,
                 "reason": metrics.reason,
             }

@@ -75,7 +75,9 @@ def merge_shards(report_paths: Sequence[Path], output: Path) -> dict[str, Any]:
         raise MergeError("the shard reports were written with different settings")
     indices = sorted(r["settings"]["shard_index"] for r in reports)
     if indices != list(range(settings[0]["num_shards"])):
-        raise MergeError(f"expected the reports of shards 0..{settings[0]['num_shards'] - 1} once each, got shards {indices}")
+        raise MergeError(
+            f"expected the reports of shards 0..{settings[0]['num_shards'] - 1} once each, got shards {indices}"
+        )
     totals = RunTotals()
     for report in reports:
         totals.merge(RunTotals.from_dict(report["counters"]))

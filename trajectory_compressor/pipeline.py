@@ -10,6 +10,7 @@ on the size of the input.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 import os
@@ -219,7 +220,11 @@ class CompressionRun:
         except RunAborted as exc:
             status, exit_code, message = "aborted", exc.exit_code, str(exc)
         except (KeyboardInterrupt, asyncio.CancelledError):
-            status, exit_code, message = "interrupted", EXIT_INTERRUPTED, "interrupted; re-run the same command to resume"
+            status, exit_code, message = (
+                "interrupted",
+                EXIT_INTERRUPTED,
+                "interrupted; re-run the same command to resume",
+            )
         self._timings["total"] = time.monotonic() - started
         if status == "completed":
             self._finalize(files)
@@ -366,7 +371,5 @@ def _source_fingerprint(source: InputSource) -> dict[str, Any]:
 
 def install_sigterm_as_interrupt() -> None:
     """Treat SIGTERM like Ctrl-C so job schedulers stopping us leave a resumable checkpoint."""
-    try:
+    with contextlib.suppress(ValueError):  # not the main thread (library use): leave signals alone
         signal.signal(signal.SIGTERM, signal.default_int_handler)
-    except ValueError:  # not the main thread (library use): leave signals alone
-        pass

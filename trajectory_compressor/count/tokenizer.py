@@ -51,9 +51,7 @@ def load_tokenizer(name_or_path: str | None = None, *, trust_remote_code: bool =
             elif Path(target).is_file():
                 tokenizer = PreTrainedTokenizerFast(tokenizer_file=str(target))
             else:
-                tokenizer = AutoTokenizer.from_pretrained(
-                    target, trust_remote_code=trust_remote_code, use_fast=True
-                )
+                tokenizer = AutoTokenizer.from_pretrained(target, trust_remote_code=trust_remote_code, use_fast=True)
     except Exception as exc:  # transformers raises many types for "not found / offline / corrupt"
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         hint = "" if Path(target).exists() else " (not a local path; as a Hub id it needs network access)"

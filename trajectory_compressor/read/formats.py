@@ -56,8 +56,6 @@ class ConversationFormat:
     key: str
 
 
-
-
 def detect_format(record: Any, conversation_key: str | None = None, fmt: str | None = None) -> ConversationFormat:
     """Which format `record` is in, and under which key.
 

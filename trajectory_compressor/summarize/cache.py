@@ -120,7 +120,8 @@ class SummaryCache:
     def get(self, key: str) -> CachedSummary | None:
         with self._lock:
             row = self._conn.execute(
-                "SELECT text, prompt_tokens, completion_tokens, calls, errors, last_error FROM summaries_v2 WHERE key = ?",
+                "SELECT text, prompt_tokens, completion_tokens, calls, errors, last_error"
+                " FROM summaries_v2 WHERE key = ?",
                 (key,),
             ).fetchone()
         if row is None:

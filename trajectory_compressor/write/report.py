@@ -93,7 +93,7 @@ class RunTotals:
         for name, value in asdict(other).items():
             mine = getattr(self, name)
             if isinstance(value, list):
-                setattr(self, name, [a + b for a, b in zip(mine, value)])
+                setattr(self, name, [a + b for a, b in zip(mine, value, strict=False)])
             elif isinstance(value, dict):
                 merged = dict(mine)
                 for key, count in value.items():
@@ -187,8 +187,7 @@ def render_text_summary(report: dict[str, Any]) -> str:
     endpoint = report["summaries"].get("endpoint")
     if endpoint and endpoint.get("requests") is not None:
         lines.append(
-            "endpoint: "
-            + ", ".join(f"{k}={v}" for k, v in endpoint.items() if not isinstance(v, (dict, list)))
+            "endpoint: " + ", ".join(f"{k}={v}" for k, v in endpoint.items() if not isinstance(v, (dict, list)))
         )
     duration = report["timings_seconds"].get("total")
     if duration is not None:
