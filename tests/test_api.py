@@ -1,0 +1,47 @@
+"""The Python API: the same job as the CLI, without it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import make_trajectory, read_jsonl, write_jsonl
+from trajectory_compressor import OutputOptions, PlanConfig, RunConfig, compress
+from trajectory_compressor.config import ConfigError
+from trajectory_compressor.read.sources import InputError
+
+
+def test_compress_from_python(tmp_path: Path, counter) -> None:
+    source = write_jsonl(tmp_path / "in.jsonl", [make_trajectory(i, steps=3 + 4 * i, output_lines=20) for i in range(5)])
+    messages: list[str] = []
+    config = RunConfig(plan=PlanConfig(target_max_tokens=2500, summary_target_tokens=200), quiet=True)
+    [result] = compress(
+        [str(source)],
+        tmp_path / "out.jsonl",
+        config,
+        outputs=OutputOptions(over_limit="truncate"),
+        counter=counter,
+        on_message=messages.append,
+    )
+    assert result.exit_code == 0
+    assert result.report["rows"]["selected"] == 5
+    assert result.report["rows"]["compressed"] >= 1
+    # auto without an endpoint says once that the extractive summarizer is used.
+    assert sum("summarizer: extractive" in m for m in messages) == 1
+    rows = read_jsonl(tmp_path / "out.jsonl")
+    assert [r["id"] for r in rows] == [f"row-{i:04d}" for i in range(5)]
+    metrics = read_jsonl(tmp_path / "out.metrics.jsonl")
+    assert all(m["compressed_tokens"] <= 2500 for m in metrics)
+
+
+def test_user_errors_raise_clear_exceptions(tmp_path: Path, counter) -> None:
+    with pytest.raises(InputError, match="input not found"):
+        compress([str(tmp_path / "nope.jsonl")], tmp_path / "o.jsonl", counter=counter)
+    source = write_jsonl(tmp_path / "in.jsonl", [make_trajectory(0)])
+    with pytest.raises(ConfigError, match="shard"):
+        compress(
+            [str(source)], tmp_path / "o.jsonl", outputs=OutputOptions(num_shards=2, shard_index=2), counter=counter
+        )
+    with pytest.raises(ConfigError, match="summary_target_tokens"):
+        compress([str(source)], tmp_path / "o.jsonl", RunConfig(plan=PlanConfig(target_max_tokens=10)), counter=counter)
