@@ -13,7 +13,9 @@ from trajectory_compressor.read.sources import InputError
 
 
 def test_compress_from_python(tmp_path: Path, counter) -> None:
-    source = write_jsonl(tmp_path / "in.jsonl", [make_trajectory(i, steps=3 + 4 * i, output_lines=20) for i in range(5)])
+    source = write_jsonl(
+        tmp_path / "in.jsonl", [make_trajectory(i, steps=3 + 4 * i, output_lines=20) for i in range(5)]
+    )
     messages: list[str] = []
     config = RunConfig(plan=PlanConfig(target_max_tokens=2500, summary_target_tokens=200), quiet=True)
     [result] = compress(
