@@ -601,3 +601,55 @@ def test_server_runs_as_a_process() -> None:
             process.terminate()
             process.wait(timeout=10)
     assert process.returncode == 0
+
+
+def test_prompt_over_the_context_window_is_retried_shorter() -> None:
+    """llama.cpp answers a prompt longer than its slot with a 400 `exceed_context_size_error`."""
+    llama_400 = {
+        "status": 400,
+        "json": {
+            "error": {
+                "code": 400,
+                "message": "request (5302 tokens) exceeds the available context size (4096 tokens)",
+                "type": "exceed_context_size_error",
+            }
+        },
+    }
+
+    def fits(number: int, body: Any) -> Any:
+        size = sum(len(message["content"]) for message in body["messages"])
+        return llama_400 if size > 4000 else "ok"
+
+    turns = tuple(
+        Turn(
+            "tool" if i % 2 else "gpt", f"<tool_response>{'line of output ' * 400}</tool_response>" if i % 2 else "run"
+        )
+        for i in range(12)
+    )
+    request = SummaryRequest(turns=turns, budget_tokens=100, label="big")
+
+    async def scenario() -> None:
+        async with FakeOpenAIServer(faults=fits) as server:
+            config = make_config(server.base_url)
+            async with LLMSummarizer(config, **FAST) as summarizer:
+                result = await summarizer.summarize(request)
+                stats = summarizer.stats()
+            sizes = [sum(len(m["content"]) for m in r.body["messages"]) for r in server.requests]
+        assert result.summarizer == "llm" and result.text
+        assert result.calls == len(sizes) >= 2 and result.errors == len(sizes) - 1
+        assert sizes == sorted(sizes, reverse=True) and sizes[-1] <= 4000 < sizes[0]
+        assert stats["retries_by_cause"]["context"] == len(sizes) - 1
+
+    run(scenario())
+
+
+def test_a_prompt_that_never_fits_fails_the_row_without_a_storm() -> None:
+    always = {"status": 400, "json": {"error": {"message": "This model's maximum context length is 10 tokens"}}}
+
+    async def scenario() -> None:
+        async with FakeOpenAIServer(default=always) as server:
+            with pytest.raises(SummaryError, match="maximum context length"):
+                await summarize_with(server)
+            assert server.count == 1, "a prompt already below the floor is not sent again"
+
+    run(scenario())

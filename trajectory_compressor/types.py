@@ -107,6 +107,13 @@ class SummaryError(Exception):
         self.errors = errors
 
 
+class PromptTooLongError(SummaryError):
+    """The endpoint refused the prompt as longer than its context window (a 400 that says so).
+
+    The LLM summarizer answers it by sending a shorter transcript, rather than failing the row.
+    """
+
+
 class EndpointAuthError(SummaryError):
     """The endpoint refused our credentials (401/403): every request would fail, so stop the run."""
 

