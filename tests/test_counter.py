@@ -224,3 +224,22 @@ def test_chat_template_turn_shares_are_what_removing_them_saves(tmp_path: Path) 
     kept = turns[:3] + turns[9:]
     predicted = sum(per_turn) - sum(per_turn[3:9])
     assert abs(predicted - _rendered_count(counter, kept)) <= 2, (predicted, _rendered_count(counter, kept))
+
+
+def test_counts_ignore_truncation_and_padding_saved_in_tokenizer_json(tmp_path: Path) -> None:
+    """A tokenizer.json saved with truncation or padding on must still count every token."""
+    import tokenizers
+
+    from trajectory_compressor.count import build_counter
+
+    raw = tokenizers.Tokenizer.from_file(str(bundled_tokenizer_dir() / "tokenizer.json"))
+    raw.enable_truncation(16)
+    raw.enable_padding(length=64)
+    path = tmp_path / "tokenizer.json"
+    raw.save(str(path))
+    texts = ["hello world " * 100, "hi"]
+    expected = TokenCounter(load_tokenizer()).count_many(texts)
+    assert expected[0] > 64
+    counter = build_counter(str(path))
+    assert counter.count_many(texts) == expected
+    assert [counter.count(text) for text in texts] == expected

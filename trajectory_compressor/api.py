@@ -152,7 +152,7 @@ def _plan_jobs(
     An output is a directory to mirror into when it ends with "/" or already is a directory,
     unless `--output-format hf` asks for a Hugging Face dataset directory there.
     """
-    from trajectory_compressor.write.converters import output_format_for
+    from trajectory_compressor.write.output_format import output_format_for
 
     output = Path(output_arg)
     conversation = ConversationOptions(reading.conversation_key, reading.format)

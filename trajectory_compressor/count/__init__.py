@@ -1,7 +1,7 @@
 """Counting tokens with a real Hugging Face tokenizer."""
 
 from trajectory_compressor.count.counter import ChatTemplateCounter, TokenCounter
-from trajectory_compressor.count.tokenizer import TokenizerLoadError, load_tokenizer
+from trajectory_compressor.count.tokenizer import TokenizerLoadError, load_tokenizer, load_tokenizer_json
 
 __all__ = ["ChatTemplateCounter", "TokenCounter", "TokenizerLoadError", "build_counter", "load_tokenizer"]
 
@@ -14,6 +14,10 @@ def build_counter(
     chat_template: str | None = None,
 ) -> TokenCounter:
     """The counter a run asks for: per-value counts (default) or chat-template counts."""
+    if count_mode != "chat-template" and chat_template is None:
+        bare = load_tokenizer_json(name_or_path)
+        if bare is not None:
+            return TokenCounter(bare[0], name=bare[1])
     tokenizer = load_tokenizer(name_or_path, trust_remote_code=trust_remote_code)
     if chat_template is not None:
         try:

@@ -15,30 +15,39 @@ from trajectory_compressor.types import Turn
 
 
 class TokenCounter:
-    """Counts tokens of many texts at once with a `transformers` fast tokenizer."""
+    """Counts tokens of many texts at once with a fast tokenizer.
 
-    def __init__(self, tokenizer: Any) -> None:
+    `tokenizer` is a `transformers` fast tokenizer or a bare `tokenizers.Tokenizer` (what
+    `build_counter` loads for a plain tokenizer.json, without importing transformers). `name`
+    overrides the name recorded in run settings.
+    """
+
+    def __init__(self, tokenizer: Any, *, name: str | None = None) -> None:
         self.tokenizer = tokenizer
-        self._backend = tokenizer.backend_tokenizer
+        self._backend = getattr(tokenizer, "backend_tokenizer", tokenizer)
+        # A tokenizer.json may ship with truncation or padding on: a count must be neither.
+        self._backend.no_truncation()
+        self._backend.no_padding()
+        self._name = name
         # encode_batch_fast skips offset tracking (tokenizers >= 0.20); it is all we need.
         self._encode_batch = getattr(self._backend, "encode_batch_fast", self._backend.encode_batch)
 
     @property
     def name(self) -> str:
-        return str(getattr(self.tokenizer, "name_or_path", "") or "tokenizer")
+        return self._name or str(getattr(self.tokenizer, "name_or_path", "") or "tokenizer")
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
         """Token counts of `texts`, in order, without special tokens."""
         if not texts:
             return []
         encodings = self._encode_batch(list(texts), add_special_tokens=False)
-        return [len(encoding.ids) for encoding in encodings]
+        return [len(encoding) for encoding in encodings]  # len(): no Python list of ids built
 
     def count(self, text: str) -> int:
         """Token count of one text, without special tokens."""
         if not text:
             return 0
-        return len(self._backend.encode(text, add_special_tokens=False).ids)
+        return len(self._backend.encode(text, add_special_tokens=False))
 
     # The per-turn measures the planner uses. The default is the reference tool's: tokens of each
     # `value`. `ChatTemplateCounter` counts turns as the training run will see them instead.

@@ -166,6 +166,25 @@ def _mask_orphan_pem_ends(text: str) -> str:
     return "".join(pieces)
 
 
+# A literal each pattern cannot match without (lower-case ones are looked for in the lowered
+# text): `in` scans at memory speed, while a pattern starting with `\b` or a look-behind makes
+# `re` try every position. Most text holds none of them, so most patterns never run.
+_TOKEN_LITERALS: tuple[tuple[str, ...], ...] = (
+    ("PRIVATE KEY-----",),
+    ("sk-",),
+    ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+    ("github_pat_",),
+    ("AKIA", "ASIA"),
+    ("xox",),
+    ("AIza",),
+    ("hf_",),
+    ("eyJ",),
+)
+_ASSIGNMENT_STEMS = ("pass", "secret", "api", "access", "private", "client", "auth", "refresh", "bearer", "session")
+# Under IGNORECASE, `re` also matches "ı" (dotless i) for i and "ſ" (long s) for s; lower() keeps them.
+_FOLD = str.maketrans({"ı": "i", "ſ": "s"})
+
+
 def redact_secrets(text: str) -> str:
     """Mask common credential patterns in `text` with `[REDACTED]`.
 
@@ -173,12 +192,20 @@ def redact_secrets(text: str) -> str:
     """
     if not text:
         return text
-    for pattern in _TOKEN_PATTERNS:
-        text = pattern.sub(REDACTED, text)
+    for pattern, literals in zip(_TOKEN_PATTERNS, _TOKEN_LITERALS, strict=True):
+        if any(literal in text for literal in literals):
+            text = pattern.sub(REDACTED, text)
     text = _mask_orphan_pem_ends(text)
-    text = _URL_PASSWORD.sub(_replace_url_password, text)
-    text = _BEARER.sub(lambda m: f"{m.group(1)}{REDACTED}", text)
-    return _ASSIGNMENT.sub(_replace_assignment, text)
+    if "://" in text:
+        text = _URL_PASSWORD.sub(_replace_url_password, text)
+    lowered = text.lower()
+    if not lowered.isascii():
+        lowered = lowered.translate(_FOLD)
+    if "bearer" in lowered:
+        text = _BEARER.sub(lambda m: f"{m.group(1)}{REDACTED}", text)
+    if any(stem in lowered for stem in _ASSIGNMENT_STEMS):
+        text = _ASSIGNMENT.sub(_replace_assignment, text)
+    return text
 
 
 def scrub(text: str, secrets: Iterable[str | None]) -> str:

@@ -42,16 +42,12 @@ import orjson
 import pyarrow as pa
 
 from trajectory_compressor.read.jsonl import parse_json_line
+from trajectory_compressor.write.output_format import OUTPUT_FORMATS, ConversionError, output_format_for  # noqa: F401 (re-exported)
 
-OUTPUT_FORMATS: tuple[str, ...] = ("jsonl", "jsonl.gz", "parquet", "hf")
 CHUNK_BYTES = 32 << 20  # JSON text per Arrow chunk / parquet row group
 CHUNK_MAX_ROWS = 10_000
 GZIP_LEVEL = 6  # zlib's default: ~9's ratio at a fraction of its time
 _ARROW_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError)
-
-
-class ConversionError(ValueError):
-    """The JSONL file cannot be converted (unreadable, not JSON objects, unknown format)."""
 
 
 @dataclass(frozen=True)
@@ -62,32 +58,6 @@ class ConversionResult:
     fmt: str
     rows: int
     json_columns: tuple[str, ...] = ()
-
-
-def output_format_for(path: str, explicit: str | None = None) -> str:
-    """The output format for `path`: `explicit` if given, else by suffix.
-
-    ``.jsonl`` / ``.ndjson`` → jsonl, ``.jsonl.gz`` / ``.ndjson.gz`` → jsonl.gz, ``.parquet`` →
-    parquet, a path ending in ``/``, an existing directory, or a name without any suffix → hf.
-    """
-    if explicit is not None:
-        fmt = explicit.lower().lstrip(".")
-        if fmt not in OUTPUT_FORMATS:
-            raise ConversionError(f"unknown output format {explicit!r} (expected {', '.join(OUTPUT_FORMATS)})")
-        return fmt
-    lower = path.lower()
-    if lower.endswith((".jsonl.gz", ".ndjson.gz")):
-        return "jsonl.gz"
-    if lower.endswith((".jsonl", ".ndjson")):
-        return "jsonl"
-    if lower.endswith(".parquet"):
-        return "parquet"
-    if path.endswith(("/", os.sep)) or Path(path).is_dir() or not Path(path).suffix:
-        return "hf"
-    raise ConversionError(
-        f"cannot tell the output format of {path!r} from its suffix "
-        "(use .jsonl, .jsonl.gz, .parquet, a directory for a datasets save_to_disk, or --output-format)"
-    )
 
 
 def convert_jsonl(jsonl_path: str | os.PathLike[str], out_path: str | os.PathLike[str], fmt: str) -> ConversionResult:

@@ -1,0 +1,975 @@
+#!/usr/bin/env python3
+"""How close does `trajectory-compressor` run to the tokenizer's own limit, and does it keep the LLM pipe full?
+
+One run measures, on the same data, and prints ratios against targets:
+
+1. limit      the floor: every turn value of every row tokenized with the `tokenizers` library
+              directly (`Tokenizer.from_file(<bundled tokenizer.json>)`, `encode_batch_fast`, all
+              cores), in batches of the pipeline's chunk size, orjson parsing included. Nothing a
+              compressor can do is cheaper, since it must at least read and count every turn.
+2. reference  the Hermes tool's algorithm written plainly: every line `json.loads`-ed into memory,
+              `tokenizer.encode` turn by turn (the `transformers` tokenizer), the region found,
+              a fixed summary string spliced in, the whole compressed trajectory counted again,
+              the output written with `json.dumps`.
+3. cli        `trajectory-compressor compress --dry-run` and `--summarizer extractive`, end to end
+              through the real command in a subprocess. The fixed startup (imports, tokenizer
+              load, finalizing) is timed alone on a 1-row input and subtracted to give the per-row
+              throughput; ratios against (1) and (2) use that steady-state time (both (1) and
+              (2) are timed after their own tokenizer load), and end-to-end ratios are shown too.
+4. llm        `compress --summarizer llm --no-cache --max-concurrency C` against the fake
+              OpenAI server (tests/fake_openai_server.py) answering after a fixed latency, on small
+              rows that all need a summary (a budget far below their size): achieved requests/s
+              (server request count / (wall - startup from (3))) against the ideal C / latency,
+              and the server's max requests in flight. (4b) times what small rows cannot show:
+              building the prompt (transcript, elision, secret redaction) for the regions the
+              planner picks in the main input, which the event loop does for every summarized
+              row, so 1000 / its mean in ms bounds the requests per second on real rows.
+5. rss        peak RSS of `compress --dry-run` and `--summarizer extractive` at a small and a
+              large row count (`/usr/bin/time -v`, else getrusage of a fresh child): memory must
+              not grow with the input, only with `--window`.
+
+Targets (PASS/FAIL in the table): dry-run steady state <= 1.3x the limit; dry-run >= 2.5x faster
+than the reference; llm >= 85% of ideal (C=64, 200 ms); peak RSS at the large count within 25% of
+the small one.
+
+Data: `generate_trajectories(n, seed)` from scripts/make_sample_data.py (realistic agent runs,
+~38 KB a row on average), or `--input FILE.jsonl`. Stages (4) and (5) use rows derived from the
+same generator with each turn clipped to `--clip-chars` and at most `--clip-turns` turns, and
+a small budget, so that counting is cheap and the LLM pipe or the row count, not the
+tokenizer, is what is measured; the large RSS input cycles through the small rows (with
+distinct ids). `--clip-chars 0` uses full rows (20k full rows are ~750 MB and take many minutes).
+
+Every timing runs `--repeat` times (default 3; rounds interleave the stages so background load
+hits them alike) and the median is reported; the machine and its load average are printed
+first, since a busy 2-core machine moves every figure.
+
+    python scripts/bench.py                                  # default sizes: ~3-4 min on 2 cores
+    python scripts/bench.py --rows 1000 --repeat 5 --json out/bench.json
+    python scripts/bench.py --input runs.jsonl --skip llm,rss
+    python scripts/bench.py --only llm --concurrency 128 --latency 0.5
+
+Exit code: 0 (all measured targets pass), 1 (some target fails), 2 (a stage could not run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import itertools
+import json
+import math
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SCRIPTS = Path(__file__).resolve().parent
+REPO = SCRIPTS.parent
+sys.path.insert(0, str(SCRIPTS))
+
+STAGES = ("limit", "reference", "cli", "llm", "rss")
+TIME_BINARY = "/usr/bin/time"
+
+# The small budget of stages 4 and 5: every clipped row is over it and has a middle to summarize.
+SMALL_BUDGET = ("--target-max-tokens", "200", "--summary-target-tokens", "40", "--protect-last-n-turns", "2")
+
+TARGET_DRY_VS_LIMIT = 1.3
+TARGET_REFERENCE_VS_DRY = 2.5
+TARGET_LLM_OF_IDEAL = 0.85
+TARGET_RSS_GROWTH = 1.25
+
+
+# ------------------------------------------------------------------------------------ the machine
+def machine_description() -> dict[str, Any]:
+    model = "unknown"
+    with contextlib.suppress(OSError), open("/proc/cpuinfo", encoding="utf-8") as handle:
+        for line in handle:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:
+        usable = os.cpu_count() or 1
+    import tokenizers
+
+    return {
+        "cpu": model,
+        "cores": os.cpu_count(),
+        "usable_cores": usable,
+        "python": platform.python_version(),
+        "tokenizers": tokenizers.__version__,
+        "platform": platform.platform(),
+        "load_average_start": _load_average(),
+    }
+
+
+def _load_average() -> list[float] | None:
+    try:
+        return [round(value, 2) for value in os.getloadavg()]
+    except OSError:
+        return None
+
+
+def bundled_tokenizer_json() -> Path:
+    from trajectory_compressor.count.tokenizer import bundled_tokenizer_dir
+
+    return bundled_tokenizer_dir() / "tokenizer.json"
+
+
+# ------------------------------------------------------------------------------------ the data
+def write_generated(path: Path, rows: int, seed: int) -> None:
+    from make_sample_data import dumps_row, generate_trajectories
+
+    with open(path, "wb") as handle:
+        for row in generate_trajectories(rows, seed):
+            handle.write(dumps_row(row))
+
+
+def clipped_rows(rows: int, seed: int, clip_chars: int, clip_turns: int) -> list[dict[str, Any]]:
+    """Up to `rows` generated rows cut to `clip_turns` turns of at most `clip_chars` characters.
+
+    Only rows with at least `clip_turns` turns are kept, so that each has a middle between the
+    protected head and tail (and so needs a summary under a small budget). A long value keeps its
+    start and its end, so `<tool_call>` / `<tool_response>` markers stay. `clip_chars` 0: unclipped.
+    """
+    from make_sample_data import generate_trajectories
+
+    result = []
+    for row in generate_trajectories(rows, seed):
+        if len(row["conversations"]) < clip_turns:
+            continue
+        if clip_chars > 0:
+            turns = row["conversations"][:clip_turns]
+            for turn in turns:
+                value = turn["value"]
+                if len(value) > clip_chars:
+                    half = clip_chars // 2
+                    turn["value"] = value[:half] + "\n…\n" + value[-half:]
+            row["conversations"] = turns
+        result.append(row)
+    return result
+
+
+def write_cycled(path: Path, pool: Sequence[dict[str, Any]], rows: int) -> None:
+    """`rows` rows cycling through `pool`, each with its own id (row count is what matters here)."""
+    import orjson
+
+    with open(path, "wb") as handle:
+        for index, row in zip(range(rows), itertools.cycle(pool), strict=False):
+            handle.write(orjson.dumps({**row, "id": f"bench-{index:06d}"}) + b"\n")
+
+
+def conversation_values(record: Any) -> list[str]:
+    """Turn texts of a ShareGPT (`conversations`/`value`) or OpenAI (`messages`/`content`) record."""
+    if not isinstance(record, dict):
+        return []
+    turns = record.get("conversations")
+    key = "value"
+    if not isinstance(turns, list):
+        turns, key = record.get("messages"), "content"
+    if not isinstance(turns, list):
+        return []
+    return [turn[key] for turn in turns if isinstance(turn, dict) and isinstance(turn.get(key), str)]
+
+
+def first_line(source: Path, target: Path) -> None:
+    with open(source, "rb") as handle, open(target, "wb") as out:
+        for line in handle:
+            if line.strip():
+                out.write(line)
+                return
+
+
+# ------------------------------------------------------------------------------------ workers (children)
+def worker_limit(path: Path, batch_rows: int, batch_chars: int) -> dict[str, Any]:
+    """(1) orjson + `tokenizers` batch encoding of every turn value, in pipeline-sized batches."""
+    import orjson
+    import tokenizers
+
+    tokenizer = tokenizers.Tokenizer.from_file(str(bundled_tokenizer_json()))
+    encode = getattr(tokenizer, "encode_batch_fast", tokenizer.encode_batch)
+    started, cpu_started = time.perf_counter(), time.process_time()
+    tokens = turns = rows = chars = 0
+    batch: list[str] = []
+    batch_rows_now = batch_size = 0
+
+    def flush() -> int:
+        # len(encoding) is the token count without building a Python list of ids.
+        return sum(len(encoding) for encoding in encode(batch, add_special_tokens=False)) if batch else 0
+
+    with open(path, "rb") as handle:
+        for line in handle:
+            if not line.strip():
+                continue
+            values = conversation_values(orjson.loads(line))
+            rows += 1
+            turns += len(values)
+            batch.extend(values)
+            batch_rows_now += 1
+            batch_size += len(line)
+            if batch_rows_now >= batch_rows or batch_size >= batch_chars:
+                chars += sum(map(len, batch))
+                tokens += flush()
+                batch, batch_rows_now, batch_size = [], 0, 0
+    chars += sum(map(len, batch))
+    tokens += flush()
+    return {
+        "seconds": time.perf_counter() - started,
+        "cpu_seconds": time.process_time() - cpu_started,  # every thread of the process
+        "rows": rows,
+        "turns": turns,
+        "chars": chars,
+        "tokens": tokens,
+    }
+
+
+def worker_reference(path: Path, output: Path, target: int, summary_target: int, last_n: int) -> dict[str, Any]:
+    """(2) The Hermes tool's approach, plainly: all rows in memory, turn-by-turn `encode`, re-count."""
+    import logging
+
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+    logging.getLogger("transformers").setLevel(logging.ERROR)
+    from transformers import AutoTokenizer
+
+    notice = "\n\nSome of your previous tool responses may be summarized to preserve context."
+    summary = "[CONTEXT SUMMARY]: The assistant called tools and read their outputs; details were compressed."
+    tokenizer = AutoTokenizer.from_pretrained(str(bundled_tokenizer_json().parent))
+    started, cpu_started = time.perf_counter(), time.process_time()
+    recount_seconds = 0.0
+
+    def count(text: str) -> int:
+        return len(tokenizer.encode(text)) if text else 0
+
+    def clean(conversation: list[dict[str, str]], i: int) -> bool:
+        return i >= len(conversation) or conversation[i].get("from") != "tool"
+
+    def snap(conversation: list[dict[str, str]], i: int, low: int, high: int) -> int:
+        forward = i
+        while forward < high and not clean(conversation, forward):
+            forward += 1
+        if clean(conversation, forward):
+            return forward
+        while i > low and not clean(conversation, i):
+            i -= 1
+        return i
+
+    entries = []
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            if line.strip():
+                entries.append(json.loads(line))
+    read_done = time.perf_counter()
+    results, tokens_before, compressed_rows = [], 0, 0
+    for entry in entries:
+        conversation = entry.get("conversations") if isinstance(entry, dict) else None
+        if not isinstance(conversation, list):
+            results.append(entry)
+            continue
+        turn_tokens = [count(turn.get("value", "")) for turn in conversation]
+        total = sum(turn_tokens)
+        tokens_before += total
+        n = len(conversation)
+        if total <= target:
+            results.append(entry)
+            continue
+        first_seen: dict[str, int] = {}
+        for i, turn in enumerate(conversation):
+            first_seen.setdefault(turn.get("from", ""), i)
+        protected = {first_seen[role] for role in ("system", "human", "gpt", "tool") if role in first_seen}
+        protected.update(range(max(0, n - last_n), n))
+        head = [i for i in protected if i < n // 2]
+        tail = [i for i in protected if i >= n // 2]
+        start, end = (max(head) + 1 if head else 0), (min(tail) if tail else n)
+        start = snap(conversation, start, start, end)
+        if start >= end:
+            results.append(entry)
+            continue
+        needed = total - target + summary_target
+        accumulated, until = 0, start
+        for i in range(start, end):
+            accumulated += turn_tokens[i]
+            until = i + 1
+            if accumulated >= needed:
+                break
+        if accumulated < needed and until < end:
+            until = end
+        until = snap(conversation, until, start, end)
+        if until <= start or sum(turn_tokens[start:until]) <= summary_target:
+            results.append(entry)
+            continue
+        compressed = []
+        for turn in conversation[:start]:
+            turn = turn.copy()
+            if turn.get("from") == "system":
+                turn["value"] = turn["value"] + notice
+            compressed.append(turn)
+        compressed.append({"from": "human", "value": summary})
+        compressed.extend(turn.copy() for turn in conversation[until:])
+        recount_started = time.perf_counter()
+        compressed_tokens = sum(count(turn.get("value", "")) for turn in compressed)
+        recount_seconds += time.perf_counter() - recount_started
+        compressed_rows += 1
+        metrics = {"original_tokens": total, "compressed_tokens": compressed_tokens, "was_compressed": True}
+        results.append(dict(entry, conversations=compressed, compression_metrics=metrics))
+    process_done = time.perf_counter()
+    with open(output, "w", encoding="utf-8") as handle:
+        handle.writelines(json.dumps(entry, ensure_ascii=False) + "\n" for entry in results)
+    finished = time.perf_counter()
+    return {
+        "seconds": finished - started,
+        "cpu_seconds": time.process_time() - cpu_started,
+        "recount_seconds": recount_seconds,
+        "read_seconds": read_done - started,
+        "process_seconds": process_done - read_done,
+        "write_seconds": finished - process_done,
+        "rows": len(entries),
+        "compressed_rows": compressed_rows,
+        "tokens": tokens_before,
+    }
+
+
+def worker_prompts(path: Path, target: int, summary_target: int) -> dict[str, Any]:
+    """(4b) Event-loop CPU per summarized row on realistic regions: building the LLM prompt.
+
+    The llm run of stage 4 uses small rows (so the tokenizer does not hide the pipe); this times
+    what it cannot show: `build_messages` (transcript, elision, secret redaction) on the regions
+    the planner picks in the main input, with the settings the LLM summarizer uses. It runs on
+    the event loop for every summarized row, so 1 / its mean bounds the requests per second.
+    """
+    import orjson
+
+    from trajectory_compressor.config import LLMConfig, PlanConfig
+    from trajectory_compressor.count import build_counter
+    from trajectory_compressor.plan.region import plan_region
+    from trajectory_compressor.read.formats import detect_format, to_turns
+    from trajectory_compressor.summarize.prompt import build_messages
+    from trajectory_compressor.types import SummaryRequest
+
+    counter = build_counter()
+    plan = PlanConfig(target_max_tokens=target, summary_target_tokens=summary_target)
+    llm = LLMConfig()
+    requests = []
+    with open(path, "rb") as handle:
+        for line in handle:
+            record = orjson.loads(line)
+            turns = to_turns(record, detect_format(record))
+            [counts] = counter.count_conversations([turns])
+            region = plan_region([turn.role for turn in turns], counts, plan).region
+            if region is not None:
+                requests.append(
+                    SummaryRequest(turns=tuple(turns[region.start : region.end]), budget_tokens=summary_target)
+                )
+    seconds, chars = [], 0
+    for request in requests:
+        started = time.perf_counter()
+        messages = build_messages(
+            request,
+            redact=llm.redact_secrets,
+            max_turn_chars=min(8000, llm.max_prompt_chars // 4),
+            max_prompt_chars=llm.max_prompt_chars,
+        )
+        seconds.append(time.perf_counter() - started)
+        chars += sum(len(message["content"]) for message in messages)
+    if not seconds:
+        return {"regions": 0}
+    return {
+        "regions": len(seconds),
+        "mean_ms": 1000 * statistics.mean(seconds),
+        "p90_ms": 1000 * sorted(seconds)[int(0.9 * len(seconds))],
+        "prompt_chars_mean": chars / len(seconds),
+    }
+
+
+# ------------------------------------------------------------------------------------ running children
+@dataclass
+class Measured:
+    """One child process: wall time, CPU time, peak RSS, and what it printed."""
+
+    wall: float
+    cpu: float
+    max_rss_kb: int | None
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.setdefault("HF_HUB_OFFLINE", "1")
+    env.setdefault("TRANSFORMERS_OFFLINE", "1")
+    env.setdefault("HF_DATASETS_OFFLINE", "1")
+    return env
+
+
+def run_measured(command: Sequence[str], workdir: Path, timeout: float = 3600) -> Measured:
+    """Run `command`; peak RSS from `/usr/bin/time -v` if present, else from a fresh child's getrusage."""
+    stats_file = workdir / "time-v.txt"
+    stats_file.unlink(missing_ok=True)
+    if os.access(TIME_BINARY, os.X_OK):
+        full = [TIME_BINARY, "-v", "-o", str(stats_file), *command]
+    else:
+        probe = (
+            "import json, resource, subprocess, sys\n"
+            "code = subprocess.call(sys.argv[2:])\n"
+            "usage = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+            "open(sys.argv[1], 'w').write(json.dumps([usage.ru_maxrss, usage.ru_utime + usage.ru_stime]))\n"
+            "sys.exit(code)\n"
+        )
+        full = [sys.executable, "-c", probe, str(stats_file), *command]
+    started = time.perf_counter()
+    # cwd: the work directory, so `-m trajectory_compressor` finds the installed package (or
+    # PYTHONPATH), never whatever checkout the bench was started from.
+    done = subprocess.run(
+        full, capture_output=True, text=True, env=child_env(), cwd=workdir, timeout=timeout, check=False
+    )
+    wall = time.perf_counter() - started
+    rss, cpu = None, math.nan
+    with contextlib.suppress(OSError, ValueError):
+        text = stats_file.read_text(encoding="utf-8")
+        if full[0] == TIME_BINARY:
+            rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", text).group(1))
+            user = float(re.search(r"User time \(seconds\): ([\d.]+)", text).group(1))
+            system = float(re.search(r"System time \(seconds\): ([\d.]+)", text).group(1))
+            cpu = user + system
+        else:
+            rss, cpu = json.loads(text)
+    return Measured(wall, cpu, rss, done.returncode, done.stdout, done.stderr)
+
+
+def run_worker(kind: str, workdir: Path, *arguments: str) -> tuple[dict[str, Any], Measured]:
+    measured = run_measured([sys.executable, str(Path(__file__).resolve()), "--worker", kind, *arguments], workdir)
+    if measured.returncode != 0:
+        raise StageError(f"{kind} worker failed ({measured.returncode}): {measured.stderr.strip()[-800:]}")
+    return json.loads(measured.stdout.strip().splitlines()[-1]), measured
+
+
+def run_compress(inputs: Path, out_dir: Path, workdir: Path, *flags: str) -> tuple[Measured, dict[str, Any]]:
+    """`trajectory-compressor compress` in a subprocess, into a fresh directory; returns its report too."""
+    shutil.rmtree(out_dir, ignore_errors=True)
+    output = out_dir / "out.jsonl"
+    command = [sys.executable, "-m", "trajectory_compressor", "compress", str(inputs), "-o", str(output)]
+    measured = run_measured([*command, "-q", "--no-resume", *flags], workdir)
+    if measured.returncode not in (0, 3):
+        raise StageError(f"compress {' '.join(flags)} failed ({measured.returncode}): {measured.stderr.strip()[-800:]}")
+    report = json.loads((out_dir / "out.report.json").read_text(encoding="utf-8"))
+    return measured, report
+
+
+class StageError(RuntimeError):
+    """A stage could not run; the others still do."""
+
+
+# ------------------------------------------------------------------------------------ the fake server
+@contextlib.contextmanager
+def fake_server(latency: float) -> Iterator[tuple[str, Callable[[], dict[str, Any]]]]:
+    """tests/fake_openai_server.py as a process: yields its base URL and a stats reader."""
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            str(REPO / "tests" / "fake_openai_server.py"),
+            "--port",
+            "0",
+            "--latency",
+            str(latency),
+            "--lifetime",
+            "1800",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=child_env(),
+    )
+    try:
+        assert process.stdout is not None
+        base_url = process.stdout.readline().strip()
+        if not base_url.startswith("http"):
+            raise StageError("the fake server did not start")
+        stats_url = base_url.rsplit("/v1", 1)[0] + "/_fake/stats"
+
+        def stats() -> dict[str, Any]:
+            with urllib.request.urlopen(stats_url, timeout=30) as response:
+                data = json.loads(response.read())
+            return {"requests": data["requests"], "max_in_flight": data["max_in_flight"]}
+
+        yield base_url, stats
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+# ------------------------------------------------------------------------------------ the figures
+@dataclass
+class Figures:
+    """Raw samples per figure (medians taken at the end) and the checked targets."""
+
+    samples: dict[str, list[float]] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+    checks: list[tuple[str, float, str, bool]] = field(default_factory=list)
+    errors: dict[str, str] = field(default_factory=dict)
+
+    def add(self, name: str, value: float | None) -> None:
+        if value is not None:
+            self.samples.setdefault(name, []).append(value)
+
+    def median(self, name: str) -> float | None:
+        values = self.samples.get(name)
+        return statistics.median(values) if values else None
+
+    def check(self, label: str, value: float | None, target: str, ok: bool) -> None:
+        if value is not None:
+            self.checks.append((label, value, target, ok))
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return a / b if a is not None and b not in (None, 0) else None
+
+
+# ------------------------------------------------------------------------------------ stages
+def stage_main(args: argparse.Namespace, data: Path, workdir: Path, figures: Figures) -> None:
+    """Stages 1-3 on the main data, interleaved per round."""
+    from trajectory_compressor.pipeline import CHUNK_CHARS, CHUNK_ROWS
+
+    one_row = workdir / "one_row.jsonl"
+    first_line(data, one_row)
+    size_mb = data.stat().st_size / 1e6
+    figures.info["main_input"] = {"path": str(data), "megabytes": round(size_mb, 1)}
+    wanted = set(args.stages)
+    for round_number in range(args.repeat):
+        print(f"  round {round_number + 1}/{args.repeat}", file=sys.stderr, flush=True)
+        if "limit" in wanted:
+            result, measured = run_worker("limit", workdir, str(data), str(CHUNK_ROWS), str(CHUNK_CHARS))
+            figures.add("limit_s", result["seconds"])
+            figures.add("limit_cpu_s", result["cpu_seconds"])
+            figures.info["limit"] = {k: result[k] for k in ("rows", "turns", "chars", "tokens")}
+        if "reference" in wanted:
+            try:
+                result, measured = run_worker(
+                    "reference",
+                    workdir,
+                    str(data),
+                    str(workdir / "reference_out.jsonl"),
+                    str(args.target_max_tokens),
+                    str(args.summary_target_tokens),
+                    "4",
+                )
+            except StageError as exc:
+                figures.errors["reference"] = str(exc)
+                wanted.discard("reference")
+            else:
+                for key in (
+                    "seconds",
+                    "cpu_seconds",
+                    "recount_seconds",
+                    "read_seconds",
+                    "process_seconds",
+                    "write_seconds",
+                ):
+                    figures.add(f"reference_{key}", result[key])
+                figures.add("reference_wall_s", measured.wall)
+                figures.add("reference_rss_mb", (measured.max_rss_kb or 0) / 1024 or None)
+                figures.info["reference"] = {k: result[k] for k in ("rows", "compressed_rows", "tokens")}
+        if "cli" in wanted:
+            budget = (
+                "--target-max-tokens",
+                str(args.target_max_tokens),
+                "--summary-target-tokens",
+                str(args.summary_target_tokens),
+            )
+            for mode, flags in (("dry", ("--dry-run",)), ("extractive", ("--summarizer", "extractive"))):
+                start, _ = run_compress(one_row, workdir / f"out-{mode}-1", workdir, *flags, *budget)
+                figures.add(f"{mode}_startup_s", start.wall)
+                figures.add(f"{mode}_startup_rss_mb", (start.max_rss_kb or 0) / 1024 or None)
+                full, report = run_compress(data, workdir / f"out-{mode}", workdir, *flags, *budget)
+                figures.add(f"{mode}_wall_s", full.wall)
+                figures.add(f"{mode}_steady_s", full.wall - start.wall)
+                figures.add(f"{mode}_run_s", report.get("timings_seconds", {}).get("total"))
+                figures.add(f"{mode}_cpu_s", full.cpu)
+                figures.add(f"{mode}_steady_cpu_s", full.cpu - start.cpu)
+                figures.add(f"{mode}_rss_mb", (full.max_rss_kb or 0) / 1024 or None)
+                rows = report["rows"]
+                figures.info[mode] = {
+                    "rows": rows["selected"],
+                    "compressed": rows["compressed"],
+                    "tokens_before": report["tokens"]["before"],
+                }
+
+
+def stage_llm(args: argparse.Namespace, workdir: Path, figures: Figures, main_data: Path) -> None:
+    """(4) The LLM pipe: every row needs one summary; the fake server answers after `latency`.
+
+    Then (4b): the event-loop cost of building one prompt on the main input's real regions.
+    """
+    ideal = args.concurrency / args.latency
+    rows = args.llm_rows or max(3000, math.ceil(ideal * args.llm_seconds))
+    data = workdir / "llm_rows.jsonl"
+    pool = clipped_rows(min(rows, 4000), args.seed, args.clip_chars, args.clip_turns)
+    write_cycled(data, pool, rows)
+    startup = figures.median("dry_startup_s")
+    if startup is None:  # stage 3 skipped: time the startup here
+        one_row = workdir / "llm_one_row.jsonl"
+        first_line(data, one_row)
+        startup = statistics.median(
+            run_compress(one_row, workdir / "out-llm-1", workdir, "--dry-run", *SMALL_BUDGET)[0].wall
+            for _ in range(args.repeat)
+        )
+    figures.info["llm"] = {
+        "rows": rows,
+        "ideal_rps": ideal,
+        "startup_s": startup,
+        "megabytes": round(data.stat().st_size / 1e6, 1),
+    }
+    for round_number in range(args.repeat):
+        print(f"  llm round {round_number + 1}/{args.repeat}", file=sys.stderr, flush=True)
+        with fake_server(args.latency) as (base_url, stats):
+            measured, report = run_compress(
+                data,
+                workdir / "out-llm",
+                workdir,
+                "--summarizer",
+                "llm",
+                "--no-cache",
+                "--base-url",
+                base_url,
+                "--model",
+                "fake-model",
+                "--max-concurrency",
+                str(args.concurrency),
+                "--on-summary-failure",
+                "keep",
+                *SMALL_BUDGET,
+            )
+            served = stats()
+        busy = measured.wall - startup
+        figures.add("llm_wall_s", measured.wall)
+        figures.add("llm_cpu_s", measured.cpu)
+        figures.add("llm_rps", served["requests"] / busy if busy > 0 else None)
+        figures.add("llm_max_in_flight", served["max_in_flight"])
+        prompts, _ = run_worker(
+            "prompts", workdir, str(main_data), str(args.target_max_tokens), str(args.summary_target_tokens)
+        )
+        figures.add("prompt_mean_ms", prompts.get("mean_ms"))
+        figures.add("prompt_p90_ms", prompts.get("p90_ms"))
+        figures.info["prompts"] = prompts
+        figures.info["llm"].update(
+            requests=served["requests"],
+            summarized=report["rows"]["compressed"],
+            summary_failed=report["rows"]["summary_failed"],
+        )
+
+
+def stage_rss(args: argparse.Namespace, workdir: Path, figures: Figures) -> None:
+    """(5) Peak RSS at a small and a large row count: bounded by the window, not the input."""
+    small, large = args.rss_rows
+    pool = clipped_rows(min(small, 4000), args.seed + 1, args.clip_chars, args.clip_turns)
+    for count in (small, large):
+        data = workdir / f"rss_{count}.jsonl"
+        write_cycled(data, pool, count)
+        figures.info[f"rss_{count}_megabytes"] = round(data.stat().st_size / 1e6, 1)
+        for mode, flags in (("dry", ("--dry-run",)), ("extractive", ("--summarizer", "extractive"))):
+            print(f"  rss {mode} {count} rows", file=sys.stderr, flush=True)
+            measured, _ = run_compress(data, workdir / f"out-rss-{mode}", workdir, *flags, *SMALL_BUDGET)
+            figures.add(f"rss_{mode}_{count}_mb", (measured.max_rss_kb or 0) / 1024 or None)
+            figures.add(f"rss_{mode}_{count}_wall_s", measured.wall)
+        data.unlink()
+
+
+# ------------------------------------------------------------------------------------ the table
+def evaluate(args: argparse.Namespace, figures: Figures) -> list[tuple[str, str, str, str]]:
+    """Rows of the printed table: (figure, value, target, verdict)."""
+    m = figures.median
+    table: list[tuple[str, str, str, str]] = []
+
+    def row(label: str, value: float | str | None, fmt: str = "{}", target: str = "", ok: bool | None = None) -> None:
+        if value is None:
+            return
+        verdict = "" if ok is None else ("PASS" if ok else "FAIL")
+        table.append((label, fmt.format(value), target, verdict))
+        if ok is not None:
+            figures.check(label, value, target, ok)
+
+    main = figures.info.get("main_input", {})
+    megabytes = main.get("megabytes")
+    rows = figures.info.get("limit", figures.info.get("dry", {})).get("rows")
+    limit, reference = m("limit_s"), m("reference_seconds")
+    dry, extractive = m("dry_steady_s"), m("extractive_steady_s")
+    table.append((f"(1-3) main input: {rows} rows, {megabytes} MB", "", "", ""))
+    row("(1) limit: orjson + tokenizers batch, s", limit, "{:.2f}")
+    if limit and megabytes:
+        row("    limit throughput, MB/s", megabytes / limit, "{:.2f}")
+    row("    limit CPU / wall (cores used)", _ratio(m("limit_cpu_s"), limit), "{:.2f}")
+    row("(2) reference (after tokenizer load), s", reference, "{:.2f}")
+    if reference is not None:
+        phases = (m("reference_read_seconds"), m("reference_process_seconds"), m("reference_write_seconds"))
+        row("    reference read / count+plan / write, s", " / ".join(f"{value:.2f}" for value in phases))
+        row("    of which re-counting compressed rows, s", m("reference_recount_seconds"), "{:.2f}")
+    row("    reference CPU / wall (cores used)", _ratio(m("reference_cpu_seconds"), reference), "{:.2f}")
+    row("    reference child wall (with its startup), s", m("reference_wall_s"), "{:.2f}")
+    row("(3) startup: compress --dry-run on 1 row, s", m("dry_startup_s"), "{:.2f}")
+    row("    dry-run wall, s", m("dry_wall_s"), "{:.2f}")
+    row("    dry-run steady (wall - startup), s", dry, "{:.2f}")
+    row("    dry-run in-run time (report timings total), s", m("dry_run_s"), "{:.2f}")
+    if dry and megabytes:
+        row("    dry-run throughput, MB/s", megabytes / dry, "{:.2f}")
+    row("    dry-run steady CPU / steady wall (cores used)", _ratio(m("dry_steady_cpu_s"), dry), "{:.2f}")
+    row("    startup: compress --summarizer extractive on 1 row, s", m("extractive_startup_s"), "{:.2f}")
+    row("    extractive wall, s", m("extractive_wall_s"), "{:.2f}")
+    row("    extractive steady (wall - startup), s", extractive, "{:.2f}")
+    row("    extractive steady CPU / steady wall", _ratio(m("extractive_steady_cpu_s"), extractive), "{:.2f}")
+    ratio = _ratio(dry, limit)
+    row(
+        "dry-run steady / limit",
+        ratio,
+        "{:.2f}x",
+        f"<= {TARGET_DRY_VS_LIMIT}x",
+        None if ratio is None else ratio <= TARGET_DRY_VS_LIMIT,
+    )
+    row(
+        "    CPU seconds: dry-run steady / limit (robust to other load)",
+        _ratio(m("dry_steady_cpu_s"), m("limit_cpu_s")),
+        "{:.2f}x",
+    )
+    row("    dry-run wall (with startup) / limit", _ratio(m("dry_wall_s"), limit), "{:.2f}x")
+    row("    extractive steady / limit", _ratio(extractive, limit), "{:.2f}x")
+    speedup = _ratio(reference, dry)
+    row(
+        "reference / dry-run steady (speed-up)",
+        speedup,
+        "{:.2f}x",
+        f">= {TARGET_REFERENCE_VS_DRY}x",
+        None if speedup is None else speedup >= TARGET_REFERENCE_VS_DRY,
+    )
+    row("    ceiling here: reference / limit", _ratio(reference, limit), "{:.2f}x")
+    row("    reference child wall / dry-run wall", _ratio(m("reference_wall_s"), m("dry_wall_s")), "{:.2f}x")
+    row("    reference / extractive steady", _ratio(reference, extractive), "{:.2f}x")
+    # CPU seconds hardly depend on how many cores other work left us: the reference is serial,
+    # so on idle cores its wall time is its CPU time, and ours is at best our CPU time / cores.
+    cpu_ratio = _ratio(m("reference_cpu_seconds"), m("dry_steady_cpu_s"))
+    row("    CPU seconds: reference / dry-run steady", cpu_ratio, "{:.2f}x")
+    cores = figures.info.get("usable_cores", 1)
+    if cpu_ratio is not None:
+        row(f"    projected speed-up on {cores} idle cores (CPU ratio x cores)", cpu_ratio * cores, "{:.2f}x")
+
+    llm = figures.info.get("llm")
+    if llm:
+        table.append(
+            (
+                f"(4) llm: {llm['rows']} rows ({llm['megabytes']} MB), C={args.concurrency}, "
+                f"latency {args.latency * 1000:.0f} ms",
+                "",
+                "",
+                "",
+            )
+        )
+        row("    rows summarized / requests served (last run)", f"{llm.get('summarized')} / {llm.get('requests')}")
+        row("    ideal C / latency, req/s", llm["ideal_rps"], "{:.1f}")
+        row("    achieved requests/s (requests / (wall - startup))", m("llm_rps"), "{:.1f}")
+        row("    llm wall, s", m("llm_wall_s"), "{:.2f}")
+        row("    llm CPU / wall (client cores used)", _ratio(m("llm_cpu_s"), m("llm_wall_s")), "{:.2f}")
+        row("    server max in flight", m("llm_max_in_flight"), "{:.0f}", f"= {args.concurrency}")
+        share = _ratio(m("llm_rps"), llm["ideal_rps"])
+        row(
+            "achieved / ideal",
+            share,
+            "{:.1%}",
+            f">= {TARGET_LLM_OF_IDEAL:.0%}",
+            None if share is None else share >= TARGET_LLM_OF_IDEAL,
+        )
+        prompts = figures.info.get("prompts", {})
+        if prompts.get("regions"):
+            table.append(
+                (
+                    f"(4b) prompt building on the main input's {prompts['regions']} regions "
+                    f"(mean {prompts['prompt_chars_mean'] / 1000:.0f}k chars), event loop",
+                    "",
+                    "",
+                    "",
+                )
+            )
+            row("    per summarized row: mean / p90, ms", f"{m('prompt_mean_ms'):.2f} / {m('prompt_p90_ms'):.2f}")
+            ceiling = 1000 / m("prompt_mean_ms")
+            row(
+                "    event-loop ceiling from prompts alone, rows/s",
+                ceiling,
+                "{:.0f}",
+                f"vs {llm['ideal_rps']:.0f} ideal",
+            )
+            row("    share of one core at the ideal rate", llm["ideal_rps"] / ceiling, "{:.0%}")
+    small, large = args.rss_rows
+    if m(f"rss_dry_{small}_mb") is not None:
+        table.append((f"(5) peak RSS, clipped rows ({small} / {large} rows)", "", "", ""))
+        for mode in ("dry", "extractive"):
+            low, high = m(f"rss_{mode}_{small}_mb"), m(f"rss_{mode}_{large}_mb")
+            row(f"    {mode} peak RSS at {small} rows, MB", low, "{:.0f}")
+            row(f"    {mode} peak RSS at {large} rows, MB", high, "{:.0f}")
+            growth = _ratio(high, low)
+            row(
+                f"{mode} RSS {large} / {small}",
+                growth,
+                "{:.2f}x",
+                f"<= {TARGET_RSS_GROWTH}x",
+                None if growth is None else growth <= TARGET_RSS_GROWTH,
+            )
+        row("    baseline: peak RSS of the 1-row dry-run, MB", m("dry_startup_rss_mb"), "{:.0f}")
+        row("    dry-run peak RSS on the main input, MB", m("dry_rss_mb"), "{:.0f}")
+        row("    reference peak RSS on the main input, MB", m("reference_rss_mb"), "{:.0f}")
+    return table
+
+
+def print_table(machine: dict[str, Any], args: argparse.Namespace, table: list[tuple[str, str, str, str]]) -> None:
+    print(
+        f"machine: {machine['cpu']}, {machine['cores']} cores ({machine['usable_cores']} usable), "
+        f"Python {machine['python']}, tokenizers {machine['tokenizers']}"
+    )
+    print(
+        f"load average: start {machine['load_average_start']}, end {machine.get('load_average_end')} "
+        f"(above the core count means other work competed for the CPU)"
+    )
+    print(f"medians of {args.repeat} runs; steady = wall - the 1-row startup of the same command\n")
+    width = max(len(label) for label, value, *_ in table if value) + 2
+    print(f"{'figure':<{width}}{'value':>20}  {'target':<10}{'':>6}")
+    print("-" * (width + 38))
+    for label, value, target, verdict in table:
+        if not value:
+            print(f"\n{label}")
+            continue
+        print(f"{label:<{width}}{value:>20}  {target:<10}{verdict:>6}")
+
+
+# ------------------------------------------------------------------------------------ main
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    summary, details = __doc__.split("\n\n", 1)
+    parser = argparse.ArgumentParser(
+        description=summary, epilog=details, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--rows", type=int, default=400, help="generated rows for stages 1-3 [400, ~15 MB]")
+    parser.add_argument("--seed", type=int, default=1, help="generator seed [1]")
+    parser.add_argument("--input", type=Path, help="use this JSONL file for stages 1-3 instead of generated rows")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per timing; the median is reported [3]")
+    parser.add_argument("--json", dest="json_path", type=Path, help="write every figure and sample here")
+    parser.add_argument("--target-max-tokens", type=int, default=15250, help="budget for stages 1-3 [15250]")
+    parser.add_argument("--summary-target-tokens", type=int, default=750, help="[750]")
+    parser.add_argument("--latency", type=float, default=0.2, help="fake server latency, seconds [0.2]")
+    parser.add_argument("--concurrency", type=int, default=64, help="--max-concurrency of the llm run [64]")
+    parser.add_argument(
+        "--llm-rows", type=int, default=0, help="rows of the llm run [enough for --llm-seconds, >= 3000]"
+    )
+    parser.add_argument("--llm-seconds", type=float, default=10.0, help="ideal duration of the llm run [10]")
+    parser.add_argument("--rss-rows", default="2000,20000", help="small,large row counts of the RSS runs [2000,20000]")
+    parser.add_argument("--clip-chars", type=int, default=300, help="chars per turn of the llm/rss rows; 0: full [300]")
+    parser.add_argument("--clip-turns", type=int, default=12, help="turns per llm/rss row [12]")
+    parser.add_argument("--skip", default="", help=f"comma-separated stages to skip: {','.join(STAGES)}")
+    parser.add_argument("--only", default="", help="comma-separated stages to run (default: all)")
+    parser.add_argument("--workdir", type=Path, help="where to put data and outputs [a temporary directory]")
+    parser.add_argument("--keep", action="store_true", help="keep the working directory")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("worker_args", nargs="*", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker is None and args.worker_args:
+        parser.error(f"unexpected arguments: {' '.join(args.worker_args)}")
+    try:
+        small, large = (int(value) for value in args.rss_rows.split(","))
+    except ValueError:
+        parser.error("--rss-rows takes two counts: SMALL,LARGE")
+    args.rss_rows = (small, large)
+    only = {s for s in args.only.split(",") if s} or set(STAGES)
+    skip = {s for s in args.skip.split(",") if s}
+    unknown = (only | skip) - set(STAGES)
+    if unknown:
+        parser.error(f"unknown stages: {', '.join(sorted(unknown))}")
+    args.stages = [stage for stage in STAGES if stage in only and stage not in skip]
+    if args.repeat < 1:
+        parser.error("--repeat must be >= 1")
+    return args
+
+
+def run_worker_mode(args: argparse.Namespace) -> int:
+    a = args.worker_args
+    if args.worker == "limit":
+        result = worker_limit(Path(a[0]), int(a[1]), int(a[2]))
+    elif args.worker == "reference":
+        result = worker_reference(Path(a[0]), Path(a[1]), int(a[2]), int(a[3]), int(a[4]))
+    elif args.worker == "prompts":
+        result = worker_prompts(Path(a[0]), int(a[1]), int(a[2]))
+    else:
+        raise SystemExit(f"unknown worker {args.worker}")
+    print(json.dumps(result))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.worker:
+        return run_worker_mode(args)
+    machine = machine_description()
+    print(f"machine: {machine['cpu']}, {machine['cores']} cores, load {machine['load_average_start']}", file=sys.stderr)
+    workdir = (args.workdir or Path(tempfile.mkdtemp(prefix="tc-bench-"))).resolve()  # children run in it
+    workdir.mkdir(parents=True, exist_ok=True)
+    figures = Figures()
+    figures.info["usable_cores"] = machine["usable_cores"]
+    started = time.perf_counter()
+    try:
+        data = args.input.resolve() if args.input else None
+        if data is None and {"limit", "reference", "cli", "llm"} & set(args.stages):
+            data = workdir / "main.jsonl"
+            print(f"generating {args.rows} rows (seed {args.seed})", file=sys.stderr, flush=True)
+            write_generated(data, args.rows, args.seed)
+        if {"limit", "reference", "cli"} & set(args.stages):
+            print("stages 1-3: limit, reference, cli", file=sys.stderr, flush=True)
+            stage_main(args, data, workdir, figures)
+        stages: list[tuple[str, Callable[[], None]]] = [
+            ("llm", lambda: stage_llm(args, workdir, figures, data)),
+            ("rss", lambda: stage_rss(args, workdir, figures)),
+        ]
+        for name, stage in stages:
+            if name in args.stages:
+                print(f"stage {name}", file=sys.stderr, flush=True)
+                try:
+                    stage()
+                except StageError as exc:
+                    figures.errors[name] = str(exc)
+    finally:
+        if not args.keep and args.workdir is None:
+            shutil.rmtree(workdir, ignore_errors=True)
+    machine["load_average_end"] = _load_average()
+    machine["bench_seconds"] = round(time.perf_counter() - started, 1)
+    table = evaluate(args, figures)
+    print_table(machine, args, table)
+    for name, error in figures.errors.items():
+        print(f"error in stage {name}: {error}")
+    print(f"\nbench took {machine['bench_seconds']} s")
+    if args.json_path:
+        args.json_path.parent.mkdir(parents=True, exist_ok=True)
+        payload = {
+            "machine": machine,
+            "settings": {
+                k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k != "worker_args"
+            },
+            "medians": {name: figures.median(name) for name in figures.samples},
+            "samples": figures.samples,
+            "info": figures.info,
+            "targets": [{"figure": f, "value": v, "target": t, "pass": ok} for f, v, t, ok in figures.checks],
+            "errors": figures.errors,
+        }
+        args.json_path.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    if figures.errors:
+        return 2
+    return 0 if all(ok for *_, ok in figures.checks) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

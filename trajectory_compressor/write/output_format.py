@@ -1,0 +1,38 @@
+"""Choosing the output format from a path or a flag: no pyarrow, so a JSONL run never imports it."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+OUTPUT_FORMATS: tuple[str, ...] = ("jsonl", "jsonl.gz", "parquet", "hf")
+
+
+class ConversionError(ValueError):
+    """The JSONL file cannot be converted (unreadable, not JSON objects, unknown format)."""
+
+
+def output_format_for(path: str, explicit: str | None = None) -> str:
+    """The output format for `path`: `explicit` if given, else by suffix.
+
+    ``.jsonl`` / ``.ndjson`` → jsonl, ``.jsonl.gz`` / ``.ndjson.gz`` → jsonl.gz, ``.parquet`` →
+    parquet, a path ending in ``/``, an existing directory, or a name without any suffix → hf.
+    """
+    if explicit is not None:
+        fmt = explicit.lower().lstrip(".")
+        if fmt not in OUTPUT_FORMATS:
+            raise ConversionError(f"unknown output format {explicit!r} (expected {', '.join(OUTPUT_FORMATS)})")
+        return fmt
+    lower = path.lower()
+    if lower.endswith((".jsonl.gz", ".ndjson.gz")):
+        return "jsonl.gz"
+    if lower.endswith((".jsonl", ".ndjson")):
+        return "jsonl"
+    if lower.endswith(".parquet"):
+        return "parquet"
+    if path.endswith(("/", os.sep)) or Path(path).is_dir() or not Path(path).suffix:
+        return "hf"
+    raise ConversionError(
+        f"cannot tell the output format of {path!r} from its suffix "
+        "(use .jsonl, .jsonl.gz, .parquet, a directory for a datasets save_to_disk, or --output-format)"
+    )
