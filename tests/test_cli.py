@@ -236,3 +236,21 @@ def test_json_summary_on_stdout(tmp_path: Path) -> None:
     assert result.returncode == 0
     payload = json.loads(result.stdout)
     assert payload["exit_code"] == 0 and payload["rows"]["selected"] == 3
+
+
+def test_a_truncated_gzip_keeps_its_readable_rows_and_the_run_goes_on(tmp_path: Path) -> None:
+    whole = b"".join(json.dumps(make_trajectory(i, steps=1)).encode() + b"\n" for i in range(300))
+    packed = gzip.compress(whole)
+    broken = tmp_path / "broken.jsonl.gz"
+    broken.write_bytes(packed[: len(packed) // 2])
+    after = write_jsonl(tmp_path / "after.jsonl", [make_trajectory(1000, steps=1)])
+    out = tmp_path / "o.jsonl"
+    result = run_cli("compress", str(broken), str(after), "-o", str(out), "-q")
+    assert result.returncode == 0, result.stderr
+    rows = read_jsonl(out)
+    rejects = read_jsonl(tmp_path / "o.rejects.jsonl")
+    assert len(rejects) == 1 and "broken.jsonl.gz" in rejects[0]["file"]
+    assert "truncated or corrupt gzip" in rejects[0]["error"]
+    readable = rejects[0]["line"] - 1
+    assert 0 < readable < 300
+    assert [r["id"] for r in rows] == [f"row-{i:04d}" for i in range(readable)] + ["row-1000"]

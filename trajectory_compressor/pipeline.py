@@ -30,7 +30,7 @@ from trajectory_compressor.config import RunConfig
 from trajectory_compressor.count import TokenCounter
 from trajectory_compressor.finish import FinishedRow, RowFinisher, RunAborted, dumps
 from trajectory_compressor.prepare import ConversationOptions, PreparedRow, prepare_rows
-from trajectory_compressor.read.sources import InputSource, iter_source, shard_filter
+from trajectory_compressor.read.sources import InputError, InputSource, iter_source, shard_filter
 from trajectory_compressor.types import SourceRecord, Summarizer
 from trajectory_compressor.write.report import RunTotals, build_report, render_text_summary
 from trajectory_compressor.write.run_files import OutputPaths, RunFiles, fingerprint
@@ -131,7 +131,7 @@ class CompressionRun:
         index = 0
         limit = self.config.limit
         for source in self.job.sources:
-            for item in iter_source(source, split=self.job.split):
+            for item in self._records_of(source):
                 current = index
                 index += 1
                 self.stream_rows = index
@@ -146,6 +146,17 @@ class CompressionRun:
                     return
                 self.selected += 1
                 yield current, index, item
+
+    def _records_of(self, source: InputSource) -> Iterator[SourceRecord]:
+        """The source's records; a source that breaks mid-way (a truncated gzip) ends with one
+        error record naming where, so the rows read so far are kept and the run goes on."""
+        line = 0
+        try:
+            for item in iter_source(source, split=self.job.split):
+                line = item.line
+                yield item
+        except InputError as exc:
+            yield SourceRecord(source=source.name, line=line + 1, error=f"unreadable from here on: {exc}")
 
     def _chunks(self, skip: int) -> Iterator[list[tuple[int, int, SourceRecord]]]:
         chunk: list[tuple[int, int, SourceRecord]] = []
