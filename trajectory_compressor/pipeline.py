@@ -286,6 +286,14 @@ class CompressionRun:
             if committed_since >= CHECKPOINT_EVERY_ROWS or now - last_checkpoint >= CHECKPOINT_EVERY_SECONDS:
                 self._checkpoint(files)
                 committed_since, last_checkpoint = 0, now
+                if not progress.disable:
+                    totals = self.totals
+                    progress.set_postfix(
+                        compressed=totals.rows_compressed,
+                        over=totals.rows_still_over_limit,
+                        rejected=totals.rows_rejected,
+                        pending=len(window),
+                    )
 
         try:
             pending = loop.run_in_executor(executor, self._prepare_next, chunks)
