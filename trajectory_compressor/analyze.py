@@ -126,7 +126,9 @@ def analyze_sources(
             result.would_stay_over += row.plan.still_over_limit
             if row.plan.region is not None:
                 result.would_compress += 1
-                result.summary_prompt_tokens += row.plan.region_tokens + PROMPT_OVERHEAD_TOKENS
+                # The transcript sent is capped at max_prompt_chars (about 3 characters a token).
+                sent = min(row.plan.region_tokens, config.llm.max_prompt_chars // 3)
+                result.summary_prompt_tokens += sent + PROMPT_OVERHEAD_TOKENS
                 result.summary_completion_tokens += plan.summary_target_tokens
     return result
 
