@@ -643,6 +643,24 @@ def test_prompt_over_the_context_window_is_retried_shorter() -> None:
     run(scenario())
 
 
+def test_a_learned_prompt_size_spares_later_rows_the_refusals() -> None:
+    def fits(number: int, body: Any) -> Any:
+        size = sum(len(message["content"]) for message in body["messages"])
+        return {"status": 400, "json": {"error": {"type": "exceed_context_size_error"}}} if size > 4000 else "ok"
+
+    big = tuple(Turn("tool", f"<tool_response>{'output line ' * 500}</tool_response>") for _ in range(10))
+    requests = [SummaryRequest(turns=(Turn("gpt", f"step {i}"), *big), budget_tokens=100) for i in range(4)]
+
+    async def scenario() -> None:
+        async with FakeOpenAIServer(faults=fits) as server, LLMSummarizer(make_config(server.base_url), **FAST) as llm:
+            first = await llm.summarize(requests[0])
+            later = [await llm.summarize(request) for request in requests[1:]]
+        assert first.calls >= 2
+        assert all(result.calls == 1 and result.errors == 0 for result in later)
+
+    run(scenario())
+
+
 def test_a_prompt_that_never_fits_fails_the_row_without_a_storm() -> None:
     always = {"status": 400, "json": {"error": {"message": "This model's maximum context length is 10 tokens"}}}
 

@@ -68,6 +68,9 @@ class LLMSummarizer:
         )
         self._max_turn_chars = max_turn_chars
         self._max_prompt_chars = max_prompt_chars
+        # Lowered when the endpoint refuses a prompt as too long, so later rows start at a size
+        # it accepts instead of each paying the same refusals.
+        self._fitting_prompt_chars = max_prompt_chars
         self._cache = cache if cache is not None else _open_cache(config)
         # One worker thread owns every SQLite call: a writer waiting on another process's lock
         # (busy_timeout) blocks that thread, never the event loop.
@@ -144,6 +147,9 @@ class LLMSummarizer:
         and errors of the refused attempts are counted in the result.
         """
         prompt_chars = self._max_prompt_chars
+        if self._fitting_prompt_chars < prompt_chars:
+            prompt_chars = self._fitting_prompt_chars
+            messages = self._messages_within(request, prompt_chars)
         calls = errors = 0
         while True:
             estimate = None
@@ -163,12 +169,8 @@ class LLMSummarizer:
                     raise SummaryError(message, calls=calls, errors=errors) from None
                 self.usage.record_retry("context")
                 logger.info("%s: prompt too long for the endpoint; now %d characters", request.label, prompt_chars)
-                messages = build_messages(
-                    request,
-                    redact=self.config.redact_secrets,
-                    max_turn_chars=min(self._max_turn_chars, prompt_chars // 2),
-                    max_prompt_chars=prompt_chars,
-                )
+                self._fitting_prompt_chars = min(self._fitting_prompt_chars, prompt_chars)
+                messages = self._messages_within(request, prompt_chars)
                 continue
             if calls:
                 completion = replace(
@@ -178,6 +180,14 @@ class LLMSummarizer:
                     last_error=completion.last_error or "prompt too long for the endpoint",
                 )
             return completion
+
+    def _messages_within(self, request: SummaryRequest, prompt_chars: int) -> list[dict[str, str]]:
+        return build_messages(
+            request,
+            redact=self.config.redact_secrets,
+            max_turn_chars=min(self._max_turn_chars, prompt_chars // 2),
+            max_prompt_chars=prompt_chars,
+        )
 
     def stats(self) -> dict[str, Any]:
         """Counters for the run report; JSON-serializable, free of credentials."""
