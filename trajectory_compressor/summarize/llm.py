@@ -71,6 +71,7 @@ class LLMSummarizer:
         # Lowered when the endpoint refuses a prompt as too long, so later rows start at a size
         # it accepts instead of each paying the same refusals.
         self._fitting_prompt_chars = max_prompt_chars
+        self._admission = asyncio.Semaphore(config.max_concurrency)
         self._cache = cache if cache is not None else _open_cache(config)
         # One worker thread owns every SQLite call: a writer waiting on another process's lock
         # (busy_timeout) blocks that thread, never the event loop.
@@ -116,7 +117,10 @@ class LLMSummarizer:
                 errors=cached.errors,
                 last_error=cached.last_error,
             )
-        completion = await self._complete_shrinking(request, messages, max_tokens)
+        # Admission as wide as the client's concurrency: a row takes its place here, so the
+        # prompt it sends is (re)built with the latest learned size right before it goes out.
+        async with self._admission:
+            completion = await self._complete_shrinking(request, messages, max_tokens)
         stored = CachedSummary(
             completion.text,
             completion.prompt_tokens,
@@ -147,11 +151,11 @@ class LLMSummarizer:
         and errors of the refused attempts are counted in the result.
         """
         prompt_chars = self._max_prompt_chars
-        if self._fitting_prompt_chars < prompt_chars:
-            prompt_chars = self._fitting_prompt_chars
-            messages = self._messages_within(request, prompt_chars)
         calls = errors = 0
         while True:
+            if self._fitting_prompt_chars < prompt_chars:
+                prompt_chars = self._fitting_prompt_chars
+                messages = self._messages_within(request, prompt_chars)
             estimate = None
             if self.config.tpm and self.counter is not None:
                 estimate = self.counter.count("\n".join(message["content"] for message in messages))
