@@ -21,7 +21,8 @@ import pytest
 
 from tests.conftest import REPO, SAMPLE, read_jsonl, run_cli, write_jsonl
 
-pytestmark = pytest.mark.local_llm
+# The first run on a machine builds llama.cpp (about 6 minutes on two cores, more under load).
+pytestmark = [pytest.mark.local_llm, pytest.mark.timeout(2700)]
 
 SCRIPT = REPO / "scripts" / "local_llm.sh"
 # Settings that make this base model end with finish_reason "stop" and a non-empty reply:
