@@ -128,10 +128,10 @@ def test_compress_html_report_is_self_contained(data: Path, dry_run: tuple[list[
 
 
 def test_analyze_honours_sample_percent(data: Path) -> None:
-    from trajectory_compressor.pipeline import _sampled
+    from trajectory_compressor.read.select import sampled
 
     result = run_cli("analyze", str(data), *BUDGET, "--json", "--sample-percent", "40", "--seed", "7")
     assert result.returncode == 0, result.stderr
-    expected = sum(_sampled(index, 40, 7) for index in range(len(_records())))
+    expected = sum(sampled(index, 40, 7) for index in range(len(_records())))
     assert 0 < expected < len(_records())
     assert json.loads(result.stdout)["rows"] == expected

@@ -9,15 +9,14 @@ compress run would make: one per row the planner would compress, with the region
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from trajectory_compressor.config import RunConfig
 from trajectory_compressor.count import TokenCounter
 from trajectory_compressor.prepare import ConversationOptions, prepare_rows
-from trajectory_compressor.read.sources import InputSource, iter_source
-from trajectory_compressor.types import SourceRecord
+from trajectory_compressor.read.select import RowSelection
+from trajectory_compressor.read.sources import InputSource
 from trajectory_compressor.write.html_report import (
     percentiles,
     render_html_report,
@@ -27,6 +26,7 @@ from trajectory_compressor.write.html_report import (
 
 PROMPT_OVERHEAD_TOKENS = 600  # instructions and transcript labels around the region's turns
 CHUNK_ROWS = 64
+CHUNK_BYTES = 8_000_000
 
 
 @dataclass
@@ -70,29 +70,6 @@ class Analysis:
         }
 
 
-def _stream(
-    sources: list[InputSource], split: str, limit: int | None, percent: float | None = None, seed: int = 0
-) -> Iterator[list[tuple[int, int, SourceRecord]]]:
-    from trajectory_compressor.pipeline import _sampled
-
-    chunk: list[tuple[int, int, SourceRecord]] = []
-    index = selected = 0
-    for source in sources:
-        for item in iter_source(source, split=split):
-            index += 1
-            if percent is not None and percent < 100 and not _sampled(index - 1, percent, seed):
-                continue
-            if limit is not None and selected >= limit:
-                break
-            selected += 1
-            chunk.append((index - 1, index, item))
-            if len(chunk) >= CHUNK_ROWS:
-                yield chunk
-                chunk = []
-    if chunk:
-        yield chunk
-
-
 def analyze_sources(
     sources: list[InputSource],
     config: RunConfig,
@@ -106,7 +83,10 @@ def analyze_sources(
     notice = plan.summary_notice_text if plan.add_summary_notice else ""
     notice_tokens = counter.count(notice) if notice else 0
     result = Analysis(target=plan.target_max_tokens, summary_budget=plan.summary_target_tokens)
-    for chunk in _stream(sources, split, config.limit, config.sample_percent, config.seed):
+    selection = RowSelection(
+        sources, split=split, sample_percent=config.sample_percent, seed=config.seed, limit=config.limit
+    )
+    for chunk in selection.chunks(CHUNK_ROWS, CHUNK_BYTES):
         for row in prepare_rows(
             chunk,
             counter,

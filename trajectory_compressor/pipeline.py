@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
-import logging
 import os
 import signal
 import sys
@@ -30,15 +28,14 @@ from trajectory_compressor.config import RunConfig
 from trajectory_compressor.count import TokenCounter
 from trajectory_compressor.finish import FinishedRow, RowFinisher, RunAborted, dumps
 from trajectory_compressor.prepare import ConversationOptions, PreparedRow, prepare_rows
-from trajectory_compressor.read.sources import InputError, InputSource, iter_source, shard_filter
-from trajectory_compressor.types import SourceRecord, Summarizer
+from trajectory_compressor.read.select import RowSelection, Selected
+from trajectory_compressor.read.sources import InputSource
+from trajectory_compressor.types import Summarizer
 from trajectory_compressor.write.report import RunTotals, build_report, render_text_summary
 from trajectory_compressor.write.run_files import OutputPaths, RunFiles, fingerprint
 
-log = logging.getLogger("trajectory_compressor")
-
 CHUNK_ROWS = 64
-CHUNK_CHARS = 8_000_000
+CHUNK_BYTES = 8_000_000
 # How often committed rows are made durable: a crash loses at most this much work (which the
 # summary cache makes cheap to redo). Tunable through the environment for tests and slow disks.
 CHECKPOINT_EVERY_ROWS = int(os.environ.get("TC_CHECKPOINT_ROWS", "500"))
@@ -83,12 +80,6 @@ class RunResult:
         return render_text_summary(self.report)
 
 
-def _sampled(index: int, percent: float, seed: int) -> bool:
-    """Deterministic per-row sampling: the same rows for the same seed, whatever the chunking."""
-    digest = hashlib.blake2b(f"{seed}:{index}".encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big") / 2**64 * 100 < percent
-
-
 class CompressionRun:
     """One compress run over a job's sources; `run()` is its only entry point."""
 
@@ -119,58 +110,26 @@ class CompressionRun:
         )
         self.totals = RunTotals()
         self.position = 0  # stream rows committed (selected or not): where a resume starts
-        self.stream_rows = 0  # stream rows read so far (the reader runs ahead)
-        self.selected = 0
         self.on_message = on_message or (lambda text: print(text, file=sys.stderr))
         self._rejects_reported = 0
         self._timings: dict[str, float] = {}
 
     # ----------------------------------------------------------------------------- reading
-    def _stream(self, skip: int) -> Iterator[tuple[int, int, SourceRecord]]:
-        """Selected rows as (index, stream position after it, record), skipping committed ones."""
-        index = 0
-        limit = self.config.limit
-        for source in self.job.sources:
-            for item in self._records_of(source):
-                current = index
-                index += 1
-                self.stream_rows = index
-                if current < skip:
-                    continue
-                if self.job.num_shards > 1 and not shard_filter(current, self.job.num_shards, self.job.shard_index):
-                    continue
-                percent = self.config.sample_percent
-                if percent is not None and percent < 100 and not _sampled(current, percent, self.config.seed):
-                    continue
-                if limit is not None and self.selected >= limit:
-                    return
-                self.selected += 1
-                yield current, index, item
+    def _selection(self, skip: int) -> RowSelection:
+        """The rows this run takes, after the `skip` stream positions a resumed run committed."""
+        return RowSelection(
+            self.job.sources,
+            split=self.job.split,
+            sample_percent=self.config.sample_percent,
+            seed=self.config.seed,
+            limit=self.config.limit,
+            num_shards=self.job.num_shards,
+            shard_index=self.job.shard_index,
+            skip=skip,
+            already_selected=self.totals.rows_selected,
+        )
 
-    def _records_of(self, source: InputSource) -> Iterator[SourceRecord]:
-        """The source's records; a source that breaks mid-way (a truncated gzip) ends with one
-        error record naming where, so the rows read so far are kept and the run goes on."""
-        line = 0
-        try:
-            for item in iter_source(source, split=self.job.split):
-                line = item.line
-                yield item
-        except InputError as exc:
-            yield SourceRecord(source=source.name, line=line + 1, error=f"unreadable from here on: {exc}")
-
-    def _chunks(self, skip: int) -> Iterator[list[tuple[int, int, SourceRecord]]]:
-        chunk: list[tuple[int, int, SourceRecord]] = []
-        chars = 0
-        for entry in self._stream(skip):
-            chunk.append(entry)
-            chars += len(entry[2].raw) if entry[2].raw else 0
-            if len(chunk) >= CHUNK_ROWS or chars >= CHUNK_CHARS:
-                yield chunk
-                chunk, chars = [], 0
-        if chunk:
-            yield chunk
-
-    def _prepare_next(self, chunks: Iterator[list[tuple[int, int, SourceRecord]]]) -> list[PreparedRow] | None:
+    def _prepare_next(self, chunks: Iterator[list[Selected]]) -> list[PreparedRow] | None:
         rows = next(chunks, None)
         if rows is None:
             return None
@@ -221,13 +180,13 @@ class CompressionRun:
         skip = files.rows_committed
         if files.resumed_state:
             self.totals = RunTotals.from_dict(files.resumed_state.get("totals", {}))
-            self.selected = self.totals.rows_selected
             self.position = skip
             self.on_message(f"resuming: {skip} input rows already committed in {files.work_dir}")
         status, exit_code, message = "completed", EXIT_OK, None
+        selection = self._selection(skip)
         try:
-            await self._process(files, skip)
-            self.totals.rows_read = self.stream_rows
+            await self._process(files, selection)
+            self.totals.rows_read = selection.stream_rows
         except RunAborted as exc:
             status, exit_code, message = "aborted", exc.exit_code, str(exc)
         except (KeyboardInterrupt, asyncio.CancelledError):
@@ -258,7 +217,7 @@ class CompressionRun:
             message = f"{self.totals.rows_still_over_limit} rows are still over the limit"
         return RunResult(report=report, exit_code=exit_code, paths=self.paths, message=message)
 
-    async def _process(self, files: RunFiles, skip: int) -> None:
+    async def _process(self, files: RunFiles, selection: RowSelection) -> None:
         loop = asyncio.get_running_loop()
         window: deque[asyncio.Future[FinishedRow]] = deque()
         limit = self.config.effective_window
@@ -272,7 +231,7 @@ class CompressionRun:
             dynamic_ncols=True,
         )
         executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tc-prepare")
-        chunks = self._chunks(skip)
+        chunks = selection.chunks(CHUNK_ROWS, CHUNK_BYTES)
 
         def commit_ready() -> None:
             """Commit the finished rows at the head of the window, in order; checkpoint if due."""

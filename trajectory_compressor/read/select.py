@@ -1,0 +1,100 @@
+"""Which input rows a run takes: one stream over all sources, shards, sample, limit, in chunks.
+
+`compress` and `analyze` select rows the same way, so they share this; the row index is the
+0-based position in the whole input stream, which is what sharding, sampling, resume and the
+metrics' `index` are all defined on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator, Sequence
+
+from trajectory_compressor.read.sources import InputError, InputSource, iter_source, shard_filter
+from trajectory_compressor.types import SourceRecord
+
+# A selected row: (index in the input stream, stream position once it is committed, record).
+Selected = tuple[int, int, SourceRecord]
+
+
+def sampled(index: int, percent: float, seed: int) -> bool:
+    """Deterministic per-row sampling: the same rows for the same seed, whatever the chunking."""
+    digest = hashlib.blake2b(f"{seed}:{index}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") / 2**64 * 100 < percent
+
+
+def records_of(source: InputSource, split: str) -> Iterator[SourceRecord]:
+    """The source's records; a source that breaks mid-way (a truncated gzip) ends with one
+    error record naming where, so the rows read so far are kept and the run goes on."""
+    line = 0
+    try:
+        for item in iter_source(source, split=split):
+            line = item.line
+            yield item
+    except InputError as exc:
+        yield SourceRecord(source=source.name, line=line + 1, error=f"unreadable from here on: {exc}")
+
+
+class RowSelection:
+    """Iterates the selected rows of `sources`; counts what it read and selected as it goes.
+
+    `skip` stream positions are passed over first (a resumed run's committed rows) and
+    `selected` starts at `already_selected`, so `limit` counts the rows of the whole run.
+    """
+
+    def __init__(
+        self,
+        sources: Sequence[InputSource],
+        *,
+        split: str = "train",
+        sample_percent: float | None = None,
+        seed: int = 42,
+        limit: int | None = None,
+        num_shards: int = 1,
+        shard_index: int = 0,
+        skip: int = 0,
+        already_selected: int = 0,
+    ) -> None:
+        self.sources = sources
+        self.split = split
+        self.sample_percent = sample_percent
+        self.seed = seed
+        self.limit = limit
+        self.num_shards = num_shards
+        self.shard_index = shard_index
+        self.skip = skip
+        self.stream_rows = 0  # stream rows read so far
+        self.selected = already_selected
+
+    def _wanted(self, index: int) -> bool:
+        if self.num_shards > 1 and not shard_filter(index, self.num_shards, self.shard_index):
+            return False
+        percent = self.sample_percent
+        return percent is None or percent >= 100 or sampled(index, percent, self.seed)
+
+    def __iter__(self) -> Iterator[Selected]:
+        index = 0
+        for source in self.sources:
+            for item in records_of(source, self.split):
+                current = index
+                index += 1
+                self.stream_rows = index
+                if current < self.skip or not self._wanted(current):
+                    continue
+                if self.limit is not None and self.selected >= self.limit:
+                    return
+                self.selected += 1
+                yield current, index, item
+
+    def chunks(self, max_rows: int, max_bytes: int) -> Iterator[list[Selected]]:
+        """The selected rows in lists of at most `max_rows` rows or about `max_bytes` of raw input."""
+        chunk: list[Selected] = []
+        size = 0
+        for entry in self:
+            chunk.append(entry)
+            size += len(entry[2].raw) if entry[2].raw else 0
+            if len(chunk) >= max_rows or size >= max_bytes:
+                yield chunk
+                chunk, size = [], 0
+        if chunk:
+            yield chunk
