@@ -542,7 +542,7 @@ def _ratio(a: float | None, b: float | None) -> float | None:
 # ------------------------------------------------------------------------------------ stages
 def stage_main(args: argparse.Namespace, data: Path, workdir: Path, figures: Figures) -> None:
     """Stages 1-3 on the main data, interleaved per round."""
-    from trajectory_compressor.pipeline import CHUNK_CHARS, CHUNK_ROWS
+    from trajectory_compressor.pipeline import CHUNK_BYTES, CHUNK_ROWS
 
     one_row = workdir / "one_row.jsonl"
     first_line(data, one_row)
@@ -552,7 +552,7 @@ def stage_main(args: argparse.Namespace, data: Path, workdir: Path, figures: Fig
     for round_number in range(args.repeat):
         print(f"  round {round_number + 1}/{args.repeat}", file=sys.stderr, flush=True)
         if "limit" in wanted:
-            result, measured = run_worker("limit", workdir, str(data), str(CHUNK_ROWS), str(CHUNK_CHARS))
+            result, measured = run_worker("limit", workdir, str(data), str(CHUNK_ROWS), str(CHUNK_BYTES))
             figures.add("limit_s", result["seconds"])
             figures.add("limit_cpu_s", result["cpu_seconds"])
             figures.info["limit"] = {k: result[k] for k in ("rows", "turns", "chars", "tokens")}
