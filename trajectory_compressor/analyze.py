@@ -80,8 +80,7 @@ def analyze_sources(
 ) -> Analysis:
     """Count and plan every row of `sources`; no summaries, no outputs."""
     plan = config.plan
-    notice = plan.summary_notice_text if plan.add_summary_notice else ""
-    notice_tokens = counter.count(notice) if notice else 0
+    notice_tokens = counter.count(plan.notice) if plan.notice else 0
     result = Analysis(target=plan.target_max_tokens, summary_budget=plan.summary_target_tokens)
     selection = RowSelection(
         sources, split=split, sample_percent=config.sample_percent, seed=config.seed, limit=config.limit

@@ -20,6 +20,7 @@ from typing import Any
 
 from trajectory_compressor.config import ConfigError, RunConfig
 from trajectory_compressor.count import TokenCounter, TokenizerLoadError, build_counter
+from trajectory_compressor.exit_codes import EXIT_FINISHED
 from trajectory_compressor.pipeline import CompressionRun, CompressJob, RunResult
 from trajectory_compressor.prepare import ConversationOptions
 from trajectory_compressor.read.sources import InputError, InputSource, expand_inputs
@@ -115,7 +116,7 @@ async def compress_async(
             )
             result = await run.run()
             results.append(result)
-            if result.exit_code not in (0, 3):
+            if result.exit_code not in EXIT_FINISHED:
                 break
     finally:
         if choice is not None:

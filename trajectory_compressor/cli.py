@@ -3,9 +3,7 @@
 Thin on purpose: it turns flags and the YAML config into a `RunConfig`, calls the Python API
 and maps outcomes to exit codes. Logs go to stderr; `--json` puts one summary object on stdout.
 
-Exit codes: 0 done; 1 stopped (`--strict` on a bad record, `--on-summary-failure fail`);
-2 usage or configuration error (or the endpoint refused the API key); 3 rows still over the
-limit with `--fail-on-over-limit`; 130 interrupted (re-run the same command to resume).
+Exit codes: see `exit_codes`.
 """
 
 from __future__ import annotations
@@ -19,8 +17,7 @@ from typing import Any
 import click
 
 from trajectory_compressor.config import ConfigError, build_run_config, load_yaml_overrides, parse_extra_body
-
-EXIT_USAGE = 2
+from trajectory_compressor.exit_codes import EXIT_FAILED, EXIT_FINISHED, EXIT_INTERRUPTED, EXIT_USAGE
 
 # flag name -> (config part, attribute): flags given on the command line override the YAML file.
 _FLAG_TARGETS: dict[str, tuple[str, str]] = {
@@ -198,18 +195,18 @@ def compress(inputs: tuple[str, ...], output: str, **flags: Any) -> None:
         fail_usage(str(exc))
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     except Exception as exc:  # a bug, not the user's fault: one line, the traceback on request
         if os.environ.get("TC_DEBUG"):
             raise
         click.echo(f"error: internal error {type(exc).__name__}: {exc} (TC_DEBUG=1 shows the traceback)", err=True)
-        sys.exit(1)
+        sys.exit(EXIT_FAILED)
     exit_code = 0
     for result in results:
         if not config.quiet:
             click.echo(result.summary_text, err=True)
         if result.message:
-            click.echo(("error: " if result.exit_code not in (0, 3) else "") + result.message, err=True)
+            click.echo(("error: " if result.exit_code not in EXIT_FINISHED else "") + result.message, err=True)
         exit_code = exit_code or result.exit_code
     if json_output:
         payload = results[0].report if len(results) == 1 else {"runs": [r.report for r in results]}

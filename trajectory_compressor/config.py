@@ -38,6 +38,11 @@ class PlanConfig:
     add_summary_notice: bool = True
     summary_notice_text: str = DEFAULT_NOTICE
 
+    @property
+    def notice(self) -> str:
+        """The text appended to the head's system turn of a compressed row ("" when off)."""
+        return self.summary_notice_text if self.add_summary_notice else ""
+
     def validate(self) -> None:
         if self.target_max_tokens <= 0:
             raise ConfigError("target_max_tokens must be positive")

@@ -8,14 +8,16 @@ the pipeline commits finished rows in input order.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
 from trajectory_compressor.config import RunConfig
 from trajectory_compressor.count import TokenCounter
+from trajectory_compressor.exit_codes import EXIT_FAILED, EXIT_USAGE
 from trajectory_compressor.plan.apply import KeptTurn, LayoutItem, compressed_layout, summary_value
+from trajectory_compressor.plan.protect import head_end, tail_start
 from trajectory_compressor.plan.region import Plan, plan_region, system_turn_in_head
 from trajectory_compressor.plan.truncate import truncate_middle
 from trajectory_compressor.prepare import PreparedRow
@@ -61,7 +63,6 @@ class FinishedRow:
     data: bytes | None = None
     over_limit: dict[str, Any] | None = None
     reject: dict[str, Any] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def dumps(value: Any) -> bytes:
@@ -93,8 +94,7 @@ class RowFinisher:
         self.fallback = fallback
         self.over_limit = over_limit
         self.keep_rejects_in_data = keep_rejects_in_data
-        plan = config.plan
-        self.notice_text = plan.summary_notice_text if plan.add_summary_notice else ""
+        self.notice_text = config.plan.notice
         self.notice_tokens = counter.count(self.notice_text) if self.notice_text else 0
 
     # ----------------------------------------------------------------------------- entry point
@@ -135,12 +135,11 @@ class RowFinisher:
             metrics.compression_region = plan.region.to_dict()
             metrics.extra["planned_tokens"] = plan.estimated_tokens
             metrics.still_over_limit = plan.still_over_limit
-            metrics.reason = plan.reason
             metrics.summary_tokens = plan.summary_tokens
             # A dry run reports the planned sizes, as if each summary were exactly its budget.
             turns = len(row.turns or ()) - plan.region.turns_count + 1
             self._fill_sizes(metrics, plan.estimated_tokens, turns)
-            return self._with_over_limit(row, metrics, None, planned=True)
+            return self._with_over_limit(row, metrics, None)
         metrics.still_over_limit = plan.total_tokens > target
         self._fill_sizes(metrics, plan.total_tokens, len(row.turns or ()))
         if metrics.still_over_limit and self.over_limit == "truncate" and not self.config.dry_run:
@@ -158,7 +157,7 @@ class RowFinisher:
         body = result.text
         summary_tokens = self._summary_tokens(result)
         passes = 1
-        estimated = plan.total_tokens - plan.region_tokens + summary_tokens + plan.notice_tokens
+        estimated = plan.size_with_summary(summary_tokens)
         target = self.config.plan.target_max_tokens
         if summary_tokens > budget and estimated > target:
             # Second pass: the summary overshot; re-plan once with its real size.
@@ -178,7 +177,7 @@ class RowFinisher:
                     second.errors += result.errors
                     plan, result, body = replanned, second, second.text
                     summary_tokens = self._summary_tokens(second)
-                    estimated = plan.total_tokens - plan.region_tokens + summary_tokens + plan.notice_tokens
+                    estimated = plan.size_with_summary(summary_tokens)
         assert plan.region is not None
         layout = compressed_layout(
             row.turns, plan.region, body, self.notice_text or None, system_turn_in_head(row.roles, plan.region.start)
@@ -220,8 +219,6 @@ class RowFinisher:
     ) -> FinishedRow:
         """`--over-limit truncate`: drop kept middle turns from the end until the row fits."""
         assert row.turns is not None and row.token_counts is not None
-        from trajectory_compressor.plan.protect import head_end, tail_start
-
         roles = row.roles
         tail = tail_start(roles, self.config.plan)
         if layout is None:
@@ -248,9 +245,7 @@ class RowFinisher:
         data = dumps(from_turns(self._source_record(row), row.fmt, layout)) if rewritten else None
         return self._with_over_limit(row, metrics, data)
 
-    def _with_over_limit(
-        self, row: PreparedRow, metrics: RowMetrics, data: bytes | None, *, planned: bool = False
-    ) -> FinishedRow:
+    def _with_over_limit(self, row: PreparedRow, metrics: RowMetrics, data: bytes | None) -> FinishedRow:
         """Attach the dataset line (unchanged if none given) and the over-limit entry if due."""
         if data is None and not self.config.dry_run:
             data = self._unchanged_bytes(row)
@@ -263,9 +258,7 @@ class RowFinisher:
                 **({"id": metrics.id} if metrics.id is not None else {}),
                 "file": row.item.source,
                 "line": row.item.line,
-                "tokens": metrics.extra.get("planned_tokens", metrics.compressed_tokens)
-                if planned
-                else metrics.compressed_tokens,
+                "tokens": metrics.compressed_tokens,
                 "target": self.config.plan.target_max_tokens,
                 "reason": metrics.reason,
             }
@@ -326,7 +319,7 @@ class RowFinisher:
                 raise TimeoutError
             return await asyncio.wait_for(primary.summarize(request), timeout=remaining)
         except EndpointAuthError as exc:
-            raise RunAborted(f"the summary endpoint refused the credentials: {exc}", exit_code=2) from None
+            raise RunAborted(f"the summary endpoint refused the credentials: {exc}", exit_code=EXIT_USAGE) from None
         except SummaryError as exc:
             error, calls, errors = str(exc), exc.calls, exc.errors
         except TimeoutError:
@@ -336,7 +329,7 @@ class RowFinisher:
             return failure
         policy = self.config.on_summary_failure
         if policy == "fail":
-            raise RunAborted(f"summary failed for {row.label}: {error}", exit_code=1)
+            raise RunAborted(f"summary failed for {row.label}: {error}", exit_code=EXIT_FAILED)
         if policy == "keep" or self.fallback is None or primary is self.fallback:
             return failure
         result = await self.fallback.summarize(request)

@@ -26,6 +26,7 @@ from tqdm import tqdm
 
 from trajectory_compressor.config import RunConfig
 from trajectory_compressor.count import TokenCounter
+from trajectory_compressor.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_OVER_LIMIT
 from trajectory_compressor.finish import FinishedRow, RowFinisher, RunAborted, dumps
 from trajectory_compressor.prepare import ConversationOptions, PreparedRow, prepare_rows
 from trajectory_compressor.read.select import RowSelection, Selected
@@ -40,12 +41,6 @@ CHUNK_BYTES = 8_000_000
 # summary cache makes cheap to redo). Tunable through the environment for tests and slow disks.
 CHECKPOINT_EVERY_ROWS = int(os.environ.get("TC_CHECKPOINT_ROWS", "500"))
 CHECKPOINT_EVERY_SECONDS = float(os.environ.get("TC_CHECKPOINT_SECONDS", "5"))
-
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_OVER_LIMIT = 3
-EXIT_INTERRUPTED = 130
 
 
 @dataclass
@@ -321,7 +316,7 @@ def write_html_report(path: Path, report: dict[str, Any], metrics_path: Path, ta
                 continue
             before.append(row["original_tokens"])
             if not row.get("dropped"):
-                after.append(row.get("planned_tokens", row["compressed_tokens"]))
+                after.append(row["compressed_tokens"])
     rows, tokens = report["rows"], report["tokens"]
     headline = {
         "rows": rows["selected"],

@@ -43,6 +43,10 @@ class Plan:
     def compresses(self) -> bool:
         return self.region is not None
 
+    def size_with_summary(self, summary_tokens: int) -> int:
+        """The row's size once its region is replaced by a summary of `summary_tokens` tokens."""
+        return self.total_tokens - self.region_tokens + summary_tokens + self.notice_tokens
+
 
 def system_turn_in_head(roles: Sequence[str], head: int) -> int | None:
     """Index of the first system turn in the head: the one that receives the notice."""
@@ -104,7 +108,7 @@ def plan_region(
         reason = PROTECTED_OVER_BUDGET if protected > target else NO_NET_SAVING
         return unchanged(reason, total > target)
 
-    estimated = total - saved_so_far + new_text
+    estimated = total - saved_so_far + new_text  # = Plan.size_with_summary(summary)
     over = estimated > target
     reason = None
     if over:
