@@ -18,7 +18,7 @@ from typing import IO, Any
 import orjson
 
 from trajectory_compressor.write.report import RunTotals, build_report
-from trajectory_compressor.write.run_files import OutputPaths
+from trajectory_compressor.write.run_files import OutputPaths, write_json_atomically
 
 
 class MergeError(ValueError):
@@ -99,7 +99,7 @@ def merge_shards(report_paths: Sequence[Path], output: Path) -> dict[str, Any]:
         timings=timings,
         summarizer_stats=_sum_stats([r["summaries"].get("endpoint") or {} for r in reports]),
     )
-    target.report.write_text(json.dumps(merged, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_json_atomically(target.report, merged)
     return merged
 
 

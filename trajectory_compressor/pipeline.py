@@ -33,7 +33,7 @@ from trajectory_compressor.read.select import RowSelection, Selected
 from trajectory_compressor.read.sources import InputSource
 from trajectory_compressor.types import Summarizer
 from trajectory_compressor.write.report import RunTotals, build_report, render_text_summary
-from trajectory_compressor.write.run_files import OutputPaths, RunFiles, fingerprint
+from trajectory_compressor.write.run_files import OutputPaths, RunFiles, fingerprint, write_json_atomically
 
 CHUNK_ROWS = 64
 CHUNK_BYTES = 8_000_000
@@ -289,13 +289,7 @@ class CompressionRun:
         self._timings["finalize"] = time.monotonic() - started
 
     def _write_report(self, report: dict[str, Any]) -> None:
-        import json
-
-        path = self.paths.report
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_suffix(".tmp")
-        temporary.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        os.replace(temporary, path)
+        write_json_atomically(self.paths.report, report)
         if self.job.html_report is not None and report["status"] == "completed":
             write_html_report(self.job.html_report, report, self.paths.metrics, self.config.plan.target_max_tokens)
 

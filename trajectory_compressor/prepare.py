@@ -14,7 +14,7 @@ from typing import Any
 from trajectory_compressor.config import PlanConfig
 from trajectory_compressor.count import TokenCounter
 from trajectory_compressor.count.counter import ChatTemplateError
-from trajectory_compressor.plan.region import Plan, plan_region, system_turn_in_head
+from trajectory_compressor.plan.region import Plan, plan_region
 from trajectory_compressor.read.formats import ConversationFormat, RecordError, detect_format, to_turns
 from trajectory_compressor.types import SourceRecord, Turn
 
@@ -100,10 +100,3 @@ def prepare_rows(
             skip_under_target=skip_under_target,
         )
     return prepared
-
-
-def notice_index(row: PreparedRow) -> int | None:
-    """The head's system turn, which receives the notice, if the row is compressed."""
-    if row.plan is None or row.plan.region is None:
-        return None
-    return system_turn_in_head(row.roles, row.plan.region.start)

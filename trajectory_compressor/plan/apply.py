@@ -36,16 +36,3 @@ def compressed_layout(
     layout.append(NewTurn(Turn("human", summary_value(summary_body))))
     layout.extend(KeptTurn(index) for index in range(region.end, len(turns)))
     return layout
-
-
-def layout_turns(turns: Sequence[Turn], layout: Sequence[LayoutItem]) -> list[Turn]:
-    """The canonical turns a layout describes (for counting and tests)."""
-    result: list[Turn] = []
-    for item in layout:
-        if isinstance(item, KeptTurn):
-            result.append(turns[item.index])
-        elif isinstance(item, EditedTurn):
-            result.append(Turn(turns[item.index].role, item.value))
-        else:
-            result.append(item.turn)
-    return result

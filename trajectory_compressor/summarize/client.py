@@ -134,10 +134,6 @@ class ChatClient:
 
     # -- public -------------------------------------------------------------------------------
 
-    @property
-    def auth_failed(self) -> bool:
-        return self._auth_error is not None
-
     async def complete(
         self,
         messages: list[dict[str, str]],

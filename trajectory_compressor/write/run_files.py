@@ -62,6 +62,23 @@ def output_stem(path: Path) -> str:
     return name
 
 
+def write_json_atomically(path: Path, value: Any, *, durable: bool = False) -> None:
+    """Write `value` as JSON to a temporary name beside `path`, then rename it into place.
+
+    A reader never sees a half-written file; `durable` also fsyncs it before the rename (for
+    the checkpoint that a resumed run trusts).
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.tmp")
+    with open(temporary, "w", encoding="utf-8") as handle:
+        json.dump(value, handle, indent=None if durable else 2, ensure_ascii=False)
+        handle.write("\n")
+        if durable:
+            handle.flush()
+            os.fsync(handle.fileno())
+    os.replace(temporary, path)
+
+
 def fingerprint(parts: dict[str, Any]) -> str:
     """A stable hash of what determines the outputs (inputs and settings)."""
     blob = json.dumps(parts, sort_keys=True, default=str).encode()
@@ -135,12 +152,7 @@ class RunFiles:
             "saved_at": time.time(),
             **extra,
         }
-        temporary = self.state_path.with_suffix(".tmp")
-        with open(temporary, "w", encoding="utf-8") as handle:
-            json.dump(state, handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, self.state_path)
+        write_json_atomically(self.state_path, state, durable=True)
         self.rows_committed = rows_committed
 
     def close(self) -> None:
