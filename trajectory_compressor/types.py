@@ -95,6 +95,12 @@ class SummaryResult:
     tokens: int | None = None  # tokens of the summary turn's value (prefix included), if measured
 
 
+def one_line(exc: BaseException) -> str:
+    """The first line of an exception's message (or its type): user-facing errors are one line."""
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0]
+
+
 class SummaryError(Exception):
     """A summary could not be produced after every retry; the row takes the failure policy.
 

@@ -14,6 +14,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from trajectory_compressor.types import one_line
+
 BUNDLED_TOKENIZER = "bundled:deepseek"
 
 
@@ -53,7 +55,7 @@ def load_tokenizer_json(name_or_path: str | None = None) -> tuple[Any, str] | No
     try:
         return tokenizers.Tokenizer.from_file(str(path)), name
     except Exception as exc:  # tokenizers raises a bare Exception for a malformed file
-        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        detail = one_line(exc)
         raise TokenizerLoadError(f"cannot load tokenizer '{target}': {detail}") from None
 
 
@@ -78,7 +80,7 @@ def load_tokenizer(name_or_path: str | None = None, *, trust_remote_code: bool =
             else:
                 tokenizer = AutoTokenizer.from_pretrained(target, trust_remote_code=trust_remote_code, use_fast=True)
     except Exception as exc:  # transformers raises many types for "not found / offline / corrupt"
-        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        detail = one_line(exc)
         hint = "" if Path(target).exists() else " (not a local path; as a Hub id it needs network access)"
         raise TokenizerLoadError(f"cannot load tokenizer '{target}'{hint}: {detail}") from None
     if not getattr(tokenizer, "is_fast", False) and getattr(tokenizer, "backend_tokenizer", None) is None:

@@ -44,7 +44,7 @@ from typing import Any, Literal
 import orjson
 
 from trajectory_compressor.read.jsonl import iter_jsonl, parse_json_line
-from trajectory_compressor.types import SourceRecord
+from trajectory_compressor.types import SourceRecord, one_line
 
 SourceKind = Literal["jsonl", "json", "parquet", "hf_disk", "hf_load"]
 
@@ -277,7 +277,7 @@ def _iter_jsonl_checked(source: InputSource, split: str) -> Iterator[SourceRecor
             yield item if item.source == source.name else dataclasses.replace(item, source=source.name)
     except (OSError, EOFError, zlib.error) as exc:
         raise InputError(
-            f"cannot read {source.name} after line {last_line}: {_one_line(exc)}"
+            f"cannot read {source.name} after line {last_line}: {one_line(exc)}"
             + (" (truncated or corrupt gzip?)" if isinstance(exc, EOFError | gzip.BadGzipFile) else "")
         ) from exc
 
@@ -306,7 +306,7 @@ def _iter_parquet(source: InputSource, split: str) -> Iterator[SourceRecord]:
         parquet_file = pq.ParquetFile(path)
         schema = parquet_file.schema_arrow
     except (OSError, pa.ArrowException) as exc:
-        raise InputError(f"cannot open parquet file {source.name}: {_one_line(exc)}") from exc
+        raise InputError(f"cannot open parquet file {source.name}: {one_line(exc)}") from exc
     json_fields = [field.name for field in schema if _contains_json_type(field.type)]
     decoders = {name: _json_decoder(schema.field(name).type) for name in json_fields}
     number = 0
@@ -318,7 +318,7 @@ def _iter_parquet(source: InputSource, split: str) -> Iterator[SourceRecord]:
                     row[name] = decode(row[name])
                 yield SourceRecord(source=source.name, line=number, record=row)
     except (OSError, pa.ArrowException) as exc:
-        raise InputError(f"cannot read parquet file {source.name} after row {number}: {_one_line(exc)}") from exc
+        raise InputError(f"cannot read parquet file {source.name} after row {number}: {one_line(exc)}") from exc
     finally:
         parquet_file.close()
 
@@ -370,7 +370,7 @@ def _iter_hf_disk(source: InputSource, split: str) -> Iterator[SourceRecord]:
     try:
         loaded = datasets.load_from_disk(source.path or source.name)
     except (OSError, ValueError) as exc:
-        raise InputError(f"cannot load dataset directory {source.name}: {_one_line(exc)}") from exc
+        raise InputError(f"cannot load dataset directory {source.name}: {one_line(exc)}") from exc
     if isinstance(loaded, datasets.DatasetDict):
         if split not in loaded:
             splits = ", ".join(sorted(loaded)) or "none"
@@ -393,7 +393,7 @@ def _iter_hf_load(source: InputSource, split: str) -> Iterator[SourceRecord]:
     try:
         loaded = datasets.load_dataset(source.dataset, source.config, **kwargs)
     except Exception as exc:  # datasets raises many unrelated types (hub, builder, split errors)
-        raise InputError(f"cannot load {source.name}: {_one_line(exc)}") from exc
+        raise InputError(f"cannot load {source.name}: {one_line(exc)}") from exc
     yield from _iter_rows(source, iter(loaded), batched=False)
 
 
@@ -413,15 +413,10 @@ def _iter_rows(source: InputSource, rows: Iterator[Any], *, batched: bool) -> It
                 number += 1
                 yield SourceRecord(source=source.name, line=number, record=dict(row))
     except Exception as exc:  # a streamed dataset surfaces file, parse and network errors here
-        raise InputError(f"cannot read {source.name} after record {number}: {_one_line(exc)}") from exc
+        raise InputError(f"cannot read {source.name} after record {number}: {one_line(exc)}") from exc
 
 
 def _unbatch(batch: dict[str, list[Any]]) -> Iterator[dict[str, Any]]:
     columns = list(batch)
     for values in zip(*(batch[column] for column in columns), strict=True):
         yield dict(zip(columns, values, strict=True))
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0]
