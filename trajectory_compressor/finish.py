@@ -23,6 +23,7 @@ from trajectory_compressor.plan.truncate import truncate_middle
 from trajectory_compressor.prepare import PreparedRow
 from trajectory_compressor.read.formats import from_turns
 from trajectory_compressor.read.jsonl import exact_record
+from trajectory_compressor.summarize.tally import CURRENT_TALLY, CallTally
 from trajectory_compressor.types import (
     EditedTurn,
     EndpointAuthError,
@@ -180,6 +181,9 @@ class RowFinisher:
                     second.errors += result.errors
                     plan, result = replanned, second
                     summary_tokens = self._summary_tokens(second)
+                else:  # the first pass stands; the failed second pass's requests still count
+                    result.calls += second.calls
+                    result.errors += second.errors
         layout = self._layout(row, plan, result.text)
         size = self.measure(row, layout)
         overshoot = self._overshoot(first_plan, metrics.original_tokens, size, summary_tokens)
@@ -423,6 +427,8 @@ class RowFinisher:
         assert primary is not None
         remaining = deadline - asyncio.get_running_loop().time()
         calls = errors = 0
+        tally = CallTally()
+        token = CURRENT_TALLY.set(tally)  # the summary's task copies it: see `summarize.tally`
         try:
             if remaining <= 0:
                 raise TimeoutError
@@ -432,7 +438,10 @@ class RowFinisher:
         except SummaryError as exc:
             error, calls, errors = str(exc), exc.calls, exc.errors
         except TimeoutError:
-            error = f"row deadline of {self.config.row_timeout:g}s exceeded"
+            # Cancelled mid-flight: the requests already sent still count.
+            error, calls, errors = f"row deadline of {self.config.row_timeout:g}s exceeded", tally.calls, tally.errors
+        finally:
+            CURRENT_TALLY.reset(token)
         failure = SummaryFailure(error, calls, errors)
         if second_pass:
             return failure

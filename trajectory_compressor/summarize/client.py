@@ -33,6 +33,7 @@ import orjson
 from trajectory_compressor.config import ConfigError, LLMConfig
 from trajectory_compressor.summarize.ratelimit import RateLimiter, estimate_request_tokens
 from trajectory_compressor.summarize.redact import display_url, redact_secrets, scrub, url_secrets
+from trajectory_compressor.summarize.tally import note_call, note_error
 from trajectory_compressor.summarize.usage import UsageTracker
 from trajectory_compressor.types import EndpointAuthError, PromptTooLongError, SummaryError
 
@@ -176,6 +177,7 @@ class ChatClient:
                     completion_tokens=completion_tokens,
                 )
             errors += 1
+            note_error()
             last = outcome
             self._note_throttling(outcome)
             if not outcome.retryable or attempt == self.config.max_retries:
@@ -286,6 +288,7 @@ class ChatClient:
             if self._auth_error is not None:
                 return _NOT_SENT
             self.usage.request_started()
+            note_call()
             outcome: _Reply | _Failure | None = None
             try:
                 outcome = await self._send(session, payload, reply_byte_limit(max_tokens))
