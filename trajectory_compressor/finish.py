@@ -8,6 +8,7 @@ the pipeline commits finished rows in input order.
 from __future__ import annotations
 
 import asyncio
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +28,7 @@ from trajectory_compressor.summarize.tally import CURRENT_TALLY, CallTally
 from trajectory_compressor.types import (
     EditedTurn,
     EndpointAuthError,
+    NewTurn,
     RowMetrics,
     Summarizer,
     SummaryError,
@@ -98,6 +100,8 @@ class RowFinisher:
         self.keep_rejects_in_data = keep_rejects_in_data
         self.notice_text = config.plan.notice
         self.notice_tokens = counter.count(self.notice_text) if self.notice_text else 0
+        # Rows of one dataset mostly share their system prompt: count each edited one once.
+        self._count_value = functools.lru_cache(maxsize=64)(counter.count)
 
     # ----------------------------------------------------------------------------- entry point
     async def finish(self, row: PreparedRow) -> FinishedRow:
@@ -292,7 +296,7 @@ class RowFinisher:
         turn = row.turns[index]
         edited = Turn(turn.role, turn.value + self.notice_text)
         if not self.counter.counts_chat_template:
-            return self.counter.count(edited.value) - row.token_counts[index]
+            return self._count_value(edited.value) - row.token_counts[index]
         before = list(row.turns[: index + 1])
         after = [*before[:-1], edited]
         counts = self.counter.count_conversations([before, after])
@@ -311,8 +315,9 @@ class RowFinisher:
             rebuilt = [_layout_turn(turns, item) for item in layout]
             return sum(self.counter.count_conversations([rebuilt])[0]) if rebuilt else 0
         kept = sum(row.token_counts[item.index] for item in layout if isinstance(item, KeptTurn))
-        new_values = [_layout_turn(turns, item).value for item in layout if not isinstance(item, KeptTurn)]
-        return kept + sum(self.counter.count_many(new_values))
+        edited = sum(self._count_value(item.value) for item in layout if isinstance(item, EditedTurn))
+        new_values = [item.turn.value for item in layout if isinstance(item, NewTurn)]
+        return kept + edited + sum(self.counter.count_many(new_values))
 
     def _summary_kept_unchanged(
         self, row: PreparedRow, metrics: RowMetrics, plan: Plan, failure: SummaryFailure
