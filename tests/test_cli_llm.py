@@ -158,3 +158,20 @@ def test_killed_llm_run_resumes_without_paying_twice(tmp_path: Path) -> None:
         assert len(server.requests) == 0
     for name in ("x.jsonl", "x.metrics.jsonl", "x.over_limit.jsonl", "x.rejects.jsonl"):
         assert (out.parent / name).read_bytes() == (reference.parent / name).read_bytes(), name
+
+
+def test_rows_cut_by_the_row_timeout_count_the_requests_they_sent(tmp_path: Path) -> None:
+    # The endpoint never answers; each row's summary is cut by --row-timeout mid-request.
+    source = write_jsonl(tmp_path / "in.jsonl", [make_trajectory(i, steps=8, output_lines=40) for i in range(2)])
+    out = tmp_path / "out" / "x.jsonl"
+    with FakeServerThread(default="hang") as server:
+        args = [*_llm_args(server.base_url, tmp_path / "c", "--no-cache", "--request-timeout", "60")]
+        result = run_cli("compress", str(source), "-o", str(out), *args, "--row-timeout", "2", "-q")
+        sent = len(server.requests)
+    assert result.returncode == 0, result.stderr
+    metrics = read_jsonl(out.parent / "x.metrics.jsonl")
+    timed_out = [m for m in metrics if "deadline" in (m["last_error"] or "")]
+    assert len(timed_out) == 2 and sent == 2
+    assert all(m["summary_calls"] == 1 and m["summarizer"] == "extractive" for m in timed_out)
+    report = json.loads((out.parent / "x.report.json").read_text())
+    assert report["summaries"]["endpoint"]["requests"] == sent

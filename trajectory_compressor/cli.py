@@ -16,7 +16,13 @@ from typing import Any
 
 import click
 
-from trajectory_compressor.config import ConfigError, build_run_config, load_yaml_overrides, parse_extra_body
+from trajectory_compressor.config import (
+    ConfigError,
+    build_run_config,
+    coerce_setting,
+    load_yaml_overrides,
+    parse_extra_body,
+)
 from trajectory_compressor.exit_codes import EXIT_FAILED, EXIT_FINISHED, EXIT_INTERRUPTED, EXIT_USAGE
 
 # flag name -> (config part, attribute): flags given on the command line override the YAML file.
@@ -73,7 +79,10 @@ def build_config(config_file: str | None, flags: dict[str, Any]) -> Any:
     for name, (part, attribute) in _FLAG_TARGETS.items():
         value = flags.get(name)
         if value is not None:
-            overrides[part][attribute] = value
+            try:
+                overrides[part][attribute] = coerce_setting(attribute, value)
+            except ValueError as exc:
+                raise ConfigError(f"--{name.replace('_', '-')}: {exc}") from None
     if flags.get("extra_body") is not None:
         overrides["llm"]["extra_body"] = parse_extra_body(flags["extra_body"])
     if flags.get("no_cache"):
@@ -214,10 +223,6 @@ def compress(inputs: tuple[str, ...], output: str, **flags: Any) -> None:
     sys.exit(exit_code)
 
 
-if __name__ == "__main__":  # pragma: no cover
-    main()
-
-
 @main.command()
 @click.argument("inputs", nargs=-1, required=True)
 @_common_options
@@ -267,3 +272,7 @@ def merge(reports: tuple[str, ...], output: str, json_output: bool) -> None:
     except MergeError as exc:
         fail_usage(str(exc))
     click.echo(json.dumps(merged) if json_output else render_text_summary(merged), err=not json_output)
+
+
+if __name__ == "__main__":  # pragma: no cover - after every command is declared
+    main()

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,14 +46,9 @@ class PlanConfig:
         return self.summary_notice_text if self.add_summary_notice else ""
 
     def validate(self) -> None:
-        if self.target_max_tokens <= 0:
-            raise ConfigError("target_max_tokens must be positive")
-        if self.summary_target_tokens <= 0:
-            raise ConfigError("summary_target_tokens must be positive")
+        check_fields(self)
         if self.summary_target_tokens >= self.target_max_tokens:
             raise ConfigError("summary_target_tokens must be smaller than target_max_tokens")
-        if self.protect_last_n_turns < 0:
-            raise ConfigError("protect_last_n_turns must be >= 0")
 
 
 @dataclass(frozen=True)
@@ -78,20 +75,7 @@ class LLMConfig:
     price_out: float | None = None  # per million completion tokens
 
     def validate(self) -> None:
-        if self.max_concurrency < 1:
-            raise ConfigError("max_concurrency must be >= 1")
-        if self.max_retries < 0:
-            raise ConfigError("max_retries must be >= 0")
-        if self.retry_delay < 0 or self.retry_max_delay < 0:
-            raise ConfigError("retry delays must be >= 0")
-        if self.max_prompt_chars < 1000:
-            raise ConfigError("max_prompt_chars must be >= 1000")
-        if self.request_timeout <= 0:
-            raise ConfigError("request_timeout must be positive")
-        for name in ("rpm", "tpm"):
-            value = getattr(self, name)
-            if value is not None and value <= 0:
-                raise ConfigError(f"{name} must be positive")
+        check_fields(self)
 
 
 @dataclass(frozen=True)
@@ -113,22 +97,13 @@ class RunConfig:
     sample_percent: float | None = None
     seed: int = 42
     limit: int | None = None
-    window: int = 0  # rows read ahead of the oldest unfinished one; 0: 4 x max_concurrency, min 256
+    window: int | None = None  # rows read ahead of the oldest unfinished one; None: 4 x max_concurrency, min 256
     quiet: bool = False
 
     def validate(self) -> None:
         self.plan.validate()
         self.llm.validate()
-        if self.count_mode not in {"values", "chat-template"}:
-            raise ConfigError("count_mode must be values or chat-template")
-        if self.summarizer not in {"auto", "llm", "extractive"}:
-            raise ConfigError("summarizer must be auto, llm or extractive")
-        if self.on_summary_failure not in {"extractive", "keep", "fail"}:
-            raise ConfigError("on_summary_failure must be extractive, keep or fail")
-        if self.sample_percent is not None and not 0 < self.sample_percent <= 100:
-            raise ConfigError("sample_percent must be in (0, 100]")
-        if self.limit is not None and self.limit < 0:
-            raise ConfigError("limit must be >= 0")
+        check_fields(self)
 
     @property
     def effective_window(self) -> int:
@@ -202,6 +177,8 @@ def load_yaml_overrides(path: str | Path) -> dict[str, dict[str, Any]]:
             data = yaml.safe_load(handle) or {}
     except OSError as exc:
         raise ConfigError(f"cannot read config {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config {path} is not valid UTF-8 (byte {exc.start})") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"config {path} is not valid YAML: {exc}") from None
     if not isinstance(data, dict):
@@ -222,21 +199,19 @@ def load_yaml_overrides(path: str | Path) -> dict[str, dict[str, Any]]:
             part, attribute = target
             if part == "ignored" or value is None:
                 continue
-            if attribute == "extra_body" and isinstance(value, str):
-                value = parse_extra_body(value)
-            overrides[part][attribute] = value
+            try:
+                overrides[part][attribute] = coerce_setting(attribute, value)
+            except ValueError as exc:
+                raise ConfigError(f"config {path}: {section}.{key}: {exc}") from None
     return overrides
 
 
 def parse_extra_body(text: str) -> dict[str, Any]:
     """Parse `--extra-body` JSON: an object merged into every chat-completions request."""
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"--extra-body is not valid JSON: {exc}") from None
-    if not isinstance(value, dict):
-        raise ConfigError("--extra-body must be a JSON object")
-    return value
+        return _as_dict(text)
+    except ValueError as exc:
+        raise ConfigError(f"--extra-body {exc}") from None
 
 
 def build_run_config(overrides: dict[str, dict[str, Any]]) -> RunConfig:
@@ -247,22 +222,192 @@ def build_run_config(overrides: dict[str, dict[str, Any]]) -> RunConfig:
         config = RunConfig(plan=plan, llm=llm, **overrides.get("run", {}))
     except TypeError as exc:
         raise ConfigError(str(exc)) from None
-    _check_types(config.plan)
-    _check_types(config.llm)
     config.validate()
     return config
 
 
-def _check_types(part: Any) -> None:
-    """Reject values of the wrong type (a YAML `target_max_tokens: "16k"`) with a clear message."""
+# ------------------------------------------------------------------------------- type checks
+# Settings are checked where they enter (YAML file, command line, Python API), each against one
+# small declaration of its kind and bounds, so that a YAML `skip_under_target: "no"` or a
+# `--window -1` is a one-line error instead of a wrong run or a traceback later on.
+
+
+@dataclass(frozen=True)
+class _Kind:
+    """What one setting accepts: its kind and, for numbers, its bounds."""
+
+    kind: str  # int | number | duration | bool | str | dict | choice
+    minimum: float | None = None  # inclusive
+    above: float | None = None  # exclusive lower bound
+    maximum: float | None = None  # inclusive
+    optional: bool = False  # None allowed
+    choices: tuple[str, ...] = ()
+
+
+_SETTINGS: dict[str, _Kind] = {
+    # plan
+    "target_max_tokens": _Kind("int", minimum=1),
+    "summary_target_tokens": _Kind("int", minimum=1),
+    "protect_first_system": _Kind("bool"),
+    "protect_first_human": _Kind("bool"),
+    "protect_first_gpt": _Kind("bool"),
+    "protect_first_tool": _Kind("bool"),
+    "protect_last_n_turns": _Kind("int", minimum=0),
+    "add_summary_notice": _Kind("bool"),
+    "summary_notice_text": _Kind("str"),
+    # llm
+    "base_url": _Kind("str", optional=True),
+    "model": _Kind("str", optional=True),
+    "api_key_env": _Kind("str"),
+    "temperature": _Kind("number", minimum=0),
+    "max_concurrency": _Kind("int", minimum=1),
+    "rpm": _Kind("number", above=0, optional=True),
+    "tpm": _Kind("number", above=0, optional=True),
+    "request_timeout": _Kind("duration", above=0),
+    "max_retries": _Kind("int", minimum=0),
+    "retry_delay": _Kind("duration", minimum=0),
+    "retry_max_delay": _Kind("duration", minimum=0),
+    "max_prompt_chars": _Kind("int", minimum=1000),
+    "extra_body": _Kind("dict"),
+    "redact_secrets": _Kind("bool"),
+    "cache_path": _Kind("str", optional=True),
+    "use_cache": _Kind("bool"),
+    "price_in": _Kind("number", minimum=0, optional=True),
+    "price_out": _Kind("number", minimum=0, optional=True),
+    # run
+    "tokenizer": _Kind("str", optional=True),
+    "trust_remote_code": _Kind("bool"),
+    "count_mode": _Kind("choice", choices=("values", "chat-template")),
+    "chat_template": _Kind("str", optional=True),
+    "summarizer": _Kind("choice", choices=("auto", "llm", "extractive")),
+    "on_summary_failure": _Kind("choice", choices=("extractive", "keep", "fail")),
+    "row_timeout": _Kind("duration", above=0),
+    "skip_under_target": _Kind("bool"),
+    "dry_run": _Kind("bool"),
+    "strict": _Kind("bool"),
+    "sample_percent": _Kind("number", above=0, maximum=100, optional=True),
+    "seed": _Kind("int"),
+    "limit": _Kind("int", minimum=0, optional=True),
+    "window": _Kind("int", minimum=1, optional=True),
+    "quiet": _Kind("bool"),
+}
+
+_TRUE_WORDS = frozenset({"true", "yes", "on", "1"})
+_FALSE_WORDS = frozenset({"false", "no", "off", "0"})
+_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|m|h)?")
+_DURATION_UNITS = {None: 1.0, "ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def coerce_setting(name: str, value: Any) -> Any:
+    """`value` checked (and, for words and durations, converted) for setting `name`.
+
+    Raises `ValueError` with the reason only (no name): callers add where the value came from
+    (a YAML key and file, a flag). Accepted beyond the plain type: the boolean words
+    true/false, yes/no, on/off, 1/0 (any case, also quoted in YAML); durations as seconds
+    or as text with a unit ("30s", "10m", "1.5h", "500ms"); numbers written as text ("1e3",
+    which YAML reads as a string); `extra_body` as a JSON object text.
+    """
+    kind = _SETTINGS.get(name)
+    if kind is None or (value is None and kind.optional):
+        return value
+    if value is None:
+        raise ValueError("must be set (null is not allowed)")
+    if kind.kind == "bool":
+        return _as_bool(value)
+    if kind.kind == "str":
+        if not isinstance(value, str):
+            raise ValueError(f"must be a string, got {_show(value)}")
+        return value
+    if kind.kind == "choice":
+        if value not in kind.choices:
+            raise ValueError(f"must be one of {', '.join(kind.choices)}, got {_show(value)}")
+        return value
+    if kind.kind == "dict":
+        return _as_dict(value)
+    if kind.kind == "int":
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"must be an integer, got {_show(value)}")
+        number: float = value
+    else:
+        number = _as_number(value, duration=kind.kind == "duration")
+    _check_bounds(number, kind)
+    return number
+
+
+def check_fields(part: Any) -> None:
+    """Check every declared field of a config dataclass (values given through the Python API)."""
     for spec in dataclasses.fields(part):
-        value = getattr(part, spec.name)
-        expected = spec.type if isinstance(spec.type, str) else str(spec.type)
-        if value is None:
-            continue
-        if expected.startswith("int") and (isinstance(value, bool) or not isinstance(value, int)):
-            raise ConfigError(f"{spec.name} must be an integer, got {value!r}")
-        if expected.startswith("float") and (isinstance(value, bool) or not isinstance(value, (int, float))):
-            raise ConfigError(f"{spec.name} must be a number, got {value!r}")
-        if expected == "bool" and not isinstance(value, bool):
-            raise ConfigError(f"{spec.name} must be true or false, got {value!r}")
+        if spec.name in _SETTINGS:
+            value = getattr(part, spec.name)
+            try:
+                checked = coerce_setting(spec.name, value)
+            except ValueError as exc:
+                raise ConfigError(f"{spec.name}: {exc}") from None
+            if checked != value or type(checked) is not type(value):
+                raise ConfigError(f"{spec.name}: must be {_describe(_SETTINGS[spec.name])}, got {_show(value)}")
+
+
+def _as_bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in _TRUE_WORDS | _FALSE_WORDS:
+        return value.strip().lower() in _TRUE_WORDS
+    raise ValueError(f"must be true or false, got {_show(value)}")
+
+
+def _as_dict(value: Any) -> dict[str, Any]:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"must be a mapping (a JSON object), got {_show(value)}")
+    try:
+        json.dumps(value, allow_nan=False)
+        if not all(isinstance(key, str) for key in value):
+            raise TypeError
+    except (TypeError, ValueError):
+        raise ValueError("must hold only JSON values with string keys") from None
+    return value
+
+
+def _as_number(value: Any, *, duration: bool) -> float:
+    if isinstance(value, bool):
+        raise ValueError(f"must be a number, got {_show(value)}")
+    if isinstance(value, str):
+        text = value.strip().lower()
+        match = _DURATION.fullmatch(text) if duration else None
+        if match is not None:
+            value = float(match.group(1)) * _DURATION_UNITS[match.group(2)]
+        else:
+            try:
+                value = float(text)
+            except ValueError:
+                unit = " (seconds, or text like 30s, 10m, 1h)" if duration else ""
+                raise ValueError(f"must be a number{unit}, got {_show(value)}") from None
+    if not isinstance(value, (int, float)):
+        raise ValueError(f"must be a number, got {_show(value)}")
+    if not math.isfinite(value):
+        raise ValueError(f"must be a finite number, got {_show(value)}")
+    return value
+
+
+def _check_bounds(number: float, kind: _Kind) -> None:
+    if kind.minimum is not None and number < kind.minimum:
+        raise ValueError(f"must be >= {kind.minimum:g}, got {number:g}")
+    if kind.above is not None and number <= kind.above:
+        raise ValueError(f"must be > {kind.above:g}, got {number:g}")
+    if kind.maximum is not None and number > kind.maximum:
+        raise ValueError(f"must be <= {kind.maximum:g}, got {number:g}")
+
+
+def _describe(kind: _Kind) -> str:
+    return {"int": "an integer", "number": "a number", "duration": "a number of seconds", "bool": "true or false"}.get(
+        kind.kind, f"a {kind.kind}"
+    )
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

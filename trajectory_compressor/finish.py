@@ -8,6 +8,7 @@ the pipeline commits finished rows in input order.
 from __future__ import annotations
 
 import asyncio
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,8 +24,11 @@ from trajectory_compressor.plan.truncate import truncate_middle
 from trajectory_compressor.prepare import PreparedRow
 from trajectory_compressor.read.formats import from_turns
 from trajectory_compressor.read.jsonl import exact_record
+from trajectory_compressor.summarize.tally import CURRENT_TALLY, CallTally
 from trajectory_compressor.types import (
+    EditedTurn,
     EndpointAuthError,
+    NewTurn,
     RowMetrics,
     Summarizer,
     SummaryError,
@@ -96,6 +100,8 @@ class RowFinisher:
         self.keep_rejects_in_data = keep_rejects_in_data
         self.notice_text = config.plan.notice
         self.notice_tokens = counter.count(self.notice_text) if self.notice_text else 0
+        # Rows of one dataset mostly share their system prompt: count each edited one once.
+        self._count_value = functools.lru_cache(maxsize=64)(counter.count)
 
     # ----------------------------------------------------------------------------- entry point
     async def finish(self, row: PreparedRow) -> FinishedRow:
@@ -149,23 +155,25 @@ class RowFinisher:
     async def _compressed(self, row: PreparedRow, metrics: RowMetrics, plan: Plan) -> FinishedRow:
         assert row.turns is not None and row.token_counts is not None and plan.region is not None
         budget = self.config.plan.summary_target_tokens
+        target = self.config.plan.target_max_tokens
+        plan = self._with_exact_notice(row, plan)
+        if plan.region is None:
+            return self._planned_only(row, metrics, plan)
+        first_plan = plan
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.config.row_timeout
         result = await self._summarize(row, plan, budget, deadline)
         if isinstance(result, SummaryFailure):
             return self._summary_kept_unchanged(row, metrics, plan, result)
-        body = result.text
         summary_tokens = self._summary_tokens(result)
         passes = 1
-        estimated = plan.size_with_summary(summary_tokens)
-        target = self.config.plan.target_max_tokens
-        if summary_tokens > budget and estimated > target:
+        if summary_tokens > budget and plan.size_with_summary(summary_tokens) > target:
             # Second pass: the summary overshot; re-plan once with its real size.
             replanned = plan_region(
                 row.roles,
                 row.token_counts,
                 self.config.plan,
-                notice_tokens=self.notice_tokens,
+                notice_tokens=plan.notice_tokens,
                 summary_tokens=summary_tokens,
                 skip_under_target=self.config.skip_under_target,
             )
@@ -175,13 +183,26 @@ class RowFinisher:
                     passes = 2
                     second.calls += result.calls
                     second.errors += result.errors
-                    plan, result, body = replanned, second, second.text
+                    plan, result = replanned, second
                     summary_tokens = self._summary_tokens(second)
-                    estimated = plan.size_with_summary(summary_tokens)
+                else:  # the first pass stands; the failed second pass's requests still count
+                    result.calls += second.calls
+                    result.errors += second.errors
+        layout = self._layout(row, plan, result.text)
+        size = self.measure(row, layout)
+        overshoot = self._overshoot(first_plan, metrics.original_tokens, size, summary_tokens)
+        overshoot_error = None
+        if overshoot is not None:
+            # The summary is still too long after the second pass: the row would grow, or miss
+            # a target its plan meets. The failure policy decides, as for a failed summary.
+            fallback = await self._after_overshoot(row, first_plan, result, overshoot)
+            if isinstance(fallback, SummaryFailure):
+                return self._summary_kept_unchanged(row, metrics, first_plan, fallback)
+            plan, result, passes, overshoot_error = first_plan, fallback, 1, overshoot
+            summary_tokens = self._summary_tokens(result)
+            layout = self._layout(row, plan, result.text)
+            size = self.measure(row, layout)
         assert plan.region is not None
-        layout = compressed_layout(
-            row.turns, plan.region, body, self.notice_text or None, system_turn_in_head(row.roles, plan.region.start)
-        )
         metrics.was_compressed = True
         metrics.compression_region = plan.region.to_dict()
         metrics.summary_tokens = summary_tokens
@@ -192,14 +213,111 @@ class RowFinisher:
         metrics.passes = passes
         if result.summarizer != getattr(self.summarizer, "name", None):
             metrics.extra["summary_failed"] = result.last_error is not None
-        metrics.still_over_limit = estimated > target
+        metrics.still_over_limit = size > target
         metrics.reason = plan.reason if metrics.still_over_limit else None
-        new_turns = len(layout)
-        self._fill_sizes(metrics, estimated, new_turns)
+        if overshoot_error is not None:
+            metrics.reason = f"{SUMMARY_FAILED}: {overshoot_error}; used the {result.summarizer} summary"
+        self._fill_sizes(metrics, size, len(layout))
         if metrics.still_over_limit and self.over_limit == "truncate":
-            return self._truncated(row, metrics, plan, layout, estimated)
+            return self._truncated(row, metrics, plan, layout, size)
         data = dumps(from_turns(self._source_record(row), row.fmt, layout))
         return self._with_over_limit(row, metrics, data)
+
+    def _layout(self, row: PreparedRow, plan: Plan, body: str) -> list[LayoutItem]:
+        assert row.turns is not None and plan.region is not None
+        notice_index = system_turn_in_head(row.roles, plan.region.start)
+        return compressed_layout(row.turns, plan.region, body, self.notice_text or None, notice_index)
+
+    def _overshoot(self, first_plan: Plan, original: int, size: int, summary_tokens: int) -> str | None:
+        """Why a compressed row must not be written as it is, or None when it may.
+
+        A summary over its budget that makes the row larger than it came in, or over the target
+        when the plan at the budget fits, is refused.
+        """
+        budget = self.config.plan.summary_target_tokens
+        target = self.config.plan.target_max_tokens
+        if summary_tokens <= budget:
+            return None
+        if size > original:
+            return f"summary of {summary_tokens} tokens (budget {budget}) would grow the row from {original} to {size}"
+        if size > target and not first_plan.still_over_limit:
+            return f"summary of {summary_tokens} tokens (budget {budget}) leaves the row at {size}, over {target}"
+        return None
+
+    async def _after_overshoot(
+        self, row: PreparedRow, plan: Plan, result: SummaryResult, error: str
+    ) -> SummaryResult | SummaryFailure:
+        """`--on-summary-failure` for a summary that overshot: extractive, keep, or fail."""
+        policy = self.config.on_summary_failure
+        if policy == "fail":
+            raise RunAborted(f"summary failed for {row.label}: {error}", exit_code=EXIT_FAILED)
+        failure = SummaryFailure(error, result.calls, result.errors)
+        if policy == "keep" or self.fallback is None or result.summarizer == self.fallback.name:
+            return failure
+        assert row.turns is not None and plan.region is not None
+        request = SummaryRequest(
+            turns=tuple(row.turns[plan.region.start : plan.region.end]),
+            budget_tokens=self.config.plan.summary_target_tokens,
+            label=row.label,
+        )
+        try:
+            fallback = await self.fallback.summarize(request)
+        except SummaryError as exc:
+            return SummaryFailure(f"{error}; fallback: {exc}", result.calls, result.errors)
+        fallback.calls, fallback.errors, fallback.last_error = result.calls, result.errors, error
+        return fallback
+
+    def _with_exact_notice(self, row: PreparedRow, plan: Plan) -> Plan:
+        """The plan, re-made if the notice costs this row more than the planner assumed.
+
+        The planner charges the notice as counted alone; appended to a system prompt its first
+        token can merge with the prompt's last (cheaper) or, for some texts, split (dearer).
+        Only the dearer case re-plans, so the plan's promise to fit stays true.
+        """
+        assert plan.region is not None and row.turns is not None and row.token_counts is not None
+        index = system_turn_in_head(row.roles, plan.region.start)
+        if index is None or not self.notice_text:
+            return plan
+        cost = self.notice_cost(row, index)
+        if cost <= plan.notice_tokens:
+            return plan
+        return plan_region(
+            row.roles,
+            row.token_counts,
+            self.config.plan,
+            notice_tokens=cost,
+            summary_tokens=plan.summary_tokens,
+            skip_under_target=self.config.skip_under_target,
+        )
+
+    def notice_cost(self, row: PreparedRow, index: int) -> int:
+        """Tokens the notice adds to turn `index` of this row, measured in place."""
+        assert row.turns is not None and row.token_counts is not None
+        turn = row.turns[index]
+        edited = Turn(turn.role, turn.value + self.notice_text)
+        if not self.counter.counts_chat_template:
+            return self._count_value(edited.value) - row.token_counts[index]
+        before = list(row.turns[: index + 1])
+        after = [*before[:-1], edited]
+        counts = self.counter.count_conversations([before, after])
+        return sum(counts[1]) - sum(counts[0])
+
+    def measure(self, row: PreparedRow, layout: list[LayoutItem]) -> int:
+        """The exact token count of a rewritten row, as an independent recount would find it.
+
+        Per-value counts: kept turns keep their counts, new and edited turns (the summary, the
+        system turn with the notice appended) are counted whole. Chat-template counts: the
+        rewritten conversation is rendered and counted whole.
+        """
+        assert row.turns is not None and row.token_counts is not None
+        turns = row.turns
+        if self.counter.counts_chat_template:
+            rebuilt = [_layout_turn(turns, item) for item in layout]
+            return sum(self.counter.count_conversations([rebuilt])[0]) if rebuilt else 0
+        kept = sum(row.token_counts[item.index] for item in layout if isinstance(item, KeptTurn))
+        edited = sum(self._count_value(item.value) for item in layout if isinstance(item, EditedTurn))
+        new_values = [item.turn.value for item in layout if isinstance(item, NewTurn)]
+        return kept + edited + sum(self.counter.count_many(new_values))
 
     def _summary_kept_unchanged(
         self, row: PreparedRow, metrics: RowMetrics, plan: Plan, failure: SummaryFailure
@@ -234,7 +352,7 @@ class RowFinisher:
         removed = set(range(cut, tail))
         removed_tokens = sum(row.token_counts[i] for i in removed)
         layout = [item for item in layout if not (isinstance(item, KeptTurn) and item.index in removed)]
-        size -= removed_tokens
+        size = self.measure(row, layout) if self.counter.counts_chat_template else size - removed_tokens
         metrics.extra["truncated"] = bool(removed)
         metrics.extra["turns_truncated"] = len(removed)
         metrics.still_over_limit = size > self.config.plan.target_max_tokens
@@ -314,6 +432,8 @@ class RowFinisher:
         assert primary is not None
         remaining = deadline - asyncio.get_running_loop().time()
         calls = errors = 0
+        tally = CallTally()
+        token = CURRENT_TALLY.set(tally)  # the summary's task copies it: see `summarize.tally`
         try:
             if remaining <= 0:
                 raise TimeoutError
@@ -323,7 +443,10 @@ class RowFinisher:
         except SummaryError as exc:
             error, calls, errors = str(exc), exc.calls, exc.errors
         except TimeoutError:
-            error = f"row deadline of {self.config.row_timeout:g}s exceeded"
+            # Cancelled mid-flight: the requests already sent still count.
+            error, calls, errors = f"row deadline of {self.config.row_timeout:g}s exceeded", tally.calls, tally.errors
+        finally:
+            CURRENT_TALLY.reset(token)
         failure = SummaryFailure(error, calls, errors)
         if second_pass:
             return failure
@@ -335,3 +458,12 @@ class RowFinisher:
         result = await self.fallback.summarize(request)
         result.calls, result.errors, result.last_error = calls, errors, error
         return result
+
+
+def _layout_turn(turns: list[Turn] | tuple[Turn, ...], item: LayoutItem) -> Turn:
+    """The turn a layout item stands for."""
+    if isinstance(item, KeptTurn):
+        return turns[item.index]
+    if isinstance(item, EditedTurn):
+        return Turn(turns[item.index].role, item.value)
+    return item.turn

@@ -3,7 +3,14 @@
 from trajectory_compressor.count.counter import ChatTemplateCounter, TokenCounter
 from trajectory_compressor.count.tokenizer import TokenizerLoadError, load_tokenizer, load_tokenizer_json
 
-__all__ = ["ChatTemplateCounter", "TokenCounter", "TokenizerLoadError", "build_counter", "load_tokenizer"]
+__all__ = [
+    "ChatTemplateCounter",
+    "TokenCounter",
+    "TokenizerLoadError",
+    "build_counter",
+    "check_template_syntax",
+    "load_tokenizer",
+]
 
 
 def build_counter(
@@ -25,6 +32,28 @@ def build_counter(
                 tokenizer.chat_template = handle.read()
         except OSError as exc:
             raise TokenizerLoadError(f"cannot read chat template {chat_template}: {exc.strerror or exc}") from None
+        except UnicodeDecodeError as exc:
+            raise TokenizerLoadError(f"chat template {chat_template} is not valid UTF-8 (byte {exc.start})") from None
+        check_template_syntax(tokenizer.chat_template, chat_template)
     if count_mode == "chat-template":
         return ChatTemplateCounter(tokenizer)
     return TokenCounter(tokenizer)
+
+
+def check_template_syntax(template: str, path: str) -> None:
+    """Compile a chat template at start, so a syntax error stops the run (exit 2) up front.
+
+    Without this, every row would be rejected one by one and the run would end with exit 0.
+    Compiled the way `transformers` compiles it (its extensions and filters included).
+    """
+    import jinja2
+
+    try:
+        from transformers.utils.chat_template_utils import _compile_jinja_template
+    except ImportError:  # pragma: no cover - older or newer transformers: syntax only
+        _compile_jinja_template = jinja2.Environment().parse
+    try:
+        _compile_jinja_template(template)
+    except jinja2.TemplateError as exc:
+        line = f" line {exc.lineno}" if getattr(exc, "lineno", None) else ""
+        raise TokenizerLoadError(f"chat template {path}{line} is not a valid Jinja template: {exc}") from None

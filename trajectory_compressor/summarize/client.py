@@ -33,6 +33,7 @@ import orjson
 from trajectory_compressor.config import ConfigError, LLMConfig
 from trajectory_compressor.summarize.ratelimit import RateLimiter, estimate_request_tokens
 from trajectory_compressor.summarize.redact import display_url, redact_secrets, scrub, url_secrets
+from trajectory_compressor.summarize.tally import note_call, note_error
 from trajectory_compressor.summarize.usage import UsageTracker
 from trajectory_compressor.types import EndpointAuthError, PromptTooLongError, SummaryError
 
@@ -48,6 +49,11 @@ _CONTEXT_OVERFLOW = re.compile(
     rb"exceed_context|context[_ ]length|maximum context|context size|context window|prompt is too long|too many tokens",
     re.IGNORECASE,
 )
+# A reply body is read up to this many bytes per max_tokens token (at least REPLY_MIN_BYTES):
+# far more than any honest reply (a token is a few bytes, JSON escaping at most 6 per char,
+# reasoning text included), so only an endpoint that ignores max_tokens reaches it.
+REPLY_BYTES_PER_TOKEN = 64
+REPLY_MIN_BYTES = 1 << 20
 FAIL_FAST_STATUSES = frozenset({400, 404, 422})  # named in messages; every other 4xx fails fast too
 AUTH_STATUSES = frozenset({401, 403})
 
@@ -171,6 +177,7 @@ class ChatClient:
                     completion_tokens=completion_tokens,
                 )
             errors += 1
+            note_error()
             last = outcome
             self._note_throttling(outcome)
             if not outcome.retryable or attempt == self.config.max_retries:
@@ -281,20 +288,29 @@ class ChatClient:
             if self._auth_error is not None:
                 return _NOT_SENT
             self.usage.request_started()
+            note_call()
             outcome: _Reply | _Failure | None = None
             try:
-                outcome = await self._send(session, payload)
+                outcome = await self._send(session, payload, reply_byte_limit(max_tokens))
             finally:  # also when the caller cancels us (row timeout)
                 self.usage.request_finished(*((outcome.prompt_tokens, outcome.completion_tokens) if outcome else ()))
             return outcome
 
-    async def _send(self, session: aiohttp.ClientSession, payload: bytes) -> _Reply | _Failure:
-        """POST once and classify the result; never raises for network or HTTP trouble."""
+    async def _send(self, session: aiohttp.ClientSession, payload: bytes, byte_limit: int) -> _Reply | _Failure:
+        """POST once and classify the result; never raises for network or HTTP trouble.
+
+        At most `byte_limit` bytes of the reply are read: a larger body is a failure that is
+        not retried (an endpoint that ignored `max_tokens` this far will do it again), so the
+        row takes the failure policy instead of a multi-megabyte "summary".
+        """
         try:
             async with session.post(self.url, data=payload, timeout=self._timeout) as response:
                 status = response.status
                 retry_after = response.headers.get("Retry-After")
-                raw = await response.read()
+                raw = await _read_capped(response, byte_limit)
+                if raw is None:
+                    message = f"reply body over {byte_limit} bytes from {self.endpoint} (max_tokens ignored?)"
+                    return _Failure("too_large", message, False)
         except (asyncio.TimeoutError, TimeoutError):
             failure = _Failure("timeout", f"no reply within {self.config.request_timeout:g}s", True)
         except aiohttp.InvalidURL:
@@ -387,6 +403,26 @@ class ChatClient:
         if len(text) > ERROR_SNIPPET_CHARS:
             text = text[:ERROR_SNIPPET_CHARS] + "..."
         return text
+
+
+def reply_byte_limit(max_tokens: int) -> int:
+    """The most bytes read from one reply asking for at most `max_tokens` tokens."""
+    return max(REPLY_MIN_BYTES, REPLY_BYTES_PER_TOKEN * max_tokens)
+
+
+async def _read_capped(response: aiohttp.ClientResponse, limit: int) -> bytes | None:
+    """The whole body, or None as soon as it is known to be over `limit` bytes."""
+    declared = response.content_length
+    if declared is not None and declared > limit:
+        return None
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.content.iter_chunked(1 << 16):
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def parse_retry_after(value: str | None) -> float | None:
