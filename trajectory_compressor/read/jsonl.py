@@ -38,7 +38,14 @@ class TooDeepError(ValueError):
 
 
 class LoneSurrogateError(ValueError):
-    """The JSON is valid but a string holds an unpaired UTF-16 surrogate: not writable as UTF-8."""
+    """The JSON is valid but a string holds an unpaired UTF-16 surrogate: not writable as UTF-8.
+
+    `value` is the parsed value, kept so the reject can still name the record's id.
+    """
+
+    def __init__(self, message: str, value: Any) -> None:
+        super().__init__(message)
+        self.value = value
 
 
 def open_binary(path: str | Path) -> IO[bytes]:
@@ -70,7 +77,8 @@ def parse_json_line(line: bytes) -> Any:
         except RecursionError:
             raise TooDeepError(f"nested deeper than {MAX_DEPTH} levels") from None
         if _has_lone_surrogate(value):
-            raise LoneSurrogateError("a string holds a lone UTF-16 surrogate escape (not valid Unicode)") from None
+            message = "a string holds a lone UTF-16 surrogate escape (not valid Unicode)"
+            raise LoneSurrogateError(message, value) from None
     # Counting brackets is a C-speed scan; only a line with enough of them can be too deep.
     if line.count(b"[") + line.count(b"{") > MAX_DEPTH and _depth(value) > MAX_DEPTH:
         raise TooDeepError(f"nested deeper than {MAX_DEPTH} levels")
@@ -125,8 +133,11 @@ def parse_record(source: str, line: int, raw: bytes) -> SourceRecord:
     """One `SourceRecord` from the bytes of one record; never raises for bad input."""
     try:
         record = parse_json_line(raw)
-    except (TooDeepError, LoneSurrogateError) as exc:
-        if isinstance(exc, TooDeepError) and not is_valid_json(raw):
+    except LoneSurrogateError as exc:
+        # The parsed value is kept for the record's id only (escaped where it is shown).
+        return SourceRecord(source=source, line=line, record=exc.value, raw=raw, error=str(exc), raw_is_json=True)
+    except TooDeepError as exc:
+        if not is_valid_json(raw):
             return SourceRecord(source=source, line=line, raw=raw, error=f"invalid JSON: {exc}")
         return SourceRecord(source=source, line=line, raw=raw, error=str(exc), raw_is_json=True)
     except (ValueError, UnicodeDecodeError) as exc:
