@@ -393,3 +393,32 @@ def test_shards_are_disjoint_complete_and_deterministic() -> None:
 def test_bad_shard_arguments_raise(num_shards: int, shard_index: int) -> None:
     with pytest.raises(ValueError):
         shard_filter(0, num_shards, shard_index)
+
+
+def test_parquet_row_with_invalid_utf8_text_is_one_error_record(tmp_path: Path) -> None:
+    text = pa.array([b"r0", b"\xff\xfe", b"r2"], pa.binary()).view(pa.string())
+    pq.write_table(pa.table({"id": text, "n": [0, 1, 2]}), tmp_path / "t.parquet")
+    items = list(iter_source(InputSource(name="t.parquet", kind="parquet", path=str(tmp_path / "t.parquet"))))
+    assert [(item.line, item.record) for item in items] == [
+        (1, {"id": "r0", "n": 0}),
+        (2, None),
+        (3, {"id": "r2", "n": 2}),
+    ]
+    assert items[1].error is not None and "utf-8" in items[1].error and not items[1].raw_is_json
+
+
+def test_save_to_disk_binary_and_timestamp_columns_are_read_as_json(tmp_path: Path) -> None:
+    import datetime as dt
+
+    import datasets
+
+    table = pa.table(
+        {
+            "id": ["a"],
+            "blob": pa.array([b"\x01"], pa.binary()),
+            "ts": pa.array([dt.datetime(2024, 1, 2, 3, 4, 5)], pa.timestamp("s")),
+        }
+    )
+    datasets.Dataset(table).save_to_disk(str(tmp_path / "saved"))
+    (source,) = expand_inputs([str(tmp_path / "saved")])
+    assert [item.record for item in iter_source(source)] == [{"id": "a", "blob": "AQ==", "ts": "2024-01-02T03:04:05"}]
