@@ -10,17 +10,19 @@ the rest of the pipeline never asks where a row came from. What each argument ma
                 ``.json`` file whose first line is a complete JSON object is JSON Lines under
                 another name and is streamed as such;
   ``.parquet``  streamed by record batches (`ParquetFile.iter_batches`); the record number is the
-                1-based row index;
+                1-based row index; binary, decimal and temporal values become JSON as
+                `read.arrow_values` describes (also for ``datasets`` inputs);
 - a directory written by `datasets`' ``save_to_disk`` (it holds ``state.json`` or
   ``dataset_dict.json``): read with `datasets.load_from_disk`; of a `DatasetDict`, the split given
   to `iter_source` is taken (default ``train``);
 - any other directory: its supported files, **recursively**, sorted by relative path. Hidden
   files and directories (a leading ``.``) and this tool's own outputs (``*.metrics.jsonl``,
   ``*.report.json``, ``*.rejects.jsonl``, ``*.over_limit.jsonl``, see `OWN_OUTPUT_SUFFIXES`) are
-  skipped, so an output directory can sit inside the input directory; a ``save_to_disk``
+  skipped (and named once, in one line), so an output directory can sit inside the input directory; a ``save_to_disk``
   directory met on the way is read as one dataset and not descended into;
 - ``hf:NAME`` or ``hf:NAME:CONFIG``: `datasets.load_dataset(NAME, CONFIG, split=..., streaming=True)`.
-  NAME is a Hub id (``hf:org/name``), or a packaged builder (``hf:json``, ``hf:parquet``,
+  NAME is a Hub id (``hf:org/name``, checked once when the inputs are expanded, see
+  `_check_hub_dataset`), or a packaged builder (``hf:json``, ``hf:parquet``,
   ``hf:csv``...) together with ``data_files`` (local paths or globs), which `expand_inputs`
   takes as an argument (the CLI's ``--data-files``) and checks exist.
 
