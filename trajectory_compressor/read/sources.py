@@ -292,10 +292,13 @@ def _check_hub_dataset(spec: str, dataset: str, config: str | None) -> None:
     a short timeout and no retry. Packaged builders (``hf:json``...) and local paths are not
     on the Hub and are not checked.
     """
-    from datasets.packaged_modules import _PACKAGED_DATASETS_MODULES
     from huggingface_hub import constants
 
-    if dataset in _PACKAGED_DATASETS_MODULES or os.path.exists(dataset):
+    try:
+        from datasets.packaged_modules import _PACKAGED_DATASETS_MODULES as packaged
+    except ImportError:  # a private name: without it, the common builders
+        packaged = {"json", "csv", "parquet", "arrow", "text", "imagefolder", "audiofolder", "webdataset"}
+    if dataset in packaged or os.path.exists(dataset):
         return
     if constants.HF_HUB_OFFLINE:
         import datasets
