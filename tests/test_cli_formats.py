@@ -237,3 +237,112 @@ def test_conversation_key_selects_the_turn_list(tmp_path: Path) -> None:
         _check_sharegpt_row(renamed, {"conversations": after["trajectory"]}, m)
     assert metrics[3]["rejected"] and "'trajectory'" in metrics[3]["reason"]
     assert outputs[3] == records[3]
+
+
+# --- bad input through the real command ---------------------------------------------------------
+
+DEEP = '{"id": "deep", "extra": ' + "[" * 3000 + "]" * 3000 + ', "conversations": []}'
+BAD_BUT_JSON = [
+    '{"id": "a\\ud800b", "conversations": [{"from": "human", "value": "x"}]}',  # lone surrogate in id
+    '{"id": "s", "conversations": [{"from": "human", "value": "a\\ud800b"}]}',  # ... and in a value
+    DEEP,
+    "null",
+    "3",
+    '"x"',
+    "[]",
+]
+
+
+def test_bad_lines_are_flagged_rejects_and_valid_json_is_written_back_unchanged(tmp_path: Path) -> None:
+    """Lone surrogates, 3,000-deep nesting and non-object JSON: each one reject with file:line, the
+    line itself back in the dataset byte for byte; a BOM of a later input does not land mid-file."""
+    good = [make_trajectory(i, steps=1 + 6 * i) for i in range(2)]
+    first = tmp_path / "a.jsonl"
+    first.write_text("\n".join([json.dumps(good[0]), *BAD_BUT_JSON, "{not json"]) + "\n")
+    second = tmp_path / "b.jsonl"
+    second.write_bytes(b"\xef\xbb\xbf" + json.dumps(good[1]).encode() + b"\r\n")
+    out = tmp_path / "out" / "x.jsonl"
+    result = run_cli("compress", str(first), str(second), "-o", str(out), *BUDGET)
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr and "internal error" not in result.stderr
+    lines = out.read_bytes().splitlines()
+    assert lines[1 : 1 + len(BAD_BUT_JSON)] == [line.encode() for line in BAD_BUT_JSON]
+    assert len(lines) == 2 + len(BAD_BUT_JSON)  # every line but the one that is not JSON
+    assert not out.read_bytes().count(b"\xef\xbb\xbf")
+    assert json.loads(lines[-1]) == good[1] or json.loads(lines[-1])["id"] == good[1]["id"]
+    metrics = read_jsonl(out.parent / "x.metrics.jsonl")
+    assert [m["index"] for m in metrics] == list(range(10))
+    assert [m["rejected"] for m in metrics] == [False] + [True] * 8 + [False]
+    assert [m["written"] for m in metrics] == [True] * 8 + [False, True]
+    assert metrics[1]["id"] == "a\\ud800b"  # the lone surrogate written as its escape
+    rejects = read_jsonl(out.parent / "x.rejects.jsonl")
+    assert [(r["file"], r["line"]) for r in rejects] == [(str(first), n) for n in range(2, 10)]
+    assert "surrogate" in rejects[0]["error"] and "nested deeper" in rejects[2]["error"]
+    assert "(got null)" in rejects[3]["error"] and "invalid JSON" in rejects[7]["error"]
+
+
+def test_analyze_reports_bad_lines_without_a_traceback(tmp_path: Path) -> None:
+    path = tmp_path / "a.jsonl"
+    path.write_text("\n".join([json.dumps(make_trajectory(0)), *BAD_BUT_JSON]) + "\n")
+    result = run_cli("analyze", str(path), "--json")
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr and "internal error" not in result.stderr
+    report = json.loads(result.stdout)
+    assert (report["rows"], report["rejected"]) == (1 + len(BAD_BUT_JSON), len(BAD_BUT_JSON))
+
+
+def _typed_table() -> Any:
+    import datetime as dt
+    from decimal import Decimal
+
+    import pyarrow as pa
+
+    n = 3
+    return pa.table(
+        {
+            "id": [f"r{i}" for i in range(n)],
+            "conversations": [make_trajectory(i, steps=1 + 6 * i)["conversations"] for i in range(n)],
+            "blob": pa.array([b"\x00\xffab", None, b""], pa.binary()),
+            "price": pa.array([Decimal("12.30"), Decimal("-0.01"), None], pa.decimal128(7, 2)),
+            "ts": pa.array(
+                [dt.datetime(2024, 5, 1, 12, 0, 0, 123456), None, dt.datetime(1999, 1, 1)], pa.timestamp("us", tz="UTC")
+            ),
+            "day": pa.array([dt.date(2024, 5, 1)] * n, pa.date32()),
+            "meta": pa.array(
+                [{"when": dt.datetime(2024, 1, 1), "raw": b"x"}] * n,
+                pa.struct([("when", pa.timestamp("ms")), ("raw", pa.binary())]),
+            ),
+        }
+    )
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet", "hf"])
+def test_parquet_binary_decimal_and_timestamp_columns_survive_every_output_format(tmp_path: Path, fmt: str) -> None:
+    """Parquet and HF outputs hold the input's Arrow types and values; JSONL holds the documented encoding."""
+    import pyarrow.parquet as pq
+
+    table = _typed_table()
+    pq.write_table(table, tmp_path / "in.parquet")
+    out = tmp_path / ("out.jsonl" if fmt == "jsonl" else "out.parquet" if fmt == "parquet" else "out_hf")
+    result = run_cli("compress", str(tmp_path / "in.parquet"), "-o", str(out), "--output-format", fmt, *BUDGET)
+    assert result.returncode == 0, result.stderr
+    metrics = read_jsonl(tmp_path / f"{'out_hf' if fmt == 'hf' else 'out'}.metrics.jsonl")
+    assert sum(m["was_compressed"] for m in metrics) >= 1
+    others = [name for name in table.column_names if name != "conversations"]
+    if fmt == "jsonl":
+        rows = read_jsonl(out)
+        assert [(r["blob"], r["price"], r["ts"], r["day"]) for r in rows] == [
+            ("AP9hYg==", "12.30", "2024-05-01T12:00:00.123456+00:00", "2024-05-01"),
+            (None, "-0.01", None, "2024-05-01"),
+            ("", None, "1999-01-01T00:00:00+00:00", "2024-05-01"),
+        ]
+        assert rows[0]["meta"] == {"when": "2024-01-01T00:00:00", "raw": "eA=="}
+        return
+    if fmt == "parquet":
+        written = pq.read_table(out)
+    else:
+        import datasets
+
+        written = datasets.load_from_disk(str(out)).data.table
+    assert written.select(others).equals(table.select(others))
+    assert written.schema.field("meta").type == table.schema.field("meta").type

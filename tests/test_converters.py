@@ -240,3 +240,38 @@ def test_hf_output_replaces_an_existing_dataset(tmp_path: Path) -> None:
     convert_jsonl(write_jsonl(tmp_path / "two.jsonl", DRIFTING_ROWS[:2]), out, "hf")
     assert len(datasets.load_from_disk(str(out))) == 2
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_original_arrow_types_are_restored_and_a_value_that_does_not_fit_falls_back(tmp_path: Path) -> None:
+    """`column_types` restores encoded columns; a column whose values are not all of that type
+    (here a JSONL row's plain text under a binary column's name) is inferred instead, not lost."""
+    import datetime as dt
+    from decimal import Decimal
+
+    rows = [
+        {"id": "a", "blob": "AP8=", "price": "1.50", "ts": "2024-05-01T12:00:00.000001+00:00", "day": "2024-05-01"},
+        {"id": "b", "blob": None, "price": None, "ts": None, "day": None},
+    ]
+    types = {
+        "blob": pa.binary(),
+        "price": pa.decimal128(5, 2),
+        "ts": pa.timestamp("us", tz="UTC"),
+        "day": pa.date32(),
+    }
+    source = tmp_path / "rows.jsonl"
+    source.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    convert_jsonl(source, tmp_path / "out.parquet", "parquet", types)
+    table = pq.read_table(tmp_path / "out.parquet")
+    assert {name: table.schema.field(name).type for name in types} == types
+    assert table.to_pylist()[0] == {
+        "id": "a",
+        "blob": b"\x00\xff",
+        "price": Decimal("1.50"),
+        "ts": dt.datetime(2024, 5, 1, 12, 0, 0, 1, tzinfo=dt.timezone.utc),
+        "day": dt.date(2024, 5, 1),
+    }
+    source.write_text("".join(json.dumps(row) + "\n" for row in [*rows, {"id": "c", "blob": "not base64!"}]))
+    convert_jsonl(source, tmp_path / "mixed.parquet", "parquet", types)
+    mixed = pq.read_table(tmp_path / "mixed.parquet")
+    assert mixed.schema.field("blob").type == pa.string() and mixed.schema.field("price").type == pa.decimal128(5, 2)
+    assert mixed.column("blob").to_pylist() == ["AP8=", None, "not base64!"]

@@ -235,21 +235,145 @@ def test_hf_data_files_that_match_nothing_raise(tmp_path: Path) -> None:
 
 
 def test_hf_spec_parsing() -> None:
-    (source,) = expand_inputs(["hf:org/name:config"], streaming=False)
-    assert (source.name, source.dataset, source.config, source.streaming) == (
-        "hf:org/name:config",
-        "org/name",
-        "config",
-        False,
-    )
+    (source,) = expand_inputs(["hf:json:config"], data_files=[__file__], streaming=False)
+    assert (source.name, source.dataset, source.config, source.streaming) == ("hf:json:config", "json", "config", False)
     with pytest.raises(InputError):
         expand_inputs(["hf:"])
 
 
-def test_unreachable_hub_dataset_raises_input_error() -> None:
-    (source,) = expand_inputs(["hf:someone/surely-not-a-dataset-here"])
-    with pytest.raises(InputError, match="hf:someone/surely-not-a-dataset-here"):
-        list(iter_source(source))
+def test_hub_dataset_missing_offline_fails_at_start_in_one_line() -> None:
+    """Offline (as every test runs) a Hub dataset not in the cache is refused when the inputs are
+    expanded, not after minutes of retries as a reject at the end."""
+    with pytest.raises(InputError, match="hf:someone/surely-not-a-dataset-here") as caught:
+        expand_inputs(["hf:someone/surely-not-a-dataset-here"])
+    assert "HF_HUB_OFFLINE" in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_unreachable_hub_fails_fast_with_one_line_and_exit_2(tmp_path: Path) -> None:
+    """Online but the Hub does not answer (a closed local port stands in for it): one line, exit 2."""
+    import socket
+
+    from tests.conftest import run_cli
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {"HF_HUB_OFFLINE": "0", "HF_DATASETS_OFFLINE": "0", "HF_ENDPOINT": f"http://127.0.0.1:{port}"}
+    result = run_cli("compress", "hf:org/nonexistent", "-o", str(tmp_path / "o.jsonl"), "--dry-run", env=env)
+    assert result.returncode == 2, result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error")]
+    assert len(errors) == 1 and "hf:org/nonexistent" in errors[0] and "cannot reach" in errors[0], result.stderr
+    assert "Traceback" not in result.stderr and len(result.stderr.splitlines()) <= 2, result.stderr
+    assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_skipped_own_output_files_are_named_once(tmp_path: Path) -> None:
+    write_jsonl(tmp_path / "in" / "a.jsonl", ROWS)
+    for name in ("a.metrics.jsonl", "b.rejects.jsonl", "c.over_limit.jsonl"):
+        write_jsonl(tmp_path / "in" / "sub" / name, ROWS)
+    messages: list[str] = []
+    sources = expand_inputs([str(tmp_path / "in")], on_message=messages.append)
+    assert [Path(s.name).name for s in sources] == ["a.jsonl"]
+    assert len(messages) == 1 and "skipped 3 file(s)" in messages[0] and "a.metrics.jsonl" in messages[0]
+    messages.clear()
+    expand_inputs([str(tmp_path / "in" / "a.jsonl")], on_message=messages.append)
+    assert messages == []
+
+
+# --- bad records: never the end of the run -----------------------------------------------------
+
+
+def test_bad_jsonl_lines_become_records_with_errors_and_valid_json_is_marked(tmp_path: Path) -> None:
+    good = json.dumps(ROWS[0])
+    deep = '{"id": "deep", "x": ' + "[" * 3000 + "]" * 3000 + "}"
+    lines = [
+        good,
+        '{"id": "a\\ud800b", "conversations": []}',
+        deep,
+        "null",
+        "[1, 2",
+        "[" * 3000 + "]" * 2999,
+        good,
+    ]
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(("\n".join(lines) + "\n").encode())
+    items = list(iter_source(InputSource(name=str(path), kind="jsonl", path=str(path))))
+    assert [item.line for item in items] == list(range(1, 8))
+    assert [(item.error is not None, item.raw_is_json) for item in items] == [
+        (False, False),
+        (True, True),  # lone surrogate: valid JSON, not writable as UTF-8 text
+        (True, True),  # deeper than the parsers go, but valid JSON
+        (False, False),  # null: parsed (None); the record check rejects it
+        (True, False),
+        (True, False),  # deep and unbalanced: not JSON
+        (False, False),
+    ]
+    assert "surrogate" in items[1].error and "nested deeper" in items[2].error
+    assert [item.raw for item in items] == [line.encode() for line in lines]
+
+
+def test_bom_is_stripped_from_every_input(tmp_path: Path) -> None:
+    bom = b"\xef\xbb\xbf"
+    first = write_jsonl(tmp_path / "a.jsonl", ROWS[:1])
+    second = tmp_path / "b.jsonl"
+    second.write_bytes(bom + json.dumps(ROWS[1]).encode() + b"\r\n")
+    as_json = tmp_path / "c.json"
+    as_json.write_bytes(bom + json.dumps(ROWS[2:4]).encode())
+    items = [item for source in expand_inputs([str(first), str(second), str(as_json)]) for item in iter_source(source)]
+    assert [item.record for item in items] == ROWS[:4]
+    assert [item.error for item in items] == [None] * 4
+    assert items[1].raw == json.dumps(ROWS[1]).encode()  # the bytes written back carry no BOM
+
+
+def test_json_array_with_a_deep_or_surrogate_element_keeps_the_others(tmp_path: Path) -> None:
+    deep = "[" * 3000 + "]" * 3000
+    path = tmp_path / "a.json"
+    path.write_text(
+        "[\n"
+        + json.dumps(ROWS[0])
+        + ",\n  null,\n"
+        + deep
+        + ",\n"
+        + '{"id": "x\\udc00"}'
+        + ",\n"
+        + json.dumps(ROWS[1])
+        + "\n]"
+    )
+    (source,) = expand_inputs([str(path)])
+    items = list(iter_source(source))
+    assert [item.line for item in items] == [1, 2, 3, 4, 5]
+    assert [item.record for item in items] == [ROWS[0], None, None, {"id": "x\udc00"}, ROWS[1]]
+    assert [item.error is not None for item in items] == [False, False, True, True, False]
+    assert items[2].raw_is_json and items[2].raw == deep.encode()
+    assert items[3].raw_is_json and items[3].raw == b'{"id": "x\\udc00"}'
+
+
+def test_parquet_binary_decimal_and_time_columns_are_read_as_documented_json(tmp_path: Path) -> None:
+    import datetime as dt
+    from decimal import Decimal
+
+    table = pa.table(
+        {
+            "id": ["a", "b"],
+            "blob": pa.array([b"\x00\xff", None], pa.binary()),
+            "price": pa.array([Decimal("12.30"), Decimal("-1")], pa.decimal128(6, 2)),
+            "ts": pa.array([dt.datetime(2024, 5, 1, 12, 0, 0, 5), None], pa.timestamp("us", tz="UTC")),
+            "day": pa.array([dt.date(2024, 5, 1)] * 2, pa.date32()),
+            "took": pa.array([dt.timedelta(seconds=1.5)] * 2, pa.duration("ms")),
+        }
+    )
+    pq.write_table(table, tmp_path / "t.parquet")
+    (source,) = expand_inputs([str(tmp_path / "t.parquet")])
+    records = [item.record for item in iter_source(source)]
+    assert records[0] == {
+        "id": "a",
+        "blob": "AP8=",
+        "price": "12.30",
+        "ts": "2024-05-01T12:00:00.000005+00:00",
+        "day": "2024-05-01",
+        "took": 1.5,
+    }
+    assert records[1]["blob"] is None and records[1]["price"] == "-1.00"
 
 
 # --- sharding ----------------------------------------------------------------------------------
@@ -269,3 +393,32 @@ def test_shards_are_disjoint_complete_and_deterministic() -> None:
 def test_bad_shard_arguments_raise(num_shards: int, shard_index: int) -> None:
     with pytest.raises(ValueError):
         shard_filter(0, num_shards, shard_index)
+
+
+def test_parquet_row_with_invalid_utf8_text_is_one_error_record(tmp_path: Path) -> None:
+    text = pa.array([b"r0", b"\xff\xfe", b"r2"], pa.binary()).view(pa.string())
+    pq.write_table(pa.table({"id": text, "n": [0, 1, 2]}), tmp_path / "t.parquet")
+    items = list(iter_source(InputSource(name="t.parquet", kind="parquet", path=str(tmp_path / "t.parquet"))))
+    assert [(item.line, item.record) for item in items] == [
+        (1, {"id": "r0", "n": 0}),
+        (2, None),
+        (3, {"id": "r2", "n": 2}),
+    ]
+    assert items[1].error is not None and "utf-8" in items[1].error and not items[1].raw_is_json
+
+
+def test_save_to_disk_binary_and_timestamp_columns_are_read_as_json(tmp_path: Path) -> None:
+    import datetime as dt
+
+    import datasets
+
+    table = pa.table(
+        {
+            "id": ["a"],
+            "blob": pa.array([b"\x01"], pa.binary()),
+            "ts": pa.array([dt.datetime(2024, 1, 2, 3, 4, 5)], pa.timestamp("s")),
+        }
+    )
+    datasets.Dataset(table).save_to_disk(str(tmp_path / "saved"))
+    (source,) = expand_inputs([str(tmp_path / "saved")])
+    assert [item.record for item in iter_source(source)] == [{"id": "a", "blob": "AQ==", "ts": "2024-01-02T03:04:05"}]

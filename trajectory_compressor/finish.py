@@ -128,7 +128,8 @@ class RowFinisher:
             "raw": row.item.raw[:REJECT_RAW_CHARS].decode("utf-8", "replace") if row.item.raw is not None else None,
         }
         data = None
-        if row.item.record is not None and self.keep_rejects_in_data:
+        # Valid JSON (even `null`, or too deep to parse) goes back unchanged; only non-JSON cannot.
+        if (row.item.error is None or row.item.raw_is_json) and self.keep_rejects_in_data:
             data = self._unchanged_bytes(row)
         return FinishedRow(row.position, metrics, data=data, reject=reject)
 

@@ -278,12 +278,14 @@ class CompressionRun:
         started = time.monotonic()
         convert = None
         if self.job.output_format != "jsonl":
+            from trajectory_compressor.read.sources import source_column_types
             from trajectory_compressor.write.converters import convert_jsonl
 
             fmt = self.job.output_format
+            column_types = source_column_types(self.job.sources)  # binary, decimal, time columns
 
             def convert(jsonl_path: Path, final: Path) -> None:
-                convert_jsonl(jsonl_path, final, fmt)
+                convert_jsonl(jsonl_path, final, fmt, column_types)
 
         files.finalize(convert, write_data=not self.config.dry_run)
         self._timings["finalize"] = time.monotonic() - started

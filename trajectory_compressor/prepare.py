@@ -50,13 +50,25 @@ class PreparedRow:
         if isinstance(record, dict):
             for key in ("id", "uuid", "_id", "trajectory_id"):
                 value = record.get(key)
-                if isinstance(value, (str, int)) and not isinstance(value, bool):
+                if isinstance(value, str):
+                    return printable_text(value)
+                if isinstance(value, int) and not isinstance(value, bool):
                     return value
         return None
 
     @property
     def roles(self) -> list[str]:
         return [turn.role for turn in self.turns or ()]
+
+
+def printable_text(text: str) -> str:
+    """`text`, with any lone UTF-16 surrogate written as its escape (``\\ud800``), so that it can
+    go into a UTF-8 metrics or rejects line."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
 
 
 def prepare_rows(
@@ -80,7 +92,10 @@ def prepare_rows(
             row.fmt = detect_format(item.record, options.conversation_key, options.format)
             row.turns = to_turns(item.record, row.fmt)
         except RecordError as exc:
-            row.error = str(exc)
+            row.error = printable_text(str(exc))
+            continue
+        except RecursionError:  # a record too deep for the standard library (not from JSONL: checked there)
+            row.error = "nested too deeply to read"
             continue
     valid = [row for row in prepared if row.turns is not None]
     while True:

@@ -62,6 +62,8 @@ class SourceRecord:
     `raw` is the record's source bytes when the format has them (JSONL): an unchanged row is
     then written back exactly as it came in.
     `line` is the 1-based line of a JSONL file or the 1-based record number of other formats.
+    `raw_is_json` marks a rejected record whose `raw` is still valid JSON (nested too deep to
+    parse, or holding a lone surrogate): it is written back unchanged like any valid-JSON reject.
     """
 
     source: str
@@ -69,6 +71,7 @@ class SourceRecord:
     record: Any = None
     raw: bytes | None = None
     error: str | None = None
+    raw_is_json: bool = False
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,16 @@
 
 Lines are read as bytes, one at a time, so memory does not grow with the file and no text
 decoding is paid twice: orjson parses bytes directly, and an unchanged row is written back
-from the very bytes it came in as. A line that is not valid JSON becomes a `SourceRecord`
-carrying the error and the raw text, so the run can report it and go on.
+from the very bytes it came in as. A line that cannot be used becomes a `SourceRecord`
+carrying the error and the raw text, so the run can report it and go on; no line, however
+broken, ends the run:
+
+- not JSON (or not UTF-8): rejected, only in the rejects file (it cannot go in a JSON dataset);
+- valid JSON nested deeper than `MAX_DEPTH`, or holding a lone UTF-16 surrogate escape
+  (``"\\ud800"``, valid JSON grammar but not Unicode text): rejected, and because it is valid
+  JSON its original bytes are still written to a JSONL dataset unchanged (`raw_is_json`);
+- a UTF-8 byte order mark at the start of a file is dropped (it is not part of the first
+  record, and would land in the middle of a dataset made of several inputs).
 """
 
 from __future__ import annotations
@@ -19,6 +27,26 @@ import orjson
 
 from trajectory_compressor.types import SourceRecord
 
+BOM = b"\xef\xbb\xbf"
+# Deeper records are rejected (and written back unchanged): orjson parses 1024 levels, but the
+# standard library, which writes what orjson cannot (>255 levels), fails near Python's recursion limit.
+MAX_DEPTH = 512
+
+
+class TooDeepError(ValueError):
+    """Valid or not, the text nests arrays/objects deeper than the parsers go."""
+
+
+class LoneSurrogateError(ValueError):
+    """The JSON is valid but a string holds an unpaired UTF-16 surrogate: not writable as UTF-8.
+
+    `value` is the parsed value, kept so the reject can still name the record's id.
+    """
+
+    def __init__(self, message: str, value: Any) -> None:
+        super().__init__(message)
+        self.value = value
+
 
 def open_binary(path: str | Path) -> IO[bytes]:
     """Open a plain or gzipped file for reading bytes, by suffix."""
@@ -33,11 +61,61 @@ _LONG_DIGITS = re.compile(rb"\d{20,}")
 
 def parse_json_line(line: bytes) -> Any:
     """orjson first (fast); the standard library for what orjson refuses but Python's json
-    accepts (NaN, Infinity), so such rows are not rejected."""
+    accepts (NaN, Infinity, lone surrogate escapes).
+
+    Raises `ValueError` (or `UnicodeDecodeError`) for text that is not JSON, `TooDeepError`
+    for nesting beyond `MAX_DEPTH` and `LoneSurrogateError` for an unpaired surrogate escape,
+    never `RecursionError`.
+    """
     try:
-        return orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return json.loads(line)
+        value = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        if str(exc).startswith("depth limit exceeded"):
+            raise TooDeepError(f"nested deeper than {MAX_DEPTH} levels") from None
+        try:
+            value = json.loads(line)
+        except RecursionError:
+            raise TooDeepError(f"nested deeper than {MAX_DEPTH} levels") from None
+        if _has_lone_surrogate(value):
+            message = "a string holds a lone UTF-16 surrogate escape (not valid Unicode)"
+            raise LoneSurrogateError(message, value) from None
+    # Counting brackets is a C-speed scan; only a line with enough of them can be too deep.
+    if line.count(b"[") + line.count(b"{") > MAX_DEPTH and _depth(value) > MAX_DEPTH:
+        raise TooDeepError(f"nested deeper than {MAX_DEPTH} levels")
+    return value
+
+
+def _depth(value: Any) -> int:
+    """How deep arrays and objects nest in `value`; iterative."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            deepest = max(deepest, depth)
+            stack.extend((child, depth + 1) for child in item.values())
+        elif isinstance(item, list):
+            deepest = max(deepest, depth)
+            stack.extend((child, depth + 1) for child in item)
+    return deepest
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    """Whether any string (key or value) in `value` cannot be encoded as UTF-8; iterative."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
 
 
 def exact_record(raw: bytes, record: Any) -> Any:
@@ -51,18 +129,118 @@ def exact_record(raw: bytes, record: Any) -> Any:
     return record
 
 
+def parse_record(source: str, line: int, raw: bytes) -> SourceRecord:
+    """One `SourceRecord` from the bytes of one record; never raises for bad input."""
+    try:
+        record = parse_json_line(raw)
+    except LoneSurrogateError as exc:
+        # The parsed value is kept for the record's id only (escaped where it is shown).
+        return SourceRecord(source=source, line=line, record=exc.value, raw=raw, error=str(exc), raw_is_json=True)
+    except TooDeepError as exc:
+        if not is_valid_json(raw):
+            return SourceRecord(source=source, line=line, raw=raw, error=f"invalid JSON: {exc}")
+        return SourceRecord(source=source, line=line, raw=raw, error=str(exc), raw_is_json=True)
+    except (ValueError, UnicodeDecodeError) as exc:
+        return SourceRecord(source=source, line=line, raw=raw, error=f"invalid JSON: {exc}")
+    # The raw line is kept so an unchanged row is written back byte for byte.
+    return SourceRecord(source=source, line=line, record=record, raw=raw)
+
+
 def iter_jsonl(path: str | Path) -> Iterator[SourceRecord]:
     """Yield one `SourceRecord` per non-blank line of a JSONL file, in order."""
     source = str(path)
     with open_binary(path) as handle:
         for line_number, line in enumerate(handle, start=1):
             raw = line.rstrip(b"\r\n")
+            if line_number == 1 and raw.startswith(BOM):
+                raw = raw[len(BOM) :]
             if not raw.strip():
                 continue
-            try:
-                record = parse_json_line(raw)
-            except (ValueError, UnicodeDecodeError) as exc:
-                yield SourceRecord(source=source, line=line_number, raw=raw, error=f"invalid JSON: {exc}")
+            yield parse_record(source, line_number, raw)
+
+
+# --- validating JSON too deep to parse ------------------------------------------------------------
+
+_TOKEN = re.compile(
+    rb'\s*(?:(?P<s>"(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*")'
+    rb"|(?P<n>-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)"
+    rb"|(?P<l>true|false|null|NaN|-?Infinity)"
+    rb"|(?P<p>[\[\]{},:]))"
+)
+
+
+def json_spans(text: bytes) -> list[tuple[int, int]] | None:
+    """Byte spans of the top-level values of `text` if it is one valid JSON value, else None.
+
+    For a top-level array the spans are its elements; otherwise the one span is the whole value.
+    Iterative (an explicit stack), so depth costs memory, not recursion: this is how text
+    nested deeper than the parsers go is still recognised as JSON and kept.
+    """
+    try:
+        text.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    stack: list[bytes] = []  # open containers: b"[" or b"{"
+    expect = "value"  # value | value_or_close | key | key_or_close | colon | comma_or_close | end
+    spans: list[tuple[int, int]] = []
+    element_start = -1
+    top_is_array = False
+    position = 0
+    end = len(text.rstrip())
+    while position < end:
+        match = _TOKEN.match(text, position)
+        if match is None:
+            return None
+        start = match.start(match.lastgroup or 0)
+        position = match.end()
+        kind, token = match.lastgroup, match.group(match.lastgroup or 0)
+        if len(stack) == 1 and top_is_array and expect in ("value", "value_or_close") and token != b"]":
+            element_start = start
+        if expect in ("value", "value_or_close"):
+            if token == b"]" and expect == "value_or_close":
+                stack.pop()
+            elif kind == "p" and token in (b"[", b"{"):
+                if not stack and token == b"[":
+                    top_is_array = True
+                stack.append(token)
+                expect = "value_or_close" if token == b"[" else "key_or_close"
                 continue
-            # The raw line is kept so an unchanged row is written back byte for byte.
-            yield SourceRecord(source=source, line=line_number, record=record, raw=raw)
+            elif kind == "p":
+                return None
+        elif expect in ("key", "key_or_close"):
+            if token == b"}" and expect == "key_or_close":
+                stack.pop()
+            elif kind == "s":
+                expect = "colon"
+                continue
+            else:
+                return None
+        elif expect == "colon":
+            if token != b":":
+                return None
+            expect = "value"
+            continue
+        elif expect == "comma_or_close":
+            if token == b",":
+                expect = "value" if stack[-1] == b"[" else "key"
+                continue
+            if token != (b"]" if stack[-1] == b"[" else b"}"):
+                return None
+            stack.pop()
+        else:  # end: nothing may follow the top-level value
+            return None
+        # A value (scalar or closed container) is complete.
+        if len(stack) == 1 and top_is_array and element_start >= 0:
+            spans.append((element_start, position))
+            element_start = -1
+        expect = "comma_or_close" if stack else "end"
+        if not stack and not top_is_array:
+            spans = [(len(text) - len(text.lstrip()), position)]
+    if expect != "end":
+        return None
+    return spans
+
+
+def is_valid_json(text: bytes) -> bool:
+    """Whether `text` is one valid JSON value (NaN and Infinity allowed, as the reader allows)."""
+    return json_spans(text) is not None

@@ -10,17 +10,19 @@ the rest of the pipeline never asks where a row came from. What each argument ma
                 ``.json`` file whose first line is a complete JSON object is JSON Lines under
                 another name and is streamed as such;
   ``.parquet``  streamed by record batches (`ParquetFile.iter_batches`); the record number is the
-                1-based row index;
+                1-based row index; binary, decimal and temporal values become JSON as
+                `read.arrow_values` describes (also for ``datasets`` inputs);
 - a directory written by `datasets`' ``save_to_disk`` (it holds ``state.json`` or
   ``dataset_dict.json``): read with `datasets.load_from_disk`; of a `DatasetDict`, the split given
   to `iter_source` is taken (default ``train``);
 - any other directory: its supported files, **recursively**, sorted by relative path. Hidden
   files and directories (a leading ``.``) and this tool's own outputs (``*.metrics.jsonl``,
   ``*.report.json``, ``*.rejects.jsonl``, ``*.over_limit.jsonl``, see `OWN_OUTPUT_SUFFIXES`) are
-  skipped, so an output directory can sit inside the input directory; a ``save_to_disk``
+  skipped (and named once, in one line), so an output directory can sit inside the input directory; a ``save_to_disk``
   directory met on the way is read as one dataset and not descended into;
 - ``hf:NAME`` or ``hf:NAME:CONFIG``: `datasets.load_dataset(NAME, CONFIG, split=..., streaming=True)`.
-  NAME is a Hub id (``hf:org/name``), or a packaged builder (``hf:json``, ``hf:parquet``,
+  NAME is a Hub id (``hf:org/name``, checked once when the inputs are expanded, see
+  `_check_hub_dataset`), or a packaged builder (``hf:json``, ``hf:parquet``,
   ``hf:csv``...) together with ``data_files`` (local paths or globs), which `expand_inputs`
   takes as an argument (the CLI's ``--data-files``) and checks exist.
 
@@ -35,15 +37,17 @@ import dataclasses
 import glob
 import gzip
 import os
+import sys
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 import orjson
 
-from trajectory_compressor.read.jsonl import iter_jsonl, parse_json_line
+from trajectory_compressor.read.arrow_values import special_columns, to_json
+from trajectory_compressor.read.jsonl import BOM, iter_jsonl, json_spans, parse_json_line, parse_record
 from trajectory_compressor.types import SourceRecord, one_line
 
 SourceKind = Literal["jsonl", "json", "parquet", "hf_disk", "hf_load"]
@@ -63,6 +67,7 @@ OWN_OUTPUT_SUFFIXES: tuple[str, ...] = (
 )
 PARQUET_BATCH_ROWS = 256  # trajectories are large (tens of KB each): keep a batch to a few MB
 HF_DISK_BATCH_ROWS = 256
+HUB_CHECK_TIMEOUT = 10.0  # seconds for the one request that checks a Hub dataset is there
 _SAVE_TO_DISK_MARKERS = ("state.json", "dataset_dict.json")
 
 
@@ -93,15 +98,19 @@ def expand_inputs(
     *,
     data_files: Sequence[str] | None = None,
     streaming: bool = True,
+    on_message: Callable[[str], None] | None = None,
 ) -> list[InputSource]:
     """Turn command-line input arguments into the ordered, de-duplicated list of sources to read.
 
     `data_files` and `streaming` apply to every ``hf:`` spec. Raises `InputError` for a missing
-    path, an unsupported file type, a directory without any supported file, or ``data_files``
-    patterns that match nothing.
+    path, an unsupported file type, a directory without any supported file, ``data_files``
+    patterns that match nothing, or a Hub dataset that cannot be reached (checked here, once and
+    quickly, rather than after minutes of retries). Files of a directory skipped as this tool's
+    own outputs are named once through `on_message` (default: a line on stderr).
     """
     sources: list[InputSource] = []
     seen: set[str] = set()
+    skipped: list[str] = []
 
     def add(source: InputSource) -> None:
         key = source.name if source.kind == "hf_load" else os.path.realpath(source.path or source.name)
@@ -120,7 +129,7 @@ def expand_inputs(
             if _is_save_to_disk_dir(path):
                 add(InputSource(name=arg, kind="hf_disk", path=arg))
                 continue
-            found = list(_walk_directory(path))
+            found = list(_walk_directory(path, skipped))
             if not found:
                 supported = ", ".join(SUPPORTED_SUFFIXES)
                 raise InputError(f"no input files ({supported}) in directory: {arg}")
@@ -132,6 +141,10 @@ def expand_inputs(
             supported = ", ".join(SUPPORTED_SUFFIXES)
             raise InputError(f"unsupported input file type (expected {supported}): {arg}")
         add(InputSource(name=arg, kind=kind, path=arg))
+    if skipped:
+        say = on_message or (lambda text: print(text, file=sys.stderr))
+        more = f" and {len(skipped) - 1} more" if len(skipped) > 1 else ""
+        say(f"note: skipped {len(skipped)} file(s) named like this tool's outputs in input folders: {skipped[0]}{more}")
     return sources
 
 
@@ -192,6 +205,7 @@ def _json_file_is_jsonl(path: str) -> bool:
     try:
         with open(path, "rb") as handle:
             for line in handle:
+                line = line.removeprefix(BOM)
                 if line.strip():
                     return line.lstrip().startswith(b"{") and _parses_as_object(line)
     except OSError as exc:
@@ -214,8 +228,9 @@ def _is_own_output(name: str) -> bool:
     return name.lower().endswith(OWN_OUTPUT_SUFFIXES)
 
 
-def _walk_directory(root: Path) -> Iterator[InputSource]:
-    """Supported files under `root`, recursively, sorted by path relative to `root`."""
+def _walk_directory(root: Path, skipped: list[str]) -> Iterator[InputSource]:
+    """Supported files under `root`, recursively, sorted by path relative to `root`; own outputs
+    are left out and added to `skipped`."""
     found: list[tuple[str, InputSource]] = []
     for dirpath, dirnames, filenames in os.walk(root):
         here = Path(dirpath)
@@ -230,7 +245,10 @@ def _walk_directory(root: Path) -> Iterator[InputSource]:
                 kept_dirs.append(dirname)
         dirnames[:] = kept_dirs  # os.walk descends only into these
         for filename in filenames:
-            if filename.startswith(".") or _is_own_output(filename):
+            if filename.startswith("."):
+                continue
+            if _is_own_output(filename):
+                skipped.append(str(here / filename))
                 continue
             full = str(here / filename)
             kind = _file_kind(full)
@@ -251,6 +269,7 @@ def _hf_source(spec: str, data_files: Sequence[str] | None, streaming: bool) -> 
             if not _is_remote(pattern) and not glob.glob(pattern, recursive=True):
                 raise InputError(f"data file not found for {spec}: {pattern}")
         files = tuple(data_files)
+    _check_hub_dataset(spec, dataset, config or None)
     return InputSource(
         name=spec,
         kind="hf_load",
@@ -263,6 +282,51 @@ def _hf_source(spec: str, data_files: Sequence[str] | None, streaming: bool) -> 
 
 def _is_remote(pattern: str) -> bool:
     return "://" in pattern
+
+
+def _check_hub_dataset(spec: str, dataset: str, config: str | None) -> None:
+    """Fail now, in one line, when a Hub dataset cannot be had: `load_dataset` would otherwise
+    retry for half a minute, log pages of retries and leave one reject behind.
+
+    Offline (``HF_HUB_OFFLINE=1``) the local cache is asked; online, one metadata request with
+    a short timeout and no retry. Packaged builders (``hf:json``...) and local paths are not
+    on the Hub and are not checked.
+    """
+    from huggingface_hub import constants
+
+    try:
+        from datasets.packaged_modules import _PACKAGED_DATASETS_MODULES as packaged
+    except ImportError:  # a private name: without it, the common builders
+        packaged = {"json", "csv", "parquet", "arrow", "text", "imagefolder", "audiofolder", "webdataset"}
+    if dataset in packaged or os.path.exists(dataset):
+        return
+    if constants.HF_HUB_OFFLINE:
+        import datasets
+
+        try:
+            datasets.load_dataset_builder(dataset, config)
+        except Exception as exc:  # datasets raises many unrelated types for a dataset it cannot find
+            raise InputError(
+                f"{spec}: not in the local cache and the Hugging Face Hub is off (HF_HUB_OFFLINE is set): "
+                f"{one_line(exc)}"
+            ) from None
+        return
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
+
+    try:
+        HfApi().dataset_info(dataset, timeout=HUB_CHECK_TIMEOUT)
+    except GatedRepoError:
+        return  # it exists; the loader will say what access it needs
+    except RepositoryNotFoundError:
+        raise InputError(
+            f"{spec}: no such dataset on the Hugging Face Hub (or it is private and no token is set)"
+        ) from None
+    except Exception as exc:  # connection, DNS, TLS, proxy and HTTP errors of several libraries
+        raise InputError(
+            f"{spec}: cannot reach the Hugging Face Hub ({one_line(exc)}); "
+            "set HF_HUB_OFFLINE=1 to read it from the local cache"
+        ) from None
 
 
 # --- reading each kind -------------------------------------------------------------------------
@@ -283,17 +347,37 @@ def _iter_jsonl_checked(source: InputSource, split: str) -> Iterator[SourceRecor
 
 
 def _iter_json_array(source: InputSource, split: str) -> Iterator[SourceRecord]:
-    """A JSON array of records, parsed whole (not streamed); a single object is one record."""
+    """A JSON array of records, parsed whole (not streamed); a single object is one record.
+
+    When the whole does not parse because one element is too deep or holds a lone surrogate,
+    the array is split into its elements (without recursion) and each is read on its own, so
+    that one element is rejected (and, being JSON, still written back) and the others kept.
+    """
     path = source.path or source.name
     try:
-        data = parse_json_line(Path(path).read_bytes())
+        text = Path(path).read_bytes().removeprefix(BOM)
     except OSError as exc:
         raise InputError(f"cannot read {source.name}: {exc.strerror or exc}") from exc
+    try:
+        data = parse_json_line(text)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise InputError(f"{source.name} is neither a JSON array of records nor JSON Lines: {exc}") from exc
+        spans = json_spans(text)
+        if spans is None:
+            raise InputError(f"{source.name} is neither a JSON array of records nor JSON Lines: {exc}") from exc
+        yield from _json_elements(source.name, text, spans)
+        return
     records = data if isinstance(data, list) else [data]
     for number, record in enumerate(records, start=1):
         yield SourceRecord(source=source.name, line=number, record=record)
+
+
+def _json_elements(name: str, text: bytes, spans: list[tuple[int, int]]) -> Iterator[SourceRecord]:
+    for number, (start, end) in enumerate(spans, start=1):
+        # Whitespace between tokens goes (a JSON string holds no raw line break): one line each.
+        raw = text[start:end].replace(b"\r", b"").replace(b"\n", b"")
+        item = parse_record(name, number, raw)
+        # A good element is written from its parsed value, as every JSON-array record is.
+        yield item if item.error is not None else dataclasses.replace(item, raw=None)
 
 
 def _iter_parquet(source: InputSource, split: str) -> Iterator[SourceRecord]:
@@ -309,18 +393,74 @@ def _iter_parquet(source: InputSource, split: str) -> Iterator[SourceRecord]:
         raise InputError(f"cannot open parquet file {source.name}: {one_line(exc)}") from exc
     json_fields = [field.name for field in schema if _contains_json_type(field.type)]
     decoders = {name: _json_decoder(schema.field(name).type) for name in json_fields}
+    encoded = [name for name in special_columns(schema) if name not in decoders]
     number = 0
     try:
         for batch in parquet_file.iter_batches(batch_size=PARQUET_BATCH_ROWS):
-            for row in batch.to_pylist():
+            for row in _batch_rows(batch):
                 number += 1
+                if isinstance(row, str):  # this row's values do not convert (invalid UTF-8 text)
+                    yield SourceRecord(source=source.name, line=number, error=row)
+                    continue
                 for name, decode in decoders.items():
                     row[name] = decode(row[name])
+                for name in encoded:
+                    row[name] = to_json(row[name])
                 yield SourceRecord(source=source.name, line=number, record=row)
     except (OSError, pa.ArrowException) as exc:
         raise InputError(f"cannot read parquet file {source.name} after row {number}: {one_line(exc)}") from exc
     finally:
         parquet_file.close()
+
+
+def _batch_rows(batch: Any) -> list[Any]:
+    """The batch's rows as dicts; a row Arrow cannot convert becomes its one-line error instead."""
+    try:
+        return batch.to_pylist()
+    except (UnicodeDecodeError, ValueError):
+        rows: list[Any] = []
+        for i in range(batch.num_rows):
+            try:
+                rows.append(batch.slice(i, 1).to_pylist()[0])
+            except (UnicodeDecodeError, ValueError) as exc:
+                rows.append(f"unreadable values: {one_line(exc)}")
+        return rows
+
+
+def source_column_types(sources: Sequence[InputSource]) -> dict[str, Any]:
+    """Arrow types of the columns JSON cannot carry (binary, decimal, temporal) in the columnar
+    inputs, read from their schemas, so a Parquet or ``hf`` output can restore them.
+
+    A column two inputs give different types is left out (it is then inferred from its values).
+    """
+    found: dict[str, Any] = {}
+    conflicting: set[str] = set()
+    for source in sources:
+        for name, arrow_type in _special_columns_of(source).items():
+            if found.setdefault(name, arrow_type) != arrow_type:
+                conflicting.add(name)
+    return {name: arrow_type for name, arrow_type in found.items() if name not in conflicting}
+
+
+def _special_columns_of(source: InputSource) -> dict[str, Any]:
+    try:
+        if source.kind == "parquet":
+            import pyarrow.parquet as pq
+
+            schema = pq.read_schema(source.path or source.name)
+        elif source.kind == "hf_disk":
+            import datasets
+
+            loaded = datasets.load_from_disk(source.path or source.name)
+            if isinstance(loaded, datasets.DatasetDict):
+                loaded = next(iter(loaded.values()))
+            schema = loaded.features.arrow_schema
+        else:
+            return {}
+    except Exception:  # an unreadable input is reported by the run itself, not here
+        return {}
+    json_fields = {field.name for field in schema if _contains_json_type(field.type)}
+    return {name: t for name, t in special_columns(schema).items() if name not in json_fields}
 
 
 def _contains_json_type(arrow_type: Any) -> bool:
@@ -411,7 +551,8 @@ def _iter_rows(source: InputSource, rows: Iterator[Any], *, batched: bool) -> It
         for item in rows:
             for row in _unbatch(item) if batched else (item,):
                 number += 1
-                yield SourceRecord(source=source.name, line=number, record=dict(row))
+                # Binary, decimal and temporal values become JSON (see `arrow_values`).
+                yield SourceRecord(source=source.name, line=number, record=to_json(dict(row)))
     except Exception as exc:  # a streamed dataset surfaces file, parse and network errors here
         raise InputError(f"cannot read {source.name} after record {number}: {one_line(exc)}") from exc
 

@@ -22,6 +22,13 @@ one chunk of rows (`CHUNK_BYTES`), whatever the file size.
 
 A key absent from a row comes back as null from a columnar file: parquet has no "missing".
 
+Columns JSON has no type for (binary, decimal, timestamp, date, time, duration) arrive in the
+JSONL file encoded as `read.arrow_values` describes (base64, decimal string, ISO 8601...). The
+caller passes their original Arrow types (`column_types`, from the input files' schemas); such a
+column is then not inferred but decoded back to its own type, so a Parquet or ``hf`` output
+holds the values it was given. Should a value not decode (a row from a JSONL input holding
+something else under that name), the column falls back to inference.
+
 Every output is written under a temporary name in the destination's directory and renamed into
 place at the end, so a half-written output never looks complete; an existing output is replaced.
 """
@@ -33,14 +40,15 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pyarrow as pa
 
+from trajectory_compressor.read.arrow_values import DoesNotDecode, decoder
 from trajectory_compressor.read.jsonl import parse_json_line
 from trajectory_compressor.write.output_format import OUTPUT_FORMATS, ConversionError, output_format_for  # noqa: F401 (re-exported)
 
@@ -60,8 +68,18 @@ class ConversionResult:
     json_columns: tuple[str, ...] = ()
 
 
-def convert_jsonl(jsonl_path: str | os.PathLike[str], out_path: str | os.PathLike[str], fmt: str) -> ConversionResult:
-    """Convert the run's JSONL file to `out_path` in format `fmt` (one of `OUTPUT_FORMATS`)."""
+def convert_jsonl(
+    jsonl_path: str | os.PathLike[str],
+    out_path: str | os.PathLike[str],
+    fmt: str,
+    column_types: Mapping[str, pa.DataType] | None = None,
+) -> ConversionResult:
+    """Convert the run's JSONL file to `out_path` in format `fmt` (one of `OUTPUT_FORMATS`).
+
+    `column_types`: original Arrow types of encoded binary/decimal/temporal columns, restored in
+    Parquet and ``hf`` outputs (see `read.sources.source_column_types`).
+    """
+    types = dict(column_types or {})
     source, target = Path(jsonl_path), Path(out_path)
     fmt = output_format_for(str(target), fmt)
     if not source.is_file():
@@ -72,8 +90,11 @@ def convert_jsonl(jsonl_path: str | os.PathLike[str], out_path: str | os.PathLik
         return ConversionResult(path=str(target), fmt=fmt, rows=_count_lines(source))
     target.parent.mkdir(parents=True, exist_ok=True)
     if fmt == "hf":
-        return _write_hf(source, target)
-    writer = {"jsonl": _write_jsonl, "jsonl.gz": _write_jsonl_gz, "parquet": _write_parquet}[fmt]
+        return _write_hf(source, target, types)
+    if fmt == "parquet":
+        writer: Any = lambda source, tmp: _write_parquet(source, tmp, types)  # noqa: E731
+    else:
+        writer = {"jsonl": _write_jsonl, "jsonl.gz": _write_jsonl_gz}[fmt]
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     os.close(fd)
     tmp = Path(tmp_name)
@@ -166,6 +187,7 @@ class _Schema:
 
     types: dict[str, pa.DataType]
     json_columns: set[str]
+    typed: dict[str, pa.DataType] = field(default_factory=dict)  # restored original types
 
     def arrow_schema(self) -> pa.Schema:
         return pa.schema(
@@ -176,8 +198,9 @@ class _Schema:
         )
 
 
-def _infer_schema(source: Path) -> tuple[_Schema, int]:
-    """First pass: each column's type over the whole file, and the row count."""
+def _infer_schema(source: Path, column_types: Mapping[str, pa.DataType]) -> tuple[_Schema, int]:
+    """First pass: each column's type over the whole file, and the row count; a column with an
+    original type (`column_types`) takes that type."""
     schema = _Schema(types={}, json_columns=set())
     rows = 0
     for chunk in _iter_chunks(source):
@@ -199,7 +222,10 @@ def _infer_schema(source: Path) -> tuple[_Schema, int]:
             else:
                 schema.types[name] = merged
     for name, arrow_type in schema.types.items():
-        if not _writable(arrow_type):
+        if name in column_types:
+            schema.types[name] = schema.typed[name] = column_types[name]
+            schema.json_columns.discard(name)
+        elif not _writable(arrow_type):
             schema.json_columns.add(name)
     return schema, rows
 
@@ -222,31 +248,41 @@ def _iter_tables(source: Path, schema: _Schema) -> Iterator[pa.Table]:
     arrow_schema = schema.arrow_schema()
     for chunk in _iter_chunks(source):
         arrays = []
-        for field in arrow_schema:
-            values = [row.get(field.name) for row in chunk]
-            if field.name in schema.json_columns:
+        for column in arrow_schema:
+            values = [row.get(column.name) for row in chunk]
+            if column.name in schema.json_columns:
                 text = [None if v is None else _json_text(v) for v in values]
                 arrays.append(pa.array(text, type=pa.json_()))
                 continue
             try:
-                arrays.append(pa.array(values, type=field.type))
-            except _ARROW_ERRORS as exc:
-                raise _ColumnDoesNotFit(field.name) from exc
+                if column.name in schema.typed:
+                    decode = decoder(column.type)
+                    values = [decode(v) for v in values]
+                arrays.append(pa.array(values, type=column.type))
+            except (*_ARROW_ERRORS, DoesNotDecode) as exc:
+                raise _ColumnDoesNotFit(column.name) from exc
         yield pa.Table.from_arrays(arrays, schema=arrow_schema)
 
 
-def _with_json_fallback(source: Path, write: Any) -> tuple[int, tuple[str, ...]]:
+def _with_json_fallback(
+    source: Path, write: Any, column_types: Mapping[str, pa.DataType]
+) -> tuple[int, tuple[str, ...]]:
     """Infer, then `write(tables, schema)`; a column that still does not fit becomes JSON text.
 
     Type merging is an inference; should a value still not convert in the writing pass, that
     column is switched to JSON text and the write restarts (at most once per column).
     """
-    schema, rows = _infer_schema(source)
+    types = dict(column_types)
+    schema, rows = _infer_schema(source, types)
     while True:
         try:
             write(_iter_tables(source, schema), schema.arrow_schema())
         except _ColumnDoesNotFit as exc:
-            schema.json_columns.add(exc.column)
+            if exc.column in schema.typed:  # its values are not all of the original type: infer it
+                del types[exc.column]
+                schema, rows = _infer_schema(source, types)
+            else:
+                schema.json_columns.add(exc.column)
             continue
         return rows, tuple(name for name in schema.types if name in schema.json_columns)
 
@@ -254,7 +290,7 @@ def _with_json_fallback(source: Path, write: Any) -> tuple[int, tuple[str, ...]]
 # --- parquet and datasets ----------------------------------------------------------------------
 
 
-def _write_parquet(source: Path, tmp: Path) -> tuple[int, tuple[str, ...]]:
+def _write_parquet(source: Path, tmp: Path, column_types: Mapping[str, pa.DataType]) -> tuple[int, tuple[str, ...]]:
     import pyarrow.parquet as pq
 
     def write(tables: Iterator[pa.Table], arrow_schema: pa.Schema) -> None:
@@ -262,10 +298,10 @@ def _write_parquet(source: Path, tmp: Path) -> tuple[int, tuple[str, ...]]:
             for table in tables:
                 writer.write_table(table)
 
-    return _with_json_fallback(source, write)
+    return _with_json_fallback(source, write, column_types)
 
 
-def _write_hf(source: Path, target: Path) -> ConversionResult:
+def _write_hf(source: Path, target: Path, column_types: Mapping[str, pa.DataType]) -> ConversionResult:
     """A ``save_to_disk`` directory: Arrow chunks → an IPC stream file → memory-mapped Dataset → save.
 
     The scratch space (the stream file and the new directory before its rename) lives in a
@@ -282,7 +318,7 @@ def _write_hf(source: Path, target: Path) -> ConversionResult:
                 for table in tables:
                     writer.write_table(table)
 
-        rows, json_columns = _with_json_fallback(source, write)
+        rows, json_columns = _with_json_fallback(source, write, column_types)
         dataset = datasets.Dataset.from_file(str(stream_path))
         built = scratch / "dataset"
         bars_were_on = datasets.is_progress_bar_enabled()

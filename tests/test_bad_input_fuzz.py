@@ -1,0 +1,179 @@
+"""Fuzzing the input side: JSONL files mixing good trajectories with every kind of bad line.
+
+Whatever the lines, a run must end normally (exit 0, no internal error) and account for every
+non-blank line exactly once, in order: a metrics line per input line (`index` 0, 1, 2..., `line`
+the input line number); every line that is valid JSON in the dataset, unchanged (or compressed
+when it is a good trajectory); every line that is not JSON in the rejects file with its line
+number and nowhere in the dataset. `analyze` reads the same files without an error.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from tests.conftest import make_trajectory, read_jsonl, run_cli
+from trajectory_compressor.analyze import analyze_sources
+from trajectory_compressor.api import OutputOptions, compress
+from trajectory_compressor.config import PlanConfig, RunConfig
+from trajectory_compressor.read.sources import expand_inputs
+
+BOM = b"\xef\xbb\xbf"
+TARGET = 600
+
+
+def _good(i: int) -> bytes:
+    return json.dumps(make_trajectory(i, steps=1 + 2 * (i % 4), output_lines=8)).encode()
+
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=8,
+)
+
+FIXED_BAD = [
+    b'{"id": "a\\ud800b", "conversations": [{"from": "human", "value": "x"}]}',
+    b'{"id": "s", "conversations": [{"from": "human", "value": "a\\udfffb"}]}',
+    b'{"id": "k", "conversations": [], "\\ud800": 1}',
+    b"null",
+    b"3",
+    b'"x"',
+    b"[]",
+    b"true",
+    b"NaN",
+    b'{"id": 123456789012345678901234567890, "conversations": [{"from": "human", "value": "hi"}]}',
+    b'{"conversations": [{"from": "human", "value": 1e999}]}',
+    b"\xff\xfe{}",
+    b'{"id": "\xc3\x28"}',
+    b"{",
+    b'{"a": 1,}',
+    b"\x00",
+]
+
+
+def _deep(depth: int, balanced: bool) -> bytes:
+    return b'{"id": "d", "x": ' + b"[" * depth + b"]" * (depth - (0 if balanced else 1)) + b"}"
+
+
+def _wrong_types(value: Any, where: int) -> bytes:
+    if where == 0:
+        record: Any = {"id": "w", "conversations": value}
+    elif where == 1:
+        record = {"id": "w", "conversations": [{"from": "human", "value": value}]}
+    elif where == 2:
+        record = {"id": "w", "messages": [{"role": value, "content": "x"}]}
+    else:
+        record = {"id": "w", "messages": [{"role": "assistant", "content": None, "tool_calls": value}]}
+    return json.dumps(record).encode()
+
+
+LINES = st.one_of(
+    st.integers(0, 7).map(_good),
+    st.sampled_from(FIXED_BAD),
+    st.builds(_deep, st.integers(500, 3000), st.booleans()),
+    st.builds(_wrong_types, _json_values, st.integers(0, 3)),
+    _json_values.map(lambda value: json.dumps(value).encode()),
+    st.binary(max_size=30).filter(lambda raw: b"\n" not in raw and b"\r" not in raw),
+    st.sampled_from([b"", b"   ", b"\t"]),
+)
+
+
+def _is_json(raw: bytes) -> bool:
+    """An oracle independent of the reader: the standard library, with room for deep nesting."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(20_000)
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    finally:
+        sys.setrecursionlimit(limit)
+    return True
+
+
+def _check_run(path: Path, lines: list[bytes], out_dir: Path, counter: Any) -> None:
+    messages: list[str] = []
+    config = RunConfig(
+        summarizer="extractive", plan=PlanConfig(target_max_tokens=TARGET, summary_target_tokens=100), quiet=True
+    )
+    out = out_dir / "x.jsonl"
+    (result,) = compress(
+        [str(path)], out, config, outputs=OutputOptions(resume=False), counter=counter, on_message=messages.append
+    )
+    assert result.exit_code == 0, (result.message, messages)
+    assert not any("internal error" in m or "Traceback" in m for m in messages), messages
+
+    records = [(number, raw) for number, raw in enumerate(lines, start=1) if raw.strip()]
+    metrics = read_jsonl(out_dir / "x.metrics.jsonl")
+    assert [m["index"] for m in metrics] == list(range(len(records)))
+    assert [m["line"] for m in metrics] == [number for number, _ in records]
+    data = out.read_bytes().splitlines()
+    rejects = {r["line"]: r for r in read_jsonl(out_dir / "x.rejects.jsonl")}
+    written = iter(data)
+    for (number, raw), row in zip(records, metrics, strict=True):
+        if not _is_json(raw):
+            assert row["rejected"] and not row["written"], (number, raw, row)
+            assert number in rejects and rejects[number]["file"] == str(path)
+            continue
+        assert row["written"], (number, raw, row)
+        line = next(written)
+        if row["was_compressed"]:
+            assert json.loads(line)["id"] == json.loads(raw)["id"]
+        else:
+            assert line == raw, (number, raw, line)
+        assert row["rejected"] == (number in rejects)
+    assert next(written, None) is None  # nothing else in the dataset
+    event(f"rows compressed: {any(m['was_compressed'] for m in metrics)}")
+    event(f"valid-JSON rejects: {any(m['rejected'] and m['written'] for m in metrics)}")
+    assert all(not r["rejected"] or r["line"] in rejects for r in metrics)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(lines=st.lists(LINES, min_size=1, max_size=10), bom=st.booleans(), crlf=st.booleans())
+def test_every_line_of_a_fuzzed_file_is_accounted_for(counter: Any, lines: list[bytes], bom: bool, crlf: bool) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "in.jsonl"
+        path.write_bytes((BOM if bom else b"") + b"".join(raw + (b"\r\n" if crlf else b"\n") for raw in lines))
+        _check_run(path, lines, Path(tmp) / "out", counter)
+        analysis = analyze_sources(expand_inputs([str(path)]), RunConfig(), counter)
+        assert analysis.rows == sum(1 for raw in lines if raw.strip())
+
+
+def test_the_command_survives_every_kind_of_bad_line(tmp_path: Path) -> None:
+    lines = [_good(5), *FIXED_BAD, _deep(3000, True), _deep(3000, False), b"", _good(6)]
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(BOM + b"\r\n".join(lines) + b"\r\n")
+    out = tmp_path / "out" / "x.jsonl"
+    result = run_cli(
+        "compress",
+        str(path),
+        "-o",
+        str(out),
+        "--summarizer",
+        "extractive",
+        "--target-max-tokens",
+        str(TARGET),
+        "--summary-target-tokens",
+        "100",
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr and "internal error" not in result.stderr
+    metrics = read_jsonl(out.parent / "x.metrics.jsonl")
+    assert [m["line"] for m in metrics] == [n for n, raw in enumerate(lines, start=1) if raw.strip()]
+    expected = [raw for raw in lines if raw.strip() and _is_json(raw)]
+    data = out.read_bytes().splitlines()
+    assert len(data) == len(expected) and any(m["was_compressed"] for m in metrics)
+    assert [d for d, m in zip(data, [m for m in metrics if m["written"]], strict=True) if not m["was_compressed"]] == [
+        raw for raw, m in zip(expected, [m for m in metrics if m["written"]], strict=True) if not m["was_compressed"]
+    ]
