@@ -187,6 +187,12 @@ class CompressionRun:
             {"settings": self.settings, "sources": [_source_fingerprint(s) for s in self.job.sources]}
         )
         files = RunFiles(self.paths, run_fingerprint, resume=self.job.resume, on_message=self.on_message)
+        try:
+            return await self._run_with(files, started)
+        finally:
+            files.close()
+
+    async def _run_with(self, files: RunFiles, started: float) -> RunResult:
         skip = files.rows_committed
         if files.resumed_state:
             self.totals = RunTotals.from_dict(files.resumed_state.get("totals", {}))

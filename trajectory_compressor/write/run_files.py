@@ -230,6 +230,8 @@ class RunFiles:
                 "re-run with the same command to resume it, or pass --no-resume to start over"
             )
         problem = self._problem(state)
+        if problem is None and state["parts"]["metrics"]["lines"] != state["totals"].get("rows_selected"):
+            problem = "its metrics file and its totals disagree"
         return self._damaged(problem) if problem else state
 
     def _damaged(self, reason: str) -> None:
@@ -313,8 +315,12 @@ class RunFiles:
         self._state = state
 
     def close(self) -> None:
+        """Close the work files; bytes not yet checkpointed may be lost (a resume rewrites them)."""
         for handle in self._handles.values():
-            handle.close()
+            try:
+                handle.close()
+            except OSError:  # a full disk: what was not checkpointed is cut off on resume anyway
+                pass
         self._handles.clear()
 
     # ------------------------------------------------------------------ finishing
