@@ -170,7 +170,7 @@ def test_a_crash_after_the_dataset_was_moved_into_place_never_clobbers_it(
 
 
 def _damage(work: Path, how: str) -> None:
-    from trajectory_compressor.write.run_files import _state_checksum
+    from trajectory_compressor.write import run_files
 
     state_path = work / "state.json"
     state = json.loads(state_path.read_text())
@@ -179,7 +179,8 @@ def _damage(work: Path, how: str) -> None:
         return
     if how == "data file cut short":
         data = work / "data.jsonl"
-        data.write_bytes(data.read_bytes()[: state["parts"]["data"]["bytes"] // 2])
+        committed = state["parts"]["data"]["bytes"] if "parts" in state else state["offsets"]["data"]
+        data.write_bytes(data.read_bytes()[: committed // 2])
         return
     if how == "data file bytes changed":
         data = work / "data.jsonl"
@@ -191,8 +192,8 @@ def _damage(work: Path, how: str) -> None:
         "rows_committed 100000": ("rows_committed", 100000, False),
         "rows_committed -5": ("rows_committed", -5, True),
         "rows_committed string": ("rows_committed", "x", True),
-        "parts a list": ("parts", [1, 2, 3], True),
-        "parts missing": ("parts", None, True),
+        "parts a list": ("parts" if "parts" in state else "offsets", [1, 2, 3], True),
+        "parts missing": ("parts" if "parts" in state else "offsets", None, True),
         "state not json": (None, None, False),
     }[how]
     if field is None:
@@ -202,8 +203,8 @@ def _damage(work: Path, how: str) -> None:
         del state[field]
     else:
         state[field] = value
-    if resign:  # as if our own writer had a bug: the checks behind the checksum must still hold
-        state["checksum"] = _state_checksum(state)
+    if resign and hasattr(run_files, "_state_checksum"):  # as if our own writer had a bug:
+        state["checksum"] = run_files._state_checksum(state)  # the checks behind the checksum must hold
     state_path.write_text(json.dumps(state))
 
 
@@ -230,10 +231,10 @@ def test_a_damaged_work_folder_starts_over_with_a_warning_never_garbage(
     _damage(out.parent / ".x.jsonl.work", how)
     result = run_cli("compress", str(source), "-o", str(out), *BUDGET)
     assert result.returncode == 0, result.stderr
+    _assert_same_outputs(reference, out.parent)
     warnings = [line for line in result.stderr.splitlines() if " is damaged (" in line]
     assert len(warnings) == 1 and warnings[0].startswith("warning: the work folder"), result.stderr
     assert "resuming" not in result.stderr
-    _assert_same_outputs(reference, out.parent)
 
 
 def test_no_resume_starts_over_and_changed_settings_are_refused(case: tuple[Path, Path], tmp_path: Path) -> None:
