@@ -78,11 +78,14 @@ def _check_shard_files(report_path: Path, report: dict[str, Any], names: Sequenc
         record = records.get(name)
         if not isinstance(record, dict):
             raise MergeError(f"shard report {report_path} has no record of its {name} file; re-run the shard")
-        path = Path(record["path"])
+        try:
+            path, expected = Path(record["path"]), (record["bytes"], record["lines"], record["sha256"])
+        except (KeyError, TypeError):
+            raise MergeError(f"shard report {report_path} has a malformed record of its {name} file") from None
         if not path.is_file():
             raise MergeError(f"shard file {path} is missing (listed in {report_path})")
         digest, size, lines = file_record(path)
-        if (size, lines, digest.hexdigest()) != (record["bytes"], record["lines"], record["sha256"]):
+        if (size, lines, digest.hexdigest()) != expected:
             raise MergeError(
                 f"shard file {path} changed since its run wrote it ({lines} lines, {size} bytes; "
                 f"{report_path} records {record['lines']} lines, {record['bytes']} bytes); re-run that shard"

@@ -18,6 +18,7 @@ output never looks complete, and a complete one is never overwritten by a partia
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -317,10 +318,8 @@ class RunFiles:
     def close(self) -> None:
         """Close the work files; bytes not yet checkpointed may be lost (a resume rewrites them)."""
         for handle in self._handles.values():
-            try:
+            with contextlib.suppress(OSError):  # a full disk: what was not checkpointed is cut on resume
                 handle.close()
-            except OSError:  # a full disk: what was not checkpointed is cut off on resume anyway
-                pass
         self._handles.clear()
 
     # ------------------------------------------------------------------ finishing
