@@ -157,3 +157,37 @@ def test_merge_refuses_an_incomplete_shard_set(work: Path, indices: tuple[int, .
     reports = [str(work / "shards" / _shard_name(i, ".report.json")) for i in indices]
     out = work / f"partial-{len(indices)}" / "x.jsonl"
     _one_line_usage_error(run_cli("merge", *reports, "-o", str(out)), "shard")
+
+
+@pytest.mark.parametrize(
+    ("suffix", "edit"),
+    [
+        (".jsonl", lambda lines: lines[:1] + lines[2:]),  # issue 10 A5: one dataset line deleted
+        (".metrics.jsonl", lambda lines: lines[:-1]),
+        (".jsonl", lambda lines: [*lines, b""]),  # a blank line appended
+    ],
+    ids=["dataset-line-deleted", "metrics-line-deleted", "blank-line-added"],
+)
+def test_merge_refuses_a_shard_file_changed_since_its_run(work: Path, suffix: str, edit: Any) -> None:
+    reports = [str(work / "shards" / _shard_name(i, ".report.json")) for i in range(SHARDS)]
+    shard_file = work / "shards" / _shard_name(1, suffix)
+    original = shard_file.read_bytes()
+    lines = original.split(b"\n")[:-1]
+    try:
+        shard_file.write_bytes(b"".join(line + b"\n" for line in edit(lines)))
+        out = work / "tampered" / "x.jsonl"
+        result = run_cli("merge", *reports, "-o", str(out))
+        _one_line_usage_error(result, str(shard_file))
+        assert "changed since its run wrote it" in result.stderr
+        assert not out.exists()
+    finally:
+        shard_file.write_bytes(original)
+
+
+def test_merge_refuses_to_overwrite_a_shard_file_and_reports_unwritable_places_in_one_line(work: Path) -> None:
+    reports = [str(work / "shards" / _shard_name(i, ".report.json")) for i in range(SHARDS)]
+    onto_shard = run_cli("merge", *reports, "-o", str(work / "shards" / _shard_name(0, ".jsonl")))
+    _one_line_usage_error(onto_shard, "would overwrite a shard's file")
+    blocker = work / "blocker"
+    blocker.write_text("a file where a folder should be")
+    _one_line_usage_error(run_cli("merge", *reports, "-o", str(blocker / "x.jsonl")), "cannot merge into")

@@ -1,4 +1,8 @@
-"""Resume: kill the real process (SIGKILL and SIGINT) mid-run, re-run, compare bytes."""
+"""Resume: stop the real process (SIGKILL, SIGINT, SIGTERM) mid-run, re-run, compare bytes.
+
+Every stop happens at a known point (the `faults` hooks: the run kills itself at a given
+durable-write boundary, or stands still there until released), never after a sleep.
+"""
 
 from __future__ import annotations
 
@@ -10,43 +14,69 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import make_trajectory, read_jsonl, run_cli, write_jsonl
 
 BUDGET = ["--target-max-tokens", "2500", "--summary-target-tokens", "200", "--summarizer", "extractive"]
 SMALL = [*BUDGET, "-q"]
+ROWS = 150
 SIDE_FILES = ("x.jsonl", "x.metrics.jsonl", "x.over_limit.jsonl", "x.rejects.jsonl")
 
 
-def _input(tmp_path: Path, rows: int = 600) -> Path:
+def _input(tmp_path: Path, rows: int = ROWS) -> Path:
     lines: list = [make_trajectory(i, steps=3 + i % 9, output_lines=20 + i % 50) for i in range(rows)]
     lines[7] = "{broken"  # a reject, so every side file has content
     return write_jsonl(tmp_path / "in.jsonl", lines)
 
 
-def _start(source: Path, out: Path, *extra: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "TC_CHECKPOINT_ROWS": "25", "TC_CHECKPOINT_SECONDS": "0.2"}
+def _start(source: Path, out: Path, *extra: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    full_env = {**os.environ, "TC_CHECKPOINT_ROWS": "25", "TC_CHECKPOINT_SECONDS": "1e9", **(env or {})}
     return subprocess.Popen(
-        [sys.executable, "-m", "trajectory_compressor", "compress", str(source), "-o", str(out), *SMALL, *extra],
-        env=env,
+        # A small window commits rows a few at a time: checkpoints every 25 rows all along the run.
+        [
+            sys.executable,
+            "-m",
+            "trajectory_compressor",
+            "compress",
+            str(source),
+            "-o",
+            str(out),
+            *SMALL,
+            "--window",
+            "8",
+            *extra,
+        ],
+        env=full_env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
 
 
-def _wait_for_checkpoint(out: Path, process: subprocess.Popen[str], minimum: int = 50) -> int:
-    state = out.parent / f".{out.name}.work" / "state.json"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        assert process.poll() is None, "the run finished before it could be interrupted; make the input larger"
-        try:
-            committed = json.loads(state.read_text())["rows_committed"]
-        except (OSError, ValueError, KeyError):
-            committed = 0
-        if committed >= minimum:
-            return committed
-        time.sleep(0.02)
-    raise AssertionError("no checkpoint appeared")
+def _kill_at(source: Path, out: Path, point: str = "checkpoint-renamed:3") -> None:
+    """Run until the durable-write boundary `point`, where the run SIGKILLs itself."""
+    process = _start(source, out, env={"TC_CRASH_AT": point})
+    _, stderr = process.communicate(timeout=300)
+    assert process.returncode == -signal.SIGKILL, stderr
+
+
+def _start_paused(source: Path, out: Path, tmp_path: Path, *extra: str) -> tuple[subprocess.Popen[str], Path]:
+    """Start a run and wait until it stands still just after its second checkpoint.
+
+    Rows are left to process (150 rows, checkpoints every 25, a window of 8), so a signal sent now lands
+    mid-run whatever the machine's speed. Create the returned marker's `.release` file to let
+    the run go on.
+    """
+    marker = tmp_path / "paused"
+    env = {"TC_PAUSE_AT": "checkpoint-renamed:2", "TC_PAUSE_FILE": str(marker)}
+    process = _start(source, out, *extra, env=env)
+    deadline = time.monotonic() + 300
+    while not marker.exists():
+        assert process.poll() is None, process.communicate()[1]
+        assert time.monotonic() < deadline, "the run never reached its second checkpoint"
+        time.sleep(0.01)
+    return process, marker.with_name(marker.name + ".release")
 
 
 def _assert_same_outputs(reference: Path, resumed: Path) -> None:
@@ -54,60 +84,167 @@ def _assert_same_outputs(reference: Path, resumed: Path) -> None:
         assert (resumed / name).read_bytes() == (reference / name).read_bytes(), name
 
 
-def _reference(tmp_path: Path, source: Path) -> Path:
-    reference = tmp_path / "ref"
+@pytest.fixture(scope="module")
+def case(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The input and the outputs of an uninterrupted run of it, shared by the tests here."""
+    root = tmp_path_factory.mktemp("resume")
+    source = _input(root)
+    reference = root / "ref"
     assert run_cli("compress", str(source), "-o", str(reference / "x.jsonl"), *SMALL).returncode == 0
-    return reference
+    return source, reference
 
 
-def test_sigkill_then_rerun_is_byte_identical(tmp_path: Path) -> None:
-    source = _input(tmp_path)
-    reference = _reference(tmp_path, source)
+def test_sigkill_then_rerun_is_byte_identical(case: tuple[Path, Path], tmp_path: Path) -> None:
+    source, reference = case
     out = tmp_path / "out" / "x.jsonl"
-    process = _start(source, out)
-    committed = _wait_for_checkpoint(out, process)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
+    _kill_at(source, out)
+    state = json.loads((out.parent / ".x.jsonl.work" / "state.json").read_text())
+    assert 0 < state["rows_committed"] < ROWS
     assert not out.exists(), "a killed run must not leave an output that looks complete"
     result = run_cli("compress", str(source), "-o", str(out), *BUDGET)
     assert result.returncode == 0, result.stderr
     assert "resuming" in result.stderr
     _assert_same_outputs(reference, out.parent)
     report = json.loads((out.parent / "x.report.json").read_text())
-    assert report["rows"]["selected"] == len(read_jsonl(out.parent / "x.metrics.jsonl")) == 600
-    assert committed < 600
+    assert report["rows"]["selected"] == len(read_jsonl(out.parent / "x.metrics.jsonl")) == ROWS
     assert not (out.parent / ".x.jsonl.work").exists()
+    assert not (out.parent / ".x.jsonl.lock").exists()
 
 
-def test_ctrl_c_stops_cleanly_with_exit_130_and_resumes(tmp_path: Path) -> None:
-    source = _input(tmp_path)
-    reference = _reference(tmp_path, source)
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_and_sigterm_stop_cleanly_with_exit_130_and_resume(
+    case: tuple[Path, Path], tmp_path: Path, stop: signal.Signals
+) -> None:
+    source, reference = case
     out = tmp_path / "out" / "x.jsonl"
-    process = _start(source, out)
-    _wait_for_checkpoint(out, process)
-    process.send_signal(signal.SIGINT)
-    _, stderr = process.communicate(timeout=60)
+    process, release = _start_paused(source, out, tmp_path)
+    process.send_signal(stop)
+    release.touch()
+    _, stderr = process.communicate(timeout=300)
     assert process.returncode == 130, stderr
     assert "Traceback" not in stderr
     report = json.loads((out.parent / "x.report.json").read_text())
     assert report["status"] == "interrupted"
     assert not out.exists()
-    assert run_cli("compress", str(source), "-o", str(out), *SMALL).returncode == 0
+    state = json.loads((out.parent / ".x.jsonl.work" / "state.json").read_text())
+    assert state["rows_committed"] < ROWS
+    resumed = run_cli("compress", str(source), "-o", str(out), *BUDGET)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resuming" in resumed.stderr
     _assert_same_outputs(reference, out.parent)
     assert json.loads((out.parent / "x.report.json").read_text())["status"] == "completed"
 
 
-def test_no_resume_starts_over_and_changed_settings_are_refused(tmp_path: Path) -> None:
-    source = _input(tmp_path)
+def test_a_second_run_on_the_same_output_is_refused_while_the_first_runs(
+    case: tuple[Path, Path], tmp_path: Path
+) -> None:
+    source, reference = case
     out = tmp_path / "out" / "x.jsonl"
-    process = _start(source, out)
-    _wait_for_checkpoint(out, process)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
+    first, release = _start_paused(source, out, tmp_path)
+    try:
+        second = run_cli("compress", str(source), "-o", str(out), *SMALL, "--target-max-tokens", "3000")
+        assert second.returncode == 2, second.stderr
+        lines = second.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: another run is writing"), second.stderr
+        assert str(out) in lines[0]
+    finally:
+        release.touch()
+    _, stderr = first.communicate(timeout=300)
+    assert first.returncode == 0, stderr
+    _assert_same_outputs(reference, out.parent)
+    assert not (out.parent / ".x.jsonl.lock").exists()
+
+
+def test_a_crash_after_the_dataset_was_moved_into_place_never_clobbers_it(
+    case: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """Issue 10 A1: killed right after the finished dataset was renamed, then the same command."""
+    source, reference = case
+    out = tmp_path / "out" / "x.jsonl"
+    _kill_at(source, out, "finalize-move:2")
+    assert out.read_bytes() == (reference / "x.jsonl").read_bytes()
+    result = run_cli("compress", str(source), "-o", str(out), *BUDGET)
+    assert result.returncode == 0, result.stderr
+    _assert_same_outputs(reference, out.parent)
+    assert json.loads((out.parent / "x.report.json").read_text())["rows"]["selected"] == ROWS
+
+
+def _damage(work: Path, how: str) -> None:
+    from trajectory_compressor.write import run_files
+
+    state_path = work / "state.json"
+    state = json.loads(state_path.read_text())
+    if how == "data file deleted":
+        (work / "data.jsonl").unlink()
+        return
+    if how == "data file cut short":
+        data = work / "data.jsonl"
+        committed = state["parts"]["data"]["bytes"] if "parts" in state else state["offsets"]["data"]
+        data.write_bytes(data.read_bytes()[: committed // 2])
+        return
+    if how == "data file bytes changed":
+        data = work / "data.jsonl"
+        content = bytearray(data.read_bytes())
+        content[10] = ord("#")
+        data.write_bytes(bytes(content))
+        return
+    field, value, resign = {
+        "rows_committed 100000": ("rows_committed", 100000, False),
+        "rows_committed -5": ("rows_committed", -5, True),
+        "rows_committed string": ("rows_committed", "x", True),
+        "parts a list": ("parts" if "parts" in state else "offsets", [1, 2, 3], True),
+        "parts missing": ("parts" if "parts" in state else "offsets", None, True),
+        "state not json": (None, None, False),
+    }[how]
+    if field is None:
+        state_path.write_text("{not json")
+        return
+    if value is None:
+        del state[field]
+    else:
+        state[field] = value
+    if resign and hasattr(run_files, "_state_checksum"):  # as if our own writer had a bug:
+        state["checksum"] = run_files._state_checksum(state)  # the checks behind the checksum must hold
+    state_path.write_text(json.dumps(state))
+
+
+@pytest.mark.parametrize(
+    "how",
+    [
+        "data file deleted",
+        "data file cut short",
+        "data file bytes changed",
+        "rows_committed 100000",
+        "rows_committed -5",
+        "rows_committed string",
+        "parts a list",
+        "parts missing",
+        "state not json",
+    ],
+)
+def test_a_damaged_work_folder_starts_over_with_a_warning_never_garbage(
+    case: tuple[Path, Path], tmp_path: Path, how: str
+) -> None:
+    source, reference = case
+    out = tmp_path / "out" / "x.jsonl"
+    _kill_at(source, out)
+    _damage(out.parent / ".x.jsonl.work", how)
+    result = run_cli("compress", str(source), "-o", str(out), *BUDGET)
+    assert result.returncode == 0, result.stderr
+    _assert_same_outputs(reference, out.parent)
+    warnings = [line for line in result.stderr.splitlines() if " is damaged (" in line]
+    assert len(warnings) == 1 and warnings[0].startswith("warning: the work folder"), result.stderr
+    assert "resuming" not in result.stderr
+
+
+def test_no_resume_starts_over_and_changed_settings_are_refused(case: tuple[Path, Path], tmp_path: Path) -> None:
+    source, _ = case
+    out = tmp_path / "out" / "x.jsonl"
+    _kill_at(source, out)
     changed = run_cli("compress", str(source), "-o", str(out), *SMALL, "--target-max-tokens", "3000")
     assert changed.returncode == 2
     assert "--no-resume" in changed.stderr
     fresh = run_cli("compress", str(source), "-o", str(out), *SMALL, "--no-resume")
     assert fresh.returncode == 0, fresh.stderr
     assert "resuming" not in fresh.stderr
-    assert len(read_jsonl(out.parent / "x.metrics.jsonl")) == 600
+    assert len(read_jsonl(out.parent / "x.metrics.jsonl")) == ROWS

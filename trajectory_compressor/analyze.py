@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from trajectory_compressor.config import RunConfig
@@ -23,6 +24,7 @@ from trajectory_compressor.write.html_report import (
     render_terminal_histogram,
     token_histogram,
 )
+from trajectory_compressor.write.run_files import OutputError
 
 PROMPT_OVERHEAD_TOKENS = 600  # instructions and transcript labels around the region's turns
 CHUNK_ROWS = 64
@@ -147,3 +149,12 @@ def analysis_html(analysis: Analysis, price_in: float | None, price_out: float |
     return render_html_report(
         "trajectory_compressor: analysis", headline, analysis.before, analysis.after, analysis.target
     )
+
+
+def write_analysis_html(path: Path, analysis: Analysis, price_in: float | None, price_out: float | None) -> None:
+    """Write the HTML page; a path that cannot be written is one line (`OutputError`), not a traceback."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(analysis_html(analysis, price_in, price_out), encoding="utf-8")
+    except OSError as exc:
+        raise OutputError(f"cannot write the HTML report {path}: {exc.strerror or exc}") from None

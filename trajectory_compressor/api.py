@@ -25,9 +25,11 @@ from trajectory_compressor.pipeline import CompressionRun, CompressJob, RunResul
 from trajectory_compressor.prepare import ConversationOptions
 from trajectory_compressor.read.sources import InputError, InputSource, expand_inputs
 from trajectory_compressor.summarize.choose import choose_summarizers, resolve_endpoint
-from trajectory_compressor.write.run_files import ResumeMismatchError
+from trajectory_compressor.write.output_format import ConversionError
+from trajectory_compressor.write.run_files import OutputError, OutputPaths, ResumeMismatchError
 
-UsageError = (ConfigError, InputError, TokenizerLoadError, ResumeMismatchError)
+# OutputError: an output cannot be written (no permission, disk full, another run holds it).
+UsageError = (ConfigError, InputError, TokenizerLoadError, ResumeMismatchError, OutputError)
 
 
 @dataclass
@@ -96,6 +98,7 @@ async def compress_async(
     say = on_message or (lambda text: None)
     sources = expand_inputs(list(inputs), data_files=reading.data_files, streaming=reading.streaming)
     jobs = _plan_jobs(inputs, sources, str(output), outputs, reading)
+    check_output_paths(jobs, sources)
     if counter is None:
         counter = counter_for(config)
     choice = None if config.dry_run else choose_summarizers(config, counter)
@@ -160,7 +163,10 @@ def _plan_jobs(
     mirror = outputs.output_format != "hf" and (output_arg.endswith(("/", os.sep)) or output.is_dir())
 
     def job(sources_: list[InputSource], path: Path) -> CompressJob:
-        fmt = output_format_for(str(path), outputs.output_format)
+        try:
+            fmt = output_format_for(str(path), outputs.output_format)
+        except ConversionError as exc:
+            raise ConfigError(str(exc)) from None
         if outputs.num_shards > 1:
             path = _shard_path(path, fmt, outputs.shard_index, outputs.num_shards)
         return CompressJob(
@@ -189,6 +195,43 @@ def _plan_jobs(
             raise ConfigError(f"{source.name}: a dataset source needs an output file, not a directory")
         jobs.append(job([source], output / _mirrored_name(Path(source.path), roots)))
     return jobs
+
+
+def check_output_paths(jobs: Sequence[CompressJob], sources: Sequence[InputSource]) -> None:
+    """Refuse outputs that would overwrite an input or one another.
+
+    Paths are compared resolved (symlinks followed), and every file a run writes counts: the
+    dataset, the metrics, the report, the over-limit list, the rejects and the HTML report.
+    """
+    inputs = {_real(source.path): source.name for source in sources if source.path is not None}
+    taken: dict[Path, str] = {}
+    for job in jobs:
+        paths = OutputPaths.beside(job.output, job.metrics)
+        named = [
+            ("the output", paths.data),
+            ("the metrics file", paths.metrics),
+            ("the report", paths.report),
+            ("the over-limit list", paths.over_limit),
+            ("the rejects file", paths.rejects),
+        ]
+        if job.html_report is not None:
+            named.append(("the HTML report", job.html_report))
+        for role, path in named:
+            real = _real(path)
+            if real in inputs:
+                raise ConfigError(f"{role} {path} would overwrite the input {inputs[real]}; choose another path")
+            if real in taken:
+                raise ConfigError(f"{role} {path} would overwrite {taken[real]}; choose distinct output paths")
+            taken[real] = f"{role} {path}"
+        if job.output_format == "hf":  # the dataset directory is replaced as a whole
+            data = _real(paths.data)
+            for real, name in inputs.items():
+                if data in real.parents:
+                    raise ConfigError(f"the output {paths.data} would overwrite the input {name}; choose another path")
+
+
+def _real(path: str | Path) -> Path:
+    return Path(os.path.realpath(path))
 
 
 def _mirrored_name(path: Path, roots: list[Path]) -> Path:

@@ -228,7 +228,7 @@ def compress(inputs: tuple[str, ...], output: str, **flags: Any) -> None:
 @_common_options
 def analyze(inputs: tuple[str, ...], **flags: Any) -> None:
     """Token-length distribution and what compressing INPUT... would cost, with no LLM call."""
-    from trajectory_compressor.analyze import analysis_html, analyze_sources, render_analysis
+    from trajectory_compressor.analyze import analyze_sources, render_analysis, write_analysis_html
     from trajectory_compressor.api import UsageError, counter_for
     from trajectory_compressor.prepare import ConversationOptions
     from trajectory_compressor.read.sources import expand_inputs
@@ -245,13 +245,11 @@ def analyze(inputs: tuple[str, ...], **flags: Any) -> None:
             split=flags["split"],
             conversation=ConversationOptions(flags["conversation_key"], flags["conversation_format"]),
         )
+        price_in, price_out = config.llm.price_in, config.llm.price_out
+        if flags["html_report"]:
+            write_analysis_html(Path(flags["html_report"]), analysis, price_in, price_out)
     except UsageError as exc:
         fail_usage(str(exc))
-    price_in, price_out = config.llm.price_in, config.llm.price_out
-    if flags["html_report"]:
-        path = Path(flags["html_report"])
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(analysis_html(analysis, price_in, price_out), encoding="utf-8")
     if json_output:
         click.echo(json.dumps(analysis.to_dict(price_in, price_out)))
     else:

@@ -4,6 +4,10 @@ Each shard's metrics lines carry the row's global `index` and whether it was `wr
 dataset, so the shards' metrics, over-limit lists, rejects and (for JSONL outputs) datasets can
 be interleaved back into input order with a streaming k-way merge: memory stays flat whatever
 the size of the shards. Reports are merged by adding their raw counters.
+
+Before anything is merged, every shard file is checked against the record its run wrote in its
+report (bytes, lines, sha256): a shard file edited, cut short or swapped since is refused with
+exit 2, never merged into a misordered dataset.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from typing import IO, Any
 import orjson
 
 from trajectory_compressor.write.report import RunTotals, build_report
-from trajectory_compressor.write.run_files import OutputPaths, write_json_atomically
+from trajectory_compressor.write.run_files import OutputPaths, file_record, write_json_atomically
 
 
 class MergeError(ValueError):
@@ -65,8 +69,39 @@ def _merge_into(out: IO[bytes], streams: Sequence[Iterator[tuple[int, bytes]]]) 
     return count
 
 
+def _check_shard_files(report_path: Path, report: dict[str, Any], names: Sequence[str]) -> None:
+    """Each shard file must still be exactly what its run wrote (size, lines and sha256)."""
+    records = report.get("files")
+    if not isinstance(records, dict):
+        raise MergeError(f"shard report {report_path} records no file hashes (written by an older version?); re-run it")
+    for name in names:
+        record = records.get(name)
+        if not isinstance(record, dict):
+            raise MergeError(f"shard report {report_path} has no record of its {name} file; re-run the shard")
+        try:
+            path, expected = Path(record["path"]), (record["bytes"], record["lines"], record["sha256"])
+        except (KeyError, TypeError):
+            raise MergeError(f"shard report {report_path} has a malformed record of its {name} file") from None
+        if not path.is_file():
+            raise MergeError(f"shard file {path} is missing (listed in {report_path})")
+        digest, size, lines = file_record(path)
+        if (size, lines, digest.hexdigest()) != expected:
+            raise MergeError(
+                f"shard file {path} changed since its run wrote it ({lines} lines, {size} bytes; "
+                f"{report_path} records {record['lines']} lines, {record['bytes']} bytes); re-run that shard"
+            )
+
+
 def merge_shards(report_paths: Sequence[Path], output: Path) -> dict[str, Any]:
     """Merge shard runs (given by their report files) into the files beside `output`."""
+    try:
+        return _merge_shards(report_paths, output)
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename else ""
+        raise MergeError(f"cannot merge into {output}: {exc.strerror or exc}{where}") from None
+
+
+def _merge_shards(report_paths: Sequence[Path], output: Path) -> dict[str, Any]:
     if not report_paths:
         raise MergeError("no shard reports given")
     reports = [_load_report(path) for path in report_paths]
@@ -83,13 +118,22 @@ def merge_shards(report_paths: Sequence[Path], output: Path) -> dict[str, Any]:
         totals.merge(RunTotals.from_dict(report["counters"]))
     totals.rows_read = max(r["counters"]["rows_read"] for r in reports)  # every shard reads the whole input
     shard_paths = [OutputPaths(**{k: Path(v) for k, v in r["outputs"].items()}) for r in reports]
-    target = OutputPaths.beside(output)
-    target.data.parent.mkdir(parents=True, exist_ok=True)
-    for name in ("metrics", "over_limit", "rejects"):
-        _atomic_merge(getattr(target, name), [_indexed_lines(getattr(p, name)) for p in shard_paths])
     data_merged = all(str(p.data).endswith(".jsonl") and p.data.exists() for p in shard_paths)
+    names = ("data", "metrics", "over_limit", "rejects") if data_merged else ("metrics", "over_limit", "rejects")
+    for path, report in zip(report_paths, reports, strict=True):
+        _check_shard_files(path, report, names)
+    target = OutputPaths.beside(output)
+    shard_files = {os.path.realpath(p) for paths in shard_paths for p in paths.as_dict().values()}
+    shard_files |= {os.path.realpath(p) for p in report_paths}
+    for path in target.as_dict().values():
+        if os.path.realpath(path) in shard_files:
+            raise MergeError(f"the merged file {path} would overwrite a shard's file; choose another -o")
+    target.data.parent.mkdir(parents=True, exist_ok=True)
+    files: dict[str, dict[str, Any]] = {}
+    for name in ("metrics", "over_limit", "rejects"):
+        files[name] = _atomic_merge(getattr(target, name), [_indexed_lines(getattr(p, name)) for p in shard_paths])
     if data_merged:
-        _atomic_merge(target.data, [_indexed_data(p.metrics, p.data) for p in shard_paths])
+        files["data"] = _atomic_merge(target.data, [_indexed_data(p.metrics, p.data) for p in shard_paths])
     timings = {"total": max(r["timings_seconds"].get("total", 0.0) for r in reports)}
     merged = build_report(
         totals,
@@ -99,6 +143,7 @@ def merge_shards(report_paths: Sequence[Path], output: Path) -> dict[str, Any]:
         timings=timings,
         summarizer_stats=_sum_stats([r["summaries"].get("endpoint") or {} for r in reports]),
     )
+    merged["files"] = files
     write_json_atomically(target.report, merged)
     return merged
 
@@ -118,8 +163,11 @@ def _sum_stats(stats: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return merged
 
 
-def _atomic_merge(path: Path, streams: Sequence[Iterator[tuple[int, bytes]]]) -> None:
+def _atomic_merge(path: Path, streams: Sequence[Iterator[tuple[int, bytes]]]) -> dict[str, Any]:
+    """Merge into a temporary file, rename it into place; the record a later check needs."""
     temporary = path.with_name(f".{path.name}.tmp")
     with open(temporary, "wb") as out:
         _merge_into(out, streams)
     os.replace(temporary, path)
+    digest, size, lines = file_record(path)
+    return {"path": str(path), "bytes": size, "lines": lines, "sha256": digest.hexdigest()}

@@ -32,8 +32,15 @@ from trajectory_compressor.prepare import ConversationOptions, PreparedRow, prep
 from trajectory_compressor.read.select import RowSelection, Selected
 from trajectory_compressor.read.sources import InputSource
 from trajectory_compressor.types import Summarizer
+from trajectory_compressor.write.lock import OutputLock
 from trajectory_compressor.write.report import RunTotals, build_report, render_text_summary
-from trajectory_compressor.write.run_files import OutputPaths, RunFiles, fingerprint, write_json_atomically
+from trajectory_compressor.write.run_files import (
+    OutputError,
+    OutputPaths,
+    RunFiles,
+    fingerprint,
+    write_json_atomically,
+)
 
 CHUNK_ROWS = 64
 CHUNK_BYTES = 8_000_000
@@ -167,29 +174,47 @@ class CompressionRun:
 
     # ----------------------------------------------------------------------------- the loop
     async def run(self) -> RunResult:
+        """Hold the output's lock for the whole run; an OS error on the outputs is one clear line."""
+        try:
+            with OutputLock(self.paths), _sigterm_cancels_this_task():
+                return await self._run_locked()
+        except OSError as exc:
+            raise OutputError(describe_os_error(exc, self.paths.data)) from None
+
+    async def _run_locked(self) -> RunResult:
         started = time.monotonic()
         run_fingerprint = fingerprint(
             {"settings": self.settings, "sources": [_source_fingerprint(s) for s in self.job.sources]}
         )
-        files = RunFiles(self.paths, run_fingerprint, resume=self.job.resume)
+        files = RunFiles(self.paths, run_fingerprint, resume=self.job.resume, on_message=self.on_message)
+        try:
+            return await self._run_with(files, started)
+        finally:
+            files.close()
+
+    async def _run_with(self, files: RunFiles, started: float) -> RunResult:
         skip = files.rows_committed
         if files.resumed_state:
             self.totals = RunTotals.from_dict(files.resumed_state.get("totals", {}))
             self.position = skip
-            self.on_message(f"resuming: {skip} input rows already committed in {files.work_dir}")
+            if files.phase == "finalizing":
+                self.on_message(f"resuming: finishing the run whose work is in {files.work_dir}")
+            else:
+                self.on_message(f"resuming: {skip} input rows already committed in {files.work_dir}")
         status, exit_code, message = "completed", EXIT_OK, None
-        selection = self._selection(skip)
-        try:
-            await self._process(files, selection)
-            self.totals.rows_read = selection.stream_rows
-        except RunAborted as exc:
-            status, exit_code, message = "aborted", exc.exit_code, str(exc)
-        except (KeyboardInterrupt, asyncio.CancelledError):
-            status, exit_code, message = (
-                "interrupted",
-                EXIT_INTERRUPTED,
-                "interrupted; re-run the same command to resume",
-            )
+        if files.phase != "finalizing":
+            selection = self._selection(skip)
+            try:
+                await self._process(files, selection)
+                self.totals.rows_read = selection.stream_rows
+            except RunAborted as exc:
+                status, exit_code, message = "aborted", exc.exit_code, str(exc)
+            except (KeyboardInterrupt, asyncio.CancelledError):
+                status, exit_code, message = (
+                    "interrupted",
+                    EXIT_INTERRUPTED,
+                    "interrupted; re-run the same command to resume",
+                )
         self._timings["total"] = time.monotonic() - started
         if status == "completed":
             self._finalize(files)
@@ -206,7 +231,11 @@ class CompressionRun:
         )
         if message:
             report["message"] = message
+        if status == "completed":
+            report["files"] = files.files_written  # what `merge` checks each shard's files against
         self._write_report(report)
+        if status == "completed":
+            files.cleanup()
         if status == "completed" and self.job.fail_on_over_limit and self.totals.rows_still_over_limit:
             exit_code = EXIT_OVER_LIMIT
             message = f"{self.totals.rows_still_over_limit} rows are still over the limit"
@@ -287,11 +316,11 @@ class CompressionRun:
             def convert(jsonl_path: Path, final: Path) -> None:
                 convert_jsonl(jsonl_path, final, fmt, column_types)
 
-        files.finalize(convert, write_data=not self.config.dry_run)
+        files.finalize(self.position, {"totals": self.totals.to_dict()}, convert, write_data=not self.config.dry_run)
         self._timings["finalize"] = time.monotonic() - started
 
     def _write_report(self, report: dict[str, Any]) -> None:
-        write_json_atomically(self.paths.report, report)
+        write_json_atomically(self.paths.report, report, hook="report")
         if self.job.html_report is not None and report["status"] == "completed":
             write_html_report(self.job.html_report, report, self.paths.metrics, self.config.plan.target_max_tokens)
 
@@ -327,6 +356,15 @@ def write_html_report(path: Path, report: dict[str, Any], metrics_path: Path, ta
     path.write_text(page, encoding="utf-8")
 
 
+def describe_os_error(exc: OSError, output: Path) -> str:
+    """One line for a failed write (no permission, a full disk): what, where, and what to do."""
+    where = f" ({exc.filename})" if exc.filename else ""
+    return (
+        f"cannot write {output}: {exc.strerror or exc}{where}; "
+        "fix that and re-run the same command (the run resumes from its last checkpoint)"
+    )
+
+
 def _source_fingerprint(source: InputSource) -> dict[str, Any]:
     """Name, size and modification time of a file input: enough to refuse a mismatched resume."""
     entry: dict[str, Any] = {"name": source.name}
@@ -336,6 +374,30 @@ def _source_fingerprint(source: InputSource) -> dict[str, Any]:
     except OSError:
         pass
     return entry
+
+
+@contextlib.contextmanager
+def _sigterm_cancels_this_task() -> Iterator[None]:
+    """During the run, SIGTERM cancels it at its next await, as Ctrl-C does under `asyncio.run`.
+
+    So a stop never lands between the lines of one row's commit: the checkpoint written on the
+    way out always ends on a whole row.
+    """
+    loop, task = asyncio.get_running_loop(), asyncio.current_task()
+    previous = signal.getsignal(signal.SIGTERM)
+    try:
+        if task is None:
+            raise RuntimeError("no task")
+        loop.add_signal_handler(signal.SIGTERM, task.cancel)
+    except (ValueError, RuntimeError, NotImplementedError):  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def install_sigterm_as_interrupt() -> None:

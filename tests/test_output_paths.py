@@ -1,0 +1,146 @@
+"""Output paths: collisions refused, unwritable places and full disks as one line, side-file names.
+
+Every case runs the real command and expects exit 2 with one `error:` line (never a traceback
+or an "internal error"), and the input left untouched.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import make_trajectory, run_cli, write_jsonl
+
+SMALL = ["--target-max-tokens", "2500", "--summary-target-tokens", "200", "--summarizer", "extractive", "-q"]
+SIDE_FILES = ("x.jsonl", "x.metrics.jsonl", "x.over_limit.jsonl", "x.rejects.jsonl")
+
+
+def _input(folder: Path, name: str = "in.jsonl", rows: int = 12) -> Path:
+    return write_jsonl(folder / name, [make_trajectory(i, steps=2 + i % 5, output_lines=30) for i in range(rows)])
+
+
+def _assert_one_line_error(result: subprocess.CompletedProcess[str], *needles: str) -> str:
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    assert "internal error" not in lines[0] and "Traceback" not in result.stderr
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "-o is the input",
+        "-o is a symlink to the input",
+        "--metrics is the input",
+        "--metrics is -o",
+        "--html-report is the input",
+        "--html-report is -o",
+        "--html-report is the metrics file",
+        "the rejects file is the input",
+        "the report is the input",
+    ],
+)
+def test_outputs_colliding_with_inputs_or_each_other_are_refused(tmp_path: Path, case: str) -> None:
+    source = _input(tmp_path, {"the rejects file is the input": "y.rejects.jsonl"}.get(case, "in.jsonl"))
+    if case == "the report is the input":
+        source = _input(tmp_path, "z.report.json")
+    out = tmp_path / "out.jsonl"
+    (tmp_path / "link.jsonl").symlink_to(source)
+    args = {
+        "-o is the input": ["-o", str(source)],
+        "-o is a symlink to the input": ["-o", str(tmp_path / "link.jsonl")],
+        "--metrics is the input": ["-o", str(out), "--metrics", str(source)],
+        "--metrics is -o": ["-o", str(out), "--metrics", str(out)],
+        "--html-report is the input": ["-o", str(out), "--html-report", str(source)],
+        "--html-report is -o": ["-o", str(out), "--html-report", str(out)],
+        "--html-report is the metrics file": ["-o", str(out), "--html-report", str(tmp_path / "out.metrics.jsonl")],
+        "the rejects file is the input": ["-o", str(tmp_path / "y.jsonl")],
+        "the report is the input": ["-o", str(tmp_path / "z.parquet")],
+    }[case]
+    before = source.read_bytes()
+    result = run_cli("compress", str(source), *args, *SMALL)
+    _assert_one_line_error(result, "would overwrite")
+    assert source.read_bytes() == before
+    assert not out.exists()
+
+
+def test_two_inputs_mirrored_to_the_same_output_name_are_refused(tmp_path: Path) -> None:
+    folder = tmp_path / "in"
+    _input(folder, "a.jsonl")
+    (folder / "a.json").write_text("[]")  # a JSON array input is written as a.jsonl too
+    result = run_cli("compress", str(folder), "-o", str(tmp_path / "out") + "/", *SMALL)
+    _assert_one_line_error(result, "would overwrite")
+
+
+def test_an_unknown_output_suffix_is_a_usage_error(tmp_path: Path) -> None:
+    result = run_cli("compress", str(_input(tmp_path)), "-o", str(tmp_path / "out" / "x.csv"), *SMALL)
+    _assert_one_line_error(result, "x.csv")
+
+
+def test_an_output_folder_that_cannot_be_created_is_one_line(tmp_path: Path) -> None:
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file where a folder should be")
+    result = run_cli("compress", str(_input(tmp_path)), "-o", str(blocker / "x.jsonl"), *SMALL)
+    _assert_one_line_error(result, "cannot write", "x.jsonl")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+def test_a_read_only_output_folder_is_one_line(tmp_path: Path) -> None:
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    folder.chmod(0o555)
+    try:
+        result = run_cli("compress", str(_input(tmp_path)), "-o", str(folder / "x.jsonl"), *SMALL)
+    finally:
+        folder.chmod(0o755)
+    _assert_one_line_error(result, "cannot write")
+
+
+def test_a_full_disk_is_one_line_and_the_run_resumes_after(tmp_path: Path) -> None:
+    """The file-size limit (RLIMIT_FSIZE) stands in for a full disk: writes past it fail (EFBIG)."""
+    source = _input(tmp_path, rows=120)
+    reference = tmp_path / "ref" / "x.jsonl"
+    assert run_cli("compress", str(source), "-o", str(reference), *SMALL).returncode == 0
+    assert reference.stat().st_size > 300_000
+    out = tmp_path / "out" / "x.jsonl"
+
+    def limit_file_size() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))
+
+    command = [sys.executable, "-m", "trajectory_compressor", "compress", str(source), "-o", str(out), *SMALL]
+    env = {**os.environ, "TC_CHECKPOINT_ROWS": "10", "TC_CHECKPOINT_SECONDS": "1e9"}
+    full = subprocess.run(
+        [*command, "--window", "4"], capture_output=True, text=True, env=env, preexec_fn=limit_file_size, check=False
+    )
+    _assert_one_line_error(full, "cannot write", "re-run the same command")
+    assert not out.exists()
+    resumed = run_cli("compress", str(source), "-o", str(out), *SMALL[:-1])  # not quiet: says "resuming"
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resuming" in resumed.stderr
+    for name in SIDE_FILES:
+        assert (out.parent / name).read_bytes() == (reference.parent / name).read_bytes(), name
+
+
+def test_analyze_html_report_that_cannot_be_written_is_one_line(tmp_path: Path) -> None:
+    blocker = tmp_path / "blocker"
+    blocker.write_text("")
+    result = run_cli("analyze", str(_input(tmp_path)), "--html-report", str(blocker / "r.html"), "-q")
+    _assert_one_line_error(result, "r.html")
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz", ".parquet"])
+def test_side_files_are_named_from_the_stem_whatever_the_suffix(tmp_path: Path, suffix: str) -> None:
+    out = tmp_path / "out" / f"x{suffix}"
+    result = run_cli("compress", str(_input(tmp_path)), "-o", str(out), *SMALL)
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in out.parent.iterdir()) == sorted(
+        [f"x{suffix}", "x.metrics.jsonl", "x.report.json", "x.over_limit.jsonl", "x.rejects.jsonl"]
+    )
