@@ -32,7 +32,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "sample_data" / "agent_runs.jsonl"
 TIGHT = ("--target-max-tokens", "4000", "--summary-target-tokens", "300", "--protect-last-n-turns", "6")
-VOLATILE_REPORT_KEYS = {"timings", "outputs", "saved_at", "started_at", "finished_at", "elapsed_seconds"}
+CHATML = "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+VOLATILE_REPORT_KEYS = {"timings", "timings_seconds", "path", "outputs", "saved_at", "started_at", "finished_at", "elapsed_seconds"}
 
 
 def run(*args: str, env: dict[str, str] | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -113,7 +114,10 @@ def cases(work: Path) -> dict[str, dict[str, str]]:
     case("tight_truncate", "compress", sample, "-o", "{out}/x.jsonl", "-q", *TIGHT, "--over-limit", "truncate")
     case("dry_run", "compress", sample, "-o", "{out}/x.jsonl", "-q", "--dry-run", *TIGHT)
     case("sample_limit", "compress", sample, "-o", "{out}/x.jsonl", "-q", "--sample-percent", "40", "--limit", "50")
-    case("chat_template", "compress", sample, "-o", "{out}/x.jsonl", "-q", "--count-mode", "chat-template")
+    template = Path(tempfile.gettempdir()) / "tc-fingerprints-chatml.jinja"  # a fixed path: the report names it
+    template.write_text(CHATML, encoding="utf-8")
+    chat = ("--count-mode", "chat-template", "--chat-template", str(template))
+    case("chat_template", "compress", sample, "-o", "{out}/x.jsonl", "-q", *chat, *TIGHT)
 
     out = work / "shards"
     out.mkdir()
@@ -124,7 +128,8 @@ def cases(work: Path) -> dict[str, dict[str, str]]:
     results["shards_merge"] = digests(out)
 
     analysis = run("analyze", sample, "--json", *TIGHT, "--price-in", "0.3", "--price-out", "2.5")
-    results["analyze"] = {"stdout": hashlib.sha256(json.dumps(_scrub(json.loads(analysis.stdout))).encode()).hexdigest()}
+    scrubbed = json.dumps(_scrub(json.loads(analysis.stdout)), sort_keys=True)
+    results["analyze"] = {"stdout": hashlib.sha256(scrubbed.encode()).hexdigest()}
 
     with fake_server() as url:
         llm = ("--base-url", url, "--model", "fake", "--no-cache", "--summarizer", "llm")
@@ -133,7 +138,14 @@ def cases(work: Path) -> dict[str, dict[str, str]]:
     out = work / "resume"
     out.mkdir()
     first = run(
-        "compress", sample, "-o", f"{out}/x.jsonl", "-q", *TIGHT, env={"TC_CRASH_AT": "checkpoint:2"}, check=False
+        "compress",
+        sample,
+        "-o",
+        f"{out}/x.jsonl",
+        "-q",
+        *TIGHT,
+        env={"TC_CRASH_AT": "checkpoint-renamed:2", "TC_CHECKPOINT_ROWS": "40"},
+        check=False,
     )
     second = run("compress", sample, "-o", f"{out}/x.jsonl", "-q", *TIGHT)
     results["resume"] = digests(out)

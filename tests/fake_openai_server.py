@@ -31,7 +31,15 @@ count POSTs to /v1/chat/completions from 0. Actions:
     length                  200 with finish_reason ``length``
     prefixed                200 whose content starts with ``[CONTEXT SUMMARY]:`` (twice)
     think                   200 with a ``<think>`` block before the summary
-    {"content": ..., "finish_reason": ..., "status": ...}   a custom reply
+    hold                    wait until the test calls ``release()`` (then answer ok): holds a
+                            request at a known point without sleeping
+    {"content": ..., "finish_reason": ..., "status": ...}   a custom reply; it may add
+                            ``"delay": S`` (answer after S seconds: per-request latency) and
+                            ``"hold": True`` (wait for ``release()`` first)
+
+``held`` is the number of requests waiting for a release; ``release(n)`` lets n of them go
+(oldest first; None: all, now and later). With a callable schedule a test can echo a marker
+from the prompt into the reply (see `prompt_text`), to check each row got its own summary.
 """
 
 from __future__ import annotations
@@ -75,6 +83,12 @@ class RecordedRequest:
         return self.headers.get("Authorization")
 
 
+def prompt_text(body: Any) -> str:
+    """Every message's text of a request body, joined: where a test looks for a row's marker."""
+    messages = body.get("messages", []) if isinstance(body, dict) else []
+    return "\n".join(str(m.get("content", "")) for m in messages if isinstance(m, dict))
+
+
 def fake_summary(body: Any) -> str:
     """The deterministic summary the server returns for a request body."""
     messages = body.get("messages", []) if isinstance(body, dict) else []
@@ -98,6 +112,10 @@ class FakeOpenAIServer:
     _in_flight: int = field(default=0, init=False, repr=False)
     _runner: web.AppRunner | None = field(default=None, init=False, repr=False)
     _closing: asyncio.Event | None = field(default=None, init=False, repr=False)
+    _gate: asyncio.Condition | None = field(default=None, init=False, repr=False)
+    _held: int = field(default=0, init=False, repr=False)
+    _passes: int = field(default=0, init=False, repr=False)  # releases not yet taken
+    _open: bool = field(default=False, init=False, repr=False)  # release(None): no more holding
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -111,6 +129,7 @@ class FakeOpenAIServer:
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
         """Listen on `host:port` (0: any free port); returns the base URL ending in /v1."""
         self._closing = asyncio.Event()
+        self._gate = asyncio.Condition()
         # handler_cancellation: a handler whose client went away (timeout) is cancelled, so
         # `hang` does not keep shutdown waiting and in-flight counts stay right.
         self._runner = web.AppRunner(self.make_app(), shutdown_timeout=0.5, handler_cancellation=True, access_log=None)
@@ -124,6 +143,9 @@ class FakeOpenAIServer:
     async def stop(self) -> None:
         if self._closing is not None:
             self._closing.set()
+        if self._gate is not None:
+            async with self._gate:
+                self._gate.notify_all()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -140,6 +162,36 @@ class FakeOpenAIServer:
     @property
     def count(self) -> int:
         return len(self.requests)
+
+    @property
+    def held(self) -> int:
+        """Requests waiting for `release()` right now."""
+        return self._held
+
+    @property
+    def in_flight(self) -> int:
+        return self._in_flight
+
+    async def release(self, n: int | None = None) -> None:
+        """Let `n` held requests (present or future) answer; None: all, and hold no more."""
+        assert self._gate is not None
+        async with self._gate:
+            if n is None:
+                self._open = True
+            else:
+                self._passes += n
+            self._gate.notify_all()
+
+    async def _wait_released(self) -> None:
+        assert self._gate is not None and self._closing is not None
+        self._held += 1
+        try:
+            async with self._gate:
+                await self._gate.wait_for(lambda: self._open or self._passes > 0 or self._closing.is_set())
+                if not self._open and self._passes > 0:
+                    self._passes -= 1
+        finally:
+            self._held -= 1
 
     def actions(self) -> list[str]:
         return [request.action for request in self.requests]
@@ -192,6 +244,10 @@ class FakeOpenAIServer:
 
     async def _respond(self, request: web.Request, action: Action, body: Any) -> web.StreamResponse:
         if isinstance(action, dict):
+            if action.get("delay"):
+                await asyncio.sleep(float(action["delay"]))
+            if action.get("hold"):
+                await self._wait_released()
             status = int(action.get("status", 200))
             if status != 200:
                 return web.json_response(action.get("json", {}), status=status, headers=action.get("headers"))
@@ -215,6 +271,9 @@ class FakeOpenAIServer:
             status = 429 if name.startswith("429") else int(name)
             error = {"error": {"message": f"fake error {status}", "type": "fake", "code": status}}
             return web.json_response(error, status=status, headers=headers)
+        if name == "hold":
+            await self._wait_released()
+            return self._completion(body, fake_summary(body))
         if name == "hang":
             assert self._closing is not None
             with contextlib.suppress(asyncio.TimeoutError):
@@ -303,6 +362,15 @@ class FakeServerThread:
     @property
     def max_in_flight(self) -> int:
         return self.server.max_in_flight
+
+    @property
+    def held(self) -> int:
+        return self.server.held
+
+    def release(self, n: int | None = None) -> None:
+        """`FakeOpenAIServer.release`, from the test's thread; returns once it took effect."""
+        assert self._loop is not None
+        asyncio.run_coroutine_threadsafe(self.server.release(n), self._loop).result(timeout=10)
 
     def __enter__(self) -> FakeServerThread:
         ready = threading.Event()

@@ -794,3 +794,49 @@ def test_property_reasons_and_in_tail_firsts_follow_the_specification() -> None:
                 assert plan.reason == (PROTECTED_OVER_BUDGET if too_big else REGION_TOO_SMALL), seed
             else:
                 assert plan.reason == (PROTECTED_OVER_BUDGET if too_big else NO_NET_SAVING), seed
+
+
+# --------------------------------------------------------------------------------------------
+# `--over-limit truncate`: the cut removes just enough, a call with its results.
+# --------------------------------------------------------------------------------------------
+
+
+def test_truncate_removing_exactly_the_excess_stops_there() -> None:
+    from trajectory_compressor.plan.truncate import truncate_middle
+
+    # Middle [2, 8): groups G T | G T T | G; the last group (turn 7) holds exactly the excess.
+    rs = roles("S H G T G T T G H G")
+    counts = [5, 5, 10, 20, 10, 30, 40, 60, 5, 5]
+    assert truncate_middle(rs, counts, 2, 8, 60) == 7
+    # One token more needs the next group too: the call at 4 with both its results.
+    assert truncate_middle(rs, counts, 2, 8, 61) == 4
+    assert truncate_middle(rs, counts, 2, 8, 140) == 4
+    assert truncate_middle(rs, counts, 2, 8, 141) == 2
+    assert truncate_middle(rs, counts, 2, 8, 10_000) == 2, "all of the middle when even that is not enough"
+
+
+def spec_truncate(rs: Sequence[str], counts: Sequence[int], start: int, stop: int, excess: int) -> int:
+    """The largest group boundary b in [start, stop] whose turns [b, stop) hold >= excess tokens.
+
+    Group boundaries are `stop` and every non-tool turn; `start` when no boundary is enough.
+    """
+    for b in range(stop, start - 1, -1):
+        boundary = b in (stop, start) or rs[b] != "tool"
+        if boundary and sum(counts[b:stop]) >= excess:
+            return b
+    return start
+
+
+def test_property_truncate_cuts_the_fewest_whole_groups() -> None:
+    from trajectory_compressor.plan.truncate import truncate_middle
+
+    rng = random.Random(10)
+    for _ in range(3000):
+        n = rng.randint(2, 14)
+        rs = [rng.choice(["human", "gpt", "tool", "tool"]) for _ in range(n)]
+        counts = [rng.randint(0, 50) for _ in range(n)]
+        start = rng.randint(0, n)
+        stop = rng.randint(start, n)
+        excess = rng.randint(1, sum(counts[start:stop]) + 5)  # called only for rows over the target
+        cut = truncate_middle(rs, counts, start, stop, excess)
+        assert cut == spec_truncate(rs, counts, start, stop, excess), (rs, counts, start, stop, excess)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 CHARS_PER_TOKEN = 4.0  # rough estimate for the prompt side of `tpm`
 BURST_SECONDS = 10.0  # a full bucket holds this many seconds of the limit
@@ -28,12 +28,14 @@ class TokenBucket:
         *,
         burst: float | None = None,
         clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
     ) -> None:
         if per_minute <= 0:
             raise ValueError("per_minute must be positive")
         self.rate = per_minute / 60.0  # units per second
         self.capacity = float(burst) if burst is not None else max(1.0, self.rate * BURST_SECONDS)
         self._clock = clock
+        self._sleep = sleep  # with `clock`, lets a test run the bucket on simulated time
         self._level = self.capacity
         self._updated = clock()
         self._lock = asyncio.Lock()  # FIFO: waiters are served in arrival order
@@ -57,7 +59,7 @@ class TokenBucket:
                     self._level -= amount  # may go negative: debt for oversized requests
                     return waited
                 delay = (need - self._level) / self.rate
-                await asyncio.sleep(delay)
+                await self._sleep(delay)
                 waited += delay
 
 

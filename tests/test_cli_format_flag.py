@@ -1,0 +1,108 @@
+"""`--format sharegpt|openai` and `--conversation-key` on mixed and ambiguous inputs.
+
+README: conversations are ShareGPT (`conversations` of `from`/`value`) or OpenAI (`messages` of
+`role`/`content`), "detected per record or set with `--format` / `--conversation-key`, and are
+written back in the format they came in"; a record whose turns lack `from`/`value` (or an
+unknown role) is a bad record: reported with file and line, in the rejects file, flagged in the
+metrics and written unchanged. So forcing a format makes records of the other format rejects,
+and on a record holding both lists it picks which one is compressed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import make_trajectory, read_jsonl, run_cli, write_jsonl
+from tests.test_cli_formats import BUDGET, SUMMARY, _check_sharegpt_row, openai_trajectory
+
+
+def _run(tmp_path: Path, records: list[Any], *flags: str) -> tuple[list[bytes], list[bytes], list[dict], str]:
+    source = write_jsonl(tmp_path / "in.jsonl", records)
+    out = tmp_path / "out" / "x.jsonl"
+    result = run_cli("compress", str(source), "-o", str(out), *[a for a in BUDGET if a != "-q"], *flags)
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    metrics = read_jsonl(out.parent / "x.metrics.jsonl")
+    return source.read_bytes().splitlines(), out.read_bytes().splitlines(), metrics, result.stderr
+
+
+def _mixed() -> list[dict[str, Any]]:
+    return [make_trajectory(0, steps=8), openai_trajectory(1, steps=8), make_trajectory(2, steps=8)]
+
+
+def test_auto_detection_compresses_both_formats(tmp_path: Path) -> None:
+    _, _, metrics, _ = _run(tmp_path, _mixed())
+    assert [m["was_compressed"] for m in metrics] == [True, True, True]
+
+
+@pytest.mark.parametrize(("fmt", "kept", "refused"), [("sharegpt", [0, 2], [1]), ("openai", [1], [0, 2])])
+def test_forced_format_rejects_records_of_the_other_format_and_writes_them_unchanged(
+    tmp_path: Path, fmt: str, kept: list[int], refused: list[int]
+) -> None:
+    inputs, lines, metrics, stderr = _run(tmp_path, _mixed(), "--format", fmt)
+    assert len(lines) == 3 and [m["index"] for m in metrics] == [0, 1, 2]
+    for i in kept:
+        assert metrics[i]["was_compressed"] and not metrics[i]["rejected"]
+        after = json.loads(lines[i])
+        key = "conversations" if fmt == "sharegpt" else "messages"
+        assert key in after and SUMMARY in json.dumps(after[key])
+    for i in refused:
+        m = metrics[i]
+        assert m["rejected"] and not m["was_compressed"] and m["reason"]
+        assert lines[i] == inputs[i], "a rejected record is written unchanged"
+        assert f"in.jsonl:{i + 1}:" in stderr, "reported with file and line"
+    rejects = read_jsonl(tmp_path / "out" / "x.rejects.jsonl")
+    assert [r["line"] for r in rejects] == [i + 1 for i in refused]
+
+
+def test_openai_messages_under_conversations_are_detected_and_can_be_forced(tmp_path: Path) -> None:
+    record = openai_trajectory(3, steps=8)
+    record["conversations"] = record.pop("messages")  # some datasets keep OpenAI messages there
+    _, auto_out, auto_metrics, _ = _run(tmp_path / "auto", [record])
+    _, forced_out, forced_metrics, _ = _run(tmp_path / "openai", [record], "--format", "openai")
+    for lines, metrics in ((auto_out, auto_metrics), (forced_out, forced_metrics)):
+        assert metrics[0]["was_compressed"] and not metrics[0]["rejected"]
+        after = json.loads(lines[0])
+        assert "messages" not in after, "written back under the key it came in"
+        summary = after["conversations"][metrics[0]["compression_region"]["start_idx"]]
+        assert summary["role"] == "user" and summary["content"].startswith(SUMMARY)
+    assert auto_out == forced_out
+    inputs, lines, metrics, _ = _run(tmp_path / "sharegpt", [record], "--format", "sharegpt")
+    assert metrics[0]["rejected"] and lines == inputs
+
+
+@pytest.mark.parametrize(
+    ("flags", "compressed"),
+    [
+        ((), "conversations"),  # auto: `conversations` is looked for first
+        (("--format", "sharegpt"), "conversations"),
+        (("--format", "openai"), "messages"),
+        (("--conversation-key", "messages"), "messages"),
+        (("--conversation-key", "messages", "--format", "openai"), "messages"),
+    ],
+)
+def test_a_record_with_both_lists_compresses_the_chosen_one_only(
+    tmp_path: Path, flags: tuple[str, ...], compressed: str
+) -> None:
+    sharegpt = make_trajectory(4, steps=8)
+    record = {
+        "id": "both",
+        "conversations": sharegpt["conversations"],
+        "messages": openai_trajectory(5, steps=8)["messages"],
+    }
+    _, lines, metrics, _ = _run(tmp_path, [record], *flags)
+    m = metrics[0]
+    assert m["was_compressed"] and not m["rejected"], m
+    after = json.loads(lines[0])
+    other = "messages" if compressed == "conversations" else "conversations"
+    assert after[other] == record[other], "the other list is left alone"
+    assert after[compressed] != record[compressed]
+    assert m["original_turns"] == len(record[compressed])
+    if compressed == "conversations":
+        _check_sharegpt_row(
+            {"id": "both", "conversations": record["conversations"], "messages": record["messages"]}, after, m
+        )
