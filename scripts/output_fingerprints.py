@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "sample_data" / "agent_runs.jsonl"
 TIGHT = ("--target-max-tokens", "4000", "--summary-target-tokens", "300", "--protect-last-n-turns", "6")
 CHATML = "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-VOLATILE_REPORT_KEYS = {"timings", "timings_seconds", "path", "outputs", "saved_at", "started_at", "finished_at", "elapsed_seconds"}
+VOLATILE_REPORT_KEYS = {"timings", "timings_seconds", "path", "outputs", "saved_at", "started_at", "finished_at"}
 
 
 def run(*args: str, env: dict[str, str] | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:

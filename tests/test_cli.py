@@ -125,6 +125,15 @@ def test_strict_stops_at_the_first_bad_record(tmp_path: Path) -> None:
     assert not (tmp_path / "o.jsonl").exists(), "a stopped run never leaves an output that looks complete"
 
 
+def test_quiet_still_reports_bad_records_with_file_and_line(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "bad.jsonl", [make_trajectory(0, steps=1), "{oops", make_trajectory(1)])
+    result = run_cli("compress", str(source), "-o", str(tmp_path / "o.jsonl"), "-q")
+    assert result.returncode == 0
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and warnings[0].startswith(f"warning: {source}:2: ")
+    assert "status:" not in result.stderr, "-q leaves out the run summary"
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

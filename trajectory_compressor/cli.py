@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +70,16 @@ def fail_usage(message: str) -> None:
     """A one-line error and exit code 2: never a traceback for something the user can fix."""
     click.echo(f"error: {message}", err=True)
     sys.exit(EXIT_USAGE)
+
+
+def _messages(quiet: bool) -> Callable[[str], None]:
+    """Where run messages go: stderr; `-q` keeps only warnings and errors (bad records stay visible)."""
+
+    def say(text: str) -> None:
+        if not quiet or text.startswith(("warning:", "error:")):
+            click.echo(text, err=True)
+
+    return say
 
 
 def build_config(config_file: str | None, flags: dict[str, Any]) -> Any:
@@ -193,7 +204,7 @@ def compress(inputs: tuple[str, ...], output: str, **flags: Any) -> None:
     except ConfigError as exc:
         fail_usage(str(exc))
     install_sigterm_as_interrupt()
-    say = (lambda text: None) if config.quiet else (lambda text: click.echo(text, err=True))
+    say = _messages(config.quiet)
     import asyncio
 
     try:

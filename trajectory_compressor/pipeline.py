@@ -245,6 +245,7 @@ class CompressionRun:
         loop = asyncio.get_running_loop()
         window: deque[asyncio.Future[FinishedRow]] = deque()
         limit = self.config.effective_window
+        chunk_rows = max(1, min(CHUNK_ROWS, limit // 4))  # small windows read small chunks
         last_checkpoint = time.monotonic()
         committed_since = 0
         progress = tqdm(
@@ -255,7 +256,7 @@ class CompressionRun:
             dynamic_ncols=True,
         )
         executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tc-prepare")
-        chunks = selection.chunks(CHUNK_ROWS, CHUNK_BYTES)
+        chunks = selection.chunks(chunk_rows, CHUNK_BYTES)
 
         def commit_ready() -> None:
             """Commit the finished rows at the head of the window, in order; checkpoint if due."""
@@ -279,20 +280,25 @@ class CompressionRun:
                     )
 
         try:
-            pending = loop.run_in_executor(executor, self._prepare_next, chunks)
+            pending: asyncio.Future[list[PreparedRow] | None] | None = None
+            exhausted = False
             while True:
-                prepared = await pending
-                if prepared is None:
+                # Read the next chunk only when it fits: the rows read and not yet written (the
+                # window plus the chunk being read) never exceed `limit`.
+                if pending is None and not exhausted and len(window) + chunk_rows <= limit:
+                    pending = loop.run_in_executor(executor, self._prepare_next, chunks)
+                waiting: set[asyncio.Future[Any]] = {pending} if pending is not None else set()
+                if window:
+                    waiting.add(window[0])
+                if not waiting:
                     break
-                pending = loop.run_in_executor(executor, self._prepare_next, chunks)
-                for row in prepared:
-                    window.append(asyncio.ensure_future(self.finisher.finish(row)))
-                    while len(window) > limit:
-                        await asyncio.wait({window[0]})
-                        commit_ready()
-                commit_ready()
-            while window:
-                await asyncio.wait({window[0]})
+                await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+                if pending is not None and pending.done():
+                    prepared, pending = pending.result(), None
+                    if prepared is None:
+                        exhausted = True
+                    else:
+                        window.extend(asyncio.ensure_future(self.finisher.finish(row)) for row in prepared)
                 commit_ready()
         finally:
             for future in window:
