@@ -31,6 +31,8 @@ count POSTs to /v1/chat/completions from 0. Actions:
     length                  200 with finish_reason ``length``
     prefixed                200 whose content starts with ``[CONTEXT SUMMARY]:`` (twice)
     think                   200 with a ``<think>`` block before the summary
+    echo                    200 whose content is the request's Authorization header and prompt
+    echo_auth / echo_auth:S HTTP S (401) whose error message is the Authorization header
     {"content": ..., "finish_reason": ..., "status": ...}   a custom reply
 """
 
@@ -252,6 +254,14 @@ class FakeOpenAIServer:
             return self._completion(body, "[CONTEXT SUMMARY]: [CONTEXT SUMMARY]: " + fake_summary(body))
         if name == "think":
             return self._completion(body, "<think>\nplanning the summary\n</think>\n\n" + fake_summary(body))
+        if name in ("echo", "echo_auth"):  # a careless proxy: what it was sent comes back
+            authorization = request.headers.get("Authorization", "")
+            if name == "echo_auth":
+                error = {"error": {"message": f"refused Authorization: {authorization}"}}
+                return web.json_response(error, status=int(argument or 401))
+            messages = body.get("messages", []) if isinstance(body, dict) else []
+            prompt = "\n".join(str(m.get("content", "")) for m in messages if isinstance(m, dict))
+            return self._completion(body, f"Authorization: {authorization}\n{prompt}")
         raise ValueError(f"unknown fake action {action!r}")
 
     def _completion(

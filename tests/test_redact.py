@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import time
 
 import pytest
@@ -156,7 +157,17 @@ def test_display_url_drops_credentials() -> None:
     assert display_url(None) == ""
 
 
-def test_url_secrets_is_the_password_only() -> None:
-    assert url_secrets("https://bob:pw-123@example.com/v1") == ("pw-123",)
+def test_url_secrets_are_the_password_in_every_form_it_travels_in() -> None:
+    found = url_secrets("https://bob:p%40ss-123@example.com/v1")
+    assert "p%40ss-123" in found and "p@ss-123" in found  # raw and percent-decoded
+    assert base64.b64encode(b"bob:p@ss-123").decode() in found  # the HTTP Basic value aiohttp sends
+    assert "bob" not in found  # a user name alone is not a secret...
+    assert "tok3nAsUserName" in url_secrets("https://tok3nAsUserName@example.com/v1")  # ...unless it is the credential
     assert url_secrets("https://example.com/v1") == ()
     assert url_secrets(None) == ()
+
+
+def test_scrub_removes_basic_credentials_echoed_back() -> None:
+    secrets = url_secrets("http://user:password@host/v1")
+    echoed = "refused Authorization: Basic " + base64.b64encode(b"user:password").decode()
+    assert "dXNlcjpwYXNzd29yZA" not in scrub(echoed, secrets)
