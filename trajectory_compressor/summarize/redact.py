@@ -65,7 +65,8 @@ REDACTED = "[REDACTED]"
 # text). The key name must END with one of these words (`db_password=` matches from
 # `password`); the value is judged by `_assignment_value`. No prefix is matched: scanning `\w*`
 # before the keyword at every word start made this pattern the slowest by far.
-_VALUE = r"""(?:(?P<quote>["'])(?P<quoted>[^"'\n]{0,512})(?P=quote)|(?P<bare>[^\s"'`,;]{1,512}))"""
+# A quote may be JSON-escaped (\"): the transcript shows tool-call arguments as JSON.
+_VALUE = r"""(?:(?P<quote>\\?["'])(?P<quoted>[^"'\n]{0,512}?)(?P=quote)|(?P<bare>[^\s"'`,;]{1,512}))"""
 _ASSIGNMENT = re.compile(
     r"""(?x)
     (?:pass(?:word|wd|phrase)|pwd|secret(?:[_-]?(?:key|token))?|api[_-]?(?:key|token)|apikey

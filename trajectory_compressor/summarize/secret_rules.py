@@ -49,7 +49,7 @@ def _word_char(ch: str) -> bool:
 def whole_token(match: re.Match[str], text: str) -> Span | None:
     """The whole match, unless it starts inside a word (`xghp_...` is not a GitHub token)."""
     start = match.start()
-    if start and _word_char(text[start - 1]):
+    if start and _word_char(text[start - 1]) and _word_char(text[start]):
         return None
     return match.span()
 
@@ -73,14 +73,17 @@ def _token(name: str, literals: str | tuple[str, ...], pattern: str, flags: int 
     return Rule(name, literals, re.compile(pattern, flags), whole_token)
 
 
-def _preceded(name: str, literal: str, before: str, pattern: str) -> Rule:
-    """A token whose literal is not at its start: `before` (a regex) must end where it begins."""
+def _preceded(name: str, literal: str, before: str, pattern: str, *, boundary: bool = True) -> Rule:
+    """A token whose literal is not at its start: `before` (a regex) must end where it begins.
+
+    `boundary`: the token must not continue a word on its left (else `before` says what may precede).
+    """
     lookback = re.compile(f"(?:{before})\\Z")
 
     def span(match: re.Match[str], text: str) -> Span | None:
         start = match.start()
         found = lookback.search(text, max(0, start - 80), start)
-        if found is None or (found.start() and _word_char(text[found.start() - 1])):
+        if found is None or (boundary and found.start() and _word_char(text[found.start() - 1])):
             return None
         return found.start(), match.end()
 
@@ -219,7 +222,14 @@ CHAT = (
         whole_token,
         scan=True,
     ),
-    _preceded("telegram-bot-token", ":AA", r"\d{8,10}", r":AA[A-Za-z0-9_-]{32,33}(?![A-Za-z0-9_-])"),
+    # Often in a URL path: `https://api.telegram.org/bot<token>/getMe`.
+    _preceded(
+        "telegram-bot-token",
+        ":AA",
+        r"(?:(?<=bot)|(?<![A-Za-z0-9_]))\d{8,10}",
+        r":AA[A-Za-z0-9_-]{32,33}(?![A-Za-z0-9_-])",
+        boundary=False,
+    ),
 )
 
 PAYMENT = (
