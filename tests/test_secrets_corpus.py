@@ -47,7 +47,8 @@ PLANTED: list[tuple[str, str, str]] = [
     ("gcp-api-key", "curl 'https://maps.googleapis.com/maps/api/geocode/json?key={}'", "AIza" + _r(35)),
     (
         "gcp-service-account",
-        '{{"type": "service_account", "private_key": "-----BEGIN PRIVATE KEY-----\\n{}\\n-----END PRIVATE KEY-----\\n"}}',
+        '{{"type": "service_account", "private_key": '
+        '"-----BEGIN PRIVATE KEY-----\\n{}\\n-----END PRIVATE KEY-----\\n"}}',
         _b64(300),
     ),
     (
@@ -106,7 +107,11 @@ PLANTED: list[tuple[str, str, str]] = [
     ("pgp", "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\n{}\n-----END PGP PRIVATE KEY BLOCK-----", PGP_BODY),
     ("postgres-url", "DATABASE_URL=postgresql://app:{}@db.internal:5432/prod", "Xk9" + _r(17)),
     ("amqp-url", "broker amqp://guest:{}@rabbit:5672//", _r(18)),
-    ("basic-auth", "curl -H 'Authorization: Basic {}' https://api.internal", base64.b64encode(b"deploy:" + _r(14).encode()).decode()),
+    (
+        "basic-auth",
+        "curl -H 'Authorization: Basic {}' https://api.internal",
+        base64.b64encode(b"deploy:" + _r(14).encode()).decode(),
+    ),
     ("bearer", "Authorization: Bearer {}", _r(40, ALNUM + "._-")),
     ("github-token-header", "Authorization: token {}", "gho_" + _r(36)),
     ("password-assignment", 'DB_PASSWORD="{}"', "Tr0ub4dor-" + _r(10)),
@@ -215,7 +220,8 @@ def test_extractive_summaries_carry_no_planted_secret(tmp_path: Path) -> None:
 
     # Control: without redaction the same summaries do carry the secrets.
     bare = tmp_path / "bare" / "x.jsonl"
-    control = run_cli("compress", str(source), "-o", str(bare), *BUDGET, "--summarizer", "extractive", "--no-redact-secrets")
+    flags = ("--summarizer", "extractive", "--no-redact-secrets")
+    control = run_cli("compress", str(source), "-o", str(bare), *BUDGET, *flags)
     assert control.returncode == 0, control.stderr
     carried = leaks("\n".join(_summaries(bare).values()))
     assert len(carried) >= len(PLANTED) - 2, sorted(set(p[0] for p in PLANTED) - set(carried))
@@ -263,3 +269,26 @@ def test_basic_credentials_echoed_in_a_401_appear_nowhere(tmp_path: Path) -> Non
     assert "401" in result.stderr
     everything = result.stdout + result.stderr + (_written(out.parent) if out.parent.exists() else "")
     assert basic not in everything and basic[:12] not in everything and password not in everything
+
+
+def test_an_api_key_echoed_in_replies_is_not_stored(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "in.jsonl", [_trajectory(i, *PLANTED[i]) for i in range(3)])
+    out = tmp_path / "out" / "x.jsonl"
+    cache = tmp_path / "cache" / "s.sqlite3"
+    key = "plain-provider-key-" + _r(24)  # no known shape: only scrubbing can catch it
+    with FakeServerThread(default="echo") as server:
+        result = run_cli(
+            "compress", str(source), "-o", str(out), *BUDGET, "--summarizer", "llm", "--base-url", server.base_url,
+            "--model", "m", "--cache", str(cache), "--retry-delay", "0.01", "--no-redact-secrets", "--json",
+            env={"OPENAI_API_KEY": key},
+        )  # fmt: skip
+        assert server.requests and all(r.authorization == f"Bearer {key}" for r in server.requests)
+    assert result.returncode == 0, result.stderr
+    assert any("Authorization: Bearer [REDACTED]" in s for s in _summaries_of(out))
+    everything = _written(out.parent) + cache.read_bytes().decode("utf-8", errors="replace")
+    assert key not in everything + result.stdout + result.stderr
+
+
+def _summaries_of(out: Path) -> list[str]:
+    rows = read_jsonl(out)
+    return [turn["value"] for row in rows for turn in row["conversations"] if turn["value"].startswith("[CONTEXT")]
