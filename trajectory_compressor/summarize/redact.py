@@ -225,6 +225,11 @@ def find_secrets(text: str) -> list[Span]:
     spans: list[Span] = []
     tried: set[tuple[int, int]] = set()
     scanned: set[int] = set()
+    # Where each rule's last secret ended: a later occurrence of its literal inside that secret
+    # (`sk-1sk-1sk-1...`, a BEGIN line repeated in a key masked to the end) is not matched
+    # again, which keeps the work linear in the text.
+    reach: dict[int, int] = {}
+    hits.sort(key=lambda hit: hit[1])
     for literal, start, _ in hits:
         for index in _RULES_OF_LITERAL[literal]:
             rule = ALL_RULES[index]
@@ -236,7 +241,7 @@ def find_secrets(text: str) -> list[Span]:
                 else:
                     continue
             else:
-                if (index, start) in tried:
+                if (index, start) in tried or start < reach.get(index, 0):
                     continue
                 tried.add((index, start))
                 match = rule.pattern.match(haystack, start)
@@ -245,6 +250,7 @@ def find_secrets(text: str) -> list[Span]:
                 span = rule.span(match, text) if rule.span is not None else match.span()
                 if span is not None:
                     spans.append(span)
+                    reach[index] = max(reach.get(index, 0), span[1])
     if "PRIVATE KEY" in text:
         spans.extend(_orphan_pem_spans(text))
     return _merge(spans)

@@ -162,54 +162,54 @@ CLOUD = (
     _token("aws-access-key-id", ("AKIA", "ASIA", "ABIA", "ACCA"), r"A(?:KIA|SIA|BIA|CCA)[A-Z0-9]{16}(?![A-Za-z0-9])"),
     _token("gcp-api-key", "AIza", rf"AIza{_ID}{{35}}"),
     _token("gcp-oauth-client-secret", "GOCSPX-", rf"GOCSPX-{_ID}{{28}}"),
-    _token("gcp-oauth-access-token", "ya29.", rf"ya29\.{_ID}{{20,}}"),
+    _token("gcp-oauth-access-token", "ya29.", rf"ya29\.{_ID}{{20,1024}}"),
     Rule(
         "azure-storage-key",
         ("accountkey=", "sharedaccesskey="),
-        re.compile(r"(?:accountkey|sharedaccesskey)=([a-z0-9+/=]{20,})"),
+        re.compile(r"(?:accountkey|sharedaccesskey)=([a-z0-9+/=]{20,1024})"),
         _group(1),
         folded=True,
     ),
     _preceded("azure-ad-client-secret", "Q~", r"[A-Za-z0-9_~.]{3}\d", r"Q~[A-Za-z0-9_~.-]{31,34}"),
     _token("digitalocean-token", ("dop_v1_", "doo_v1_", "dor_v1_"), r"do[por]_v1_[a-f0-9]{64}"),
-    _token("heroku-api-key", "HRKU-", rf"HRKU-{_ID}{{20,}}"),
+    _token("heroku-api-key", "HRKU-", rf"HRKU-{_ID}{{20,1024}}"),
     _token("databricks-token", "dapi", r"dapi[a-f0-9]{32}(?:-\d)?"),
-    _token("vault-token", ("hvs.", "hvb.", "hvr."), rf"hv[sbr]\.{_ID}{{24,}}"),
-    _token("doppler-token", "dp.", r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,}"),
+    _token("vault-token", ("hvs.", "hvb.", "hvr."), rf"hv[sbr]\.{_ID}{{24,1024}}"),
+    _token("doppler-token", "dp.", r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,1024}"),
     _token("pulumi-token", "pul-", r"pul-[a-f0-9]{40}"),
-    _preceded("terraform-token", ".atlasv1.", r"[A-Za-z0-9]{14}", r"\.atlasv1\.[A-Za-z0-9_=-]{60,}"),
+    _preceded("terraform-token", ".atlasv1.", r"[A-Za-z0-9]{14}", r"\.atlasv1\.[A-Za-z0-9_=-]{60,1024}"),
 )
 
 VCS_AND_CI = (
-    _token("github-token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), r"gh[pousr]_[A-Za-z0-9]{30,}"),
-    _token("github-fine-grained-pat", "github_pat_", r"github_pat_[A-Za-z0-9_]{22,}"),
+    _token("github-token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), r"gh[pousr]_[A-Za-z0-9]{30,1024}"),
+    _token("github-fine-grained-pat", "github_pat_", r"github_pat_[A-Za-z0-9_]{22,1024}"),
     _token(
         "gitlab-token",
         ("glpat-", "gldt-", "glrt-", "glptt-", "glsoat-", "glcbt-", "glimt-", "glagent-", "glffct-", "gloas-", "glft-"),
-        rf"gl(?:pat|dt|rt|ptt|soat|cbt|imt|agent|ffct|oas|ft)-{_ID}{{20,}}",
+        rf"gl(?:pat|dt|rt|ptt|soat|cbt|imt|agent|ffct|oas|ft)-{_ID}{{20,1024}}",
     ),
-    _token("gitlab-runner-registration", "GR1348941", rf"GR1348941{_ID}{{20,}}"),
-    _token("bitbucket-app-password", "ATBB", r"ATBB[A-Za-z0-9_=.-]{28,}"),
-    _token("atlassian-api-token", ("ATATT3", "ATCTT3"), r"AT[AC]TT3[A-Za-z0-9_=.-]{20,}"),
-    _token("circleci-token", ("CCIPAT_", "CCIPRJ_"), r"CCIP(?:AT|RJ)_[A-Za-z0-9_]{20,}"),
-    _token("grafana-token", ("glc_", "glsa_"), r"gl(?:c_[A-Za-z0-9+/=]{32,}|sa_[A-Za-z0-9]{32}_[a-fA-F0-9]{8})"),
-    _token("sentry-token", ("sntrys_", "sntryu_"), r"sntry[su]_[A-Za-z0-9_=+/]{40,}"),
+    _token("gitlab-runner-registration", "GR1348941", rf"GR1348941{_ID}{{20,1024}}"),
+    _token("bitbucket-app-password", "ATBB", r"ATBB[A-Za-z0-9_=.-]{28,1024}"),
+    _token("atlassian-api-token", ("ATATT3", "ATCTT3"), r"AT[AC]TT3[A-Za-z0-9_=.-]{20,1024}"),
+    _token("circleci-token", ("CCIPAT_", "CCIPRJ_"), r"CCIP(?:AT|RJ)_[A-Za-z0-9_]{20,1024}"),
+    _token("grafana-token", ("glc_", "glsa_"), r"gl(?:c_[A-Za-z0-9+/=]{32,1024}|sa_[A-Za-z0-9]{32}_[a-fA-F0-9]{8})"),
+    _token("sentry-token", ("sntrys_", "sntryu_"), r"sntry[su]_[A-Za-z0-9_=+/]{40,1024}"),
     _token("postman-api-key", "PMAK-", r"PMAK-[a-fA-F0-9]{24}-[a-fA-F0-9]{34}"),
 )
 
 CHAT = (
-    _token("slack-token", "xox", r"xox[abposre]-[A-Za-z0-9-]{10,}"),
-    _token("slack-app-token", "xapp-", r"xapp-[A-Za-z0-9-]{20,}"),
+    _token("slack-token", "xox", r"xox[abposre]-[A-Za-z0-9-]{10,1024}"),
+    _token("slack-app-token", "xapp-", r"xapp-[A-Za-z0-9-]{20,1024}"),
     Rule(
         "slack-webhook",
         ("hooks.slack.com/",),
-        re.compile(r"hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9/_+-]{20,})"),
+        re.compile(r"hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9/_+-]{20,1024})"),
         _group(1),
     ),
     Rule(
         "discord-webhook",
         ("/api/webhooks/",),
-        re.compile(r"/api/webhooks/(\d{5,}/[A-Za-z0-9_-]{30,})"),
+        re.compile(r"/api/webhooks/(\d{5,1024}/[A-Za-z0-9_-]{30,1024})"),
         _group(1),
     ),
     # No literal of its own: scanned for when the text names Discord.
@@ -236,11 +236,11 @@ PAYMENT = (
     _token(
         "stripe-key",
         ("sk_live_", "rk_live_", "sk_test_", "rk_test_", "sk_prod_", "rk_prod_"),
-        r"[sr]k_(?:live|test|prod)_[A-Za-z0-9]{10,}",
+        r"[sr]k_(?:live|test|prod)_[A-Za-z0-9]{10,1024}",
     ),
-    _token("stripe-webhook-secret", "whsec_", r"whsec_[A-Za-z0-9+/=]{24,}"),
+    _token("stripe-webhook-secret", "whsec_", r"whsec_[A-Za-z0-9+/=]{24,1024}"),
     _token("square-token", ("sq0atp-", "sq0csp-"), rf"sq0(?:atp-{_ID}{{22}}|csp-{_ID}{{43}})"),
-    _token("square-access-token", "EAAA", r"EAAA[A-Za-z0-9_+=-]{56,}"),
+    _token("square-access-token", "EAAA", r"EAAA[A-Za-z0-9_+=-]{56,1024}"),
     _token(
         "paypal-braintree-token",
         "access_token$",
@@ -251,21 +251,21 @@ PAYMENT = (
 
 PACKAGE_REGISTRIES = (
     _token("npm-token", "npm_", r"npm_[A-Za-z0-9]{36}"),
-    _token("pypi-token", "pypi-AgE", rf"pypi-AgE{_ID}{{50,}}"),
+    _token("pypi-token", "pypi-AgE", rf"pypi-AgE{_ID}{{50,1024}}"),
     _token("rubygems-key", "rubygems_", r"rubygems_[a-f0-9]{48}"),
     _token("nuget-key", "oy2", r"oy2[a-z0-9]{43}"),
-    _token("docker-hub-pat", "dckr_pat_", rf"dckr_pat_{_ID}{{20,}}"),
+    _token("docker-hub-pat", "dckr_pat_", rf"dckr_pat_{_ID}{{20,1024}}"),
 )
 
 AI_PROVIDERS = (
     # OpenAI (sk-, sk-proj-), Anthropic (sk-ant-api03-), OpenRouter (sk-or-v1-), DeepSeek and
     # others. A digit is required so that long hyphenated words ("sk-learn-compatible-...") survive.
-    _token("openai-style-key", "sk-", r"sk-(?=[A-Za-z0-9_-]*[0-9])[A-Za-z0-9_-]{20,}"),
-    _token("huggingface-token", ("hf_", "api_org_"), r"(?:hf_|api_org_)[A-Za-z0-9]{30,}"),
-    _token("groq-key", "gsk_", r"gsk_[A-Za-z0-9]{40,}"),
-    _token("replicate-token", "r8_", r"r8_[A-Za-z0-9]{30,}"),
-    _token("perplexity-key", "pplx-", r"pplx-[A-Za-z0-9]{40,}"),
-    _token("xai-key", "xai-", r"xai-[A-Za-z0-9]{60,}"),
+    _token("openai-style-key", "sk-", r"sk-(?=[A-Za-z0-9_-]{0,1024}[0-9])[A-Za-z0-9_-]{20,1024}"),
+    _token("huggingface-token", ("hf_", "api_org_"), r"(?:hf_|api_org_)[A-Za-z0-9]{30,1024}"),
+    _token("groq-key", "gsk_", r"gsk_[A-Za-z0-9]{40,1024}"),
+    _token("replicate-token", "r8_", r"r8_[A-Za-z0-9]{30,1024}"),
+    _token("perplexity-key", "pplx-", r"pplx-[A-Za-z0-9]{40,1024}"),
+    _token("xai-key", "xai-", r"xai-[A-Za-z0-9]{60,1024}"),
     _token("langsmith-key", "lsv2_", r"lsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}"),
 )
 
@@ -275,11 +275,11 @@ SAAS = (
     _token("mailgun-key", "key-", r"key-[0-9a-zA-Z]{32}(?![0-9a-zA-Z])"),
     _preceded("mailchimp-key", "-us", r"[0-9a-f]{32}", r"-us\d{1,2}(?![0-9])"),
     _token("linear-api-key", "lin_api_", r"lin_api_[A-Za-z0-9]{40}"),
-    _token("notion-token", ("secret_", "ntn_"), r"(?:secret_[A-Za-z0-9]{43}|ntn_[A-Za-z0-9]{40,})(?![A-Za-z0-9])"),
+    _token("notion-token", ("secret_", "ntn_"), r"(?:secret_[A-Za-z0-9]{43}|ntn_[A-Za-z0-9]{40,1024})(?![A-Za-z0-9])"),
     _token(
         "jwt",
         "eyJ",
-        r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
+        r"eyJ[A-Za-z0-9_-]{8,4096}\.eyJ[A-Za-z0-9_-]{8,8192}\.[A-Za-z0-9_-]{8,4096}",
     ),
 )
 
@@ -298,7 +298,7 @@ HEADERS = (
         ("authorization",),
         re.compile(
             r"authorization[\"']?\s{0,4}[:=]\s{0,4}[\"']?"
-            r"(?:(?:basic|bearer|token|digest|negotiate|apikey|key|sso-key)\s+)?([A-Za-z0-9._~+/=:-]{8,})"
+            r"(?:(?:basic|bearer|token|digest|negotiate|apikey|key|sso-key)\s+)?([A-Za-z0-9._~+/=:-]{8,8192})"
         ),
         _group(1, _authorization_value),
         folded=True,
@@ -307,7 +307,7 @@ HEADERS = (
     Rule(
         "bearer-token",
         ("bearer",),
-        re.compile(r"bearer\s+(?=[a-z0-9._~+/=-]*[0-9])([a-z0-9._~+/=-]{8,})"),
+        re.compile(r"bearer\s+(?=[a-z0-9._~+/=-]{0,8192}[0-9])([a-z0-9._~+/=-]{8,8192})"),
         _group(1),
         folded=True,
     ),
