@@ -128,7 +128,13 @@ def _authorization_value(value: str) -> bool:
 
 
 def _credential_value(value: str) -> bool:
-    return bool(value) and value[0] not in "$%{<[" and value.lower() not in {"password", "pass", "redacted"}
+    """A password, not a placeholder (`$PASS`, `{password}`) nor a number (`-u 1000:1000`, uid:gid)."""
+    return (
+        bool(value)
+        and value[0] not in "$%{<["
+        and not value.isdigit()
+        and value.lower() not in {"password", "pass", "redacted"}
+    )
 
 
 _B64 = r"[A-Za-z0-9+/=]"
