@@ -48,6 +48,7 @@ trajectories would fill with noise.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import string
 from base64 import b64encode
@@ -167,6 +168,10 @@ ASSIGNMENT_RULES = (
     ),
 )
 ALL_RULES = (*RULES, *ASSIGNMENT_RULES)
+# Names the rule set: summaries cleaned under other rules are not taken from the cache.
+RULESET_ID = hashlib.sha256(
+    repr([(rule.name, rule.literals, rule.pattern.pattern) for rule in ALL_RULES]).encode()
+).hexdigest()[:16]
 
 # The base64 body and END line of a PEM key whose BEGIN line was cut away (a transcript cut).
 _PEM_END = re.compile(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
