@@ -185,7 +185,7 @@ def test_display_url_drops_credentials() -> None:
 def test_url_secrets_are_the_password_in_every_form_it_travels_in() -> None:
     found = url_secrets("https://bob:p%40ss-123@example.com/v1")
     assert "p%40ss-123" in found and "p@ss-123" in found  # raw and percent-decoded
-    assert base64.b64encode(b"bob:p@ss-123").decode() in found  # the HTTP Basic value aiohttp sends
+    assert base64.b64encode(b"bob:p@ss-123").decode().rstrip("=") in found  # the HTTP Basic value aiohttp sends
     assert "bob" not in found  # a user name alone is not a secret...
     assert "tok3nAsUserName" in url_secrets("https://tok3nAsUserName@example.com/v1")  # ...unless it is the credential
     assert url_secrets("https://example.com/v1") == ()

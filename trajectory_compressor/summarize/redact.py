@@ -334,9 +334,9 @@ def url_secrets(url: str | None) -> tuple[str, ...]:
         elif len(u) >= 8:
             forms.append(u)
         pair = f"{u}:{p}".encode("utf-8", errors="replace")
-        forms.append(b64encode(pair).decode("ascii"))
+        forms.append(b64encode(pair).decode("ascii").rstrip("="))  # unpadded: matches with or without
         with suppress(UnicodeEncodeError):  # aiohttp encodes Basic credentials as latin-1
-            forms.append(b64encode(f"{u}:{p}".encode("latin-1")).decode("ascii"))
+            forms.append(b64encode(f"{u}:{p}".encode("latin-1")).decode("ascii").rstrip("="))
     return tuple(dict.fromkeys(form for form in forms if form))
 
 
