@@ -193,9 +193,17 @@ def first_line(source: Path, target: Path) -> None:
 
 # ------------------------------------------------------------------------------------ workers (children)
 def worker_limit(path: Path, batch_rows: int, batch_chars: int) -> dict[str, Any]:
-    """(1) orjson + `tokenizers` batch encoding of every turn value, in pipeline-sized batches."""
+    """(1) orjson + `tokenizers` batch encoding of every turn value, in pipeline-sized batches.
+
+    Side by side, on the same batches: `redact_secrets` (what `--redact-secrets` costs per byte
+    of trajectory text), timed apart from the counting.
+    """
     import orjson
     import tokenizers
+
+    from trajectory_compressor.summarize.redact import redact_secrets
+
+    redact_seconds = count_cpu = 0.0
 
     tokenizer = tokenizers.Tokenizer.from_file(str(bundled_tokenizer_json()))
     encode = getattr(tokenizer, "encode_batch_fast", tokenizer.encode_batch)
@@ -205,8 +213,18 @@ def worker_limit(path: Path, batch_rows: int, batch_chars: int) -> dict[str, Any
     batch_rows_now = batch_size = 0
 
     def flush() -> int:
+        nonlocal redact_seconds, count_cpu
+        if not batch:
+            return 0
+        cpu = time.process_time()
         # len(encoding) is the token count without building a Python list of ids.
-        return sum(len(encoding) for encoding in encode(batch, add_special_tokens=False)) if batch else 0
+        counted = sum(len(encoding) for encoding in encode(batch, add_special_tokens=False))
+        count_cpu += time.process_time() - cpu
+        redacting = time.perf_counter()
+        for value in batch:
+            redact_secrets(value)
+        redact_seconds += time.perf_counter() - redacting
+        return counted
 
     with open(path, "rb") as handle:
         for line in handle:
@@ -225,8 +243,10 @@ def worker_limit(path: Path, batch_rows: int, batch_chars: int) -> dict[str, Any
     chars += sum(map(len, batch))
     tokens += flush()
     return {
-        "seconds": time.perf_counter() - started,
-        "cpu_seconds": time.process_time() - cpu_started,  # every thread of the process
+        "seconds": time.perf_counter() - started - redact_seconds,
+        "cpu_seconds": time.process_time() - cpu_started - redact_seconds,  # every thread of the process
+        "redact_seconds": redact_seconds,  # one thread
+        "count_cpu_seconds": count_cpu,  # CPU of the tokenizer calls alone
         "rows": rows,
         "turns": turns,
         "chars": chars,
@@ -555,6 +575,8 @@ def stage_main(args: argparse.Namespace, data: Path, workdir: Path, figures: Fig
             result, measured = run_worker("limit", workdir, str(data), str(CHUNK_ROWS), str(CHUNK_BYTES))
             figures.add("limit_s", result["seconds"])
             figures.add("limit_cpu_s", result["cpu_seconds"])
+            figures.add("redact_s", result["redact_seconds"])
+            figures.add("count_cpu_s", result["count_cpu_seconds"])
             figures.info["limit"] = {k: result[k] for k in ("rows", "turns", "chars", "tokens")}
         if "reference" in wanted:
             try:
@@ -712,6 +734,11 @@ def evaluate(args: argparse.Namespace, figures: Figures) -> list[tuple[str, str,
     if limit and megabytes:
         row("    limit throughput, MB/s", megabytes / limit, "{:.2f}")
     row("    limit CPU / wall (cores used)", _ratio(m("limit_cpu_s"), limit), "{:.2f}")
+    redact, count_cpu = m("redact_s"), m("count_cpu_s")
+    if redact and megabytes:
+        row("    redact_secrets, same text, one core, MB/s", megabytes / redact, "{:.1f}")
+        share = _ratio(redact, count_cpu)
+        row("    redaction / token counting, CPU", share, "{:.2f}", "< 0.25", share is not None and share < 0.25)
     row("(2) reference (after tokenizer load), s", reference, "{:.2f}")
     if reference is not None:
         phases = (m("reference_read_seconds"), m("reference_process_seconds"), m("reference_write_seconds"))

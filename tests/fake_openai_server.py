@@ -33,6 +33,8 @@ count POSTs to /v1/chat/completions from 0. Actions:
     think                   200 with a ``<think>`` block before the summary
     hold                    wait until the test calls ``release()`` (then answer ok): holds a
                             request at a known point without sleeping
+    echo                    200 whose content is the request's Authorization header and prompt
+    echo_auth / echo_auth:S HTTP S (401) whose error message is the Authorization header
     {"content": ..., "finish_reason": ..., "status": ...}   a custom reply; it may add
                             ``"delay": S`` (answer after S seconds: per-request latency) and
                             ``"hold": True`` (wait for ``release()`` first)
@@ -311,6 +313,14 @@ class FakeOpenAIServer:
             return self._completion(body, "[CONTEXT SUMMARY]: [CONTEXT SUMMARY]: " + fake_summary(body))
         if name == "think":
             return self._completion(body, "<think>\nplanning the summary\n</think>\n\n" + fake_summary(body))
+        if name in ("echo", "echo_auth"):  # a careless proxy: what it was sent comes back
+            authorization = request.headers.get("Authorization", "")
+            if name == "echo_auth":
+                error = {"error": {"message": f"refused Authorization: {authorization}"}}
+                return web.json_response(error, status=int(argument or 401))
+            messages = body.get("messages", []) if isinstance(body, dict) else []
+            prompt = "\n".join(str(m.get("content", "")) for m in messages if isinstance(m, dict))
+            return self._completion(body, f"Authorization: {authorization}\n{prompt}")
         raise ValueError(f"unknown fake action {action!r}")
 
     def _completion(

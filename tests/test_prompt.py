@@ -191,3 +191,55 @@ def test_clean_reply_redacts() -> None:
     reply = "The assistant set GH_TOKEN=ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789 and pushed."
     assert "ghp_" not in clean_reply(reply)
     assert "ghp_" in clean_reply(reply, redact=False)
+
+
+# --- no cut shows part of a secret ------------------------------------------------------------
+
+
+def _fragments(secret: str, size: int = 8) -> set[str]:
+    return {secret[i : i + size] for i in range(len(secret) - size + 1)}
+
+
+def _shown(secret: str, text: str) -> list[str]:
+    return sorted(fragment for fragment in _fragments(secret) if fragment in text)
+
+
+GITHUB = "ghp_" + "Zq8RkT2mVx9LpW4nBc7Hd1Jf6Gs3Ay5Ue0Oi"
+AWS = "AKIA" + "Q3ZR7XK2M9PLW4TB"
+
+
+@pytest.mark.parametrize("offset", range(-38, 2, 3))
+def test_a_token_straddling_the_head_cut_is_masked_whole(offset: int) -> None:
+    # The head keeps 2,000 chars; the token starts `offset` chars from that cut.
+    text = "a " * 1000
+    text = text[: 2000 + offset - 1] + " " + GITHUB + " " + "b " * 3000
+    transcript = render_transcript([Turn("tool", text)], max_turn_chars=4000, max_prompt_chars=50_000)
+    assert _shown(GITHUB, transcript) == []
+
+
+@pytest.mark.parametrize("inside", range(1, 20, 2))
+def test_an_aws_key_whose_tail_falls_after_the_tail_cut_is_masked(inside: int) -> None:
+    # The tail keeps the last 2,000 chars and begins `inside` chars into the key.
+    text = "d " * 3000 + AWS + " " + "c" * (2000 + inside - len(AWS) - 1)
+    transcript = render_transcript([Turn("tool", text)], max_turn_chars=4000, max_prompt_chars=50_000)
+    assert _shown(AWS, transcript) == []
+
+
+def test_masks_before_the_cut_do_not_move_it_onto_an_unseen_secret() -> None:
+    # A private key early in the head shrinks by ~1,400 chars when masked; cutting the redacted
+    # text would then keep text from past the 1,000-char margin the patterns saw, where a token
+    # sits only half inside that window.
+    body = ("MIIEpAIBAAKCAQEA1c7" * 3 + "\n") * 24
+    pem = "-----BEGIN RSA PRIVATE KEY-----\n" + body + "-----END RSA PRIVATE KEY-----"
+    for start in range(2960, 3004, 3):  # the head keeps 2,000 chars, the patterns see 3,000
+        text = pem + "\n" + "f" * (start - len(pem) - 2) + " " + GITHUB + " " + "h " * 6000
+        transcript = render_transcript([Turn("tool", text)], max_turn_chars=4000, max_prompt_chars=50_000)
+        assert _shown(GITHUB, transcript) == [], start
+        assert "MIIEpAIBAAKCAQEA" not in transcript
+
+
+def test_the_whole_transcript_cap_never_shows_part_of_a_secret() -> None:
+    turns = [Turn("tool", f"step {i}: token {GITHUB} and key {AWS} " + "x " * 500) for i in range(60)]
+    for cap in (3000, 7919, 20_011):
+        transcript = render_transcript(turns, max_prompt_chars=cap)
+        assert _shown(GITHUB, transcript) == [] and _shown(AWS, transcript) == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import time
 
 import pytest
@@ -68,7 +69,18 @@ def test_pem_body_without_its_begin_line_is_masked() -> None:
     assert redact_secrets(f"kept text\n{tail}\nexit 0") == f"kept text\n{REDACTED}\nexit 0"
 
 
-@pytest.mark.parametrize("text", ["a." * 50_000, "a-" * 50_000, "http://a:" * 10_000, "password=" * 10_000])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a." * 50_000,
+        "a-" * 50_000,
+        "http://a:" * 10_000,
+        "password=" * 10_000,
+        "-----BEGIN RSA PRIVATE KEY-----\n" * 3_000,  # each BEGIN masked to the end: 13 s before
+        "PuTTY-User-Key-File-2: " * 4_000,
+        "sk-1" * 10_000,
+    ],
+)
 def test_pathological_text_is_linear(text: str) -> None:
     started = time.perf_counter()
     redact_secrets(text)
@@ -124,6 +136,20 @@ FALSE_POSITIVES = [
     'f"s3://{access_key}:{secret_key}@{bucket}/{path}"',
     "postgres://$DB_USER:$DB_PASS@localhost/app",
     "用户要求修复登录功能的密码验证。",
+    "pip install --user requests",
+    "curl -u $USER:$TOKEN https://api.example.com",
+    "docker run -u 1000:1000 image",
+    "token_type: bearer",
+    "sorted(items, key=lambda x: x[1])",
+    "signature = inspect.signature(fn)",
+    "max_tokens: 4096",
+    "The key-value store keeps 32 entries; task-1234567890 is done.",
+    "Authorization: required",
+    'primary_key = "id"',
+    "Our Discord server has 1,000 members.",
+    "commit 3f2a1b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a",
+    'uuid = "123e4567-e89b-12d3-a456-426614174000"',
+    "git@github.com:org/repo.git",
 ]
 
 
@@ -156,7 +182,17 @@ def test_display_url_drops_credentials() -> None:
     assert display_url(None) == ""
 
 
-def test_url_secrets_is_the_password_only() -> None:
-    assert url_secrets("https://bob:pw-123@example.com/v1") == ("pw-123",)
+def test_url_secrets_are_the_password_in_every_form_it_travels_in() -> None:
+    found = url_secrets("https://bob:p%40ss-123@example.com/v1")
+    assert "p%40ss-123" in found and "p@ss-123" in found  # raw and percent-decoded
+    assert base64.b64encode(b"bob:p@ss-123").decode().rstrip("=") in found  # the HTTP Basic value aiohttp sends
+    assert "bob" not in found  # a user name alone is not a secret...
+    assert "tok3nAsUserName" in url_secrets("https://tok3nAsUserName@example.com/v1")  # ...unless it is the credential
     assert url_secrets("https://example.com/v1") == ()
     assert url_secrets(None) == ()
+
+
+def test_scrub_removes_basic_credentials_echoed_back() -> None:
+    secrets = url_secrets("http://user:password@host/v1")
+    echoed = "refused Authorization: Basic " + base64.b64encode(b"user:password").decode()
+    assert "dXNlcjpwYXNzd29yZA" not in scrub(echoed, secrets)

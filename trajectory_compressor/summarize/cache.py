@@ -25,6 +25,8 @@ from typing import Any
 
 import orjson
 
+from trajectory_compressor.summarize.redact import RULESET_ID
+
 CACHE_VERSION = 2  # bump when the stored body's meaning changes (e.g. cleaning rules)
 BUSY_TIMEOUT_SECONDS = 30.0
 
@@ -76,8 +78,10 @@ def cache_key(
 ) -> str:
     """sha256 over everything that shapes the reply; no credentials, no URL.
 
-    `redact` is included because it changes how the stored body was cleaned.
+    `redact` is included because it changes how the stored body was cleaned, and with it the
+    redaction rule set: a summary cleaned under older, narrower rules is not reused.
     """
+
     material = {
         "v": CACHE_VERSION,
         "model": model,
@@ -85,7 +89,7 @@ def cache_key(
         "temperature": temperature,
         "max_tokens": max_tokens,
         "extra_body": extra_body,
-        "redact": redact,
+        "redact": RULESET_ID if redact else False,
     }
     blob = orjson.dumps(material, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
     return hashlib.sha256(blob).hexdigest()

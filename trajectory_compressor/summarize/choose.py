@@ -37,7 +37,8 @@ def resolve_endpoint(config: RunConfig) -> RunConfig:
 
 def choose_summarizers(config: RunConfig, counter: TokenCounter) -> SummarizerChoice:
     """Build the summarizers `config.summarizer` asks for; raise `ConfigError` if it cannot."""
-    extractive = ExtractiveSummarizer(counter)
+    # The same `--redact-secrets` for both: a summary is redacted whichever summarizer writes it.
+    extractive = ExtractiveSummarizer(counter, redact=config.llm.redact_secrets)
     wants_llm = config.summarizer == "llm" or (config.summarizer == "auto" and bool(config.llm.base_url))
     if not wants_llm:
         note = (

@@ -16,11 +16,12 @@ few MB/s, so it is the expensive part), whatever the region's size.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from trajectory_compressor.count.counter import TokenCounter
+from trajectory_compressor.summarize.redact import redact_secrets
 from trajectory_compressor.summarize.toolcalls import (
     Outcome,
     analyze_output,
@@ -130,8 +131,11 @@ class ExtractiveSummarizer:
 
     name = "extractive"
 
-    def __init__(self, counter: TokenCounter) -> None:
+    def __init__(self, counter: TokenCounter, *, redact: bool = True) -> None:
         self.counter = counter
+        # Masks credentials in every piece of the region before it is digested (`--redact-secrets`):
+        # before any cut, so that no clipped field can show part of a secret.
+        self._redact = redact_secrets if redact else _unchanged
         self._prefix = SUMMARY_PREFIX + " "
         self._prefix_tokens = counter.count(self._prefix)
         self._summaries = 0
@@ -147,7 +151,7 @@ class ExtractiveSummarizer:
 
     def _fit(self, turns: Sequence[Turn], budget_tokens: int) -> tuple[str, int | None]:
         """The body and, when it was measured, the tokens of prefix + " " + body."""
-        renderer = _Renderer(_digest(turns))
+        renderer = _Renderer(_digest(turns, self._redact))
         available = budget_tokens - self._prefix_tokens
         if available <= 0:
             return "", None
@@ -308,8 +312,17 @@ class _Renderer:
         return f"{_plural(d.turns, 'turn')}: {', '.join(parts)}." if parts else f"{_plural(d.turns, 'turn')}."
 
 
-def _digest(turns: Sequence[Turn]) -> _Digest:
-    """One pass over the region: pair calls with results, collect requests, files, errors, note."""
+def _unchanged(text: str) -> str:
+    return text
+
+
+def _digest(turns: Sequence[Turn], redact: Callable[[str], str] = _unchanged) -> _Digest:
+    """One pass over the region: pair calls with results, collect requests, files, errors, note.
+
+    `redact` is applied to each piece of text as it is taken from the region, whole: tool-call
+    arguments after JSON decoding too (a secret written `\\"pa55\\"` in the raw JSON is only
+    recognisable decoded), and before any clipping.
+    """
     roles: Counter[str] = Counter()
     requests: list[str] = []
     actions: list[_Action] = []
@@ -319,6 +332,8 @@ def _digest(turns: Sequence[Turn]) -> _Digest:
     for turn in turns:
         roles[turn.role] += 1
         value = turn.value if isinstance(turn.value, str) else str(turn.value)
+        if turn.role != "tool":  # a tool turn's pieces are redacted once parsed (below)
+            value = redact(value)
         if turn.role == "human":
             text = value.strip()
             if text:
@@ -329,7 +344,8 @@ def _digest(turns: Sequence[Turn]) -> _Digest:
             said = prose_of(value) or (think_of(value) if "think>" in value else "")
             if said:
                 note = said[:_KEPT_TEXT]
-            for call in parse_tool_calls(value):
+            for parsed in parse_tool_calls(value):
+                call = replace(parsed, name=redact(parsed.name), arguments=_redact_value(parsed.arguments, redact))
                 pending.append(len(actions))
                 actions.append(_Action(call.name, call.arguments, None))
                 for path in files_in(call.arguments):
@@ -337,7 +353,12 @@ def _digest(turns: Sequence[Turn]) -> _Digest:
                 for path in files_written_in(call.arguments, call.name):
                     files[path] = True
         elif turn.role == "tool":
-            for response in parse_tool_responses(value):
+            for parsed_response in parse_tool_responses(value):
+                response = replace(
+                    parsed_response,
+                    name=redact(parsed_response.name) if parsed_response.name else parsed_response.name,
+                    content=redact(parsed_response.content),
+                )
                 slot = _match_pending(actions, pending, response.name)
                 if slot is None:
                     actions.append(_Action(response.name or "tool", None, analyze_output(response.content)))
@@ -359,6 +380,17 @@ def _digest(turns: Sequence[Turn]) -> _Digest:
         errors=tuple((line, tuple(numbers)) for line, numbers in errors.items()),
         note=note,
     )
+
+
+def _redact_value(value: Any, redact: Callable[[str], str]) -> Any:
+    """`value` (decoded JSON arguments) with `redact` applied to every string in it, keys too."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {redact(str(key)): _redact_value(item, redact) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_redact_value(item, redact) for item in value]
+    return value
 
 
 def _match_pending(actions: list[_Action], pending: list[int], name: str | None) -> int | None:

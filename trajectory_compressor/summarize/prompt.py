@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from trajectory_compressor.summarize.redact import redact_secrets
+from trajectory_compressor.summarize.redact import find_secrets, mask_spans, redact_secrets
 from trajectory_compressor.types import SUMMARY_PREFIX, SummaryRequest, Turn
 
 # A turn longer than this is middle-elided before anything else: one huge tool output (a file
@@ -138,16 +138,30 @@ def elide_middle(text: str, max_chars: int) -> str:
 
 
 def _elide_redacted(text: str, max_chars: int, redact: bool) -> str:
-    """`elide_middle` of the redacted text, redacting only the parts that are kept."""
+    """`elide_middle` of `text` with its credentials masked, redacting only what is kept.
+
+    Secrets are found on the original text (the kept parts plus a margin beyond each cut, so a
+    credential across a cut is seen whole, with its context) and the cuts are made in the
+    original's coordinates: a secret a cut falls into is masked whole on the kept side, never
+    shown in part. Cutting already-redacted text instead would move the cut by the length
+    each mask saves, past the margin into an unseen secret.
+    """
     if not redact:
         return elide_middle(text, max_chars)
-    if len(text) <= max_chars + 2 * REDACT_MARGIN:
-        return elide_middle(redact_secrets(text), max_chars)
+    if len(text) <= max_chars:
+        return redact_secrets(text)
     keep = max(0, max_chars)
     head_len, tail_len = (keep + 1) // 2, keep // 2
-    head = redact_secrets(text[: head_len + REDACT_MARGIN])[:head_len]
-    tail = redact_secrets(text[len(text) - tail_len - REDACT_MARGIN :])[-tail_len:] if tail_len else ""
-    return f"{head}\n[... {len(text) - head_len - tail_len:,} characters elided ...]\n{tail}"
+    tail_start = len(text) - tail_len
+    if len(text) <= max_chars + 2 * REDACT_MARGIN:
+        spans = find_secrets(text)
+    else:
+        window = tail_start - REDACT_MARGIN
+        spans = find_secrets(text[: head_len + REDACT_MARGIN])
+        spans += [(start + window, end + window) for start, end in find_secrets(text[window:])]
+    head = mask_spans(text, spans, 0, head_len)
+    tail = mask_spans(text, spans, tail_start, len(text)) if tail_len else ""
+    return f"{head}\n[... {tail_start - head_len:,} characters elided ...]\n{tail}"
 
 
 def _fair_caps(lengths: list[int], per_turn: int, total: int) -> list[int]:

@@ -1,0 +1,294 @@
+"""A corpus of planted secrets, one per rule family, pushed through both summarizers for real.
+
+Each secret sits in the middle of a trajectory (in a tool output, a tool-call argument, an
+error line and a user message), inside the region that gets summarized. The extractive run
+through the CLI, and the LLM run against a local endpoint that records every prompt and echoes
+it back (with the Authorization header it received), must leave no secret, and no 8-character
+fragment of one, in any prompt, output file, stderr, `--json` line or the cache. A control run
+with `--no-redact-secrets` shows the secrets do reach the summaries, so the test can fail.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+import string
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import read_jsonl, run_cli, write_jsonl
+from tests.fake_openai_server import FakeServerThread
+from trajectory_compressor.summarize.redact import REDACTED, redact_secrets
+
+_RNG = random.Random(20261123)
+ALNUM = string.ascii_letters + string.digits
+HEX = "0123456789abcdef"
+
+
+def _r(n: int, alphabet: str = ALNUM) -> str:
+    return "".join(_RNG.choice(alphabet) for _ in range(n))
+
+
+def _b64(n: int) -> str:
+    return _r(n, ALNUM + "+/")
+
+
+PEM_BODY = "\n".join(_b64(64) for _ in range(12))
+PGP_BODY = "\n".join(_b64(64) for _ in range(8))
+JWT = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9." + "eyJzdWIiOiI" + _r(40) + "." + _r(43, ALNUM + "_-")
+
+# (family, text around the secret with {} where it goes, the secret)
+PLANTED: list[tuple[str, str, str]] = [
+    ("aws-key-id", "export AWS_ACCESS_KEY_ID={}", "AKIA" + _r(16, string.ascii_uppercase + string.digits)),
+    ("aws-secret", "aws_secret_access_key = {}", _r(40, ALNUM + "/+")),
+    ("gcp-api-key", "curl 'https://maps.googleapis.com/maps/api/geocode/json?key={}'", "AIza" + _r(35)),
+    (
+        "gcp-service-account",
+        '{{"type": "service_account", "private_key": '
+        '"-----BEGIN PRIVATE KEY-----\\n{}\\n-----END PRIVATE KEY-----\\n"}}',
+        _b64(300),
+    ),
+    (
+        "azure-storage",
+        "DefaultEndpointsProtocol=https;AccountName=prodlogs;AccountKey={};EndpointSuffix=core.windows.net",
+        _b64(86) + "==",
+    ),
+    ("github-classic", "git remote set-url origin https://{}@github.com/acme/api.git", "ghp_" + _r(36)),
+    ("github-fine-grained", "GH_TOKEN={} gh pr list", "github_pat_" + _r(22) + "_" + _r(59)),
+    ("gitlab", "PRIVATE-TOKEN: {}", "glpat-" + _r(20)),
+    ("gitlab-deploy", "git clone https://deploy:{}@gitlab.example.com/g/p.git", "gldt-" + _r(20)),
+    ("bitbucket", "BITBUCKET_APP_PASSWORD {} in use", "ATBB" + _r(32)),
+    ("circleci", "circleci setup --token {}", "CCIPAT_" + _r(22) + "_" + _r(40, HEX)),
+    ("slack-bot", "SLACK_BOT_TOKEN={}", "xoxb-" + _r(12, string.digits) + "-" + _r(13, string.digits) + "-" + _r(24)),
+    ("slack-app", "app token {} loaded", "xapp-1-A0" + _r(9, string.ascii_uppercase) + "-" + _r(13, string.digits)),
+    ("slack-webhook", "POST https://hooks.slack.com/services/{}", "T0" + _r(8) + "/B0" + _r(8) + "/" + _r(24)),
+    ("discord-webhook", "https://discord.com/api/webhooks/{}", _r(18, string.digits) + "/" + _r(68, ALNUM + "_-")),
+    (
+        "discord-bot",
+        "discord.py bot token: {}",
+        "M" + _r(25, ALNUM) + "." + _r(6, ALNUM) + "." + _r(38, ALNUM),
+    ),
+    ("telegram", "curl https://api.telegram.org/bot{}/getMe", _r(10, string.digits) + ":AA" + _r(33, ALNUM + "_-")),
+    ("stripe", "stripe.api_key = '{}'", "sk_live_" + _r(24)),
+    ("stripe-restricted", "STRIPE_RK {}", "rk_live_" + _r(24)),
+    ("square", "square access {}", "sq0atp-" + _r(22)),
+    (
+        "braintree",
+        "BRAINTREE_TOKEN {}",
+        "access_token$production$" + _r(16, string.ascii_lowercase + string.digits) + "$" + _r(32, HEX),
+    ),
+    ("npm", "//registry.npmjs.org/:_authToken={}", "npm_" + _r(36)),
+    ("pypi", "twine upload -p {} dist/*", "pypi-AgEIcHlwaS5vcmc" + _r(60, ALNUM + "_-")),
+    ("rubygems", "GEM_HOST_API_KEY {}", "rubygems_" + _r(48, HEX)),
+    ("nuget", "dotnet nuget push -k {}", "oy2" + _r(43, string.ascii_lowercase + string.digits)),
+    ("docker", "docker login -u acme -p {}", "dckr_pat_" + _r(27, ALNUM + "_-")),
+    ("openai", "OPENAI_API_KEY={}", "sk-proj-" + _r(48)),
+    ("anthropic", "x-api-key: {}", "sk-ant-api03-" + _r(93, ALNUM + "_-") + "AA"),
+    ("huggingface", "huggingface-cli login --token {}", "hf_" + _r(34)),
+    ("groq", "GROQ {}", "gsk_" + _r(52)),
+    ("replicate", "REPLICATE {}", "r8_" + _r(37)),
+    ("sendgrid", "sendgrid key {}", "SG." + _r(22, ALNUM + "_-") + "." + _r(43, ALNUM + "_-")),
+    ("twilio", "twilio api key {}", "SK" + _r(32, HEX)),
+    ("mailgun", "mailgun {}", "key-" + _r(32, HEX)),
+    ("shopify", "X-Shopify-Access-Token: {}", "shpat_" + _r(32, HEX)),
+    ("heroku", "HEROKU {}", "HRKU-" + _r(60, ALNUM + "_-")),
+    ("digitalocean", "doctl auth init -t {}", "dop_v1_" + _r(64, HEX)),
+    ("databricks", "databricks token {}", "dapi" + _r(32, HEX)),
+    ("atlassian", "jira token {}", "ATATT3xFfGF0" + _r(180, ALNUM + "_-") + "=" + _r(8, HEX.upper())),
+    ("linear", "LINEAR {}", "lin_api_" + _r(40)),
+    ("notion", "NOTION {}", "secret_" + _r(43)),
+    ("doppler", "DOPPLER {}", "dp.pt." + _r(43)),
+    ("vault", "VAULT {}", "hvs." + _r(90, ALNUM + "_-")),
+    ("jwt", "cookie: session={}", JWT),
+    ("pem", "cat id_rsa\n-----BEGIN RSA PRIVATE KEY-----\n{}\n-----END RSA PRIVATE KEY-----", PEM_BODY),
+    ("pgp", "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\n{}\n-----END PGP PRIVATE KEY BLOCK-----", PGP_BODY),
+    ("postgres-url", "DATABASE_URL=postgresql://app:{}@db.internal:5432/prod", "Xk9" + _r(17)),
+    ("amqp-url", "broker amqp://guest:{}@rabbit:5672//", _r(18)),
+    (
+        "basic-auth",
+        "curl -H 'Authorization: Basic {}' https://api.internal",
+        base64.b64encode(b"deploy:" + _r(14).encode()).decode(),
+    ),
+    ("bearer", "Authorization: Bearer {}", _r(40, ALNUM + "._-")),
+    ("github-token-header", "Authorization: token {}", "gho_" + _r(36)),
+    ("password-assignment", 'DB_PASSWORD="{}"', "Tr0ub4dor-" + _r(10)),
+    ("high-entropy-assignment", "WEBHOOK_SIGNING_KEY={}", _r(32)),
+]
+
+
+def fragments(secret: str, size: int = 8) -> set[str]:
+    """Every `size`-character piece of `secret`'s runs (line breaks split a PEM body)."""
+    found: set[str] = set()
+    for run in secret.split():
+        found |= {run[i : i + size] for i in range(len(run) - size + 1)}
+    return found
+
+
+def leaks(text: str) -> dict[str, list[str]]:
+    """The planted secrets (by family) of which `text` shows any 8-character fragment."""
+    shown = {}
+    for family, _, secret in PLANTED:
+        pieces = sorted(piece for piece in fragments(secret) if piece in text)
+        if pieces:
+            shown[family] = pieces[:3]
+    return shown
+
+
+@pytest.mark.parametrize(("family", "template", "secret"), PLANTED, ids=[p[0] for p in PLANTED])
+def test_every_planted_secret_is_masked(family: str, template: str, secret: str) -> None:
+    text = f"step 12 output:\n{template.format(secret)}\nexit code 0"
+    redacted = redact_secrets(text)
+    assert REDACTED in redacted
+    assert not leaks(redacted), family
+
+
+def _trajectory(index: int, family: str, template: str, secret: str) -> dict[str, Any]:
+    """System, task, six filler steps, the secret in four places, eight filler steps, the end."""
+    line = template.format(secret)
+
+    def call(text: str, command: str) -> dict[str, str]:
+        payload = json.dumps({"name": "bash", "arguments": {"command": command}})
+        return {"from": "gpt", "value": f"{text}\n<tool_call>\n{payload}\n</tool_call>"}
+
+    def result(text: str) -> dict[str, str]:
+        return {"from": "tool", "value": f"<tool_response>\n{text}\n</tool_response>"}
+
+    def filler(step: int) -> list[dict[str, str]]:
+        log = "\n".join(f"tests/test_app.py::test_case_{step}_{n} PASSED" for n in range(40))
+        return [call(f"Step {step}: run the tests.", f"pytest -q tests/test_app.py -k case_{step}"), result(log)]
+
+    turns = [
+        {"from": "system", "value": "You are a deployment agent. Tools: bash."},
+        {"from": "human", "value": f"Task {index}: deploy integration number {index} to staging."},
+    ]
+    for step in range(6):
+        turns += filler(step)
+    turns += [
+        call("Read the environment file.", "cat .env"),
+        result(f"APP_ENV=staging\n{line}\nLOG_LEVEL=info"),
+        {"from": "human", "value": f"Use this one: {line}"},
+        call("Deploy with the credential.", line),
+        result(f"Error: authentication failed for {line}\nexit code 1"),
+    ]
+    for step in range(6, 14):
+        turns += filler(step)
+    turns += [
+        {"from": "gpt", "value": "The deploy is done."},
+        {"from": "human", "value": "Thanks."},
+        {"from": "gpt", "value": "You are welcome."},
+    ]
+    return {"id": f"row-{index}", "conversations": turns}
+
+
+BUDGET = ["--target-max-tokens", "3000", "--summary-target-tokens", "900"]
+
+
+def _corpus(tmp_path: Path) -> Path:
+    rows = [_trajectory(i, *planted) for i, planted in enumerate(PLANTED)]
+    return write_jsonl(tmp_path / "planted.jsonl", rows)
+
+
+def _written(root: Path) -> str:
+    return "\n".join(p.read_bytes().decode("utf-8", errors="replace") for p in sorted(root.rglob("*")) if p.is_file())
+
+
+def _summaries(out: Path) -> dict[int, str]:
+    """Row index -> the summary turn, checking the planted turns were inside the summarized region."""
+    metrics = read_jsonl(out.parent / f"{out.stem}.metrics.jsonl")
+    rows = read_jsonl(out)
+    found = {}
+    for m in metrics:
+        assert m["was_compressed"], m
+        region = m["compression_region"]
+        assert region["start_idx"] <= 14 and region["end_idx"] >= 18, region  # turns 14-18 hold the secret
+        found[m["index"]] = rows[m["index"]]["conversations"][region["start_idx"]]["value"]
+    assert len(found) == len(PLANTED)
+    return found
+
+
+def test_extractive_summaries_carry_no_planted_secret(tmp_path: Path) -> None:
+    source = _corpus(tmp_path)
+    out = tmp_path / "out" / "x.jsonl"
+    result = run_cli("compress", str(source), "-o", str(out), *BUDGET, "--summarizer", "extractive", "--json")
+    assert result.returncode == 0, result.stderr
+    _summaries(out)
+    assert leaks(_written(out.parent)) == {}
+    assert leaks(result.stdout + result.stderr) == {}
+
+    # Control: without redaction the same summaries do carry the secrets.
+    bare = tmp_path / "bare" / "x.jsonl"
+    flags = ("--summarizer", "extractive", "--no-redact-secrets")
+    control = run_cli("compress", str(source), "-o", str(bare), *BUDGET, *flags)
+    assert control.returncode == 0, control.stderr
+    carried = leaks("\n".join(_summaries(bare).values()))
+    assert len(carried) >= len(PLANTED) - 2, sorted(set(p[0] for p in PLANTED) - set(carried))
+
+
+def test_llm_prompts_replies_and_cache_carry_no_planted_secret(tmp_path: Path) -> None:
+    source = _corpus(tmp_path)
+    out = tmp_path / "out" / "x.jsonl"
+    cache = tmp_path / "cache" / "s.sqlite3"
+    password = "pw-" + _r(20)
+    basic = base64.b64encode(f"svc:{password}".encode()).decode()
+    with FakeServerThread(default="echo") as server:
+        base_url = server.base_url.replace("http://", f"http://svc:{password}@")
+        result = run_cli(
+            "compress", str(source), "-o", str(out), *BUDGET, "--summarizer", "llm", "--base-url", base_url,
+            "--model", "m", "--cache", str(cache), "--retry-delay", "0.01", "--json",
+        )  # fmt: skip
+        prompts = [json.dumps(r.body) for r in server.requests]
+        headers = [r.authorization for r in server.requests]
+    assert result.returncode == 0, result.stderr
+    assert prompts and all(h == f"Basic {basic}" for h in headers)  # the credentials were really sent
+    assert all("[REDACTED]" in p for p in prompts)
+    assert leaks("\n".join(prompts)) == {}
+    summaries = _summaries(out)
+    assert sum("Authorization: " in s for s in summaries.values()) > 0  # the echoes were kept, masked
+    everything = _written(out.parent) + cache.read_bytes().decode("utf-8", errors="replace")
+    everything += result.stdout + result.stderr
+    assert leaks(everything) == {}
+    assert basic not in everything and password not in everything
+
+
+def test_basic_credentials_echoed_in_a_401_appear_nowhere(tmp_path: Path) -> None:
+    source = _corpus(tmp_path)
+    out = tmp_path / "out" / "x.jsonl"
+    password = "pw-" + _r(20)
+    basic = base64.b64encode(f"svc:{password}".encode()).decode()
+    with FakeServerThread(default="echo_auth:401") as server:
+        base_url = server.base_url.replace("http://", f"http://svc:{password}@")
+        result = run_cli(
+            "compress", str(source), "-o", str(out), *BUDGET, "--summarizer", "llm", "--base-url", base_url,
+            "--model", "m", "--no-cache", "--retry-delay", "0.01", "--json",
+        )  # fmt: skip
+        assert server.requests and server.requests[0].authorization == f"Basic {basic}"
+    assert result.returncode == 2, result.stderr
+    assert "401" in result.stderr
+    everything = result.stdout + result.stderr + (_written(out.parent) if out.parent.exists() else "")
+    assert basic not in everything and basic[:12] not in everything and password not in everything
+
+
+def test_an_api_key_echoed_in_replies_is_not_stored(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "in.jsonl", [_trajectory(i, *PLANTED[i]) for i in range(3)])
+    out = tmp_path / "out" / "x.jsonl"
+    cache = tmp_path / "cache" / "s.sqlite3"
+    key = "plain-provider-key-" + _r(24)  # no known shape: only scrubbing can catch it
+    with FakeServerThread(default="echo") as server:
+        result = run_cli(
+            "compress", str(source), "-o", str(out), *BUDGET, "--summarizer", "llm", "--base-url", server.base_url,
+            "--model", "m", "--cache", str(cache), "--retry-delay", "0.01", "--no-redact-secrets", "--json",
+            env={"OPENAI_API_KEY": key},
+        )  # fmt: skip
+        assert server.requests and all(r.authorization == f"Bearer {key}" for r in server.requests)
+    assert result.returncode == 0, result.stderr
+    assert any("Authorization: Bearer [REDACTED]" in s for s in _summaries_of(out))
+    everything = _written(out.parent) + cache.read_bytes().decode("utf-8", errors="replace")
+    assert key not in everything + result.stdout + result.stderr
+
+
+def _summaries_of(out: Path) -> list[str]:
+    rows = read_jsonl(out)
+    return [turn["value"] for row in rows for turn in row["conversations"] if turn["value"].startswith("[CONTEXT")]
