@@ -33,7 +33,8 @@ count POSTs to /v1/chat/completions from 0. Actions:
     think                   200 with a ``<think>`` block before the summary
     hold                    wait until the test calls ``release()`` (then answer ok): holds a
                             request at a known point without sleeping
-    echo                    200 whose content is the request's Authorization header and prompt
+    echo / echo:N           200 whose content is the request's Authorization header and prompt
+                            (its first N characters with echo:N)
     echo_auth / echo_auth:S HTTP S (401) whose error message is the Authorization header
     {"content": ..., "finish_reason": ..., "status": ...}   a custom reply; it may add
                             ``"delay": S`` (answer after S seconds: per-request latency) and
@@ -320,6 +321,8 @@ class FakeOpenAIServer:
                 return web.json_response(error, status=int(argument or 401))
             messages = body.get("messages", []) if isinstance(body, dict) else []
             prompt = "\n".join(str(m.get("content", "")) for m in messages if isinstance(m, dict))
+            if argument:  # echo:N echoes the first N characters of the prompt only
+                prompt = prompt[: int(argument)]
             return self._completion(body, f"Authorization: {authorization}\n{prompt}")
         raise ValueError(f"unknown fake action {action!r}")
 

@@ -276,7 +276,7 @@ def test_an_api_key_echoed_in_replies_is_not_stored(tmp_path: Path) -> None:
     out = tmp_path / "out" / "x.jsonl"
     cache = tmp_path / "cache" / "s.sqlite3"
     key = "plain-provider-key-" + _r(24)  # no known shape: only scrubbing can catch it
-    with FakeServerThread(default="echo") as server:
+    with FakeServerThread(default="echo:200") as server:  # short enough to be kept as the summary
         result = run_cli(
             "compress", str(source), "-o", str(out), *BUDGET, "--summarizer", "llm", "--base-url", server.base_url,
             "--model", "m", "--cache", str(cache), "--retry-delay", "0.01", "--no-redact-secrets", "--json",
