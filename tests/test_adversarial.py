@@ -1,0 +1,53 @@
+"""Attacks on the promises of issue 10 that the other suites did not try.
+
+Each test names the promise it holds the tool to (README sections "Long runs" and "Bad input").
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import make_trajectory, write_jsonl
+
+
+def _cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    full_env = {**os.environ, **(env or {})}
+    command = [sys.executable, "-m", "trajectory_compressor", "compress", *args, "--summarizer", "extractive", "-q"]
+    return subprocess.run(command, capture_output=True, text=True, env=full_env, cwd=cwd, check=False)
+
+
+def test_output_directory_inside_the_input_directory_is_finished_after_a_kill_while_moving(tmp_path: Path) -> None:
+    """`compress d -o d/out/`, killed between moving the dataset and its metrics into place: the
+    same command must finish the run (README: "a run killed while moving files is finished by the
+    next run of the same command"). The moved dataset used to be read back as an input, so the
+    re-run refused with "would overwrite the input" (exit 2) forever; a plain re-run of a
+    completed run did the same."""
+    data = tmp_path / "d"
+    data.mkdir()
+    source = write_jsonl(data / "in.jsonl", [make_trajectory(i, steps=2) for i in range(5)])
+    args = (str(data), "-o", str(data / "out") + "/")
+    killed = _cli(*args, env={"TC_CRASH_AT": "finalize-move:2"})
+    assert killed.returncode == -9, killed.stderr
+    assert (data / "out" / "in.jsonl").exists()
+    again = _cli(*args)
+    assert again.returncode == 0, again.stderr
+    assert (data / "out" / "in.jsonl").read_bytes() == source.read_bytes()
+    assert len((data / "out" / "in.metrics.jsonl").read_text(encoding="utf-8").splitlines()) == 5
+    assert not (data / "out" / "out").exists()
+    rerun = _cli(*args)
+    assert rerun.returncode == 0, rerun.stderr
+
+
+def test_output_file_inside_the_input_directory_is_not_read_back_on_a_re_run(tmp_path: Path) -> None:
+    """`compress d -o d/x.jsonl` twice: the second run must not take `d/x.jsonl` as an input."""
+    data = tmp_path / "d"
+    data.mkdir()
+    write_jsonl(data / "in.jsonl", [make_trajectory(i, steps=2) for i in range(3)])
+    args = (str(data), "-o", str(data / "x.jsonl"))
+    assert _cli(*args).returncode == 0
+    second = _cli(*args)
+    assert second.returncode == 0, second.stderr
+    assert len((data / "x.jsonl").read_text(encoding="utf-8").splitlines()) == 3
