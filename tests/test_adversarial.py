@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from tests.conftest import make_trajectory, write_jsonl
@@ -51,3 +52,39 @@ def test_output_file_inside_the_input_directory_is_not_read_back_on_a_re_run(tmp
     second = _cli(*args)
     assert second.returncode == 0, second.stderr
     assert len((data / "x.jsonl").read_text(encoding="utf-8").splitlines()) == 3
+
+
+def test_a_second_run_sharing_only_side_files_is_refused(tmp_path: Path) -> None:
+    """`-o out/x.jsonl` running while `-o out/x.parquet` starts: both write `out/x.metrics.jsonl`
+    and `out/x.report.json` (side files are named from the stem). The second used to run to the
+    end (exit 0) and overwrite the first's metrics and report; it must exit 2 with one line
+    (README: "One run per output")."""
+    source = write_jsonl(tmp_path / "in.jsonl", [make_trajectory(i, steps=2) for i in range(5)])
+    out = tmp_path / "out"
+    pause = tmp_path / "pause"
+    env = {"TC_PAUSE_AT": "checkpoint-write:1", "TC_PAUSE_FILE": str(pause)}
+    command = [sys.executable, "-m", "trajectory_compressor", "compress", str(source), "-o", str(out / "x.jsonl")]
+    first = subprocess.Popen(
+        [*command, "--summarizer", "extractive", "-q"],
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        while not pause.exists():  # held at its first checkpoint, lock taken
+            if first.poll() is not None:
+                raise AssertionError(first.communicate())
+            time.sleep(0.01)
+        second = _cli(str(source), "-o", str(out / "x.parquet"), "--target-max-tokens", "900")
+        custom = _cli(str(source), "-o", str(out / "y.jsonl"), "--metrics", str(out / "x.metrics.jsonl"))
+    finally:
+        pause.with_name(pause.name + ".release").touch()
+        first.communicate()
+    assert first.returncode == 0
+    for other in (second, custom):
+        assert other.returncode == 2, other.stderr
+        lines = other.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: another run is writing"), other.stderr
+    assert not (out / "x.parquet").exists()
+    assert not list(out.glob(".*.lock"))
