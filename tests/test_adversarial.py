@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import make_trajectory, write_jsonl
 
 
@@ -88,3 +90,25 @@ def test_a_second_run_sharing_only_side_files_is_refused(tmp_path: Path) -> None
         assert len(lines) == 1 and lines[0].startswith("error: another run is writing"), other.stderr
     assert not (out / "x.parquet").exists()
     assert not list(out.glob(".*.lock"))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a resume recognises a changed input by size and mtime only: a same-size edit with the "
+    "mtime restored (rsync -t, cp -p of an edited copy) resumes and keeps the stale committed rows",
+)
+def test_resume_after_a_same_size_edit_of_the_input_is_refused(tmp_path: Path) -> None:
+    """README: "changed settings or inputs are refused with a clear message"."""
+    rows = [make_trajectory(i, steps=2) for i in range(30)]
+    source = write_jsonl(tmp_path / "in.jsonl", rows)
+    out = tmp_path / "x.jsonl"
+    env = {"TC_CRASH_AT": "checkpoint-renamed:2", "TC_CHECKPOINT_ROWS": "5"}
+    assert _cli(str(source), "-o", str(out), "--window", "1", env=env).returncode == -9
+    stat = source.stat()
+    text = source.read_text(encoding="utf-8")
+    edited = text.replace('"row-0000"', '"row-X000"', 1)
+    assert edited != text and len(edited) == len(text)
+    source.write_text(edited, encoding="utf-8")
+    os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    again = _cli(str(source), "-o", str(out), "--window", "1", env={"TC_CHECKPOINT_ROWS": "5"})
+    assert again.returncode == 2 or out.read_bytes() == source.read_bytes(), again.stderr
