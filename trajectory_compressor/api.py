@@ -96,7 +96,9 @@ async def compress_async(
     reading = reading or InputOptions()
     _validate_output_options(outputs)
     say = on_message or (lambda text: None)
-    sources = expand_inputs(list(inputs), data_files=reading.data_files, streaming=reading.streaming)
+    sources = expand_inputs(
+        list(inputs), data_files=reading.data_files, streaming=reading.streaming, exclude=[str(output)]
+    )
     jobs = _plan_jobs(inputs, sources, str(output), outputs, reading)
     check_output_paths(jobs, sources)
     if counter is None:

@@ -99,6 +99,7 @@ def expand_inputs(
     data_files: Sequence[str] | None = None,
     streaming: bool = True,
     on_message: Callable[[str], None] | None = None,
+    exclude: Sequence[str] = (),
 ) -> list[InputSource]:
     """Turn command-line input arguments into the ordered, de-duplicated list of sources to read.
 
@@ -106,8 +107,12 @@ def expand_inputs(
     path, an unsupported file type, a directory without any supported file, ``data_files``
     patterns that match nothing, or a Hub dataset that cannot be reached (checked here, once and
     quickly, rather than after minutes of retries). Files of a directory skipped as this tool's
-    own outputs are named once through `on_message` (default: a line on stderr).
+    own outputs are named once through `on_message` (default: a line on stderr). Paths in
+    `exclude` (the run's output file or directory) and everything under them are left out of
+    directory walks, so an output written inside an input directory is not read back as an
+    input by the re-run that resumes or finishes it.
     """
+    excluded = tuple(os.path.realpath(path) for path in exclude)
     sources: list[InputSource] = []
     seen: set[str] = set()
     skipped: list[str] = []
@@ -129,7 +134,7 @@ def expand_inputs(
             if _is_save_to_disk_dir(path):
                 add(InputSource(name=arg, kind="hf_disk", path=arg))
                 continue
-            found = list(_walk_directory(path, skipped))
+            found = list(_walk_directory(path, skipped, excluded))
             if not found:
                 supported = ", ".join(SUPPORTED_SUFFIXES)
                 raise InputError(f"no input files ({supported}) in directory: {arg}")
@@ -228,15 +233,23 @@ def _is_own_output(name: str) -> bool:
     return name.lower().endswith(OWN_OUTPUT_SUFFIXES)
 
 
-def _walk_directory(root: Path, skipped: list[str]) -> Iterator[InputSource]:
+def _is_excluded(path: Path, excluded: tuple[str, ...]) -> bool:
+    real = os.path.realpath(path)
+    return any(real == item or real.startswith(item.rstrip(os.sep) + os.sep) for item in excluded)
+
+
+def _walk_directory(root: Path, skipped: list[str], excluded: tuple[str, ...] = ()) -> Iterator[InputSource]:
     """Supported files under `root`, recursively, sorted by path relative to `root`; own outputs
-    are left out and added to `skipped`."""
+    (by name, or under a path in `excluded`) are left out and added to `skipped`."""
     found: list[tuple[str, InputSource]] = []
     for dirpath, dirnames, filenames in os.walk(root):
         here = Path(dirpath)
         kept_dirs = []
         for dirname in sorted(dirnames):
             if dirname.startswith("."):
+                continue
+            if _is_excluded(here / dirname, excluded):
+                skipped.append(str(here / dirname))
                 continue
             if _is_save_to_disk_dir(here / dirname):
                 sub = str(here / dirname)
@@ -247,7 +260,7 @@ def _walk_directory(root: Path, skipped: list[str]) -> Iterator[InputSource]:
         for filename in filenames:
             if filename.startswith("."):
                 continue
-            if _is_own_output(filename):
+            if _is_own_output(filename) or _is_excluded(here / filename, excluded):
                 skipped.append(str(here / filename))
                 continue
             full = str(here / filename)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+from pathlib import Path
 from types import TracebackType
 
 from trajectory_compressor.write.run_files import OutputError, OutputPaths
@@ -21,42 +22,60 @@ class OutputLockedError(OutputError):
 
 
 class OutputLock:
-    """`with OutputLock(paths):` holds the lock on output `paths.data` for the block."""
+    """`with OutputLock(paths):` holds the lock on output `paths.data` and on each of its side files.
+
+    Side files are named from the dataset's stem, so `-o x.jsonl` and `-o x.parquet` (or a
+    `--metrics` path two runs share) write the same metrics and report: each written file has
+    its own `.<name>.lock`, and a second run that would touch any of them stops at once.
+    """
 
     def __init__(self, paths: OutputPaths) -> None:
         self.data = paths.data
         self.path = paths.lock
-        self._fd: int | None = None
+        written = (paths.metrics, paths.report, paths.over_limit, paths.rejects)
+        side = {item.parent / f".{item.name}.lock" for item in written} - {self.path}
+        self.paths = [self.path, *sorted(side)]
+        self._fds: list[tuple[Path, int]] = []
 
     def __enter__(self) -> OutputLock:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            for path in self.paths:
+                self._fds.append((path, self._take(path)))
+        except BaseException:
+            self._release()
+            raise
+        return self
+
+    def _take(self, path: Path) -> int:
+        path.parent.mkdir(parents=True, exist_ok=True)
         while True:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 os.close(fd)
                 raise OutputLockedError(
-                    f"another run is writing {self.data} (it holds {self.path}); "
+                    f"another run is writing {self.data} or a file beside it (it holds {path}); "
                     "wait for it to finish or choose another -o"
                 ) from None
             try:
-                current = os.stat(self.path)
+                current = os.stat(path)
             except FileNotFoundError:
                 current = None
             held = os.fstat(fd)
             if current is not None and (current.st_dev, current.st_ino) == (held.st_dev, held.st_ino):
-                self._fd = fd
-                return self
+                return fd
             os.close(fd)  # the previous holder removed the file after we opened it: take the new one
+
+    def _release(self) -> None:
+        while self._fds:
+            path, fd = self._fds.pop()
+            try:
+                path.unlink(missing_ok=True)
+            finally:
+                os.close(fd)
 
     def __exit__(
         self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None
     ) -> None:
-        if self._fd is None:
-            return
-        try:
-            self.path.unlink(missing_ok=True)
-        finally:
-            os.close(self._fd)
-            self._fd = None
+        self._release()
