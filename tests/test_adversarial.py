@@ -11,8 +11,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 from tests.conftest import make_trajectory, write_jsonl
 
 
@@ -92,11 +90,6 @@ def test_a_second_run_sharing_only_side_files_is_refused(tmp_path: Path) -> None
     assert not list(out.glob(".*.lock"))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a resume recognises a changed input by size and mtime only: a same-size edit with the "
-    "mtime restored (rsync -t, cp -p of an edited copy) resumes and keeps the stale committed rows",
-)
 def test_resume_after_a_same_size_edit_of_the_input_is_refused(tmp_path: Path) -> None:
     """README: "changed settings or inputs are refused with a clear message"."""
     rows = [make_trajectory(i, steps=2) for i in range(30)]
@@ -112,3 +105,42 @@ def test_resume_after_a_same_size_edit_of_the_input_is_refused(tmp_path: Path) -
     os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     again = _cli(str(source), "-o", str(out), "--window", "1", env={"TC_CHECKPOINT_ROWS": "5"})
     assert again.returncode == 2 or out.read_bytes() == source.read_bytes(), again.stderr
+
+
+def _one_error_line(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 2, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    return lines[0]
+
+
+def test_a_yaml_key_given_twice_is_one_line_naming_it(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "in.jsonl", [make_trajectory(0, steps=1)])
+    config = tmp_path / "c.yaml"
+    config.write_text("compression:\n  target_max_tokens: 100\n  target_max_tokens: 9000\n", encoding="utf-8")
+    line = _one_error_line(_cli(str(source), "-o", str(tmp_path / "x.jsonl"), "--config", str(config)))
+    assert "target_max_tokens' is given twice" in line and "line 3" in line
+
+
+def test_yaml_merge_keys_may_be_overridden(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "in.jsonl", [make_trajectory(0, steps=1)])
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        "protected_turns: &base {first_system: true, last_n_turns: 2}\ncompression:\n  target_max_tokens: 9000\n",
+        encoding="utf-8",
+    )
+    assert _cli(str(source), "-o", str(tmp_path / "x.jsonl"), "--config", str(config)).returncode == 0
+
+
+def test_zero_shards_names_num_shards(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "in.jsonl", [make_trajectory(0, steps=1)])
+    line = _one_error_line(_cli(str(source), "-o", str(tmp_path / "x.jsonl"), "--num-shards", "0"))
+    assert "--num-shards must be >= 1" in line
+
+
+def test_two_inputs_mirrored_onto_one_output_name_are_both_named(tmp_path: Path) -> None:
+    folder = tmp_path / "in"
+    write_jsonl(folder / "a.jsonl", [make_trajectory(0, steps=1)])
+    (folder / "a.json").write_text("[" + __import__("json").dumps(make_trajectory(1, steps=1)) + "]", encoding="utf-8")
+    line = _one_error_line(_cli(str(folder), "-o", str(tmp_path / "out") + "/"))
+    assert "a.json)" in line and "a.jsonl)" in line, line

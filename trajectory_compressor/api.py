@@ -144,8 +144,12 @@ def counter_for(config: RunConfig) -> TokenCounter:
 def _validate_output_options(outputs: OutputOptions) -> None:
     if outputs.over_limit not in {"keep", "drop", "truncate"}:
         raise ConfigError("over_limit must be keep, drop or truncate")
-    if outputs.num_shards < 1 or not 0 <= outputs.shard_index < outputs.num_shards:
-        raise ConfigError("--shard-index must be in [0, --num-shards)")
+    if outputs.num_shards < 1:
+        raise ConfigError(f"--num-shards must be >= 1, got {outputs.num_shards}")
+    if not 0 <= outputs.shard_index < outputs.num_shards:
+        raise ConfigError(
+            f"--shard-index must be in [0, --num-shards) = [0, {outputs.num_shards}), got {outputs.shard_index}"
+        )
     if outputs.output_format not in {None, "jsonl", "jsonl.gz", "parquet", "hf"}:
         raise ConfigError("output format must be jsonl, jsonl.gz, parquet or hf")
 
@@ -209,6 +213,7 @@ def check_output_paths(jobs: Sequence[CompressJob], sources: Sequence[InputSourc
     taken: dict[Path, str] = {}
     for job in jobs:
         paths = OutputPaths.beside(job.output, job.metrics)
+        origin = f" (from {job.sources[0].name})" if len(job.sources) == 1 else ""
         named = [
             ("the output", paths.data),
             ("the metrics file", paths.metrics),
@@ -223,8 +228,8 @@ def check_output_paths(jobs: Sequence[CompressJob], sources: Sequence[InputSourc
             if real in inputs:
                 raise ConfigError(f"{role} {path} would overwrite the input {inputs[real]}; choose another path")
             if real in taken:
-                raise ConfigError(f"{role} {path} would overwrite {taken[real]}; choose distinct output paths")
-            taken[real] = f"{role} {path}"
+                raise ConfigError(f"{role} {path}{origin} would overwrite {taken[real]}; choose distinct output paths")
+            taken[real] = f"{role} {path}{origin}"
         if job.output_format == "hf":  # the dataset directory is replaced as a whole
             data = _real(paths.data)
             for real, name in inputs.items():

@@ -166,6 +166,22 @@ _YAML_KEYS: dict[str, dict[str, tuple[str, str]]] = {
 }
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a key given twice in one mapping (YAML itself keeps the last)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[str] = set()
+        for key_node, _value in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # `<<: *anchor` merges may be overridden by explicit keys
+            if key_node.value in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key '{key_node.value}' is given twice", key_node.start_mark
+                )
+            seen.add(key_node.value)
+        return super().construct_mapping(node, deep=deep)
+
+
 def load_yaml_overrides(path: str | Path) -> dict[str, dict[str, Any]]:
     """Read a YAML config into {"run"|"plan"|"llm": {attribute: value}}.
 
@@ -174,13 +190,13 @@ def load_yaml_overrides(path: str | Path) -> dict[str, dict[str, Any]]:
     """
     try:
         with open(path, encoding="utf-8") as handle:
-            data = yaml.safe_load(handle) or {}
+            data = yaml.load(handle, Loader=_UniqueKeyLoader) or {}
     except OSError as exc:
         raise ConfigError(f"cannot read config {path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
         raise ConfigError(f"config {path} is not valid UTF-8 (byte {exc.start})") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"config {path} is not valid YAML: {exc}") from None
+        raise ConfigError(f"config {path} is not valid YAML: {' '.join(str(exc).split())}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"config {path}: expected a mapping of sections")
     overrides: dict[str, dict[str, Any]] = {"run": {}, "plan": {}, "llm": {}}

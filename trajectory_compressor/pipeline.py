@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import os
 import signal
 import sys
@@ -20,6 +21,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from stat import S_ISREG
 from typing import Any
 
 from tqdm import tqdm
@@ -372,14 +374,29 @@ def describe_os_error(exc: OSError, output: Path) -> str:
 
 
 def _source_fingerprint(source: InputSource) -> dict[str, Any]:
-    """Name, size and modification time of a file input: enough to refuse a mismatched resume."""
+    """Name, size, modification time and content hash of a file input, to refuse a mismatched resume.
+
+    The hash catches an edit that keeps the size and restores the modification time; at ~1 GB/s
+    it costs a fraction of a percent of counting the same bytes. Pipes and other non-regular
+    files (read once) are not hashed.
+    """
     entry: dict[str, Any] = {"name": source.name}
     try:
         stat = os.stat(source.name)
         entry.update(size=stat.st_size, mtime_ns=stat.st_mtime_ns)
+        if S_ISREG(stat.st_mode):
+            entry["sha256"] = _file_sha256(source.name)
     except OSError:
         pass
     return entry
+
+
+def _file_sha256(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 @contextlib.contextmanager
