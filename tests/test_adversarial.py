@@ -144,3 +144,18 @@ def test_two_inputs_mirrored_onto_one_output_name_are_both_named(tmp_path: Path)
     (folder / "a.json").write_text("[" + __import__("json").dumps(make_trajectory(1, steps=1)) + "]", encoding="utf-8")
     line = _one_error_line(_cli(str(folder), "-o", str(tmp_path / "out") + "/"))
     assert "a.json)" in line and "a.jsonl)" in line, line
+
+
+def test_a_compressed_row_keeps_nan_infinity_and_huge_integers_in_its_other_keys(tmp_path: Path) -> None:
+    import json
+
+    row = make_trajectory(0, steps=30, output_lines=80)
+    line = json.dumps(row)[:-1] + ', "score": NaN, "worst": -Infinity, "seed": 123456789012345678901234567890}'
+    source = write_jsonl(tmp_path / "in.jsonl", [line])
+    out = tmp_path / "x.jsonl"
+    args = ("--target-max-tokens", "3000", "--summary-target-tokens", "200", "--summarizer", "extractive")
+    assert _cli(str(source), "-o", str(out), *args).returncode == 0
+    [written] = out.read_text(encoding="utf-8").splitlines()
+    record = json.loads(written)
+    assert record["conversations"] != row["conversations"], "the row must have been rewritten"
+    assert written.endswith(',"score":NaN,"worst":-Infinity,"seed":123456789012345678901234567890}')

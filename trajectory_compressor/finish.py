@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +24,7 @@ from trajectory_compressor.plan.region import Plan, plan_region, system_turn_in_
 from trajectory_compressor.plan.truncate import truncate_middle
 from trajectory_compressor.prepare import PreparedRow
 from trajectory_compressor.read.formats import from_turns
-from trajectory_compressor.read.jsonl import exact_record
+from trajectory_compressor.read.jsonl import needs_standard_json
 from trajectory_compressor.summarize.tally import CURRENT_TALLY, CallTally
 from trajectory_compressor.types import (
     EditedTurn,
@@ -74,9 +75,7 @@ def dumps(value: Any) -> bytes:
     try:
         return orjson.dumps(value)
     except TypeError:
-        import json
-
-        return json.dumps(value, ensure_ascii=False).encode("utf-8")
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 class RowFinisher:
@@ -221,7 +220,7 @@ class RowFinisher:
         self._fill_sizes(metrics, size, len(layout))
         if metrics.still_over_limit and self.over_limit == "truncate":
             return self._truncated(row, metrics, plan, layout, size)
-        data = dumps(from_turns(self._source_record(row), row.fmt, layout))
+        data = self._rewritten(row, layout)
         return self._with_over_limit(row, metrics, data)
 
     def _layout(self, row: PreparedRow, plan: Plan, body: str) -> list[LayoutItem]:
@@ -361,7 +360,7 @@ class RowFinisher:
             metrics.reason = None
         self._fill_sizes(metrics, size, len(layout))
         rewritten = removed or metrics.was_compressed
-        data = dumps(from_turns(self._source_record(row), row.fmt, layout)) if rewritten else None
+        data = self._rewritten(row, layout) if rewritten else None
         return self._with_over_limit(row, metrics, data)
 
     def _with_over_limit(self, row: PreparedRow, metrics: RowMetrics, data: bytes | None) -> FinishedRow:
@@ -404,11 +403,17 @@ class RowFinisher:
         return self.counter.count_turn(Turn("human", summary_value(result.text)))
 
     @staticmethod
-    def _source_record(row: PreparedRow) -> Any:
-        """The record to rewrite, re-read exactly when its JSON holds very long integers."""
-        if row.item.raw is not None:
-            return exact_record(row.item.raw, row.item.record)
-        return row.item.record
+    def _rewritten(row: PreparedRow, layout: list[LayoutItem]) -> bytes:
+        """The dataset line of a rewritten row: its record with the new turns, every other key exact.
+
+        A record holding integers beyond 64 bits, NaN or Infinity is re-read and written with the
+        standard library, which keeps them as they came in (orjson would change them silently).
+        """
+        raw = row.item.raw
+        if raw is not None and needs_standard_json(raw):
+            record = from_turns(json.loads(raw), row.fmt, layout)
+            return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        return dumps(from_turns(row.item.record, row.fmt, layout))
 
     @staticmethod
     def _unchanged_bytes(row: PreparedRow) -> bytes:

@@ -118,15 +118,15 @@ def _has_lone_surrogate(value: Any) -> bool:
     return False
 
 
-def exact_record(raw: bytes, record: Any) -> Any:
-    """The record parsed so that integers beyond 64 bits keep every digit.
+def needs_standard_json(raw: bytes) -> bool:
+    """Whether a record must be re-read and re-written with the standard library to keep it exact.
 
-    Called only for rows that are rewritten (unchanged rows are written from their raw bytes),
-    so the extra scan costs nothing on the common path.
+    orjson turns integers beyond 64 bits into floats and writes NaN and Infinity (which Python's
+    json reads) as null, without raising. Called only for rows that are rewritten (unchanged rows
+    are written from their raw bytes), so the scan costs nothing on the common path; a match
+    inside a string only costs the slower path.
     """
-    if _LONG_DIGITS.search(raw):
-        return json.loads(raw)
-    return record
+    return _LONG_DIGITS.search(raw) is not None or b"NaN" in raw or b"Infinity" in raw
 
 
 def parse_record(source: str, line: int, raw: bytes) -> SourceRecord:
