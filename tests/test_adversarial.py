@@ -159,3 +159,12 @@ def test_a_compressed_row_keeps_nan_infinity_and_huge_integers_in_its_other_keys
     record = json.loads(written)
     assert record["conversations"] != row["conversations"], "the row must have been rewritten"
     assert written.endswith(',"score":NaN,"worst":-Infinity,"seed":123456789012345678901234567890}')
+
+
+def test_an_empty_json_file_is_zero_rows_not_an_error(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.json"
+    empty.write_text(" \n", encoding="utf-8")
+    other = write_jsonl(tmp_path / "in.jsonl", [make_trajectory(0, steps=1)])
+    result = _cli(str(empty), str(other), "-o", str(tmp_path / "x.jsonl"))
+    assert result.returncode == 0 and "warning" not in result.stderr, result.stderr
+    assert len((tmp_path / "x.jsonl").read_text(encoding="utf-8").splitlines()) == 1

@@ -371,6 +371,8 @@ def _iter_json_array(source: InputSource, split: str) -> Iterator[SourceRecord]:
         text = Path(path).read_bytes().removeprefix(BOM)
     except OSError as exc:
         raise InputError(f"cannot read {source.name}: {exc.strerror or exc}") from exc
+    if not text.strip():  # an empty file holds no records, as an empty JSON Lines file
+        return
     try:
         data = parse_json_line(text)
     except (ValueError, UnicodeDecodeError) as exc:
