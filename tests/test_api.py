@@ -47,3 +47,19 @@ def test_user_errors_raise_clear_exceptions(tmp_path: Path, counter) -> None:
         )
     with pytest.raises(ConfigError, match="summary_target_tokens"):
         compress([str(source)], tmp_path / "o.jsonl", RunConfig(plan=PlanConfig(target_max_tokens=10)), counter=counter)
+
+
+def test_a_jsonl_run_never_imports_pyarrow_or_datasets(tmp_path: Path) -> None:
+    """Startup time and memory: the columnar libraries are loaded only for columnar inputs or outputs."""
+    import subprocess
+    import sys
+
+    source = write_jsonl(tmp_path / "in.jsonl", [make_trajectory(0, steps=2)])
+    script = (
+        "import sys\n"
+        "from trajectory_compressor import RunConfig, compress\n"
+        f"compress([{str(source)!r}], {str(tmp_path / 'x.jsonl')!r}, RunConfig(quiet=True, summarizer='extractive'))\n"
+        "print(sorted(m for m in ('pyarrow', 'datasets', 'pandas') if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]", done.stdout + done.stderr

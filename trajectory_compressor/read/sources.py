@@ -46,7 +46,6 @@ from typing import Any, Literal
 
 import orjson
 
-from trajectory_compressor.read.arrow_values import special_columns, to_json
 from trajectory_compressor.read.jsonl import BOM, iter_jsonl, json_spans, parse_json_line, parse_record
 from trajectory_compressor.types import SourceRecord, one_line
 
@@ -400,6 +399,8 @@ def _iter_parquet(source: InputSource, split: str) -> Iterator[SourceRecord]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from trajectory_compressor.read.arrow_values import special_columns, to_json
+
     path = source.path or source.name
     try:
         parquet_file = pq.ParquetFile(path)
@@ -474,6 +475,8 @@ def _special_columns_of(source: InputSource) -> dict[str, Any]:
             return {}
     except Exception:  # an unreadable input is reported by the run itself, not here
         return {}
+    from trajectory_compressor.read.arrow_values import special_columns
+
     json_fields = {field.name for field in schema if _contains_json_type(field.type)}
     return {name: t for name, t in special_columns(schema).items() if name not in json_fields}
 
@@ -561,6 +564,8 @@ def _json_config_fields() -> set[str]:
 
 
 def _iter_rows(source: InputSource, rows: Iterator[Any], *, batched: bool) -> Iterator[SourceRecord]:
+    from trajectory_compressor.read.arrow_values import to_json  # pyarrow: only for dataset inputs
+
     number = 0
     try:
         for item in rows:
