@@ -346,3 +346,71 @@ def test_parquet_binary_decimal_and_timestamp_columns_survive_every_output_forma
         written = datasets.load_from_disk(str(out)).data.table
     assert written.select(others).equals(table.select(others))
     assert written.schema.field("meta").type == table.schema.field("meta").type
+
+
+def _every_type_table() -> Any:
+    import pyarrow as pa
+
+    n = 3
+    conversations = [make_trajectory(i, steps=1 + 6 * i)["conversations"] for i in range(n)]
+    turn = pa.struct([("from", pa.string()), ("value", pa.string())])
+    return pa.table(
+        {
+            "id": pa.array([f"r{i}" for i in range(n)], pa.large_string()),
+            "conversations": pa.array(conversations, pa.list_(turn)),
+            "i8": pa.array([1, -2, None], pa.int8()),
+            "i32": pa.array([7, 8, 9], pa.int32()),
+            "u16": pa.array([0, 65535, 3], pa.uint16()),
+            "f32": pa.array([0.5, 1.25, None], pa.float32()),
+            "flag": pa.array([True, None, False], pa.bool_()),
+            "label": pa.array(["a", "b", "a"]).dictionary_encode(),
+            "nothing": pa.array([None, None, None], pa.string()),
+            "scores": pa.array([[1, 2], [], None], pa.list_(pa.int16())),
+            "pos": pa.array([{"x": 1, "y": 2.5}] * n, pa.struct([("x", pa.int16()), ("y", pa.float32())])),
+        }
+    )
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "hf"])
+def test_every_parquet_column_type_is_carried_into_columnar_outputs(tmp_path: Path, fmt: str) -> None:
+    """Not only binary/decimal/time: int8, int32, uint16, float32, dictionary, all-null, list<int16>
+    and struct columns, and the conversation column, come out with the type they came in with."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = _every_type_table()
+    pq.write_table(table, tmp_path / "in.parquet")
+    out = tmp_path / ("out.parquet" if fmt == "parquet" else "out_hf")
+    result = run_cli("compress", str(tmp_path / "in.parquet"), "-o", str(out), "--output-format", fmt, *BUDGET)
+    assert result.returncode == 0, result.stderr
+    metrics = read_jsonl(tmp_path / f"{out.stem}.metrics.jsonl")
+    assert sum(m["was_compressed"] for m in metrics) >= 1
+    if fmt == "parquet":
+        written = pq.read_table(out)
+    else:
+        import datasets
+
+        written = datasets.load_from_disk(str(out)).data.table
+    for field in table.schema:
+        expected = field.type
+        if fmt == "hf" and pa.types.is_dictionary(expected):
+            expected = expected.value_type  # `datasets` stores dictionary columns as their values
+        assert written.schema.field(field.name).type == expected, field.name
+    others = [name for name in table.column_names if name not in {"conversations", "label"}]
+    assert written.select(others).to_pylist() == table.select(others).to_pylist()
+    assert written.column("label").to_pylist() == ["a", "b", "a"]
+
+
+def test_a_column_whose_values_no_longer_fit_its_type_is_inferred_without_an_error(tmp_path: Path) -> None:
+    """Two inputs giving a column different types, and a float32 column read back from JSONL work
+    files: nothing is cut or rounded silently, and the run does not fail."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    conversations = [make_trajectory(i, steps=1)["conversations"] for i in range(2)]
+    pq.write_table(pa.table({"conversations": conversations, "x": pa.array([1, 2], pa.int8())}), tmp_path / "a.parquet")
+    pq.write_table(pa.table({"conversations": conversations, "x": pa.array([1.5, 2.5])}), tmp_path / "b.parquet")
+    out = tmp_path / "out.parquet"
+    result = run_cli("compress", str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet"), "-o", str(out), *BUDGET)
+    assert result.returncode == 0, result.stderr
+    assert pq.read_table(out).column("x").to_pylist() == [1, 2, 1.5, 2.5]

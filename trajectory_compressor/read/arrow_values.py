@@ -13,8 +13,10 @@ exact), so a Parquet or `datasets` column of such a type is encoded when read:
 That encoding is what a JSONL output holds. For a Parquet or ``hf`` output the converter gets
 each such column's original Arrow type (`column_types`, read from the input files' schemas,
 never from the rows) and decodes the values back (`decoder`), so the column comes out with the
-type it came in with. Only columns whose type holds one of these types are carried this way;
-every other column is inferred from the JSON values as before.
+type it came in with. Every other column of a columnar input is carried the same way
+(`carried_columns`): its values are checked against the type (an int column takes only
+integers, a float32 column only values it holds exactly) and `pa.array` builds it; a column
+that does not fit is inferred from its JSON values instead.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime as dt
+import math
+import struct
 from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -52,6 +56,16 @@ def is_special(arrow_type: pa.DataType) -> bool:
 def special_columns(schema: pa.Schema) -> dict[str, pa.DataType]:
     """The top-level columns of `schema` that need `to_json`, with their types."""
     return {field.name: field.type for field in schema if is_special(field.type)}
+
+
+def carried_columns(schema: pa.Schema) -> dict[str, pa.DataType]:
+    """Every top-level column of `schema` with its type, for a columnar output to restore.
+
+    Not only the encoded ones: an int32, float32, dictionary or all-null column would otherwise
+    come back as whatever its JSON values suggest (int64, double, string, null). A column whose
+    values no longer fit its type is inferred instead (see `decoder`).
+    """
+    return {field.name: field.type for field in schema}
 
 
 def to_json(value: Any) -> Any:
@@ -133,6 +147,18 @@ def decoder(arrow_type: pa.DataType) -> Callable[[Any], Any]:
 
 def _scalar_decoder(arrow_type: pa.DataType) -> Callable[[Any], Any] | None:
     t = pa.types
+    if t.is_dictionary(arrow_type):
+        return decoder(arrow_type.value_type)
+    if t.is_boolean(arrow_type):
+        return _boolean
+    if t.is_integer(arrow_type):
+        return _integer
+    if t.is_floating(arrow_type):
+        return _floating(arrow_type.bit_width)
+    if t.is_string(arrow_type) or t.is_large_string(arrow_type):
+        return _text
+    if t.is_null(arrow_type):
+        return _none
     if t.is_binary(arrow_type) or t.is_large_binary(arrow_type) or t.is_fixed_size_binary(arrow_type):
         return lambda value: base64.b64decode(_text(value), validate=True)
     if t.is_decimal(arrow_type):
@@ -146,6 +172,46 @@ def _scalar_decoder(arrow_type: pa.DataType) -> Callable[[Any], Any] | None:
     if t.is_duration(arrow_type):
         return _duration
     return None
+
+
+def _boolean(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"expected true or false, got {type(value).__name__}")
+    return value
+
+
+def _integer(value: Any) -> int:
+    """An integer, never a bool or a float (Arrow would cut 1.5 to 1 without a word)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"expected an integer, got {type(value).__name__}")
+    return value
+
+
+def _floating(bit_width: int) -> Callable[[Any], float]:
+    """A number that the float type holds exactly as it came (a float32 column stays float32
+    only while rounding to it changes no value)."""
+    packing = {16: "e", 32: "f"}.get(bit_width)
+
+    def check(value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError(f"expected a number, got {type(value).__name__}")
+        number = float(value)
+        if isinstance(value, int) and number != value:
+            raise ValueError("an integer a float cannot hold exactly")
+        if packing and not math.isnan(number):
+            try:
+                rounded = struct.unpack(packing, struct.pack(packing, number))[0]
+            except (OverflowError, struct.error) as exc:
+                raise ValueError(str(exc)) from None
+            if rounded != number:
+                raise ValueError(f"{number!r} is not exact as float{bit_width}")
+        return number
+
+    return check
+
+
+def _none(value: Any) -> None:
+    raise TypeError(f"expected null, got {type(value).__name__}")
 
 
 def _text(value: Any) -> str:

@@ -475,10 +475,10 @@ def _special_columns_of(source: InputSource) -> dict[str, Any]:
             return {}
     except Exception:  # an unreadable input is reported by the run itself, not here
         return {}
-    from trajectory_compressor.read.arrow_values import special_columns
+    from trajectory_compressor.read.arrow_values import carried_columns
 
     json_fields = {field.name for field in schema if _contains_json_type(field.type)}
-    return {name: t for name, t in special_columns(schema).items() if name not in json_fields}
+    return {name: t for name, t in carried_columns(schema).items() if name not in json_fields}
 
 
 def _contains_json_type(arrow_type: Any) -> bool:
