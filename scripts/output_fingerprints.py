@@ -11,7 +11,7 @@ before a change and compare after it:
     ... change the code ...
     python scripts/output_fingerprints.py --compare /tmp/before.json   # exit 1 on any difference
 
-Reports hold timings, absolute paths and the run status's timestamps, so a report is hashed
+Reports hold timings, absolute paths and the fake server's port, so a report is hashed
 with those fields removed; every other file is hashed byte for byte. A Hugging Face dataset
 directory is hashed by its Arrow data files and `dataset_info.json`.
 """
@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "sample_data" / "agent_runs.jsonl"
 TIGHT = ("--target-max-tokens", "4000", "--summary-target-tokens", "300", "--protect-last-n-turns", "6")
 CHATML = "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-VOLATILE_REPORT_KEYS = {"timings", "timings_seconds", "path", "outputs", "saved_at", "started_at", "finished_at"}
+VOLATILE_REPORT_KEYS = {"timings", "timings_seconds", "path", "outputs", "base_url", "endpoint"}
 
 
 def run(*args: str, env: dict[str, str] | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
