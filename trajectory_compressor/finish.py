@@ -248,24 +248,33 @@ class RowFinisher:
         self, row: PreparedRow, plan: Plan, result: SummaryResult, error: str
     ) -> SummaryResult | SummaryFailure:
         """`--on-summary-failure` for a summary that overshot: extractive, keep, or fail."""
-        policy = self.config.on_summary_failure
-        if policy == "fail":
-            raise RunAborted(f"summary failed for {row.label}: {error}", exit_code=EXIT_FAILED)
         failure = SummaryFailure(error, result.calls, result.errors)
-        if policy == "keep" or self.fallback is None or result.summarizer == self.fallback.name:
-            return failure
-        assert row.turns is not None and plan.region is not None
-        request = SummaryRequest(
-            turns=tuple(row.turns[plan.region.start : plan.region.end]),
-            budget_tokens=self.config.plan.summary_target_tokens,
-            label=row.label,
-        )
+        from_fallback = self.fallback is None or result.summarizer == self.fallback.name
+        request = self._request(row, plan, self.config.plan.summary_target_tokens)
         try:
-            fallback = await self.fallback.summarize(request)
+            return await self._by_policy(row, request, failure, from_fallback=from_fallback)
         except SummaryError as exc:
             return SummaryFailure(f"{error}; fallback: {exc}", result.calls, result.errors)
-        fallback.calls, fallback.errors, fallback.last_error = result.calls, result.errors, error
-        return fallback
+
+    async def _by_policy(
+        self, row: PreparedRow, request: SummaryRequest, failure: SummaryFailure, *, from_fallback: bool
+    ) -> SummaryResult | SummaryFailure:
+        """What a summary that could not be had becomes: the run stops (`fail`), the row stays
+        unchanged (`keep`, or nothing else to try), or the fallback summarizer writes it."""
+        policy = self.config.on_summary_failure
+        if policy == "fail":
+            raise RunAborted(f"summary failed for {row.label}: {failure.error}", exit_code=EXIT_FAILED)
+        if policy == "keep" or self.fallback is None or from_fallback:
+            return failure
+        result = await self.fallback.summarize(request)
+        result.calls, result.errors, result.last_error = failure.calls, failure.errors, failure.error
+        return result
+
+    @staticmethod
+    def _request(row: PreparedRow, plan: Plan, budget: int) -> SummaryRequest:
+        assert row.turns is not None and plan.region is not None
+        turns = tuple(row.turns[plan.region.start : plan.region.end])
+        return SummaryRequest(turns=turns, budget_tokens=budget, label=row.label)
 
     def _with_exact_notice(self, row: PreparedRow, plan: Plan) -> Plan:
         """The plan, re-made if the notice costs this row more than the planner assumed.
@@ -430,10 +439,7 @@ class RowFinisher:
         Returns a `SummaryFailure` when the policy is `keep`, or when a second pass failed (the
         first pass then stands).
         """
-        assert row.turns is not None and plan.region is not None
-        request = SummaryRequest(
-            turns=tuple(row.turns[plan.region.start : plan.region.end]), budget_tokens=budget, label=row.label
-        )
+        request = self._request(row, plan, budget)
         primary = self.summarizer or self.fallback
         assert primary is not None
         remaining = deadline - asyncio.get_running_loop().time()
@@ -456,14 +462,7 @@ class RowFinisher:
         failure = SummaryFailure(error, calls, errors)
         if second_pass:
             return failure
-        policy = self.config.on_summary_failure
-        if policy == "fail":
-            raise RunAborted(f"summary failed for {row.label}: {error}", exit_code=EXIT_FAILED)
-        if policy == "keep" or self.fallback is None or primary is self.fallback:
-            return failure
-        result = await self.fallback.summarize(request)
-        result.calls, result.errors, result.last_error = calls, errors, error
-        return result
+        return await self._by_policy(row, request, failure, from_fallback=primary is self.fallback)
 
 
 def _layout_turn(turns: list[Turn] | tuple[Turn, ...], item: LayoutItem) -> Turn:

@@ -319,7 +319,7 @@ class CompressionRun:
             from trajectory_compressor.write.converters import convert_jsonl
 
             fmt = self.job.output_format
-            column_types = source_column_types(self.job.sources)  # binary, decimal, time columns
+            column_types = source_column_types(self.job.sources)  # every column's Arrow type
 
             def convert(jsonl_path: Path, final: Path) -> None:
                 convert_jsonl(jsonl_path, final, fmt, column_types)

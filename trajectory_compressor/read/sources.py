@@ -444,21 +444,21 @@ def _batch_rows(batch: Any) -> list[Any]:
 
 
 def source_column_types(sources: Sequence[InputSource]) -> dict[str, Any]:
-    """Arrow types of the columns JSON cannot carry (binary, decimal, temporal) in the columnar
-    inputs, read from their schemas, so a Parquet or ``hf`` output can restore them.
+    """Arrow types of every column of the columnar inputs, read from their schemas, so a Parquet
+    or ``hf`` output can restore them (see `arrow_values.carried_columns`).
 
     A column two inputs give different types is left out (it is then inferred from its values).
     """
     found: dict[str, Any] = {}
     conflicting: set[str] = set()
     for source in sources:
-        for name, arrow_type in _special_columns_of(source).items():
+        for name, arrow_type in _column_types_of(source).items():
             if found.setdefault(name, arrow_type) != arrow_type:
                 conflicting.add(name)
     return {name: arrow_type for name, arrow_type in found.items() if name not in conflicting}
 
 
-def _special_columns_of(source: InputSource) -> dict[str, Any]:
+def _column_types_of(source: InputSource) -> dict[str, Any]:
     try:
         if source.kind == "parquet":
             import pyarrow.parquet as pq
