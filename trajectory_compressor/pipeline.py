@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import os
 import signal
 import sys
@@ -40,6 +39,7 @@ from trajectory_compressor.write.run_files import (
     OutputError,
     OutputPaths,
     RunFiles,
+    file_record,
     fingerprint,
     write_json_atomically,
 )
@@ -385,18 +385,10 @@ def _source_fingerprint(source: InputSource) -> dict[str, Any]:
         stat = os.stat(source.name)
         entry.update(size=stat.st_size, mtime_ns=stat.st_mtime_ns)
         if S_ISREG(stat.st_mode):
-            entry["sha256"] = _file_sha256(source.name)
+            entry["sha256"] = file_record(Path(source.name))[0].hexdigest()
     except OSError:
         pass
     return entry
-
-
-def _file_sha256(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while block := handle.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 @contextlib.contextmanager
