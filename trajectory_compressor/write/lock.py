@@ -32,9 +32,7 @@ class OutputLock:
     def __init__(self, paths: OutputPaths) -> None:
         self.data = paths.data
         self.path = paths.lock
-        written = (paths.metrics, paths.report, paths.over_limit, paths.rejects)
-        side = {item.parent / f".{item.name}.lock" for item in written} - {self.path}
-        self.paths = [self.path, *sorted(side)]
+        self.paths = [self.path, *sorted(paths.side_locks)]
         self._fds: list[tuple[Path, int]] = []
 
     def __enter__(self) -> OutputLock:

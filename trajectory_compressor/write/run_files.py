@@ -76,10 +76,20 @@ class OutputPaths:
 
     @property
     def lock(self) -> Path:
-        return self.data.parent / f".{self.data.name}.lock"
+        return lock_beside(self.data)
+
+    @property
+    def side_locks(self) -> set[Path]:
+        """The locks of the side files (a second run may share them without sharing the dataset)."""
+        return {lock_beside(path) for path in (self.metrics, self.report, self.over_limit, self.rejects)} - {self.lock}
 
     def as_dict(self) -> dict[str, str]:
         return {name: str(getattr(self, name)) for name in ("data", "metrics", "report", "over_limit", "rejects")}
+
+
+def lock_beside(path: Path) -> Path:
+    """The lock file that guards the output file `path`."""
+    return path.parent / f".{path.name}.lock"
 
 
 def output_stem(path: Path) -> str:
