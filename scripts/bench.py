@@ -373,7 +373,7 @@ def worker_prompts(path: Path, target: int, summary_target: int) -> dict[str, An
     from trajectory_compressor.count import build_counter
     from trajectory_compressor.plan.region import plan_region
     from trajectory_compressor.read.formats import detect_format, to_turns
-    from trajectory_compressor.summarize.prompt import build_messages
+    from trajectory_compressor.summarize.llm.prompt import build_messages
     from trajectory_compressor.types import SummaryRequest
 
     counter = build_counter()
@@ -562,7 +562,7 @@ def _ratio(a: float | None, b: float | None) -> float | None:
 # ------------------------------------------------------------------------------------ stages
 def stage_main(args: argparse.Namespace, data: Path, workdir: Path, figures: Figures) -> None:
     """Stages 1-3 on the main data, interleaved per round."""
-    from trajectory_compressor.pipeline import CHUNK_BYTES, CHUNK_ROWS
+    from trajectory_compressor.run.pipeline import CHUNK_BYTES, CHUNK_ROWS
 
     one_row = workdir / "one_row.jsonl"
     first_line(data, one_row)

@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import make_trajectory, read_jsonl, run_cli
-from trajectory_compressor.analyze import analyze_sources
 from trajectory_compressor.api import OutputOptions, compress
+from trajectory_compressor.commands.analyze import analyze_sources
 from trajectory_compressor.config import PlanConfig, RunConfig
 from trajectory_compressor.read.sources import expand_inputs
 

@@ -12,8 +12,8 @@ import pytest
 
 from tests.fake_openai_server import FakeOpenAIServer
 from trajectory_compressor.config import LLMConfig
-from trajectory_compressor.summarize.cache import CachedSummary, SummaryCache, cache_key, default_cache_path
 from trajectory_compressor.summarize.llm import LLMSummarizer
+from trajectory_compressor.summarize.llm.cache import CachedSummary, SummaryCache, cache_key, default_cache_path
 from trajectory_compressor.types import SummaryRequest, Turn
 
 MESSAGES = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]

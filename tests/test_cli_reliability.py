@@ -23,8 +23,8 @@ import pytest
 
 from tests.conftest import make_trajectory, read_jsonl, run_cli, write_jsonl
 from tests.fake_openai_server import FakeServerThread, prompt_text
-from trajectory_compressor.pipeline import CHUNK_ROWS
-from trajectory_compressor.summarize.ratelimit import TokenBucket
+from trajectory_compressor.run.pipeline import CHUNK_ROWS
+from trajectory_compressor.summarize.llm.ratelimit import TokenBucket
 
 MARKER = re.compile(r"test_mod(\d+)\.py")
 BUDGET = ["--target-max-tokens", "1500", "--summary-target-tokens", "100", "-q"]

@@ -11,8 +11,8 @@ import pytest
 from trajectory_compressor.config import PlanConfig
 from trajectory_compressor.count import ChatTemplateCounter, TokenCounter, TokenizerLoadError, build_counter
 from trajectory_compressor.count.tokenizer import bundled_tokenizer_dir, load_tokenizer
-from trajectory_compressor.prepare import ConversationOptions, prepare_rows
 from trajectory_compressor.read.formats import chat_messages
+from trajectory_compressor.run.prepare import ConversationOptions, prepare_rows
 from trajectory_compressor.types import SourceRecord, Turn
 
 TEXTS = [

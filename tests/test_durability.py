@@ -40,9 +40,10 @@ def _run(source: Path, out: Path, counter: Any, *, dry_run: bool = False, env: d
     if pid == 0:  # the child: never returns into pytest
         code = 99
         try:
-            from trajectory_compressor import faults, pipeline
+            from trajectory_compressor import faults
             from trajectory_compressor.api import compress
             from trajectory_compressor.config import PlanConfig, RunConfig
+            from trajectory_compressor.run import pipeline
 
             faults.reset()
             os.environ.update(env or {})

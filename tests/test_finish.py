@@ -6,8 +6,8 @@ import asyncio
 
 from tests.conftest import make_trajectory
 from trajectory_compressor.config import PlanConfig, RunConfig
-from trajectory_compressor.finish import RowFinisher
-from trajectory_compressor.prepare import ConversationOptions, prepare_rows
+from trajectory_compressor.run.finish import RowFinisher
+from trajectory_compressor.run.prepare import ConversationOptions, prepare_rows
 from trajectory_compressor.summarize.extractive import ExtractiveSummarizer
 from trajectory_compressor.types import SourceRecord
 

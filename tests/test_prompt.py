@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from trajectory_compressor.summarize.prompt import (
+from trajectory_compressor.summarize.llm.prompt import (
     MIN_TURN_CHARS,
     SYSTEM_PROMPT,
     build_messages,

@@ -21,12 +21,13 @@ from typing import Any
 from trajectory_compressor.config import ConfigError, RunConfig
 from trajectory_compressor.count import TokenCounter, TokenizerLoadError, build_counter
 from trajectory_compressor.exit_codes import EXIT_FINISHED
-from trajectory_compressor.pipeline import CompressionRun, CompressJob, RunResult
-from trajectory_compressor.prepare import ConversationOptions
 from trajectory_compressor.read.sources import InputError, InputSource, expand_inputs
+from trajectory_compressor.run.pipeline import CompressionRun, CompressJob, RunResult
+from trajectory_compressor.run.prepare import ConversationOptions
 from trajectory_compressor.summarize.choose import choose_summarizers, resolve_endpoint
 from trajectory_compressor.write.output_format import ConversionError
-from trajectory_compressor.write.run_files import OutputError, OutputPaths, ResumeMismatchError
+from trajectory_compressor.write.paths import OutputPaths, mirrored_name, shard_path
+from trajectory_compressor.write.run_files import OutputError, ResumeMismatchError
 
 # OutputError: an output cannot be written (no permission, disk full, another run holds it).
 UsageError = (ConfigError, InputError, TokenizerLoadError, ResumeMismatchError, OutputError)
@@ -174,7 +175,7 @@ def _plan_jobs(
         except ConversionError as exc:
             raise ConfigError(str(exc)) from None
         if outputs.num_shards > 1:
-            path = _shard_path(path, fmt, outputs.shard_index, outputs.num_shards)
+            path = shard_path(path, fmt, outputs.shard_index, outputs.num_shards)
         return CompressJob(
             sources=sources_,
             output=path,
@@ -199,7 +200,7 @@ def _plan_jobs(
     for source in sources:
         if source.path is None:
             raise ConfigError(f"{source.name}: a dataset source needs an output file, not a directory")
-        jobs.append(job([source], output / _mirrored_name(Path(source.path), roots)))
+        jobs.append(job([source], output / mirrored_name(Path(source.path), roots)))
     return jobs
 
 
@@ -239,33 +240,6 @@ def check_output_paths(jobs: Sequence[CompressJob], sources: Sequence[InputSourc
 
 def _real(path: str | Path) -> Path:
     return Path(os.path.realpath(path))
-
-
-def _mirrored_name(path: Path, roots: list[Path]) -> Path:
-    for root in roots:
-        try:
-            relative = path.resolve().relative_to(root.resolve())
-        except ValueError:
-            continue
-        if str(relative) != ".":
-            return _jsonl_name(relative)
-    return _jsonl_name(Path(path.name))
-
-
-def _jsonl_name(path: Path) -> Path:
-    """A JSON-array input is written as JSONL (the output stays streamable)."""
-    if path.name.endswith(".json"):
-        return path.with_name(path.name[: -len(".json")] + ".jsonl")
-    return path
-
-
-def _shard_path(path: Path, fmt: str, index: int, count: int) -> Path:
-    """`out/x.jsonl` -> `out/x.shard-00002-of-00008.jsonl`: each shard writes its own files."""
-    from trajectory_compressor.write.run_files import output_stem
-
-    stem = output_stem(path)
-    suffix = path.name[len(stem) :]
-    return path.with_name(f"{stem}.shard-{index:05d}-of-{count:05d}{suffix}")
 
 
 def run_settings(

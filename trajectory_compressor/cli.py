@@ -180,7 +180,7 @@ def main() -> None:
 def compress(inputs: tuple[str, ...], output: str, **flags: Any) -> None:
     """Compress INPUT... (JSONL, JSONL.gz, JSON, Parquet, HF datasets, directories, hf:NAME) into OUTPUT."""
     from trajectory_compressor.api import InputOptions, OutputOptions, UsageError, compress_async
-    from trajectory_compressor.pipeline import install_sigterm_as_interrupt
+    from trajectory_compressor.run.signals import install_sigterm_as_interrupt
 
     json_output = flags.pop("json_output")
     try:
@@ -239,10 +239,10 @@ def compress(inputs: tuple[str, ...], output: str, **flags: Any) -> None:
 @_common_options
 def analyze(inputs: tuple[str, ...], **flags: Any) -> None:
     """Token-length distribution and what compressing INPUT... would cost, with no LLM call."""
-    from trajectory_compressor.analyze import analyze_sources, render_analysis, write_analysis_html
     from trajectory_compressor.api import UsageError, counter_for
-    from trajectory_compressor.prepare import ConversationOptions
+    from trajectory_compressor.commands.analyze import analyze_sources, render_analysis, write_analysis_html
     from trajectory_compressor.read.sources import expand_inputs
+    from trajectory_compressor.run.prepare import ConversationOptions
 
     json_output = flags.pop("json_output")
     try:
@@ -273,7 +273,7 @@ def analyze(inputs: tuple[str, ...], **flags: Any) -> None:
 @click.option("--json", "json_output", is_flag=True, help="Print the merged report on stdout.")
 def merge(reports: tuple[str, ...], output: str, json_output: bool) -> None:
     """Merge the outputs of `--num-shards` runs, given by their REPORTS (*.report.json), in input order."""
-    from trajectory_compressor.merge import MergeError, merge_shards
+    from trajectory_compressor.commands.merge import MergeError, merge_shards
     from trajectory_compressor.write.report import render_text_summary
 
     try:

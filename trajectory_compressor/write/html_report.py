@@ -14,8 +14,11 @@ from __future__ import annotations
 
 import html
 import math
+from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
 
 Histogram = list[tuple[float, float, int]]  # (low edge, high edge, count); the last bin includes its high edge
 
@@ -399,3 +402,30 @@ _PAGE = """<!DOCTYPE html>
 </body>
 </html>
 """.replace("{target_color}", _TARGET_COLOR)
+
+
+def write_compress_html_report(path: Path, report: dict[str, Any], metrics_path: Path, target: int) -> None:
+    """The HTML page, drawn from the metrics file (8 bytes a row in memory, only when asked for)."""
+    import orjson
+
+    before, after = array("q"), array("q")
+    with open(metrics_path, "rb") as handle:
+        for line in handle:
+            row = orjson.loads(line)
+            if row.get("rejected"):
+                continue
+            before.append(row["original_tokens"])
+            if not row.get("dropped"):
+                after.append(row["compressed_tokens"])
+    rows, tokens = report["rows"], report["tokens"]
+    headline = {
+        "rows": rows["selected"],
+        "compressed": rows["compressed"],
+        "still over limit": rows["still_over_limit"],
+        "tokens before": tokens["before"],
+        "tokens after": tokens["after"],
+        "overall ratio": tokens["overall_ratio"],
+    }
+    page = render_html_report("trajectory_compressor: compress report", headline, before, after, target)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(page, encoding="utf-8")

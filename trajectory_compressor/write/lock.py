@@ -14,7 +14,8 @@ import os
 from pathlib import Path
 from types import TracebackType
 
-from trajectory_compressor.write.run_files import OutputError, OutputPaths
+from trajectory_compressor.write.paths import OutputPaths
+from trajectory_compressor.write.run_files import OutputError
 
 
 class OutputLockedError(OutputError):

@@ -25,11 +25,11 @@ import os
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 from trajectory_compressor.faults import boundary
+from trajectory_compressor.write.paths import OutputPaths
 
 STATE_VERSION = 2
 PART_NAMES = ("data", "metrics", "over_limit", "rejects")
@@ -42,63 +42,6 @@ class ResumeMismatchError(RuntimeError):
 
 class OutputError(RuntimeError):
     """An output cannot be written: permissions, a full disk, a path collision, another run on it."""
-
-
-@dataclass(frozen=True)
-class OutputPaths:
-    """Where each final file goes, derived from the dataset path unless the user moved it.
-
-    The one place that names the files beside an output (`beside`, `work_dir`, `lock`): the
-    pipeline, `merge` and the collision checks all ask here.
-    """
-
-    data: Path
-    metrics: Path
-    report: Path
-    over_limit: Path
-    rejects: Path
-
-    @classmethod
-    def beside(cls, data: Path, metrics: Path | None = None) -> OutputPaths:
-        stem = output_stem(data)
-        parent = data.parent
-        return cls(
-            data=data,
-            metrics=metrics or parent / f"{stem}.metrics.jsonl",
-            report=parent / f"{stem}.report.json",
-            over_limit=parent / f"{stem}.over_limit.jsonl",
-            rejects=parent / f"{stem}.rejects.jsonl",
-        )
-
-    @property
-    def work_dir(self) -> Path:
-        return self.data.parent / f".{self.data.name}.work"
-
-    @property
-    def lock(self) -> Path:
-        return lock_beside(self.data)
-
-    @property
-    def side_locks(self) -> set[Path]:
-        """The locks of the side files (a second run may share them without sharing the dataset)."""
-        return {lock_beside(path) for path in (self.metrics, self.report, self.over_limit, self.rejects)} - {self.lock}
-
-    def as_dict(self) -> dict[str, str]:
-        return {name: str(getattr(self, name)) for name in ("data", "metrics", "report", "over_limit", "rejects")}
-
-
-def lock_beside(path: Path) -> Path:
-    """The lock file that guards the output file `path`."""
-    return path.parent / f".{path.name}.lock"
-
-
-def output_stem(path: Path) -> str:
-    """`out/x.jsonl.gz` -> `x`; `out/x.ndjson.gz` -> `x`; `out/x.parquet` -> `x`; `out/ds` -> `ds`."""
-    name = path.name
-    for suffix in (".jsonl.gz", ".ndjson.gz", ".jsonl", ".ndjson", ".json", ".parquet"):
-        if name.endswith(suffix) and len(name) > len(suffix):
-            return name[: -len(suffix)]
-    return name
 
 
 def fsync_dir(path: Path) -> None:

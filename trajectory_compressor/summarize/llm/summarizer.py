@@ -17,10 +17,10 @@ from typing import Any
 
 from trajectory_compressor.config import ConfigError, LLMConfig
 from trajectory_compressor.count.counter import TokenCounter
-from trajectory_compressor.summarize.cache import CachedSummary, SummaryCache, cache_key
-from trajectory_compressor.summarize.client import ChatClient, Completion
-from trajectory_compressor.summarize.prompt import MAX_PROMPT_CHARS, MAX_TURN_CHARS, build_messages, clean_reply
-from trajectory_compressor.summarize.usage import UsageTracker
+from trajectory_compressor.summarize.llm.cache import CachedSummary, SummaryCache, cache_key
+from trajectory_compressor.summarize.llm.client import ChatClient, Completion
+from trajectory_compressor.summarize.llm.prompt import MAX_PROMPT_CHARS, MAX_TURN_CHARS, build_messages, clean_reply
+from trajectory_compressor.summarize.llm.usage import UsageTracker
 from trajectory_compressor.types import PromptTooLongError, SummaryError, SummaryRequest, SummaryResult
 
 logger = logging.getLogger(__name__)

@@ -21,8 +21,9 @@ from typing import IO, Any
 
 import orjson
 
+from trajectory_compressor.write.paths import OutputPaths
 from trajectory_compressor.write.report import RunTotals, build_report
-from trajectory_compressor.write.run_files import OutputPaths, file_record, write_json_atomically
+from trajectory_compressor.write.run_files import file_record, write_json_atomically
 
 
 class MergeError(ValueError):

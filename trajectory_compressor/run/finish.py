@@ -22,9 +22,9 @@ from trajectory_compressor.plan.apply import KeptTurn, LayoutItem, compressed_la
 from trajectory_compressor.plan.protect import head_end, tail_start
 from trajectory_compressor.plan.region import Plan, plan_region, system_turn_in_head
 from trajectory_compressor.plan.truncate import truncate_middle
-from trajectory_compressor.prepare import PreparedRow
 from trajectory_compressor.read.formats import from_turns
 from trajectory_compressor.read.jsonl import needs_standard_json
+from trajectory_compressor.run.prepare import PreparedRow
 from trajectory_compressor.summarize.tally import CURRENT_TALLY, CallTally
 from trajectory_compressor.types import (
     EditedTurn,

@@ -21,8 +21,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from trajectory_compressor.count.counter import TokenCounter
-from trajectory_compressor.summarize.redact import redact_secrets
-from trajectory_compressor.summarize.toolcalls import (
+from trajectory_compressor.summarize.extractive.toolcalls import (
     Outcome,
     analyze_output,
     clip,
@@ -35,6 +34,7 @@ from trajectory_compressor.summarize.toolcalls import (
     prose_of,
     think_of,
 )
+from trajectory_compressor.summarize.redact import redact_secrets
 from trajectory_compressor.types import SUMMARY_PREFIX, SummaryError, SummaryRequest, SummaryResult, Turn
 
 _ROLE_WORDS = {"human": "user", "gpt": "assistant", "tool": "tool", "system": "system"}

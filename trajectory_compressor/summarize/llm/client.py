@@ -31,10 +31,10 @@ import aiohttp
 import orjson
 
 from trajectory_compressor.config import ConfigError, LLMConfig
-from trajectory_compressor.summarize.ratelimit import RateLimiter, estimate_request_tokens
+from trajectory_compressor.summarize.llm.ratelimit import RateLimiter, estimate_request_tokens
+from trajectory_compressor.summarize.llm.usage import UsageTracker
 from trajectory_compressor.summarize.redact import display_url, redact_secrets, scrub, url_secrets
 from trajectory_compressor.summarize.tally import note_call, note_error
-from trajectory_compressor.summarize.usage import UsageTracker
 from trajectory_compressor.types import EndpointAuthError, PromptTooLongError, SummaryError
 
 logger = logging.getLogger(__name__)

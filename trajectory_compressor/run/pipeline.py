@@ -10,9 +10,7 @@ on the size of the input.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
-import signal
 import sys
 import time
 from collections import deque
@@ -28,16 +26,18 @@ from tqdm import tqdm
 from trajectory_compressor.config import RunConfig
 from trajectory_compressor.count import TokenCounter
 from trajectory_compressor.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_OVER_LIMIT
-from trajectory_compressor.finish import FinishedRow, RowFinisher, RunAborted, dumps
-from trajectory_compressor.prepare import ConversationOptions, PreparedRow, prepare_rows
 from trajectory_compressor.read.select import RowSelection, Selected
 from trajectory_compressor.read.sources import InputSource
+from trajectory_compressor.run.finish import FinishedRow, RowFinisher, RunAborted, dumps
+from trajectory_compressor.run.prepare import ConversationOptions, PreparedRow, prepare_rows
+from trajectory_compressor.run.signals import sigterm_cancels_this_task
 from trajectory_compressor.types import Summarizer
+from trajectory_compressor.write.html_report import write_compress_html_report
 from trajectory_compressor.write.lock import OutputLock
+from trajectory_compressor.write.paths import OutputPaths
 from trajectory_compressor.write.report import RunTotals, build_report, render_text_summary
 from trajectory_compressor.write.run_files import (
     OutputError,
-    OutputPaths,
     RunFiles,
     file_record,
     fingerprint,
@@ -178,7 +178,7 @@ class CompressionRun:
     async def run(self) -> RunResult:
         """Hold the output's lock for the whole run; an OS error on the outputs is one clear line."""
         try:
-            with OutputLock(self.paths), _sigterm_cancels_this_task():
+            with OutputLock(self.paths), sigterm_cancels_this_task():
                 return await self._run_locked()
         except OSError as exc:
             raise OutputError(describe_os_error(exc, self.paths.data)) from None
@@ -330,38 +330,9 @@ class CompressionRun:
     def _write_report(self, report: dict[str, Any]) -> None:
         write_json_atomically(self.paths.report, report, hook="report")
         if self.job.html_report is not None and report["status"] == "completed":
-            write_html_report(self.job.html_report, report, self.paths.metrics, self.config.plan.target_max_tokens)
-
-
-def write_html_report(path: Path, report: dict[str, Any], metrics_path: Path, target: int) -> None:
-    """The HTML page, drawn from the metrics file (8 bytes a row in memory, only when asked for)."""
-    from array import array
-
-    import orjson
-
-    from trajectory_compressor.write.html_report import render_html_report
-
-    before, after = array("q"), array("q")
-    with open(metrics_path, "rb") as handle:
-        for line in handle:
-            row = orjson.loads(line)
-            if row.get("rejected"):
-                continue
-            before.append(row["original_tokens"])
-            if not row.get("dropped"):
-                after.append(row["compressed_tokens"])
-    rows, tokens = report["rows"], report["tokens"]
-    headline = {
-        "rows": rows["selected"],
-        "compressed": rows["compressed"],
-        "still over limit": rows["still_over_limit"],
-        "tokens before": tokens["before"],
-        "tokens after": tokens["after"],
-        "overall ratio": tokens["overall_ratio"],
-    }
-    page = render_html_report("trajectory_compressor: compress report", headline, before, after, target)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(page, encoding="utf-8")
+            write_compress_html_report(
+                self.job.html_report, report, self.paths.metrics, self.config.plan.target_max_tokens
+            )
 
 
 def describe_os_error(exc: OSError, output: Path) -> str:
@@ -389,33 +360,3 @@ def _source_fingerprint(source: InputSource) -> dict[str, Any]:
     except OSError:
         pass
     return entry
-
-
-@contextlib.contextmanager
-def _sigterm_cancels_this_task() -> Iterator[None]:
-    """During the run, SIGTERM cancels it at its next await, as Ctrl-C does under `asyncio.run`.
-
-    So a stop never lands between the lines of one row's commit: the checkpoint written on the
-    way out always ends on a whole row.
-    """
-    loop, task = asyncio.get_running_loop(), asyncio.current_task()
-    previous = signal.getsignal(signal.SIGTERM)
-    try:
-        if task is None:
-            raise RuntimeError("no task")
-        loop.add_signal_handler(signal.SIGTERM, task.cancel)
-    except (ValueError, RuntimeError, NotImplementedError):  # not the main thread: leave signals alone
-        yield
-        return
-    try:
-        yield
-    finally:
-        loop.remove_signal_handler(signal.SIGTERM)
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
-
-
-def install_sigterm_as_interrupt() -> None:
-    """Treat SIGTERM like Ctrl-C so job schedulers stopping us leave a resumable checkpoint."""
-    with contextlib.suppress(ValueError):  # not the main thread (library use): leave signals alone
-        signal.signal(signal.SIGTERM, signal.default_int_handler)

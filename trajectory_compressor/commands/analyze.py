@@ -15,9 +15,9 @@ from typing import Any
 
 from trajectory_compressor.config import RunConfig
 from trajectory_compressor.count import TokenCounter
-from trajectory_compressor.prepare import ConversationOptions, prepare_rows
 from trajectory_compressor.read.select import RowSelection
 from trajectory_compressor.read.sources import InputSource
+from trajectory_compressor.run.prepare import ConversationOptions, prepare_rows
 from trajectory_compressor.write.html_report import (
     percentiles,
     render_html_report,

@@ -1,0 +1,94 @@
+"""Every file name a run writes, decided in one place.
+
+The dataset path is the user's; everything else is derived from it here: the side files
+(metrics, report, over-limit list, rejects), the hidden work folder and the lock files, a
+shard's own names, and the names an input gets when mirrored into an output directory. The
+pipeline, `merge` and the collision checks all ask this module, so two of them never disagree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class OutputPaths:
+    """Where each final file goes, derived from the dataset path unless the user moved it.
+
+    The one place that names the files beside an output (`beside`, `work_dir`, `lock`): the
+    pipeline, `merge` and the collision checks all ask here.
+    """
+
+    data: Path
+    metrics: Path
+    report: Path
+    over_limit: Path
+    rejects: Path
+
+    @classmethod
+    def beside(cls, data: Path, metrics: Path | None = None) -> OutputPaths:
+        stem = output_stem(data)
+        parent = data.parent
+        return cls(
+            data=data,
+            metrics=metrics or parent / f"{stem}.metrics.jsonl",
+            report=parent / f"{stem}.report.json",
+            over_limit=parent / f"{stem}.over_limit.jsonl",
+            rejects=parent / f"{stem}.rejects.jsonl",
+        )
+
+    @property
+    def work_dir(self) -> Path:
+        return self.data.parent / f".{self.data.name}.work"
+
+    @property
+    def lock(self) -> Path:
+        return lock_beside(self.data)
+
+    @property
+    def side_locks(self) -> set[Path]:
+        """The locks of the side files (a second run may share them without sharing the dataset)."""
+        return {lock_beside(path) for path in (self.metrics, self.report, self.over_limit, self.rejects)} - {self.lock}
+
+    def as_dict(self) -> dict[str, str]:
+        return {name: str(getattr(self, name)) for name in ("data", "metrics", "report", "over_limit", "rejects")}
+
+
+def lock_beside(path: Path) -> Path:
+    """The lock file that guards the output file `path`."""
+    return path.parent / f".{path.name}.lock"
+
+
+def output_stem(path: Path) -> str:
+    """`out/x.jsonl.gz` -> `x`; `out/x.ndjson.gz` -> `x`; `out/x.parquet` -> `x`; `out/ds` -> `ds`."""
+    name = path.name
+    for suffix in (".jsonl.gz", ".ndjson.gz", ".jsonl", ".ndjson", ".json", ".parquet"):
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def mirrored_name(path: Path, roots: list[Path]) -> Path:
+    for root in roots:
+        try:
+            relative = path.resolve().relative_to(root.resolve())
+        except ValueError:
+            continue
+        if str(relative) != ".":
+            return jsonl_name(relative)
+    return jsonl_name(Path(path.name))
+
+
+def jsonl_name(path: Path) -> Path:
+    """A JSON-array input is written as JSONL (the output stays streamable)."""
+    if path.name.endswith(".json"):
+        return path.with_name(path.name[: -len(".json")] + ".jsonl")
+    return path
+
+
+def shard_path(path: Path, fmt: str, index: int, count: int) -> Path:
+    """`out/x.jsonl` -> `out/x.shard-00002-of-00008.jsonl`: each shard writes its own files."""
+    stem = output_stem(path)
+    suffix = path.name[len(stem) :]
+    return path.with_name(f"{stem}.shard-{index:05d}-of-{count:05d}{suffix}")
