@@ -1,19 +1,38 @@
 """trajectory_compressor: fit agent trajectories into a training context window.
 
-The package reads like the pipeline: `read` (inputs → records), `count` (tokens), `plan`
+The package reads like the data's path: `read` (inputs → records), `count` (tokens), `plan`
 (pure: which turns to summarize), `summarize` (extractive and LLM summarizers), `write`
-(work files, checkpoints, reports), tied together by `pipeline` and exposed by `api` and `cli`.
+(work files, checkpoints, reports), orchestrated by `run`; `settings` declares every option
+once; `api` and `cli` are the two ways in. See ARCHITECTURE.md.
+
+The public names are exported here, so user code never imports from deep paths.
 """
 
-from trajectory_compressor.api import InputOptions, OutputOptions, compress, compress_async
-from trajectory_compressor.config import LLMConfig, PlanConfig, RunConfig
+from trajectory_compressor.api import compress, compress_async
+from trajectory_compressor.errors import UsageError
+from trajectory_compressor.exit_codes import ExitCode
+from trajectory_compressor.run.pipeline import RunResult
+from trajectory_compressor.settings import (
+    ConfigError,
+    LLMConfig,
+    OutputConfig,
+    PlanConfig,
+    ReadConfig,
+    RunConfig,
+    SelectConfig,
+)
 
 __all__ = [
-    "InputOptions",
+    "ConfigError",
+    "ExitCode",
     "LLMConfig",
-    "OutputOptions",
+    "OutputConfig",
     "PlanConfig",
+    "ReadConfig",
     "RunConfig",
+    "RunResult",
+    "SelectConfig",
+    "UsageError",
     "compress",
     "compress_async",
 ]

@@ -7,7 +7,7 @@ tested alone and lets the planner stay a pure function of numbers.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 Role = Literal["system", "human", "gpt", "tool"]
@@ -190,12 +190,20 @@ class RowMetrics:
     summary_errors: int = 0
     last_error: str | None = None
     passes: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
+    # Outcome fields written only when they apply (None: omitted from the metrics line).
+    planned_tokens: int | None = None  # a dry run: the row's size as planned, each summary at its budget
+    summary_failed: bool | None = None  # set when the summary came from the fallback, or failed
+    truncated: bool | None = None  # `--over-limit truncate` applied to the row
+    turns_truncated: int | None = None
+    dropped: bool | None = None  # `--over-limit drop`: the row is not in the dataset
 
     def to_dict(self) -> dict[str, Any]:
-        data = {k: v for k, v in self.__dict__.items() if k != "extra"}
+        data = {k: v for k, v in self.__dict__.items() if k not in _OPTIONAL_METRICS}
         if self.id is None:
             data.pop("id")
         data["compression_ratio"] = round(self.compression_ratio, 4)
-        data.update(self.extra)
+        data.update((k, getattr(self, k)) for k in _OPTIONAL_METRICS if getattr(self, k) is not None)
         return data
+
+
+_OPTIONAL_METRICS = ("planned_tokens", "summary_failed", "truncated", "turns_truncated", "dropped")

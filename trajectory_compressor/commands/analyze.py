@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trajectory_compressor.config import RunConfig
 from trajectory_compressor.count import TokenCounter
 from trajectory_compressor.read.select import RowSelection
 from trajectory_compressor.read.sources import InputSource
-from trajectory_compressor.run.prepare import ConversationOptions, prepare_rows
+from trajectory_compressor.run.prepare import CHUNK_BYTES, CHUNK_ROWS, notice_tokens, prepare_rows
+from trajectory_compressor.settings import RunConfig
 from trajectory_compressor.write.html_report import (
     percentiles,
     render_html_report,
@@ -27,8 +27,6 @@ from trajectory_compressor.write.html_report import (
 from trajectory_compressor.write.run_files import OutputError
 
 PROMPT_OVERHEAD_TOKENS = 600  # instructions and transcript labels around the region's turns
-CHUNK_ROWS = 64
-CHUNK_BYTES = 8_000_000
 
 
 @dataclass
@@ -76,25 +74,20 @@ def analyze_sources(
     sources: list[InputSource],
     config: RunConfig,
     counter: TokenCounter,
-    *,
-    split: str = "train",
-    conversation: ConversationOptions | None = None,
 ) -> Analysis:
     """Count and plan every row of `sources`; no summaries, no outputs."""
     plan = config.plan
-    notice_tokens = counter.count(plan.notice) if plan.notice else 0
+    notice = notice_tokens(counter, plan)
     result = Analysis(target=plan.target_max_tokens, summary_budget=plan.summary_target_tokens)
-    selection = RowSelection(
-        sources, split=split, sample_percent=config.sample_percent, seed=config.seed, limit=config.limit
-    )
+    selection = RowSelection(sources, split=config.read.split, select=config.select)
     for chunk in selection.chunks(CHUNK_ROWS, CHUNK_BYTES):
         for row in prepare_rows(
             chunk,
             counter,
             plan,
-            notice_tokens=notice_tokens,
+            notice_tokens=notice,
             skip_under_target=config.skip_under_target,
-            options=conversation or ConversationOptions(),
+            reading=config.read,
         ):
             result.rows += 1
             if row.plan is None:

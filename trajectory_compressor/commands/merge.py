@@ -21,12 +21,13 @@ from typing import IO, Any
 
 import orjson
 
+from trajectory_compressor.errors import UsageError
 from trajectory_compressor.write.paths import OutputPaths
 from trajectory_compressor.write.report import RunTotals, build_report
 from trajectory_compressor.write.run_files import file_record, write_json_atomically
 
 
-class MergeError(ValueError):
+class MergeError(UsageError, ValueError):
     """The shard reports cannot be merged (missing, incomplete, or from different settings)."""
 
 

@@ -14,12 +14,13 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from trajectory_compressor.errors import UsageError
 from trajectory_compressor.types import one_line
 
 BUNDLED_TOKENIZER = "bundled:deepseek"
 
 
-class TokenizerLoadError(RuntimeError):
+class TokenizerLoadError(UsageError, RuntimeError):
     """The tokenizer could not be loaded; the message names what was tried, never a secret."""
 
 

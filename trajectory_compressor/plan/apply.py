@@ -9,9 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from trajectory_compressor.types import SUMMARY_PREFIX, CompressionRegion, EditedTurn, KeptTurn, NewTurn, Turn
-
-LayoutItem = KeptTurn | EditedTurn | NewTurn  # = types.OutputTurn
+from trajectory_compressor.types import (
+    SUMMARY_PREFIX,
+    CompressionRegion,
+    EditedTurn,
+    KeptTurn,
+    NewTurn,
+    OutputTurn,
+    Turn,
+)
 
 
 def summary_value(body: str) -> str:
@@ -25,9 +31,9 @@ def compressed_layout(
     summary_body: str,
     notice_text: str | None,
     notice_index: int | None,
-) -> list[LayoutItem]:
+) -> list[OutputTurn]:
     """Head (with the notice appended to its system turn) + one human summary turn + the rest."""
-    layout: list[LayoutItem] = []
+    layout: list[OutputTurn] = []
     for index in range(region.start):
         if index == notice_index and notice_text:
             layout.append(EditedTurn(index, turns[index].value + notice_text))

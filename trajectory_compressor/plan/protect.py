@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from trajectory_compressor.config import PlanConfig
+from trajectory_compressor.settings import PlanConfig
 
 
 def _first(roles: Sequence[str], role: str) -> int | None:

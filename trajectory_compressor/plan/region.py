@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from trajectory_compressor.config import PlanConfig
 from trajectory_compressor.plan.protect import head_end, tail_start
+from trajectory_compressor.settings import PlanConfig
 from trajectory_compressor.types import CompressionRegion
 
 # Reasons a row is left unchanged or still over the limit (stable strings: users grep metrics).
@@ -38,10 +38,6 @@ class Plan:
     estimated_tokens: int
     still_over_limit: bool
     reason: str | None
-
-    @property
-    def compresses(self) -> bool:
-        return self.region is not None
 
     def size_with_summary(self, summary_tokens: int) -> int:
         """The row's size once its region is replaced by a summary of `summary_tokens` tokens."""

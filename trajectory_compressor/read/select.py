@@ -11,6 +11,7 @@ import hashlib
 from collections.abc import Iterator, Sequence
 
 from trajectory_compressor.read.sources import InputError, InputSource, iter_source, shard_filter
+from trajectory_compressor.settings import SelectConfig
 from trajectory_compressor.types import SourceRecord
 
 # A selected row: (index in the input stream, stream position once it is committed, record).
@@ -47,21 +48,18 @@ class RowSelection:
         sources: Sequence[InputSource],
         *,
         split: str = "train",
-        sample_percent: float | None = None,
-        seed: int = 42,
-        limit: int | None = None,
-        num_shards: int = 1,
-        shard_index: int = 0,
+        select: SelectConfig | None = None,
         skip: int = 0,
         already_selected: int = 0,
     ) -> None:
+        select = select or SelectConfig()
         self.sources = sources
         self.split = split
-        self.sample_percent = sample_percent
-        self.seed = seed
-        self.limit = limit
-        self.num_shards = num_shards
-        self.shard_index = shard_index
+        self.sample_percent = select.sample_percent
+        self.seed = select.seed
+        self.limit = select.limit
+        self.num_shards = select.num_shards
+        self.shard_index = select.shard_index
         self.skip = skip
         self.stream_rows = 0  # stream rows read so far
         self.selected = already_selected

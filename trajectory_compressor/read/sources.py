@@ -46,6 +46,7 @@ from typing import Any, Literal
 
 import orjson
 
+from trajectory_compressor.errors import UsageError
 from trajectory_compressor.read.jsonl import BOM, iter_jsonl, json_spans, parse_json_line, parse_record
 from trajectory_compressor.types import SourceRecord, one_line
 
@@ -70,7 +71,7 @@ HUB_CHECK_TIMEOUT = 10.0  # seconds for the one request that checks a Hub datase
 _SAVE_TO_DISK_MARKERS = ("state.json", "dataset_dict.json")
 
 
-class InputError(ValueError):
+class InputError(UsageError, ValueError):
     """An input cannot be found, opened or read to its end; the message is one line naming it."""
 
 

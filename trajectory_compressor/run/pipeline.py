@@ -13,24 +13,26 @@ import asyncio
 import os
 import sys
 import time
-from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from stat import S_ISREG
 from typing import Any
 
 from tqdm import tqdm
 
-from trajectory_compressor.config import RunConfig
 from trajectory_compressor.count import TokenCounter
-from trajectory_compressor.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_OVER_LIMIT
+from trajectory_compressor.errors import RunAborted
+from trajectory_compressor.exit_codes import ExitCode
 from trajectory_compressor.read.select import RowSelection, Selected
 from trajectory_compressor.read.sources import InputSource
-from trajectory_compressor.run.finish import FinishedRow, RowFinisher, RunAborted, dumps
-from trajectory_compressor.run.prepare import ConversationOptions, PreparedRow, prepare_rows
+from trajectory_compressor.run.commit import RowCommitter
+from trajectory_compressor.run.jobs import CompressJob
+from trajectory_compressor.run.prepare import CHUNK_BYTES, CHUNK_ROWS, PreparedRow, notice_tokens, prepare_rows
+from trajectory_compressor.run.row import FinishedRow, RowFinisher
 from trajectory_compressor.run.signals import sigterm_cancels_this_task
+from trajectory_compressor.run.window import finish_in_order
+from trajectory_compressor.settings import RunConfig
 from trajectory_compressor.types import Summarizer
 from trajectory_compressor.write.html_report import write_compress_html_report
 from trajectory_compressor.write.lock import OutputLock
@@ -43,31 +45,6 @@ from trajectory_compressor.write.run_files import (
     fingerprint,
     write_json_atomically,
 )
-
-CHUNK_ROWS = 64
-CHUNK_BYTES = 8_000_000
-# How often committed rows are made durable: a crash loses at most this much work (which the
-# summary cache makes cheap to redo). Tunable through the environment for tests and slow disks.
-CHECKPOINT_EVERY_ROWS = int(os.environ.get("TC_CHECKPOINT_ROWS", "500"))
-CHECKPOINT_EVERY_SECONDS = float(os.environ.get("TC_CHECKPOINT_SECONDS", "5"))
-
-
-@dataclass
-class CompressJob:
-    """What to read and where to write: the part of a run that is not tuning."""
-
-    sources: list[InputSource]
-    output: Path
-    metrics: Path | None = None
-    output_format: str = "jsonl"
-    resume: bool = True
-    split: str = "train"
-    conversation: ConversationOptions = field(default_factory=ConversationOptions)
-    over_limit: str = "keep"  # keep | drop | truncate
-    num_shards: int = 1
-    shard_index: int = 0
-    html_report: Path | None = None
-    fail_on_over_limit: bool = False
 
 
 @dataclass
@@ -109,13 +86,12 @@ class CompressionRun:
             counter,
             summarizer,
             fallback,
-            over_limit=job.over_limit,
+            over_limit=config.output.over_limit,
             keep_rejects_in_data=job.output_format in {"jsonl", "jsonl.gz"},
         )
+        self.notice_tokens = notice_tokens(counter, config.plan)
         self.totals = RunTotals()
-        self.position = 0  # stream rows committed (selected or not): where a resume starts
         self.on_message = on_message or (lambda text: print(text, file=sys.stderr))
-        self._rejects_reported = 0
         self._timings: dict[str, float] = {}
 
     # ----------------------------------------------------------------------------- reading
@@ -123,12 +99,8 @@ class CompressionRun:
         """The rows this run takes, after the `skip` stream positions a resumed run committed."""
         return RowSelection(
             self.job.sources,
-            split=self.job.split,
-            sample_percent=self.config.sample_percent,
-            seed=self.config.seed,
-            limit=self.config.limit,
-            num_shards=self.job.num_shards,
-            shard_index=self.job.shard_index,
+            split=self.config.read.split,
+            select=self.config.select,
             skip=skip,
             already_selected=self.totals.rows_selected,
         )
@@ -141,38 +113,10 @@ class CompressionRun:
             rows,
             self.counter,
             self.config.plan,
-            notice_tokens=self.finisher.notice_tokens,
+            notice_tokens=self.notice_tokens,
             skip_under_target=self.config.skip_under_target,
-            options=self.job.conversation,
+            reading=self.config.read,
         )
-
-    # ----------------------------------------------------------------------------- committing
-    def _commit(self, files: RunFiles, finished: FinishedRow) -> None:
-        metrics = finished.metrics
-        metrics.written = finished.data is not None
-        if finished.data is not None:
-            files.write("data", finished.data)
-        files.write("metrics", dumps(metrics.to_dict()))
-        if finished.over_limit is not None:
-            files.write("over_limit", dumps(finished.over_limit))
-        if finished.reject is not None:
-            files.write("rejects", dumps(finished.reject))
-            self._report_reject(finished.reject)
-        self.totals.add(metrics)
-        self.position = finished.position
-
-    def _report_reject(self, reject: dict[str, Any]) -> None:
-        self._rejects_reported += 1
-        if self._rejects_reported <= 20:
-            self.on_message(f"warning: {reject['file']}:{reject['line']}: {reject['error']}")
-        elif self._rejects_reported == 21:
-            self.on_message("warning: more bad records; see the rejects file")
-        if self.config.strict:
-            raise RunAborted(f"{reject['file']}:{reject['line']}: {reject['error']} (--strict)", exit_code=EXIT_FAILED)
-
-    def _checkpoint(self, files: RunFiles) -> None:
-        self.totals.rows_read = self.position
-        files.checkpoint(self.position, {"totals": self.totals.to_dict()})
 
     # ----------------------------------------------------------------------------- the loop
     async def run(self) -> RunResult:
@@ -188,7 +132,7 @@ class CompressionRun:
         run_fingerprint = fingerprint(
             {"settings": self.settings, "sources": [_source_fingerprint(s) for s in self.job.sources]}
         )
-        files = RunFiles(self.paths, run_fingerprint, resume=self.job.resume, on_message=self.on_message)
+        files = RunFiles(self.paths, run_fingerprint, resume=self.config.output.resume, on_message=self.on_message)
         try:
             return await self._run_with(files, started)
         finally:
@@ -198,30 +142,30 @@ class CompressionRun:
         skip = files.rows_committed
         if files.resumed_state:
             self.totals = RunTotals.from_dict(files.resumed_state.get("totals", {}))
-            self.position = skip
             if files.phase == "finalizing":
                 self.on_message(f"resuming: finishing the run whose work is in {files.work_dir}")
             else:
                 self.on_message(f"resuming: {skip} input rows already committed in {files.work_dir}")
-        status, exit_code, message = "completed", EXIT_OK, None
+        status, exit_code, message = "completed", ExitCode.OK, None
+        committer = RowCommitter(files, self.totals, skip, strict=self.config.strict, on_message=self.on_message)
         if files.phase != "finalizing":
             selection = self._selection(skip)
             try:
-                await self._process(files, selection)
+                await self._process(committer, selection)
                 self.totals.rows_read = selection.stream_rows
             except RunAborted as exc:
                 status, exit_code, message = "aborted", exc.exit_code, str(exc)
             except (KeyboardInterrupt, asyncio.CancelledError):
                 status, exit_code, message = (
                     "interrupted",
-                    EXIT_INTERRUPTED,
+                    ExitCode.INTERRUPTED,
                     "interrupted; re-run the same command to resume",
                 )
         self._timings["total"] = time.monotonic() - started
         if status == "completed":
-            self._finalize(files)
+            self._finalize(files, committer.position)
         else:
-            self._checkpoint(files)
+            committer.checkpoint()
             files.close()
         report = build_report(
             self.totals,
@@ -238,18 +182,15 @@ class CompressionRun:
         self._write_report(report)
         if status == "completed":
             files.cleanup()
-        if status == "completed" and self.job.fail_on_over_limit and self.totals.rows_still_over_limit:
-            exit_code = EXIT_OVER_LIMIT
+        if status == "completed" and self.config.output.fail_on_over_limit and self.totals.rows_still_over_limit:
+            exit_code = ExitCode.OVER_LIMIT
             message = f"{self.totals.rows_still_over_limit} rows are still over the limit"
         return RunResult(report=report, exit_code=exit_code, paths=self.paths, message=message)
 
-    async def _process(self, files: RunFiles, selection: RowSelection) -> None:
-        loop = asyncio.get_running_loop()
-        window: deque[asyncio.Future[FinishedRow]] = deque()
+    async def _process(self, committer: RowCommitter, selection: RowSelection) -> None:
         limit = self.config.effective_window
         chunk_rows = max(1, min(CHUNK_ROWS, limit // 4))  # small windows read small chunks
-        last_checkpoint = time.monotonic()
-        committed_since = 0
+        chunks = selection.chunks(chunk_rows, CHUNK_BYTES)
         progress = tqdm(
             unit="rows",
             desc="compress",
@@ -257,61 +198,35 @@ class CompressionRun:
             initial=self.totals.rows_selected,
             dynamic_ncols=True,
         )
-        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tc-prepare")
-        chunks = selection.chunks(chunk_rows, CHUNK_BYTES)
 
-        def commit_ready() -> None:
-            """Commit the finished rows at the head of the window, in order; checkpoint if due."""
-            nonlocal last_checkpoint, committed_since
-            while window and window[0].done():
-                finished = window.popleft().result()
-                self._commit(files, finished)
-                committed_since += 1
-                progress.update(1)
-            now = time.monotonic()
-            if committed_since >= CHECKPOINT_EVERY_ROWS or now - last_checkpoint >= CHECKPOINT_EVERY_SECONDS:
-                self._checkpoint(files)
-                committed_since, last_checkpoint = 0, now
-                if not progress.disable:
-                    totals = self.totals
-                    progress.set_postfix(
-                        compressed=totals.rows_compressed,
-                        over=totals.rows_still_over_limit,
-                        rejected=totals.rows_rejected,
-                        pending=len(window),
-                    )
+        def commit(finished: FinishedRow) -> None:
+            committer.commit(finished)
+            progress.update(1)
+
+        def after_commits(pending: int) -> None:
+            if committer.checkpoint_if_due() and not progress.disable:
+                totals = self.totals
+                progress.set_postfix(
+                    compressed=totals.rows_compressed,
+                    over=totals.rows_still_over_limit,
+                    rejected=totals.rows_rejected,
+                    pending=pending,
+                )
 
         try:
-            pending: asyncio.Future[list[PreparedRow] | None] | None = None
-            exhausted = False
-            while True:
-                # Read the next chunk only when it fits: the rows read and not yet written (the
-                # window plus the chunk being read) never exceed `limit`.
-                if pending is None and not exhausted and len(window) + chunk_rows <= limit:
-                    pending = loop.run_in_executor(executor, self._prepare_next, chunks)
-                waiting: set[asyncio.Future[Any]] = {pending} if pending is not None else set()
-                if window:
-                    waiting.add(window[0])
-                if not waiting:
-                    break
-                await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
-                if pending is not None and pending.done():
-                    prepared, pending = pending.result(), None
-                    if prepared is None:
-                        exhausted = True
-                    else:
-                        window.extend(asyncio.ensure_future(self.finisher.finish(row)) for row in prepared)
-                commit_ready()
+            await finish_in_order(
+                lambda: self._prepare_next(chunks),
+                self.finisher.finish,
+                commit,
+                after_commits,
+                limit=limit,
+                chunk_rows=chunk_rows,
+            )
         finally:
-            for future in window:
-                future.cancel()
-            if window:
-                await asyncio.gather(*window, return_exceptions=True)
-            executor.shutdown(wait=True, cancel_futures=True)
             progress.close()
 
     # ----------------------------------------------------------------------------- the end
-    def _finalize(self, files: RunFiles) -> None:
+    def _finalize(self, files: RunFiles, position: int) -> None:
         started = time.monotonic()
         convert = None
         if self.job.output_format != "jsonl":
@@ -324,7 +239,7 @@ class CompressionRun:
             def convert(jsonl_path: Path, final: Path) -> None:
                 convert_jsonl(jsonl_path, final, fmt, column_types)
 
-        files.finalize(self.position, {"totals": self.totals.to_dict()}, convert, write_data=not self.config.dry_run)
+        files.finalize(position, {"totals": self.totals.to_dict()}, convert, write_data=not self.config.dry_run)
         self._timings["finalize"] = time.monotonic() - started
 
     def _write_report(self, report: dict[str, Any]) -> None:

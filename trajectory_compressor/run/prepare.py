@@ -11,20 +11,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from trajectory_compressor.config import PlanConfig
 from trajectory_compressor.count import TokenCounter
 from trajectory_compressor.count.counter import ChatTemplateError
 from trajectory_compressor.plan.region import Plan, plan_region
 from trajectory_compressor.read.formats import ConversationFormat, RecordError, detect_format, to_turns
+from trajectory_compressor.settings import PlanConfig, ReadConfig
 from trajectory_compressor.types import SourceRecord, Turn
 
+# Rows (and bytes of input) prepared in one batch: big enough for the tokenizer's batch speed,
+# small enough that summaries of the first rows start early.
+CHUNK_ROWS = 64
+CHUNK_BYTES = 8_000_000
 
-@dataclass(frozen=True)
-class ConversationOptions:
-    """How to find the conversation in a record (auto-detected unless set)."""
 
-    conversation_key: str | None = None
-    format: str | None = None
+def notice_tokens(counter: TokenCounter, plan: PlanConfig) -> int:
+    """What the planner charges a compressed row for the notice: the notice counted alone."""
+    return counter.count(plan.notice) if plan.notice else 0
 
 
 @dataclass
@@ -78,7 +80,7 @@ def prepare_rows(
     *,
     notice_tokens: int,
     skip_under_target: bool,
-    options: ConversationOptions,
+    reading: ReadConfig,
 ) -> list[PreparedRow]:
     """Validate each record, count every turn of the chunk in one batch, and plan each row."""
     prepared: list[PreparedRow] = []
@@ -89,7 +91,7 @@ def prepare_rows(
             row.error = item.error
             continue
         try:
-            row.fmt = detect_format(item.record, options.conversation_key, options.format)
+            row.fmt = detect_format(item.record, reading.conversation_key, reading.format)
             row.turns = to_turns(item.record, row.fmt)
         except RecordError as exc:
             row.error = printable_text(str(exc))

@@ -8,10 +8,10 @@ otherwise, and says which once. The extractive summarizer is also the fallback o
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
-from trajectory_compressor.config import ConfigError, RunConfig
 from trajectory_compressor.count import TokenCounter
+from trajectory_compressor.settings import ConfigError, RunConfig, with_values
 from trajectory_compressor.summarize.extractive import ExtractiveSummarizer
 from trajectory_compressor.types import Summarizer
 
@@ -31,7 +31,7 @@ def resolve_endpoint(config: RunConfig) -> RunConfig:
         return config
     env_url = os.environ.get("OPENAI_BASE_URL")
     if env_url:
-        return replace(config, llm=replace(config.llm, base_url=env_url))
+        return with_values(config, "llm", base_url=env_url)
     return config
 
 
@@ -54,13 +54,6 @@ def choose_summarizers(config: RunConfig, counter: TokenCounter) -> SummarizerCh
     from trajectory_compressor.summarize.llm import LLMSummarizer
     from trajectory_compressor.summarize.redact import display_url
 
-    llm = LLMSummarizer(
-        config.llm,
-        counter,
-        backoff_base=config.llm.retry_delay,
-        backoff_cap=config.llm.retry_max_delay,
-        max_prompt_chars=config.llm.max_prompt_chars,
-        max_turn_chars=min(8000, config.llm.max_prompt_chars // 4),
-    )
+    llm = LLMSummarizer(config.llm, counter)
     note = f"summarizer: llm ({config.llm.model} at {display_url(config.llm.base_url)}; fallback: extractive)"
     return SummarizerChoice(llm, extractive, note)

@@ -14,7 +14,7 @@ text of the same length (header and key names are case-insensitive); their spans
 original text unchanged.
 
 To add a rule: one `_token(...)` line (or `Rule(...)` for a masked group other than the whole
-match) with its literals, and a true positive in tests/test_redact.py.
+match) with its literals, and a true positive in tests/summarize/test_redact.py.
 """
 
 from __future__ import annotations

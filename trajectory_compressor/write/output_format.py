@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from trajectory_compressor.errors import UsageError
+
 OUTPUT_FORMATS: tuple[str, ...] = ("jsonl", "jsonl.gz", "parquet", "hf")
 
 
-class ConversionError(ValueError):
+class ConversionError(UsageError, ValueError):
     """The JSONL file cannot be converted (unreadable, not JSON objects, unknown format)."""
 
 

@@ -62,7 +62,7 @@ class RunTotals:
         self.tokens_before += metrics.original_tokens
         self.turns_before += metrics.original_turns
         self.histogram_before[histogram_bin(metrics.original_tokens)] += 1
-        if metrics.extra.get("dropped"):
+        if metrics.dropped:
             self.rows_dropped_over_limit += 1
         else:
             self.tokens_after += metrics.compressed_tokens
@@ -79,9 +79,9 @@ class RunTotals:
             self.rows_unchanged_over_target += 1
         if metrics.still_over_limit:
             self.rows_still_over_limit += 1
-        if metrics.extra.get("truncated"):
+        if metrics.truncated:
             self.rows_truncated += 1
-        if metrics.extra.get("summary_failed"):
+        if metrics.summary_failed:
             self.rows_summary_failed += 1
         if metrics.passes > 1:
             self.rows_second_pass += 1

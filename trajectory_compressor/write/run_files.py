@@ -28,6 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
+from trajectory_compressor.errors import UsageError
 from trajectory_compressor.faults import boundary
 from trajectory_compressor.write.paths import OutputPaths
 
@@ -36,11 +37,11 @@ PART_NAMES = ("data", "metrics", "over_limit", "rejects")
 _HASH_CHUNK = 1 << 20
 
 
-class ResumeMismatchError(RuntimeError):
+class ResumeMismatchError(UsageError, RuntimeError):
     """An unfinished run with other inputs or settings left its work folder here."""
 
 
-class OutputError(RuntimeError):
+class OutputError(UsageError, RuntimeError):
     """An output cannot be written: permissions, a full disk, a path collision, another run on it."""
 
 

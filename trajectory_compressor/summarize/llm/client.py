@@ -30,7 +30,7 @@ from typing import Any
 import aiohttp
 import orjson
 
-from trajectory_compressor.config import ConfigError, LLMConfig
+from trajectory_compressor.settings import ConfigError, LLMConfig
 from trajectory_compressor.summarize.llm.ratelimit import RateLimiter, estimate_request_tokens
 from trajectory_compressor.summarize.llm.usage import UsageTracker
 from trajectory_compressor.summarize.redact import display_url, redact_secrets, scrub, url_secrets
@@ -95,8 +95,8 @@ _NOT_SENT = object()  # an attempt that stopped before sending (auth failure see
 class ChatClient:
     """POSTs chat-completions requests to `{base_url}/chat/completions` for one run.
 
-    `backoff_base` / `backoff_cap` (seconds) shape the retry sleeps:
-    uniform(0, min(cap, base * 2**attempt)); tests pass tiny values. `clean` turns a reply's
+    `config.retry_delay` / `config.retry_max_delay` (seconds) shape the retry sleeps:
+    uniform(0, min(max_delay, delay * 2**attempt)); tests pass tiny values. `clean` turns a reply's
     content into the stored text; an empty result is retried like an error.
     """
 
@@ -106,8 +106,6 @@ class ChatClient:
         *,
         usage: UsageTracker | None = None,
         clean: Callable[[str], str] = str.strip,
-        backoff_base: float = 1.0,
-        backoff_cap: float = 60.0,
         retry_after_cap: float = 300.0,
         rng: random.Random | None = None,
     ) -> None:
@@ -118,8 +116,8 @@ class ChatClient:
         self.url = config.base_url.rstrip("/") + "/chat/completions"
         self.endpoint = display_url(self.url)
         self._clean = clean
-        self._backoff_base = backoff_base
-        self._backoff_cap = backoff_cap
+        self._backoff_base = config.retry_delay
+        self._backoff_cap = config.retry_max_delay
         self._retry_after_cap = retry_after_cap
         self._rng = rng or random.Random()
         key = (os.environ.get(config.api_key_env) or "").strip()

@@ -13,15 +13,17 @@ from typing import Any
 
 import orjson
 
+from trajectory_compressor.settings import LLMConfig
 from trajectory_compressor.summarize.redact import find_secrets, mask_spans, redact_secrets
 from trajectory_compressor.types import SUMMARY_PREFIX, SummaryRequest, Turn
 
 # A turn longer than this is middle-elided before anything else: one huge tool output (a file
 # dump, a log) rarely needs more than its head and tail to be summarized.
 MAX_TURN_CHARS = 8_000
-# The whole transcript: ~25-30k tokens, so that prompt + reply fit a 32k context window.
-# When the turns exceed it, the longest are cut first, down to a common length.
-MAX_PROMPT_CHARS = 96_000
+# The whole transcript (the declared default of `--max-prompt-chars`): ~25-30k tokens, so that
+# prompt + reply fit a 32k context window. When the turns exceed it, the longest are cut first,
+# down to a common length.
+MAX_PROMPT_CHARS: int = LLMConfig.max_prompt_chars
 # No turn is cut below this when the total cap forces cuts.
 MIN_TURN_CHARS = 400
 

@@ -15,11 +15,11 @@ from dataclasses import replace
 from functools import partial
 from typing import Any
 
-from trajectory_compressor.config import ConfigError, LLMConfig
 from trajectory_compressor.count.counter import TokenCounter
+from trajectory_compressor.settings import ConfigError, LLMConfig
 from trajectory_compressor.summarize.llm.cache import CachedSummary, SummaryCache, cache_key
 from trajectory_compressor.summarize.llm.client import ChatClient, Completion
-from trajectory_compressor.summarize.llm.prompt import MAX_PROMPT_CHARS, MAX_TURN_CHARS, build_messages, clean_reply
+from trajectory_compressor.summarize.llm.prompt import MAX_TURN_CHARS, build_messages, clean_reply
 from trajectory_compressor.summarize.llm.usage import UsageTracker
 from trajectory_compressor.types import PromptTooLongError, SummaryError, SummaryRequest, SummaryResult
 
@@ -36,7 +36,7 @@ class LLMSummarizer:
     requests in flight at `config.max_concurrency`. Raises `SummaryError` when a summary
     cannot be had (fatal status, retries exhausted) and `EndpointAuthError` on 401/403, after
     which every call raises it without sending. `counter` refines the `tpm` estimate.
-    `backoff_base` / `backoff_cap` / `retry_after_cap` (seconds) are for tests and tuning.
+    Retries, backoff and the prompt's size come from `config`; `retry_after_cap` is for tests.
     """
 
     name = "llm"
@@ -47,11 +47,7 @@ class LLMSummarizer:
         counter: TokenCounter | None = None,
         *,
         cache: SummaryCache | None = None,
-        backoff_base: float = 1.0,
-        backoff_cap: float = 60.0,
         retry_after_cap: float = 300.0,
-        max_turn_chars: int = MAX_TURN_CHARS,
-        max_prompt_chars: int = MAX_PROMPT_CHARS,
     ) -> None:
         if not config.base_url or not config.model:
             raise ConfigError("the llm summarizer needs --base-url and --model")
@@ -62,11 +58,11 @@ class LLMSummarizer:
             config,
             usage=self.usage,
             clean=partial(clean_reply, redact=config.redact_secrets),
-            backoff_base=backoff_base,
-            backoff_cap=backoff_cap,
             retry_after_cap=retry_after_cap,
         )
-        self._max_turn_chars = max_turn_chars
+        max_prompt_chars = config.max_prompt_chars
+        # One turn may take a quarter of the transcript, so a huge tool output leaves room for others.
+        self._max_turn_chars = min(MAX_TURN_CHARS, max_prompt_chars // 4)
         self._max_prompt_chars = max_prompt_chars
         # Lowered when the endpoint refuses a prompt as too long, so later rows start at a size
         # it accepts instead of each paying the same refusals.

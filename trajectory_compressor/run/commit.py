@@ -1,0 +1,83 @@
+"""Committing finished rows in input order: their lines into the work files, their counts into the totals.
+
+A checkpoint makes the committed rows durable (see `write.run_files`); it is taken every so many
+rows or seconds, so a crash loses at most that much work, which the summary cache makes cheap
+to redo. `TC_CHECKPOINT_ROWS` / `TC_CHECKPOINT_SECONDS` tune that for tests and slow disks.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+from trajectory_compressor.errors import RunAborted
+from trajectory_compressor.exit_codes import ExitCode
+from trajectory_compressor.run.row import FinishedRow
+from trajectory_compressor.write.records import dumps
+from trajectory_compressor.write.report import RunTotals
+from trajectory_compressor.write.run_files import RunFiles
+
+REJECTS_SHOWN = 20  # bad records named on stderr; the rest are in the rejects file
+
+
+class RowCommitter:
+    """Writes each finished row's lines, keeps the run's totals and position, checkpoints when due."""
+
+    def __init__(
+        self,
+        files: RunFiles,
+        totals: RunTotals,
+        position: int,
+        *,
+        strict: bool,
+        on_message: Callable[[str], None],
+    ) -> None:
+        self.files = files
+        self.totals = totals
+        self.position = position  # stream rows committed (selected or not): where a resume starts
+        self.strict = strict
+        self.on_message = on_message
+        self.every_rows = int(os.environ.get("TC_CHECKPOINT_ROWS", "500"))
+        self.every_seconds = float(os.environ.get("TC_CHECKPOINT_SECONDS", "5"))
+        self._since_checkpoint = 0
+        self._last_checkpoint = time.monotonic()
+        self._rejects_reported = 0
+
+    def commit(self, finished: FinishedRow) -> None:
+        metrics = finished.metrics
+        metrics.written = finished.data is not None
+        if finished.data is not None:
+            self.files.write("data", finished.data)
+        self.files.write("metrics", dumps(metrics.to_dict()))
+        if finished.over_limit is not None:
+            self.files.write("over_limit", dumps(finished.over_limit))
+        if finished.reject is not None:
+            self.files.write("rejects", dumps(finished.reject))
+            self._report_reject(finished.reject)
+        self.totals.add(metrics)
+        self.position = finished.position
+        self._since_checkpoint += 1
+
+    def checkpoint_if_due(self) -> bool:
+        """Checkpoint if enough rows or time went by since the last one; whether it did."""
+        now = time.monotonic()
+        if self._since_checkpoint < self.every_rows and now - self._last_checkpoint < self.every_seconds:
+            return False
+        self.checkpoint()
+        self._since_checkpoint, self._last_checkpoint = 0, now
+        return True
+
+    def checkpoint(self) -> None:
+        self.totals.rows_read = self.position
+        self.files.checkpoint(self.position, {"totals": self.totals.to_dict()})
+
+    def _report_reject(self, reject: dict[str, Any]) -> None:
+        self._rejects_reported += 1
+        if self._rejects_reported <= REJECTS_SHOWN:
+            self.on_message(f"warning: {reject['file']}:{reject['line']}: {reject['error']}")
+        elif self._rejects_reported == REJECTS_SHOWN + 1:
+            self.on_message("warning: more bad records; see the rejects file")
+        if self.strict:
+            raise RunAborted(f"{reject['file']}:{reject['line']}: {reject['error']} (--strict)", ExitCode.FAILED)

@@ -1,0 +1,106 @@
+"""What a compress invocation writes: one job per output, and the checks that no two outputs collide.
+
+An output file takes every input in order (one job); an output directory mirrors each input
+file to the same relative name under it (one job each). Every path a job writes is compared,
+resolved, with the inputs and with every other job's paths before anything is written.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from trajectory_compressor.read.sources import InputSource
+from trajectory_compressor.settings import ConfigError, OutputConfig, SelectConfig
+from trajectory_compressor.write.output_format import ConversionError, output_format_for
+from trajectory_compressor.write.paths import OutputPaths, mirrored_name, shard_path
+
+
+@dataclass(frozen=True)
+class CompressJob:
+    """One output of a run: the sources it takes, and where its files go (its format resolved)."""
+
+    sources: list[InputSource]
+    output: Path
+    output_format: str = "jsonl"
+    metrics: Path | None = None
+    html_report: Path | None = None
+
+
+def plan_jobs(
+    inputs: Sequence[str], sources: list[InputSource], output_arg: str, outputs: OutputConfig, select: SelectConfig
+) -> list[CompressJob]:
+    """One job for an output file; one per input file for an output directory (names mirrored).
+
+    An output is a directory to mirror into when it ends with "/" or already is a directory,
+    unless `--output-format hf` asks for a Hugging Face dataset directory there.
+    """
+    output = Path(output_arg)
+    mirror = outputs.output_format != "hf" and (output_arg.endswith(("/", os.sep)) or output.is_dir())
+
+    def job(sources_: list[InputSource], path: Path) -> CompressJob:
+        try:
+            fmt = output_format_for(str(path), outputs.output_format)
+        except ConversionError as exc:
+            raise ConfigError(str(exc)) from None
+        if select.num_shards > 1:
+            path = shard_path(path, fmt, select.shard_index, select.num_shards)
+        return CompressJob(
+            sources=sources_,
+            output=path,
+            output_format=fmt,
+            metrics=Path(outputs.metrics) if outputs.metrics and not mirror else None,
+            html_report=Path(outputs.html_report) if outputs.html_report and not mirror else None,
+        )
+
+    if not mirror:
+        if output.exists() and output.is_dir() and outputs.output_format != "hf":
+            raise ConfigError(f"output {output} is a directory")
+        return [job(sources, output)]
+    roots = [Path(arg) for arg in inputs if not arg.startswith("hf:") and Path(arg).is_dir()]
+    jobs = []
+    for source in sources:
+        if source.path is None:
+            raise ConfigError(f"{source.name}: a dataset source needs an output file, not a directory")
+        jobs.append(job([source], output / mirrored_name(Path(source.path), roots)))
+    return jobs
+
+
+def check_output_paths(jobs: Sequence[CompressJob], sources: Sequence[InputSource]) -> None:
+    """Refuse outputs that would overwrite an input or one another.
+
+    Paths are compared resolved (symlinks followed), and every file a run writes counts: the
+    dataset, the metrics, the report, the over-limit list, the rejects and the HTML report.
+    """
+    inputs = {_real(source.path): source.name for source in sources if source.path is not None}
+    taken: dict[Path, str] = {}
+    for job in jobs:
+        paths = OutputPaths.beside(job.output, job.metrics)
+        origin = f" (from {job.sources[0].name})" if len(job.sources) == 1 else ""
+        named = [
+            ("the output", paths.data),
+            ("the metrics file", paths.metrics),
+            ("the report", paths.report),
+            ("the over-limit list", paths.over_limit),
+            ("the rejects file", paths.rejects),
+        ]
+        if job.html_report is not None:
+            named.append(("the HTML report", job.html_report))
+        for role, path in named:
+            real = _real(path)
+            if real in inputs:
+                raise ConfigError(f"{role} {path} would overwrite the input {inputs[real]}; choose another path")
+            if real in taken:
+                raise ConfigError(f"{role} {path}{origin} would overwrite {taken[real]}; choose distinct output paths")
+            taken[real] = f"{role} {path}{origin}"
+        if job.output_format == "hf":  # the dataset directory is replaced as a whole
+            data = _real(paths.data)
+            for real, name in inputs.items():
+                if data in real.parents:
+                    raise ConfigError(f"the output {paths.data} would overwrite the input {name}; choose another path")
+
+
+def _real(path: str | Path) -> Path:
+    return Path(os.path.realpath(path))

@@ -1,0 +1,147 @@
+"""One row's path from its plan to its outputs: summarize, apply the over-limit policy, close the outcome.
+
+    rejected ─────────────────────────────────────────────► reject line
+    no region ──────────────────────── over-limit policy ─► outcome (unchanged, or truncated)
+    region ── summary step ── layout ─ over-limit policy ─► outcome (rewritten)
+                  └─ failed and kept ────────────────────► outcome (unchanged, flagged)
+
+A dry run is the same path without the summary step: the plan stands in for the summary, at
+its budget, and the outcome writes no dataset line.
+"""
+
+from __future__ import annotations
+
+from trajectory_compressor.count import TokenCounter
+from trajectory_compressor.plan.region import Plan
+from trajectory_compressor.run.prepare import PreparedRow
+from trajectory_compressor.run.row.measure import RowMeasure
+from trajectory_compressor.run.row.outcome import FinishedRow, RowOutcome, fill_sizes, new_metrics, rejected_row
+from trajectory_compressor.run.row.over_limit import truncate_row
+from trajectory_compressor.run.row.summary_step import Summarized, SummaryFailure, SummaryStep
+from trajectory_compressor.settings import RunConfig
+from trajectory_compressor.types import OutputTurn, RowMetrics, Summarizer
+from trajectory_compressor.write.records import rewritten_bytes
+
+SUMMARY_FAILED = "summary failed"
+
+
+class RowFinisher:
+    """Turns prepared rows into finished rows, calling the summarizer for the ones to compress."""
+
+    def __init__(
+        self,
+        config: RunConfig,
+        counter: TokenCounter,
+        summarizer: Summarizer | None,
+        fallback: Summarizer | None,
+        *,
+        over_limit: str = "keep",
+        keep_rejects_in_data: bool = True,
+    ) -> None:
+        self.target = config.plan.target_max_tokens
+        self.measure = RowMeasure(counter, config.plan, skip_under_target=config.skip_under_target)
+        self.primary_name = getattr(summarizer, "name", None)
+        self.keep_rejects_in_data = keep_rejects_in_data
+        # A dry run has no summary step and writes no dataset (so nothing to truncate).
+        self.summary_step = (
+            None
+            if config.dry_run
+            else SummaryStep(
+                self.measure, summarizer, fallback, policy=config.on_summary_failure, row_timeout=config.row_timeout
+            )
+        )
+        self.truncates = over_limit == "truncate" and not config.dry_run
+        self.outcome = RowOutcome(self.target, over_limit, writes_data=not config.dry_run)
+
+    async def finish(self, row: PreparedRow) -> FinishedRow:
+        metrics = new_metrics(row)
+        if row.error is not None:
+            return rejected_row(row, metrics, keep_in_data=self.keep_rejects_in_data)
+        plan = row.plan
+        assert plan is not None
+        if plan.region is not None and self.summary_step is None:
+            return self._planned(row, metrics, plan)
+        if plan.region is not None:
+            plan = self.measure.with_exact_notice(row, plan)
+        if plan.region is None:
+            return self._unchanged(row, metrics, plan)
+        assert self.summary_step is not None
+        summarized = await self.summary_step.run(row, plan)
+        if isinstance(summarized, SummaryFailure):
+            return self._kept_after_failure(row, metrics, plan, summarized)
+        return self._compressed(row, metrics, summarized)
+
+    def _unchanged(self, row: PreparedRow, metrics: RowMetrics, plan: Plan) -> FinishedRow:
+        """A row the plan leaves alone: under the target, or nothing worth summarizing."""
+        metrics.skipped_under_target = plan.total_tokens <= self.target
+        metrics.reason = plan.reason
+        metrics.still_over_limit = plan.total_tokens > self.target
+        fill_sizes(metrics, plan.total_tokens, len(row.turns or ()))
+        if metrics.still_over_limit and self.truncates:
+            return self._truncated(row, metrics, plan, None, 0)
+        return self.outcome.finish(row, metrics, None)
+
+    def _planned(self, row: PreparedRow, metrics: RowMetrics, plan: Plan) -> FinishedRow:
+        """A dry run's row to compress: the planned sizes, as if the summary were exactly its budget."""
+        assert plan.region is not None
+        metrics.skipped_under_target = plan.total_tokens <= self.target
+        metrics.reason = plan.reason
+        metrics.compression_region = plan.region.to_dict()
+        metrics.planned_tokens = plan.estimated_tokens
+        metrics.still_over_limit = plan.still_over_limit
+        metrics.summary_tokens = plan.summary_tokens
+        fill_sizes(metrics, plan.estimated_tokens, len(row.turns or ()) - plan.region.turns_count + 1)
+        return self.outcome.finish(row, metrics, None)
+
+    def _compressed(self, row: PreparedRow, metrics: RowMetrics, summarized: Summarized) -> FinishedRow:
+        plan, result = summarized.plan, summarized.result
+        assert plan.region is not None
+        metrics.was_compressed = True
+        metrics.compression_region = plan.region.to_dict()
+        metrics.summary_tokens = summarized.summary_tokens
+        metrics.summarizer = result.summarizer
+        metrics.summary_calls = result.calls
+        metrics.summary_errors = result.errors
+        metrics.last_error = result.last_error
+        metrics.passes = summarized.passes
+        if result.summarizer != self.primary_name:
+            metrics.summary_failed = result.last_error is not None
+        metrics.still_over_limit = summarized.size > self.target
+        metrics.reason = plan.reason if metrics.still_over_limit else None
+        if summarized.refused is not None:
+            metrics.reason = f"{SUMMARY_FAILED}: {summarized.refused}; used the {result.summarizer} summary"
+        fill_sizes(metrics, summarized.size, len(summarized.layout))
+        if metrics.still_over_limit and self.truncates:
+            return self._truncated(row, metrics, plan, summarized.layout, summarized.size)
+        return self.outcome.finish(row, metrics, self._rewritten(row, summarized.layout))
+
+    def _kept_after_failure(
+        self, row: PreparedRow, metrics: RowMetrics, plan: Plan, failure: SummaryFailure
+    ) -> FinishedRow:
+        """`--on-summary-failure keep` (or nothing left to try): the row goes out unchanged, flagged."""
+        metrics.reason = f"{SUMMARY_FAILED}: {failure.error}"
+        metrics.last_error = failure.error
+        metrics.summary_calls = failure.calls
+        metrics.summary_errors = failure.errors
+        metrics.summary_failed = True
+        metrics.still_over_limit = plan.total_tokens > self.target
+        fill_sizes(metrics, plan.total_tokens, len(row.turns or ()))
+        return self.outcome.finish(row, metrics, None)
+
+    def _truncated(
+        self, row: PreparedRow, metrics: RowMetrics, plan: Plan, layout: list[OutputTurn] | None, size: int
+    ) -> FinishedRow:
+        cut = truncate_row(row, plan, layout, size, self.measure)
+        metrics.truncated = cut.turns_removed > 0
+        metrics.turns_truncated = cut.turns_removed
+        metrics.still_over_limit = cut.size > self.target
+        if not metrics.still_over_limit:
+            metrics.reason = None
+        fill_sizes(metrics, cut.size, len(cut.layout))
+        rewritten = cut.turns_removed > 0 or metrics.was_compressed
+        return self.outcome.finish(row, metrics, self._rewritten(row, cut.layout) if rewritten else None)
+
+    @staticmethod
+    def _rewritten(row: PreparedRow, layout: list[OutputTurn]) -> bytes:
+        assert row.fmt is not None
+        return rewritten_bytes(row.item, row.fmt, layout)

@@ -1,0 +1,107 @@
+"""Exact sizes of a rewritten row: what the notice costs in place, what the new layout counts.
+
+The planner works on per-turn counts and charges the notice as counted alone. Writing a row
+must not break the plan's promise to fit, so the few numbers that can differ once the row is
+rebuilt (the notice appended to a system prompt, the summary turn, a chat-template rendering)
+are measured here, on the real text, with the run's tokenizer.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from trajectory_compressor.count import TokenCounter
+from trajectory_compressor.plan.apply import compressed_layout, summary_value
+from trajectory_compressor.plan.region import Plan, plan_region, system_turn_in_head
+from trajectory_compressor.run.prepare import PreparedRow
+from trajectory_compressor.settings import PlanConfig
+from trajectory_compressor.types import EditedTurn, KeptTurn, NewTurn, OutputTurn, SummaryResult, Turn
+
+
+class RowMeasure:
+    """Re-planning and exact counting for one run's rows (its tokenizer, plan settings and notice)."""
+
+    def __init__(self, counter: TokenCounter, plan_config: PlanConfig, *, skip_under_target: bool) -> None:
+        self.counter = counter
+        self.plan_config = plan_config
+        self.skip_under_target = skip_under_target
+        self.notice_text = plan_config.notice
+        # Rows of one dataset mostly share their system prompt: count each edited one once.
+        self._count_value = functools.lru_cache(maxsize=64)(counter.count)
+
+    def replan(self, row: PreparedRow, *, notice_tokens: int, summary_tokens: int | None = None) -> Plan:
+        """The row planned again with a measured notice cost or summary size."""
+        assert row.token_counts is not None
+        return plan_region(
+            row.roles,
+            row.token_counts,
+            self.plan_config,
+            notice_tokens=notice_tokens,
+            summary_tokens=summary_tokens,
+            skip_under_target=self.skip_under_target,
+        )
+
+    def with_exact_notice(self, row: PreparedRow, plan: Plan) -> Plan:
+        """The plan, re-made if the notice costs this row more than the planner assumed.
+
+        Appended to a system prompt, the notice's first token can merge with the prompt's last
+        (cheaper) or, for some texts, split (dearer). Only the dearer case re-plans, so the
+        plan's promise to fit stays true.
+        """
+        assert plan.region is not None
+        index = system_turn_in_head(row.roles, plan.region.start)
+        if index is None or not self.notice_text:
+            return plan
+        cost = self.notice_cost(row, index)
+        if cost <= plan.notice_tokens:
+            return plan
+        return self.replan(row, notice_tokens=cost, summary_tokens=plan.summary_tokens)
+
+    def notice_cost(self, row: PreparedRow, index: int) -> int:
+        """Tokens the notice adds to turn `index` of this row, measured in place."""
+        assert row.turns is not None and row.token_counts is not None
+        turn = row.turns[index]
+        edited = Turn(turn.role, turn.value + self.notice_text)
+        if not self.counter.counts_chat_template:
+            return self._count_value(edited.value) - row.token_counts[index]
+        before = list(row.turns[: index + 1])
+        after = [*before[:-1], edited]
+        counts = self.counter.count_conversations([before, after])
+        return sum(counts[1]) - sum(counts[0])
+
+    def layout(self, row: PreparedRow, plan: Plan, body: str) -> list[OutputTurn]:
+        """The compressed row's layout: the head (notice appended), the summary, the rest."""
+        assert row.turns is not None and plan.region is not None
+        notice_index = system_turn_in_head(row.roles, plan.region.start)
+        return compressed_layout(row.turns, plan.region, body, self.notice_text or None, notice_index)
+
+    def size(self, row: PreparedRow, layout: list[OutputTurn]) -> int:
+        """The exact token count of a rewritten row, as an independent recount would find it.
+
+        Per-value counts: kept turns keep their counts, new and edited turns (the summary, the
+        system turn with the notice appended) are counted whole. Chat-template counts: the
+        rewritten conversation is rendered and counted whole.
+        """
+        assert row.turns is not None and row.token_counts is not None
+        if self.counter.counts_chat_template:
+            rebuilt = [_turn_of(row.turns, item) for item in layout]
+            return sum(self.counter.count_conversations([rebuilt])[0]) if rebuilt else 0
+        kept = sum(row.token_counts[item.index] for item in layout if isinstance(item, KeptTurn))
+        edited = sum(self._count_value(item.value) for item in layout if isinstance(item, EditedTurn))
+        new_values = [item.turn.value for item in layout if isinstance(item, NewTurn)]
+        return kept + edited + sum(self.counter.count_many(new_values))
+
+    def summary_tokens(self, result: SummaryResult) -> int:
+        """Size of the summary turn: measured by the summarizer when it could, else counted here."""
+        if result.tokens is not None and not self.counter.counts_chat_template and result.text == result.text.strip():
+            return result.tokens
+        return self.counter.count_turn(Turn("human", summary_value(result.text)))
+
+
+def _turn_of(turns: list[Turn] | tuple[Turn, ...], item: OutputTurn) -> Turn:
+    """The turn a layout item stands for."""
+    if isinstance(item, KeptTurn):
+        return turns[item.index]
+    if isinstance(item, EditedTurn):
+        return Turn(turns[item.index].role, item.value)
+    return item.turn

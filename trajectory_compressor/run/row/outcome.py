@@ -1,0 +1,95 @@
+"""What one row contributes to the outputs: its metrics line, dataset line, over-limit entry, reject line.
+
+Each row ends here exactly once, as a `FinishedRow`. Nothing here writes files: the run
+commits finished rows in input order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from trajectory_compressor.run.prepare import PreparedRow
+from trajectory_compressor.types import RowMetrics
+from trajectory_compressor.write.records import unchanged_bytes
+
+REJECT_RAW_CHARS = 4000  # enough to see what is wrong without copying a 10 MB line
+
+
+@dataclass
+class FinishedRow:
+    """Everything one row contributes to the outputs."""
+
+    position: int
+    metrics: RowMetrics
+    data: bytes | None = None
+    over_limit: dict[str, Any] | None = None
+    reject: dict[str, Any] | None = None
+
+
+def new_metrics(row: PreparedRow) -> RowMetrics:
+    """The metrics of a row before anything is decided: where it came from, and its size as read."""
+    metrics = RowMetrics(index=row.index, source=row.item.source, line=row.item.line, id=row.record_id)
+    if row.plan is not None:
+        metrics.original_tokens = row.plan.total_tokens
+        metrics.original_turns = len(row.turns or ())
+    return metrics
+
+
+def fill_sizes(metrics: RowMetrics, tokens: int, turns: int) -> None:
+    """The row's size as written, and what that saved."""
+    metrics.compressed_tokens = tokens
+    metrics.tokens_saved = metrics.original_tokens - tokens
+    metrics.compression_ratio = tokens / metrics.original_tokens if metrics.original_tokens else 1.0
+    metrics.compressed_turns = turns
+    metrics.turns_removed = metrics.original_turns - turns
+
+
+def rejected_row(row: PreparedRow, metrics: RowMetrics, *, keep_in_data: bool) -> FinishedRow:
+    """A bad record: a reject line naming file and line; valid JSON goes back to the dataset unchanged."""
+    metrics.rejected = True
+    metrics.reason = row.error
+    item = row.item
+    reject = {
+        "index": row.index,
+        "file": item.source,
+        "line": item.line,
+        "error": row.error,
+        "raw": item.raw[:REJECT_RAW_CHARS].decode("utf-8", "replace") if item.raw is not None else None,
+    }
+    # Valid JSON (even `null`, or too deep to parse) goes back unchanged; only non-JSON cannot.
+    data = unchanged_bytes(item) if (item.error is None or item.raw_is_json) and keep_in_data else None
+    return FinishedRow(row.position, metrics, data=data, reject=reject)
+
+
+class RowOutcome:
+    """Closes a row: the dataset line (unchanged if none given), the over-limit entry, `--over-limit drop`.
+
+    `writes_data` is off for a dry run, which writes metrics and reports but no dataset.
+    """
+
+    def __init__(self, target: int, over_limit: str, *, writes_data: bool) -> None:
+        self.target = target
+        self.over_limit = over_limit
+        self.writes_data = writes_data
+
+    def finish(self, row: PreparedRow, metrics: RowMetrics, data: bytes | None) -> FinishedRow:
+        if data is None and self.writes_data:
+            data = unchanged_bytes(row.item)
+        over = None
+        if metrics.still_over_limit:
+            if not metrics.reason:
+                metrics.reason = "over target"
+            over = {
+                "index": row.index,
+                **({"id": metrics.id} if metrics.id is not None else {}),
+                "file": row.item.source,
+                "line": row.item.line,
+                "tokens": metrics.compressed_tokens,
+                "target": self.target,
+                "reason": metrics.reason,
+            }
+            if self.over_limit == "drop":
+                metrics.dropped = True
+                data = None
+        return FinishedRow(row.position, metrics, data=data if self.writes_data else None, over_limit=over)

@@ -1,0 +1,53 @@
+"""`--over-limit truncate`: drop kept middle turns, from the end of the middle, until the row fits.
+
+`keep` needs nothing (the row is written and listed as over), `drop` is a flag on the row's
+outcome (`RowOutcome`); truncation rewrites the row, so it lives here. The protected head, the
+summary and the protected tail are never cut, and a tool call never loses its results
+(`plan.truncate` snaps the cut to a turn boundary that keeps them together).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from trajectory_compressor.plan.protect import head_end, tail_start
+from trajectory_compressor.plan.region import Plan
+from trajectory_compressor.plan.truncate import truncate_middle
+from trajectory_compressor.run.prepare import PreparedRow
+from trajectory_compressor.run.row.measure import RowMeasure
+from trajectory_compressor.types import KeptTurn, OutputTurn
+
+
+@dataclass(frozen=True)
+class Truncation:
+    """The row after truncation: its layout, its exact size, how many turns were cut."""
+
+    layout: list[OutputTurn]
+    size: int
+    turns_removed: int
+
+
+def truncate_row(
+    row: PreparedRow, plan: Plan, layout: list[OutputTurn] | None, size: int, measure: RowMeasure
+) -> Truncation:
+    """Cut the row (its compressed `layout` of `size` tokens, or the unchanged row when None) to fit."""
+    assert row.turns is not None and row.token_counts is not None
+    plan_config = measure.plan_config
+    roles = row.roles
+    tail = tail_start(roles, plan_config)
+    if layout is None:
+        layout = [KeptTurn(i) for i in range(len(row.turns))]
+        size = plan.total_tokens
+        start = head_end(roles, plan_config)
+    else:
+        assert plan.region is not None
+        start = plan.region.end
+    start = min(start, tail)
+    cut = truncate_middle(roles, row.token_counts, start, tail, size - plan_config.target_max_tokens)
+    removed = set(range(cut, tail))
+    layout = [item for item in layout if not (isinstance(item, KeptTurn) and item.index in removed)]
+    if measure.counter.counts_chat_template:
+        size = measure.size(row, layout)
+    else:
+        size -= sum(row.token_counts[i] for i in removed)
+    return Truncation(layout, size, len(removed))

@@ -1,0 +1,180 @@
+"""One row's summary: within its deadline, with the failure policy, a second pass, and no overshoot.
+
+The summarizer is asked for the planned region at the summary budget. If the summary comes
+back longer and the row would still be over the target, the row is planned again with the
+summary's real size and summarized once more (the second pass). A summary that would grow the
+row, or miss a target its plan meets, is refused like a failed one. What a failure becomes is
+the `--on-summary-failure` policy: the fallback summarizer writes it, the row stays unchanged,
+or the run stops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from trajectory_compressor.errors import RunAborted
+from trajectory_compressor.exit_codes import ExitCode
+from trajectory_compressor.plan.region import Plan
+from trajectory_compressor.run.prepare import PreparedRow
+from trajectory_compressor.run.row.measure import RowMeasure
+from trajectory_compressor.summarize.tally import CURRENT_TALLY, CallTally
+from trajectory_compressor.types import (
+    EndpointAuthError,
+    OutputTurn,
+    Summarizer,
+    SummaryError,
+    SummaryRequest,
+    SummaryResult,
+)
+
+
+@dataclass(frozen=True)
+class SummaryFailure:
+    """A summary that could not be had; the row stays unchanged, flagged with the error."""
+
+    error: str
+    calls: int = 0
+    errors: int = 0
+
+
+@dataclass(frozen=True)
+class Summarized:
+    """A summary the row can be written with, and the rewritten row it gives."""
+
+    plan: Plan  # the plan it summarizes (the second pass's, if that one stood)
+    result: SummaryResult
+    passes: int
+    summary_tokens: int
+    layout: list[OutputTurn]
+    size: int  # exact tokens of the rewritten row
+    refused: str | None = None  # why the primary's summary was refused and the fallback's used
+
+
+class SummaryStep:
+    """Gets each row its summary, by the run's summarizers and failure policy."""
+
+    def __init__(
+        self,
+        measure: RowMeasure,
+        summarizer: Summarizer | None,
+        fallback: Summarizer | None,
+        *,
+        policy: str,
+        row_timeout: float,
+    ) -> None:
+        self.measure = measure
+        self.primary = summarizer or fallback
+        self.fallback = fallback
+        self.policy = policy
+        self.row_timeout = row_timeout
+        self.budget = measure.plan_config.summary_target_tokens
+        self.target = measure.plan_config.target_max_tokens
+
+    async def run(self, row: PreparedRow, plan: Plan) -> Summarized | SummaryFailure:
+        """The summary of `plan`'s region (the row's plan, its notice cost already exact)."""
+        deadline = asyncio.get_running_loop().time() + self.row_timeout
+        first = await self._summarize(row, plan, deadline)
+        if isinstance(first, SummaryFailure):
+            return first
+        summarized = await self._second_pass_if_due(row, plan, first, deadline)
+        refusal = self._refusal(plan, summarized)
+        if refusal is None:
+            return summarized
+        failure = SummaryFailure(refusal, summarized.result.calls, summarized.result.errors)
+        from_fallback = self.fallback is None or summarized.result.summarizer == self.fallback.name
+        try:
+            fallback = await self._by_policy(row, self._request(row, plan), failure, from_fallback=from_fallback)
+        except SummaryError as exc:
+            return SummaryFailure(f"{refusal}; fallback: {exc}", failure.calls, failure.errors)
+        if isinstance(fallback, SummaryFailure):
+            return fallback
+        return self._written(row, plan, fallback, passes=1, refused=refusal)
+
+    async def _second_pass_if_due(
+        self, row: PreparedRow, plan: Plan, result: SummaryResult, deadline: float
+    ) -> Summarized:
+        """The first summary, or, if it overshot and leaves the row over, the second pass's."""
+        summarized = self._written(row, plan, result, passes=1)
+        tokens = summarized.summary_tokens
+        if tokens <= self.budget or plan.size_with_summary(tokens) <= self.target:
+            return summarized
+        replanned = self.measure.replan(row, notice_tokens=plan.notice_tokens, summary_tokens=tokens)
+        if replanned.region is None or replanned.region == plan.region:
+            return summarized
+        second = await self._summarize(row, replanned, deadline, second_pass=True)
+        if isinstance(second, SummaryFailure):  # the first pass stands; the second's requests still count
+            result.calls += second.calls
+            result.errors += second.errors
+            return summarized
+        second.calls += result.calls
+        second.errors += result.errors
+        return self._written(row, replanned, second, passes=2)
+
+    def _written(
+        self, row: PreparedRow, plan: Plan, result: SummaryResult, *, passes: int, refused: str | None = None
+    ) -> Summarized:
+        layout = self.measure.layout(row, plan, result.text)
+        tokens = self.measure.summary_tokens(result)
+        return Summarized(plan, result, passes, tokens, layout, self.measure.size(row, layout), refused)
+
+    def _refusal(self, first_plan: Plan, summarized: Summarized) -> str | None:
+        """Why a summary over its budget must not be written, or None when it may.
+
+        Refused: one that makes the row larger than it came in, or over the target when the
+        plan at the budget fits.
+        """
+        tokens, size, original = summarized.summary_tokens, summarized.size, first_plan.total_tokens
+        if tokens <= self.budget:
+            return None
+        if size > original:
+            return f"summary of {tokens} tokens (budget {self.budget}) would grow the row from {original} to {size}"
+        if size > self.target and not first_plan.still_over_limit:
+            return f"summary of {tokens} tokens (budget {self.budget}) leaves the row at {size}, over {self.target}"
+        return None
+
+    async def _summarize(
+        self, row: PreparedRow, plan: Plan, deadline: float, *, second_pass: bool = False
+    ) -> SummaryResult | SummaryFailure:
+        """One summary within the row's deadline; a failed first pass takes the failure policy."""
+        request = self._request(row, plan)
+        assert self.primary is not None
+        remaining = deadline - asyncio.get_running_loop().time()
+        calls = errors = 0
+        tally = CallTally()
+        token = CURRENT_TALLY.set(tally)  # the summary's task copies it: see `summarize.tally`
+        try:
+            if remaining <= 0:
+                raise TimeoutError
+            return await asyncio.wait_for(self.primary.summarize(request), timeout=remaining)
+        except EndpointAuthError as exc:
+            raise RunAborted(f"the summary endpoint refused the credentials: {exc}", ExitCode.USAGE) from None
+        except SummaryError as exc:
+            error, calls, errors = str(exc), exc.calls, exc.errors
+        except TimeoutError:
+            # Cancelled mid-flight: the requests already sent still count.
+            error, calls, errors = f"row deadline of {self.row_timeout:g}s exceeded", tally.calls, tally.errors
+        finally:
+            CURRENT_TALLY.reset(token)
+        failure = SummaryFailure(error, calls, errors)
+        if second_pass:
+            return failure
+        return await self._by_policy(row, request, failure, from_fallback=self.primary is self.fallback)
+
+    async def _by_policy(
+        self, row: PreparedRow, request: SummaryRequest, failure: SummaryFailure, *, from_fallback: bool
+    ) -> SummaryResult | SummaryFailure:
+        """What a summary that could not be had becomes: the run stops (`fail`), the row stays
+        unchanged (`keep`, or nothing else to try), or the fallback summarizer writes it."""
+        if self.policy == "fail":
+            raise RunAborted(f"summary failed for {row.label}: {failure.error}", ExitCode.FAILED)
+        if self.policy == "keep" or self.fallback is None or from_fallback:
+            return failure
+        result = await self.fallback.summarize(request)
+        result.calls, result.errors, result.last_error = failure.calls, failure.errors, failure.error
+        return result
+
+    def _request(self, row: PreparedRow, plan: Plan) -> SummaryRequest:
+        assert row.turns is not None and plan.region is not None
+        turns = tuple(row.turns[plan.region.start : plan.region.end])
+        return SummaryRequest(turns=turns, budget_tokens=self.budget, label=row.label)

@@ -1,0 +1,67 @@
+"""The bounded, ordered window between reading and writing: rows finish in any order, commit in input order.
+
+Reading, validating, counting and planning run in a worker thread, a chunk at a time; each row's
+finishing (its summary) runs as a task on the event loop. The reader may run at most `limit`
+rows ahead of the oldest unfinished row, so memory depends on the window, not on the input;
+finished rows at the head of the window are handed on in input order as soon as they are done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from trajectory_compressor.run.prepare import PreparedRow
+from trajectory_compressor.run.row import FinishedRow
+
+
+async def finish_in_order(
+    read_chunk: Callable[[], list[PreparedRow] | None],
+    finish: Callable[[PreparedRow], Awaitable[FinishedRow]],
+    commit: Callable[[FinishedRow], None],
+    after_commits: Callable[[int], None],
+    *,
+    limit: int,
+    chunk_rows: int,
+) -> None:
+    """Finish every row `read_chunk` gives (None: no more), committing them in order.
+
+    `after_commits(pending)` runs after each batch of commits (checkpoints, progress), with the
+    number of rows still in the window. On the way out (done, error or cancellation) the rows
+    still in flight are cancelled and awaited, and the reader thread is stopped.
+    """
+    loop = asyncio.get_running_loop()
+    window: deque[asyncio.Future[FinishedRow]] = deque()
+    executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tc-prepare")
+    try:
+        pending: asyncio.Future[list[PreparedRow] | None] | None = None
+        exhausted = False
+        while True:
+            # Read the next chunk only when it fits: the rows read and not yet written (the
+            # window plus the chunk being read) never exceed `limit`.
+            if pending is None and not exhausted and len(window) + chunk_rows <= limit:
+                pending = loop.run_in_executor(executor, read_chunk)
+            waiting: set[asyncio.Future[Any]] = {pending} if pending is not None else set()
+            if window:
+                waiting.add(window[0])
+            if not waiting:
+                break
+            await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            if pending is not None and pending.done():
+                prepared, pending = pending.result(), None
+                if prepared is None:
+                    exhausted = True
+                else:
+                    window.extend(asyncio.ensure_future(finish(row)) for row in prepared)
+            while window and window[0].done():
+                commit(window.popleft().result())
+            after_commits(len(window))
+    finally:
+        for future in window:
+            future.cancel()
+        if window:
+            await asyncio.gather(*window, return_exceptions=True)
+        executor.shutdown(wait=True, cancel_futures=True)

@@ -1,0 +1,284 @@
+"""The settings tree: every setting of a run, declared once, grouped by the stage that reads it.
+
+`RunConfig` is the root. Its parts go to the stages that need them and nothing more: the pure
+planner gets `PlanConfig`, the LLM summarizer `LLMConfig`, row selection `SelectConfig`, the
+readers `ReadConfig`, the writers `OutputConfig`; the run's own switches sit on the root.
+Each field's `setting(...)` declaration (see `settings.declare`) is the only place its type,
+default, bounds, help, YAML key and flag are written: the CLI, the YAML loader, the Python API
+checks and the run's settings record are all built from it.
+
+YAML files written for the Hermes reference tool (`tokenizer`, `compression`, `protected_turns`,
+`summarization`, `output`, `processing`, `metrics` sections) load unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from trajectory_compressor.settings.declare import ConfigError, check_part, setting
+
+DEFAULT_NOTICE = "\n\nSome of your previous tool responses may be summarized to preserve context."
+BOTH = ("compress", "analyze")
+
+
+@dataclass(frozen=True)
+class PlanConfig:
+    """The numbers and switches the pure planner needs."""
+
+    target_max_tokens: int = setting(
+        15250, "int", minimum=1, yaml="compression.target_max_tokens", commands=BOTH, record=True,
+        help="Token budget per trajectory.",
+    )  # fmt: skip
+    summary_target_tokens: int = setting(
+        750, "int", minimum=1, yaml="compression.summary_target_tokens", commands=BOTH, record=True,
+        help="Token budget of the summary turn.",
+    )  # fmt: skip
+    protect_first_system: bool = setting(
+        True, "bool", yaml="protected_turns.first_system", flag_style="switch", commands=BOTH, record=True,
+        help="Keep the first system turn verbatim.",
+    )  # fmt: skip
+    protect_first_human: bool = setting(
+        True, "bool", yaml="protected_turns.first_human", flag_style="switch", commands=BOTH, record=True,
+        help="Keep the first human turn verbatim.",
+    )  # fmt: skip
+    protect_first_gpt: bool = setting(
+        True, "bool", yaml="protected_turns.first_gpt", flag_style="switch", commands=BOTH, record=True,
+        help="Keep the first gpt turn verbatim.",
+    )  # fmt: skip
+    protect_first_tool: bool = setting(
+        True, "bool", yaml="protected_turns.first_tool", flag_style="switch", commands=BOTH, record=True,
+        help="Keep the tool turns answering the first gpt turn verbatim.",
+    )  # fmt: skip
+    protect_last_n_turns: int = setting(
+        4, "int", minimum=0, yaml="protected_turns.last_n_turns", commands=BOTH, record=True,
+        help="Turns at the end kept verbatim.",
+    )  # fmt: skip
+    add_summary_notice: bool = setting(
+        True, "bool", yaml="output.add_summary_notice", flag=None, record=True,
+        help="Append the notice to the system turn of a compressed row.",
+    )  # fmt: skip
+    summary_notice_text: str = setting(
+        DEFAULT_NOTICE, "str", yaml="output.summary_notice_text", flag=None, record=True,
+        help="The notice appended to the system turn of a compressed row.",
+    )  # fmt: skip
+
+    @property
+    def notice(self) -> str:
+        """The text appended to the head's system turn of a compressed row ("" when off)."""
+        return self.summary_notice_text if self.add_summary_notice else ""
+
+    def validate(self) -> None:
+        check_part(self)
+        if self.summary_target_tokens >= self.target_max_tokens:
+            raise ConfigError("summary_target_tokens must be smaller than target_max_tokens")
+
+
+@dataclass(frozen=True)
+class LLMConfig:
+    """How to reach an OpenAI-compatible chat-completions endpoint, and how hard to push it."""
+
+    base_url: str | None = setting(
+        None, "url", optional=True, yaml="summarization.base_url", record=True,
+        help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1 [env OPENAI_BASE_URL].",
+    )  # fmt: skip
+    model: str | None = setting(
+        None, "str", optional=True, yaml="summarization.model", record=True, help="Model name sent to the endpoint."
+    )
+    api_key_env: str = setting(
+        "OPENAI_API_KEY", "str", yaml="summarization.api_key_env", help="Environment variable holding the API key."
+    )
+    temperature: float = setting(0.3, "number", minimum=0, yaml="summarization.temperature", record=True)
+    max_concurrency: int = setting(
+        32, "int", minimum=1, yaml=("summarization.max_concurrency", "processing.max_concurrent_requests"),
+        help="Requests in flight across the run.",
+    )  # fmt: skip
+    rpm: float | None = setting(
+        None, "number", above=0, optional=True, yaml="summarization.rpm", help="Requests per minute limit."
+    )
+    tpm: float | None = setting(
+        None, "number", above=0, optional=True, yaml="summarization.tpm", help="Tokens per minute limit."
+    )
+    request_timeout: float = setting(
+        120.0, "duration", above=0, yaml="summarization.request_timeout", help="Seconds per request."
+    )
+    max_retries: int = setting(5, "int", minimum=0, yaml="summarization.max_retries")
+    retry_delay: float = setting(
+        1.0, "duration", minimum=0, yaml="summarization.retry_delay",
+        help="Base of the exponential backoff, seconds (full jitter below it).",
+    )  # fmt: skip
+    retry_max_delay: float = setting(
+        60.0, "duration", minimum=0, yaml="summarization.retry_max_delay", help="Cap of one backoff sleep, seconds."
+    )
+    max_prompt_chars: int = setting(
+        96_000, "int", minimum=1000, yaml="summarization.max_prompt_chars", record=True,
+        help="Transcript characters sent per summary; lower it for small-context servers.",
+    )  # fmt: skip
+    extra_body: dict[str, Any] = setting(
+        {}, "dict", yaml="summarization.extra_body", record=True, metavar="JSON",
+        help='JSON merged into every request, e.g. \'{"stop": ["\\n\\n\\n"]}\'.',
+    )  # fmt: skip
+    redact_secrets: bool = setting(
+        True, "bool", yaml="summarization.redact_secrets", flag_style="switch", record=True,
+        help="Mask credentials sent and summarized.",
+    )  # fmt: skip
+    cache_path: str | None = setting(
+        None, "path", optional=True, yaml="summarization.cache", flag="--cache",
+        help="SQLite summary cache [user cache dir].",
+    )  # fmt: skip
+    use_cache: bool = setting(
+        True, "bool", flag="--no-cache", flag_style="off", help="Do not read or write the summary cache."
+    )
+    price_in: float | None = setting(
+        None, "number", minimum=0, optional=True, yaml="summarization.price_in", commands=BOTH,
+        help="Price per million prompt tokens (for cost figures).",
+    )  # fmt: skip
+    price_out: float | None = setting(
+        None, "number", minimum=0, optional=True, yaml="summarization.price_out", commands=BOTH,
+        help="Price per million completion tokens.",
+    )  # fmt: skip
+
+    def validate(self) -> None:
+        check_part(self)
+
+
+@dataclass(frozen=True)
+class ReadConfig:
+    """How to read inputs and find the conversation in each record (auto-detected unless set)."""
+
+    split: str = setting("train", "str", commands=BOTH, record=True, help="Split of a dataset input.")
+    data_files: list[str] | None = setting(
+        None, "list", optional=True, commands=BOTH, help="data_files for an hf:BUILDER input (repeatable)."
+    )
+    conversation_key: str | None = setting(
+        None, "str", optional=True, commands=BOTH, record=True,
+        help="Key of the turn list [auto: conversations / messages].",
+    )  # fmt: skip
+    format: str | None = setting(
+        None, "choice", optional=True, choices=("sharegpt", "openai"), commands=BOTH, record=True,
+        help="Conversation format [auto].",
+    )  # fmt: skip
+    streaming: bool = setting(True, "bool", flag=None, help="Stream Hugging Face Hub datasets.")
+
+    def validate(self) -> None:
+        check_part(self)
+
+
+@dataclass(frozen=True)
+class SelectConfig:
+    """Which input rows a run takes: its shard, a deterministic sample, a limit."""
+
+    sample_percent: float | None = setting(
+        None, "number", above=0, maximum=100, optional=True, commands=BOTH, record=True,
+        help="Process a deterministic sample of the rows.",
+    )  # fmt: skip
+    seed: int = setting(42, "int", commands=BOTH, record=True, help="Seed of --sample-percent.")
+    limit: int | None = setting(
+        None, "int", minimum=0, optional=True, commands=BOTH, record=True, help="Process at most N rows."
+    )
+    num_shards: int = setting(1, "int", minimum=1, record=True, help="Split the input into this many shards.")
+    shard_index: int = setting(0, "int", minimum=0, record=True, help="The shard this run processes (0-based).")
+
+    def validate(self) -> None:
+        check_part(self)
+        if self.shard_index >= self.num_shards:
+            raise ConfigError(
+                f"--shard-index must be in [0, --num-shards) = [0, {self.num_shards}), got {self.shard_index}"
+            )
+
+
+@dataclass(frozen=True)
+class OutputConfig:
+    """What a run writes besides the dataset path itself, and what it does with rows over the limit."""
+
+    output_format: str | None = setting(
+        None, "choice", optional=True, choices=("jsonl", "jsonl.gz", "parquet", "hf"), record=True,
+        help="Output format [by suffix].",
+    )  # fmt: skip
+    metrics: str | None = setting(None, "path", optional=True, help="Per-row metrics [<output stem>.metrics.jsonl].")
+    html_report: str | None = setting(
+        None, "path", optional=True, commands=BOTH, help="Write a self-contained HTML report."
+    )
+    resume: bool = setting(
+        True, "bool", flag="--no-resume", flag_style="off", help="Start over instead of resuming an interrupted run."
+    )
+    over_limit: str = setting(
+        "keep", "choice", choices=("keep", "drop", "truncate"), record=True,
+        help="Rows still over the limit: keep them, drop them, or truncate their middle.",
+    )  # fmt: skip
+    fail_on_over_limit: bool = setting(
+        False, "bool", flag_style="flag", help="Exit 3 when any row is still over the limit."
+    )
+
+    def validate(self) -> None:
+        check_part(self)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything one run needs besides its inputs and its output path: the root of the tree."""
+
+    plan: PlanConfig = field(default_factory=PlanConfig)
+    llm: LLMConfig = field(default_factory=LLMConfig)
+    read: ReadConfig = field(default_factory=ReadConfig)
+    select: SelectConfig = field(default_factory=SelectConfig)
+    output: OutputConfig = field(default_factory=OutputConfig)
+    tokenizer: str | None = setting(
+        None, "str", optional=True, yaml="tokenizer.name", commands=BOTH,
+        help="Hub id, tokenizer directory or tokenizer.json [default: bundled DeepSeek].",
+    )  # fmt: skip
+    trust_remote_code: bool = setting(
+        False, "bool", yaml="tokenizer.trust_remote_code", flag_style="flag", commands=BOTH,
+        help="Allow a Hub tokenizer to run its own code.",
+    )  # fmt: skip
+    count_mode: str = setting(
+        "values", "choice", choices=("values", "chat-template"), yaml="tokenizer.count_mode", commands=BOTH,
+        record=True, help="Count turn values (reference measure) or turns rendered by the chat template.",
+    )  # fmt: skip
+    chat_template: str | None = setting(
+        None, "path", optional=True, yaml="tokenizer.chat_template", commands=BOTH, record=True,
+        help="Jinja chat template file to use.",
+    )  # fmt: skip
+    summarizer: str = setting(
+        "auto", "choice", choices=("auto", "llm", "extractive"), yaml="summarization.summarizer", record=True,
+        help="auto: the LLM when an endpoint is set, else extractive.",
+    )  # fmt: skip
+    on_summary_failure: str = setting(
+        "extractive", "choice", choices=("extractive", "keep", "fail"), yaml="summarization.on_summary_failure",
+        record=True, help="What a row whose summary fails becomes.",
+    )  # fmt: skip
+    row_timeout: float = setting(
+        600.0, "duration", above=0, yaml="processing.per_trajectory_timeout",
+        help="Seconds a row may spend on summaries.",
+    )  # fmt: skip
+    skip_under_target: bool = setting(True, "bool", yaml="processing.skip_under_target", flag=None, record=True)
+    dry_run: bool = setting(
+        False, "bool", flag_style="flag", record=True, help="Count and plan only: metrics and report, no summaries."
+    )
+    strict: bool = setting(False, "bool", flag_style="flag", help="Stop at the first bad record (exit 1).")
+    window: int | None = setting(
+        None, "int", minimum=1, optional=True,
+        help="Rows read ahead of the oldest unfinished one [4 x concurrency, >= 256].",
+    )  # fmt: skip
+    quiet: bool = setting(
+        False, "bool", flag="-q --quiet", flag_style="flag", commands=BOTH, help="No progress bar, fewer messages."
+    )
+
+    def validate(self) -> None:
+        for part in (self.plan, self.llm, self.read, self.select, self.output):
+            part.validate()
+        check_part(self)
+
+    @property
+    def effective_window(self) -> int:
+        return self.window or max(256, 4 * self.llm.max_concurrency)
+
+
+PARTS: dict[str, type] = {
+    "run": RunConfig,
+    "plan": PlanConfig,
+    "llm": LLMConfig,
+    "read": ReadConfig,
+    "select": SelectConfig,
+    "output": OutputConfig,
+}
