@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -64,8 +67,43 @@ def read_jsonl(path: Path) -> list[Any]:
         return [json.loads(line) for line in handle if line.strip()]
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """Run the real command in a subprocess, so exit codes and stderr are exactly what users see."""
+@dataclass
+class CliResult:
+    """What a command did: its exit code and what it wrote to stdout and stderr."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> CliResult:
+    """Run the real command in this process (click's runner): the exit code, stdout and stderr users see.
+
+    In-process keeps the suite fast (no interpreter start, the tokenizer loaded once). A crash
+    that is not the CLI's own exit fails the test with its traceback. The signal handler the
+    CLI installs (SIGTERM as Ctrl-C) is put back afterwards. Tests that need a real process
+    (signals, kills, fault hooks that exit) use `run_cli_subprocess`.
+    """
+    from click.testing import CliRunner
+
+    from trajectory_compressor.cli import main
+
+    in_main_thread = threading.current_thread() is threading.main_thread()  # signals live there only
+    previous = signal.getsignal(signal.SIGTERM) if in_main_thread else None
+    try:
+        result = CliRunner().invoke(main, list(args), env=env, catch_exceptions=True)
+    finally:
+        if in_main_thread:
+            signal.signal(signal.SIGTERM, previous)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return CliResult(result.exit_code, result.stdout, result.stderr)
+
+
+def run_cli_subprocess(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """Run the real command in a subprocess (`python -m trajectory_compressor`), for what needs a process."""
     full_env = {**os.environ, **(env or {})}
     return subprocess.run(
         [sys.executable, "-m", "trajectory_compressor", *args],

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import make_trajectory, read_jsonl, write_jsonl
-from trajectory_compressor import OutputOptions, PlanConfig, RunConfig, compress
-from trajectory_compressor.config import ConfigError
+from trajectory_compressor import OutputConfig, PlanConfig, RunConfig, SelectConfig, compress
 from trajectory_compressor.read.sources import InputError
+from trajectory_compressor.settings import ConfigError
 
 
 def test_compress_from_python(tmp_path: Path, counter) -> None:
@@ -17,12 +17,15 @@ def test_compress_from_python(tmp_path: Path, counter) -> None:
         tmp_path / "in.jsonl", [make_trajectory(i, steps=3 + 4 * i, output_lines=20) for i in range(5)]
     )
     messages: list[str] = []
-    config = RunConfig(plan=PlanConfig(target_max_tokens=2500, summary_target_tokens=200), quiet=True)
+    config = RunConfig(
+        plan=PlanConfig(target_max_tokens=2500, summary_target_tokens=200),
+        output=OutputConfig(over_limit="truncate"),
+        quiet=True,
+    )
     [result] = compress(
         [str(source)],
         tmp_path / "out.jsonl",
         config,
-        outputs=OutputOptions(over_limit="truncate"),
         counter=counter,
         on_message=messages.append,
     )
@@ -43,7 +46,10 @@ def test_user_errors_raise_clear_exceptions(tmp_path: Path, counter) -> None:
     source = write_jsonl(tmp_path / "in.jsonl", [make_trajectory(0)])
     with pytest.raises(ConfigError, match="shard"):
         compress(
-            [str(source)], tmp_path / "o.jsonl", outputs=OutputOptions(num_shards=2, shard_index=2), counter=counter
+            [str(source)],
+            tmp_path / "o.jsonl",
+            RunConfig(select=SelectConfig(num_shards=2, shard_index=2)),
+            counter=counter,
         )
     with pytest.raises(ConfigError, match="summary_target_tokens"):
         compress([str(source)], tmp_path / "o.jsonl", RunConfig(plan=PlanConfig(target_max_tokens=10)), counter=counter)

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
+from tests.cli.test_formats import BUDGET, SUMMARY, _check_sharegpt_row, openai_trajectory
 from tests.conftest import make_trajectory, read_jsonl, run_cli, write_jsonl
-from tests.test_cli_formats import BUDGET, SUMMARY, _check_sharegpt_row, openai_trajectory
 
 
 def _run(tmp_path: Path, records: list[Any], *flags: str) -> tuple[list[bytes], list[bytes], list[dict], str]:

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from trajectory_compressor.config import PlanConfig
 from trajectory_compressor.count import ChatTemplateCounter, TokenCounter, TokenizerLoadError, build_counter
 from trajectory_compressor.count.tokenizer import bundled_tokenizer_dir, load_tokenizer
 from trajectory_compressor.read.formats import chat_messages
-from trajectory_compressor.run.prepare import ConversationOptions, prepare_rows
+from trajectory_compressor.run.prepare import prepare_rows
+from trajectory_compressor.settings import PlanConfig, ReadConfig
 from trajectory_compressor.types import SourceRecord, Turn
 
 TEXTS = [
@@ -188,9 +188,7 @@ def _records(values: list[str]) -> list[tuple[int, int, SourceRecord]]:
 
 
 def _prepare(counter: TokenCounter, rows: list[tuple[int, int, SourceRecord]]):
-    return prepare_rows(
-        rows, counter, PlanConfig(), notice_tokens=0, skip_under_target=True, options=ConversationOptions()
-    )
+    return prepare_rows(rows, counter, PlanConfig(), notice_tokens=0, skip_under_target=True, reading=ReadConfig())
 
 
 def test_a_conversation_the_template_refuses_rejects_only_that_row(tmp_path: Path) -> None:

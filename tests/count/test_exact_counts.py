@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import make_trajectory, read_jsonl, run_cli, write_jsonl
-from trajectory_compressor.config import DEFAULT_NOTICE
+from trajectory_compressor.settings import DEFAULT_NOTICE
 from trajectory_compressor.types import Turn
 
 HERMES_SYSTEM = (

@@ -17,7 +17,6 @@ from collections.abc import Sequence
 
 import pytest
 
-from trajectory_compressor.config import PlanConfig
 from trajectory_compressor.plan.protect import head_end, tail_start
 from trajectory_compressor.plan.region import (
     NO_NET_SAVING,
@@ -29,6 +28,7 @@ from trajectory_compressor.plan.region import (
     plan_region,
     system_turn_in_head,
 )
+from trajectory_compressor.settings import PlanConfig
 from trajectory_compressor.types import CompressionRegion
 
 CODES = {"S": "system", "H": "human", "G": "gpt", "T": "tool"}
@@ -140,7 +140,7 @@ def test_basic_region_is_the_first_group_when_it_saves_enough() -> None:
         still_over_limit=False,
         reason=None,
     )
-    assert plan.compresses
+    assert plan.region is not None
 
 
 def test_basic_region_takes_the_tool_results_of_its_last_gpt_turn() -> None:
@@ -182,7 +182,7 @@ def test_too_short_to_compress_leaves_the_row_and_flags_it() -> None:
     plan = plan_region(rs, counts, config, notice_tokens=10)
     # Every turn is protected, so the protected turns alone are over the target.
     assert plan == Plan(6000, None, 0, 0, 0, 6000, True, PROTECTED_OVER_BUDGET)
-    assert not plan.compresses
+    assert plan.region is None
     # With the row under the target (and skipping off) there is simply nothing to compress.
     relaxed = PlanConfig(target_max_tokens=7000, summary_target_tokens=100)
     assert plan_region(rs, counts, relaxed, skip_under_target=False) == Plan(
@@ -237,13 +237,13 @@ def test_under_target_is_skipped_and_exactly_at_target_too() -> None:
     plan = plan_region(BASIC, BASIC_COUNTS, config, notice_tokens=10)
     assert plan == Plan(3100, None, 0, 0, 0, 3100, False, UNDER_TARGET)
     over_by_one = plan_region(BASIC, BASIC_COUNTS, PlanConfig(target_max_tokens=3099), notice_tokens=10)
-    assert over_by_one.compresses
+    assert over_by_one.region is not None
 
 
 def test_under_target_with_skip_disabled_is_not_compressed_for_no_gain() -> None:
     config = PlanConfig(target_max_tokens=10_000, summary_target_tokens=100)
     plan = plan_region(BASIC, BASIC_COUNTS, config, notice_tokens=10, skip_under_target=False)
-    assert not plan.compresses
+    assert plan.region is None
     assert not plan.still_over_limit
     assert plan.estimated_tokens == 3100
     assert plan.reason == NO_NET_SAVING
@@ -426,7 +426,7 @@ def test_net_savings_guard_region_no_larger_than_summary_and_notice() -> None:
     config = PlanConfig(target_max_tokens=1000, summary_target_tokens=50, protect_last_n_turns=2)
     counts = [100, 100, 100, 30, 30, 300, 400]  # middle 60 == summary 50 + notice 10
     plan = plan_region(GUARD, counts, config, notice_tokens=10)
-    assert not plan.compresses
+    assert plan.region is None
     assert plan.still_over_limit
     assert plan.estimated_tokens == plan.total_tokens == 1060
     assert plan.reason not in (None, UNDER_TARGET)
@@ -660,7 +660,7 @@ def check_plan(
         assert plan == Plan(total, None, 0, 0, 0, total, False, UNDER_TARGET), why
         return "under target"
 
-    if not plan.compresses:
+    if plan.region is None:
         assert plan.region_tokens == plan.summary_tokens == plan.notice_tokens == 0, why
         assert plan.estimated_tokens == total, why
         assert plan.reason is not None, why
@@ -787,10 +787,10 @@ def test_property_reasons_and_in_tail_firsts_follow_the_specification() -> None:
             notice if "system" in rs[:head] else 0
         )
         if head < tail and sum(counts[head:tail]) > new_text:
-            assert plan.compresses, seed
+            assert plan.region is not None, seed
         if plan.still_over_limit and head < tail:
             too_big = protected > target
-            if plan.compresses:
+            if plan.region is not None:
                 assert plan.reason == (PROTECTED_OVER_BUDGET if too_big else REGION_TOO_SMALL), seed
             else:
                 assert plan.reason == (PROTECTED_OVER_BUDGET if too_big else NO_NET_SAVING), seed

@@ -19,10 +19,10 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import make_trajectory, read_jsonl, run_cli
-from trajectory_compressor.api import OutputOptions, compress
+from trajectory_compressor.api import compress
 from trajectory_compressor.commands.analyze import analyze_sources
-from trajectory_compressor.config import PlanConfig, RunConfig
 from trajectory_compressor.read.sources import expand_inputs
+from trajectory_compressor.settings import PlanConfig, RunConfig, with_values
 
 BOM = b"\xef\xbb\xbf"
 TARGET = 600
@@ -109,7 +109,7 @@ def _check_run(path: Path, lines: list[bytes], out_dir: Path, counter: Any) -> N
     )
     out = out_dir / "x.jsonl"
     (result,) = compress(
-        [str(path)], out, config, outputs=OutputOptions(resume=False), counter=counter, on_message=messages.append
+        [str(path)], out, with_values(config, "output", resume=False), counter=counter, on_message=messages.append
     )
     assert result.exit_code == 0, (result.message, messages)
     assert not any("internal error" in m or "Traceback" in m for m in messages), messages

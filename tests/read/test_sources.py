@@ -253,13 +253,13 @@ def test_unreachable_hub_fails_fast_with_one_line_and_exit_2(tmp_path: Path) -> 
     """Online but the Hub does not answer (a closed local port stands in for it): one line, exit 2."""
     import socket
 
-    from tests.conftest import run_cli
+    from tests.conftest import run_cli_subprocess
 
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     env = {"HF_HUB_OFFLINE": "0", "HF_DATASETS_OFFLINE": "0", "HF_ENDPOINT": f"http://127.0.0.1:{port}"}
-    result = run_cli("compress", "hf:org/nonexistent", "-o", str(tmp_path / "o.jsonl"), "--dry-run", env=env)
+    result = run_cli_subprocess("compress", "hf:org/nonexistent", "-o", str(tmp_path / "o.jsonl"), "--dry-run", env=env)
     assert result.returncode == 2, result.stderr
     errors = [line for line in result.stderr.splitlines() if line.startswith("error")]
     assert len(errors) == 1 and "hf:org/nonexistent" in errors[0] and "cannot reach" in errors[0], result.stderr

@@ -42,13 +42,11 @@ def _run(source: Path, out: Path, counter: Any, *, dry_run: bool = False, env: d
         try:
             from trajectory_compressor import faults
             from trajectory_compressor.api import compress
-            from trajectory_compressor.config import PlanConfig, RunConfig
-            from trajectory_compressor.run import pipeline
+            from trajectory_compressor.settings import PlanConfig, RunConfig
 
             faults.reset()
             os.environ.update(env or {})
-            pipeline.CHECKPOINT_EVERY_ROWS = CHECKPOINT_ROWS
-            pipeline.CHECKPOINT_EVERY_SECONDS = 1e9
+            os.environ.update(TC_CHECKPOINT_ROWS=str(CHECKPOINT_ROWS), TC_CHECKPOINT_SECONDS="1e9")
             config = RunConfig(
                 plan=PlanConfig(target_max_tokens=2500, summary_target_tokens=200),
                 summarizer="extractive",

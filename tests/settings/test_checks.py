@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import make_trajectory, run_cli, write_jsonl
-from trajectory_compressor.config import ConfigError, LLMConfig, RunConfig, build_run_config, load_yaml_overrides
+from trajectory_compressor.settings import ConfigError, LLMConfig, RunConfig, build_run_config, load_yaml_overrides
 
 
 def _one_row(tmp_path: Path) -> Path:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 
 from tests.conftest import make_trajectory
-from trajectory_compressor.config import PlanConfig, RunConfig
-from trajectory_compressor.run.finish import RowFinisher
-from trajectory_compressor.run.prepare import ConversationOptions, prepare_rows
+from trajectory_compressor.run.prepare import notice_tokens, prepare_rows
+from trajectory_compressor.run.row import RowFinisher
+from trajectory_compressor.settings import PlanConfig, ReadConfig, RunConfig
 from trajectory_compressor.summarize.extractive import ExtractiveSummarizer
 from trajectory_compressor.types import SourceRecord
 
@@ -20,7 +20,7 @@ def _prepared(config: RunConfig, counter, record: dict, notice_tokens: int):
         config.plan,
         notice_tokens=notice_tokens,
         skip_under_target=config.skip_under_target,
-        options=ConversationOptions(),
+        reading=ReadConfig(),
     )[0]
 
 
@@ -34,12 +34,12 @@ def test_a_notice_dearer_in_place_than_alone_is_planned_at_its_real_cost(counter
     system = record["conversations"][0]["value"]
     assert counter.count(system + notice) - counter.count(system) > counter.count(notice)
     finisher = RowFinisher(config, counter, None, ExtractiveSummarizer(counter))
-    row = _prepared(config, counter, record, finisher.notice_tokens)
+    row = _prepared(config, counter, record, notice_tokens(counter, config.plan))
     assert row.plan is not None and row.plan.region is not None
     assert row.plan.notice_tokens == counter.count(notice)
-    exact = finisher.notice_cost(row, 0)
+    exact = finisher.measure.notice_cost(row, 0)
     assert exact == counter.count(system + notice) - counter.count(system)
-    replanned = finisher._with_exact_notice(row, row.plan)
+    replanned = finisher.measure.with_exact_notice(row, row.plan)
     assert replanned.notice_tokens == exact
     finished = asyncio.run(finisher.finish(row))
     m = finished.metrics

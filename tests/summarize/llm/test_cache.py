@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.fake_openai_server import FakeOpenAIServer
-from trajectory_compressor.config import LLMConfig
+from trajectory_compressor.settings import LLMConfig
 from trajectory_compressor.summarize.llm import LLMSummarizer
 from trajectory_compressor.summarize.llm.cache import CachedSummary, SummaryCache, cache_key, default_cache_path
 from trajectory_compressor.types import SummaryRequest, Turn

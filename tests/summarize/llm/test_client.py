@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from tests.fake_openai_server import FakeOpenAIServer, FakeServerThread, fake_summary, running_fake_server
-from trajectory_compressor.config import ConfigError, LLMConfig
+from trajectory_compressor.settings import ConfigError, LLMConfig
 from trajectory_compressor.summarize.llm import LLMSummarizer
 from trajectory_compressor.summarize.llm.client import parse_retry_after
 from trajectory_compressor.summarize.llm.ratelimit import TokenBucket
@@ -27,7 +27,7 @@ from trajectory_compressor.types import SUMMARY_PREFIX, EndpointAuthError, Summa
 
 KEY = "sk-fakeTESTKEY0123456789abcdefXYZ"  # distinctive; must never leak
 URL_PASSWORD = "hunter2-url-pass"
-FAST = {"backoff_base": 0.01, "backoff_cap": 0.05}
+FAST = {"retry_delay": 0.01, "retry_max_delay": 0.05}  # tiny backoff sleeps
 
 
 @pytest.fixture(autouse=True)
@@ -43,6 +43,7 @@ def make_config(base_url: str | None = None, **overrides: Any) -> LLMConfig:
         "request_timeout": 0.3,
         "max_retries": 3,
         "use_cache": False,
+        **FAST,
     }
     values.update(overrides)
     return LLMConfig(**values)
@@ -67,7 +68,7 @@ def run(coro: Any) -> Any:
 
 async def summarize_with(server: FakeOpenAIServer, request: SummaryRequest | None = None, **overrides: Any) -> Any:
     overrides.setdefault("base_url", server.base_url)
-    async with LLMSummarizer(make_config(**overrides), **FAST) as summarizer:
+    async with LLMSummarizer(make_config(**overrides)) as summarizer:
         result = await summarizer.summarize(request or make_request())
         return result, summarizer.stats()
 
@@ -103,7 +104,7 @@ def test_one_session_reuses_its_connection() -> None:
     async def scenario() -> None:
         async with FakeOpenAIServer() as server:
             config = make_config(server.base_url, max_concurrency=1)
-            async with LLMSummarizer(config, **FAST) as summarizer:
+            async with LLMSummarizer(config) as summarizer:
                 for n in range(5):
                     await summarizer.summarize(make_request(n))
         assert len({request.peer for request in server.requests}) == 1
@@ -218,7 +219,7 @@ def test_gives_up_after_max_retries() -> None:
 def test_failure_stats() -> None:
     async def scenario() -> None:
         async with FakeOpenAIServer(default="500") as server:
-            summarizer = LLMSummarizer(make_config(server.base_url, max_retries=1), **FAST)
+            summarizer = LLMSummarizer(make_config(server.base_url, max_retries=1))
             with pytest.raises(SummaryError):
                 await summarizer.summarize(make_request())
             stats = summarizer.stats()
@@ -245,7 +246,7 @@ def test_connection_refused_is_retried_then_fails() -> None:
 
     async def scenario() -> None:
         config = make_config(f"http://127.0.0.1:{port}/v1", max_retries=2)
-        async with LLMSummarizer(config, **FAST) as summarizer:
+        async with LLMSummarizer(config) as summarizer:
             with pytest.raises(SummaryError) as caught:
                 await summarizer.summarize(make_request())
             assert summarizer.stats()["retries_by_cause"] == {"connection": 2}
@@ -293,7 +294,7 @@ def test_429_pauses_the_whole_client() -> None:
 
     async def scenario() -> None:
         async with FakeOpenAIServer(faults=lambda number, body: "429:0.5" if number == 0 else None) as server:
-            summarizer = LLMSummarizer(make_config(server.base_url), **FAST)
+            summarizer = LLMSummarizer(make_config(server.base_url))
             first = asyncio.create_task(summarizer.summarize(make_request(0)))
             while server.count < 1:
                 await asyncio.sleep(0.01)
@@ -313,7 +314,7 @@ def test_in_flight_never_exceeds_max_concurrency() -> None:
     async def scenario() -> None:
         async with FakeOpenAIServer(latency=0.05) as server:
             config = make_config(server.base_url, max_concurrency=8)
-            async with LLMSummarizer(config, **FAST) as summarizer:
+            async with LLMSummarizer(config) as summarizer:
                 results = await asyncio.gather(*(summarizer.summarize(make_request(n)) for n in range(100)))
                 stats = summarizer.stats()
         assert len(results) == 100 and server.count == 100
@@ -329,7 +330,7 @@ def test_tpm_limit_spaces_requests() -> None:
         # (max_tokens 5000 + the prompt), so the fourth must wait for the bucket to refill.
         async with FakeOpenAIServer() as server:
             config = make_config(server.base_url, tpm=120_000, max_concurrency=1)
-            async with LLMSummarizer(config, **FAST) as summarizer:
+            async with LLMSummarizer(config) as summarizer:
                 for n in range(4):
                     await summarizer.summarize(make_request(n, budget=2500))
                 stats = summarizer.stats()
@@ -377,7 +378,7 @@ def test_cancelled_calls_free_their_slot() -> None:
     async def scenario() -> None:
         async with FakeOpenAIServer(faults=["hang"]) as server:
             config = make_config(server.base_url, max_concurrency=1, request_timeout=5.0)
-            async with LLMSummarizer(config, **FAST) as summarizer:
+            async with LLMSummarizer(config) as summarizer:
                 with pytest.raises(asyncio.TimeoutError):
                     await asyncio.wait_for(summarizer.summarize(make_request(0)), 0.1)
                 result = await asyncio.wait_for(summarizer.summarize(make_request(1)), 2.0)
@@ -409,7 +410,7 @@ def test_auth_failure_aborts_without_a_retry_storm(status: str) -> None:
     async def scenario() -> None:
         async with FakeOpenAIServer(default=status, latency=0.05) as server:
             config = make_config(server.base_url, max_concurrency=2, max_retries=5)
-            async with LLMSummarizer(config, **FAST) as summarizer:
+            async with LLMSummarizer(config) as summarizer:
                 outcomes = await asyncio.gather(
                     *(summarizer.summarize(make_request(n)) for n in range(20)), return_exceptions=True
                 )
@@ -435,7 +436,7 @@ def test_cached_rerun_makes_zero_requests(tmp_path: Path, monkeypatch: pytest.Mo
     async def first_run() -> list[str]:
         async with FakeOpenAIServer() as server:
             config = make_config(server.base_url, use_cache=True, cache_path=cache)
-            async with LLMSummarizer(config, **FAST) as summarizer:
+            async with LLMSummarizer(config) as summarizer:
                 results = await asyncio.gather(*(summarizer.summarize(r) for r in requests))
             assert server.count == 5
         return [result.text for result in results]
@@ -444,7 +445,7 @@ def test_cached_rerun_makes_zero_requests(tmp_path: Path, monkeypatch: pytest.Mo
         # Another server (another port) and another key: neither is part of the cache key.
         async with FakeOpenAIServer(default="500") as server:
             config = make_config(server.base_url, use_cache=True, cache_path=cache)
-            async with LLMSummarizer(config, **FAST) as summarizer:
+            async with LLMSummarizer(config) as summarizer:
                 results = await asyncio.gather(*(summarizer.summarize(r) for r in requests))
                 stats = summarizer.stats()
             assert server.count == 0
@@ -465,12 +466,12 @@ def test_incomplete_summary_is_never_cached(tmp_path: Path) -> None:
     async def scenario() -> None:
         async with FakeOpenAIServer(default="length") as server:
             config = make_config(server.base_url, use_cache=True, cache_path=cache, max_retries=1)
-            async with LLMSummarizer(config, **FAST) as summarizer:
+            async with LLMSummarizer(config) as summarizer:
                 with pytest.raises(SummaryError, match="length"):
                     await summarizer.summarize(make_request())
         async with FakeOpenAIServer() as server:
             config = make_config(server.base_url, use_cache=True, cache_path=cache)
-            async with LLMSummarizer(config, **FAST) as summarizer:
+            async with LLMSummarizer(config) as summarizer:
                 result = await summarizer.summarize(make_request())
             assert server.count == 1 and not result.cache_hit
 
@@ -503,7 +504,7 @@ def test_api_key_never_leaks(tmp_path: Path, caplog: pytest.LogCaptureFixture) -
         texts: list[str] = []
         async with FakeOpenAIServer(faults=[echo_429, "hang", "drop", echo_reply, echo]) as server:
             config = make_config(server.base_url, use_cache=True, cache_path=str(cache), max_retries=3)
-            async with LLMSummarizer(config, **FAST) as summarizer:
+            async with LLMSummarizer(config) as summarizer:
                 result = await summarizer.summarize(make_request(0))
                 texts += [result.text, str(result.last_error), repr(result)]
                 with pytest.raises(SummaryError) as caught:
@@ -512,7 +513,7 @@ def test_api_key_never_leaks(tmp_path: Path, caplog: pytest.LogCaptureFixture) -
                 texts.append(json.dumps(summarizer.stats()))
             assert all(r.authorization == f"Bearer {KEY}" for r in server.requests)
         async with FakeOpenAIServer(default=echo_401) as server:
-            async with LLMSummarizer(make_config(server.base_url), **FAST) as summarizer:
+            async with LLMSummarizer(make_config(server.base_url)) as summarizer:
                 with pytest.raises(EndpointAuthError) as auth:
                     await summarizer.summarize(make_request(2))
                 texts += _exception_texts(auth.value)
@@ -553,7 +554,7 @@ def test_credentials_in_base_url_are_not_shown(caplog: pytest.LogCaptureFixture)
     async def scenario() -> list[str]:
         async with FakeOpenAIServer(faults=["500"], default="404") as server:
             url = server.base_url.replace("http://", f"http://bob:{URL_PASSWORD}@")
-            async with LLMSummarizer(make_config(url), **FAST) as summarizer:
+            async with LLMSummarizer(make_config(url)) as summarizer:
                 with pytest.raises(SummaryError) as caught:
                     await summarizer.summarize(make_request())
                 stats = summarizer.stats()
@@ -570,7 +571,7 @@ def test_credentials_in_base_url_are_not_shown(caplog: pytest.LogCaptureFixture)
 
 
 async def summarize_at(base_url: str) -> Any:
-    async with LLMSummarizer(make_config(base_url), **FAST) as summarizer:
+    async with LLMSummarizer(make_config(base_url)) as summarizer:
         return await summarizer.summarize(make_request())
 
 
@@ -584,7 +585,7 @@ def test_thread_server_serves_a_summarizer_in_another_loop() -> None:
 
 
 def test_server_runs_as_a_process() -> None:
-    script = Path(__file__).with_name("fake_openai_server.py")
+    script = Path(__file__).resolve().parents[2] / "fake_openai_server.py"
     command = [sys.executable, str(script), "--port", "0", "--faults", "500", "--lifetime", "60"]
     with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as process:
         try:
@@ -631,7 +632,7 @@ def test_prompt_over_the_context_window_is_retried_shorter() -> None:
     async def scenario() -> None:
         async with FakeOpenAIServer(faults=fits) as server:
             config = make_config(server.base_url)
-            async with LLMSummarizer(config, **FAST) as summarizer:
+            async with LLMSummarizer(config) as summarizer:
                 result = await summarizer.summarize(request)
                 stats = summarizer.stats()
             sizes = [sum(len(m["content"]) for m in r.body["messages"]) for r in server.requests]
@@ -652,7 +653,7 @@ def test_a_learned_prompt_size_spares_later_rows_the_refusals() -> None:
     requests = [SummaryRequest(turns=(Turn("gpt", f"step {i}"), *big), budget_tokens=100) for i in range(4)]
 
     async def scenario() -> None:
-        async with FakeOpenAIServer(faults=fits) as server, LLMSummarizer(make_config(server.base_url), **FAST) as llm:
+        async with FakeOpenAIServer(faults=fits) as server, LLMSummarizer(make_config(server.base_url)) as llm:
             first = await llm.summarize(requests[0])
             later = [await llm.summarize(request) for request in requests[1:]]
         assert first.calls >= 2

@@ -16,7 +16,7 @@ import pytest
 
 from tests.conftest import make_trajectory, read_jsonl, run_cli, write_jsonl
 from tests.fake_openai_server import FakeOpenAIServer, FakeServerThread
-from trajectory_compressor.config import LLMConfig
+from trajectory_compressor.settings import LLMConfig
 from trajectory_compressor.summarize.llm import LLMSummarizer
 from trajectory_compressor.summarize.llm.client import REPLY_MIN_BYTES, reply_byte_limit
 from trajectory_compressor.types import SummaryError, SummaryRequest, Turn
@@ -98,8 +98,15 @@ def test_the_client_reads_a_bounded_number_of_bytes(monkeypatch: pytest.MonkeyPa
 
     async def scenario() -> None:
         async with FakeOpenAIServer(default={"content": TEN_MB}) as server:
-            config = LLMConfig(base_url=server.base_url, model="m", max_retries=3, use_cache=False)
-            async with LLMSummarizer(config, backoff_base=0.01, backoff_cap=0.02) as summarizer:
+            config = LLMConfig(
+                base_url=server.base_url,
+                model="m",
+                max_retries=3,
+                use_cache=False,
+                retry_delay=0.01,
+                retry_max_delay=0.02,
+            )
+            async with LLMSummarizer(config) as summarizer:
                 with pytest.raises(SummaryError, match="bytes") as caught:
                     await summarizer.summarize(request)
                 assert caught.value.calls == 1 and server.count == 1

@@ -1,0 +1,138 @@
+"""The parts of a row's path, each on its own: the summary step, truncation, the outcome, the dry run.
+
+Rows are real (counted with the bundled tokenizer, planned by the real planner); the summarizers
+are small implementations of the `Summarizer` protocol that fail, stall or overshoot on purpose.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+
+from tests.conftest import make_trajectory
+from trajectory_compressor.errors import RunAborted
+from trajectory_compressor.run.prepare import PreparedRow, notice_tokens, prepare_rows
+from trajectory_compressor.run.row import RowFinisher
+from trajectory_compressor.run.row.measure import RowMeasure
+from trajectory_compressor.run.row.outcome import RowOutcome, new_metrics
+from trajectory_compressor.run.row.over_limit import truncate_row
+from trajectory_compressor.run.row.summary_step import Summarized, SummaryFailure, SummaryStep
+from trajectory_compressor.settings import PlanConfig, ReadConfig, RunConfig
+from trajectory_compressor.summarize.extractive import ExtractiveSummarizer
+from trajectory_compressor.types import SourceRecord, SummaryError, SummaryRequest, SummaryResult
+
+PLAN = PlanConfig(target_max_tokens=2500, summary_target_tokens=200)
+
+
+class Scripted:
+    """A summarizer that fails, stalls, or answers with a fixed text."""
+
+    name = "llm"
+
+    def __init__(self, behaviour: str, text: str = "") -> None:
+        self.behaviour, self.text, self.calls = behaviour, text, 0
+
+    async def summarize(self, request: SummaryRequest) -> SummaryResult:
+        self.calls += 1
+        if self.behaviour == "fail":
+            raise SummaryError("endpoint said no", calls=1, errors=1)
+        if self.behaviour == "stall":
+            await asyncio.sleep(3600)
+        return SummaryResult(text=self.text, summarizer=self.name, calls=1)
+
+    def stats(self) -> dict[str, Any]:
+        return {}
+
+    async def aclose(self) -> None:
+        pass
+
+
+def _row(counter, plan: PlanConfig = PLAN, **trajectory: Any) -> PreparedRow:
+    record = make_trajectory(0, **({"steps": 12, "output_lines": 20} | trajectory))
+    raw = json.dumps(record).encode()
+    item = SourceRecord(source="mem.jsonl", line=1, record=record, raw=raw)
+    return prepare_rows(
+        [(0, 1, item)],
+        counter,
+        plan,
+        notice_tokens=notice_tokens(counter, plan),
+        skip_under_target=True,
+        reading=ReadConfig(),
+    )[0]
+
+
+def _step(counter, summarizer, policy: str, timeout: float = 60.0) -> SummaryStep:
+    measure = RowMeasure(counter, PLAN, skip_under_target=True)
+    return SummaryStep(measure, summarizer, ExtractiveSummarizer(counter), policy=policy, row_timeout=timeout)
+
+
+@pytest.mark.parametrize("policy", ["extractive", "keep", "fail"])
+def test_a_failed_summary_takes_the_failure_policy(counter, policy: str) -> None:
+    row = _row(counter)
+    assert row.plan is not None and row.plan.region is not None
+    step = _step(counter, Scripted("fail"), policy)
+    if policy == "fail":
+        with pytest.raises(RunAborted, match="endpoint said no"):
+            asyncio.run(step.run(row, row.plan))
+        return
+    got = asyncio.run(step.run(row, row.plan))
+    if policy == "keep":
+        assert isinstance(got, SummaryFailure) and got.error == "endpoint said no" and got.calls == 1
+    else:
+        assert isinstance(got, Summarized) and got.result.summarizer == "extractive"
+        assert got.result.last_error == "endpoint said no" and got.size <= PLAN.target_max_tokens
+
+
+def test_a_stalled_summary_ends_at_the_row_deadline(counter) -> None:
+    row = _row(counter)
+    assert row.plan is not None
+    got = asyncio.run(_step(counter, Scripted("stall"), "keep", timeout=0.2).run(row, row.plan))
+    assert isinstance(got, SummaryFailure) and "row deadline of 0.2s exceeded" in got.error
+
+
+def test_a_summary_that_would_grow_the_row_is_refused_and_the_fallback_used(counter) -> None:
+    row = _row(counter)
+    assert row.plan is not None
+    huge = "word " * 20_000
+    got = asyncio.run(_step(counter, Scripted("answer", huge), "extractive").run(row, row.plan))
+    assert isinstance(got, Summarized) and got.refused is not None and "would grow the row" in got.refused
+    assert got.result.summarizer == "extractive" and got.passes == 1
+    assert got.size == RowMeasure(counter, PLAN, skip_under_target=True).size(row, got.layout)
+
+
+def test_truncation_cuts_only_the_middle_until_the_row_fits(counter) -> None:
+    plan = PlanConfig(target_max_tokens=1500, summary_target_tokens=200, protect_last_n_turns=4)
+    row = _row(counter, plan, steps=20, output_lines=20)
+    assert row.plan is not None and row.turns is not None and row.plan.total_tokens > 1500
+    measure = RowMeasure(counter, plan, skip_under_target=True)
+    cut = truncate_row(row, row.plan, None, 0, measure)
+    assert cut.turns_removed > 0 and cut.size <= 1500
+    kept = [item.index for item in cut.layout]
+    assert kept[:3] == [0, 1, 2] and kept[-4:] == list(range(len(row.turns) - 4, len(row.turns)))
+    assert cut.size == measure.size(row, cut.layout)
+
+
+def test_the_outcome_writes_unchanged_rows_byte_for_byte_and_drop_leaves_them_out(counter) -> None:
+    row = _row(counter)
+    metrics = new_metrics(row)
+    kept = RowOutcome(2500, "keep", writes_data=True).finish(row, metrics, None)
+    assert kept.data == row.item.raw and kept.over_limit is None
+    metrics = new_metrics(row)
+    metrics.still_over_limit = True
+    dropped = RowOutcome(2500, "drop", writes_data=True).finish(row, metrics, None)
+    assert dropped.data is None and metrics.dropped is True and dropped.over_limit is not None
+    assert dropped.over_limit["reason"] == "over target" and dropped.metrics.to_dict()["dropped"] is True
+
+
+def test_a_dry_run_is_the_plan_without_a_summary_and_writes_no_dataset_line(counter) -> None:
+    row = _row(counter)
+    assert row.plan is not None and row.plan.region is not None
+    never = Scripted("fail")
+    finished = asyncio.run(RowFinisher(RunConfig(plan=PLAN, dry_run=True), counter, never, never).finish(row))
+    assert never.calls == 0 and finished.data is None
+    line = finished.metrics.to_dict()
+    assert line["planned_tokens"] == row.plan.estimated_tokens == line["compressed_tokens"]
+    assert line["was_compressed"] is False and "dropped" not in line and "truncated" not in line
