@@ -369,10 +369,10 @@ def worker_prompts(path: Path, target: int, summary_target: int) -> dict[str, An
     """
     import orjson
 
-    from trajectory_compressor.config import LLMConfig, PlanConfig
     from trajectory_compressor.count import build_counter
     from trajectory_compressor.plan.region import plan_region
     from trajectory_compressor.read.formats import detect_format, to_turns
+    from trajectory_compressor.settings import LLMConfig, PlanConfig
     from trajectory_compressor.summarize.llm.prompt import build_messages
     from trajectory_compressor.types import SummaryRequest
 
