@@ -1,4 +1,4 @@
-"""Command line: `trajectory-compressor compress | analyze | merge`.
+"""Command line: `trajectory-compressor compress | analyze | eval | merge`.
 
 Thin on purpose: it turns flags and the YAML config into a `RunConfig`, calls the Python API
 and maps outcomes to exit codes. Logs go to stderr; `--json` puts one summary object on stdout.
@@ -135,6 +135,36 @@ def analyze(inputs: tuple[str, ...], config_file: str | None, json_output: bool,
         click.echo(json.dumps(analysis.to_dict(price_in, price_out)))
     else:
         click.echo(render_analysis(analysis, price_in, price_out))
+
+
+@main.command("eval")
+@click.argument("outputs", nargs=-1, required=True)
+@click.option(
+    "-i", "--input", "inputs", multiple=True, required=True, help="The input the outputs were made from (repeatable)."
+)
+@click.option("--metrics", "metrics", multiple=True, help="Metrics file of each OUTPUT, in order [beside each output].")
+@_json_option
+@settings_options("eval")
+@reports_usage_errors
+def evaluate(
+    outputs: tuple[str, ...], inputs: tuple[str, ...], metrics: tuple[str, ...], json_output: bool, **flags: Any
+) -> None:
+    """Summary fidelity of OUTPUT (or of two outputs of the same input, side by side), scored against --input."""
+    from trajectory_compressor.commands.evaluate import evaluate as evaluate_outputs
+    from trajectory_compressor.commands.evaluate_view import render_evaluation
+    from trajectory_compressor.read.sources import expand_inputs
+    from trajectory_compressor.write.html_evaluation import write_evaluation_html
+
+    if len(outputs) > 2:
+        raise UsageError(f"eval compares at most two outputs, got {len(outputs)}")
+    if len(metrics) > len(outputs):
+        raise UsageError("--metrics is given once per OUTPUT at most")
+    config = build_config(None, flags)
+    sources = expand_inputs(list(inputs), data_files=config.read.data_files)
+    result = evaluate_outputs([Path(o) for o in outputs], sources, config, [Path(m) for m in metrics])
+    if config.output.html_report:
+        write_evaluation_html(Path(config.output.html_report), result)
+    click.echo(json.dumps(result, ensure_ascii=False) if json_output else render_evaluation(result))
 
 
 @main.command()

@@ -81,6 +81,8 @@ class SummaryRequest:
     turns: tuple[Turn, ...]
     budget_tokens: int
     label: str = ""  # where the row came from ("file.jsonl:12"), for messages only
+    task: str = ""  # the row's first user request (from the head): context, not to be summarized
+    feedback: str = ""  # what an earlier summary of this region missed, when asking again
 
 
 @dataclass
@@ -96,6 +98,7 @@ class SummaryResult:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     tokens: int | None = None  # tokens of the summary turn's value (prefix included), if measured
+    fidelity_retried: bool = False  # asked for again because the first one fell short (--min-fidelity)
 
 
 def one_line(exc: BaseException) -> str:
@@ -196,6 +199,9 @@ class RowMetrics:
     truncated: bool | None = None  # `--over-limit truncate` applied to the row
     turns_truncated: int | None = None
     dropped: bool | None = None  # `--over-limit drop`: the row is not in the dataset
+    fidelity: dict[str, Any] | None = None  # a compressed row: recall of its region's salient items
+    unsupported: list[str] | None = None  # a compressed row: summary items found nowhere in the row
+    fidelity_retried: bool | None = None  # the LLM was asked again for a summary that fell short
 
     def to_dict(self) -> dict[str, Any]:
         data = {k: v for k, v in self.__dict__.items() if k not in _OPTIONAL_METRICS}
@@ -206,4 +212,28 @@ class RowMetrics:
         return data
 
 
-_OPTIONAL_METRICS = ("planned_tokens", "summary_failed", "truncated", "turns_truncated", "dropped")
+@dataclass(frozen=True)
+class ExampleRow:
+    """One compressed row as the HTML report shows it: the replaced turns and their summary.
+
+    Held in memory for one row only (the first compressed one in input order), its turns cut
+    to what the page shows; texts are masked when the report is drawn.
+    """
+
+    index: int
+    where: str
+    region: tuple[Turn, ...]
+    summary: str
+    fidelity: dict[str, Any] | None
+
+
+_OPTIONAL_METRICS = (
+    "planned_tokens",
+    "summary_failed",
+    "truncated",
+    "turns_truncated",
+    "dropped",
+    "fidelity",
+    "unsupported",
+    "fidelity_retried",
+)

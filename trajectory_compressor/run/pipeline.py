@@ -34,7 +34,7 @@ from trajectory_compressor.run.signals import sigterm_cancels_this_task
 from trajectory_compressor.run.window import finish_in_order
 from trajectory_compressor.settings import RunConfig
 from trajectory_compressor.types import Summarizer
-from trajectory_compressor.write.html_report import write_compress_html_report
+from trajectory_compressor.write.html_compress import write_compress_html_report
 from trajectory_compressor.write.lock import OutputLock
 from trajectory_compressor.write.paths import OutputPaths
 from trajectory_compressor.write.report import RunTotals, build_report, render_text_summary
@@ -246,7 +246,11 @@ class CompressionRun:
         write_json_atomically(self.paths.report, report, hook="report")
         if self.job.html_report is not None and report["status"] == "completed":
             write_compress_html_report(
-                self.job.html_report, report, self.paths.metrics, self.config.plan.target_max_tokens
+                self.job.html_report,
+                report,
+                self.paths.metrics,
+                self.config.plan.target_max_tokens,
+                example=self.finisher.example,
             )
 
 

@@ -20,6 +20,7 @@ from trajectory_compressor.settings.declare import ConfigError, check_part, sett
 
 DEFAULT_NOTICE = "\n\nSome of your previous tool responses may be summarized to preserve context."
 BOTH = ("compress", "analyze")
+READERS = ("compress", "analyze", "eval")  # every command that reads inputs
 
 
 @dataclass(frozen=True)
@@ -146,16 +147,16 @@ class LLMConfig:
 class ReadConfig:
     """How to read inputs and find the conversation in each record (auto-detected unless set)."""
 
-    split: str = setting("train", "str", commands=BOTH, record=True, help="Split of a dataset input.")
+    split: str = setting("train", "str", commands=READERS, record=True, help="Split of a dataset input.")
     data_files: list[str] | None = setting(
-        None, "list", optional=True, commands=BOTH, help="data_files for an hf:BUILDER input (repeatable)."
+        None, "list", optional=True, commands=READERS, help="data_files for an hf:BUILDER input (repeatable)."
     )
     conversation_key: str | None = setting(
-        None, "str", optional=True, commands=BOTH, record=True,
+        None, "str", optional=True, commands=READERS, record=True,
         help="Key of the turn list [auto: conversations / messages].",
     )  # fmt: skip
     format: str | None = setting(
-        None, "choice", optional=True, choices=("sharegpt", "openai"), commands=BOTH, record=True,
+        None, "choice", optional=True, choices=("sharegpt", "openai"), commands=READERS, record=True,
         help="Conversation format [auto].",
     )  # fmt: skip
     streaming: bool = setting(True, "bool", flag=None, help="Stream Hugging Face Hub datasets.")
@@ -197,7 +198,7 @@ class OutputConfig:
     )  # fmt: skip
     metrics: str | None = setting(None, "path", optional=True, help="Per-row metrics [<output stem>.metrics.jsonl].")
     html_report: str | None = setting(
-        None, "path", optional=True, commands=BOTH, help="Write a self-contained HTML report."
+        None, "path", optional=True, commands=(*BOTH, "eval"), help="Write a self-contained HTML report."
     )
     resume: bool = setting(
         True, "bool", flag="--no-resume", flag_style="off", help="Start over instead of resuming an interrupted run."
@@ -246,6 +247,14 @@ class RunConfig:
     on_summary_failure: str = setting(
         "extractive", "choice", choices=("extractive", "keep", "fail"), yaml="summarization.on_summary_failure",
         record=True, help="What a row whose summary fails becomes.",
+    )  # fmt: skip
+    min_fidelity: float | None = setting(
+        None, "number", minimum=0, maximum=1, optional=True, yaml="summarization.min_fidelity", record=True,
+        help="An LLM summary scoring below this is asked for again, then takes --on-summary-failure.",
+    )  # fmt: skip
+    reject_unsupported: bool = setting(
+        False, "bool", yaml="summarization.reject_unsupported", flag_style="flag", record=True,
+        help="Treat an LLM summary stating items found nowhere in the row like one below --min-fidelity.",
     )  # fmt: skip
     row_timeout: float = setting(
         600.0, "duration", above=0, yaml="processing.per_trajectory_timeout",

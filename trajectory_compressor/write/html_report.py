@@ -14,11 +14,8 @@ from __future__ import annotations
 
 import html
 import math
-from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from pathlib import Path
-from typing import Any
 
 Histogram = list[tuple[float, float, int]]  # (low edge, high edge, count); the last bin includes its high edge
 
@@ -131,8 +128,9 @@ def render_html_report(
     target: int,
     *,
     bins: int = DEFAULT_BINS,
+    sections: Sequence[tuple[str, str]] = (),
 ) -> str:
-    """A complete HTML page: headline figures, the before/after histogram, and percentiles."""
+    """A complete HTML page: headline figures, the before/after histogram, percentiles, then `sections`."""
     before = sorted(before_tokens)
     after = sorted(after_tokens) if after_tokens is not None else None
     present = [values for values in (before, after) if values]
@@ -143,13 +141,20 @@ def render_html_report(
     before_hist = _histogram_sorted(before, edges)
     after_hist = _histogram_sorted(after, edges) if after is not None else None
     svg = _svg_histogram(before_hist, after_hist, edges, target, len(before), None if after is None else len(after))
+    table = _percentile_table(before, after, target)
+    charts = [(f"Tokens per trajectory (target {target:,})", svg), ("Percentiles", table)]
+    return render_page(title, headline, [*charts, *sections])
+
+
+def render_page(title: str, headline: Mapping[str, str | int | float], sections: Sequence[tuple[str, str]]) -> str:
+    """A self-contained page: a row of headline cards, then one panel per (heading, HTML) section."""
     cards = "\n".join(
         f'<div class="card"><div class="value">{_esc(_format_value(value))}</div>'
         f'<div class="label">{_esc(label)}</div></div>'
         for label, value in headline.items()
     )
-    table = _percentile_table(before, after, target)
-    return _PAGE.format(title=_esc(title), cards=cards, svg=svg, table=table, target=f"{target:,}")
+    panels = "\n".join(f"<section>\n<h2>{_esc(heading)}</h2>\n{body}\n</section>" for heading, body in sections)
+    return _PAGE.format(title=_esc(title), cards=cards, sections=panels)
 
 
 # --- internals ---------------------------------------------------------------------------------
@@ -382,6 +387,12 @@ _PAGE = """<!DOCTYPE html>
   th, td {{ padding: 6px 18px 6px 0; text-align: right; border-bottom: 1px solid #eceef2; }}
   th:first-child {{ text-align: left; }}
   thead th {{ color: #5d677a; font-weight: 600; }}
+  td.text, th.text {{ text-align: left; }}
+  .turns {{ display: grid; grid-template-columns: 1fr 1fr; gap: 16px; }}
+  .turn {{ font-size: 12px; border-left: 3px solid #d5dae3; padding: 2px 8px; margin-bottom: 8px; }}
+  .turn b {{ color: #5d677a; }}
+  .turn pre {{ white-space: pre-wrap; word-break: break-word; margin: 2px 0 0; font-size: 12px; }}
+  .summary {{ border-left-color: {after_color}; }}
 </style>
 </head>
 <body>
@@ -390,42 +401,8 @@ _PAGE = """<!DOCTYPE html>
 <div class="cards">
 {cards}
 </div>
-<section>
-<h2>Tokens per trajectory (target {target})</h2>
-{svg}
-</section>
-<section>
-<h2>Percentiles</h2>
-{table}
-</section>
+{sections}
 </main>
 </body>
 </html>
-""".replace("{target_color}", _TARGET_COLOR)
-
-
-def write_compress_html_report(path: Path, report: dict[str, Any], metrics_path: Path, target: int) -> None:
-    """The HTML page, drawn from the metrics file (8 bytes a row in memory, only when asked for)."""
-    import orjson
-
-    before, after = array("q"), array("q")
-    with open(metrics_path, "rb") as handle:
-        for line in handle:
-            row = orjson.loads(line)
-            if row.get("rejected"):
-                continue
-            before.append(row["original_tokens"])
-            if not row.get("dropped"):
-                after.append(row["compressed_tokens"])
-    rows, tokens = report["rows"], report["tokens"]
-    headline = {
-        "rows": rows["selected"],
-        "compressed": rows["compressed"],
-        "still over limit": rows["still_over_limit"],
-        "tokens before": tokens["before"],
-        "tokens after": tokens["after"],
-        "overall ratio": tokens["overall_ratio"],
-    }
-    page = render_html_report("trajectory_compressor: compress report", headline, before, after, target)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(page, encoding="utf-8")
+""".replace("{target_color}", _TARGET_COLOR).replace("{after_color}", _AFTER_COLOR)

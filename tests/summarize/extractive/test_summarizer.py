@@ -147,10 +147,8 @@ def test_small_region_shows_every_part(summarizer: ExtractiveSummarizer) -> None
     assert "2. str_replace_editor: command=view, path=/testbed/astropy/modeling/separable.py → ok, 40 lines" in body
     assert "3. str_replace_editor: command=str_replace, path=/testbed/astropy/modeling/separable.py, old_str=" in body
     assert "4. bash: cat docs/missing.rst → exit 1: cat: docs/missing.rst: No such file or directory" in body
-    assert (
-        "Files touched: edited: /testbed/astropy/modeling/separable.py; other: tests/test_sep.py, docs/missing.rst"
-        in body
-    )
+    # Each file by the shortest tail of its path that names no other file of the region.
+    assert "Files touched: edited: separable.py; other: test_sep.py, missing.rst" in body
     assert "Errors:\n- cat: docs/missing.rst: No such file or directory (call 4)" in body
     assert body.endswith(
         "Last assistant note: All tests pass now; the nested CompoundModel case returns a diagonal matrix."
@@ -168,7 +166,10 @@ def test_long_region_keeps_first_and_last_calls_and_names_the_rest(summarizer: E
     assert len(shown) + int(elided.group(1)) == 48
     # Errors of elided calls still surface, latest first kept.
     assert "ValueError: matrix mismatch at step 46 (call 47)" in body
-    assert "Files touched: edited: astropy/modeling/separable.py" in body
+    assert "Files touched: edited: separable.py" in body
+    # Every file of the region is listed, by its short name, though most calls are elided.
+    files_line = next(line for line in body.splitlines() if line.startswith("Files touched:"))
+    assert all(f"module_{i}.py" in files_line for i in range(0, 48, 4))
     assert "Last assistant note: The fix is in place" in body
 
 
@@ -297,3 +298,28 @@ def test_many_user_messages_keep_the_first_and_the_latest(summarizer: Extractive
     assert "- … 12 more user messages …" in body
     assert "Request number 5:" not in body
     assert body.endswith("Last assistant note: Seat 19A noted.")
+
+
+def test_files_with_the_same_name_keep_enough_of_their_path_to_tell_them_apart(
+    summarizer: ExtractiveSummarizer,
+) -> None:
+    turns = [
+        gpt("Reading.", ("bash", {"command": "cat /testbed/django/db/models/query.py"})),
+        tool("bash", shell(0, "ok")),
+        gpt("Reading.", ("bash", {"command": "cat /testbed/django/db/models/sql/query.py"})),
+        tool("bash", shell(0, "ok")),
+    ]
+    body = summarizer.summarize_text(turns, 750)
+    assert "Files touched: models/query.py, sql/query.py" in body
+
+
+def test_many_distinct_errors_are_all_named_even_when_few_are_shown_in_full(
+    summarizer: ExtractiveSummarizer,
+) -> None:
+    classes = [f"Custom{i}Error" for i in range(30)]
+    turns = []
+    for i, name in enumerate(classes):
+        turns.append(gpt("Trying.", ("bash", {"command": f"python step_{i}.py"})))
+        turns.append(tool("bash", shell(1, f"Traceback (most recent call last):\n  x\n{name}: failed at {i}")))
+    body = summarizer.summarize_text(turns, 750)
+    assert all(name in body for name in classes)

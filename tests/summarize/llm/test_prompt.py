@@ -8,6 +8,7 @@ import time
 import pytest
 
 from trajectory_compressor.summarize.llm.prompt import (
+    MAX_TASK_CHARS,
     MIN_TURN_CHARS,
     SYSTEM_PROMPT,
     build_messages,
@@ -37,19 +38,27 @@ def test_messages_are_a_fixed_system_prompt_and_a_user_message_with_the_budget()
 def test_system_prompt_states_the_rules() -> None:
     text = SYSTEM_PROMPT.lower()
     for phrase in (
-        "what the user asked",
-        "tool names",
+        "user requests",
+        "exact tool names",
         "key arguments",
         "results and concrete values",
-        "errors",
+        "errors (exact class or first line)",
         "decisions",
-        "files",
-        "state at the end",
+        "files created, read or changed",
+        "what remains open",
+        "tools: ...",
+        "files: ...",
+        "errors: ...",
+        "identifiers: ...",
+        "<task> block",
+        "not to be summarized",
+        "never state a path, identifier or error that is not in the transcript",
+        "what an earlier summary missed",
         "third-person",
-        "language the conversation",
-        "do not answer questions",
+        "conversation's own language",
+        "do not answer or follow",
         "do not continue the task",
-        "no preamble",
+        "no title, preamble",
     ):
         assert phrase in text, phrase
 
@@ -243,3 +252,35 @@ def test_the_whole_transcript_cap_never_shows_part_of_a_secret() -> None:
     for cap in (3000, 7919, 20_011):
         transcript = render_transcript(turns, max_prompt_chars=cap)
         assert _shown(GITHUB, transcript) == [] and _shown(AWS, transcript) == []
+
+
+def test_task_is_context_before_the_transcript_and_the_system_message_stays_fixed() -> None:
+    plain = request(Turn("gpt", "ran ls"), Turn("tool", "a.py"))
+    with_task = SummaryRequest(turns=plain.turns, budget_tokens=plain.budget_tokens, task="Fix the bug in a.py.")
+    messages = build_messages(with_task)
+    assert messages[0] == build_messages(plain)[0]  # one system message for every row: cacheable
+    user = messages[1]["content"]
+    assert user.startswith("<task>\nFix the bug in a.py.\n</task>\n\nSummarize the following 2 turns")
+    assert user.index("</task>") < user.index("<transcript>")
+    assert "Fix the bug" not in user[user.index("<transcript>") :]  # context, not part of the transcript
+    assert "<task>" not in build_messages(plain)[1]["content"]
+
+
+def test_long_task_is_cut_and_its_secrets_masked() -> None:
+    secret = "sk-" + "A1b2C3d4" * 6
+    task = f"Use key {secret} then " + "x" * 10_000 + " finally deploy"
+    user = build_messages(SummaryRequest(turns=(Turn("gpt", "ok"),), budget_tokens=50, task=task))[1]["content"]
+    shown = user[: user.index("</task>")]
+    assert secret not in user and "[REDACTED]" in shown
+    assert len(shown) < MAX_TASK_CHARS + 200 and "finally deploy" in shown  # head and tail kept
+
+
+def test_feedback_says_what_the_earlier_summary_missed_after_the_transcript() -> None:
+    secret = "ghp_" + "Z9y8X7w6" * 5
+    req = SummaryRequest(
+        turns=(Turn("gpt", "ok"),), budget_tokens=50, feedback=f"file paths: src/app.py; identifiers: {secret}"
+    )
+    user = build_messages(req)[1]["content"]
+    assert user.index("</transcript>") < user.index("An earlier summary of these turns fell short")
+    assert "file paths: src/app.py" in user and secret not in user
+    assert build_messages(req)[0] == build_messages(SummaryRequest(turns=req.turns, budget_tokens=50))[0]

@@ -14,15 +14,19 @@ from __future__ import annotations
 from trajectory_compressor.count import TokenCounter
 from trajectory_compressor.plan.region import Plan
 from trajectory_compressor.run.prepare import PreparedRow
+from trajectory_compressor.run.row.fidelity_gate import FidelityGate
 from trajectory_compressor.run.row.measure import RowMeasure
 from trajectory_compressor.run.row.outcome import FinishedRow, RowOutcome, fill_sizes, new_metrics, rejected_row
 from trajectory_compressor.run.row.over_limit import truncate_row
 from trajectory_compressor.run.row.summary_step import Summarized, SummaryFailure, SummaryStep
 from trajectory_compressor.settings import RunConfig
-from trajectory_compressor.types import OutputTurn, RowMetrics, Summarizer
+from trajectory_compressor.summarize.fidelity import score_summary
+from trajectory_compressor.types import ExampleRow, OutputTurn, RowMetrics, Summarizer, Turn
 from trajectory_compressor.write.records import rewritten_bytes
 
 SUMMARY_FAILED = "summary failed"
+EXAMPLE_TURNS = 30  # of the example row kept for the HTML report
+EXAMPLE_TURN_CHARS = 2000
 
 
 class RowFinisher:
@@ -47,11 +51,17 @@ class RowFinisher:
             None
             if config.dry_run
             else SummaryStep(
-                self.measure, summarizer, fallback, policy=config.on_summary_failure, row_timeout=config.row_timeout
+                self.measure,
+                summarizer,
+                fallback,
+                policy=config.on_summary_failure,
+                row_timeout=config.row_timeout,
+                gate=FidelityGate(config.min_fidelity, config.reject_unsupported),
             )
         )
         self.truncates = over_limit == "truncate" and not config.dry_run
         self.outcome = RowOutcome(self.target, over_limit, writes_data=not config.dry_run)
+        self.example: ExampleRow | None = None  # the first compressed row, for the HTML report
 
     async def finish(self, row: PreparedRow) -> FinishedRow:
         metrics = new_metrics(row)
@@ -104,6 +114,15 @@ class RowFinisher:
         metrics.summary_errors = result.errors
         metrics.last_error = result.last_error
         metrics.passes = summarized.passes
+        metrics.fidelity_retried = result.fidelity_retried or None
+        assert row.turns is not None
+        fidelity = score_summary(row.turns[plan.region.start : plan.region.end], result.text, row.turns)
+        metrics.fidelity = fidelity.to_metrics()
+        metrics.unsupported = fidelity.shown_unsupported()
+        if self.example is None or row.index < self.example.index:
+            shown = row.turns[plan.region.start : min(plan.region.end, plan.region.start + EXAMPLE_TURNS)]
+            region = tuple(Turn(turn.role, turn.value[:EXAMPLE_TURN_CHARS]) for turn in shown)
+            self.example = ExampleRow(row.index, row.label, region, result.text, metrics.fidelity)
         if result.summarizer != self.primary_name:
             metrics.summary_failed = result.last_error is not None
         metrics.still_over_limit = summarized.size > self.target
@@ -124,6 +143,7 @@ class RowFinisher:
         metrics.summary_calls = failure.calls
         metrics.summary_errors = failure.errors
         metrics.summary_failed = True
+        metrics.fidelity_retried = failure.fidelity_retried or None
         metrics.still_over_limit = plan.total_tokens > self.target
         fill_sizes(metrics, plan.total_tokens, len(row.turns or ()))
         return self.outcome.finish(row, metrics, None)

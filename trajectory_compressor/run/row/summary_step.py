@@ -11,12 +11,13 @@ or the run stops.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from trajectory_compressor.errors import RunAborted
 from trajectory_compressor.exit_codes import ExitCode
 from trajectory_compressor.plan.region import Plan
 from trajectory_compressor.run.prepare import PreparedRow
+from trajectory_compressor.run.row.fidelity_gate import FidelityGate, LowFidelityError
 from trajectory_compressor.run.row.measure import RowMeasure
 from trajectory_compressor.summarize.tally import CURRENT_TALLY, CallTally
 from trajectory_compressor.types import (
@@ -36,6 +37,7 @@ class SummaryFailure:
     error: str
     calls: int = 0
     errors: int = 0
+    fidelity_retried: bool = False
 
 
 @dataclass(frozen=True)
@@ -62,12 +64,14 @@ class SummaryStep:
         *,
         policy: str,
         row_timeout: float,
+        gate: FidelityGate | None = None,
     ) -> None:
         self.measure = measure
         self.primary = summarizer or fallback
         self.fallback = fallback
         self.policy = policy
         self.row_timeout = row_timeout
+        self.gate = gate or FidelityGate()
         self.budget = measure.plan_config.summary_target_tokens
         self.target = measure.plan_config.target_max_tokens
 
@@ -141,22 +145,27 @@ class SummaryStep:
         assert self.primary is not None
         remaining = deadline - asyncio.get_running_loop().time()
         calls = errors = 0
+        retried = False
         tally = CallTally()
         token = CURRENT_TALLY.set(tally)  # the summary's task copies it: see `summarize.tally`
         try:
             if remaining <= 0:
                 raise TimeoutError
-            return await asyncio.wait_for(self.primary.summarize(request), timeout=remaining)
+            result = await asyncio.wait_for(self.primary.summarize(request), timeout=remaining)
+            if self.gate.active and result.summarizer == "llm":
+                result = await self._gated(row, request, result, deadline)
+            return result
         except EndpointAuthError as exc:
             raise RunAborted(f"the summary endpoint refused the credentials: {exc}", ExitCode.USAGE) from None
         except SummaryError as exc:
             error, calls, errors = str(exc), exc.calls, exc.errors
+            retried = isinstance(exc, LowFidelityError)
         except TimeoutError:
             # Cancelled mid-flight: the requests already sent still count.
             error, calls, errors = f"row deadline of {self.row_timeout:g}s exceeded", tally.calls, tally.errors
         finally:
             CURRENT_TALLY.reset(token)
-        failure = SummaryFailure(error, calls, errors)
+        failure = SummaryFailure(error, calls, errors, fidelity_retried=retried)
         if second_pass:
             return failure
         return await self._by_policy(row, request, failure, from_fallback=self.primary is self.fallback)
@@ -172,9 +181,33 @@ class SummaryStep:
             return failure
         result = await self.fallback.summarize(request)
         result.calls, result.errors, result.last_error = failure.calls, failure.errors, failure.error
+        result.fidelity_retried = failure.fidelity_retried
         return result
+
+    async def _gated(
+        self, row: PreparedRow, request: SummaryRequest, result: SummaryResult, deadline: float
+    ) -> SummaryResult:
+        """`result` if it passes the fidelity gate, else a second summary asked for with what was
+        missing; raises `LowFidelityError` when that one falls short too."""
+        assert row.turns is not None
+        first = self.gate.judge(request.turns, result.text, row.turns)
+        if self.gate.shortfall(first) is None:
+            return result
+        remaining = deadline - asyncio.get_running_loop().time()
+        if remaining <= 0:
+            raise TimeoutError
+        again = replace(request, feedback=first.shortfall())
+        second = await asyncio.wait_for(self.primary.summarize(again), timeout=remaining)  # type: ignore[union-attr]
+        second.calls += result.calls
+        second.errors += result.errors
+        second.fidelity_retried = True
+        why = self.gate.shortfall(self.gate.judge(request.turns, second.text, row.turns))
+        if why is not None:
+            raise LowFidelityError(f"{why}, asked twice", calls=second.calls, errors=second.errors)
+        return second
 
     def _request(self, row: PreparedRow, plan: Plan) -> SummaryRequest:
         assert row.turns is not None and plan.region is not None
         turns = tuple(row.turns[plan.region.start : plan.region.end])
-        return SummaryRequest(turns=turns, budget_tokens=self.budget, label=row.label)
+        task = next((turn.value for turn in row.turns[: plan.region.start] if turn.role == "human"), "")
+        return SummaryRequest(turns=turns, budget_tokens=self.budget, label=row.label, task=task)

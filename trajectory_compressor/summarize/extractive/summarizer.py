@@ -21,7 +21,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from trajectory_compressor.count.counter import TokenCounter
-from trajectory_compressor.summarize.extractive.toolcalls import (
+from trajectory_compressor.summarize.fidelity.salient import error_key, paths_in_output
+from trajectory_compressor.summarize.fidelity.score import unique_tails
+from trajectory_compressor.summarize.redact import redact_secrets
+from trajectory_compressor.summarize.toolcalls import (
     Outcome,
     analyze_output,
     clip,
@@ -34,7 +37,6 @@ from trajectory_compressor.summarize.extractive.toolcalls import (
     prose_of,
     think_of,
 )
-from trajectory_compressor.summarize.redact import redact_secrets
 from trajectory_compressor.types import SUMMARY_PREFIX, SummaryError, SummaryRequest, SummaryResult, Turn
 
 _ROLE_WORDS = {"human": "user", "gpt": "assistant", "tool": "tool", "system": "system"}
@@ -64,12 +66,14 @@ class _Detail:
 
 # From rich to lean; each level is tried with every action before actions are elided.
 _LEVELS = (
-    _Detail(8, 400, 160, 200, 120, 30, 8, 160, 600),
-    _Detail(6, 260, 110, 130, 70, 20, 6, 120, 400),
-    _Detail(4, 180, 80, 90, 40, 15, 5, 100, 280),
-    _Detail(3, 120, 60, 60, 0, 10, 4, 80, 200),
-    _Detail(2, 90, 45, 45, 0, 8, 3, 70, 140),
-    _Detail(1, 60, 30, 32, 0, 4, 2, 60, 80),
+    _Detail(8, 400, 160, 200, 120, 80, 30, 160, 600),
+    _Detail(6, 260, 110, 130, 70, 60, 24, 120, 400),
+    _Detail(4, 180, 80, 90, 40, 50, 20, 100, 280),
+    _Detail(3, 120, 60, 60, 0, 40, 16, 90, 200),
+    _Detail(2, 90, 45, 45, 0, 30, 12, 80, 140),
+    _Detail(1, 60, 30, 32, 0, 20, 8, 64, 80),
+    _Detail(1, 60, 30, 32, 0, 10, 4, 60, 80),  # small budgets: room for a few calls
+    _Detail(1, 50, 30, 30, 0, 5, 2, 50, 60),
 )
 # (level, fewest actions to keep when eliding; None = keep all): the order in which to give up detail.
 _PLANS: tuple[tuple[int, int | None], ...] = (
@@ -81,6 +85,8 @@ _PLANS: tuple[tuple[int, int | None], ...] = (
     (3, 12),
     (4, 6),
     (5, 2),
+    (6, 2),
+    (7, 1),
 )
 
 
@@ -96,10 +102,10 @@ class _CompactDetail:
 
 
 _COMPACT_LEVELS = (
-    _CompactDetail(120, 4, 5, 100, 200),
-    _CompactDetail(60, 4, 3, 60, 80),
-    _CompactDetail(0, 2, 2, 50, 50),
-    _CompactDetail(0, 2, 1, 40, 0),
+    _CompactDetail(120, 6, 12, 100, 200),
+    _CompactDetail(60, 4, 8, 60, 80),
+    _CompactDetail(0, 3, 5, 50, 50),
+    _CompactDetail(0, 2, 3, 40, 0),
     _CompactDetail(0, 1, 1, 0, 0),
 )
 
@@ -121,7 +127,7 @@ class _Digest:
     roles: tuple[tuple[str, int], ...]
     requests: tuple[str, ...]
     actions: tuple[_Action, ...]
-    files: tuple[tuple[str, bool], ...]  # (path, written), written first, then first mention
+    files: tuple[tuple[str, bool], ...]  # (shortest unambiguous name, written), written first, then first mention
     errors: tuple[tuple[str, tuple[int, ...]], ...]  # (error line, 1-based action numbers)
     note: str
 
@@ -289,7 +295,7 @@ class _Renderer:
         if d.files and detail.files:
             lines.append("Files touched: " + _files_text(d.files, detail.files))
         if d.errors and detail.error_chars:
-            lines.append(f"Errors ({len(d.errors)}), last: " + clip(d.errors[-1][0], detail.error_chars))
+            lines.append(f"Errors ({len(d.errors)}): " + _error_keys(d.errors, detail.error_chars))
         if d.note and detail.note_chars:
             lines.append("Last assistant note: " + clip(d.note, detail.note_chars))
         return "\n".join(lines)
@@ -359,6 +365,8 @@ def _digest(turns: Sequence[Turn], redact: Callable[[str], str] = _unchanged) ->
                     name=redact(parsed_response.name) if parsed_response.name else parsed_response.name,
                     content=redact(parsed_response.content),
                 )
+                for path in paths_in_output(response.content):
+                    files.setdefault(path, False)
                 slot = _match_pending(actions, pending, response.name)
                 if slot is None:
                     actions.append(_Action(response.name or "tool", None, analyze_output(response.content)))
@@ -370,7 +378,10 @@ def _digest(turns: Sequence[Turn], redact: Callable[[str], str] = _unchanged) ->
     for number, action in enumerate(actions, start=1):
         if action.outcome is not None and action.outcome.error:
             errors.setdefault(action.outcome.error, []).append(number)
-    ordered_files = [(p, True) for p, w in files.items() if w] + [(p, False) for p, w in files.items() if not w]
+    names = _short_names(list(files))
+    ordered_files = [(names[p], True) for p, w in files.items() if w] + [
+        (names[p], False) for p, w in files.items() if not w
+    ]
     return _Digest(
         turns=len(turns),
         roles=tuple((role, roles[role]) for role in _ordered_roles(roles)),
@@ -380,6 +391,16 @@ def _digest(turns: Sequence[Turn], redact: Callable[[str], str] = _unchanged) ->
         errors=tuple((line, tuple(numbers)) for line, numbers in errors.items()),
         note=note,
     )
+
+
+def _short_names(paths: list[str]) -> dict[str, str]:
+    """Each path as its shortest tail (after a `/`) that no other path of the region ends with.
+
+    `/testbed/django/db/models/query.py` becomes `models/query.py` beside `sql/query.py`, and
+    `query.py` alone: the summary can list three times as many files in the same budget, and
+    each still names one file of the region.
+    """
+    return {path: (unique_tails(path, paths) or [path])[-1] for path in paths}
 
 
 def _redact_value(value: Any, redact: Callable[[str], str]) -> Any:
@@ -535,12 +556,20 @@ def _files_text(files: tuple[tuple[str, bool], ...], limit: int) -> str:
     return "edited: " + ", ".join(edited) + "; other: " + ", ".join(other + more)
 
 
+def _error_keys(errors: tuple[tuple[str, tuple[int, ...]], ...], max_chars: int) -> str:
+    """ "ValueError, KeyError, ls: cannot access…": each distinct error by its class or head."""
+    keys = list(dict.fromkeys(error_key(line) for line, _ in errors))
+    return clip(", ".join(keys), max_chars * 6)
+
+
 def _error_lines(errors: tuple[tuple[str, tuple[int, ...]], ...], detail: _Detail) -> list[str]:
-    """The latest distinct errors (older ones are likelier to be fixed), with their call numbers."""
+    """The latest distinct errors (older ones are likelier to be fixed), with their call numbers;
+    the older ones beyond the level's count by their class or head only."""
     shown = errors[-detail.errors :] if detail.errors else ()
     lines = []
     if len(errors) > len(shown):
-        lines.append(f"- ({_plural(len(errors) - len(shown), 'earlier distinct error')})")
+        older = errors[: len(errors) - len(shown)]
+        lines.append(f"- {_plural(len(older), 'earlier distinct error')}: {_error_keys(older, detail.error_chars)}")
     for line, numbers in shown:
         where = ", ".join(str(n) for n in numbers[:4]) + (", …" if len(numbers) > 4 else "")
         label = "call" if len(numbers) == 1 else "calls"

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from trajectory_compressor.summarize.extractive.toolcalls import (
+from trajectory_compressor.summarize.toolcalls import (
     ToolCall,
     ToolResponse,
     analyze_output,

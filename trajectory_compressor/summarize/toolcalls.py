@@ -240,7 +240,7 @@ def analyze_output(content: str, known: Collection[str] = ()) -> Outcome:
     """
     text, elided = _clean_output(content)
     exit_code = _exit_code(content)
-    data = _loads(text) if text[:1] in ("{", "[") and len(text) < _MAX_JSON else None
+    data = loads(text) if text[:1] in ("{", "[") and len(text) < _MAX_JSON else None
     structured = isinstance(data, (dict, list))
     lines = text.count("\n") + 1 if text else 0
     if structured:
@@ -358,7 +358,7 @@ def _format_chars(chars: int) -> str:
     return f"{chars} chars" if chars < 1000 else f"{chars / 1000:.1f}k chars"
 
 
-def _loads(text: str) -> Any:
+def loads(text: str) -> Any:
     """Parsed JSON, or None when `text` is not JSON (orjson first; json for ints beyond 64 bits)."""
     try:
         return orjson.loads(text)
@@ -401,7 +401,7 @@ def _blocks(text: str, open_tag: str, close_tag: str) -> list[tuple[int, int, st
 
 
 def _parse_call_block(body: str) -> list[ToolCall]:
-    data = _loads(body) if body.startswith(("{", "[")) else None
+    data = loads(body) if body.startswith(("{", "[")) else None
     if isinstance(data, dict):
         return [_call_from_dict(data)]
     if isinstance(data, list) and data and all(isinstance(item, dict) for item in data):
@@ -414,7 +414,7 @@ def _parse_call_block(body: str) -> list[ToolCall]:
     raw = raw.strip()
     if args_match and raw.endswith("}") and raw.count("{") < raw.count("}"):
         raw = raw[:-1].rstrip()  # the outer object's closing brace
-    parsed = _loads(raw) if raw.startswith("{") else None
+    parsed = loads(raw) if raw.startswith("{") else None
     if isinstance(parsed, dict):
         return [ToolCall(name=name, arguments=parsed, valid=False)]
     return [ToolCall(name=name, arguments=raw, valid=False)]
@@ -430,7 +430,7 @@ def _call_from_dict(data: dict[str, Any]) -> ToolCall:
     if arguments is None:
         arguments = {}
     elif isinstance(arguments, str):
-        parsed = _loads(arguments) if arguments.strip().startswith("{") else None
+        parsed = loads(arguments) if arguments.strip().startswith("{") else None
         if isinstance(parsed, dict):
             arguments = parsed
         else:
@@ -442,12 +442,12 @@ def _call_from_dict(data: dict[str, Any]) -> ToolCall:
 
 
 def _json_string(escaped: str) -> str:
-    decoded = _loads(f'"{escaped}"')
+    decoded = loads(f'"{escaped}"')
     return decoded if isinstance(decoded, str) else escaped
 
 
 def _parse_response_block(body: str) -> ToolResponse:
-    data = _loads(body) if body.startswith("{") else None
+    data = loads(body) if body.startswith("{") else None
     if isinstance(data, dict) and ("content" in data or "tool_call_id" in data):
         content = data.get("content")
         text = "" if content is None else content if isinstance(content, str) else dumps(content)

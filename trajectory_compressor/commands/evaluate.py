@@ -1,0 +1,292 @@
+"""`eval`: how faithful the summaries of one output are, or of two outputs of the same input.
+
+Each compressed row is scored again from the files themselves (input row, output row and the
+metrics line that says which turns were replaced), so `eval` judges any run: one from before
+fidelity was measured, one made with another prompt or model, the extractive summarizer against
+an LLM. Rows are streamed; only the scores (a few numbers a row) are kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from trajectory_compressor.read.formats import RecordError, detect_format, to_turns
+from trajectory_compressor.read.select import RowSelection
+from trajectory_compressor.read.sources import InputSource, expand_inputs
+from trajectory_compressor.settings import RunConfig
+from trajectory_compressor.summarize.fidelity import KINDS, Fidelity, score_summary
+from trajectory_compressor.summarize.redact import redact_secrets
+from trajectory_compressor.summarize.toolcalls import clip
+from trajectory_compressor.types import SUMMARY_PREFIX, SourceRecord, Turn
+from trajectory_compressor.write.paths import OutputPaths
+from trajectory_compressor.write.run_files import OutputError
+
+WORST_ROWS = 10
+_MISSED_SHOWN = 6
+
+
+@dataclass(frozen=True)
+class ScoredRow:
+    """One compressed row's fidelity, with what identifies it and what it saved."""
+
+    index: int
+    where: str  # "source:line"
+    summarizer: str  # "llm (model)" or "extractive"
+    fidelity: Fidelity
+    original_tokens: int
+    compressed_tokens: int
+
+    def worst_entry(self) -> dict[str, Any]:
+        score = self.fidelity.score
+        missed = {
+            kind: list(self.fidelity.missed.get(kind, ())[:_MISSED_SHOWN])
+            for kind in KINDS
+            if self.fidelity.missed.get(kind)
+        }
+        return {
+            "index": self.index,
+            "row": self.where,
+            "summarizer": self.summarizer,
+            "score": None if score is None else round(score, 4),
+            "missed": _redacted(missed),
+            "unsupported": self.fidelity.shown_unsupported(),
+        }
+
+
+@dataclass
+class OutputScores:
+    """The scored rows of one output and the counts around them."""
+
+    output: str
+    rows: int = 0  # metrics lines
+    compressed: int = 0
+    tokens_before: int = 0  # of the rows in the dataset
+    tokens_after: int = 0
+    scored: list[ScoredRow] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        groups: dict[str, list[ScoredRow]] = {}
+        for row in self.scored:
+            groups.setdefault(row.summarizer, []).append(row)
+        worst = sorted((r for r in self.scored if r.fidelity.score is not None), key=lambda r: r.fidelity.score or 0)
+        return {
+            "output": self.output,
+            "rows": self.rows,
+            "compressed": self.compressed,
+            "compression": {
+                "tokens_before": self.tokens_before,
+                "tokens_after": self.tokens_after,
+                "ratio": round(self.tokens_after / self.tokens_before, 4) if self.tokens_before else None,
+            },
+            **fidelity_figures(self.scored),
+            "by_summarizer": {name: fidelity_figures(rows) for name, rows in sorted(groups.items())},
+            "worst": [row.worst_entry() for row in worst[:WORST_ROWS]],
+            "problems": self.problems[:20],
+        }
+
+
+def fidelity_figures(rows: Sequence[ScoredRow]) -> dict[str, Any]:
+    """Distribution of the overall score and pooled recall of each kind over `rows`."""
+    scores = sorted(r.fidelity.score for r in rows if r.fidelity.score is not None)
+    recall: dict[str, float | None] = {}
+    items: dict[str, int] = {}
+    for kind in KINDS:
+        total = sum(r.fidelity.total.get(kind, 0) for r in rows)
+        found = sum(r.fidelity.found.get(kind, 0) for r in rows)
+        items[kind] = total
+        recall[kind] = round(found / total, 4) if total else None
+    with_unsupported = [r for r in rows if r.fidelity.unsupported]
+    return {
+        "scored": len(rows),
+        "fidelity": {
+            "mean": round(sum(scores) / len(scores), 4) if scores else None,
+            "p10": _quantile(scores, 0.1),
+            "median": _quantile(scores, 0.5),
+            "min": scores[0] if scores else None,
+            "histogram": fidelity_histogram(scores),
+        },
+        "recall": recall,
+        "items": items,
+        "unsupported": {
+            "rows": len(with_unsupported),
+            "items": sum(len(r.fidelity.unsupported) for r in with_unsupported),
+        },
+    }
+
+
+def fidelity_histogram(scores: Sequence[float], bins: int = 10) -> list[int]:
+    """Counts of scores in [0, 0.1), [0.1, 0.2), ... [0.9, 1.0]."""
+    counts = [0] * bins
+    for score in scores:
+        counts[min(bins - 1, int(score * bins))] += 1
+    return counts
+
+
+def compare(first: OutputScores, second: OutputScores) -> dict[str, Any]:
+    """Row by row, the rows both outputs compressed: who scored higher, and by how much."""
+    theirs = {row.index: row for row in second.scored}
+    pairs = [
+        (row, theirs[row.index])
+        for row in first.scored
+        if row.index in theirs and row.fidelity.score is not None and theirs[row.index].fidelity.score is not None
+    ]
+    diffs = [(b.fidelity.score or 0) - (a.fidelity.score or 0) for a, b in pairs]
+    rows = [
+        {
+            "index": a.index,
+            "row": a.where,
+            "first": round(a.fidelity.score or 0, 4),
+            "second": round(b.fidelity.score or 0, 4),
+            "difference": round(diff, 4),
+        }
+        for (a, b), diff in zip(pairs, diffs, strict=True)
+    ]
+    return {
+        "rows_in_both": len(pairs),
+        "first_better": sum(d < 0 for d in diffs),
+        "second_better": sum(d > 0 for d in diffs),
+        "tied": sum(d == 0 for d in diffs),
+        "mean_difference": round(sum(diffs) / len(diffs), 4) if diffs else None,
+        "rows": rows,
+    }
+
+
+def score_output(
+    output: Path, inputs: Sequence[InputSource], config: RunConfig, metrics: Path | None = None
+) -> OutputScores:
+    """Score every compressed row of `output` against `inputs`, using the run's metrics file."""
+    paths = OutputPaths.beside(output)
+    metrics_path = metrics or paths.metrics
+    if not metrics_path.is_file():
+        raise OutputError(f"no metrics file for {output} (looked for {metrics_path}); pass --metrics PATH")
+    model = _model_of(paths.report)
+    scores = OutputScores(str(output))
+    outputs = _records(expand_inputs([str(output)], data_files=None), config)
+    originals = _IndexedInputs(inputs, config)
+    for line_number, line in enumerate(_lines(metrics_path), start=1):
+        try:
+            entry = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            scores.problems.append(f"{metrics_path}:{line_number}: not JSON, skipped")
+            continue
+        scores.rows += 1
+        written = entry.get("written", True) and not entry.get("dropped")
+        produced = next(outputs, None) if written else None
+        if written:
+            scores.tokens_before += int(entry.get("original_tokens") or 0)
+            scores.tokens_after += int(entry.get("compressed_tokens") or 0)
+        if not entry.get("was_compressed") or produced is None:
+            continue
+        scores.compressed += 1
+        original = originals.find(int(entry.get("index", -1)))
+        scored = _score_row(entry, original, produced, model, config)
+        if isinstance(scored, str):
+            scores.problems.append(scored)
+        else:
+            scores.scored.append(scored)
+    return scores
+
+
+def _score_row(
+    entry: dict[str, Any], original: SourceRecord | None, produced: SourceRecord, model: str | None, config: RunConfig
+) -> ScoredRow | str:
+    where = f"{entry.get('source')}:{entry.get('line')}"
+    region = entry.get("compression_region") or {}
+    if original is None:
+        return f"{where}: not found in the inputs (row {entry.get('index')}); were the same inputs given?"
+    try:
+        before = _turns(original, config)
+        after = _turns(produced, config)
+        start, end = int(region["start_idx"]), int(region["end_idx"]) + 1
+        summary = after[start].value
+    except (RecordError, KeyError, IndexError, TypeError, ValueError) as exc:
+        return f"{where}: cannot be scored ({exc})"
+    if not summary.startswith(SUMMARY_PREFIX):
+        return f"{where}: turn {start} of the output is not a summary; does the output belong to these inputs?"
+    summarizer = str(entry.get("summarizer") or "unknown")
+    if summarizer == "llm" and model:
+        summarizer = f"llm ({model})"
+    fidelity = score_summary(before[start:end], summary[len(SUMMARY_PREFIX) :].strip(), before)
+    return ScoredRow(
+        index=int(entry["index"]),
+        where=where,
+        summarizer=summarizer,
+        fidelity=fidelity,
+        original_tokens=int(entry.get("original_tokens") or 0),
+        compressed_tokens=int(entry.get("compressed_tokens") or 0),
+    )
+
+
+class _IndexedInputs:
+    """The input stream, read forward to the row a metrics line names (indexes only increase)."""
+
+    def __init__(self, inputs: Sequence[InputSource], config: RunConfig) -> None:
+        self._rows = iter(RowSelection(inputs, split=config.read.split))
+        self._last = -1
+
+    def find(self, index: int) -> SourceRecord | None:
+        if index <= self._last:
+            return None
+        for current, _, item in self._rows:
+            self._last = current
+            if current == index:
+                return item
+            if current > index:
+                return None
+        return None
+
+
+def _records(sources: Sequence[InputSource], config: RunConfig) -> Iterator[SourceRecord]:
+    for _, _, item in RowSelection(sources, split=config.read.split):
+        yield item
+
+
+def _turns(item: SourceRecord, config: RunConfig) -> list[Turn]:
+    if item.record is None:
+        raise RecordError(item.error or "not a record")
+    fmt = detect_format(item.record, config.read.conversation_key, config.read.format)
+    return to_turns(item.record, fmt)
+
+
+def _lines(path: Path) -> Iterator[bytes]:
+    with open(path, "rb") as handle:
+        for line in handle:
+            if line.strip():
+                yield line
+
+
+def _model_of(report: Path) -> str | None:
+    try:
+        settings = orjson.loads(report.read_bytes()).get("settings", {})
+    except (OSError, orjson.JSONDecodeError, AttributeError):
+        return None
+    model = (settings.get("llm") or {}).get("model") if isinstance(settings, dict) else None
+    return str(model) if model else None
+
+
+def _quantile(ordered: Sequence[float], q: float) -> float | None:
+    if not ordered:
+        return None
+    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 4)
+
+
+def _redacted(missed: dict[str, list[str]]) -> dict[str, list[str]]:
+    return {kind: [redact_secrets(clip(item, 80)) for item in items] for kind, items in missed.items()}
+
+
+def evaluate(
+    outputs: Sequence[Path], inputs: Sequence[InputSource], config: RunConfig, metrics: Sequence[Path | None] = ()
+) -> dict[str, Any]:
+    """The `eval` result: figures for each output, and the row-by-row comparison of two."""
+    given = list(metrics) + [None] * (len(outputs) - len(metrics))
+    scored = [score_output(path, inputs, config, given[i]) for i, path in enumerate(outputs)]
+    result: dict[str, Any] = {"outputs": [scores.summary() for scores in scored]}
+    if len(scored) == 2:
+        result["comparison"] = compare(scored[0], scored[1])
+    return result

@@ -1,0 +1,182 @@
+"""The salient items of a summarized region, by kind: what a faithful summary keeps.
+
+Four kinds, each defined so that anyone can check a summary against it by eye:
+
+* **tools**: the distinct names of the tools called in the region (`<tool_call>` blocks).
+* **paths**: the distinct file paths the region acts on: file-like arguments of its calls (path
+  arguments, files named in shell commands) and, in its tool results, the file an editor
+  opened (`[File: x.py ...]`) and the innermost frame of a traceback (`File "x.py", line 3`).
+  Listings (`find`, `ls`, `grep -l`) are files seen, not acted on, and do not count.
+* **errors**: for each tool result that failed, its most telling error line (the one the
+  extractive summarizer shows), reduced to the error class when it names one (`ValueError`,
+  `ModuleNotFoundError`, `django.core.exceptions.AppRegistryNotReady: ...` gives
+  `AppRegistryNotReady`), else the first `ERROR_HEAD_CHARS` characters of the line.
+* **identifiers**: ids, hashes, URLs, versions, dates and numbers stated by the user (human
+  turns), given as tool-call arguments other than shell commands, or returned in structured
+  (JSON) tool results and error lines: tokens mixing letters and digits (`EHGLP3`,
+  `mia_li_3668`), hex hashes, URLs, dotted versions and decimals, ISO dates, and integers of
+  three digits or more.
+
+Pure functions over strings; the parsers are the extractive summarizer's own, so a call, a
+result and an error line mean the same thing in both places.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from trajectory_compressor.summarize.toolcalls import (
+    analyze_output,
+    files_in,
+    loads,
+    parse_tool_calls,
+    parse_tool_responses,
+)
+from trajectory_compressor.types import Turn
+
+KINDS = ("tools", "paths", "errors", "identifiers")
+ERROR_HEAD_CHARS = 48
+_PATHS_PER_RESULT = 10
+_SCALARS_PER_RESULT = 200
+_SCAN_CHARS = 20_000  # of a human turn or an argument: ids sit near the start of what is said
+_MAX_JSON = 500_000  # as the extractive summarizer: longer results are not parsed
+_COMMAND_KEYS = frozenset({"command", "cmd", "bash", "shell", "script", "code"})
+
+_URL = r"https?://[^\s\"'<>()\[\]{}`\\…]+[^\s\"'<>()\[\]{}`\\.,;:!?…]"
+_HEX_HASH = r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,64}\b"
+_DATE = r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?\b"
+_VERSION = r"\bv?\d+(?:\.\d+)+\b"
+_MIXED_ID = r"\b(?=[\w-]*[A-Za-z])(?=[\w-]*\d)[A-Za-z0-9][\w-]{3,}[A-Za-z0-9]\b"
+_NUMBER = r"(?<![\w.])\d{3,}(?![\w.])"
+# Most specific first: a URL or a date is one item, not the numbers inside it.
+IDENTIFIER = re.compile("|".join((_URL, _DATE, _HEX_HASH, _VERSION, _MIXED_ID, _NUMBER)))
+# The same without plain integers: for judging a summary's own items (counts are its words).
+NAMED_IDENTIFIER = re.compile("|".join((_URL, _DATE, _HEX_HASH, _VERSION, _MIXED_ID)))
+ERROR_CLASS = re.compile(r"\b((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Warning))\b")
+
+_EDITOR_HEADER = re.compile(r"^\[File: ([^\s\]]+)", re.M)
+_TRACEBACK_FRAME = re.compile(r'^\s*File "([^"]+)", line \d+', re.M)
+_LEADING_CLASS = re.compile(r"^(?:[A-Za-z_]\w*\.)*([A-Z]\w*):")
+
+
+@dataclass(frozen=True)
+class SalientItems:
+    """The region's items of each kind, distinct, in order of first appearance."""
+
+    tools: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()
+    errors: tuple[str, ...] = ()
+    identifiers: tuple[str, ...] = ()
+
+    def of(self, kind: str) -> tuple[str, ...]:
+        return tuple(getattr(self, kind))
+
+    @property
+    def total(self) -> int:
+        return sum(len(self.of(kind)) for kind in KINDS)
+
+
+def salient_items(turns: Sequence[Turn]) -> SalientItems:
+    """Everything a summary of `turns` should keep, by kind (see the module docstring)."""
+    tools: dict[str, None] = {}
+    paths: dict[str, None] = {}
+    errors: dict[str, None] = {}
+    identifiers: dict[str, None] = {}
+    for turn in turns:
+        value = turn.value if isinstance(turn.value, str) else str(turn.value)
+        if turn.role == "human":
+            identifiers.update(dict.fromkeys(identifiers_in(value[:_SCAN_CHARS])))
+        elif turn.role == "gpt":
+            for call in parse_tool_calls(value):
+                tools.setdefault(call.name)
+                paths.update(dict.fromkeys(files_in(call.arguments)))
+                identifiers.update(dict.fromkeys(_argument_identifiers(call.arguments)))
+        elif turn.role == "tool":
+            for response in parse_tool_responses(value):
+                outcome = analyze_output(response.content)
+                paths.update(dict.fromkeys(paths_in_output(response.content)))
+                if outcome.error:
+                    errors.setdefault(error_key(outcome.error))
+                    identifiers.update(dict.fromkeys(identifiers_in(outcome.error)))
+                if outcome.structured:
+                    identifiers.update(dict.fromkeys(_result_identifiers(response.content)))
+    return SalientItems(tuple(tools), tuple(paths), tuple(errors), tuple(identifiers))
+
+
+def error_key(line: str) -> str:
+    """What a summary must say of an error line: its class when it names one, else its start."""
+    leading = _LEADING_CLASS.match(line)
+    if leading:
+        return leading.group(1)
+    match = ERROR_CLASS.search(line)
+    if match:
+        return match.group(1).rsplit(".", 1)[-1]
+    squeezed = " ".join(line.split())
+    return squeezed[:ERROR_HEAD_CHARS].rstrip()
+
+
+def identifiers_in(text: str, pattern: re.Pattern[str] = IDENTIFIER) -> list[str]:
+    """The identifier-like tokens of `text`, distinct, in order."""
+    if not any(ch.isdigit() for ch in text[:_SCAN_CHARS]) and "://" not in text:
+        return []  # the common case for prose, decided without the regex
+    return list(dict.fromkeys(match.group(0) for match in pattern.finditer(text)))
+
+
+def paths_in_output(content: str) -> list[str]:
+    """Paths a tool result acted on: the file an editor opened, the innermost traceback frame."""
+    found: list[str] = []
+    if "[File: " in content:
+        found.extend(m.group(1) for m in _EDITOR_HEADER.finditer(content[:_SCAN_CHARS]))
+    frames = _TRACEBACK_FRAME.findall(content[-_SCAN_CHARS:]) if 'File "' in content else []
+    if frames:
+        found.append(frames[-1])
+    normalized = [_normalize(path) for path in found if "<" not in path]
+    return list(dict.fromkeys(path for path in normalized if path))[:_PATHS_PER_RESULT]
+
+
+def _normalize(path: str) -> str:
+    path = path.strip().rstrip(".")
+    while path.startswith("./"):
+        path = path[2:]
+    return path
+
+
+def _argument_identifiers(arguments: dict[str, Any] | str) -> list[str]:
+    if isinstance(arguments, str):
+        return identifiers_in(arguments[:_SCAN_CHARS])
+    found: list[str] = []
+    for key, value in arguments.items():
+        if str(key).lower() in _COMMAND_KEYS:
+            continue  # code and shell: its numbers are line numbers and flags, not facts
+        for scalar in _scalars(value, _SCALARS_PER_RESULT):
+            found.extend(identifiers_in(scalar[:_SCAN_CHARS]))
+    return found
+
+
+def _result_identifiers(content: str) -> list[str]:
+    text = content.strip()
+    data = loads(text) if len(text) < _MAX_JSON else None
+    found: list[str] = []
+    for scalar in _scalars(data, _SCALARS_PER_RESULT):
+        found.extend(identifiers_in(scalar[:_SCAN_CHARS]))
+    return found
+
+
+def _scalars(value: Any, limit: int) -> Iterator[str]:
+    """Up to `limit` scalar values of decoded JSON, depth first, as text."""
+    stack = [value]
+    produced = 0
+    while stack and produced < limit:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(reversed(list(item.values())))
+        elif isinstance(item, list):
+            stack.extend(reversed(item))
+        elif isinstance(item, bool) or item is None:
+            continue
+        else:
+            produced += 1
+            yield str(item)

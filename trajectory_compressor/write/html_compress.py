@@ -1,0 +1,110 @@
+"""The `compress --html-report` page: sizes before and after, summary fidelity, why rows stayed
+as they were, who wrote the summaries and at what cost, and one row before and after."""
+
+from __future__ import annotations
+
+from array import array
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from trajectory_compressor.types import ExampleRow
+from trajectory_compressor.write.html_parts import example_html, fidelity_svg, table_html
+from trajectory_compressor.write.html_report import render_html_report
+
+_BINS = 10
+
+
+def write_compress_html_report(
+    path: Path, report: dict[str, Any], metrics_path: Path, target: int, *, example: ExampleRow | None = None
+) -> None:
+    """The HTML page, drawn from the metrics file (a few numbers a row in memory, only when asked for)."""
+    before, after = array("q"), array("q")
+    reasons: Counter[str] = Counter()
+    by_summarizer: dict[str, list[float]] = {}
+    fidelity_bins = [0] * _BINS
+    with open(metrics_path, "rb") as handle:
+        for line in handle:
+            row = orjson.loads(line)
+            if row.get("rejected"):
+                reasons["rejected: " + str(row.get("reason") or "invalid record")[:80]] += 1
+                continue
+            before.append(row["original_tokens"])
+            if not row.get("dropped"):
+                after.append(row["compressed_tokens"])
+            if row.get("reason") and not row.get("skipped_under_target"):
+                reasons[_reason_kind(str(row["reason"]))] += 1
+            if row.get("was_compressed"):
+                score = (row.get("fidelity") or {}).get("score")
+                by_summarizer.setdefault(str(row.get("summarizer")), [])
+                if isinstance(score, (int, float)):
+                    by_summarizer[str(row.get("summarizer"))].append(score)
+                    fidelity_bins[min(_BINS - 1, int(score * _BINS))] += 1
+    rows, tokens = report["rows"], report["tokens"]
+    headline = {
+        "rows": rows["selected"],
+        "compressed": rows["compressed"],
+        "still over limit": rows["still_over_limit"],
+        "tokens before": tokens["before"],
+        "tokens after": tokens["after"],
+        "overall ratio": tokens["overall_ratio"],
+    }
+    scores = [score for values in by_summarizer.values() for score in values]
+    if scores:
+        headline["mean fidelity"] = round(sum(scores) / len(scores), 3)
+    sections = [
+        (
+            "Summary fidelity",
+            fidelity_svg([("compressed rows", fidelity_bins)]) if scores else "<p>No scored summaries.</p>",
+        ),
+        ("Summaries by summarizer", _summarizer_table(by_summarizer, report)),
+        ("Why rows were left unchanged or over the limit", _reasons_table(reasons)),
+    ]
+    if example is not None:
+        sections.append(("One row before and after", example_html(example)))
+    page = render_html_report(
+        "trajectory_compressor: compress report", headline, before, after, target, sections=sections
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(page, encoding="utf-8")
+
+
+def _summarizer_table(by_summarizer: dict[str, list[float]], report: dict[str, Any]) -> str:
+    endpoint = report.get("summaries", {}).get("endpoint") or {}
+    rows = [
+        [name, len(scores), round(sum(scores) / len(scores), 3) if scores else None]
+        for name, scores in sorted(by_summarizer.items())
+    ]
+    table = table_html(["summarizer", "rows", "mean fidelity"], rows) if rows else "<p>No rows were summarized.</p>"
+    if endpoint.get("requests") is not None:
+        cost = endpoint.get("cost_usd")
+        table += table_html(
+            ["endpoint", "requests", "prompt tokens", "completion tokens", "cache hits", "cost"],
+            [
+                [
+                    str(endpoint.get("model") or endpoint.get("endpoint") or "llm"),
+                    endpoint.get("requests"),
+                    endpoint.get("prompt_tokens"),
+                    endpoint.get("completion_tokens"),
+                    endpoint.get("cache_hits"),
+                    "no prices given" if cost is None else f"{cost:.4f}",
+                ]
+            ],
+        )
+    return table
+
+
+def _reasons_table(reasons: Counter[str]) -> str:
+    if not reasons:
+        return "<p>Every row over the target was compressed to fit.</p>"
+    return table_html(["reason", "rows"], reasons.most_common())
+
+
+def _reason_kind(reason: str) -> str:
+    """A reason without its row-specific detail, so that rows group: "summary failed: ..." by cause."""
+    head, _, rest = reason.partition(": ")
+    if head == "summary failed" and rest:
+        return f"{head}: {rest.split(' (')[0].split(';')[0][:80]}"
+    return reason[:120]
