@@ -373,6 +373,7 @@ def worker_prompts(path: Path, target: int, summary_target: int) -> dict[str, An
     from trajectory_compressor.plan.region import plan_region
     from trajectory_compressor.read.formats import detect_format, to_turns
     from trajectory_compressor.settings import LLMConfig, PlanConfig
+    from trajectory_compressor.summarize.fidelity import score_summary
     from trajectory_compressor.summarize.llm.prompt import build_messages
     from trajectory_compressor.types import SummaryRequest
 
@@ -380,16 +381,21 @@ def worker_prompts(path: Path, target: int, summary_target: int) -> dict[str, An
     plan = PlanConfig(target_max_tokens=target, summary_target_tokens=summary_target)
     llm = LLMConfig()
     requests = []
+    rows = []  # (whole row, its region) of the rows to summarize, for the fidelity timing
+    count_seconds = 0.0
     with open(path, "rb") as handle:
         for line in handle:
             record = orjson.loads(line)
             turns = to_turns(record, detect_format(record))
+            counting = time.perf_counter()
             [counts] = counter.count_conversations([turns])
+            count_seconds += time.perf_counter() - counting
             region = plan_region([turn.role for turn in turns], counts, plan).region
             if region is not None:
                 requests.append(
                     SummaryRequest(turns=tuple(turns[region.start : region.end]), budget_tokens=summary_target)
                 )
+                rows.append(turns)
     seconds, chars = [], 0
     for request in requests:
         started = time.perf_counter()
@@ -403,7 +409,18 @@ def worker_prompts(path: Path, target: int, summary_target: int) -> dict[str, An
         chars += sum(len(message["content"]) for message in messages)
     if not seconds:
         return {"regions": 0}
+    # Fidelity of a summary-sized text (the transcript's head stands in for a summary): what
+    # scoring every compressed row costs, beside what counting every row cost.
+    fidelity_seconds = 0.0
+    for request, turns in zip(requests, rows, strict=True):
+        stand_in = build_messages(request, redact=False)[1]["content"][:3000]
+        started = time.perf_counter()
+        score_summary(request.turns, stand_in, turns)
+        fidelity_seconds += time.perf_counter() - started
     return {
+        "fidelity_seconds": fidelity_seconds,
+        "count_seconds": count_seconds,
+        "fidelity_mean_ms": 1000 * fidelity_seconds / len(requests),
         "regions": len(seconds),
         "mean_ms": 1000 * statistics.mean(seconds),
         "p90_ms": 1000 * sorted(seconds)[int(0.9 * len(seconds))],
@@ -686,6 +703,9 @@ def stage_llm(args: argparse.Namespace, workdir: Path, figures: Figures, main_da
         )
         figures.add("prompt_mean_ms", prompts.get("mean_ms"))
         figures.add("prompt_p90_ms", prompts.get("p90_ms"))
+        figures.add("fidelity_mean_ms", prompts.get("fidelity_mean_ms"))
+        figures.add("fidelity_s", prompts.get("fidelity_seconds"))
+        figures.add("fidelity_count_s", prompts.get("count_seconds"))
         figures.info["prompts"] = prompts
         figures.info["llm"].update(
             requests=served["requests"],
@@ -836,6 +856,15 @@ def evaluate(args: argparse.Namespace, figures: Figures) -> list[tuple[str, str,
                 f"vs {llm['ideal_rps']:.0f} ideal",
             )
             row("    share of one core at the ideal rate", llm["ideal_rps"] / ceiling, "{:.0%}")
+            row("    fidelity scoring per summarized row, mean ms", m("fidelity_mean_ms"), "{:.2f}")
+            share = _ratio(m("fidelity_s"), m("fidelity_count_s"))
+            row(
+                "    fidelity of every summarized row / counting every row",
+                share,
+                "{:.2f}",
+                "< 0.25",
+                None if share is None else share < 0.25,
+            )
     small, large = args.rss_rows
     if m(f"rss_dry_{small}_mb") is not None:
         table.append((f"(5) peak RSS, clipped rows ({small} / {large} rows)", "", "", ""))

@@ -244,7 +244,7 @@ def analyze_output(content: str, known: Collection[str] = ()) -> Outcome:
     structured = isinstance(data, (dict, list))
     lines = text.count("\n") + 1 if text else 0
     if structured:
-        return Outcome(exit_code, _json_error(data), None, lines, len(text) + elided, _gist(data, known), True)
+        return Outcome(exit_code, json_error(data), None, lines, len(text) + elided, _gist(data, known), True)
     window = text if len(text) <= 2 * _SCAN_WINDOW else _scan_window(text)
     preview = ""
     for line in text.split("\n", 50):
@@ -493,7 +493,7 @@ def _exit_code(content: str) -> int | None:
     return None
 
 
-def _json_error(data: Any) -> str | None:
+def json_error(data: Any) -> str | None:
     """The message of a JSON result's non-empty `error` field, as APIs report failures."""
     if not isinstance(data, dict):
         return None

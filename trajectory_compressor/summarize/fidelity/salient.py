@@ -31,6 +31,7 @@ from typing import Any
 from trajectory_compressor.summarize.toolcalls import (
     analyze_output,
     files_in,
+    json_error,
     loads,
     parse_tool_calls,
     parse_tool_responses,
@@ -96,13 +97,16 @@ def salient_items(turns: Sequence[Turn]) -> SalientItems:
                 identifiers.update(dict.fromkeys(_argument_identifiers(call.arguments)))
         elif turn.role == "tool":
             for response in parse_tool_responses(value):
-                outcome = analyze_output(response.content)
                 paths.update(dict.fromkeys(paths_in_output(response.content)))
-                if outcome.error:
-                    errors.setdefault(error_key(outcome.error))
-                    identifiers.update(dict.fromkeys(identifiers_in(outcome.error)))
-                if outcome.structured:
-                    identifiers.update(dict.fromkeys(_result_identifiers(response.content)))
+                data = _structured(response.content)  # parsed once: JSON results are common and long
+                if data is not None:
+                    error = json_error(data)
+                    identifiers.update(dict.fromkeys(_result_identifiers(data)))
+                else:
+                    error = analyze_output(response.content).error
+                if error:
+                    errors.setdefault(error_key(error))
+                    identifiers.update(dict.fromkeys(identifiers_in(error)))
     return SalientItems(tuple(tools), tuple(paths), tuple(errors), tuple(identifiers))
 
 
@@ -156,9 +160,16 @@ def _argument_identifiers(arguments: dict[str, Any] | str) -> list[str]:
     return found
 
 
-def _result_identifiers(content: str) -> list[str]:
+def _structured(content: str) -> dict[str, Any] | list[Any] | None:
+    """A JSON result, decoded, or None (as the extractive summarizer decides what is JSON)."""
     text = content.strip()
-    data = loads(text) if len(text) < _MAX_JSON else None
+    if text[:1] not in ("{", "[") or len(text) >= _MAX_JSON:
+        return None
+    data = loads(text)
+    return data if isinstance(data, (dict, list)) else None
+
+
+def _result_identifiers(data: Any) -> list[str]:
     found: list[str] = []
     for scalar in _scalars(data, _SCALARS_PER_RESULT):
         found.extend(identifiers_in(scalar[:_SCAN_CHARS]))

@@ -92,7 +92,7 @@ def score_summary(region: Sequence[Turn], summary: str, row: Sequence[Turn] | No
     return score_items(salient_items(region), summary, row_text(row if row is not None else region))
 
 
-def score_items(items: SalientItems, summary: str, corpus: str) -> Fidelity:
+def score_items(items: SalientItems, summary: str, corpus: RowText) -> Fidelity:
     """`score_summary` with the items and the row's text already at hand."""
     text = " ".join(summary.split())
     lowered = text.casefold()
@@ -109,26 +109,45 @@ def score_items(items: SalientItems, summary: str, corpus: str) -> Fidelity:
     return Fidelity(total, found, missed, unsupported_items(text, corpus))
 
 
-def unsupported_items(summary: str, corpus: str) -> tuple[str, ...]:
+def unsupported_items(summary: str, corpus: RowText) -> tuple[str, ...]:
     """Paths, error classes and named identifiers of `summary` that `corpus` never mentions."""
     claimed = [*files_in(summary), *(m.group(1) for m in ERROR_CLASS.finditer(summary))]
     claimed += identifiers_in(summary, NAMED_IDENTIFIER)
     return tuple(item for item in dict.fromkeys(claimed) if item not in corpus)
 
 
-def row_text(turns: Sequence[Turn]) -> str:
-    """Everything a row says, as searchable text: the raw values and the decoded tool results.
+class RowText:
+    """Everything a row says, searchable: its raw values, then (only when asked for something the
+    raw text lacks) its tool results decoded.
 
-    Tool results are often JSON with escaped text (`\\u00e9`, `\\"`), and a summary quotes
-    them decoded.
+    Tool results are often JSON with escaped text (`\\u00e9`, `\\"`), and a summary quotes them
+    decoded; decoding every result of a long row costs more than the rest of the scoring, and
+    most items are found in the raw text, so it is done once, on the first miss.
     """
-    pieces = []
-    for turn in turns:
-        value = turn.value if isinstance(turn.value, str) else str(turn.value)
-        pieces.append(value)
-        if turn.role == "tool" and "\\" in value:
-            pieces.extend(response.content for response in parse_tool_responses(value))
-    return "\n".join(pieces)
+
+    def __init__(self, turns: Sequence[Turn]) -> None:
+        self._turns = turns
+        self._raw = "\n".join(turn.value if isinstance(turn.value, str) else str(turn.value) for turn in turns)
+        self._decoded: str | None = None
+
+    def __contains__(self, item: object) -> bool:
+        if not isinstance(item, str):
+            return False
+        if item in self._raw:
+            return True
+        if self._decoded is None:
+            self._decoded = "\n".join(
+                response.content
+                for turn in self._turns
+                if turn.role == "tool" and "\\" in turn.value
+                for response in parse_tool_responses(turn.value)
+            )
+        return item in self._decoded
+
+
+def row_text(turns: Sequence[Turn]) -> RowText:
+    """The row's text, for judging which items of a summary are unsupported."""
+    return RowText(turns)
 
 
 def _stated(kind: str, item: str, haystack: str, items: SalientItems, lowered: str) -> bool:
