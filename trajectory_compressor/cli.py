@@ -164,7 +164,7 @@ def evaluate(
     result = evaluate_outputs([Path(o) for o in outputs], sources, config, [Path(m) for m in metrics])
     if config.output.html_report:
         write_evaluation_html(Path(config.output.html_report), result)
-    click.echo(json.dumps(result, ensure_ascii=False) if json_output else render_evaluation(result))
+    click.echo(json.dumps(result) if json_output else render_evaluation(result))
 
 
 @main.command()

@@ -145,9 +145,14 @@ def test_every_line_of_a_fuzzed_file_is_accounted_for(counter: Any, lines: list[
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "in.jsonl"
         path.write_bytes((BOM if bom else b"") + b"".join(raw + (b"\r\n" if crlf else b"\n") for raw in lines))
-        _check_run(path, lines, Path(tmp) / "out", counter)
+        # A BOM at the very start of the file is dropped, as documented, even when it is the
+        # first line's own bytes (then that line is read without it).
+        read = list(lines)
+        if not bom and read[0].startswith(BOM):
+            read[0] = read[0][len(BOM) :]
+        _check_run(path, read, Path(tmp) / "out", counter)
         analysis = analyze_sources(expand_inputs([str(path)]), RunConfig(), counter)
-        assert analysis.rows == sum(1 for raw in lines if raw.strip())
+        assert analysis.rows == sum(1 for raw in read if raw.strip())
 
 
 def test_the_command_survives_every_kind_of_bad_line(tmp_path: Path) -> None:

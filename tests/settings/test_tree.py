@@ -88,13 +88,12 @@ def test_each_yaml_key_sets_its_setting_and_refuses_a_wrong_type(tmp_path: Path,
 
 def _parsed(command: str, args: list[str]) -> RunConfig:
     """The config a command line gives, parsed by the real click command without running it."""
-    context = main.commands[command].make_context(
-        command, [*args, "in.jsonl", *(["-o", "o.jsonl"] if command == "compress" else [])]
-    )
+    own_args = {"compress": ["-o", "o.jsonl"], "eval": ["--input", "in.jsonl"]}.get(command, [])
+    context = main.commands[command].make_context(command, [*args, "in.jsonl", *own_args])
     params = dict(context.params)
-    for own in ("inputs", "output", "json_output"):
+    for own in ("inputs", "output", "outputs", "metrics", "json_output"):
         params.pop(own, None)
-    return build_config(params.pop("config_file"), params)
+    return build_config(params.pop("config_file", None), params)
 
 
 @pytest.mark.parametrize(("part", "name", "spec"), [s for s in SETTINGS if s[2].flag is not None], ids=_id)
