@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -78,3 +79,37 @@ def test_compress_with_a_real_local_model(tmp_path: Path, local_llm_url: str) ->
     endpoint = json.loads((out.parent / "x.report.json").read_text())["summaries"]["endpoint"]
     assert endpoint["successes"] == len(compressed)
     assert endpoint["prompt_tokens"] > 0 and endpoint["completion_tokens"] > 0
+
+
+def test_batch_file_round_trip_through_a_real_local_model(tmp_path: Path, local_llm_url: str) -> None:
+    """`requests` → `scripts/run_batch_file.py` (vllm run-batch's part) → `compress --responses`."""
+    rows = read_jsonl(SAMPLE)[:6]
+    source = write_jsonl(tmp_path / "in.jsonl", rows)
+    shared = [
+        "--target-max-tokens", "3000", "--summary-target-tokens", "200", "--model", "gemma",
+        "--temperature", "0", "--max-prompt-chars", "6000", "--extra-body", json.dumps(EXTRA_BODY),
+    ]  # fmt: skip
+    requests, results = tmp_path / "requests.jsonl", tmp_path / "results.jsonl"
+    assert run_cli("requests", str(source), "-o", str(requests), *shared).returncode == 0
+    subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "run_batch_file.py"), "-i", str(requests), "-o", str(results),
+         "--base-url", local_llm_url, "--concurrency", "4"],
+        check=True, capture_output=True, timeout=1500,
+    )  # fmt: skip
+    answers = read_jsonl(results)
+    assert len(answers) == len(read_jsonl(requests)) > 0
+    assert all(a["response"]["status_code"] == 200 for a in answers)
+    out = tmp_path / "out" / "x.jsonl"
+    # Every answered row comes from the file: the endpoint given for the rest is a closed port.
+    result = run_cli(
+        "compress", str(source), "-o", str(out), *shared, "--summarizer", "llm",
+        "--base-url", "http://127.0.0.1:9/v1", "--max-retries", "0", "--request-timeout", "5",
+        "--cache", str(tmp_path / "cache.sqlite3"), "--responses", str(results),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert f"{len(answers)} answers stored in the cache, 0 failed" in result.stderr
+    metrics = read_jsonl(out.parent / "x.metrics.jsonl")
+    compressed = [m for m in metrics if m["was_compressed"]]
+    assert len(compressed) == len(answers)
+    # The model's own replies, not the extractive fallback (a live call to port 9 would fail).
+    assert all(m["summarizer"] == "llm" and "summary_failed" not in m for m in compressed)

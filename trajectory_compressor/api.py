@@ -20,8 +20,9 @@ from trajectory_compressor.exit_codes import FINISHED
 from trajectory_compressor.read.sources import expand_inputs
 from trajectory_compressor.run.jobs import check_output_paths, plan_jobs
 from trajectory_compressor.run.pipeline import CompressionRun, RunResult
-from trajectory_compressor.settings import RunConfig, settings_record
+from trajectory_compressor.settings import ConfigError, RunConfig, settings_record
 from trajectory_compressor.summarize.choose import choose_summarizers, resolve_endpoint
+from trajectory_compressor.types import Summarizer
 
 
 def compress(
@@ -66,6 +67,8 @@ async def compress_async(
     settings = settings_record(config, counter.name)
     results: list[RunResult] = []
     try:
+        if choice is not None and config.llm.responses:
+            await load_responses(choice.primary, Path(config.llm.responses), say)
         for job in jobs:
             run = CompressionRun(
                 job,
@@ -86,6 +89,18 @@ async def compress_async(
             if choice.fallback is not choice.primary:
                 await choice.fallback.aclose()
     return results
+
+
+async def load_responses(summarizer: Summarizer, path: Path, say: Callable[[str], None]) -> None:
+    """`--responses`: put a batch output file's answers into the cache before the run asks."""
+    from trajectory_compressor.summarize.llm import LLMSummarizer
+
+    if not isinstance(summarizer, LLMSummarizer):
+        raise ConfigError("--responses needs the llm summarizer: pass --base-url and --model")
+    loaded = await summarizer.load_responses(path)
+    say(loaded.summary())
+    for problem in loaded.problems:
+        say(f"warning: {problem}")
 
 
 def counter_for(config: RunConfig) -> TokenCounter:

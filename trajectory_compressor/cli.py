@@ -1,4 +1,4 @@
-"""Command line: `trajectory-compressor compress | analyze | eval | merge`.
+"""Command line: `trajectory-compressor compress | analyze | eval | requests | merge`.
 
 Thin on purpose: it turns flags and the YAML config into a `RunConfig`, calls the Python API
 and maps outcomes to exit codes. Logs go to stderr; `--json` puts one summary object on stdout.
@@ -165,6 +165,26 @@ def evaluate(
     if config.output.html_report:
         write_evaluation_html(Path(config.output.html_report), result)
     click.echo(json.dumps(result) if json_output else render_evaluation(result))
+
+
+@main.command()
+@click.argument("inputs", nargs=-1, required=True)
+@click.option("-o", "--output", required=True, help="The batch input file to write (JSONL).")
+@_config_option
+@settings_options("requests")
+@reports_usage_errors
+def requests(inputs: tuple[str, ...], output: str, config_file: str | None, **flags: Any) -> None:
+    """Write the summary requests compressing INPUT... would send, as an OpenAI batch input file."""
+    from trajectory_compressor.api import counter_for
+    from trajectory_compressor.commands.requests import write_requests
+    from trajectory_compressor.read.sources import expand_inputs
+
+    config = build_config(config_file, flags)
+    sources = expand_inputs(list(inputs), data_files=config.read.data_files)
+    if any(Path(source.name).resolve() == Path(output).resolve() for source in sources):
+        raise UsageError(f"the output {output} is also an input")
+    written = write_requests(sources, Path(output), config, counter_for(config))
+    click.echo(written.summary(), err=True)
 
 
 @main.command()

@@ -88,8 +88,8 @@ def test_each_yaml_key_sets_its_setting_and_refuses_a_wrong_type(tmp_path: Path,
 
 def _parsed(command: str, args: list[str]) -> RunConfig:
     """The config a command line gives, parsed by the real click command without running it."""
-    own_args = {"compress": ["-o", "o.jsonl"], "eval": ["--input", "in.jsonl"]}.get(command, [])
-    context = main.commands[command].make_context(command, [*args, "in.jsonl", *own_args])
+    required = {"compress": ["-o", "o.jsonl"], "requests": ["-o", "r.jsonl"], "eval": ["--input", "in.jsonl"]}
+    context = main.commands[command].make_context(command, [*args, "in.jsonl", *required.get(command, [])])
     params = dict(context.params)
     for own in ("inputs", "output", "outputs", "metrics", "json_output"):
         params.pop(own, None)

@@ -19,8 +19,9 @@ from typing import Any
 from trajectory_compressor.settings.declare import ConfigError, check_part, setting
 
 DEFAULT_NOTICE = "\n\nSome of your previous tool responses may be summarized to preserve context."
-BOTH = ("compress", "analyze")
-READERS = ("compress", "analyze", "eval")  # every command that reads inputs
+BOTH = ("compress", "analyze", "requests")  # every command that counts and plans
+READERS = ("compress", "analyze", "eval", "requests")  # every command that reads inputs
+ASKS = ("compress", "requests")  # every command that builds summary requests
 
 
 @dataclass(frozen=True)
@@ -84,12 +85,13 @@ class LLMConfig:
         help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1 [env OPENAI_BASE_URL].",
     )  # fmt: skip
     model: str | None = setting(
-        None, "str", optional=True, yaml="summarization.model", record=True, help="Model name sent to the endpoint."
-    )
+        None, "str", optional=True, yaml="summarization.model", record=True, commands=ASKS,
+        help="Model name sent to the endpoint.",
+    )  # fmt: skip
     api_key_env: str = setting(
         "OPENAI_API_KEY", "str", yaml="summarization.api_key_env", help="Environment variable holding the API key."
     )
-    temperature: float = setting(0.3, "number", minimum=0, yaml="summarization.temperature", record=True)
+    temperature: float = setting(0.3, "number", minimum=0, yaml="summarization.temperature", record=True, commands=ASKS)
     max_concurrency: int = setting(
         32, "int", minimum=1, yaml=("summarization.max_concurrency", "processing.max_concurrent_requests"),
         help="Requests in flight across the run.",
@@ -112,15 +114,15 @@ class LLMConfig:
         60.0, "duration", minimum=0, yaml="summarization.retry_max_delay", help="Cap of one backoff sleep, seconds."
     )
     max_prompt_chars: int = setting(
-        96_000, "int", minimum=1000, yaml="summarization.max_prompt_chars", record=True,
+        96_000, "int", minimum=1000, yaml="summarization.max_prompt_chars", record=True, commands=ASKS,
         help="Transcript characters sent per summary; lower it for small-context servers.",
     )  # fmt: skip
     extra_body: dict[str, Any] = setting(
-        {}, "dict", yaml="summarization.extra_body", record=True, metavar="JSON",
+        {}, "dict", yaml="summarization.extra_body", record=True, metavar="JSON", commands=ASKS,
         help='JSON merged into every request, e.g. \'{"stop": ["\\n\\n\\n"]}\'.',
     )  # fmt: skip
     redact_secrets: bool = setting(
-        True, "bool", yaml="summarization.redact_secrets", flag_style="switch", record=True,
+        True, "bool", yaml="summarization.redact_secrets", flag_style="switch", record=True, commands=ASKS,
         help="Mask credentials sent and summarized.",
     )  # fmt: skip
     cache_path: str | None = setting(
@@ -130,6 +132,10 @@ class LLMConfig:
     use_cache: bool = setting(
         True, "bool", flag="--no-cache", flag_style="off", help="Do not read or write the summary cache."
     )
+    responses: str | None = setting(
+        None, "path", optional=True, yaml="summarization.responses",
+        help="Batch output file (provider or vllm run-batch) of `requests`: its answers go into the cache first.",
+    )  # fmt: skip
     price_in: float | None = setting(
         None, "number", minimum=0, optional=True, yaml="summarization.price_in", commands=BOTH,
         help="Price per million prompt tokens (for cost figures).",
@@ -198,7 +204,7 @@ class OutputConfig:
     )  # fmt: skip
     metrics: str | None = setting(None, "path", optional=True, help="Per-row metrics [<output stem>.metrics.jsonl].")
     html_report: str | None = setting(
-        None, "path", optional=True, commands=(*BOTH, "eval"), help="Write a self-contained HTML report."
+        None, "path", optional=True, commands=("compress", "analyze", "eval"), help="Write an HTML report."
     )
     resume: bool = setting(
         True, "bool", flag="--no-resume", flag_style="off", help="Start over instead of resuming an interrupted run."

@@ -207,7 +207,13 @@ class SummaryStep:
         return second
 
     def _request(self, row: PreparedRow, plan: Plan) -> SummaryRequest:
-        assert row.turns is not None and plan.region is not None
-        turns = tuple(row.turns[plan.region.start : plan.region.end])
-        task = next((turn.value for turn in row.turns[: plan.region.start] if turn.role == "human"), "")
-        return SummaryRequest(turns=turns, budget_tokens=self.budget, label=row.label, task=task)
+        return summary_request(row, plan, self.budget)
+
+
+def summary_request(row: PreparedRow, plan: Plan, budget: int) -> SummaryRequest:
+    """What the summarizer is asked for `plan`'s region: its turns, the budget, and the task
+    (the head's first user request) as context. `requests` writes the same for its batch file."""
+    assert row.turns is not None and plan.region is not None
+    turns = tuple(row.turns[plan.region.start : plan.region.end])
+    task = next((turn.value for turn in row.turns[: plan.region.start] if turn.role == "human"), "")
+    return SummaryRequest(turns=turns, budget_tokens=budget, label=row.label, task=task)

@@ -32,6 +32,7 @@ import orjson
 
 from trajectory_compressor.settings import ConfigError, LLMConfig
 from trajectory_compressor.summarize.llm.ratelimit import RateLimiter, estimate_request_tokens
+from trajectory_compressor.summarize.llm.request import request_body
 from trajectory_compressor.summarize.llm.usage import UsageTracker
 from trajectory_compressor.summarize.redact import display_url, redact_secrets, scrub, url_secrets
 from trajectory_compressor.summarize.tally import note_call, note_error
@@ -83,7 +84,9 @@ class _Failure:
 
 
 @dataclass(frozen=True)
-class _Reply:
+class Reply:
+    """A usable reply: the cleaned summary text and the tokens the endpoint reported."""
+
     text: str
     prompt_tokens: int
     completion_tokens: int
@@ -160,10 +163,10 @@ class ChatClient:
             if outcome is _NOT_SENT:
                 break
             calls += 1
-            assert isinstance(outcome, (_Reply, _Failure))
+            assert isinstance(outcome, (Reply, _Failure))
             prompt_tokens += outcome.prompt_tokens
             completion_tokens += outcome.completion_tokens
-            if isinstance(outcome, _Reply):
+            if isinstance(outcome, Reply):
                 self._consecutive_429 = 0
                 self.usage.record_success()
                 return Completion(
@@ -262,18 +265,11 @@ class ChatClient:
 
     async def _attempt(
         self, messages: list[dict[str, str]], max_tokens: int, prompt_estimate: int | None
-    ) -> _Reply | _Failure | object:
+    ) -> Reply | _Failure | object:
         if self._auth_error is not None:
             return _NOT_SENT
         session, semaphore = self._ensure_session()
-        body: dict[str, Any] = {
-            "model": self.config.model,
-            "messages": messages,
-            "temperature": self.config.temperature,
-            "max_tokens": max_tokens,
-        }
-        body.update(self.config.extra_body)
-        payload = orjson.dumps(body)
+        payload = orjson.dumps(request_body(self.config, messages, max_tokens))
         async with semaphore:
             await self._wait_not_before()
             if self._limiter.enabled:
@@ -287,14 +283,14 @@ class ChatClient:
                 return _NOT_SENT
             self.usage.request_started()
             note_call()
-            outcome: _Reply | _Failure | None = None
+            outcome: Reply | _Failure | None = None
             try:
                 outcome = await self._send(session, payload, reply_byte_limit(max_tokens))
             finally:  # also when the caller cancels us (row timeout)
                 self.usage.request_finished(*((outcome.prompt_tokens, outcome.completion_tokens) if outcome else ()))
             return outcome
 
-    async def _send(self, session: aiohttp.ClientSession, payload: bytes, byte_limit: int) -> _Reply | _Failure:
+    async def _send(self, session: aiohttp.ClientSession, payload: bytes, byte_limit: int) -> Reply | _Failure:
         """POST once and classify the result; never raises for network or HTTP trouble.
 
         At most `byte_limit` bytes of the reply are read: a larger body is a failure that is
@@ -314,16 +310,16 @@ class ChatClient:
         except aiohttp.InvalidURL:
             failure = _Failure("invalid_url", f"invalid endpoint URL {self.endpoint}", False)
         except aiohttp.ClientPayloadError as exc:
-            failure = _Failure("connection", self._sanitize(f"connection dropped mid-reply ({exc})"), True)
+            failure = _Failure("connection", self.sanitize(f"connection dropped mid-reply ({exc})"), True)
         except (aiohttp.ClientError, OSError) as exc:
-            failure = _Failure("connection", self._sanitize(f"{type(exc).__name__}: {exc}"), True)
+            failure = _Failure("connection", self.sanitize(f"{type(exc).__name__}: {exc}"), True)
         except Exception as exc:  # aiohttp's ValueError/TypeError for a request it cannot build
-            failure = _Failure("client_error", self._sanitize(f"{type(exc).__name__}: {exc}"), False)
+            failure = _Failure("client_error", self.sanitize(f"{type(exc).__name__}: {exc}"), False)
         else:
             return self._classify(status, retry_after, raw)
         return failure
 
-    def _classify(self, status: int, retry_after: str | None, raw: bytes) -> _Reply | _Failure:
+    def _classify(self, status: int, retry_after: str | None, raw: bytes) -> Reply | _Failure:
         if status in AUTH_STATUSES:
             message = f"HTTP {status} from {self.endpoint}: the endpoint refused the credentials"
             detail = self._snippet(raw)
@@ -345,13 +341,13 @@ class ChatClient:
             return _Failure("context", self._status_message(status, raw), False)
         if not 200 <= status < 300:
             return _Failure(str(status), self._status_message(status, raw), False)
-        return self._parse_reply(raw)
+        return self.parse_reply(raw)
 
-    def _parse_reply(self, raw: bytes) -> _Reply | _Failure:
+    def parse_reply(self, raw: bytes) -> Reply | _Failure:
         try:
             data = orjson.loads(raw)
         except orjson.JSONDecodeError:
-            return _Failure("invalid_json", f"reply is not valid JSON: {self._sanitize(raw[:120])}", True)
+            return _Failure("invalid_json", f"reply is not valid JSON: {self.sanitize(raw[:120])}", True)
         if not isinstance(data, dict):
             return _Failure("invalid_json", "reply is not a JSON object", True)
         tokens = _usage_numbers(data.get("usage"))  # paid for even when the reply is rejected
@@ -369,7 +365,7 @@ class ChatClient:
         text = scrub(self._clean(content), self._secrets)
         if not text:
             return _Failure("empty", "reply was empty after cleaning", True, None, *tokens)
-        return _Reply(text, *tokens)
+        return Reply(text, *tokens)
 
     # -- messages -----------------------------------------------------------------------------
 
@@ -390,9 +386,9 @@ class ChatClient:
                 error = error.get("message", error)
             if error is not None:
                 text = error if isinstance(error, str) else orjson.dumps(error).decode()
-        return self._sanitize(text)
+        return self.sanitize(text)
 
-    def _sanitize(self, text: str | bytes) -> str:
+    def sanitize(self, text: str | bytes) -> str:
         """Known secrets scrubbed, credential patterns masked, whitespace collapsed, shortened."""
         if isinstance(text, bytes):
             text = text.decode("utf-8", errors="replace")

@@ -13,19 +13,21 @@ import sqlite3
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from trajectory_compressor.count.counter import TokenCounter
 from trajectory_compressor.settings import ConfigError, LLMConfig
-from trajectory_compressor.summarize.llm.cache import CachedSummary, SummaryCache, cache_key
-from trajectory_compressor.summarize.llm.client import ChatClient, Completion
-from trajectory_compressor.summarize.llm.prompt import MAX_TURN_CHARS, build_messages, clean_reply
+from trajectory_compressor.summarize.llm.batch_file import ResponsesLoaded, read_batch_output
+from trajectory_compressor.summarize.llm.cache import CachedSummary, SummaryCache
+from trajectory_compressor.summarize.llm.client import ChatClient, Completion, Reply
+from trajectory_compressor.summarize.llm.prompt import build_messages, clean_reply
+from trajectory_compressor.summarize.llm.request import chat_request, turn_chars_for
 from trajectory_compressor.summarize.llm.usage import UsageTracker
 from trajectory_compressor.types import PromptTooLongError, SummaryError, SummaryRequest, SummaryResult
 
 logger = logging.getLogger(__name__)
 
-MIN_MAX_TOKENS = 16
 MIN_PROMPT_CHARS = 1500  # below this a transcript says too little to summarize
 
 
@@ -61,8 +63,7 @@ class LLMSummarizer:
             retry_after_cap=retry_after_cap,
         )
         max_prompt_chars = config.max_prompt_chars
-        # One turn may take a quarter of the transcript, so a huge tool output leaves room for others.
-        self._max_turn_chars = min(MAX_TURN_CHARS, max_prompt_chars // 4)
+        self._max_turn_chars = turn_chars_for(config)
         self._max_prompt_chars = max_prompt_chars
         # Lowered when the endpoint refuses a prompt as too long, so later rows start at a size
         # it accepts instead of each paying the same refusals.
@@ -85,21 +86,8 @@ class LLMSummarizer:
         A cache hit returns `cache_hit=True` with no tokens spent in this run, and the calls and
         errors the summary took when it was made (so metrics lines do not change on a re-run).
         """
-        messages = build_messages(
-            request,
-            redact=self.config.redact_secrets,
-            max_turn_chars=self._max_turn_chars,
-            max_prompt_chars=self._max_prompt_chars,
-        )
-        max_tokens = max(MIN_MAX_TOKENS, 2 * request.budget_tokens)
-        key = cache_key(
-            model=str(self.config.model),
-            messages=messages,
-            temperature=self.config.temperature,
-            max_tokens=max_tokens,
-            extra_body=self.config.extra_body,
-            redact=self.config.redact_secrets,
-        )
+        chat = chat_request(self.config, request)
+        messages, max_tokens, key = chat.messages, chat.max_tokens, chat.key
         cached = await self._cache_call(SummaryCache.get, key)
         if cached is not None:
             self.usage.record_cache_hit()
@@ -180,6 +168,34 @@ class LLMSummarizer:
                     last_error=completion.last_error or "prompt too long for the endpoint",
                 )
             return completion
+
+    async def load_responses(self, path: Path) -> ResponsesLoaded:
+        """Store the answers of a batch output file in the cache, checked as live replies are.
+
+        A run then finds them as cache hits; a request whose answer is missing, failed or
+        unusable (empty, cut at `max_tokens`) is sent live as usual.
+        """
+        if self._cache is None:
+            raise ConfigError("--responses needs the summary cache (drop --no-cache)")
+        loaded = ResponsesLoaded(str(path))
+        put = partial(SummaryCache.put, model=str(self.config.model))
+        try:
+            for answer in read_batch_output(path, loaded):
+                reply = self._client.parse_reply(answer.body) if answer.status == 200 and answer.body else None
+                if not isinstance(reply, Reply):
+                    loaded.failed += 1
+                    why = reply.message if reply is not None else f"status {answer.status}"
+                    if answer.error:
+                        why = self._client.sanitize(answer.error)
+                    loaded.problem(answer.line, f"no usable answer: {why}")
+                    continue
+                stored = CachedSummary(reply.text, reply.prompt_tokens, reply.completion_tokens, 1, 0, None)
+                await self._cache_call(put, answer.custom_id, stored)
+                loaded.stored += 1
+        except OSError as exc:
+            raise ConfigError(f"cannot read --responses {path}: {exc.strerror or exc}") from None
+        self.usage.record_batch_answers(loaded.stored)
+        return loaded
 
     def _messages_within(self, request: SummaryRequest, prompt_chars: int) -> list[dict[str, str]]:
         return build_messages(

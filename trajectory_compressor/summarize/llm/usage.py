@@ -22,6 +22,7 @@ class UsageTracker:
     successes: int = 0  # summaries obtained from the endpoint
     failures: int = 0  # summaries given up on (SummaryError / EndpointAuthError raised)
     cache_hits: int = 0
+    batch_answers_loaded: int = 0  # answers stored from a batch output file (`--responses`)
     prompt_tokens: int = 0
     completion_tokens: int = 0
     retries: Counter[str] = field(default_factory=Counter)  # cause -> retries
@@ -55,6 +56,9 @@ class UsageTracker:
     def record_cache_hit(self) -> None:
         self.cache_hits += 1
 
+    def record_batch_answers(self, count: int) -> None:
+        self.batch_answers_loaded += count
+
     @property
     def cost_usd(self) -> float | None:
         """Spend from reported tokens, or None when no price is configured."""
@@ -73,6 +77,7 @@ class UsageTracker:
             "retries": sum(self.retries.values()),
             "retries_by_cause": dict(sorted(self.retries.items())),
             "cache_hits": self.cache_hits,
+            "batch_answers_loaded": self.batch_answers_loaded,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "cost_usd": None if cost is None else round(cost, 6),

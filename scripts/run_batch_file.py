@@ -1,0 +1,66 @@
+"""Play `vllm run-batch`: send each request of a batch input file to a chat-completions server.
+
+    python scripts/run_batch_file.py -i requests.jsonl -o results.jsonl --base-url http://127.0.0.1:8080/v1
+
+Reads the OpenAI batch input format that `trajectory-compressor requests` writes and writes the
+batch output format (`{"id", "custom_id", "response": {"status_code", "body"}, "error"}`) that
+providers and `vllm run-batch` produce, for `compress --responses`. It exists to prove that round
+trip against a real local model (llama.cpp's server) without vLLM or a provider; the API key, if
+any, is read from `$OPENAI_API_KEY` and written nowhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+
+def answer(base_url: str, line: dict[str, Any], timeout: float) -> dict[str, Any]:
+    url = base_url.rstrip("/") + "/chat/completions"
+    headers = {"Content-Type": "application/json"}
+    key = os.environ.get("OPENAI_API_KEY")
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    request = urllib.request.Request(url, data=json.dumps(line["body"]).encode(), headers=headers, method="POST")
+    result: dict[str, Any] = {"id": f"batch_req_{line['custom_id'][:16]}", "custom_id": line["custom_id"]}
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            result["response"] = {"status_code": response.status, "body": json.loads(response.read())}
+            result["error"] = None
+    except urllib.error.HTTPError as exc:
+        result["response"] = {"status_code": exc.code, "body": None}
+        result["error"] = {"code": str(exc.code), "message": exc.reason}
+    except (urllib.error.URLError, TimeoutError, ValueError) as exc:
+        result["response"] = None
+        result["error"] = {"code": "request_failed", "message": str(exc)}
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-i", "--input", required=True)
+    parser.add_argument("-o", "--output", required=True)
+    parser.add_argument("--base-url", required=True)
+    parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--timeout", type=float, default=300.0)
+    args = parser.parse_args()
+    with open(args.input, encoding="utf-8") as handle:
+        lines = [json.loads(text) for text in handle if text.strip()]
+    with ThreadPoolExecutor(max_workers=args.concurrency) as pool:
+        results = list(pool.map(lambda line: answer(args.base_url, line, args.timeout), lines))
+    with open(args.output, "w", encoding="utf-8") as handle:
+        for result in results:
+            handle.write(json.dumps(result, ensure_ascii=False) + "\n")
+    failed = sum(1 for result in results if result["error"] is not None)
+    print(f"{len(results)} requests, {failed} failed -> {args.output}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,119 @@
+"""Offline batch files: `requests` → a batch runner → `compress --responses`, against a real HTTP server.
+
+The batch runner is `scripts/run_batch_file.py` (it plays `vllm run-batch`), talking to the
+fake endpoint on 127.0.0.1. The run that finishes from the answers must make no live request
+and write exactly the bytes a live run writes.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import make_trajectory, read_jsonl, run_cli, write_jsonl
+from tests.fake_openai_server import FakeServerThread
+
+ROOT = Path(__file__).resolve().parents[2]
+SECRET = "sk-test-DO-NOT-LEAK-77a1c9e3b5d7f901"
+BUDGET = ["--target-max-tokens", "2500", "--summary-target-tokens", "200"]
+
+
+def _llm(base_url: str, cache: Path, *extra: str) -> list[str]:
+    return [*BUDGET, "--base-url", base_url, "--model", "batch-model", "--cache", str(cache),
+            "--retry-delay", "0.01", "--max-retries", "0", *extra]  # fmt: skip
+
+
+def _input(tmp_path: Path, *, duplicate: bool = False) -> Path:
+    rows = [make_trajectory(i, steps=2 + i % 8, output_lines=40) for i in range(10)]
+    if duplicate:
+        rows.append(rows[3])  # an identical row: its request is written once
+    return write_jsonl(tmp_path / "in.jsonl", rows)
+
+
+def _run_batch(requests: Path, results: Path, base_url: str) -> None:
+    subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "run_batch_file.py"), "-i", str(requests), "-o", str(results),
+         "--base-url", base_url],
+        check=True, capture_output=True, timeout=120, env={"OPENAI_API_KEY": SECRET, "PATH": "/usr/bin:/bin"},
+    )  # fmt: skip
+
+
+def test_requests_file_answered_offline_gives_the_live_run_byte_for_byte(tmp_path: Path) -> None:
+    source = _input(tmp_path, duplicate=True)
+    requests, results = tmp_path / "requests.jsonl", tmp_path / "results.jsonl"
+    with FakeServerThread() as server:
+        live = run_cli("compress", str(source), "-o", str(tmp_path / "live" / "x.jsonl"),
+                       *_llm(server.base_url, tmp_path / "live.sqlite3"), env={"OPENAI_API_KEY": SECRET})  # fmt: skip
+        assert live.returncode == 0, live.stderr
+        live_requests = len(server.requests)
+        written = run_cli("requests", str(source), "-o", str(requests), *BUDGET, "--model", "batch-model")
+        assert written.returncode == 0, written.stderr
+        _run_batch(requests, results, server.base_url)
+    lines = read_jsonl(requests)
+    # The live run asked twice for the identical rows (both in flight at once); the file once.
+    assert len(lines) == live_requests - 1 == len({line["custom_id"] for line in lines})
+    assert "1 duplicate request" in written.stderr
+    assert all(line["method"] == "POST" and line["url"] == "/v1/chat/completions" for line in lines)
+    assert all(line["body"]["model"] == "batch-model" and line["body"]["max_tokens"] == 400 for line in lines)
+
+    with FakeServerThread(default="500") as dead:  # any live request would fail and show
+        offline = run_cli("compress", str(source), "-o", str(tmp_path / "batch" / "x.jsonl"),
+                          "--responses", str(results), *_llm(dead.base_url, tmp_path / "batch.sqlite3"))  # fmt: skip
+        assert offline.returncode == 0, offline.stderr
+        assert len(dead.requests) == 0
+    assert f"{len(lines)} answers stored in the cache, 0 failed, 0 malformed" in offline.stderr
+    for name in ("x.jsonl", "x.metrics.jsonl", "x.over_limit.jsonl"):
+        assert (tmp_path / "batch" / name).read_bytes() == (tmp_path / "live" / name).read_bytes(), name
+    metrics = read_jsonl(tmp_path / "batch" / "x.metrics.jsonl")
+    assert {m["summarizer"] for m in metrics if m["was_compressed"]} == {"llm"}
+    report = json.loads((tmp_path / "batch" / "x.report.json").read_text())
+    assert report["summaries"]["endpoint"]["batch_answers_loaded"] == len(lines)
+    for path in (requests, results, *(tmp_path / "batch").iterdir()):
+        assert SECRET not in path.read_text()
+
+
+def test_bad_and_failed_answer_lines_are_reported_and_their_rows_go_live(tmp_path: Path) -> None:
+    source = _input(tmp_path)
+    requests, results = tmp_path / "requests.jsonl", tmp_path / "results.jsonl"
+    with FakeServerThread() as server:
+        assert run_cli("requests", str(source), "-o", str(requests), *BUDGET, "--model", "batch-model").returncode == 0
+        _run_batch(requests, results, server.base_url)
+    answers = read_jsonl(results)
+    failed = answers[0]
+    failed["response"] = {"status_code": 500, "body": None}
+    failed["error"] = {"code": "server_error", "message": f"boom {SECRET}"}
+    cut = answers[1]
+    cut["response"]["body"]["choices"][0]["finish_reason"] = "length"
+    lines = [json.dumps(a) for a in answers] + ["not json", json.dumps({"custom_id": "mine"}), ""]
+    results.write_text("\n".join(lines) + "\n")
+
+    with FakeServerThread() as server:
+        run = run_cli("compress", str(source), "-o", str(tmp_path / "out" / "x.jsonl"), "--responses", str(results),
+                      *_llm(server.base_url, tmp_path / "c.sqlite3"), env={"OPENAI_API_KEY": SECRET})  # fmt: skip
+        assert run.returncode == 0, run.stderr
+        assert len(server.requests) == 2  # the failed and the cut answer, asked live
+    total = len(answers)
+    assert f"{total - 2} answers stored in the cache, 2 failed, 2 malformed lines" in run.stderr
+    assert "results.jsonl:1: no usable answer: boom" in run.stderr
+    assert "results.jsonl:2: no usable answer: reply was cut at max_tokens" in run.stderr
+    assert f"results.jsonl:{total + 1}: not JSON" in run.stderr
+    assert f"results.jsonl:{total + 2}: no custom_id" in run.stderr
+    assert SECRET not in run.stderr + run.stdout
+    assert all(
+        m["summarizer"] == "llm" for m in read_jsonl(tmp_path / "out" / "x.metrics.jsonl") if m["was_compressed"]
+    )
+
+
+def test_responses_need_the_llm_and_a_readable_file(tmp_path: Path) -> None:
+    source = _input(tmp_path)
+    no_llm = run_cli("compress", str(source), "-o", str(tmp_path / "o.jsonl"), "--summarizer", "extractive",
+                     "--responses", str(tmp_path / "r.jsonl"))  # fmt: skip
+    assert no_llm.returncode == 2 and "--responses needs the llm summarizer" in no_llm.stderr
+    absent = str(tmp_path / "absent.jsonl")
+    missing = run_cli("compress", str(source), "-o", str(tmp_path / "o2.jsonl"), "--responses", absent,
+                      *_llm("http://127.0.0.1:9/v1", tmp_path / "c.sqlite3"))  # fmt: skip
+    assert missing.returncode == 2 and "cannot read --responses" in missing.stderr
+    no_model = run_cli("requests", str(source), "-o", str(tmp_path / "r.jsonl"))
+    assert no_model.returncode == 2 and "--model" in no_model.stderr

@@ -1,0 +1,95 @@
+"""`requests`: the summary requests a compress run would send, as an OpenAI batch input file.
+
+Rows are read, counted and planned exactly as `compress` does (the same exact notice cost, the
+same region), and each request is built by the same code as a live call, so its `custom_id` is
+the cache key a run looks for. Run the file through a provider's batch API or `vllm run-batch`,
+then `compress ... --responses OUTPUT_FILE` finishes from the answers. Identical requests (two
+identical rows) are written once. Only first-pass requests can be known in advance: a summary
+that overshoots its budget, or a `--min-fidelity` retry, is asked for live by the run.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+
+from trajectory_compressor.count import TokenCounter
+from trajectory_compressor.read.select import RowSelection
+from trajectory_compressor.read.sources import InputSource
+from trajectory_compressor.run.prepare import CHUNK_BYTES, CHUNK_ROWS, notice_tokens, prepare_rows
+from trajectory_compressor.run.row.measure import RowMeasure
+from trajectory_compressor.run.row.summary_step import summary_request
+from trajectory_compressor.settings import ConfigError, RunConfig
+from trajectory_compressor.summarize.llm.request import batch_line, chat_request
+from trajectory_compressor.write.run_files import OutputError
+
+
+@dataclass
+class RequestsWritten:
+    """What `write_requests` wrote."""
+
+    path: str
+    rows: int = 0
+    rejected: int = 0
+    requests: int = 0
+    duplicates: int = 0
+
+    def summary(self) -> str:
+        return (
+            f"{self.requests:,} requests for {self.rows:,} rows ({self.rejected:,} rejected, "
+            f"{self.duplicates:,} duplicate requests written once) in {self.path}"
+        )
+
+
+def write_requests(
+    sources: list[InputSource], output: Path, config: RunConfig, counter: TokenCounter
+) -> RequestsWritten:
+    """Write the first-pass summary requests of `sources` to `output` (replaced whole at the end)."""
+    if not config.llm.model:
+        raise ConfigError("requests need the model they are for: pass --model")
+    plan = config.plan
+    measure = RowMeasure(counter, plan, skip_under_target=config.skip_under_target)
+    notice = notice_tokens(counter, plan)
+    selection = RowSelection(sources, split=config.read.split, select=config.select)
+    written = RequestsWritten(str(output))
+    seen: set[str] = set()
+    partial = output.with_name(f".{output.name}.partial")
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        with open(partial, "wb") as handle:
+            for chunk in selection.chunks(CHUNK_ROWS, CHUNK_BYTES):
+                rows = prepare_rows(
+                    chunk,
+                    counter,
+                    plan,
+                    notice_tokens=notice,
+                    skip_under_target=config.skip_under_target,
+                    reading=config.read,
+                )
+                for row in rows:
+                    written.rows += 1
+                    if row.plan is None:
+                        written.rejected += 1
+                        continue
+                    if row.plan.region is None:
+                        continue
+                    exact = measure.with_exact_notice(row, row.plan)  # as the run plans it
+                    if exact.region is None:
+                        continue
+                    chat = chat_request(config.llm, summary_request(row, exact, plan.summary_target_tokens))
+                    if chat.key in seen:
+                        written.duplicates += 1
+                        continue
+                    seen.add(chat.key)
+                    handle.write(orjson.dumps(batch_line(chat)) + b"\n")
+                    written.requests += 1
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(partial, output)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise OutputError(f"cannot write {output}: {exc.strerror or exc}") from None
+    return written
