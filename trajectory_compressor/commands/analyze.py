@@ -14,9 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from trajectory_compressor.count import TokenCounter
-from trajectory_compressor.read.select import RowSelection
 from trajectory_compressor.read.sources import InputSource
-from trajectory_compressor.run.prepare import CHUNK_BYTES, CHUNK_ROWS, notice_tokens, prepare_rows
+from trajectory_compressor.run.prepare import planned_rows
 from trajectory_compressor.settings import RunConfig
 from trajectory_compressor.write.html_report import (
     percentiles,
@@ -77,33 +76,23 @@ def analyze_sources(
 ) -> Analysis:
     """Count and plan every row of `sources`; no summaries, no outputs."""
     plan = config.plan
-    notice = notice_tokens(counter, plan)
     result = Analysis(target=plan.target_max_tokens, summary_budget=plan.summary_target_tokens)
-    selection = RowSelection(sources, split=config.read.split, select=config.select)
-    for chunk in selection.chunks(CHUNK_ROWS, CHUNK_BYTES):
-        for row in prepare_rows(
-            chunk,
-            counter,
-            plan,
-            notice_tokens=notice,
-            skip_under_target=config.skip_under_target,
-            reading=config.read,
-        ):
-            result.rows += 1
-            if row.plan is None:
-                result.rejected += 1
-                continue
-            total = row.plan.total_tokens
-            result.before.append(total)
-            result.over_target += total > plan.target_max_tokens
-            result.after.append(row.plan.estimated_tokens)
-            result.would_stay_over += row.plan.still_over_limit
-            if row.plan.region is not None:
-                result.would_compress += 1
-                # The transcript sent is capped at max_prompt_chars (about 3 characters a token).
-                sent = min(row.plan.region_tokens, config.llm.max_prompt_chars // 3)
-                result.summary_prompt_tokens += sent + PROMPT_OVERHEAD_TOKENS
-                result.summary_completion_tokens += plan.summary_target_tokens
+    for row in planned_rows(sources, config, counter):
+        result.rows += 1
+        if row.plan is None:
+            result.rejected += 1
+            continue
+        total = row.plan.total_tokens
+        result.before.append(total)
+        result.over_target += total > plan.target_max_tokens
+        result.after.append(row.plan.estimated_tokens)
+        result.would_stay_over += row.plan.still_over_limit
+        if row.plan.region is not None:
+            result.would_compress += 1
+            # The transcript sent is capped at max_prompt_chars (about 3 characters a token).
+            sent = min(row.plan.region_tokens, config.llm.max_prompt_chars // 3)
+            result.summary_prompt_tokens += sent + PROMPT_OVERHEAD_TOKENS
+            result.summary_completion_tokens += plan.summary_target_tokens
     return result
 
 

@@ -11,15 +11,15 @@ that overshoots its budget, or a `--min-fidelity` retry, is asked for live by th
 from __future__ import annotations
 
 import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
 
 from trajectory_compressor.count import TokenCounter
-from trajectory_compressor.read.select import RowSelection
 from trajectory_compressor.read.sources import InputSource
-from trajectory_compressor.run.prepare import CHUNK_BYTES, CHUNK_ROWS, notice_tokens, prepare_rows
+from trajectory_compressor.run.prepare import planned_rows
 from trajectory_compressor.run.row.measure import RowMeasure
 from trajectory_compressor.run.row.summary_step import summary_request
 from trajectory_compressor.settings import ConfigError, RunConfig
@@ -52,44 +52,38 @@ def write_requests(
         raise ConfigError("requests need the model they are for: pass --model")
     plan = config.plan
     measure = RowMeasure(counter, plan, skip_under_target=config.skip_under_target)
-    notice = notice_tokens(counter, plan)
-    selection = RowSelection(sources, split=config.read.split, select=config.select)
     written = RequestsWritten(str(output))
     seen: set[str] = set()
-    partial = output.with_name(f".{output.name}.partial")
+    partial: Path | None = None
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
-        with open(partial, "wb") as handle:
-            for chunk in selection.chunks(CHUNK_ROWS, CHUNK_BYTES):
-                rows = prepare_rows(
-                    chunk,
-                    counter,
-                    plan,
-                    notice_tokens=notice,
-                    skip_under_target=config.skip_under_target,
-                    reading=config.read,
-                )
-                for row in rows:
-                    written.rows += 1
-                    if row.plan is None:
-                        written.rejected += 1
-                        continue
-                    if row.plan.region is None:
-                        continue
-                    exact = measure.with_exact_notice(row, row.plan)  # as the run plans it
-                    if exact.region is None:
-                        continue
-                    chat = chat_request(config.llm, summary_request(row, exact, plan.summary_target_tokens))
-                    if chat.key in seen:
-                        written.duplicates += 1
-                        continue
-                    seen.add(chat.key)
-                    handle.write(orjson.dumps(batch_line(chat)) + b"\n")
-                    written.requests += 1
+        # A name of its own: two runs writing one output never share a half-written file.
+        fd, partial_name = tempfile.mkstemp(prefix=f".{output.name}.", suffix=".partial", dir=output.parent)
+        partial = Path(partial_name)
+        with open(fd, "wb") as handle:
+            for row in planned_rows(sources, config, counter):
+                written.rows += 1
+                if row.plan is None:
+                    written.rejected += 1
+                    continue
+                if row.plan.region is None:
+                    continue
+                exact = measure.with_exact_notice(row, row.plan)  # as the run plans it
+                if exact.region is None:
+                    continue
+                chat = chat_request(config.llm, summary_request(row, exact, plan.summary_target_tokens))
+                if chat.key in seen:
+                    written.duplicates += 1
+                    continue
+                seen.add(chat.key)
+                handle.write(orjson.dumps(batch_line(chat)) + b"\n")
+                written.requests += 1
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(partial, output)
     except OSError as exc:
-        partial.unlink(missing_ok=True)
         raise OutputError(f"cannot write {output}: {exc.strerror or exc}") from None
+    finally:
+        if partial is not None:
+            partial.unlink(missing_ok=True)  # gone already once renamed into place
     return written

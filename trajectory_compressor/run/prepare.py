@@ -7,7 +7,7 @@ made here too: it only needs the counts.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,7 +15,9 @@ from trajectory_compressor.count import TokenCounter
 from trajectory_compressor.count.counter import ChatTemplateError
 from trajectory_compressor.plan.region import Plan, plan_region
 from trajectory_compressor.read.formats import ConversationFormat, RecordError, detect_format, to_turns
-from trajectory_compressor.settings import PlanConfig, ReadConfig
+from trajectory_compressor.read.select import RowSelection
+from trajectory_compressor.read.sources import InputSource
+from trajectory_compressor.settings import PlanConfig, ReadConfig, RunConfig
 from trajectory_compressor.types import SourceRecord, Turn
 
 # Rows (and bytes of input) prepared in one batch: big enough for the tokenizer's batch speed,
@@ -117,3 +119,23 @@ def prepare_rows(
             skip_under_target=skip_under_target,
         )
     return prepared
+
+
+def planned_rows(sources: Sequence[InputSource], config: RunConfig, counter: TokenCounter) -> Iterator[PreparedRow]:
+    """Every selected row of `sources`, validated, counted and planned as a compress run plans it.
+
+    For the commands that read and plan without a run around them (`analyze`, `requests`):
+    the same selection, chunking and notice cost, one chunk in memory at a time.
+    """
+    plan = config.plan
+    notice = notice_tokens(counter, plan)
+    selection = RowSelection(sources, split=config.read.split, select=config.select)
+    for chunk in selection.chunks(CHUNK_ROWS, CHUNK_BYTES):
+        yield from prepare_rows(
+            chunk,
+            counter,
+            plan,
+            notice_tokens=notice,
+            skip_under_target=config.skip_under_target,
+            reading=config.read,
+        )
