@@ -8,7 +8,10 @@ tested alone and lets the planner stay a pure function of numbers.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:  # the scorer imports these records; only type checkers need it here
+    from trajectory_compressor.summarize.fidelity import Fidelity
 
 Role = Literal["system", "human", "gpt", "tool"]
 ROLES: frozenset[str] = frozenset({"system", "human", "gpt", "tool"})
@@ -99,6 +102,7 @@ class SummaryResult:
     completion_tokens: int = 0
     tokens: int | None = None  # tokens of the summary turn's value (prefix included), if measured
     fidelity_retried: bool = False  # asked for again because the first one fell short (--min-fidelity)
+    fidelity: Fidelity | None = None  # its score, when the fidelity gate already measured it
 
 
 def one_line(exc: BaseException) -> str:

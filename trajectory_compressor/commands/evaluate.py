@@ -20,9 +20,9 @@ from trajectory_compressor.read.select import RowSelection
 from trajectory_compressor.read.sources import InputSource, expand_inputs
 from trajectory_compressor.settings import RunConfig
 from trajectory_compressor.summarize.fidelity import KINDS, Fidelity, score_summary
-from trajectory_compressor.summarize.redact import redact_secrets
-from trajectory_compressor.summarize.toolcalls import clip
+from trajectory_compressor.summarize.fidelity.score import score_histogram, shown_item
 from trajectory_compressor.types import SUMMARY_PREFIX, SourceRecord, Turn
+from trajectory_compressor.write.html_report import percentiles
 from trajectory_compressor.write.paths import OutputPaths
 from trajectory_compressor.write.run_files import OutputError
 
@@ -53,7 +53,7 @@ class ScoredRow:
             "row": self.where,
             "summarizer": self.summarizer,
             "score": None if score is None else round(score, 4),
-            "missed": _redacted(missed),
+            "missed": {kind: [shown_item(item) for item in items] for kind, items in missed.items()},
             "unsupported": self.fidelity.shown_unsupported(),
         }
 
@@ -102,14 +102,15 @@ def fidelity_figures(rows: Sequence[ScoredRow]) -> dict[str, Any]:
         items[kind] = total
         recall[kind] = round(found / total, 4) if total else None
     with_unsupported = [r for r in rows if r.fidelity.unsupported]
+    quantiles = {p: round(value, 4) for p, value in percentiles(scores, (10, 50)).items()}
     return {
         "scored": len(rows),
         "fidelity": {
             "mean": round(sum(scores) / len(scores), 4) if scores else None,
-            "p10": _quantile(scores, 0.1),
-            "median": _quantile(scores, 0.5),
+            "p10": quantiles.get(10),
+            "median": quantiles.get(50),
             "min": scores[0] if scores else None,
-            "histogram": fidelity_histogram(scores),
+            "histogram": score_histogram(scores),
         },
         "recall": recall,
         "items": items,
@@ -118,14 +119,6 @@ def fidelity_figures(rows: Sequence[ScoredRow]) -> dict[str, Any]:
             "items": sum(len(r.fidelity.unsupported) for r in with_unsupported),
         },
     }
-
-
-def fidelity_histogram(scores: Sequence[float], bins: int = 10) -> list[int]:
-    """Counts of scores in [0, 0.1), [0.1, 0.2), ... [0.9, 1.0]."""
-    counts = [0] * bins
-    for score in scores:
-        counts[min(bins - 1, int(score * bins))] += 1
-    return counts
 
 
 def compare(first: OutputScores, second: OutputScores) -> dict[str, Any]:
@@ -268,16 +261,6 @@ def _model_of(report: Path) -> str | None:
         return None
     model = (settings.get("llm") or {}).get("model") if isinstance(settings, dict) else None
     return str(model) if model else None
-
-
-def _quantile(ordered: Sequence[float], q: float) -> float | None:
-    if not ordered:
-        return None
-    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 4)
-
-
-def _redacted(missed: dict[str, list[str]]) -> dict[str, list[str]]:
-    return {kind: [redact_secrets(clip(item, 80)) for item in items] for kind, items in missed.items()}
 
 
 def evaluate(

@@ -270,7 +270,7 @@ def files_in(text_or_args: str | Mapping[str, Any]) -> list[str]:
         for key, value in text_or_args.items():
             lowered = str(key).lower()
             if lowered in _PATH_KEYS:
-                found.extend(_normalize(p) for p in _path_values(value) if _plausible_path(p, require_file=False))
+                found.extend(normalize_path(p) for p in _path_values(value) if _plausible_path(p, require_file=False))
             elif lowered in _COMMAND_KEYS and isinstance(value, str):
                 found.extend(_files_in_command(value))
     else:
@@ -299,7 +299,7 @@ def files_written_in(text_or_args: str | Mapping[str, Any], tool_name: str = "")
             or any(str(key).lower() in _CONTENT_KEYS for key in text_or_args)
         )
         if edits:
-            written.extend(_normalize(p) for p in paths if _plausible_path(p, require_file=False))
+            written.extend(normalize_path(p) for p in paths if _plausible_path(p, require_file=False))
         for key, value in text_or_args.items():
             if str(key).lower() in _COMMAND_KEYS and isinstance(value, str):
                 written.extend(_files_written_by_command(value))
@@ -590,9 +590,9 @@ def _plausible_path(token: str, *, require_file: bool = True) -> bool:
     return bool(dot and stem and stem.strip(".") and ext.lower() in _FILE_EXTENSIONS)
 
 
-def _normalize(path: str) -> str:
-    """One spelling per file: no "./" prefix, no sentence-ending dot."""
-    path = path.rstrip(".")
+def normalize_path(path: str) -> str:
+    """One spelling per file: no surrounding space, no "./" prefix, no sentence-ending dot."""
+    path = path.strip().rstrip(".")
     while path.startswith("./"):
         path = path[2:]
     return path
@@ -609,7 +609,7 @@ def _without_heredocs(command: str) -> str:
 
 def _files_in_command(command: str) -> list[str]:
     text = _without_heredocs(command)
-    return [_normalize(tok) for tok in _TOKEN_SPLIT.split(text) if _plausible_path(tok.rstrip("."))]
+    return [normalize_path(tok) for tok in _TOKEN_SPLIT.split(text) if _plausible_path(tok.rstrip("."))]
 
 
 def _files_written_by_command(command: str) -> list[str]:
@@ -626,7 +626,7 @@ def _files_written_by_command(command: str) -> list[str]:
             tokens = [tok for tok in segment.split() if not tok.startswith("-")]
             if tokens:
                 written.append(tokens[-1])
-    return [_normalize(p) for p in written if not p.startswith("/dev/") and _plausible_path(p.rstrip("."))]
+    return [normalize_path(p) for p in written if not p.startswith("/dev/") and _plausible_path(p.rstrip("."))]
 
 
 def _unique(items: list[str]) -> list[str]:

@@ -10,11 +10,10 @@ from typing import Any
 
 import orjson
 
+from trajectory_compressor.summarize.fidelity.score import score_histogram
 from trajectory_compressor.types import ExampleRow
 from trajectory_compressor.write.html_parts import example_html, fidelity_svg, table_html
 from trajectory_compressor.write.html_report import render_html_report
-
-_BINS = 10
 
 
 def write_compress_html_report(
@@ -24,7 +23,6 @@ def write_compress_html_report(
     before, after = array("q"), array("q")
     reasons: Counter[str] = Counter()
     by_summarizer: dict[str, list[float]] = {}
-    fidelity_bins = [0] * _BINS
     with open(metrics_path, "rb") as handle:
         for line in handle:
             row = orjson.loads(line)
@@ -38,10 +36,9 @@ def write_compress_html_report(
                 reasons[_reason_kind(str(row["reason"]))] += 1
             if row.get("was_compressed"):
                 score = (row.get("fidelity") or {}).get("score")
-                by_summarizer.setdefault(str(row.get("summarizer")), [])
+                scores_of = by_summarizer.setdefault(str(row.get("summarizer")), [])
                 if isinstance(score, (int, float)):
-                    by_summarizer[str(row.get("summarizer"))].append(score)
-                    fidelity_bins[min(_BINS - 1, int(score * _BINS))] += 1
+                    scores_of.append(score)
     rows, tokens = report["rows"], report["tokens"]
     headline = {
         "rows": rows["selected"],
@@ -57,7 +54,7 @@ def write_compress_html_report(
     sections = [
         (
             "Summary fidelity",
-            fidelity_svg([("compressed rows", fidelity_bins)]) if scores else "<p>No scored summaries.</p>",
+            fidelity_svg([("compressed rows", score_histogram(scores))]) if scores else "<p>No scored summaries.</p>",
         ),
         ("Summaries by summarizer", _summarizer_table(by_summarizer, report)),
         ("Why rows were left unchanged or over the limit", _reasons_table(reasons)),

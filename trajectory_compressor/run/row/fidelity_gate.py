@@ -7,11 +7,10 @@ failed summary. The extractive summarizer is not gated: it is what a failure fal
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
-from trajectory_compressor.summarize.fidelity import Fidelity, score_summary
-from trajectory_compressor.types import SummaryError, Turn
+from trajectory_compressor.summarize.fidelity import Fidelity
+from trajectory_compressor.types import SummaryError
 
 
 class LowFidelityError(SummaryError):
@@ -28,9 +27,6 @@ class FidelityGate:
     @property
     def active(self) -> bool:
         return self.min_fidelity is not None or self.reject_unsupported
-
-    def judge(self, region: Sequence[Turn], summary: str, row: Sequence[Turn]) -> Fidelity:
-        return score_summary(region, summary, row)
 
     def shortfall(self, fidelity: Fidelity) -> str | None:
         """Why a summary with `fidelity` must not be written, or None when it may."""

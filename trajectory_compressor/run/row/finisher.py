@@ -116,7 +116,9 @@ class RowFinisher:
         metrics.passes = summarized.passes
         metrics.fidelity_retried = result.fidelity_retried or None
         assert row.turns is not None
-        fidelity = score_summary(row.turns[plan.region.start : plan.region.end], result.text, row.turns)
+        fidelity = result.fidelity  # measured by the fidelity gate, or not yet
+        if fidelity is None:
+            fidelity = score_summary(row.turns[plan.region.start : plan.region.end], result.text, row.turns)
         metrics.fidelity = fidelity.to_metrics()
         metrics.unsupported = fidelity.shown_unsupported()
         if self.example is None or row.index < self.example.index:

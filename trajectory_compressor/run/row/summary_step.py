@@ -19,6 +19,7 @@ from trajectory_compressor.plan.region import Plan
 from trajectory_compressor.run.prepare import PreparedRow
 from trajectory_compressor.run.row.fidelity_gate import FidelityGate, LowFidelityError
 from trajectory_compressor.run.row.measure import RowMeasure
+from trajectory_compressor.summarize.fidelity import row_text, salient_items, score_items
 from trajectory_compressor.summarize.tally import CURRENT_TALLY, CallTally
 from trajectory_compressor.types import (
     EndpointAuthError,
@@ -190,7 +191,9 @@ class SummaryStep:
         """`result` if it passes the fidelity gate, else a second summary asked for with what was
         missing; raises `LowFidelityError` when that one falls short too."""
         assert row.turns is not None
-        first = self.gate.judge(request.turns, result.text, row.turns)
+        # The region's items and the row's text are found once, for both summaries.
+        items, corpus = salient_items(request.turns), row_text(row.turns)
+        first = result.fidelity = score_items(items, result.text, corpus)
         if self.gate.shortfall(first) is None:
             return result
         remaining = deadline - asyncio.get_running_loop().time()
@@ -201,7 +204,8 @@ class SummaryStep:
         second.calls += result.calls
         second.errors += result.errors
         second.fidelity_retried = True
-        why = self.gate.shortfall(self.gate.judge(request.turns, second.text, row.turns))
+        second.fidelity = score_items(items, second.text, corpus)
+        why = self.gate.shortfall(second.fidelity)
         if why is not None:
             raise LowFidelityError(f"{why}, asked twice", calls=second.calls, errors=second.errors)
         return second

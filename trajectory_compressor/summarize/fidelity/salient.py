@@ -33,6 +33,7 @@ from trajectory_compressor.summarize.toolcalls import (
     files_in,
     json_error,
     loads,
+    normalize_path,
     parse_tool_calls,
     parse_tool_responses,
 )
@@ -137,15 +138,8 @@ def paths_in_output(content: str) -> list[str]:
     frames = _TRACEBACK_FRAME.findall(content[-_SCAN_CHARS:]) if 'File "' in content else []
     if frames:
         found.append(frames[-1])
-    normalized = [_normalize(path) for path in found if "<" not in path]
+    normalized = [normalize_path(path) for path in found if "<" not in path]
     return list(dict.fromkeys(path for path in normalized if path))[:_PATHS_PER_RESULT]
-
-
-def _normalize(path: str) -> str:
-    path = path.strip().rstrip(".")
-    while path.startswith("./"):
-        path = path[2:]
-    return path
 
 
 def _argument_identifiers(arguments: dict[str, Any] | str) -> list[str]:

@@ -19,7 +19,7 @@ Pure and deterministic: the same summary of the same row always scores the same.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,7 +71,7 @@ class Fidelity:
 
     def shown_unsupported(self) -> list[str]:
         """The unsupported items as written to metrics: clipped, credentials masked."""
-        return [redact_secrets(clip(item, _SHOWN_ITEM_CHARS)) for item in self.unsupported[:_MAX_UNSUPPORTED]]
+        return [shown_item(item) for item in self.unsupported[:_MAX_UNSUPPORTED]]
 
     def shortfall(self, per_kind: int = 8) -> str:
         """What the summary left out and what it invented, in words (credentials masked)."""
@@ -79,12 +79,25 @@ class Fidelity:
         for kind in KINDS:
             missed = self.missed.get(kind, ())
             if missed:
-                shown = ", ".join(redact_secrets(clip(item, _SHOWN_ITEM_CHARS)) for item in missed[:per_kind])
+                shown = ", ".join(shown_item(item) for item in missed[:per_kind])
                 more = f" and {len(missed) - per_kind} more" if len(missed) > per_kind else ""
                 parts.append(f"{KIND_LABELS[kind]}: {shown}{more}")
         if self.unsupported:
             parts.append("not in the transcript: " + ", ".join(self.shown_unsupported()))
         return "; ".join(parts)
+
+
+def shown_item(item: str) -> str:
+    """An item as any output shows it (metrics, prompts, `eval`): clipped, credentials masked."""
+    return redact_secrets(clip(item, _SHOWN_ITEM_CHARS))
+
+
+def score_histogram(scores: Iterable[float], bins: int = 10) -> list[int]:
+    """Counts of scores in [0, 0.1), [0.1, 0.2), ... [0.9, 1.0] (for `bins` = 10)."""
+    counts = [0] * bins
+    for score in scores:
+        counts[min(bins - 1, int(score * bins))] += 1
+    return counts
 
 
 def score_summary(region: Sequence[Turn], summary: str, row: Sequence[Turn] | None = None) -> Fidelity:
