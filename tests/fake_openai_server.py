@@ -359,8 +359,8 @@ class FakeServerThread:
     inside the code): ``with FakeServerThread(faults=[...]) as server: server.base_url``.
     """
 
-    def __init__(self, **kwargs: Any) -> None:
-        self.server = FakeOpenAIServer(**kwargs)
+    def __init__(self, server: FakeOpenAIServer | None = None, **kwargs: Any) -> None:
+        self.server = server if server is not None else FakeOpenAIServer(**kwargs)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
 

@@ -13,6 +13,7 @@ from trajectory_compressor.errors import UsageError
 from trajectory_compressor.exit_codes import ExitCode
 from trajectory_compressor.run.pipeline import RunResult
 from trajectory_compressor.settings import (
+    BatchConfig,
     ConfigError,
     LLMConfig,
     OutputConfig,
@@ -23,6 +24,7 @@ from trajectory_compressor.settings import (
 )
 
 __all__ = [
+    "BatchConfig",
     "ConfigError",
     "ExitCode",
     "LLMConfig",

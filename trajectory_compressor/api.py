@@ -14,15 +14,19 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from trajectory_compressor.count import TokenCounter, build_counter
-from trajectory_compressor.exit_codes import FINISHED
+from trajectory_compressor.exit_codes import FINISHED, ExitCode
 from trajectory_compressor.read.sources import expand_inputs
-from trajectory_compressor.run.jobs import check_output_paths, plan_jobs
+from trajectory_compressor.run.jobs import CompressJob, check_output_paths, plan_jobs
 from trajectory_compressor.run.pipeline import CompressionRun, RunResult
 from trajectory_compressor.settings import ConfigError, RunConfig, settings_record
 from trajectory_compressor.summarize.choose import choose_summarizers, resolve_endpoint
 from trajectory_compressor.types import Summarizer
+
+if TYPE_CHECKING:  # the batch phase loads aiohttp: only runs with --batch import it
+    from trajectory_compressor.run.batch.driver import BatchPhase
 
 
 def compress(
@@ -68,21 +72,26 @@ async def compress_async(
     results: list[RunResult] = []
     try:
         if choice is not None and config.llm.responses:
-            await load_responses(choice.primary, Path(config.llm.responses), say)
+            from trajectory_compressor.summarize.llm.batch_file import answer_line_limit
+
+            limit = answer_line_limit(config.plan.summary_target_tokens)
+            await load_responses(choice.primary, Path(config.llm.responses), say, line_limit=limit)
         for job in jobs:
+            primary, fallback = (choice.primary, choice.fallback) if choice else (None, None)
             run = CompressionRun(
                 job,
                 config,
                 counter,
-                choice.primary if choice else None,
-                choice.fallback if choice else None,
+                primary,
+                fallback,
                 settings=settings,
                 on_message=on_message,
+                batches=batch_phase(job, config, counter, primary, fallback, say) if config.batch.enabled else None,
             )
             result = await run.run()
             results.append(result)
-            if result.exit_code not in FINISHED:
-                break
+            if result.exit_code not in FINISHED and result.exit_code != ExitCode.PENDING:
+                break  # pending: the next output's batches are submitted too
     finally:
         if choice is not None:
             await choice.primary.aclose()
@@ -91,16 +100,34 @@ async def compress_async(
     return results
 
 
-async def load_responses(summarizer: Summarizer, path: Path, say: Callable[[str], None]) -> None:
+async def load_responses(summarizer: Summarizer, path: Path, say: Callable[[str], None], *, line_limit: int) -> None:
     """`--responses`: put a batch output file's answers into the cache before the run asks."""
     from trajectory_compressor.summarize.llm import LLMSummarizer
 
     if not isinstance(summarizer, LLMSummarizer):
         raise ConfigError("--responses needs the llm summarizer: pass --base-url and --model")
-    loaded = await summarizer.load_responses(path)
+    loaded = await summarizer.load_responses(path, line_limit=line_limit)
     say(loaded.summary())
     for problem in loaded.problems:
         say(f"warning: {problem}")
+
+
+def batch_phase(
+    job: CompressJob,
+    config: RunConfig,
+    counter: TokenCounter,
+    primary: Summarizer | None,
+    fallback: Summarizer | None,
+    say: Callable[[str], None],
+) -> BatchPhase:
+    """`--batch`: the batch rounds of one output, in its own batch folder."""
+    from trajectory_compressor.run.batch.driver import BatchPhase
+    from trajectory_compressor.write.paths import OutputPaths
+
+    if config.dry_run:
+        raise ConfigError("--batch and --dry-run exclude each other: a dry run asks for no summary")
+    folder = OutputPaths.beside(job.output, job.metrics).batch_dir
+    return BatchPhase(folder, job.sources, config, counter, primary, fallback, say=say)
 
 
 def counter_for(config: RunConfig) -> TokenCounter:

@@ -1,4 +1,4 @@
-"""Command line: `trajectory-compressor compress | analyze | eval | requests | merge`.
+"""Command line: `trajectory-compressor compress | analyze | eval | requests | batches | merge`.
 
 Thin on purpose: it turns flags and the YAML config into a `RunConfig`, calls the Python API
 and maps outcomes to exit codes. Logs go to stderr; `--json` puts one summary object on stdout.
@@ -105,7 +105,8 @@ def compress(inputs: tuple[str, ...], output: str, config_file: str | None, json
         if not config.quiet:
             click.echo(result.summary_text, err=True)
         if result.message:
-            click.echo(("error: " if result.exit_code not in FINISHED else "") + result.message, err=True)
+            failed = result.exit_code not in FINISHED and result.exit_code != ExitCode.PENDING
+            click.echo(("error: " if failed else "") + result.message, err=True)
         exit_code = exit_code or result.exit_code
     if json_output:
         payload = results[0].report if len(results) == 1 else {"runs": [r.report for r in results]}
@@ -185,6 +186,57 @@ def requests(inputs: tuple[str, ...], output: str, config_file: str | None, **fl
         raise UsageError(f"the output {output} is also an input")
     written = write_requests(sources, Path(output), config, counter_for(config))
     click.echo(written.summary(), err=True)
+
+
+@main.group()
+def batches() -> None:
+    """Show or cancel the provider batches of a `compress --batch` run."""
+
+
+def _batch_endpoint(base_url: str | None, api_key_env: str) -> Any:
+    from trajectory_compressor.settings import LLMConfig
+
+    url = base_url or os.environ.get("OPENAI_BASE_URL")
+    return LLMConfig(base_url=url, model="batches", api_key_env=api_key_env) if url else None
+
+
+_batch_url_option = click.option(
+    "--base-url", help="The endpoint the batches went to [env OPENAI_BASE_URL; status: the record only]."
+)
+_batch_key_option = click.option(
+    "--api-key-env", default="OPENAI_API_KEY", show_default=True, help="Environment variable holding the API key."
+)
+
+
+@batches.command("status")
+@click.argument("output")
+@_batch_url_option
+@_batch_key_option
+@_json_option
+@reports_usage_errors
+def batches_status(output: str, base_url: str | None, api_key_env: str, json_output: bool) -> None:
+    """The batches of the run writing OUTPUT: ids, status, request counts."""
+    from trajectory_compressor.commands.batches import batches_status as status_of
+    from trajectory_compressor.commands.batches import render_status
+
+    runs = asyncio.run(status_of(Path(output), _batch_endpoint(base_url, api_key_env)))
+    click.echo(json.dumps(runs, ensure_ascii=True) if json_output else render_status(runs))
+
+
+@batches.command("cancel")
+@click.argument("output")
+@_batch_url_option
+@_batch_key_option
+@reports_usage_errors
+def batches_cancel(output: str, base_url: str | None, api_key_env: str) -> None:
+    """Cancel the open batches of the run writing OUTPUT (what they answered is still used)."""
+    from trajectory_compressor.commands.batches import cancel_batches
+
+    endpoint = _batch_endpoint(base_url, api_key_env)
+    if endpoint is None:
+        raise UsageError("cancelling needs the endpoint: pass --base-url or set OPENAI_BASE_URL")
+    cancelled = asyncio.run(cancel_batches(Path(output), endpoint))
+    click.echo(f"asked to cancel {len(cancelled)} batch(es): {', '.join(cancelled) or '-'}", err=True)
 
 
 @main.command()

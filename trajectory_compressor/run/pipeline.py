@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from stat import S_ISREG
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
@@ -38,6 +38,9 @@ from trajectory_compressor.write.html_compress import write_compress_html_report
 from trajectory_compressor.write.lock import OutputLock
 from trajectory_compressor.write.paths import OutputPaths
 from trajectory_compressor.write.report import RunTotals, build_report, render_text_summary
+
+if TYPE_CHECKING:  # the batch phase loads aiohttp: only runs with --batch import it
+    from trajectory_compressor.run.batch.driver import BatchPhase
 from trajectory_compressor.write.run_files import (
     OutputError,
     RunFiles,
@@ -58,6 +61,8 @@ class RunResult:
 
     @property
     def summary_text(self) -> str:
+        if "rows" not in self.report:  # stopped before any row: batches pending, or interrupted there
+            return f"status: {self.report['status']}"
         return render_text_summary(self.report)
 
 
@@ -74,8 +79,10 @@ class CompressionRun:
         *,
         settings: dict[str, Any],
         on_message: Callable[[str], None] | None = None,
+        batches: BatchPhase | None = None,
     ) -> None:
         self.job = job
+        self.batches = batches
         self.config = config
         self.counter = counter
         self.summarizer = summarizer
@@ -123,9 +130,28 @@ class CompressionRun:
         """Hold the output's lock for the whole run; an OS error on the outputs is one clear line."""
         try:
             with OutputLock(self.paths), sigterm_cancels_this_task():
-                return await self._run_locked()
+                if self.batches is not None:
+                    stopped = await self._batch_phase(self.batches)
+                    if stopped is not None:
+                        return stopped
+                result = await self._run_locked()
+                if self.batches is not None and result.report["status"] == "completed":
+                    self.batches.completed()
+                return result
         except OSError as exc:
             raise OutputError(describe_os_error(exc, self.paths.data)) from None
+
+    async def _batch_phase(self, batches: BatchPhase) -> RunResult | None:
+        """`--batch`: every summary into the cache first; a result only when the run stops here."""
+        try:
+            outcome = await batches.run()
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            message = "interrupted; re-run the same command: it picks up the same batches"
+            return RunResult({"status": "interrupted"}, ExitCode.INTERRUPTED, self.paths, message)
+        if outcome.settled:
+            return None
+        report = {"status": "pending", "batches": outcome.status}
+        return RunResult(report, ExitCode.PENDING, self.paths, outcome.message)
 
     async def _run_locked(self) -> RunResult:
         started = time.monotonic()

@@ -5,6 +5,7 @@ from trajectory_compressor.settings.declare import ConfigError, Setting, setting
 from trajectory_compressor.settings.record import settings_record
 from trajectory_compressor.settings.tree import (
     DEFAULT_NOTICE,
+    BatchConfig,
     LLMConfig,
     OutputConfig,
     PlanConfig,
@@ -16,6 +17,7 @@ from trajectory_compressor.settings.yaml_file import load_yaml_overrides
 
 __all__ = [
     "DEFAULT_NOTICE",
+    "BatchConfig",
     "ConfigError",
     "LLMConfig",
     "OutputConfig",

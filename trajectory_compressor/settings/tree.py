@@ -150,6 +150,55 @@ class LLMConfig:
 
 
 @dataclass(frozen=True)
+class BatchConfig:
+    """`--batch`: summaries through a provider's Files + Batches API at its batch price.
+
+    None of these is recorded in the settings record: a run may move between live and batch
+    summaries (and resume) without its outputs or its fingerprint changing.
+    """
+
+    enabled: bool = setting(
+        False, "bool", flag="--batch", flag_style="flag", yaml="batch.enabled",
+        help="Ask for summaries through the provider's batch API (/v1/files + /v1/batches), at its batch price.",
+    )  # fmt: skip
+    max_requests: int = setting(
+        50_000, "int", minimum=1, yaml="batch.max_requests", flag="--batch-max-requests",
+        help="Requests per batch input file.",
+    )  # fmt: skip
+    max_bytes: int = setting(
+        190_000_000, "int", minimum=4096, yaml="batch.max_bytes", flag="--batch-max-bytes",
+        help="Bytes per batch input file.",
+    )  # fmt: skip
+    fallback: str = setting(
+        "batch", "choice", choices=("batch", "live"), yaml="batch.fallback", flag="--batch-fallback",
+        help="Requests a batch failed or expired: one follow-up batch, or live calls; then the failure policy.",
+    )  # fmt: skip
+    no_wait: bool = setting(
+        False, "bool", flag="--no-wait", flag_style="flag", yaml="batch.no_wait",
+        help="Submit or check the batches, then exit 75 while they are pending (run the same command again later).",
+    )  # fmt: skip
+    poll_interval: float = setting(
+        30.0, "duration", above=0, yaml="batch.poll_interval", flag="--batch-poll-interval",
+        help="First wait between two looks at a batch; it grows to --batch-poll-max.",
+    )  # fmt: skip
+    poll_max: float = setting(
+        600.0, "duration", above=0, yaml="batch.poll_max", flag="--batch-poll-max",
+        help="Longest wait between two looks at a batch.",
+    )  # fmt: skip
+    completion_window: str = setting(
+        "24h", "str", yaml="batch.completion_window", flag="--batch-completion-window",
+        help="The completion window asked of the provider.",
+    )  # fmt: skip
+    discount: float = setting(
+        0.5, "number", minimum=0, maximum=1, yaml="batch.discount", flag="--batch-discount",
+        commands=("compress", "analyze"), help="Batch price as a share of the live price (for cost figures).",
+    )  # fmt: skip
+
+    def validate(self) -> None:
+        check_part(self)
+
+
+@dataclass(frozen=True)
 class ReadConfig:
     """How to read inputs and find the conversation in each record (auto-detected unless set)."""
 
@@ -227,6 +276,7 @@ class RunConfig:
 
     plan: PlanConfig = field(default_factory=PlanConfig)
     llm: LLMConfig = field(default_factory=LLMConfig)
+    batch: BatchConfig = field(default_factory=BatchConfig)
     read: ReadConfig = field(default_factory=ReadConfig)
     select: SelectConfig = field(default_factory=SelectConfig)
     output: OutputConfig = field(default_factory=OutputConfig)
@@ -280,7 +330,7 @@ class RunConfig:
     )
 
     def validate(self) -> None:
-        for part in (self.plan, self.llm, self.read, self.select, self.output):
+        for part in (self.plan, self.llm, self.batch, self.read, self.select, self.output):
             part.validate()
         check_part(self)
 
@@ -293,6 +343,7 @@ PARTS: dict[str, type] = {
     "run": RunConfig,
     "plan": PlanConfig,
     "llm": LLMConfig,
+    "batch": BatchConfig,
     "read": ReadConfig,
     "select": SelectConfig,
     "output": OutputConfig,

@@ -54,6 +54,6 @@ def choose_summarizers(config: RunConfig, counter: TokenCounter) -> SummarizerCh
     from trajectory_compressor.summarize.llm import LLMSummarizer
     from trajectory_compressor.summarize.redact import display_url
 
-    llm = LLMSummarizer(config.llm, counter)
+    llm = LLMSummarizer(config.llm, counter, batch_discount=config.batch.discount)
     note = f"summarizer: llm ({config.llm.model} at {display_url(config.llm.base_url)}; fallback: extractive)"
     return SummarizerChoice(llm, extractive, note)

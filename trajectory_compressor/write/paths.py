@@ -43,6 +43,15 @@ class OutputPaths:
         return self.data.parent / f".{self.data.name}.work"
 
     @property
+    def batch_dir(self) -> Path:
+        """The `--batch` folder: request files and the ids of what was uploaded and submitted.
+
+        Apart from the work folder, which a run may start over: forgetting a batch already
+        created would pay for it twice.
+        """
+        return self.data.parent / f".{self.data.name}.batches"
+
+    @property
     def lock(self) -> Path:
         return lock_beside(self.data)
 

@@ -16,6 +16,9 @@ from typing import Any
 
 import orjson
 
+from trajectory_compressor.summarize.llm.client import LENGTH_RETRY_MAX_FACTOR, reply_byte_limit
+from trajectory_compressor.summarize.llm.request import max_tokens_for
+
 _KEY = re.compile(r"^[0-9a-f]{64}$")
 _PROBLEMS_KEPT = 20
 
@@ -52,10 +55,26 @@ class ResponsesLoaded:
         )
 
 
-def read_batch_output(path: Path, loaded: ResponsesLoaded) -> Iterator[BatchAnswer]:
-    """The answer lines of `path`; malformed lines are counted in `loaded` and skipped."""
+def answer_line_limit(budget_tokens: int) -> int:
+    """The most bytes one output line may take: the largest reply the live client would read
+    for a summary of `budget_tokens` (after its `length` retries), plus the line's envelope."""
+    most_tokens = max_tokens_for(budget_tokens) * LENGTH_RETRY_MAX_FACTOR
+    return reply_byte_limit(most_tokens) + (64 << 10)
+
+
+def read_batch_output(path: Path, loaded: ResponsesLoaded, *, line_limit: int) -> Iterator[BatchAnswer]:
+    """The answer lines of `path`; malformed lines (or lines over `line_limit` bytes, which the
+    live client would not have read either) are counted in `loaded` and skipped."""
     with open(path, "rb") as handle:
-        for number, raw in enumerate(handle, start=1):
+        number = 0
+        while raw := handle.readline(line_limit + 1):
+            number += 1
+            if len(raw) > line_limit and not raw.endswith(b"\n"):
+                while (rest := handle.readline(1 << 20)) and not rest.endswith(b"\n"):
+                    pass  # skip the rest of the over-long line without holding it
+                loaded.malformed += 1
+                loaded.problem(number, f"answer line over {line_limit} bytes")
+                continue
             if not raw.strip():
                 continue
             answer = _answer(number, raw)

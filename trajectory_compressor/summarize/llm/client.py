@@ -251,12 +251,22 @@ class ChatClient:
         if paused:  # spread the herd released at the same instant
             await asyncio.sleep(self._rng.uniform(0.0, min(self._backoff_base, self._backoff_cap)))
 
+    @property
+    def has_key(self) -> bool:
+        """Whether an API key was found in the environment."""
+        return self._api_key is not None
+
+    def auth_headers(self) -> dict[str, str]:
+        """The Authorization header, unless the URL carries credentials (aiohttp sends those)."""
+        if self._api_key and not self._url_has_credentials:
+            return {"Authorization": f"Bearer {self._api_key}"}
+        return {}
+
     def _ensure_session(self) -> tuple[aiohttp.ClientSession, asyncio.Semaphore]:
         """One session per client, created inside the running loop on first use."""
         if self._session is None or self._session.closed:
             headers = {"Content-Type": "application/json", "Accept": "application/json", "User-Agent": USER_AGENT}
-            if self._api_key and not self._url_has_credentials:
-                headers["Authorization"] = f"Bearer {self._api_key}"
+            headers.update(self.auth_headers())
             connector = aiohttp.TCPConnector(limit=self.config.max_concurrency)
             self._session = aiohttp.ClientSession(connector=connector, headers=headers)
             self._semaphore = asyncio.Semaphore(self.config.max_concurrency)
@@ -332,15 +342,15 @@ class ChatClient:
                 self._auth_error = message
             return _Failure("auth", message, False)
         if status == 429:
-            return _Failure("429", self._status_message(status, raw), True, parse_retry_after(retry_after))
+            return _Failure("429", self.status_message(status, raw), True, parse_retry_after(retry_after))
         if status in (408, 409):
-            return _Failure("408/409", self._status_message(status, raw), True)
+            return _Failure("408/409", self.status_message(status, raw), True)
         if status >= 500:
-            return _Failure("5xx", self._status_message(status, raw), True, parse_retry_after(retry_after))
+            return _Failure("5xx", self.status_message(status, raw), True, parse_retry_after(retry_after))
         if status in (400, 413) and _CONTEXT_OVERFLOW.search(raw[:2000]):
-            return _Failure("context", self._status_message(status, raw), False)
+            return _Failure("context", self.status_message(status, raw), False)
         if not 200 <= status < 300:
-            return _Failure(str(status), self._status_message(status, raw), False)
+            return _Failure(str(status), self.status_message(status, raw), False)
         return self.parse_reply(raw)
 
     def parse_reply(self, raw: bytes) -> Reply | _Failure:
@@ -369,9 +379,10 @@ class ChatClient:
 
     # -- messages -----------------------------------------------------------------------------
 
-    def _status_message(self, status: int, raw: bytes) -> str:
+    def status_message(self, status: int, raw: bytes, where: str | None = None) -> str:
+        """`HTTP 500 from <where, the chat endpoint by default>: <what the body says>`, scrubbed."""
         detail = self._snippet(raw)
-        return f"HTTP {status} from {self.endpoint}" + (f": {detail}" if detail else "")
+        return f"HTTP {status} from {where or self.endpoint}" + (f": {detail}" if detail else "")
 
     def _snippet(self, raw: bytes) -> str:
         """A short, sanitized view of an error body: `error.message` when the body has one."""

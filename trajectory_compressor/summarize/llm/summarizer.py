@@ -10,8 +10,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -22,13 +23,24 @@ from trajectory_compressor.summarize.llm.batch_file import ResponsesLoaded, read
 from trajectory_compressor.summarize.llm.cache import CachedSummary, SummaryCache
 from trajectory_compressor.summarize.llm.client import ChatClient, Completion, Reply
 from trajectory_compressor.summarize.llm.prompt import build_messages, clean_reply
-from trajectory_compressor.summarize.llm.request import chat_request, turn_chars_for
+from trajectory_compressor.summarize.llm.request import ChatRequest, chat_request, turn_chars_for
 from trajectory_compressor.summarize.llm.usage import UsageTracker
 from trajectory_compressor.types import PromptTooLongError, SummaryError, SummaryRequest, SummaryResult
 
 logger = logging.getLogger(__name__)
 
 MIN_PROMPT_CHARS = 1500  # below this a transcript says too little to summarize
+
+
+@dataclass
+class StoredAnswers:
+    """What a batch output file gave: the requests answered (now in the cache), the failed ones
+    with why, and the tokens the answers were billed."""
+
+    answered: set[str] = field(default_factory=set)
+    failed: dict[str, str] = field(default_factory=dict)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
 
 
 class LLMSummarizer:
@@ -50,12 +62,16 @@ class LLMSummarizer:
         *,
         cache: SummaryCache | None = None,
         retry_after_cap: float = 300.0,
+        batch_discount: float = 0.5,
     ) -> None:
         if not config.base_url or not config.model:
             raise ConfigError("the llm summarizer needs --base-url and --model")
         self.config = config
         self.counter = counter
-        self.usage = UsageTracker(price_in=config.price_in, price_out=config.price_out)
+        self.usage = UsageTracker(price_in=config.price_in, price_out=config.price_out, batch_discount=batch_discount)
+        # Consulted on a cache miss before anything is sent (`--batch`): it may raise
+        # `RequestPending` (collect the request for a batch) or `SummaryError` (no live call).
+        self.on_miss: Callable[[ChatRequest], None] | None = None
         self._client = ChatClient(
             config,
             usage=self.usage,
@@ -101,6 +117,8 @@ class LLMSummarizer:
                 errors=cached.errors,
                 last_error=cached.last_error,
             )
+        if self.on_miss is not None:
+            self.on_miss(chat)
         # Admission as wide as the client's concurrency: a row takes its place here, so the
         # prompt it sends is (re)built with the latest learned size right before it goes out.
         async with self._admission:
@@ -169,33 +187,69 @@ class LLMSummarizer:
                 )
             return completion
 
-    async def load_responses(self, path: Path) -> ResponsesLoaded:
+    @property
+    def has_cache(self) -> bool:
+        return self._cache is not None
+
+    async def cached(self, key: str) -> bool:
+        """Whether the cache holds an answer under `key`."""
+        return await self._cache_call(SummaryCache.get, key) is not None
+
+    async def load_responses(self, path: Path, *, line_limit: int) -> ResponsesLoaded:
         """Store the answers of a batch output file in the cache, checked as live replies are.
 
         A run then finds them as cache hits; a request whose answer is missing, failed or
-        unusable (empty, cut at `max_tokens`) is sent live as usual.
+        unusable (empty, cut at `max_tokens`, a line over `line_limit` bytes) is sent live as usual.
         """
         if self._cache is None:
             raise ConfigError("--responses needs the summary cache (drop --no-cache)")
         loaded = ResponsesLoaded(str(path))
-        put = partial(SummaryCache.put, model=str(self.config.model))
         try:
-            for answer in read_batch_output(path, loaded):
-                reply = self._client.parse_reply(answer.body) if answer.status == 200 and answer.body else None
-                if not isinstance(reply, Reply):
-                    loaded.failed += 1
-                    why = reply.message if reply is not None else f"status {answer.status}"
-                    if answer.error:
-                        why = self._client.sanitize(answer.error)
-                    loaded.problem(answer.line, f"no usable answer: {why}")
-                    continue
-                stored = CachedSummary(reply.text, reply.prompt_tokens, reply.completion_tokens, 1, 0, None)
-                await self._cache_call(put, answer.custom_id, stored)
-                loaded.stored += 1
+            await self.store_answers(path, loaded, line_limit=line_limit)
         except OSError as exc:
             raise ConfigError(f"cannot read --responses {path}: {exc.strerror or exc}") from None
-        self.usage.record_batch_answers(loaded.stored)
         return loaded
+
+    async def store_answers(
+        self, path: Path, loaded: ResponsesLoaded, *, line_limit: int, keys: set[str] | None = None
+    ) -> StoredAnswers:
+        """Store each usable answer of batch output `path` in the cache; say which failed and why.
+
+        `keys`: the requests the file may answer (a provider's file for a batch of ours); an
+        answer to any other request is counted malformed. The tokens of the stored answers are
+        counted as batch tokens.
+        """
+        put = partial(SummaryCache.put, model=str(self.config.model))
+        stored_answers = StoredAnswers()
+        failed, answered = stored_answers.failed, stored_answers.answered
+        for answer in read_batch_output(path, loaded, line_limit=line_limit):
+            if keys is not None and answer.custom_id not in keys:
+                loaded.malformed += 1
+                loaded.problem(answer.line, "answers a request this batch did not ask")
+                continue
+            reply = self._client.parse_reply(answer.body) if answer.status == 200 and answer.body else None
+            if not isinstance(reply, Reply):
+                if answer.custom_id in answered:
+                    continue  # answered on another line already
+                loaded.failed += 1
+                if answer.error:
+                    why = self._client.sanitize(answer.error)
+                elif reply is not None:
+                    why = reply.message
+                else:
+                    why = self._client.status_message(answer.status or 0, answer.body or b"", "the batch")
+                loaded.problem(answer.line, f"no usable answer: {why}")
+                failed[answer.custom_id] = why
+                continue
+            stored = CachedSummary(reply.text, reply.prompt_tokens, reply.completion_tokens, 1, 0, None)
+            await self._cache_call(put, answer.custom_id, stored)
+            failed.pop(answer.custom_id, None)
+            answered.add(answer.custom_id)
+            loaded.stored += 1
+            stored_answers.prompt_tokens += reply.prompt_tokens
+            stored_answers.completion_tokens += reply.completion_tokens
+        self.usage.record_batch_answers(len(answered), stored_answers.prompt_tokens, stored_answers.completion_tokens)
+        return stored_answers
 
     def _messages_within(self, request: SummaryRequest, prompt_chars: int) -> list[dict[str, str]]:
         return build_messages(

@@ -18,13 +18,17 @@ class UsageTracker:
 
     price_in: float | None = None  # USD per million prompt tokens
     price_out: float | None = None  # USD per million completion tokens
+    batch_discount: float = 0.5  # batch tokens cost this share of the live price
     requests: int = 0  # HTTP requests sent (every attempt)
     successes: int = 0  # summaries obtained from the endpoint
     failures: int = 0  # summaries given up on (SummaryError / EndpointAuthError raised)
     cache_hits: int = 0
-    batch_answers_loaded: int = 0  # answers stored from a batch output file (`--responses`)
-    prompt_tokens: int = 0
+    batch_answers_loaded: int = 0  # answers stored from batch output (`--batch`, `--responses`)
+    prompt_tokens: int = 0  # live tokens: requests this run sent itself
     completion_tokens: int = 0
+    batch_prompt_tokens: int = 0  # tokens of the batch answers (billed at the batch price)
+    batch_completion_tokens: int = 0
+    batches_submitted: int = 0
     retries: Counter[str] = field(default_factory=Counter)  # cause -> retries
     failures_by_cause: Counter[str] = field(default_factory=Counter)
     in_flight: int = 0
@@ -56,19 +60,33 @@ class UsageTracker:
     def record_cache_hit(self) -> None:
         self.cache_hits += 1
 
-    def record_batch_answers(self, count: int) -> None:
+    def record_batch_answers(self, count: int, prompt_tokens: int = 0, completion_tokens: int = 0) -> None:
         self.batch_answers_loaded += count
+        self.batch_prompt_tokens += max(0, prompt_tokens)
+        self.batch_completion_tokens += max(0, completion_tokens)
+
+    def _priced(self, prompt_tokens: int, completion_tokens: int, share: float = 1.0) -> float | None:
+        if self.price_in is None and self.price_out is None:
+            return None
+        return share * (prompt_tokens * (self.price_in or 0.0) + completion_tokens * (self.price_out or 0.0)) / 1e6
+
+    @property
+    def cost_live_usd(self) -> float | None:
+        return self._priced(self.prompt_tokens, self.completion_tokens)
+
+    @property
+    def cost_batch_usd(self) -> float | None:
+        return self._priced(self.batch_prompt_tokens, self.batch_completion_tokens, self.batch_discount)
 
     @property
     def cost_usd(self) -> float | None:
-        """Spend from reported tokens, or None when no price is configured."""
-        if self.price_in is None and self.price_out is None:
-            return None
-        return (self.prompt_tokens * (self.price_in or 0.0) + self.completion_tokens * (self.price_out or 0.0)) / 1e6
+        """Spend from reported tokens (batch tokens at the batch price), or None without prices."""
+        live, batch = self.cost_live_usd, self.cost_batch_usd
+        return None if live is None or batch is None else live + batch
 
     def stats(self) -> dict[str, Any]:
         """JSON-serializable counters for the run report."""
-        cost = self.cost_usd
+        cost, live, batch = self.cost_usd, self.cost_live_usd, self.cost_batch_usd
         return {
             "requests": self.requests,
             "successes": self.successes,
@@ -80,7 +98,12 @@ class UsageTracker:
             "batch_answers_loaded": self.batch_answers_loaded,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
+            "batch_prompt_tokens": self.batch_prompt_tokens,
+            "batch_completion_tokens": self.batch_completion_tokens,
+            "batches_submitted": self.batches_submitted,
             "cost_usd": None if cost is None else round(cost, 6),
+            "cost_live_usd": None if live is None else round(live, 6),
+            "cost_batch_usd": None if batch is None else round(batch, 6),
             "max_in_flight": self.max_in_flight,
             "rate_limit_wait_seconds": round(self.rate_limit_wait_seconds, 3),
             "backoff_seconds": round(self.backoff_seconds, 3),

@@ -1,0 +1,138 @@
+"""Which summary requests a run still needs, found by running every row's own path against the cache.
+
+A batch round cannot be planned apart from the run: a row's second pass depends on how long its
+first summary came back, and a `--min-fidelity` retry on what that summary missed. So each row
+goes through the very `RowFinisher` the run uses, with the summarizer's cache as its only source
+of answers: a request the cache cannot answer is written to the round's request files and the
+row waits (`RequestPending`). Round 1 finds the first passes; the next round, with those answers
+in the cache, finds the second passes and retries they call for; a round that finds nothing
+means the run can finish from the cache alone.
+
+Requests are streamed to disk as they are found (a prompt can be 100 KB, so a million of them
+are never held), split by `--batch-max-requests` and `--batch-max-bytes`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+import orjson
+
+from trajectory_compressor.count import TokenCounter
+from trajectory_compressor.errors import RunAborted
+from trajectory_compressor.read.sources import InputSource
+from trajectory_compressor.run.batch.state import BatchState, Submission
+from trajectory_compressor.run.prepare import planned_rows
+from trajectory_compressor.run.row import RowFinisher
+from trajectory_compressor.settings import BatchConfig, RunConfig
+from trajectory_compressor.summarize.llm import LLMSummarizer
+from trajectory_compressor.summarize.llm.request import ChatRequest, batch_line
+from trajectory_compressor.types import Summarizer, SummaryError
+
+ROWS_AT_ONCE = 64
+
+
+class RequestPending(Exception):
+    """The row needs an answer the cache does not have yet: it waits for the next batch round."""
+
+
+class RequestFiles:
+    """The request files of one round, each within the byte and request limits, fsynced when closed."""
+
+    def __init__(self, folder: Path, round_number: int, limits: BatchConfig) -> None:
+        self.folder = folder
+        self.round = round_number
+        self.limits = limits
+        self.submissions: list[Submission] = []
+        self._handle: object | None = None
+        self._digest = hashlib.sha256()
+        self._requests = self._bytes = 0
+
+    def add(self, chat: ChatRequest) -> None:
+        line = orjson.dumps(batch_line(chat)) + b"\n"
+        full = self._requests >= self.limits.max_requests or self._bytes + len(line) > self.limits.max_bytes
+        if self._handle is None or (full and self._requests):
+            self._next_file()
+        assert self._handle is not None
+        self._handle.write(line)  # type: ignore[attr-defined]
+        self._digest.update(line)
+        self._requests += 1
+        self._bytes += len(line)
+
+    def close(self) -> list[Submission]:
+        self._close_file()
+        return self.submissions
+
+    def _next_file(self) -> None:
+        self._close_file()
+        name = f"round-{self.round:02d}-part-{len(self.submissions) + 1:04d}.jsonl"
+        nonce = uuid.uuid4().hex[:16]
+        self.submissions.append(Submission(name, self.round, requests=0, bytes=0, sha256="", nonce=nonce))
+        self._handle = open(self.folder / name, "wb")  # noqa: SIM115 - closed in _close_file
+        self._digest = hashlib.sha256()
+        self._requests = self._bytes = 0
+
+    def _close_file(self) -> None:
+        handle, self._handle = self._handle, None
+        if handle is None:
+            return
+        handle.flush()  # type: ignore[attr-defined]
+        os.fsync(handle.fileno())  # type: ignore[attr-defined]
+        handle.close()  # type: ignore[attr-defined]
+        last = self.submissions[-1]
+        last.requests, last.bytes, last.sha256 = self._requests, self._bytes, self._digest.hexdigest()
+
+
+async def collect_round(
+    sources: Sequence[InputSource],
+    config: RunConfig,
+    counter: TokenCounter,
+    collector: LLMSummarizer,
+    fallback: Summarizer,
+    state: BatchState,
+    files: RequestFiles,
+) -> int:
+    """Write every request the run still needs to `files`; returns the rows left waiting.
+
+    A request that already failed in as many batches as `--batch-fallback` allows is not asked
+    again: here it fails like a live request, so its row takes the failure policy (and asks for
+    nothing more), as it will in the run.
+    """
+    allowed = 2 if config.batch.fallback == "batch" else 1
+    seen: set[str] = set()
+
+    def on_miss(chat: ChatRequest) -> None:
+        if state.attempts(chat.key) >= allowed:
+            raise SummaryError(str(state.failures[chat.key].get("error")))
+        if chat.key not in seen:
+            seen.add(chat.key)
+            files.add(chat)
+        raise RequestPending
+
+    collector.on_miss = on_miss
+    finisher = RowFinisher(config, counter, collector, fallback)
+    waiting = 0
+
+    async def visit(row) -> bool:  # type: ignore[no-untyped-def]
+        try:
+            await finisher.finish(row)
+        except RequestPending:
+            return True
+        except RunAborted:  # `--on-summary-failure fail`: the run itself will stop there
+            return False
+        return False
+
+    chunk = []
+    for row in planned_rows(sources, config, counter):
+        chunk.append(row)
+        if len(chunk) >= ROWS_AT_ONCE:
+            waiting += sum(await asyncio.gather(*(visit(r) for r in chunk)))
+            chunk = []
+    waiting += sum(await asyncio.gather(*(visit(r) for r in chunk)))
+    collector.on_miss = None
+    return waiting
