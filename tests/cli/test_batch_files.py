@@ -117,3 +117,25 @@ def test_responses_need_the_llm_and_a_readable_file(tmp_path: Path) -> None:
     assert missing.returncode == 2 and "cannot read --responses" in missing.stderr
     no_model = run_cli("requests", str(source), "-o", str(tmp_path / "r.jsonl"))
     assert no_model.returncode == 2 and "--model" in no_model.stderr
+
+
+def test_an_answer_line_larger_than_a_live_reply_is_refused_not_read_whole(tmp_path: Path) -> None:
+    source = _input(tmp_path)
+    requests, results = tmp_path / "requests.jsonl", tmp_path / "results.jsonl"
+    with FakeServerThread() as server:
+        assert run_cli("requests", str(source), "-o", str(requests), *BUDGET, "--model", "batch-model").returncode == 0
+        _run_batch(requests, results, server.base_url)
+    answers = read_jsonl(results)
+    answers[0]["response"]["body"]["choices"][0]["message"]["content"] = "x" * 10_000_000  # a 10 MB "summary"
+    lines = [json.dumps(answer) for answer in answers]
+    results.write_text(lines[0] + "\n" + lines[0][:5_000_000] + "\n" + "\n".join(lines[1:]) + "\n")
+    with FakeServerThread() as server:
+        run = run_cli("compress", str(source), "-o", str(tmp_path / "out" / "x.jsonl"), "--responses", str(results),
+                      *_llm(server.base_url, tmp_path / "c.sqlite3"))  # fmt: skip
+        assert run.returncode == 0, run.stderr
+        assert len(server.requests) == 1  # the refused answer's row is asked live
+    assert "results.jsonl:1: answer line over" in run.stderr
+    assert "results.jsonl:2: answer line over" in run.stderr  # a cut copy, still over the cap
+    assert f"{len(answers) - 1} answers stored in the cache, 0 failed, 2 malformed lines" in run.stderr
+    summaries = [m["summary_tokens"] for m in read_jsonl(tmp_path / "out" / "x.metrics.jsonl") if m["was_compressed"]]
+    assert summaries and max(summaries) <= 400

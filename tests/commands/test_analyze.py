@@ -91,6 +91,7 @@ def test_analyze_json_agrees_with_a_dry_run(data: Path, dry_run: tuple[list[dict
     assert analysis["summary_completion_tokens"] == SUMMARY_BUDGET * len(planned)
     expected_cost = (analysis["summary_prompt_tokens"] * 0.3 + analysis["summary_completion_tokens"] * 2.5) / 1e6
     assert analysis["estimated_cost"] == pytest.approx(expected_cost)
+    assert analysis["estimated_cost_batch"] == pytest.approx(expected_cost / 2)  # --batch-discount 0.5
     page = html.read_text(encoding="utf-8")
     _assert_self_contained_html(page)
     cards = _cards(page)
@@ -98,6 +99,7 @@ def test_analyze_json_agrees_with_a_dry_run(data: Path, dry_run: tuple[list[dict
     assert cards["would compress"] == str(analysis["would_compress"])
     assert cards["tokens"] == f"{analysis['tokens_total']:,}"
     assert "estimated cost" in cards
+    assert cards["estimated cost with --batch"] == str(round(analysis["estimated_cost_batch"], 2))
 
 
 def test_analyze_prints_percentiles_and_a_histogram(data: Path, dry_run: tuple[list[dict[str, Any]], dict]) -> None:

@@ -34,6 +34,7 @@ class Analysis:
 
     target: int
     summary_budget: int
+    batch_discount: float = 0.5  # `--batch` tokens cost this share of the live price
     rows: int = 0
     rejected: int = 0
     over_target: int = 0
@@ -66,6 +67,7 @@ class Analysis:
             "summary_prompt_tokens": self.summary_prompt_tokens,
             "summary_completion_tokens": self.summary_completion_tokens,
             "estimated_cost": self.cost(price_in, price_out),
+            "estimated_cost_batch": _share(self.cost(price_in, price_out), self.batch_discount),
         }
 
 
@@ -76,7 +78,9 @@ def analyze_sources(
 ) -> Analysis:
     """Count and plan every row of `sources`; no summaries, no outputs."""
     plan = config.plan
-    result = Analysis(target=plan.target_max_tokens, summary_budget=plan.summary_target_tokens)
+    result = Analysis(
+        target=plan.target_max_tokens, summary_budget=plan.summary_target_tokens, batch_discount=config.batch.discount
+    )
     for row in planned_rows(sources, config, counter):
         result.rows += 1
         if row.plan is None:
@@ -96,6 +100,10 @@ def analyze_sources(
     return result
 
 
+def _share(cost: float | None, share: float) -> float | None:
+    return None if cost is None else cost * share
+
+
 def render_analysis(analysis: Analysis, price_in: float | None, price_out: float | None) -> str:
     """The terminal view: headline numbers, percentiles and a histogram of tokens per row."""
     data = analysis.to_dict(price_in, price_out)
@@ -108,7 +116,12 @@ def render_analysis(analysis: Analysis, price_in: float | None, price_out: float
         f"({data['would_stay_over_limit']:,} would stay over the limit)",
         f"summary requests: {data['summary_requests']:,}, about {data['summary_prompt_tokens']:,} prompt "
         f"and {data['summary_completion_tokens']:,} completion tokens"
-        + (f", about {data['estimated_cost']:.2f} at the given prices" if data["estimated_cost"] is not None else ""),
+        + (
+            f", about {data['estimated_cost']:.2f} live or {data['estimated_cost_batch']:.2f} with --batch "
+            "at the given prices"
+            if data["estimated_cost"] is not None
+            else ""
+        ),
         "",
         "tokens per row:",
         render_terminal_histogram(token_histogram(analysis.before, 20)) if analysis.before else "(no rows)",
@@ -128,6 +141,7 @@ def analysis_html(analysis: Analysis, price_in: float | None, price_out: float |
     }
     if data["estimated_cost"] is not None:
         headline["estimated cost"] = round(data["estimated_cost"], 2)
+        headline["estimated cost with --batch"] = round(data["estimated_cost_batch"], 2)
     return render_html_report(
         "trajectory_compressor: analysis", headline, analysis.before, analysis.after, analysis.target
     )
