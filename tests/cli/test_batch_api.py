@@ -9,6 +9,11 @@ again never submits a request twice and never loses an answer; the API key is in
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -300,3 +305,35 @@ def test_refused_credentials_a_wrong_endpoint_and_a_damaged_record_are_one_line(
     record.write_text(record.read_text().replace('"answers": 0', '"answers": 5'))
     damaged = _batch(source, out, "http://127.0.0.1:9/v1", tmp_path / "c.sqlite3")
     assert damaged.returncode == 2 and "cannot be trusted (its checksum does not match)" in damaged.stderr
+
+
+def test_a_second_run_on_the_output_is_refused_and_sigterm_while_polling_resumes(tmp_path: Path, live: Live) -> None:
+    source = live.source
+    out = tmp_path / "out" / "x.jsonl"
+    pause = tmp_path / "pause"
+    server = FakeBatchServer(hold=True)
+    with FakeServerThread(server=server):
+        args = ["compress", str(source), "-o", str(out), *_flags(server.base_url, tmp_path / "c.sqlite3", "--batch")]
+        env = {**os.environ, **KEY_ENV, "TC_PAUSE_AT": "batch-polled:1", "TC_PAUSE_FILE": str(pause)}
+        first = subprocess.Popen([sys.executable, "-m", "trajectory_compressor", *args], env=env,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+        try:
+            while not pause.exists():  # held right after its first look at the batch, lock taken
+                if first.poll() is not None:
+                    raise AssertionError(first.communicate())
+                time.sleep(0.01)
+            second = _batch(source, out, server.base_url, tmp_path / "c.sqlite3")
+            first.send_signal(signal.SIGTERM)  # handled at the run's next await, once the hook lets go
+            pause.with_name(pause.name + ".release").touch()
+            _, stderr = first.communicate(timeout=60)
+        finally:
+            if first.poll() is None:
+                first.kill()
+        assert second.returncode == 2 and "another run is writing" in second.stderr
+        assert first.returncode == 130, stderr
+        assert "re-run the same command: it picks up the same batches" in stderr
+        server.hold = False
+        again = run_cli_subprocess(*args, env=KEY_ENV)
+        assert again.returncode == 0, again.stderr
+    assert server.created() == 1 and len(server.requests) == 0
+    _same_as_live(out.parent, live)

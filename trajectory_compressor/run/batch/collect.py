@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -72,7 +73,9 @@ class RequestFiles:
         self._close_file()
         name = f"round-{self.round:02d}-part-{len(self.submissions) + 1:04d}.jsonl"
         nonce = uuid.uuid4().hex[:16]
-        self.submissions.append(Submission(name, self.round, requests=0, bytes=0, sha256="", nonce=nonce))
+        self.submissions.append(
+            Submission(name, self.round, requests=0, bytes=0, sha256="", nonce=nonce, written_at=time.time())
+        )
         self._handle = open(self.folder / name, "wb")  # noqa: SIM115 - closed in _close_file
         self._digest = hashlib.sha256()
         self._requests = self._bytes = 0

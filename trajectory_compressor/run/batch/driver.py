@@ -143,13 +143,16 @@ class BatchPhase:
     async def _submit(self, api: BatchAPI, submission: Submission) -> None:
         if submission.file_id is None:
             name = upload_name(submission.nonce, submission.sha256)
-            submission.file_id = await api.upload(self.folder / submission.name, name)
+            submission.file_id = await api.upload(self.folder / submission.name, name, since=submission.written_at)
             boundary("batch-uploaded")
             self.state.save(self.folder)
         if submission.batch_id is None:
             metadata = {"trajectory_compressor": submission.nonce, "round": str(submission.round)}
             batch = await api.create_batch(
-                submission.file_id, window=self.config.batch.completion_window, metadata=metadata
+                submission.file_id,
+                window=self.config.batch.completion_window,
+                metadata=metadata,
+                since=submission.written_at,
             )
             boundary("batch-created")
             submission.batch_id = str(batch["id"])

@@ -41,6 +41,7 @@ TRANSIENT_STATUSES = frozenset({408, 409, 429})
 PAGE = 100
 REPLY_LIMIT = 64 << 20  # a JSON reply of the API itself (not a file's content), far above any real one
 DOWNLOAD_CHUNK = 1 << 20
+LOOK_BACK_SECONDS = 86_400.0  # how far before a request file was written an upload of it is looked for
 
 
 class BatchAPIError(UsageError, RuntimeError):
@@ -76,7 +77,7 @@ class BatchAPI:
 
     # -- files ---------------------------------------------------------------------------------
 
-    async def upload(self, path: Path, name: str) -> str:
+    async def upload(self, path: Path, name: str, *, since: float = 0.0) -> str:
         """Upload the request file `path` (`purpose=batch`), or find it uploaded; returns its file id.
 
         It is looked for under its name first (a killed run may have uploaded it without
@@ -94,7 +95,7 @@ class BatchAPI:
             return data
 
         async def already() -> str | None:
-            return await self.find_file(name, len(content))
+            return await self.find_file(name, len(content), since=since)
 
         found = await already()
         if found is not None:
@@ -102,9 +103,13 @@ class BatchAPI:
         reply = await self._call("POST", "/files", data=form, recheck=already, what=f"upload {path.name}")
         return reply if isinstance(reply, str) else _field(reply, "id", "upload")
 
-    async def find_file(self, name: str, size: int) -> str | None:
-        """The id of an uploaded batch file named `name` with `size` bytes, if there is one."""
-        async for item in self._pages("/files", {"purpose": "batch"}):
+    async def find_file(self, name: str, size: int, *, since: float = 0.0) -> str | None:
+        """The id of an uploaded batch file named `name` with `size` bytes, if there is one.
+
+        Lists come newest first: the look stops at items made well before `since` (epoch
+        seconds, when the file was written), so a long history is not read to the end.
+        """
+        async for item in self._pages("/files", {"purpose": "batch"}, since=since):
             if item.get("filename") == name and item.get("bytes") in (size, None) and item.get("status") != "error":
                 return str(item["id"])
         return None
@@ -138,7 +143,9 @@ class BatchAPI:
 
     # -- batches -------------------------------------------------------------------------------
 
-    async def create_batch(self, file_id: str, *, window: str, metadata: dict[str, str]) -> dict[str, Any]:
+    async def create_batch(
+        self, file_id: str, *, window: str, metadata: dict[str, str], since: float = 0.0
+    ) -> dict[str, Any]:
         """Create the batch of `file_id`, or return the one that exists already for it."""
         body = {
             "input_file_id": file_id,
@@ -148,16 +155,16 @@ class BatchAPI:
         }
 
         async def already() -> dict[str, Any] | None:
-            return await self.find_batch(file_id)
+            return await self.find_batch(file_id, since=since)
 
         found = await already()
         if found is not None:
             return found
         return await self._call("POST", "/batches", json=body, recheck=already, what=f"create the batch of {file_id}")
 
-    async def find_batch(self, file_id: str) -> dict[str, Any] | None:
+    async def find_batch(self, file_id: str, *, since: float = 0.0) -> dict[str, Any] | None:
         """The newest batch whose input is `file_id` (not a cancelled one), if there is one."""
-        async for item in self._pages("/batches", {}):
+        async for item in self._pages("/batches", {}, since=since):
             if item.get("input_file_id") == file_id and item.get("status") not in ("cancelled", "cancelling"):
                 return item
         return None
@@ -170,8 +177,9 @@ class BatchAPI:
 
     # -- plumbing ------------------------------------------------------------------------------
 
-    async def _pages(self, path: str, params: dict[str, str]):  # type: ignore[no-untyped-def]
-        """Every item of a list endpoint, following `has_more` / `after`."""
+    async def _pages(self, path: str, params: dict[str, str], *, since: float = 0.0):  # type: ignore[no-untyped-def]
+        """Every item of a list endpoint, newest first, following `has_more` / `after`, until the
+        items were made more than a day (clock skew, queueing) before `since`."""
         after: str | None = None
         while True:
             query = {**params, "limit": str(PAGE), **({"after": after} if after else {})}
@@ -180,8 +188,12 @@ class BatchAPI:
             if not isinstance(items, list):
                 return
             for item in items:
-                if isinstance(item, dict) and "id" in item:
-                    yield item
+                if not isinstance(item, dict) or "id" not in item:
+                    continue
+                made = item.get("created_at")
+                if since and isinstance(made, (int, float)) and made < since - LOOK_BACK_SECONDS:
+                    return
+                yield item
             if not page.get("has_more") or not items:
                 return
             after = page.get("last_id") or items[-1].get("id")
