@@ -123,7 +123,7 @@ class FakeOpenAIServer:
     # -- lifecycle ----------------------------------------------------------------------------
 
     def make_app(self) -> web.Application:
-        app = web.Application()
+        app = web.Application(client_max_size=256 << 20)  # batch uploads: providers take ~200 MB
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_get("/v1/models", self._models)
         app.router.add_get("/_fake/stats", self._stats)
