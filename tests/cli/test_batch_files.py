@@ -40,6 +40,16 @@ def _run_batch(requests: Path, results: Path, base_url: str) -> None:
     )  # fmt: skip
 
 
+def _answered(tmp_path: Path) -> tuple[Path, Path]:
+    """An input, and the batch output file that answers every request of it (the fake's answers)."""
+    source = _input(tmp_path)
+    requests, results = tmp_path / "requests.jsonl", tmp_path / "results.jsonl"
+    with FakeServerThread() as server:
+        assert run_cli("requests", str(source), "-o", str(requests), *BUDGET, "--model", "batch-model").returncode == 0
+        _run_batch(requests, results, server.base_url)
+    return source, results
+
+
 def test_requests_file_answered_offline_gives_the_live_run_byte_for_byte(tmp_path: Path) -> None:
     source = _input(tmp_path, duplicate=True)
     requests, results = tmp_path / "requests.jsonl", tmp_path / "results.jsonl"
@@ -75,11 +85,7 @@ def test_requests_file_answered_offline_gives_the_live_run_byte_for_byte(tmp_pat
 
 
 def test_bad_and_failed_answer_lines_are_reported_and_their_rows_go_live(tmp_path: Path) -> None:
-    source = _input(tmp_path)
-    requests, results = tmp_path / "requests.jsonl", tmp_path / "results.jsonl"
-    with FakeServerThread() as server:
-        assert run_cli("requests", str(source), "-o", str(requests), *BUDGET, "--model", "batch-model").returncode == 0
-        _run_batch(requests, results, server.base_url)
+    source, results = _answered(tmp_path)
     answers = read_jsonl(results)
     failed = answers[0]
     failed["response"] = {"status_code": 500, "body": None}
@@ -120,11 +126,7 @@ def test_responses_need_the_llm_and_a_readable_file(tmp_path: Path) -> None:
 
 
 def test_an_answer_line_larger_than_a_live_reply_is_refused_not_read_whole(tmp_path: Path) -> None:
-    source = _input(tmp_path)
-    requests, results = tmp_path / "requests.jsonl", tmp_path / "results.jsonl"
-    with FakeServerThread() as server:
-        assert run_cli("requests", str(source), "-o", str(requests), *BUDGET, "--model", "batch-model").returncode == 0
-        _run_batch(requests, results, server.base_url)
+    source, results = _answered(tmp_path)
     answers = read_jsonl(results)
     answers[0]["response"]["body"]["choices"][0]["message"]["content"] = "x" * 10_000_000  # a 10 MB "summary"
     lines = [json.dumps(answer) for answer in answers]
