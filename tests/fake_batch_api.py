@@ -9,13 +9,14 @@ so a batch run and a live run of the same data get the very same summaries.
 Knobs (all optional):
 
 * `line_faults(batch_number, index, line) -> action`: per request line (batches count from 1):
-  "ok" (default), an HTTP status
+  "ok" (default), "echo_auth" (an error quoting the Authorization header the batch came with), an HTTP status
   ("500", "400"), "length" (cut at max_tokens), "empty", or "huge:N" (a reply N bytes long);
 * `outcomes`: the end of each created batch in turn ("completed", "expired": the second half
   of its requests expire, "failed": the whole batch is refused at validation); then "completed";
 * `create_faults` / `upload_faults`: per call in turn: an HTTP status ("429" comes with
   Retry-After 0; "401" echoes the Authorization header, as a careless server does), or
   "lost" (the call takes effect but the connection drops before the reply);
+* `output_extra`: raw lines appended to every output file (hostile or foreign answers);
 * `hold = True`: batches stay `in_progress` until a test sets it to False;
 * `page_size`: list endpoints return at most this many items a page (pagination is exercised).
 
@@ -45,6 +46,7 @@ class FakeBatchServer(FakeOpenAIServer):
     upload_faults: list[str] = field(default_factory=list)
     hold: bool = False
     page_size: int = 2
+    output_extra: list[bytes] = field(default_factory=list)
     files: dict[str, dict[str, Any]] = field(default_factory=dict, init=False)
     batches: dict[str, dict[str, Any]] = field(default_factory=dict, init=False)
     api_calls: list[tuple[str, str, str | None]] = field(default_factory=list, init=False)
@@ -209,6 +211,8 @@ class FakeBatchServer(FakeOpenAIServer):
             if rows:
                 file_id = f"file-{len(self.files) + 1:04d}"
                 content = b"".join(orjson.dumps(row) + b"\n" for row in rows)
+                if name == "output_file_id":
+                    content += b"".join(line + b"\n" for line in self.output_extra)
                 self.files[file_id] = {
                     "id": file_id, "object": "file", "bytes": len(content), "filename": name,
                     "purpose": "batch_output", "status": "processed", "content": content,
@@ -222,6 +226,10 @@ class FakeBatchServer(FakeOpenAIServer):
         action = (self.line_faults(batch_number, index, line) if self.line_faults else None) or "ok"
         name, _, argument = action.partition(":")
         envelope: dict[str, Any] = {"id": f"req_{index}", "custom_id": line["custom_id"], "error": None}
+        if name == "echo_auth":  # a careless provider quotes the caller's credentials
+            envelope["error"] = {"code": "refused", "message": f"refused {self.api_calls[-1][2]}"}
+            envelope["response"] = {"status_code": 403, "body": None}
+            return envelope
         if name.isdigit():
             error = {"error": {"message": f"fake line error {name}", "code": name}}
             envelope["response"] = {"status_code": int(name), "body": error}

@@ -337,3 +337,28 @@ def test_a_second_run_on_the_output_is_refused_and_sigterm_while_polling_resumes
         assert again.returncode == 0, again.stderr
     assert server.created() == 1 and len(server.requests) == 0
     _same_as_live(out.parent, live)
+
+
+def test_hostile_lines_in_an_output_file_are_reported_and_change_nothing(tmp_path: Path, live: Live) -> None:
+    source = live.source
+    deep = b'{"custom_id": "' + b"a" * 64 + b'", "response": ' + b"[" * 3000 + b"]" * 3000 + b"}"
+    foreign = json.dumps({"custom_id": "f" * 64, "response": {"status_code": 200, "body": {"choices": []}}})
+    leak = json.dumps({"custom_id": "e" * 64, "response": None, "error": {"message": f"key {SECRET} refused"}})
+    hostile = [deep, b'{"custom_id": "\\ud800", "response": null}', b"\xff\xfe not utf-8", foreign.encode(),
+               leak.encode(), b"[]"]  # fmt: skip
+
+    def quoting(batch: int, index: int, line: dict) -> str | None:  # one error quotes the key; its follow-up answers
+        return "echo_auth" if (batch, index) == (1, 0) else None
+
+    server = FakeBatchServer(output_extra=hostile, line_faults=quoting)
+    with FakeServerThread(server=server):
+        result = _batch(source, tmp_path / "out" / "x.jsonl", server.base_url, tmp_path / "c.sqlite3")
+    assert result.returncode == 0, result.stderr
+    assert server.created() == 2 and len(server.requests) == 0
+    assert "no usable answer: refused Bearer [REDACTED]" in result.stderr
+    name = "round-01-part-0001.output.jsonl"
+    for line in range(6, 12):  # after the 5 answers, each hostile line, reported where it is
+        assert f"warning: {name}:{line}: " in result.stderr, line
+    assert "answers a request this batch did not ask" in result.stderr
+    _same_as_live(tmp_path / "out", live)
+    _no_secret_anywhere(tmp_path, result.stderr)
