@@ -10,7 +10,8 @@ Knobs (all optional):
 
 * `line_faults(batch_number, index, line) -> action`: per request line (batches count from 1):
   "ok" (default), "echo_auth" (an error quoting the Authorization header the batch came with), an HTTP status
-  ("500", "400"), "length" (cut at max_tokens), "empty", or "huge:N" (a reply N bytes long);
+  ("500", "400"), "length" (cut at max_tokens), "empty", "huge:N" (a reply N bytes long) or "text:T" (the
+  summary T);
 * `outcomes`: the end of each created batch in turn ("completed", "expired": the second half
   of its requests expire, "failed": the whole batch is refused at validation); then "completed";
 * `create_faults` / `upload_faults`: per call in turn: an HTTP status ("429" comes with
@@ -242,6 +243,8 @@ class FakeBatchServer(FakeOpenAIServer):
             content = "  "
         elif name == "huge":
             content = "x" * int(argument)
+        elif name == "text":
+            content = argument
         elif name != "ok":
             raise ValueError(f"unknown line action {action!r}")
         reply = self._reply(body, {"role": "assistant", "content": content}, finish)

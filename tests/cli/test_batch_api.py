@@ -362,3 +362,22 @@ def test_hostile_lines_in_an_output_file_are_reported_and_change_nothing(tmp_pat
     assert "answers a request this batch did not ask" in result.stderr
     _same_as_live(tmp_path / "out", live)
     _no_secret_anywhere(tmp_path, result.stderr)
+
+
+def test_a_summary_over_its_budget_gets_its_second_pass_in_the_next_round(tmp_path: Path) -> None:
+    # Many small tool groups: a summary far over its budget leaves the row over the target.
+    source = write_jsonl(tmp_path / "in.jsonl", [make_trajectory(i, steps=40, output_lines=4) for i in range(3)])
+    long_summary = " ".join(f"step{k} done." for k in range(100))
+
+    def overshoot(batch: int, index: int, line: dict) -> str | None:
+        return f"text:{long_summary}" if batch == 1 else None
+
+    server = FakeBatchServer(line_faults=overshoot)
+    with FakeServerThread(server=server):
+        result = _batch(source, tmp_path / "out" / "x.jsonl", server.base_url, tmp_path / "c.sqlite3")
+    assert result.returncode == 0, result.stderr
+    assert "batch round 2: 3 requests for 3 rows" in result.stderr
+    assert server.created() == 2 and len(server.requests) == 0
+    metrics = read_jsonl(tmp_path / "out" / "x.metrics.jsonl")
+    assert [(m["passes"], m["still_over_limit"]) for m in metrics] == [(2, False)] * 3
+    assert long_summary not in (tmp_path / "out" / "x.jsonl").read_text()
