@@ -22,6 +22,7 @@ from trajectory_compressor.summarize.llm.batch_file import ResponsesLoaded, read
 from trajectory_compressor.summarize.llm.cache import CachedSummary, SummaryCache
 from trajectory_compressor.summarize.llm.client import ChatClient, Completion, Reply
 from trajectory_compressor.summarize.llm.prompt import build_messages, clean_reply
+from trajectory_compressor.summarize.llm.ratelimit import RequestGate
 from trajectory_compressor.summarize.llm.request import chat_request, turn_chars_for
 from trajectory_compressor.summarize.llm.usage import UsageTracker
 from trajectory_compressor.types import PromptTooLongError, SummaryError, SummaryRequest, SummaryResult
@@ -39,6 +40,8 @@ class LLMSummarizer:
     cannot be had (fatal status, retries exhausted) and `EndpointAuthError` on 401/403, after
     which every call raises it without sending. `counter` refines the `tpm` estimate.
     Retries, backoff and the prompt's size come from `config`; `retry_after_cap` is for tests.
+    `cache` replaces the configured one (any object with `SummaryCache`'s get/put/close), `gate`
+    shares the request limits with other processes (see `ratelimit.RequestGate`).
     """
 
     name = "llm"
@@ -50,6 +53,7 @@ class LLMSummarizer:
         *,
         cache: SummaryCache | None = None,
         retry_after_cap: float = 300.0,
+        gate: RequestGate | None = None,
     ) -> None:
         if not config.base_url or not config.model:
             raise ConfigError("the llm summarizer needs --base-url and --model")
@@ -61,6 +65,7 @@ class LLMSummarizer:
             usage=self.usage,
             clean=partial(clean_reply, redact=config.redact_secrets),
             retry_after_cap=retry_after_cap,
+            gate=gate,
         )
         max_prompt_chars = config.max_prompt_chars
         self._max_turn_chars = turn_chars_for(config)
