@@ -3,9 +3,10 @@
 Many writers on one SQLite file over a network filesystem is where SQLite's locking is least
 dependable; one writer per file is not. So each worker (a Ray actor, on any machine) writes
 only its own file, `worker-<host>-<pid>-<random>.sqlite3`, and on a miss looks in every other
-file of the folder, including those of workers that died, of earlier runs and of the driver
-that crashed. A summary received once is then never asked for again by any worker of any
-re-run that shares the folder. Each file is a plain `SummaryCache` (same schema, same keys).
+`*.sqlite3` file of the folder: those of workers that died, of earlier runs and of the driver
+that crashed, and a local run's cache file kept there (`--cache folder/summaries.sqlite3`).
+A summary received once is then never asked for again by any worker of any re-run that
+shares the folder. Each file is a plain `SummaryCache` (same schema, same keys).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from trajectory_compressor.summarize.llm.cache import CachedSummary, SummaryCache
 
-WORKER_GLOB = "worker-*.sqlite3"
+CACHE_GLOB = "*.sqlite3"  # every cache file of the folder: the workers', and a local run's
 
 
 class SharedFolderCache:
@@ -68,6 +69,6 @@ class SharedFolderCache:
 
     def _open_new_files(self) -> None:
         """Open the files other workers made since the last look (a listing per miss: cheap)."""
-        for path in sorted(self.folder.glob(WORKER_GLOB)):
+        for path in sorted(self.folder.glob(CACHE_GLOB)):
             if path != self.own.path and path not in self._others:
                 self._others[path] = SummaryCache(path)

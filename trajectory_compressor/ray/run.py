@@ -98,7 +98,9 @@ def run_on_ray(
         say(choice.note)
     cache_folder = None
     if config.llm.use_cache and uses_llm:
-        cache_folder = config.llm.cache_path or default_cache_folder(output)
+        # `--cache folder/summaries.sqlite3`: the workers' files go beside it, in its folder.
+        given = config.llm.cache_path
+        cache_folder = os.path.dirname(os.path.abspath(given)) if given else default_cache_folder(output)
         if cache_folder is None:
             say("warning: no --cache folder for a remote output: summaries will not be cached")
     _init_ray(config)

@@ -93,7 +93,7 @@ class LLMSummarizer:
         """
         chat = chat_request(self.config, request)
         messages, max_tokens, key = chat.messages, chat.max_tokens, chat.key
-        cached = await self._cache_call(SummaryCache.get, key)
+        cached = await self._cache_call(_cache_get, key)
         if cached is not None:
             self.usage.record_cache_hit()
             # Calls and errors are those it took when made: a row's metrics are the same
@@ -118,7 +118,7 @@ class LLMSummarizer:
             completion.errors,
             completion.last_error,
         )
-        await self._cache_call(partial(SummaryCache.put, model=str(self.config.model)), key, stored)
+        await self._cache_call(partial(_cache_put, model=str(self.config.model)), key, stored)
         return SummaryResult(
             text=completion.text,
             summarizer=self.name,
@@ -183,7 +183,7 @@ class LLMSummarizer:
         if self._cache is None:
             raise ConfigError("--responses needs the summary cache (drop --no-cache)")
         loaded = ResponsesLoaded(str(path))
-        put = partial(SummaryCache.put, model=str(self.config.model))
+        put = partial(_cache_put, model=str(self.config.model))
         try:
             for answer in read_batch_output(path, loaded):
                 reply = self._client.parse_reply(answer.body) if answer.status == 200 and answer.body else None
@@ -246,6 +246,15 @@ class LLMSummarizer:
                 self._cache_warned = True
                 logger.warning("summary cache %s failed (%s); continuing without it for now", cache.path, exc)
             return None
+
+
+def _cache_get(cache: SummaryCache, key: str) -> CachedSummary | None:
+    """`cache.get`, looked up on the object: a cache given in (a `SharedFolderCache`) has its own."""
+    return cache.get(key)
+
+
+def _cache_put(cache: SummaryCache, key: str, summary: CachedSummary, *, model: str) -> None:
+    cache.put(key, summary, model=model)
 
 
 def _open_cache(config: LLMConfig) -> SummaryCache | None:
