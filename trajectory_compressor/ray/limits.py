@@ -81,6 +81,10 @@ class RunLimits:
     def actors(self) -> list[Any]:
         return list(self._actors.values())
 
+    def holders(self) -> list[tuple[Any, int]]:
+        """(actor handle, slots held) of each registered worker: a test kills one mid-request."""
+        return [(actor, self._held[worker]) for worker, actor in self._actors.items()]
+
     def heartbeat(self, worker: str) -> None:
         self._seen[worker] = time.monotonic()
 
