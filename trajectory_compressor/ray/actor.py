@@ -1,17 +1,21 @@
 """The map_batches class: what one Ray actor does with a batch of rows, by the local engine's parts.
 
 An actor is made once per worker: it loads the tokenizer, builds the summarizers (one HTTP
-session, the shared-folder cache, the cluster-wide gate) and keeps one event loop. A batch is
-then validated, counted and planned in one call (`prepare_rows`, the tokenizer's batch speed),
-and its rows are finished concurrently on that loop (`RowFinisher.finish` under
-`asyncio.gather`), so one actor keeps up to `--max-concurrency` requests in flight. The rows
-come out as the lines the local engine would commit: dataset line, metrics line, over-limit
-entry, reject line, byte for byte.
+session, the shared-folder cache, the cluster-wide gate) and runs one event loop in a thread of
+its own. A batch is validated, counted and planned in the calling thread (`prepare_rows`, the
+tokenizer's batch speed, without the GIL), and its rows are finished concurrently on the loop
+(`RowFinisher.finish` under `asyncio.gather`). Ray runs several batches on one actor at once
+(`calls_per_actor`), so a batch's slowest row does not leave the actor idle and one actor keeps
+many requests in flight; the cluster-wide gate caps them all. The rows come out as the lines
+the local engine would commit: dataset line, metrics line, over-limit entry, reject line,
+byte for byte.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import threading
 from typing import Any
 
 import pyarrow as pa
@@ -57,6 +61,7 @@ class CompressWorker:
         self.counter = counter_for(config)
         self.notice_tokens = notice_tokens(self.counter, config.plan)
         self.loop = asyncio.new_event_loop()
+        threading.Thread(target=self.loop.run_forever, name="compress-worker-loop", daemon=True).start()
         self.gate = ClusterGate(limits) if limits is not None else None
         self._register()
         cache = SharedFolderCache(cache_folder) if cache_folder and config.llm.use_cache else None
@@ -78,6 +83,7 @@ class CompressWorker:
         import ray
 
         self.gate.limits.register.remote(self.gate.worker, ray.get_runtime_context().current_actor)
+        self.loop.call_soon_threadsafe(self.gate.start_heartbeat)  # alive: its slots are its own
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         rows = [(index, index + 1, item) for index, item in self._records(batch)]
@@ -89,7 +95,7 @@ class CompressWorker:
             skip_under_target=self.config.skip_under_target,
             reading=self.config.read,
         )
-        finished = self.loop.run_until_complete(self._finish(prepared))
+        finished = asyncio.run_coroutine_threadsafe(self._finish(prepared), self.loop).result()
         rows_out = [output_row(row, done) for row, done in zip(prepared, finished, strict=True)]
         return pa.Table.from_pylist(rows_out, OUT_SCHEMA)
 
@@ -97,10 +103,8 @@ class CompressWorker:
         try:
             return list(await asyncio.gather(*(self.finisher.finish(row) for row in prepared)))
         finally:
-            if self.gate is not None:
-                self.gate.stop()
-                if self.summarizer is not None:
-                    self.gate.report(self.summarizer.stats())
+            if self.gate is not None and self.summarizer is not None:
+                self.gate.report(self.summarizer.stats())
 
     def _records(self, batch: pa.Table) -> list[tuple[int, SourceRecord]]:
         """The batch's rows as the local reader's `SourceRecord`s: from `read_inputs` rows, or plain records."""
@@ -113,14 +117,11 @@ class CompressWorker:
         return records
 
     def __del__(self) -> None:
-        summarizer = getattr(self, "summarizer", None)
-        loop = getattr(self, "loop", None)
-        if summarizer is not None and loop is not None and not loop.is_closed():
-            try:
-                loop.run_until_complete(summarizer.aclose())
-                loop.close()
-            except Exception:  # an actor going away: nothing to report to
-                pass
+        summarizer, loop = getattr(self, "summarizer", None), getattr(self, "loop", None)
+        if summarizer is not None and loop is not None and loop.is_running():
+            # An actor going away: close the HTTP session and the cache; nothing to report to.
+            with contextlib.suppress(Exception):
+                asyncio.run_coroutine_threadsafe(summarizer.aclose(), loop).result(timeout=10)
 
 
 def input_record(row: dict[str, Any]) -> SourceRecord:

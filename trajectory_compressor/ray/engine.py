@@ -11,6 +11,7 @@ reorders or writes the rows apart.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from trajectory_compressor.ray.actor import CompressWorker
@@ -54,13 +55,19 @@ def compress_dataset(
     if limits is None:
         limits = start_limits(config.llm.max_concurrency, config.llm.rpm, config.llm.tpm)
     workers = num_workers or config.num_workers or default_workers()
+    calls = calls_per_actor(config.llm.max_concurrency, workers, batch_size)
     return dataset.repartition(target_num_rows_per_block=batch_size).map_batches(
         CompressWorker,
         fn_constructor_args=(config, limits, cache_folder),
         fn_constructor_kwargs={"keep_rejects_in_data": keep_rejects_in_data, "source_name": source_name},
         batch_size=batch_size,
         batch_format="pyarrow",
-        compute=ray.data.ActorPoolStrategy(size=workers),
+        compute=ray.data.ActorPoolStrategy(
+            size=workers,
+            max_concurrent_calls_per_actor=calls,
+            max_tasks_in_flight_per_actor=calls,
+            enable_true_multi_threading=True,
+        ),
         num_cpus=worker_cpus(workers),
     )
 
@@ -83,3 +90,9 @@ def worker_cpus(workers: int) -> float:
     rows over the actors, the writes): with every CPU held by an actor they would never run.
     """
     return max(0.05, min(1.0, (cluster_cpus() - 1.0) / workers))
+
+
+def calls_per_actor(max_concurrency: int, workers: int, batch_size: int) -> int:
+    """Batches one actor works on at once: enough that the workers together can fill
+    `--max-concurrency` twice over (a batch's rows finish unevenly), at least 2, at most 16."""
+    return max(2, min(16, math.ceil(2 * max_concurrency / (workers * batch_size))))

@@ -160,22 +160,19 @@ class ClusterGate:
     def __init__(self, limits: Any) -> None:
         self.limits = limits
         self.worker = uuid.uuid4().hex
-        self.holding = 0
         self._heartbeat: asyncio.Task[None] | None = None
 
     async def acquire(self, estimated_tokens: int) -> float:
-        self._start_heartbeat()
+        self.start_heartbeat()
         ref = self.limits.acquire.remote(self.worker, estimated_tokens)
         try:
             waited = await ref
         except asyncio.CancelledError:  # the row gave up waiting; the slot may still come: return it
             asyncio.get_running_loop().create_task(self._release_when_granted(ref))
             raise
-        self.holding += 1
         return float(waited)
 
     def release(self) -> None:
-        self.holding -= 1
         self.limits.release.remote(self.worker)
 
     async def _release_when_granted(self, ref: Any) -> None:
@@ -186,7 +183,8 @@ class ClusterGate:
     def report(self, stats: dict[str, Any]) -> None:
         self.limits.report.remote(self.worker, stats)
 
-    def _start_heartbeat(self) -> None:
+    def start_heartbeat(self) -> None:
+        """Beat while this worker's loop runs (call on the loop): a killed worker falls silent."""
         if self._heartbeat is None or self._heartbeat.done():
             self._heartbeat = asyncio.get_running_loop().create_task(self._beat())
 
@@ -194,9 +192,3 @@ class ClusterGate:
         while True:
             self.limits.heartbeat.remote(self.worker)
             await asyncio.sleep(HEARTBEAT_SECONDS)
-
-    def stop(self) -> None:
-        """Stop the heartbeat (a batch is done: this worker holds no slot until the next one)."""
-        if self._heartbeat is not None:
-            self._heartbeat.cancel()
-            self._heartbeat = None
