@@ -51,7 +51,6 @@ def check_supported(config: RunConfig, output_format: str) -> None:
         "--html-report": config.output.html_report is not None,
         "--responses": config.llm.responses is not None,
         "--metrics (the Ray layout names it)": config.output.metrics is not None,
-        "--no-resume (a Ray run always rewrites its parts)": not config.output.resume,
     }
     for name, given in refused.items():
         if given:
