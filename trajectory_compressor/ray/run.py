@@ -160,7 +160,9 @@ def _init_ray(config: RunConfig) -> None:
     level = logging.WARNING if config.quiet else logging.INFO
     if config.ray_address:
         ray.init(address=config.ray_address, logging_level=level)
-    else:
+    elif os.environ.get("RAY_ADDRESS"):  # inside `ray job submit`: the job's cluster
+        ray.init(logging_level=level)
+    else:  # a local Ray for this run only
         ray.init(include_dashboard=False, logging_level=level)
 
 
