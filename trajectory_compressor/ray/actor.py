@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import threading
 from typing import Any
 
@@ -58,6 +59,7 @@ class CompressWorker:
 
         self.config = config
         self.source_name = source_name
+        _share_cores()
         self.counter = counter_for(config)
         self.notice_tokens = notice_tokens(self.counter, config.plan)
         self.loop = asyncio.new_event_loop()
@@ -122,6 +124,18 @@ class CompressWorker:
             # An actor going away: close the HTTP session and the cache; nothing to report to.
             with contextlib.suppress(Exception):
                 asyncio.run_coroutine_threadsafe(summarizer.aclose(), loop).result(timeout=10)
+
+
+def _share_cores() -> None:
+    """Give the tokenizer's thread pool the CPUs Ray gave this actor, not every core of the node.
+
+    The Rust tokenizer sizes its pool by the machine; N actors on one node would each start one
+    thread per core and fight over them. Set before the tokenizer is first used.
+    """
+    import ray
+
+    cpus = ray.get_runtime_context().get_assigned_resources().get("CPU", 1.0)
+    os.environ.setdefault("RAYON_NUM_THREADS", str(max(1, round(cpus))))
 
 
 def input_record(row: dict[str, Any]) -> SourceRecord:

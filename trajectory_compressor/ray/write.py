@@ -34,6 +34,7 @@ from trajectory_compressor.write.paths import output_stem
 from trajectory_compressor.write.report import RunTotals
 
 SIDE_PARTS = ("metrics", "over_limit", "rejects")
+ROWS_PER_PART = 512
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,11 @@ class CompressedOutput(Datasink):
         self.layout = layout
         self.output_format = output_format
         self.totals = RunTotals()
+
+    @property
+    def min_rows_per_write(self) -> int:
+        """Rows Ray gathers for one write task: fewer, larger parts (a task has a fixed cost)."""
+        return ROWS_PER_PART
 
     def on_write_start(self, schema: Any = None) -> None:
         import pyarrow.fs as pafs
