@@ -27,6 +27,12 @@ One run measures, on the same data, and prints ratios against targets:
 5. rss        peak RSS of `compress --dry-run` and `--summarizer extractive` at a small and a
               large row count (`/usr/bin/time -v`, else getrusage of a fresh child): memory must
               not grow with the input, only with `--window`.
+6. ray        the Ray engine on this machine (skipped without the `[ray]` extra): rows/s of
+              `compress --summarizer extractive` on the main input with the local engine, with
+              `--engine ray --num-workers 1` and `--num-workers 2` (each steady: wall minus its
+              own 1-row run, so Ray's start-up is left out), and the ratios between them; then
+              the LLM stage's rows across 2 workers against the fake server: achieved requests/s
+              against the ideal C / latency (`--max-concurrency` C holds for the whole cluster).
 
 Targets (PASS/FAIL in the table): dry-run steady state <= 1.3x the limit; dry-run >= 2.5x faster
 than the reference; llm >= 85% of ideal (C=64, 200 ms); peak RSS at the large count within 25% of
@@ -77,7 +83,7 @@ SCRIPTS = Path(__file__).resolve().parent
 REPO = SCRIPTS.parent
 sys.path.insert(0, str(SCRIPTS))
 
-STAGES = ("limit", "reference", "cli", "llm", "rss")
+STAGES = ("limit", "reference", "cli", "llm", "rss", "ray")
 TIME_BINARY = "/usr/bin/time"
 
 # The small budget of stages 4 and 5: every clipped row is over it and has a middle to summarize.
@@ -730,6 +736,62 @@ def stage_rss(args: argparse.Namespace, workdir: Path, figures: Figures) -> None
         data.unlink()
 
 
+def steady_seconds(wall: float, startup: float) -> float:
+    """Wall minus start-up; the whole wall for a tiny run shorter than the start-up's noise."""
+    return wall - startup if wall > startup else wall
+
+
+def stage_ray(args: argparse.Namespace, workdir: Path, figures: Figures, main_data: Path) -> None:
+    """(6) The Ray engine against the local one (extractive, main input), then its LLM stage."""
+    import importlib.util
+
+    if importlib.util.find_spec("ray") is None:
+        figures.info["ray"] = {"skipped": 'ray is not installed (pip install "trajectory-compressor[ray]")'}
+        return
+    one_row = workdir / "ray_one_row.jsonl"
+    first_line(main_data, one_row)
+    rows = sum(1 for line in main_data.open("rb") if line.strip())
+    budget = (
+        "--target-max-tokens",
+        str(args.target_max_tokens),
+        "--summary-target-tokens",
+        str(args.summary_target_tokens),
+    )
+    engines = {
+        "local": (),
+        "ray1": ("--engine", "ray", "--num-workers", "1"),
+        "ray2": ("--engine", "ray", "--num-workers", "2"),
+    }
+    llm_rows = args.llm_rows or max(3000, math.ceil(args.concurrency / args.latency * args.llm_seconds))
+    llm_data = workdir / "ray_llm_rows.jsonl"
+    write_cycled(llm_data, clipped_rows(min(llm_rows, 4000), args.seed, args.clip_chars, args.clip_turns), llm_rows)
+    figures.info["ray"] = {"rows": rows, "llm_rows": llm_rows, "ideal_rps": args.concurrency / args.latency}
+    for round_number in range(args.repeat):
+        print(f"  ray round {round_number + 1}/{args.repeat}", file=sys.stderr, flush=True)
+        for name, flags in engines.items():
+            start, _ = run_compress(
+                one_row, workdir / f"out-ray-{name}-1", workdir, "--summarizer", "extractive", *flags, *budget
+            )
+            full, report = run_compress(
+                main_data, workdir / f"out-ray-{name}", workdir, "--summarizer", "extractive", *flags, *budget
+            )
+            figures.add(f"ray_{name}_startup_s", start.wall)
+            figures.add(f"ray_{name}_wall_s", full.wall)
+            figures.add(f"ray_{name}_rows_per_s", rows / steady_seconds(full.wall, start.wall))
+            figures.info["ray"][f"{name}_compressed"] = report["rows"]["compressed"]
+        with fake_server(args.latency) as (base_url, stats):
+            measured, report = run_compress(
+                llm_data, workdir / "out-ray-llm", workdir, *engines["ray2"], "--summarizer", "llm", "--no-cache",
+                "--base-url", base_url, "--model", "fake-model", "--max-concurrency", str(args.concurrency),
+                "--on-summary-failure", "keep", *SMALL_BUDGET,
+            )  # fmt: skip
+            served = stats()
+        busy = steady_seconds(measured.wall, figures.median("ray_ray2_startup_s") or 0.0)
+        figures.add("ray_llm_rps", served["requests"] / busy)
+        figures.add("ray_llm_max_in_flight", served["max_in_flight"])
+        figures.info["ray"].update(llm_requests=served["requests"], llm_summarized=report["rows"]["compressed"])
+
+
 # ------------------------------------------------------------------------------------ the table
 def evaluate(args: argparse.Namespace, figures: Figures) -> list[tuple[str, str, str, str]]:
     """Rows of the printed table: (figure, value, target, verdict)."""
@@ -865,6 +927,34 @@ def evaluate(args: argparse.Namespace, figures: Figures) -> list[tuple[str, str,
                 "< 0.25",
                 None if share is None else share < 0.25,
             )
+    ray = figures.info.get("ray")
+    if ray and ray.get("skipped"):
+        table.append((f"(6) ray: skipped, {ray['skipped']}", "", "", ""))
+    elif ray:
+        table.append((f"(6) ray: {ray['rows']} rows, compress --summarizer extractive, steady rows/s", "", "", ""))
+        local, one, two = m("ray_local_rows_per_s"), m("ray_ray1_rows_per_s"), m("ray_ray2_rows_per_s")
+        row("    local engine, rows/s", local, "{:.1f}")
+        row("    ray, 1 worker, rows/s", one, "{:.1f}")
+        row("    ray, 2 workers, rows/s", two, "{:.1f}")
+        row("    ray 1 worker / local", _ratio(one, local), "{:.2f}x")
+        row("    ray 2 workers / local", _ratio(two, local), "{:.2f}x")
+        row("    ray 2 workers / 1 worker", _ratio(two, one), "{:.2f}x")
+        row(
+            "    ray start-up (1-row run) / local start-up, s",
+            f"{m('ray_ray2_startup_s'):.1f} / {m('ray_local_startup_s'):.1f}",
+        )
+        table.append(
+            (f"(6b) ray llm: {ray['llm_rows']} rows, 2 workers, C={args.concurrency} for the cluster, "
+             f"latency {args.latency * 1000:.0f} ms", "", "", "")
+        )  # fmt: skip
+        row(
+            "    rows summarized / requests served (last run)",
+            f"{ray.get('llm_summarized')} / {ray.get('llm_requests')}",
+        )
+        row("    ideal C / latency, req/s", ray["ideal_rps"], "{:.1f}")
+        row("    achieved requests/s (requests / (wall - ray start-up))", m("ray_llm_rps"), "{:.1f}")
+        row("    server max in flight", m("ray_llm_max_in_flight"), "{:.0f}", f"<= {args.concurrency}")
+        row("ray llm achieved / ideal", _ratio(m("ray_llm_rps"), ray["ideal_rps"]), "{:.1%}")
     small, large = args.rss_rows
     if m(f"rss_dry_{small}_mb") is not None:
         table.append((f"(5) peak RSS, clipped rows ({small} / {large} rows)", "", "", ""))
@@ -980,7 +1070,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     try:
         data = args.input.resolve() if args.input else None
-        if data is None and {"limit", "reference", "cli", "llm"} & set(args.stages):
+        if data is None and {"limit", "reference", "cli", "llm", "ray"} & set(args.stages):
             data = workdir / "main.jsonl"
             print(f"generating {args.rows} rows (seed {args.seed})", file=sys.stderr, flush=True)
             write_generated(data, args.rows, args.seed)
@@ -990,6 +1080,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         stages: list[tuple[str, Callable[[], None]]] = [
             ("llm", lambda: stage_llm(args, workdir, figures, data)),
             ("rss", lambda: stage_rss(args, workdir, figures)),
+            ("ray", lambda: stage_ray(args, workdir, figures, data)),
         ]
         for name, stage in stages:
             if name in args.stages:

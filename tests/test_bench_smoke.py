@@ -7,6 +7,7 @@ current CLI, report layout and fake server.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -56,4 +57,10 @@ def test_bench_runs_every_stage_at_tiny_sizes(tmp_path: Path) -> None:
     assert info["limit"]["tokens"] == info["dry"]["tokens_before"]  # the limit counts what we count
     assert info["llm"]["requests"] == info["llm"]["summarized"] == 12  # every row needed one summary
     assert medians["llm_max_in_flight"] <= 4
+    if importlib.util.find_spec("ray") is not None:  # (6) the Ray engine, with the [ray] extra
+        for name in ("ray_local_rows_per_s", "ray_ray1_rows_per_s", "ray_ray2_rows_per_s", "ray_llm_rps"):
+            assert medians.get(name) is not None, name
+        assert info["ray"]["llm_requests"] == info["ray"]["llm_summarized"] == 12
+        assert medians["ray_llm_max_in_flight"] <= 4  # --max-concurrency holds for both workers together
+        assert info["ray"]["local_compressed"] == info["ray"]["ray2_compressed"]
     assert payload["machine"]["cores"] >= 1

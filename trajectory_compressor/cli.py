@@ -89,7 +89,15 @@ def compress(inputs: tuple[str, ...], output: str, config_file: str | None, json
     install_sigterm_as_interrupt()
     say = _messages(config.quiet)
     try:
-        results = asyncio.run(compress_async(list(inputs), output, config, on_message=say))
+        if config.engine == "ray":
+            from trajectory_compressor.ray import require_ray
+
+            require_ray()
+            from trajectory_compressor.ray.run import run_on_ray
+
+            results: list[Any] = [run_on_ray(list(inputs), output, config, on_message=say)]
+        else:
+            results = asyncio.run(compress_async(list(inputs), output, config, on_message=say))
     except UsageError:
         raise
     except KeyboardInterrupt:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -150,13 +150,22 @@ def iter_jsonl(path: str | Path) -> Iterator[SourceRecord]:
     """Yield one `SourceRecord` per non-blank line of a JSONL file, in order."""
     source = str(path)
     with open_binary(path) as handle:
-        for line_number, line in enumerate(handle, start=1):
-            raw = line.rstrip(b"\r\n")
-            if line_number == 1 and raw.startswith(BOM):
-                raw = raw[len(BOM) :]
-            if not raw.strip():
-                continue
+        for line_number, raw in record_lines(handle):
             yield parse_record(source, line_number, raw)
+
+
+def record_lines(handle: Iterable[bytes]) -> Iterator[tuple[int, bytes]]:
+    """(1-based line number, bytes) of each non-blank line of an open JSONL stream, BOM dropped.
+
+    Apart from `iter_jsonl` so another reader (the Ray engine's, on any pyarrow filesystem)
+    numbers and skips lines exactly as the local one does.
+    """
+    for line_number, line in enumerate(handle, start=1):
+        raw = line.rstrip(b"\r\n")
+        if line_number == 1 and raw.startswith(BOM):
+            raw = raw[len(BOM) :]
+        if raw.strip():
+            yield line_number, raw
 
 
 # --- validating JSON too deep to parse ------------------------------------------------------------

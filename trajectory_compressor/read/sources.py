@@ -395,8 +395,11 @@ def _json_elements(name: str, text: bytes, spans: list[tuple[int, int]]) -> Iter
         yield item if item.error is not None else dataclasses.replace(item, raw=None)
 
 
-def _iter_parquet(source: InputSource, split: str) -> Iterator[SourceRecord]:
-    """Rows of a parquet file, a record batch at a time, JSON-typed columns decoded back."""
+def _iter_parquet(source: InputSource, split: str, handle: Any = None) -> Iterator[SourceRecord]:
+    """Rows of a parquet file, a record batch at a time, JSON-typed columns decoded back.
+
+    `handle` is an open file to read instead of the path (the Ray engine's, on any filesystem
+    pyarrow supports: `iter_parquet_handle`)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -404,7 +407,7 @@ def _iter_parquet(source: InputSource, split: str) -> Iterator[SourceRecord]:
 
     path = source.path or source.name
     try:
-        parquet_file = pq.ParquetFile(path)
+        parquet_file = pq.ParquetFile(handle if handle is not None else path)
         schema = parquet_file.schema_arrow
     except (OSError, pa.ArrowException) as exc:
         raise InputError(f"cannot open parquet file {source.name}: {one_line(exc)}") from exc
@@ -428,6 +431,11 @@ def _iter_parquet(source: InputSource, split: str) -> Iterator[SourceRecord]:
         raise InputError(f"cannot read parquet file {source.name} after row {number}: {one_line(exc)}") from exc
     finally:
         parquet_file.close()
+
+
+def iter_parquet_handle(name: str, handle: Any) -> Iterator[SourceRecord]:
+    """The records of an open Parquet file (a pyarrow file object), numbered and decoded as a local file's."""
+    return _iter_parquet(InputSource(name=name, kind="parquet", path=name), "train", handle)
 
 
 def _batch_rows(batch: Any) -> list[Any]:

@@ -328,6 +328,18 @@ class RunConfig:
     quiet: bool = setting(
         False, "bool", flag="-q --quiet", flag_style="flag", commands=BOTH, help="No progress bar, fewer messages."
     )
+    engine: str = setting(
+        "local", "choice", choices=("local", "ray"), yaml="processing.engine",
+        help='Where the run goes: this process, or Ray Data (pip install "trajectory-compressor[ray]").',
+    )  # fmt: skip
+    ray_address: str | None = setting(
+        None, "str", optional=True, yaml="processing.ray_address",
+        help="Ray cluster to join (--engine ray) [a local Ray].",
+    )  # fmt: skip
+    num_workers: int | None = setting(
+        None, "int", minimum=1, optional=True, yaml="processing.num_workers",
+        help="Ray actors compressing rows (--engine ray) [one per CPU of the cluster].",
+    )  # fmt: skip
 
     def validate(self) -> None:
         for part in (self.plan, self.llm, self.batch, self.read, self.select, self.output):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Any
 
 from trajectory_compressor.count import TokenCounter
 from trajectory_compressor.settings import ConfigError, RunConfig, with_values
@@ -35,8 +36,14 @@ def resolve_endpoint(config: RunConfig) -> RunConfig:
     return config
 
 
-def choose_summarizers(config: RunConfig, counter: TokenCounter) -> SummarizerChoice:
-    """Build the summarizers `config.summarizer` asks for; raise `ConfigError` if it cannot."""
+def choose_summarizers(
+    config: RunConfig, counter: TokenCounter, *, cache: Any = None, gate: Any = None
+) -> SummarizerChoice:
+    """Build the summarizers `config.summarizer` asks for; raise `ConfigError` if it cannot.
+
+    `cache` and `gate` go to the LLM summarizer (the Ray engine's shared-folder cache and
+    cluster-wide limits); None keeps the configured cache and the client's own limits.
+    """
     # The same `--redact-secrets` for both: a summary is redacted whichever summarizer writes it.
     extractive = ExtractiveSummarizer(counter, redact=config.llm.redact_secrets)
     wants_llm = config.summarizer == "llm" or (config.summarizer == "auto" and bool(config.llm.base_url))
@@ -54,6 +61,6 @@ def choose_summarizers(config: RunConfig, counter: TokenCounter) -> SummarizerCh
     from trajectory_compressor.summarize.llm import LLMSummarizer
     from trajectory_compressor.summarize.redact import display_url
 
-    llm = LLMSummarizer(config.llm, counter, batch_discount=config.batch.discount)
+    llm = LLMSummarizer(config.llm, counter, cache=cache, gate=gate, batch_discount=config.batch.discount)
     note = f"summarizer: llm ({config.llm.model} at {display_url(config.llm.base_url)}; fallback: extractive)"
     return SummarizerChoice(llm, extractive, note)

@@ -155,6 +155,11 @@ class SummaryCache:
         with self._lock:
             return int(self._conn.execute("SELECT COUNT(*) FROM summaries_v2").fetchone()[0])
 
+    def keys(self) -> list[str]:
+        """Every stored key (for counting distinct summaries over several files)."""
+        with self._lock:
+            return [row[0] for row in self._conn.execute("SELECT key FROM summaries_v2")]
+
     def close(self) -> None:
         with self._lock:
             self._conn.close()

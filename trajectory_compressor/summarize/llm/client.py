@@ -31,7 +31,7 @@ import aiohttp
 import orjson
 
 from trajectory_compressor.settings import ConfigError, LLMConfig
-from trajectory_compressor.summarize.llm.ratelimit import RateLimiter, estimate_request_tokens
+from trajectory_compressor.summarize.llm.ratelimit import RateLimiter, RequestGate, estimate_request_tokens
 from trajectory_compressor.summarize.llm.request import request_body
 from trajectory_compressor.summarize.llm.usage import UsageTracker
 from trajectory_compressor.summarize.redact import display_url, redact_secrets, scrub, url_secrets
@@ -100,7 +100,9 @@ class ChatClient:
 
     `config.retry_delay` / `config.retry_max_delay` (seconds) shape the retry sleeps:
     uniform(0, min(max_delay, delay * 2**attempt)); tests pass tiny values. `clean` turns a reply's
-    content into the stored text; an empty result is retried like an error.
+    content into the stored text; an empty result is retried like an error. A `gate` (shared with
+    other processes) replaces the local `rpm` / `tpm` buckets and adds its own cap on requests in
+    flight, for limits that hold across many clients.
     """
 
     def __init__(
@@ -111,6 +113,7 @@ class ChatClient:
         clean: Callable[[str], str] = str.strip,
         retry_after_cap: float = 300.0,
         rng: random.Random | None = None,
+        gate: RequestGate | None = None,
     ) -> None:
         if not config.base_url or not config.model:
             raise ConfigError("the LLM client needs a base_url and a model")
@@ -135,6 +138,7 @@ class ChatClient:
         self._session: aiohttp.ClientSession | None = None
         self._semaphore: asyncio.Semaphore | None = None
         self._limiter = RateLimiter(config.rpm, config.tpm)
+        self._gate = gate
         self._not_before = 0.0  # monotonic time before which no request is sent (after a 429)
         self._consecutive_429 = 0
         self._auth_error: str | None = None
@@ -282,23 +286,36 @@ class ChatClient:
         payload = orjson.dumps(request_body(self.config, messages, max_tokens))
         async with semaphore:
             await self._wait_not_before()
-            if self._limiter.enabled:
+            if self._limiter.enabled or self._gate is not None:
                 if prompt_estimate is None:
                     needed = estimate_request_tokens(messages, max_tokens)
                 else:
                     needed = prompt_estimate + max_tokens
-                waited = await self._limiter.acquire(needed)
+                if self._gate is not None:
+                    waited = await self._gate.acquire(needed)
+                else:
+                    waited = await self._limiter.acquire(needed)
                 self.usage.rate_limit_wait_seconds += waited
-            if self._auth_error is not None:
-                return _NOT_SENT
-            self.usage.request_started()
-            note_call()
-            outcome: Reply | _Failure | None = None
             try:
-                outcome = await self._send(session, payload, reply_byte_limit(max_tokens))
-            finally:  # also when the caller cancels us (row timeout)
-                self.usage.request_finished(*((outcome.prompt_tokens, outcome.completion_tokens) if outcome else ()))
-            return outcome
+                return await self._send_counted(payload, session, max_tokens)
+            finally:
+                if self._gate is not None:
+                    self._gate.release()
+
+    async def _send_counted(
+        self, payload: bytes, session: aiohttp.ClientSession, max_tokens: int
+    ) -> Reply | _Failure | object:
+        """One send, counted in the usage (in flight, requests, tokens) even when cancelled."""
+        if self._auth_error is not None:
+            return _NOT_SENT
+        self.usage.request_started()
+        note_call()
+        outcome: Reply | _Failure | None = None
+        try:
+            outcome = await self._send(session, payload, reply_byte_limit(max_tokens))
+        finally:  # also when the caller cancels us (row timeout)
+            self.usage.request_finished(*((outcome.prompt_tokens, outcome.completion_tokens) if outcome else ()))
+        return outcome
 
     async def _send(self, session: aiohttp.ClientSession, payload: bytes, byte_limit: int) -> Reply | _Failure:
         """POST once and classify the result; never raises for network or HTTP trouble.

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 CHARS_PER_TOKEN = 4.0  # rough estimate for the prompt side of `tpm`
 BURST_SECONDS = 10.0  # a full bucket holds this many seconds of the limit
@@ -92,3 +93,21 @@ def estimate_request_tokens(messages: list[dict[str, str]], max_tokens: int) -> 
     """
     chars = sum(len(message.get("content") or "") for message in messages)
     return int(chars / CHARS_PER_TOKEN) + max_tokens
+
+
+class RequestGate(Protocol):
+    """Admission shared beyond one client: requests in flight and rate limits for many processes.
+
+    A `ChatClient` given a gate asks it before each request (after its own concurrency cap)
+    instead of its local `rpm` / `tpm` buckets, and tells it when the request is over, so
+    `--max-concurrency`, `--rpm` and `--tpm` hold for every client behind the gate together
+    (the Ray engine's workers: `trajectory_compressor.ray.limits`).
+    """
+
+    async def acquire(self, estimated_tokens: int) -> float:
+        """Wait for a slot and the rate; returns the seconds waited."""
+        ...
+
+    def release(self) -> None:
+        """The request that took a slot is over (answered, failed or cancelled); never blocks."""
+        ...

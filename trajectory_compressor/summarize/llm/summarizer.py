@@ -23,6 +23,7 @@ from trajectory_compressor.summarize.llm.batch_file import ResponsesLoaded, read
 from trajectory_compressor.summarize.llm.cache import CachedSummary, SummaryCache
 from trajectory_compressor.summarize.llm.client import ChatClient, Completion, Reply
 from trajectory_compressor.summarize.llm.prompt import build_messages, clean_reply
+from trajectory_compressor.summarize.llm.ratelimit import RequestGate
 from trajectory_compressor.summarize.llm.request import ChatRequest, chat_request, turn_chars_for
 from trajectory_compressor.summarize.llm.usage import UsageTracker
 from trajectory_compressor.types import PromptTooLongError, SummaryError, SummaryRequest, SummaryResult
@@ -51,6 +52,8 @@ class LLMSummarizer:
     cannot be had (fatal status, retries exhausted) and `EndpointAuthError` on 401/403, after
     which every call raises it without sending. `counter` refines the `tpm` estimate.
     Retries, backoff and the prompt's size come from `config`; `retry_after_cap` is for tests.
+    `cache` replaces the configured one (any object with `SummaryCache`'s get/put/close), `gate`
+    shares the request limits with other processes (see `ratelimit.RequestGate`).
     """
 
     name = "llm"
@@ -63,6 +66,7 @@ class LLMSummarizer:
         cache: SummaryCache | None = None,
         retry_after_cap: float = 300.0,
         batch_discount: float = 0.5,
+        gate: RequestGate | None = None,
     ) -> None:
         if not config.base_url or not config.model:
             raise ConfigError("the llm summarizer needs --base-url and --model")
@@ -77,6 +81,7 @@ class LLMSummarizer:
             usage=self.usage,
             clean=partial(clean_reply, redact=config.redact_secrets),
             retry_after_cap=retry_after_cap,
+            gate=gate,
         )
         max_prompt_chars = config.max_prompt_chars
         self._max_turn_chars = turn_chars_for(config)
@@ -104,7 +109,7 @@ class LLMSummarizer:
         """
         chat = chat_request(self.config, request)
         messages, max_tokens, key = chat.messages, chat.max_tokens, chat.key
-        cached = await self._cache_call(SummaryCache.get, key)
+        cached = await self._cache_call(_cache_get, key)
         if cached is not None:
             self.usage.record_cache_hit()
             # Calls and errors are those it took when made: a row's metrics are the same
@@ -131,7 +136,7 @@ class LLMSummarizer:
             completion.errors,
             completion.last_error,
         )
-        await self._cache_call(partial(SummaryCache.put, model=str(self.config.model)), key, stored)
+        await self._cache_call(partial(_cache_put, model=str(self.config.model)), key, stored)
         return SummaryResult(
             text=completion.text,
             summarizer=self.name,
@@ -193,7 +198,7 @@ class LLMSummarizer:
 
     async def cached(self, key: str) -> bool:
         """Whether the cache holds an answer under `key`."""
-        return await self._cache_call(SummaryCache.get, key) is not None
+        return await self._cache_call(_cache_get, key) is not None
 
     async def load_responses(self, path: Path, *, line_limit: int) -> ResponsesLoaded:
         """Store the answers of a batch output file in the cache, checked as live replies are.
@@ -219,7 +224,7 @@ class LLMSummarizer:
         answer to any other request is counted malformed. The tokens of the stored answers are
         counted as batch tokens.
         """
-        put = partial(SummaryCache.put, model=str(self.config.model))
+        put = partial(_cache_put, model=str(self.config.model))
         stored_answers = StoredAnswers()
         failed, answered = stored_answers.failed, stored_answers.answered
         for answer in read_batch_output(path, loaded, line_limit=line_limit):
@@ -295,6 +300,15 @@ class LLMSummarizer:
                 self._cache_warned = True
                 logger.warning("summary cache %s failed (%s); continuing without it for now", cache.path, exc)
             return None
+
+
+def _cache_get(cache: SummaryCache, key: str) -> CachedSummary | None:
+    """`cache.get`, looked up on the object: a cache given in (a `SharedFolderCache`) has its own."""
+    return cache.get(key)
+
+
+def _cache_put(cache: SummaryCache, key: str, summary: CachedSummary, *, model: str) -> None:
+    cache.put(key, summary, model=model)
 
 
 def _open_cache(config: LLMConfig) -> SummaryCache | None:

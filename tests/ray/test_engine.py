@@ -1,0 +1,72 @@
+"""The Ray engine gives the local engine's results, row for row (extractive and LLM), and its
+limits hold for the whole cluster."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import SAMPLE, run_cli
+from tests.fake_openai_server import FakeServerThread
+from tests.ray.conftest import assert_same_outputs
+
+pytestmark = pytest.mark.ray
+RAY = ("--engine", "ray", "--num-workers", "2", "-q")
+
+
+def llm_args(base_url: str, cache: Path, *extra: str) -> list[str]:
+    return [
+        "--summarizer", "llm", "--base-url", base_url, "--model", "test-model", "--cache", str(cache),
+        "--retry-delay", "0.01", "--request-timeout", "30", *extra,
+    ]  # fmt: skip
+
+
+def test_extractive_run_equals_the_local_engine(local_ray, tmp_path: Path) -> None:
+    local = run_cli("compress", str(SAMPLE), "-o", str(tmp_path / "local" / "x.jsonl"), "--summarizer", "extractive")
+    assert local.returncode == 0, local.stderr
+    out = tmp_path / "ray" / "x.jsonl"
+    on_ray = run_cli("compress", str(SAMPLE), "-o", str(out), "--summarizer", "extractive", *RAY)
+    assert on_ray.returncode == 0, on_ray.stderr
+    assert_same_outputs(tmp_path / "local" / "x.jsonl", tmp_path / "ray" / "x.jsonl")
+    report = json.loads((tmp_path / "ray" / "x.report.json").read_text())
+    assert report["engine"]["name"] == "ray" and report["rows"]["compressed"] > 0
+
+
+def test_llm_run_equals_the_local_engine_and_limits_hold_across_workers(local_ray, tmp_path: Path) -> None:
+    """Two workers, `--max-concurrency 2`: the endpoint never sees more than 2 requests at once."""
+    with FakeServerThread(latency=0.02) as server:
+        local = run_cli(
+            "compress", str(SAMPLE), "-o", str(tmp_path / "local" / "x.jsonl"),
+            *llm_args(server.base_url, tmp_path / "local.sqlite3"),
+        )  # fmt: skip
+        assert local.returncode == 0, local.stderr
+        sent = len(server.requests)
+        assert sent > 0
+        server.server.max_in_flight = 0
+        on_ray = run_cli(
+            "compress", str(SAMPLE), "-o", str(tmp_path / "ray" / "x.jsonl"),
+            *llm_args(server.base_url, tmp_path / "ray-cache" / "s.sqlite3", "--max-concurrency", "2"), *RAY,
+        )  # fmt: skip
+        assert on_ray.returncode == 0, on_ray.stderr
+        assert len(server.requests) == 2 * sent  # a fresh cache: every summary asked once
+        assert server.max_in_flight <= 2
+    assert_same_outputs(tmp_path / "local" / "x.jsonl", tmp_path / "ray" / "x.jsonl")
+    endpoint = json.loads((tmp_path / "ray" / "x.report.json").read_text())["summaries"]["endpoint"]
+    assert endpoint["requests"] == sent and endpoint["successes"] == sent
+    assert endpoint["max_in_flight"] <= 2
+    assert len(list((tmp_path / "ray-cache").glob("worker-*.sqlite3"))) == 2  # one file per worker
+
+
+def test_a_rerun_takes_every_summary_from_the_shared_cache(local_ray, tmp_path: Path) -> None:
+    with FakeServerThread() as server:
+        args = llm_args(server.base_url, tmp_path / "cache" / "s.sqlite3")
+        first = run_cli("compress", str(SAMPLE), "-o", str(tmp_path / "a" / "x.jsonl"), *args, *RAY)
+        assert first.returncode == 0, first.stderr
+        sent = len(server.requests)
+        again = run_cli("compress", str(SAMPLE), "-o", str(tmp_path / "b" / "x.jsonl"), *args, *RAY)
+        assert again.returncode == 0, again.stderr
+        assert len(server.requests) == sent
+    endpoint = json.loads((tmp_path / "b" / "x.report.json").read_text())["summaries"]["endpoint"]
+    assert endpoint["cache_hits"] == sent and endpoint["requests"] == 0

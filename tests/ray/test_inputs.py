@@ -1,0 +1,72 @@
+"""Parquet inputs and the Python API (`compress_dataset` on a Dataset the user built)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import SAMPLE, read_jsonl, run_cli, write_jsonl
+from tests.ray.conftest import assert_same_outputs
+
+pytestmark = pytest.mark.ray
+ROWS = 40
+
+
+def test_parquet_input_equals_the_local_engine(local_ray, tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    source = tmp_path / "in" / "runs.parquet"
+    source.parent.mkdir()
+    pq.write_table(pa.Table.from_pylist(read_jsonl(SAMPLE)[:ROWS]), source, row_group_size=7)
+    local = run_cli("compress", str(source), "-o", str(tmp_path / "local" / "x.jsonl"), "--summarizer", "extractive")
+    assert local.returncode == 0, local.stderr
+    on_ray = run_cli(
+        "compress", str(source), "-o", str(tmp_path / "ray" / "x.jsonl"), "--summarizer", "extractive",
+        "--engine", "ray", "--num-workers", "2", "-q",
+    )  # fmt: skip
+    assert on_ray.returncode == 0, on_ray.stderr
+    assert_same_outputs(tmp_path / "local" / "x.jsonl", tmp_path / "ray" / "x.jsonl")
+
+
+def test_bad_lines_and_a_directory_of_inputs_equal_the_local_engine(local_ray, tmp_path: Path) -> None:
+    rows = read_jsonl(SAMPLE)[:ROWS]
+    write_jsonl(tmp_path / "in" / "a.jsonl", [*rows[:10], "{not json", "", "[]", *rows[10:20]])
+    write_jsonl(tmp_path / "in" / "sub" / "b.jsonl", [{"id": "no turns"}, *rows[20:]])
+    local = run_cli(
+        "compress", str(tmp_path / "in"), "-o", str(tmp_path / "local" / "x.jsonl"), "--summarizer", "extractive"
+    )
+    assert local.returncode == 0, local.stderr
+    on_ray = run_cli(
+        "compress", str(tmp_path / "in"), "-o", str(tmp_path / "ray" / "x.jsonl"), "--summarizer", "extractive",
+        "--engine", "ray", "--num-workers", "2", "-q",
+    )  # fmt: skip
+    assert on_ray.returncode == 0, on_ray.stderr
+    assert_same_outputs(tmp_path / "local" / "x.jsonl", tmp_path / "ray" / "x.jsonl")
+
+
+def test_compress_dataset_takes_and_returns_a_ray_dataset(local_ray, tmp_path: Path) -> None:
+    import ray.data
+
+    from trajectory_compressor.ray import compress_dataset
+    from trajectory_compressor.settings import RunConfig
+
+    rows = read_jsonl(SAMPLE)[:ROWS]
+    local = run_cli("compress", str(SAMPLE), "-o", str(tmp_path / "local" / "x.jsonl"), "--summarizer", "extractive",
+                    "--limit", str(ROWS))  # fmt: skip
+    assert local.returncode == 0, local.stderr
+    dataset = ray.data.from_items([{**row, "row_index": index} for index, row in enumerate(rows)])
+    out = compress_dataset(dataset, RunConfig(summarizer="extractive"), num_workers=2).take_all()
+    assert [row["row_index"] for row in out] == list(range(ROWS))
+    ignored = ("source", "line")
+    got = [{k: v for k, v in json.loads(row["metrics"]).items() if k not in ignored} for row in out]
+    expected = [
+        {k: v for k, v in m.items() if k not in ignored} for m in read_jsonl(tmp_path / "local" / "x.metrics.jsonl")
+    ]
+    assert got == expected
+    # The conversations are the local run's; other keys went through Arrow (a struct gains the
+    # keys its other rows have, as None), as every Dataset's rows do.
+    conversations = [json.loads(row["record"])["conversations"] for row in out]
+    assert conversations == [record["conversations"] for record in read_jsonl(tmp_path / "local" / "x.jsonl")]

@@ -1,0 +1,76 @@
+"""The input files of a Ray run, in the order the local engine reads them.
+
+Local paths go through the local engine's own `expand_inputs` (directories walked recursively
+and sorted, this tool's outputs skipped, a file named twice read once), so a row's `source`
+and `line` in the metrics are the same whichever engine ran. A URI (`s3://bucket/runs/`,
+`gs://...`, anything `pyarrow.fs.FileSystem.from_uri` knows) is listed on its filesystem the
+same way: files by suffix, directories recursively, sorted, own outputs skipped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from trajectory_compressor.read.sources import (
+    HF_PREFIX,
+    JSONL_SUFFIXES,
+    OWN_OUTPUT_SUFFIXES,
+    InputError,
+    InputSource,
+    expand_inputs,
+)
+from trajectory_compressor.settings import RunConfig
+
+REMOTE_SUFFIXES: tuple[str, ...] = (*JSONL_SUFFIXES, ".parquet")
+
+
+def is_uri(path: str) -> bool:
+    """A path on a remote filesystem (`s3://`, `gs://`, `hdfs://`...), read through pyarrow.fs."""
+    scheme, sep, _ = path.partition("://")
+    return bool(sep) and scheme.isidentifier() and scheme != "file"
+
+
+def list_inputs(paths: Sequence[str], config: RunConfig, *, exclude: Sequence[str] = ()) -> list[InputSource]:
+    """Every input file of the run, in order; raises `InputError` for what the engine cannot read."""
+    sources: list[InputSource] = []
+    seen: set[str] = set()
+    for path in paths:
+        if path.startswith(HF_PREFIX):
+            raise InputError(f"{path}: --engine ray reads files (JSONL, Parquet, JSON); load {path} yourself")
+        found = _remote_files(path) if is_uri(path) else expand_inputs([path], exclude=exclude, streaming=False)
+        for source in found:
+            if source.name not in seen:
+                seen.add(source.name)
+                sources.append(source)
+    return sources
+
+
+def _remote_files(uri: str) -> list[InputSource]:
+    """The supported files at `uri` (a file, or a directory walked recursively), sorted."""
+    import pyarrow.fs as pafs
+
+    try:
+        filesystem, root = pafs.FileSystem.from_uri(uri)
+        info = filesystem.get_file_info(root)
+        if info.type == pafs.FileType.NotFound:
+            raise InputError(f"input not found: {uri}")
+        if info.type == pafs.FileType.File:
+            infos = [info]
+        else:
+            infos = filesystem.get_file_info(pafs.FileSelector(root, recursive=True))
+    except (OSError, ValueError) as exc:  # pyarrow's errors for an unknown scheme or no access
+        raise InputError(f"cannot list {uri}: {exc}") from None
+    scheme = uri.split("://", 1)[0]
+    sources: list[InputSource] = []
+    for item in sorted(infos, key=lambda entry: entry.path):
+        name = item.base_name
+        hidden = any(part.startswith(".") for part in item.path[len(root) :].split("/") if part)
+        if item.type != pafs.FileType.File or hidden or name.endswith(OWN_OUTPUT_SUFFIXES):
+            continue
+        if name.endswith(REMOTE_SUFFIXES):
+            kind = "parquet" if name.endswith(".parquet") else "jsonl"
+            full = f"{scheme}://{item.path}"
+            sources.append(InputSource(name=full, kind=kind, path=full))
+    if not sources:
+        raise InputError(f"no JSONL or Parquet files at {uri}")
+    return sources

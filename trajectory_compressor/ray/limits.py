@@ -1,0 +1,194 @@
+"""Limits for the whole cluster: one async actor hands out request slots and rate, and sums usage.
+
+`--max-concurrency`, `--rpm` and `--tpm` are promises to an endpoint, not to a process: with N
+workers each applying them alone the endpoint would see N times the limit. So every worker's
+HTTP client asks `RunLimits` before each request (`ClusterGate`, the client's `RequestGate`)
+and tells it when the request is over. The buckets are the local engine's own `RateLimiter`.
+
+A worker killed while its requests are in flight never says they are over. Each worker
+therefore sends a heartbeat while it holds slots, and the slots of a worker silent for
+`LEASE_SECONDS` are taken back (a restarted worker is a new worker: new id, new slots).
+The actor also keeps each worker's latest usage counters (`UsageTracker.stats()`), so the
+run report adds up every worker's requests, retries and tokens, killed ones included.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+import uuid
+from collections import Counter
+from typing import Any
+
+from trajectory_compressor.summarize.llm.ratelimit import RateLimiter
+
+LEASE_SECONDS = float(os.environ.get("TC_RAY_LEASE_SECONDS", "10"))
+HEARTBEAT_SECONDS = LEASE_SECONDS / 4
+
+
+class RunLimits:
+    """The run's cluster-wide admission (an async Ray actor: one event loop serves every worker)."""
+
+    def __init__(self, max_concurrency: int, rpm: float | None = None, tpm: float | None = None) -> None:
+        self.max_concurrency = max_concurrency
+        self.rates = RateLimiter(rpm, tpm)
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.granted = 0
+        self.reclaimed = 0
+        self._held: Counter[str] = Counter()  # worker id -> slots held
+        self._seen: dict[str, float] = {}  # worker id -> monotonic time of its last word
+        self._stats: dict[str, dict[str, Any]] = {}
+        self._actors: dict[str, Any] = {}
+        self._changed: asyncio.Condition | None = None
+        self._reaper: asyncio.Task[None] | None = None
+
+    def _condition(self) -> asyncio.Condition:
+        if self._changed is None:
+            self._changed = asyncio.Condition()
+            self._reaper = asyncio.get_running_loop().create_task(self._reap())
+        return self._changed
+
+    async def acquire(self, worker: str, estimated_tokens: int) -> float:
+        """Wait for a slot under `max_concurrency`, then for the rate; returns the seconds waited."""
+        started = time.monotonic()
+        changed = self._condition()
+        self._seen[worker] = started
+        async with changed:
+            await changed.wait_for(lambda: self.in_flight < self.max_concurrency)
+            self.in_flight += 1
+        self._held[worker] += 1
+        self.granted += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        if self.rates.enabled:
+            await self.rates.acquire(estimated_tokens)
+        self._seen[worker] = time.monotonic()
+        return time.monotonic() - started
+
+    async def release(self, worker: str) -> None:
+        """One request of `worker` is over."""
+        self._seen[worker] = time.monotonic()
+        if self._held[worker] > 0:
+            self._held[worker] -= 1
+            await self._free(1)
+
+    def register(self, worker: str, actor: Any) -> None:
+        """A worker's actor handle, so a test can find (and kill) the pool's actors."""
+        self._actors[worker] = actor
+
+    def actors(self) -> list[Any]:
+        return list(self._actors.values())
+
+    def holders(self) -> list[tuple[Any, int]]:
+        """(actor handle, slots held) of each registered worker: a test kills one mid-request."""
+        return [(actor, self._held[worker]) for worker, actor in self._actors.items()]
+
+    def heartbeat(self, worker: str) -> None:
+        self._seen[worker] = time.monotonic()
+
+    def report(self, worker: str, stats: dict[str, Any]) -> None:
+        """The worker's usage counters so far (they only grow, so the latest replaces the last)."""
+        self._seen[worker] = time.monotonic()
+        self._stats[worker] = stats
+
+    def usage(self) -> dict[str, Any]:
+        """Every worker's counters added up; `max_in_flight` is the cluster's, seen here."""
+        total = merge_usage(list(self._stats.values()))
+        if self.granted:
+            total["max_in_flight"] = self.max_in_flight
+        total["workers"] = len(self._stats)
+        total["slots_reclaimed"] = self.reclaimed
+        return total
+
+    def state(self) -> dict[str, int]:
+        """For tests: slots in flight now and at most, and how many were taken back."""
+        return {"in_flight": self.in_flight, "max_in_flight": self.max_in_flight, "reclaimed": self.reclaimed}
+
+    async def _free(self, slots: int) -> None:
+        changed = self._condition()
+        async with changed:
+            self.in_flight -= slots
+            changed.notify_all()
+
+    async def _reap(self) -> None:
+        """Take back the slots of workers silent for longer than a lease (killed mid-request)."""
+        while True:
+            await asyncio.sleep(min(1.0, LEASE_SECONDS / 4))
+            now = time.monotonic()
+            for worker, held in list(self._held.items()):
+                if held and now - self._seen.get(worker, now) > LEASE_SECONDS:
+                    self._held[worker] = 0
+                    self.reclaimed += held
+                    await self._free(held)
+
+
+def merge_usage(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """`UsageTracker.stats()` of several workers as one: numbers added, per-cause counts merged."""
+    total: dict[str, Any] = {}
+    for part in parts:
+        for key, value in part.items():
+            if isinstance(value, bool) or value is None:
+                total.setdefault(key, value)
+            elif isinstance(value, (int, float)):
+                if key == "max_in_flight":
+                    total[key] = max(total.get(key) or 0, value)
+                else:
+                    total[key] = round((total.get(key) or 0) + value, 6)
+            elif isinstance(value, dict):
+                merged = dict(total.get(key) or {})
+                for name, count in value.items():
+                    merged[name] = merged.get(name, 0) + count
+                total[key] = dict(sorted(merged.items()))
+            else:
+                total.setdefault(key, value)
+    return total
+
+
+def start_limits(max_concurrency: int, rpm: float | None, tpm: float | None) -> Any:
+    """The run's `RunLimits` actor (not detached: it ends with the driver that made it)."""
+    import ray
+
+    actor = ray.remote(num_cpus=0, max_concurrency=10_000)(RunLimits)
+    return actor.options(name=f"trajectory-compressor-limits-{uuid.uuid4().hex[:12]}").remote(max_concurrency, rpm, tpm)
+
+
+class ClusterGate:
+    """A worker's `RequestGate`: its client's slots and rate come from the run's `RunLimits` actor."""
+
+    def __init__(self, limits: Any) -> None:
+        self.limits = limits
+        self.worker = uuid.uuid4().hex
+        self._heartbeat: asyncio.Task[None] | None = None
+
+    async def acquire(self, estimated_tokens: int) -> float:
+        self.start_heartbeat()
+        ref = self.limits.acquire.remote(self.worker, estimated_tokens)
+        try:
+            waited = await ref
+        except asyncio.CancelledError:  # the row gave up waiting; the slot may still come: return it
+            asyncio.get_running_loop().create_task(self._release_when_granted(ref))
+            raise
+        return float(waited)
+
+    def release(self) -> None:
+        self.limits.release.remote(self.worker)
+
+    async def _release_when_granted(self, ref: Any) -> None:
+        with contextlib.suppress(Exception):
+            await ref
+            self.limits.release.remote(self.worker)
+
+    def report(self, stats: dict[str, Any]) -> None:
+        self.limits.report.remote(self.worker, stats)
+
+    def start_heartbeat(self) -> None:
+        """Beat while this worker's loop runs (call on the loop): a killed worker falls silent."""
+        if self._heartbeat is None or self._heartbeat.done():
+            self._heartbeat = asyncio.get_running_loop().create_task(self._beat())
+
+    async def _beat(self) -> None:
+        while True:
+            self.limits.heartbeat.remote(self.worker)
+            await asyncio.sleep(HEARTBEAT_SECONDS)

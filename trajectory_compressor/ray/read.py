@@ -1,0 +1,184 @@
+"""Input files into a Ray Dataset of rows, each with its index in the whole input stream.
+
+The local engine numbers rows by their position in one stream over all inputs (`index` in the
+metrics; what `--sample-percent` samples on). Ray reads files in parallel, so each file's rows
+are counted first (one Ray task per file: lines without parsing for JSONL, the footer for
+Parquet), which gives every file its first index; the files are then read in parallel and
+every row carries `row_index`, its index in the stream. Counting costs a read of the JSONL
+bytes, at disk or network speed: a few per cent of tokenizing them.
+
+A row travels as the bytes it came in as (`raw`, a JSONL line, parsed by the worker that
+compresses it: the same `parse_record` as the local engine, so rejects are the same too), or
+as JSON (`payload`, a Parquet or JSON-array record, decoded here as the local reader does), or
+as the error that made it unreadable (`error`).
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from trajectory_compressor.read.jsonl import record_lines
+from trajectory_compressor.read.select import records_of, sampled
+from trajectory_compressor.read.sources import InputSource, iter_parquet_handle
+from trajectory_compressor.settings import RunConfig
+from trajectory_compressor.types import SourceRecord
+from trajectory_compressor.write.records import dumps
+
+ROW_SCHEMA = pa.schema(
+    [
+        ("row_index", pa.int64()),
+        ("source", pa.string()),
+        ("line", pa.int64()),
+        ("raw", pa.binary()),
+        ("payload", pa.binary()),
+        ("error", pa.string()),
+    ]
+)
+READ_BATCH_ROWS = 16  # rows per block handed on: small blocks spread one big file over the actors
+
+
+def read_inputs(sources: Sequence[InputSource], config: RunConfig) -> Any:
+    """A `ray.data.Dataset` of the selected rows of `sources` (`ROW_SCHEMA`), in input order."""
+    import ray
+    import ray.data
+
+    split = config.read.split
+    counts = ray.get([_count.remote(source, split) for source in sources])
+    entries = []
+    offset = 0
+    for ordinal, count in enumerate(counts):
+        entries.append({"ordinal": ordinal, "offset": offset})
+        offset += count
+    if not entries:
+        return ray.data.from_arrow(ROW_SCHEMA.empty_table())
+    select = config.select
+    dataset = ray.data.from_items(entries, override_num_blocks=len(entries)).map_batches(
+        read_files,
+        fn_kwargs={"sources": list(sources), "split": split, "percent": select.sample_percent, "seed": select.seed},
+        batch_size=1,
+        batch_format="pyarrow",
+        num_cpus=0.25,
+    )
+    if select.limit is not None:
+        dataset = dataset.limit(select.limit)
+    return dataset
+
+
+def count_records(source: InputSource, split: str) -> int:
+    """How many records `source` yields, as the local reader counts them (a broken file: one more)."""
+    if source.kind == "jsonl":
+        count = 0
+        try:
+            with open_binary_stream(source) as handle:
+                for _ in record_lines(handle):
+                    count += 1
+        except (OSError, EOFError, zlib.error):
+            count += 1  # the local reader's "unreadable from here on" record
+        return count
+    if source.kind == "parquet":
+        import pyarrow.parquet as pq
+
+        try:
+            with open_input_file(source) as handle:
+                return pq.ParquetFile(handle).metadata.num_rows
+        except (OSError, pa.ArrowException):
+            return 1
+    return sum(1 for _ in records_of(source, split))
+
+
+def iter_records(source: InputSource, split: str) -> Iterator[SourceRecord]:
+    """The records of `source`: the local reader for local files, pyarrow.fs for URIs."""
+    from trajectory_compressor.ray.inputs import is_uri
+
+    if not is_uri(source.name):
+        yield from records_of(source, split)
+        return
+    line = 0
+    try:
+        if source.kind == "parquet":
+            with open_input_file(source) as handle:
+                for item in iter_parquet_handle(source.name, handle):
+                    line = item.line
+                    yield item
+            return
+        with open_binary_stream(source) as handle:
+            for line, raw in record_lines(handle):
+                yield SourceRecord(source=source.name, line=line, raw=raw)
+    except (OSError, EOFError, zlib.error, pa.ArrowException, ValueError) as exc:
+        message = f"unreadable from here on: cannot read {source.name} after line {line}: {exc}"
+        yield SourceRecord(source=source.name, line=line + 1, error=message)
+
+
+def open_binary_stream(source: InputSource) -> Any:
+    """A binary stream of a JSONL file (gzip by suffix), local or on any pyarrow filesystem."""
+    from trajectory_compressor.ray.inputs import is_uri
+    from trajectory_compressor.read.jsonl import open_binary
+
+    if not is_uri(source.name):
+        return open_binary(source.path or source.name)
+    import pyarrow.fs as pafs
+
+    filesystem, path = pafs.FileSystem.from_uri(source.name)
+    return filesystem.open_input_stream(path, compression="gzip" if path.endswith(".gz") else None)
+
+
+def open_input_file(source: InputSource) -> Any:
+    """A random-access file (Parquet), local or on any pyarrow filesystem."""
+    import pyarrow.fs as pafs
+
+    filesystem, path = pafs.FileSystem.from_uri(source.name) if "://" in source.name else (None, source.path)
+    if filesystem is None:
+        return pa.OSFile(str(path), "rb")
+    return filesystem.open_input_file(path)
+
+
+def row_of(index: int, item: SourceRecord) -> dict[str, Any]:
+    """One record as a `ROW_SCHEMA` row: its bytes when it has them, else its JSON, else its error."""
+    if item.raw is not None:
+        return {"row_index": index, "source": item.source, "line": item.line, "raw": item.raw}
+    if item.error is None:
+        return {"row_index": index, "source": item.source, "line": item.line, "payload": dumps(item.record)}
+    return {"row_index": index, "source": item.source, "line": item.line, "error": item.error}
+
+
+def read_files(
+    batch: pa.Table, *, sources: list[InputSource], split: str, percent: float | None, seed: int
+) -> Iterator[pa.Table]:
+    """map_batches function: each file of the batch read whole, its rows out in small blocks."""
+    for ordinal, offset in zip(batch.column("ordinal").to_pylist(), batch.column("offset").to_pylist(), strict=True):
+        rows: list[dict[str, Any]] = []
+        for number, item in enumerate(iter_records(sources[ordinal], split)):
+            index = offset + number
+            if percent is not None and percent < 100 and not sampled(index, percent, seed):
+                continue
+            rows.append(row_of(index, item))
+            if len(rows) >= READ_BATCH_ROWS:
+                yield pa.Table.from_pylist(rows, schema=ROW_SCHEMA)
+                rows = []
+        if rows:
+            yield pa.Table.from_pylist(rows, schema=ROW_SCHEMA)
+
+
+def _remote_count() -> Any:
+    import ray
+
+    return ray.remote(num_cpus=0.25)(count_records)
+
+
+class _LazyRemote:
+    """`count_records` as a Ray task, made on first use (so importing this module needs no Ray)."""
+
+    def __init__(self) -> None:
+        self._task: Any = None
+
+    def remote(self, *args: Any) -> Any:
+        if self._task is None:
+            self._task = _remote_count()
+        return self._task.remote(*args)
+
+
+_count = _LazyRemote()

@@ -1,0 +1,154 @@
+"""Writing a Ray run: the dataset, metrics, over-limit and rejects as part files, the totals added up.
+
+One Ray Data `Datasink` writes every output of a block of compressed rows, so the rows are
+read from the object store once. Each write task names its parts by the first `row_index` of
+its rows (`part-000000001234.jsonl`), so the parts sorted by name are the input order, whatever
+the order the tasks ran in; a retried task writes the same names again (to a temporary name
+first, then moved), so a row is never in two parts. Each task returns its rows' `RunTotals`;
+the driver adds them up into the report (the same `write.report` as the local engine).
+
+    OUT/                   the dataset: part-*.jsonl (or part-*.parquet)
+    <stem>.metrics/        part-*.jsonl, one metrics line per input row
+    <stem>.over_limit/     part-*.jsonl, the rows still over the limit
+    <stem>.rejects/        part-*.jsonl, the bad records
+    <stem>.report.json     written by the driver once everything else is
+
+A folder of an earlier, unfinished run is emptied of its parts first; a report is only
+written when every part is, so an output without its report is not complete.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+import pyarrow as pa
+from ray.data.block import BlockAccessor
+from ray.data.datasource import Datasink
+
+from trajectory_compressor.types import RowMetrics
+from trajectory_compressor.write.paths import output_stem
+from trajectory_compressor.write.report import RunTotals
+
+SIDE_PARTS = ("metrics", "over_limit", "rejects")
+ROWS_PER_PART = 512
+
+
+@dataclass(frozen=True)
+class RayOutputLayout:
+    """Where a Ray run's outputs go, on any filesystem pyarrow supports."""
+
+    data: str  # the dataset folder
+    metrics: str
+    over_limit: str
+    rejects: str
+    report: str
+
+    @classmethod
+    def beside(cls, output: str) -> RayOutputLayout:
+        output = output.rstrip("/")
+        parent, name = posixpath.split(output)
+        stem = output_stem_text(name)
+        side = (lambda suffix: posixpath.join(parent, f"{stem}.{suffix}")) if parent else (lambda s: f"{stem}.{s}")
+        return cls(output, side("metrics"), side("over_limit"), side("rejects"), side("report.json"))
+
+    def folders(self) -> dict[str, str]:
+        return {"data": self.data, "metrics": self.metrics, "over_limit": self.over_limit, "rejects": self.rejects}
+
+    def as_dict(self) -> dict[str, str]:
+        return {**self.folders(), "report": self.report}
+
+
+def output_stem_text(name: str) -> str:
+    from pathlib import Path
+
+    return output_stem(Path(name))
+
+
+def filesystem_of(path: str) -> tuple[Any, str]:
+    """(pyarrow filesystem, path on it) for a local path or a URI."""
+    import pyarrow.fs as pafs
+
+    if "://" in path:
+        return pafs.FileSystem.from_uri(path)
+    import os
+
+    return pafs.LocalFileSystem(), os.path.abspath(path)
+
+
+class CompressedOutput(Datasink):
+    """The Datasink of a Ray run's outputs (see the module docstring); `totals` once written."""
+
+    def __init__(self, layout: RayOutputLayout, output_format: str = "jsonl") -> None:
+        self.layout = layout
+        self.output_format = output_format
+        self.totals = RunTotals()
+
+    @property
+    def min_rows_per_write(self) -> int:
+        """Rows Ray gathers for one write task: fewer, larger parts (a task has a fixed cost)."""
+        return ROWS_PER_PART
+
+    def on_write_start(self, schema: Any = None) -> None:
+        import pyarrow.fs as pafs
+
+        for folder in self.layout.folders().values():
+            filesystem, path = filesystem_of(folder)
+            filesystem.create_dir(path, recursive=True)
+            for info in filesystem.get_file_info(pafs.FileSelector(path)):
+                if info.base_name.startswith("part-"):
+                    filesystem.delete_file(info.path)
+
+    def write(self, blocks: Iterable[Any], ctx: Any) -> dict[str, Any]:
+        tables = [BlockAccessor.for_block(block).to_arrow() for block in blocks]
+        tables = [table for table in tables if table.num_rows]
+        totals = RunTotals()
+        if not tables:
+            return totals.to_dict()
+        table = pa.concat_tables(tables)
+        name = f"part-{table.column('row_index')[0].as_py():012d}"
+        columns = {column: table.column(column).to_pylist() for column in ("record", "metrics", "over_limit", "reject")}
+        records = [record for record in columns["record"] if record is not None]
+        if records:
+            if self.output_format == "parquet":
+                self._write_parquet(name, records)
+            else:
+                self._write_lines(self.layout.data, f"{name}.jsonl", records)
+        self._write_lines(self.layout.metrics, f"{name}.jsonl", columns["metrics"])
+        sides = ((self.layout.over_limit, columns["over_limit"]), (self.layout.rejects, columns["reject"]))
+        for folder, lines in sides:
+            present = [line for line in lines if line is not None]
+            if present:
+                self._write_lines(folder, f"{name}.jsonl", present)
+        for line in columns["metrics"]:
+            totals.add(RowMetrics(**orjson.loads(line)))
+        return totals.to_dict()
+
+    def on_write_complete(self, write_result: Any) -> None:
+        for part in write_result.write_returns:
+            self.totals.merge(RunTotals.from_dict(part))
+        self.totals.rows_read = self.totals.rows_selected
+
+    def _write_lines(self, folder: str, name: str, lines: list[bytes]) -> None:
+        self._write_bytes(folder, name, b"".join(line + b"\n" for line in lines))
+
+    def _write_parquet(self, name: str, records: list[bytes]) -> None:
+        import pyarrow.parquet as pq
+
+        table = pa.Table.from_pylist([orjson.loads(record) for record in records])
+        sink = pa.BufferOutputStream()
+        pq.write_table(table, sink)
+        self._write_bytes(self.layout.data, f"{name}.parquet", sink.getvalue().to_pybytes())
+
+    @staticmethod
+    def _write_bytes(folder: str, name: str, data: bytes) -> None:
+        """Write to a temporary name, then move: a part that exists is whole."""
+        filesystem, path = filesystem_of(folder)
+        final = posixpath.join(path, name)
+        temporary = posixpath.join(path, f".{name}.tmp")
+        with filesystem.open_output_stream(temporary) as stream:
+            stream.write(data)
+        filesystem.move(temporary, final)
