@@ -8,6 +8,7 @@ again never submits a request twice and never loses an answer; the API key is in
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -287,6 +288,9 @@ def test_what_batch_mode_needs_is_one_line(tmp_path: Path) -> None:
     assert no_cache.returncode == 2 and "--batch needs the summary cache" in no_cache.stderr
     dry = run_cli("compress", str(source), "-o", out, *flags, "--dry-run")
     assert dry.returncode == 2 and "--dry-run" in dry.stderr
+    if importlib.util.find_spec("ray") is not None:  # refused before Ray starts
+        on_ray = run_cli("compress", str(source), "-o", out, *flags, "--engine", "ray")
+        assert on_ray.returncode == 2 and "--batch (the batch rounds run on the local engine)" in on_ray.stderr
 
 
 def test_refused_credentials_a_wrong_endpoint_and_a_damaged_record_are_one_line(tmp_path: Path) -> None:
