@@ -21,6 +21,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from trajectory_compressor.errors import RunAborted
 from trajectory_compressor.read.jsonl import parse_json_line, parse_record
 from trajectory_compressor.run.prepare import PreparedRow, notice_tokens, prepare_rows
 from trajectory_compressor.run.row import FinishedRow, RowFinisher
@@ -104,6 +105,10 @@ class CompressWorker:
     async def _finish(self, prepared: list[PreparedRow]) -> list[FinishedRow]:
         try:
             return list(await asyncio.gather(*(self.finisher.finish(row) for row in prepared)))
+        except RunAborted as exc:  # the driver learns it from the limits actor: Ray passes on text only
+            if self.gate is not None:
+                await self.gate.limits.abort.remote(str(exc), int(exc.exit_code))
+            raise
         finally:
             if self.gate is not None and self.summarizer is not None:
                 self.gate.report(self.summarizer.stats())

@@ -125,9 +125,12 @@ def run_on_ray(
         cause = _user_cause(exc)
         if isinstance(cause, UsageError):
             raise cause from None
-        if not isinstance(cause, RunAborted):
+        aborted = ray.get(limits.aborted.remote())
+        if isinstance(cause, RunAborted):
+            aborted = (str(cause), cause.exit_code)
+        if aborted is None:
             raise
-        status, exit_code, message = "aborted", cause.exit_code, str(cause)
+        status, exit_code, message = "aborted", ExitCode(aborted[1]), aborted[0]
     usage = ray.get(limits.usage.remote())
     totals = sink.totals
     report = build_report(
