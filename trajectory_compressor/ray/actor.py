@@ -25,7 +25,7 @@ from trajectory_compressor.errors import RunAborted
 from trajectory_compressor.read.jsonl import parse_json_line, parse_record
 from trajectory_compressor.run.prepare import PreparedRow, notice_tokens, prepare_rows
 from trajectory_compressor.run.row import FinishedRow, RowFinisher
-from trajectory_compressor.settings import RunConfig
+from trajectory_compressor.settings import RunConfig, with_values
 from trajectory_compressor.types import SourceRecord
 from trajectory_compressor.write.records import dumps
 
@@ -68,7 +68,9 @@ class CompressWorker:
         self.gate = ClusterGate(limits) if limits is not None else None
         self._register()
         cache = SharedFolderCache(cache_folder) if cache_folder and config.llm.use_cache else None
-        choice = None if config.dry_run else choose_summarizers(config, self.counter, cache=cache, gate=self.gate)
+        # No shared folder, no cache: never each worker's own default file, on machines apart.
+        choosing = config if cache is not None else with_values(config, "llm", use_cache=False)
+        choice = None if config.dry_run else choose_summarizers(choosing, self.counter, cache=cache, gate=self.gate)
         self.summarizer = choice.primary if choice else None
         self.finisher = RowFinisher(
             config,

@@ -283,11 +283,11 @@ class RunConfig:
         help='Where the run goes: this process, or Ray Data (pip install "trajectory-compressor[ray]").',
     )  # fmt: skip
     ray_address: str | None = setting(
-        None, "str", optional=True, yaml="processing.ray_address",
+        None, "str", optional=True, yaml="ray.address",
         help="Ray cluster to join (--engine ray) [a local Ray].",
     )  # fmt: skip
     num_workers: int | None = setting(
-        None, "int", minimum=1, optional=True, yaml="processing.num_workers",
+        None, "int", minimum=1, optional=True, yaml="ray.num_workers",
         help="Ray actors compressing rows (--engine ray) [one per CPU of the cluster].",
     )  # fmt: skip
 
