@@ -70,3 +70,32 @@ def test_compress_dataset_takes_and_returns_a_ray_dataset(local_ray, tmp_path: P
     # keys its other rows have, as None), as every Dataset's rows do.
     conversations = [json.loads(row["record"])["conversations"] for row in out]
     assert conversations == [record["conversations"] for record in read_jsonl(tmp_path / "local" / "x.jsonl")]
+
+
+@pytest.mark.parametrize("selection", [("--limit", "30"), ("--sample-percent", "20", "--seed", "7", "--limit", "30")])
+def test_limit_and_sample_select_the_local_engines_rows(local_ray, tmp_path: Path, selection: tuple[str, ...]) -> None:
+    args = ("--summarizer", "extractive", *selection)
+    local = run_cli("compress", str(SAMPLE), "-o", str(tmp_path / "local" / "x.jsonl"), *args)
+    assert local.returncode == 0, local.stderr
+    on_ray = run_cli(
+        "compress", str(SAMPLE), "-o", str(tmp_path / "ray" / "x.jsonl"), *args, "--engine", "ray", "-q"
+    )  # fmt: skip
+    assert on_ray.returncode == 0, on_ray.stderr
+    assert_same_outputs(tmp_path / "local" / "x.jsonl", tmp_path / "ray" / "x.jsonl")
+
+
+def test_parquet_output_parts_hold_the_local_engines_records(local_ray, tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    local = run_cli("compress", str(SAMPLE), "-o", str(tmp_path / "local" / "x.jsonl"), "--summarizer", "extractive")
+    assert local.returncode == 0, local.stderr
+    on_ray = run_cli(
+        "compress", str(SAMPLE), "-o", str(tmp_path / "ray" / "x.parquet"), "--summarizer", "extractive",
+        "--engine", "ray", "-q",
+    )  # fmt: skip
+    assert on_ray.returncode == 0, on_ray.stderr
+    parts = sorted((tmp_path / "ray" / "x.parquet").glob("part-*.parquet"))
+    records = [row for part in parts for row in pq.read_table(part).to_pylist()]
+    local_records = read_jsonl(tmp_path / "local" / "x.jsonl")
+    assert [r["id"] for r in records] == [r["id"] for r in local_records]
+    assert [r["conversations"] for r in records] == [r["conversations"] for r in local_records]

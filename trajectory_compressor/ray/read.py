@@ -24,7 +24,7 @@ import pyarrow as pa
 from trajectory_compressor.read.jsonl import record_lines
 from trajectory_compressor.read.select import records_of, sampled
 from trajectory_compressor.read.sources import InputSource, iter_parquet_handle
-from trajectory_compressor.settings import RunConfig
+from trajectory_compressor.settings import RunConfig, SelectConfig
 from trajectory_compressor.types import SourceRecord
 from trajectory_compressor.write.records import dumps
 
@@ -41,13 +41,38 @@ ROW_SCHEMA = pa.schema(
 READ_BATCH_ROWS = 16  # rows per block handed on: small blocks spread one big file over the actors
 
 
-def read_inputs(sources: Sequence[InputSource], config: RunConfig) -> Any:
-    """A `ray.data.Dataset` of the selected rows of `sources` (`ROW_SCHEMA`), in input order."""
+def count_inputs(sources: Sequence[InputSource], split: str) -> list[int]:
+    """The records of each source, counted in parallel (one Ray task per file)."""
     import ray
+
+    return list(ray.get([_count.remote(source, split) for source in sources]))
+
+
+def stream_rows_read(total: int, select: SelectConfig) -> int:
+    """How far into the input stream the local engine reads for this selection (its `rows.read`):
+    everything, or with `--limit`, up to the first selected row past the limit."""
+    if select.limit is None:
+        return total
+    selected = 0
+    for index in range(total):
+        percent = select.sample_percent
+        if percent is None or percent >= 100 or sampled(index, percent, select.seed):
+            selected += 1
+            if selected > select.limit:
+                return index + 1
+    return total
+
+
+def read_inputs(sources: Sequence[InputSource], config: RunConfig, counts: Sequence[int] | None = None) -> Any:
+    """A `ray.data.Dataset` of the selected rows of `sources` (`ROW_SCHEMA`), in input order.
+
+    `counts` (from `count_inputs`) saves counting again when the caller has them.
+    """
     import ray.data
 
     split = config.read.split
-    counts = ray.get([_count.remote(source, split) for source in sources])
+    if counts is None:
+        counts = count_inputs(sources, split)
     entries = []
     offset = 0
     for ordinal, count in enumerate(counts):

@@ -78,7 +78,7 @@ def run_on_ray(
     from trajectory_compressor.api import counter_for
     from trajectory_compressor.ray.engine import compress_dataset, default_workers
     from trajectory_compressor.ray.limits import start_limits
-    from trajectory_compressor.ray.read import read_inputs
+    from trajectory_compressor.ray.read import count_inputs, read_inputs, stream_rows_read
     from trajectory_compressor.summarize.choose import choose_summarizers
 
     say = on_message or (lambda text: print(text, file=sys.stderr))
@@ -111,9 +111,10 @@ def run_on_ray(
     limits = start_limits(config.llm.max_concurrency, config.llm.rpm, config.llm.tpm)
     sink = CompressedOutput(layout, output_format)
     status, exit_code, message = "completed", ExitCode.OK, None
+    counts = count_inputs(sources, config.read.split)
     try:
         dataset = compress_dataset(
-            read_inputs(sources, config),
+            read_inputs(sources, config, counts),
             config,
             num_workers=workers,
             cache_folder=cache_folder,
@@ -133,6 +134,7 @@ def run_on_ray(
         status, exit_code, message = "aborted", ExitCode(aborted[1]), aborted[0]
     usage = ray.get(limits.usage.remote())
     totals = sink.totals
+    totals.rows_read = stream_rows_read(sum(counts), config.select)
     report = build_report(
         totals,
         status=status,
