@@ -145,10 +145,36 @@ def open_binary_stream(source: InputSource) -> Any:
 
     if not is_uri(source.name):
         return open_binary(source.path or source.name)
+    import gzip
+
     import pyarrow.fs as pafs
 
     filesystem, path = pafs.FileSystem.from_uri(source.name)
-    return filesystem.open_input_stream(path, compression="gzip" if path.endswith(".gz") else None)
+    stream = filesystem.open_input_stream(path, compression=None)
+    # pyarrow's streams do not iterate by line: the standard library's readers do.
+    return gzip.GzipFile(fileobj=stream, mode="rb") if path.endswith(".gz") else LineReader(stream)
+
+
+class LineReader:
+    """Lines (with their ends) of a pyarrow input stream, read a megabyte at a time."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+
+    def __iter__(self) -> Iterator[bytes]:
+        pending = b""
+        while chunk := self.stream.read(1 << 20):
+            lines = (pending + chunk).split(b"\n")
+            pending = lines.pop()
+            yield from (line + b"\n" for line in lines)
+        if pending:
+            yield pending
+
+    def __enter__(self) -> LineReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stream.close()
 
 
 def open_input_file(source: InputSource) -> Any:
