@@ -160,9 +160,10 @@ def _init_ray(config: RunConfig) -> None:
 
     import ray
 
+    level = logging.WARNING if config.quiet else logging.INFO
+    logging.getLogger("ray.data").setLevel(level)  # -q: no lines about each Dataset's execution
     if ray.is_initialized():
         return
-    level = logging.WARNING if config.quiet else logging.INFO
     if config.ray_address:
         ray.init(address=config.ray_address, logging_level=level)
     elif os.environ.get("RAY_ADDRESS"):  # inside `ray job submit`: the job's cluster
