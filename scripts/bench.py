@@ -49,7 +49,7 @@ Every timing runs `--repeat` times (default 3; rounds interleave the stages so b
 hits them alike) and the median is reported; the machine and its load average are printed
 first, since a busy 2-core machine moves every figure.
 
-    python scripts/bench.py                                  # default sizes: ~3-4 min on 2 cores
+    python scripts/bench.py                                  # default sizes: ~6-7 min on 2 cores (with the ray stage)
     python scripts/bench.py --rows 1000 --repeat 5 --json out/bench.json
     python scripts/bench.py --input runs.jsonl --skip llm,rss
     python scripts/bench.py --only llm --concurrency 128 --latency 0.5

@@ -70,3 +70,27 @@ def test_a_rerun_takes_every_summary_from_the_shared_cache(local_ray, tmp_path: 
         assert len(server.requests) == sent
     endpoint = json.loads((tmp_path / "b" / "x.report.json").read_text())["summaries"]["endpoint"]
     assert endpoint["cache_hits"] == sent and endpoint["requests"] == 0
+
+
+def test_dry_run_equals_the_local_engine(local_ray, tmp_path: Path) -> None:
+    local = run_cli("compress", str(SAMPLE), "-o", str(tmp_path / "local" / "x.jsonl"), "--dry-run")
+    assert local.returncode == 0, local.stderr
+    on_ray = run_cli("compress", str(SAMPLE), "-o", str(tmp_path / "ray" / "x.jsonl"), "--dry-run", *RAY)
+    assert on_ray.returncode == 0, on_ray.stderr
+    assert_same_outputs(tmp_path / "local" / "x.jsonl", tmp_path / "ray" / "x.jsonl")
+
+
+def test_a_refused_key_stops_the_run_with_exit_2_and_local_only_flags_are_refused(local_ray, tmp_path: Path) -> None:
+    with FakeServerThread(default="401") as server:
+        result = run_cli(
+            "compress", str(SAMPLE), "-o", str(tmp_path / "x.jsonl"),
+            *llm_args(server.base_url, tmp_path / "c.sqlite3"), *RAY,
+        )  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert "refused the credentials" in result.stderr
+    assert json.loads((tmp_path / "x.report.json").read_text())["status"] == "aborted"
+    refused = run_cli("compress", str(SAMPLE), "-o", str(tmp_path / "y.jsonl"), "--num-shards", "2", *RAY)
+    assert refused.returncode == 2
+    assert refused.stderr.strip().splitlines() == [
+        "error: --num-shards (Ray spreads the rows itself) is not supported with --engine ray"
+    ]

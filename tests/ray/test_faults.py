@@ -25,6 +25,7 @@ from tests.ray.conftest import assert_same_outputs, json_lines, ray_parts
 
 pytestmark = pytest.mark.ray
 WAIT_SECONDS = 120
+SECRET = "sk-test-ray-0123456789abcdef0123456789"
 
 
 def wait_for(what: str, condition: Callable[[], Any]) -> Any:
@@ -78,7 +79,7 @@ def test_a_worker_killed_mid_run_loses_and_duplicates_no_row(local_ray, tmp_path
             summarizer="llm",
             llm=LLMConfig(
                 base_url=server.base_url, model="test-model", retry_delay=0.01, request_timeout=300.0,
-                cache_path=str(tmp_path / "cache" / "s.sqlite3"),
+                cache_path=str(tmp_path / "cache" / "s.sqlite3"), max_concurrency=256,
             ),
             engine="ray", num_workers=2, quiet=True,
         )  # fmt: skip
@@ -93,10 +94,12 @@ def test_a_worker_killed_mid_run_loses_and_duplicates_no_row(local_ray, tmp_path
         thread = threading.Thread(target=run)
         thread.start()
         limits = wait_for("the limits actor", lambda: _limits_actor(ray))
-        # A known point: both workers hold requests on the server.
+        # A known point: both workers are up and one of them holds requests on the server.
         holders = wait_for(
-            "both workers holding requests",
-            lambda: (found := ray.get(limits.holders.remote())) and len([h for h in found if h[1] > 0]) == 2 and found,
+            "a worker holding requests",
+            lambda: (
+                (found := ray.get(limits.holders.remote())) and len(found) == 2 and any(h for _, h in found) and found
+            ),
         )
         victim = next(actor for actor, held in holders if held > 0)
         ray.kill(victim, no_restart=False)  # Ray restarts it and retries its batch
@@ -126,10 +129,11 @@ def test_a_rerun_after_the_driver_is_killed_asks_for_no_summary_twice(local_ray,
         answered = 10
         first_request = len(server.requests)
         schedule.hold, schedule.answer_first = True, first_request + answered
+        env = {**os.environ, "OPENAI_API_KEY": SECRET}  # the workers' environment: the driver's (a local Ray)
         command = [sys.executable, "-m", "trajectory_compressor", "compress", str(SAMPLE), "-o", str(out),
                    *llm_flags(server.base_url, cache), "--engine", "ray", "--num-workers", "2", "-q"]  # fmt: skip
         driver = subprocess.Popen(
-            command, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=os.environ.copy()
+            command, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
         )
         try:
             # A known point: the first summaries are answered and stored, the next ones held.
@@ -143,11 +147,15 @@ def test_a_rerun_after_the_driver_is_killed_asks_for_no_summary_twice(local_ray,
         phase_one = {request_key(r.body) for r in server.requests[first_request : first_request + answered]}
         schedule.hold = False
         second_request = len(server.requests)
-        rerun = subprocess.run(
-            [*command[:-1], "-q"], capture_output=True, text=True, env=os.environ.copy(), timeout=300, check=False
-        )
+        rerun = subprocess.run([*command[:-1], "-q"], capture_output=True, text=True, env=env, timeout=300, check=False)
         assert rerun.returncode == 0, rerun.stderr
         phase_two = [request_key(r.body) for r in server.requests[second_request:]]
+        sent_by_workers = {r.authorization for r in server.requests[first_request:]}
+    assert sent_by_workers == {f"Bearer {SECRET}"}  # the key reached every worker, through its environment
+    for path in [*tmp_path.rglob("*")]:
+        if path.is_file() and "local" not in path.name:
+            assert SECRET.encode() not in path.read_bytes(), path
+    assert SECRET not in rerun.stderr + rerun.stdout
     assert not phase_one & set(phase_two), "a summary received before the crash was asked for again"
     assert len(phase_two) == len(set(phase_two))
     assert_same_outputs(tmp_path / "local" / "x.jsonl", out)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SAMPLE, read_jsonl, run_cli, write_jsonl
-from tests.ray.conftest import assert_same_outputs
+from tests.ray.conftest import assert_same_outputs, json_lines, ray_parts
 
 pytestmark = pytest.mark.ray
 ROWS = 40
@@ -70,3 +70,66 @@ def test_compress_dataset_takes_and_returns_a_ray_dataset(local_ray, tmp_path: P
     # keys its other rows have, as None), as every Dataset's rows do.
     conversations = [json.loads(row["record"])["conversations"] for row in out]
     assert conversations == [record["conversations"] for record in read_jsonl(tmp_path / "local" / "x.jsonl")]
+
+
+@pytest.mark.parametrize("selection", [("--limit", "30"), ("--sample-percent", "20", "--seed", "7", "--limit", "30")])
+def test_limit_and_sample_select_the_local_engines_rows(local_ray, tmp_path: Path, selection: tuple[str, ...]) -> None:
+    args = ("--summarizer", "extractive", *selection)
+    local = run_cli("compress", str(SAMPLE), "-o", str(tmp_path / "local" / "x.jsonl"), *args)
+    assert local.returncode == 0, local.stderr
+    on_ray = run_cli(
+        "compress", str(SAMPLE), "-o", str(tmp_path / "ray" / "x.jsonl"), *args, "--engine", "ray", "-q"
+    )  # fmt: skip
+    assert on_ray.returncode == 0, on_ray.stderr
+    assert_same_outputs(tmp_path / "local" / "x.jsonl", tmp_path / "ray" / "x.jsonl")
+
+
+def test_parquet_output_parts_hold_the_local_engines_records(local_ray, tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    local = run_cli("compress", str(SAMPLE), "-o", str(tmp_path / "local" / "x.jsonl"), "--summarizer", "extractive")
+    assert local.returncode == 0, local.stderr
+    on_ray = run_cli(
+        "compress", str(SAMPLE), "-o", str(tmp_path / "ray" / "x.parquet"), "--summarizer", "extractive",
+        "--engine", "ray", "-q",
+    )  # fmt: skip
+    assert on_ray.returncode == 0, on_ray.stderr
+    parts = sorted((tmp_path / "ray" / "x.parquet").glob("part-*.parquet"))
+    records = [row for part in parts for row in pq.read_table(part).to_pylist()]
+    local_records = read_jsonl(tmp_path / "local" / "x.jsonl")
+    assert [r["id"] for r in records] == [r["id"] for r in local_records]
+    assert [r["conversations"] for r in records] == [r["conversations"] for r in local_records]
+
+
+def test_uris_are_read_and_written_through_pyarrow_filesystems(local_ray, tmp_path: Path) -> None:
+    """`file://` goes the way `s3://` does (pyarrow.fs listing, streams, part writes, the report)."""
+    import gzip
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = read_jsonl(SAMPLE)[:ROWS]
+    folder = tmp_path / "in"
+    folder.mkdir()
+    with gzip.open(folder / "a.jsonl.gz", "wt", encoding="utf-8") as handle:
+        handle.writelines(json.dumps(row) + "\n" for row in rows[:12])
+    write_jsonl(folder / "b.jsonl", rows[12:25])
+    pq.write_table(pa.Table.from_pylist(rows[25:]), folder / "c.parquet")
+    local = run_cli("compress", str(folder), "-o", str(tmp_path / "local" / "x.jsonl"), "--summarizer", "extractive")
+    assert local.returncode == 0, local.stderr
+    out = tmp_path / "ray" / "x.jsonl"
+    on_ray = run_cli(
+        "compress", f"file://{folder}", "-o", f"file://{out}", "--summarizer", "extractive", "--engine", "ray", "-q"
+    )  # fmt: skip
+    assert on_ray.returncode == 0, on_ray.stderr
+    assert ray_parts(out) == (tmp_path / "local" / "x.jsonl").read_bytes()
+    local_metrics = read_jsonl(tmp_path / "local" / "x.metrics.jsonl")
+    ray_metrics = json_lines(ray_parts(tmp_path / "ray" / "x.metrics"))
+    assert [m.pop("source") for m in ray_metrics] == [
+        f"file://{folder}/{m.pop('source').split('/')[-1]}" for m in local_metrics
+    ]
+    assert ray_metrics == local_metrics
+    assert (
+        json.loads((tmp_path / "ray" / "x.report.json").read_text())["tokens"]
+        == json.loads((tmp_path / "local" / "x.report.json").read_text())["tokens"]
+    )

@@ -21,10 +21,11 @@ from typing import Any
 
 import pyarrow as pa
 
+from trajectory_compressor.errors import RunAborted
 from trajectory_compressor.read.jsonl import parse_json_line, parse_record
 from trajectory_compressor.run.prepare import PreparedRow, notice_tokens, prepare_rows
 from trajectory_compressor.run.row import FinishedRow, RowFinisher
-from trajectory_compressor.settings import RunConfig
+from trajectory_compressor.settings import RunConfig, with_values
 from trajectory_compressor.types import SourceRecord
 from trajectory_compressor.write.records import dumps
 
@@ -67,7 +68,9 @@ class CompressWorker:
         self.gate = ClusterGate(limits) if limits is not None else None
         self._register()
         cache = SharedFolderCache(cache_folder) if cache_folder and config.llm.use_cache else None
-        choice = None if config.dry_run else choose_summarizers(config, self.counter, cache=cache, gate=self.gate)
+        # No shared folder, no cache: never each worker's own default file, on machines apart.
+        choosing = config if cache is not None else with_values(config, "llm", use_cache=False)
+        choice = None if config.dry_run else choose_summarizers(choosing, self.counter, cache=cache, gate=self.gate)
         self.summarizer = choice.primary if choice else None
         self.finisher = RowFinisher(
             config,
@@ -104,6 +107,10 @@ class CompressWorker:
     async def _finish(self, prepared: list[PreparedRow]) -> list[FinishedRow]:
         try:
             return list(await asyncio.gather(*(self.finisher.finish(row) for row in prepared)))
+        except RunAborted as exc:  # the driver learns it from the limits actor: Ray passes on text only
+            if self.gate is not None:
+                await self.gate.limits.abort.remote(str(exc), int(exc.exit_code))
+            raise
         finally:
             if self.gate is not None and self.summarizer is not None:
                 self.gate.report(self.summarizer.stats())

@@ -25,9 +25,9 @@ REMOTE_SUFFIXES: tuple[str, ...] = (*JSONL_SUFFIXES, ".parquet")
 
 
 def is_uri(path: str) -> bool:
-    """A path on a remote filesystem (`s3://`, `gs://`, `hdfs://`...), read through pyarrow.fs."""
+    """A URI (`s3://`, `gs://`, `hdfs://`, `file://`...), read and written through pyarrow.fs."""
     scheme, sep, _ = path.partition("://")
-    return bool(sep) and scheme.isidentifier() and scheme != "file"
+    return bool(sep) and scheme.isidentifier()
 
 
 def list_inputs(paths: Sequence[str], config: RunConfig, *, exclude: Sequence[str] = ()) -> list[InputSource]:

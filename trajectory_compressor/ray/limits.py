@@ -42,6 +42,7 @@ class RunLimits:
         self._seen: dict[str, float] = {}  # worker id -> monotonic time of its last word
         self._stats: dict[str, dict[str, Any]] = {}
         self._actors: dict[str, Any] = {}
+        self._aborted: tuple[str, int] | None = None
         self._changed: asyncio.Condition | None = None
         self._reaper: asyncio.Task[None] | None = None
 
@@ -84,6 +85,17 @@ class RunLimits:
     def holders(self) -> list[tuple[Any, int]]:
         """(actor handle, slots held) of each registered worker: a test kills one mid-request."""
         return [(actor, self._held[worker]) for worker, actor in self._actors.items()]
+
+    def abort(self, message: str, exit_code: int) -> None:
+        """A worker stopped the run (`RunAborted`: a refused key, `--on-summary-failure fail`).
+
+        Kept here because the exception reaches the driver only as text, inside Ray's wrappers.
+        """
+        if self._aborted is None:
+            self._aborted = (message, exit_code)
+
+    def aborted(self) -> tuple[str, int] | None:
+        return self._aborted
 
     def heartbeat(self, worker: str) -> None:
         self._seen[worker] = time.monotonic()

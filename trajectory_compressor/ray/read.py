@@ -24,7 +24,7 @@ import pyarrow as pa
 from trajectory_compressor.read.jsonl import record_lines
 from trajectory_compressor.read.select import records_of, sampled
 from trajectory_compressor.read.sources import InputSource, iter_parquet_handle
-from trajectory_compressor.settings import RunConfig
+from trajectory_compressor.settings import RunConfig, SelectConfig
 from trajectory_compressor.types import SourceRecord
 from trajectory_compressor.write.records import dumps
 
@@ -41,13 +41,38 @@ ROW_SCHEMA = pa.schema(
 READ_BATCH_ROWS = 16  # rows per block handed on: small blocks spread one big file over the actors
 
 
-def read_inputs(sources: Sequence[InputSource], config: RunConfig) -> Any:
-    """A `ray.data.Dataset` of the selected rows of `sources` (`ROW_SCHEMA`), in input order."""
+def count_inputs(sources: Sequence[InputSource], split: str) -> list[int]:
+    """The records of each source, counted in parallel (one Ray task per file)."""
     import ray
+
+    return list(ray.get([_count.remote(source, split) for source in sources]))
+
+
+def stream_rows_read(total: int, select: SelectConfig) -> int:
+    """How far into the input stream the local engine reads for this selection (its `rows.read`):
+    everything, or with `--limit`, up to the first selected row past the limit."""
+    if select.limit is None:
+        return total
+    selected = 0
+    for index in range(total):
+        percent = select.sample_percent
+        if percent is None or percent >= 100 or sampled(index, percent, select.seed):
+            selected += 1
+            if selected > select.limit:
+                return index + 1
+    return total
+
+
+def read_inputs(sources: Sequence[InputSource], config: RunConfig, counts: Sequence[int] | None = None) -> Any:
+    """A `ray.data.Dataset` of the selected rows of `sources` (`ROW_SCHEMA`), in input order.
+
+    `counts` (from `count_inputs`) saves counting again when the caller has them.
+    """
     import ray.data
 
     split = config.read.split
-    counts = ray.get([_count.remote(source, split) for source in sources])
+    if counts is None:
+        counts = count_inputs(sources, split)
     entries = []
     offset = 0
     for ordinal, count in enumerate(counts):
@@ -120,10 +145,36 @@ def open_binary_stream(source: InputSource) -> Any:
 
     if not is_uri(source.name):
         return open_binary(source.path or source.name)
+    import gzip
+
     import pyarrow.fs as pafs
 
     filesystem, path = pafs.FileSystem.from_uri(source.name)
-    return filesystem.open_input_stream(path, compression="gzip" if path.endswith(".gz") else None)
+    stream = filesystem.open_input_stream(path, compression=None)
+    # pyarrow's streams do not iterate by line: the standard library's readers do.
+    return gzip.GzipFile(fileobj=stream, mode="rb") if path.endswith(".gz") else LineReader(stream)
+
+
+class LineReader:
+    """Lines (with their ends) of a pyarrow input stream, read a megabyte at a time."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+
+    def __iter__(self) -> Iterator[bytes]:
+        pending = b""
+        while chunk := self.stream.read(1 << 20):
+            lines = (pending + chunk).split(b"\n")
+            pending = lines.pop()
+            yield from (line + b"\n" for line in lines)
+        if pending:
+            yield pending
+
+    def __enter__(self) -> LineReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stream.close()
 
 
 def open_input_file(source: InputSource) -> Any:

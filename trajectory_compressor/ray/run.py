@@ -79,7 +79,7 @@ def run_on_ray(
     from trajectory_compressor.api import counter_for
     from trajectory_compressor.ray.engine import compress_dataset, default_workers
     from trajectory_compressor.ray.limits import start_limits
-    from trajectory_compressor.ray.read import read_inputs
+    from trajectory_compressor.ray.read import count_inputs, read_inputs, stream_rows_read
     from trajectory_compressor.summarize.choose import choose_summarizers
 
     say = on_message or (lambda text: print(text, file=sys.stderr))
@@ -112,9 +112,10 @@ def run_on_ray(
     limits = start_limits(config.llm.max_concurrency, config.llm.rpm, config.llm.tpm)
     sink = CompressedOutput(layout, output_format)
     status, exit_code, message = "completed", ExitCode.OK, None
+    counts = count_inputs(sources, config.read.split)
     try:
         dataset = compress_dataset(
-            read_inputs(sources, config),
+            read_inputs(sources, config, counts),
             config,
             num_workers=workers,
             cache_folder=cache_folder,
@@ -126,11 +127,15 @@ def run_on_ray(
         cause = _user_cause(exc)
         if isinstance(cause, UsageError):
             raise cause from None
-        if not isinstance(cause, RunAborted):
+        aborted = ray.get(limits.aborted.remote())
+        if isinstance(cause, RunAborted):
+            aborted = (str(cause), cause.exit_code)
+        if aborted is None:
             raise
-        status, exit_code, message = "aborted", cause.exit_code, str(cause)
+        status, exit_code, message = "aborted", ExitCode(aborted[1]), aborted[0]
     usage = ray.get(limits.usage.remote())
     totals = sink.totals
+    totals.rows_read = stream_rows_read(sum(counts), config.select)
     report = build_report(
         totals,
         status=status,
@@ -156,9 +161,10 @@ def _init_ray(config: RunConfig) -> None:
 
     import ray
 
+    level = logging.WARNING if config.quiet else logging.INFO
+    logging.getLogger("ray.data").setLevel(level)  # -q: no lines about each Dataset's execution
     if ray.is_initialized():
         return
-    level = logging.WARNING if config.quiet else logging.INFO
     if config.ray_address:
         ray.init(address=config.ray_address, logging_level=level)
     elif os.environ.get("RAY_ADDRESS"):  # inside `ray job submit`: the job's cluster

@@ -130,7 +130,7 @@ class CompressedOutput(Datasink):
     def on_write_complete(self, write_result: Any) -> None:
         for part in write_result.write_returns:
             self.totals.merge(RunTotals.from_dict(part))
-        self.totals.rows_read = self.totals.rows_selected
+        self.totals.rows_read = self.totals.rows_selected  # the driver sets what the inputs held
 
     def _write_lines(self, folder: str, name: str, lines: list[bytes]) -> None:
         self._write_bytes(folder, name, b"".join(line + b"\n" for line in lines))
