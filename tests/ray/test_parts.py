@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from pathlib import Path
 
 from trajectory_compressor.ray import limits
@@ -19,7 +20,11 @@ def test_each_worker_writes_its_own_file_and_reads_every_file(tmp_path: Path) ->
         local.put("k2", CachedSummary("from a local run"), model="m")
     assert one.get("k2") == CachedSummary("from a local run")
     assert one.get("nothing") is None
-    assert len(list(tmp_path.glob("worker-*.sqlite3"))) == 2
+    workers = list(tmp_path.glob("worker-*.sqlite3"))
+    assert len(workers) == 2
+    for path in workers:  # a rollback journal: WAL needs memory shared by readers, not there on NFS
+        with sqlite3.connect(path) as connection:
+            assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
     assert len(two) == 2
     one.close()
     two.close()

@@ -6,7 +6,9 @@ only its own file, `worker-<host>-<pid>-<random>.sqlite3`, and on a miss looks i
 `*.sqlite3` file of the folder: those of workers that died, of earlier runs and of the driver
 that crashed, and a local run's cache file kept there (`--cache folder/summaries.sqlite3`).
 A summary received once is then never asked for again by any worker of any re-run that
-shares the folder. Each file is a plain `SummaryCache` (same schema, same keys).
+shares the folder. Each file is a plain `SummaryCache` (same schema, same keys), written with
+a rollback journal: SQLite's WAL mode needs memory shared by every reader, which machines on a
+network filesystem do not have.
 """
 
 from __future__ import annotations
@@ -29,7 +31,9 @@ class SharedFolderCache:
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         name = f"worker-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}.sqlite3"
-        self.own = SummaryCache(self.folder / name)
+        # Rollback journal, not WAL: WAL's index lives in shared memory, which a network
+        # filesystem does not share between machines; one writer per file needs no more.
+        self.own = SummaryCache(self.folder / name, journal_mode="DELETE")
         self.path = self.folder  # what reports show
         self._others: dict[Path, SummaryCache] = {}
         self._lock = threading.Lock()
@@ -71,4 +75,4 @@ class SharedFolderCache:
         """Open the files other workers made since the last look (a listing per miss: cheap)."""
         for path in sorted(self.folder.glob(CACHE_GLOB)):
             if path != self.own.path and path not in self._others:
-                self._others[path] = SummaryCache(path)
+                self._others[path] = SummaryCache(path, journal_mode=None)  # read as its writer left it

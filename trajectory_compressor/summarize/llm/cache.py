@@ -102,7 +102,9 @@ class SummaryCache:
     thread that opens it need not be the worker thread that uses it).
     """
 
-    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, journal_mode: str | None = "WAL") -> None:
+        """`journal_mode` None leaves the file's own mode (a reader of another process's file);
+        "DELETE" suits a file on a network filesystem, where WAL's shared memory does not work."""
         self.path = Path(path) if path is not None else default_cache_path()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
@@ -112,7 +114,8 @@ class SummaryCache:
         )
         try:
             self._conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
-            self._conn.execute("PRAGMA journal_mode = WAL")
+            if journal_mode is not None:
+                self._conn.execute(f"PRAGMA journal_mode = {journal_mode}")
             # NORMAL in WAL mode: a commit survives a crash of this process (not a power cut),
             # without an fsync per summary.
             self._conn.execute("PRAGMA synchronous = NORMAL")
