@@ -12,23 +12,39 @@ any, is read from `$OPENAI_API_KEY` and written nowhere.
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import os
 import sys
+import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 
-def answer(base_url: str, line: dict[str, Any], timeout: float) -> dict[str, Any]:
+def answer(base_url: str, line: dict[str, Any], timeout: float, attempts: int = 3) -> dict[str, Any]:
+    """One request's output line; a dropped connection is tried again, as a batch runner would."""
+    result: dict[str, Any] = {"id": f"batch_req_{line['custom_id'][:16]}", "custom_id": line["custom_id"]}
+    for attempt in range(attempts):
+        failure = _send(base_url, line, timeout, result)
+        if failure is None:
+            return result
+        if attempt + 1 < attempts:
+            time.sleep(1.0 + attempt)
+    result["response"] = None
+    result["error"] = {"code": "request_failed", "message": failure}
+    return result
+
+
+def _send(base_url: str, line: dict[str, Any], timeout: float, result: dict[str, Any]) -> str | None:
+    """Fill `result` with the server's answer (an HTTP error is an answer); why not, if it could not."""
     url = base_url.rstrip("/") + "/chat/completions"
     headers = {"Content-Type": "application/json"}
     key = os.environ.get("OPENAI_API_KEY")
     if key:
         headers["Authorization"] = f"Bearer {key}"
     request = urllib.request.Request(url, data=json.dumps(line["body"]).encode(), headers=headers, method="POST")
-    result: dict[str, Any] = {"id": f"batch_req_{line['custom_id'][:16]}", "custom_id": line["custom_id"]}
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             result["response"] = {"status_code": response.status, "body": json.loads(response.read())}
@@ -36,10 +52,9 @@ def answer(base_url: str, line: dict[str, Any], timeout: float) -> dict[str, Any
     except urllib.error.HTTPError as exc:
         result["response"] = {"status_code": exc.code, "body": None}
         result["error"] = {"code": str(exc.code), "message": exc.reason}
-    except (urllib.error.URLError, TimeoutError, ValueError) as exc:
-        result["response"] = None
-        result["error"] = {"code": "request_failed", "message": str(exc)}
-    return result
+    except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as exc:
+        return f"{type(exc).__name__}: {exc}"  # a dropped connection, a timeout, a reply that is not JSON
+    return None
 
 
 def main() -> int:
