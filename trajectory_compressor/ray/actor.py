@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from trajectory_compressor.errors import RunAborted
 from trajectory_compressor.read.jsonl import parse_json_line, parse_record
-from trajectory_compressor.run.prepare import PreparedRow, notice_tokens, prepare_rows
+from trajectory_compressor.run.prepare import PreparedRow, notice_tokens, prepare_for_run
 from trajectory_compressor.run.row import FinishedRow, RowFinisher
 from trajectory_compressor.settings import RunConfig, with_values
 from trajectory_compressor.types import SourceRecord
@@ -92,14 +92,7 @@ class CompressWorker:
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         rows = [(index, index + 1, item) for index, item in self._records(batch)]
-        prepared = prepare_rows(
-            rows,
-            self.counter,
-            self.config.plan,
-            notice_tokens=self.notice_tokens,
-            skip_under_target=self.config.skip_under_target,
-            reading=self.config.read,
-        )
+        prepared = prepare_for_run(rows, self.counter, self.config, self.notice_tokens)
         finished = asyncio.run_coroutine_threadsafe(self._finish(prepared), self.loop).result()
         rows_out = [output_row(row, done) for row, done in zip(prepared, finished, strict=True)]
         return pa.Table.from_pylist(rows_out, OUT_SCHEMA)

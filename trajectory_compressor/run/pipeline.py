@@ -28,7 +28,7 @@ from trajectory_compressor.read.select import RowSelection, Selected
 from trajectory_compressor.read.sources import InputSource
 from trajectory_compressor.run.commit import RowCommitter
 from trajectory_compressor.run.jobs import CompressJob
-from trajectory_compressor.run.prepare import CHUNK_BYTES, CHUNK_ROWS, PreparedRow, notice_tokens, prepare_rows
+from trajectory_compressor.run.prepare import CHUNK_BYTES, CHUNK_ROWS, PreparedRow, notice_tokens, prepare_for_run
 from trajectory_compressor.run.row import FinishedRow, RowFinisher
 from trajectory_compressor.run.signals import sigterm_cancels_this_task
 from trajectory_compressor.run.window import finish_in_order
@@ -116,14 +116,7 @@ class CompressionRun:
         rows = next(chunks, None)
         if rows is None:
             return None
-        return prepare_rows(
-            rows,
-            self.counter,
-            self.config.plan,
-            notice_tokens=self.notice_tokens,
-            skip_under_target=self.config.skip_under_target,
-            reading=self.config.read,
-        )
+        return prepare_for_run(rows, self.counter, self.config, self.notice_tokens)
 
     # ----------------------------------------------------------------------------- the loop
     async def run(self) -> RunResult:

@@ -121,6 +121,20 @@ def prepare_rows(
     return prepared
 
 
+def prepare_for_run(
+    rows: Sequence[tuple[int, int, SourceRecord]], counter: TokenCounter, config: RunConfig, notice_tokens: int
+) -> list[PreparedRow]:
+    """`prepare_rows` with a run's own settings: what every engine calls on a chunk it read."""
+    return prepare_rows(
+        rows,
+        counter,
+        config.plan,
+        notice_tokens=notice_tokens,
+        skip_under_target=config.skip_under_target,
+        reading=config.read,
+    )
+
+
 def planned_rows(sources: Sequence[InputSource], config: RunConfig, counter: TokenCounter) -> Iterator[PreparedRow]:
     """Every selected row of `sources`, validated, counted and planned as a compress run plans it.
 
@@ -131,11 +145,4 @@ def planned_rows(sources: Sequence[InputSource], config: RunConfig, counter: Tok
     notice = notice_tokens(counter, plan)
     selection = RowSelection(sources, split=config.read.split, select=config.select)
     for chunk in selection.chunks(CHUNK_ROWS, CHUNK_BYTES):
-        yield from prepare_rows(
-            chunk,
-            counter,
-            plan,
-            notice_tokens=notice,
-            skip_under_target=config.skip_under_target,
-            reading=config.read,
-        )
+        yield from prepare_for_run(chunk, counter, config, notice)

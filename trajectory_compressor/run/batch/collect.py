@@ -21,6 +21,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 import orjson
 
@@ -28,7 +29,7 @@ from trajectory_compressor.count import TokenCounter
 from trajectory_compressor.errors import RunAborted
 from trajectory_compressor.read.sources import InputSource
 from trajectory_compressor.run.batch.state import BatchState, Submission
-from trajectory_compressor.run.prepare import planned_rows
+from trajectory_compressor.run.prepare import PreparedRow, planned_rows
 from trajectory_compressor.run.row import RowFinisher
 from trajectory_compressor.settings import BatchConfig, RunConfig
 from trajectory_compressor.summarize.llm import LLMSummarizer
@@ -50,7 +51,7 @@ class RequestFiles:
         self.round = round_number
         self.limits = limits
         self.submissions: list[Submission] = []
-        self._handle: object | None = None
+        self._handle: BinaryIO | None = None
         self._digest = hashlib.sha256()
         self._requests = self._bytes = 0
 
@@ -60,7 +61,7 @@ class RequestFiles:
         if self._handle is None or (full and self._requests):
             self._next_file()
         assert self._handle is not None
-        self._handle.write(line)  # type: ignore[attr-defined]
+        self._handle.write(line)
         self._digest.update(line)
         self._requests += 1
         self._bytes += len(line)
@@ -84,9 +85,9 @@ class RequestFiles:
         handle, self._handle = self._handle, None
         if handle is None:
             return
-        handle.flush()  # type: ignore[attr-defined]
-        os.fsync(handle.fileno())  # type: ignore[attr-defined]
-        handle.close()  # type: ignore[attr-defined]
+        handle.flush()
+        os.fsync(handle.fileno())
+        handle.close()
         last = self.submissions[-1]
         last.requests, last.bytes, last.sha256 = self._requests, self._bytes, self._digest.hexdigest()
 
@@ -121,7 +122,7 @@ async def collect_round(
     finisher = RowFinisher(config, counter, collector, fallback)
     waiting = 0
 
-    async def visit(row) -> bool:  # type: ignore[no-untyped-def]
+    async def visit(row: PreparedRow) -> bool:
         try:
             await finisher.finish(row)
         except RequestPending:

@@ -173,6 +173,7 @@ class BatchPhase:
     async def _store(self, api: BatchAPI, collector: LLMSummarizer, submission: Submission) -> None:
         """Download the batch's output and error files, store every answer, note every failure."""
         keys = _request_keys(self.folder / submission.name)
+        asked = set(keys)
         answered: set[str] = set()
         failed: dict[str, str] = {}
         problems: list[str] = []
@@ -184,7 +185,7 @@ class BatchPhase:
                 await api.download(file_id, path)
                 boundary("batch-downloaded")
             loaded = ResponsesLoaded(path.name)
-            stored = await collector.store_answers(path, loaded, line_limit=self.line_limit, keys=set(keys))
+            stored = await collector.store_answers(path, loaded, line_limit=self.line_limit, keys=asked)
             problems += loaded.problems
             answered |= stored.answered
             failed.update(stored.failed)
@@ -200,7 +201,7 @@ class BatchPhase:
                 self.state.note_failure(key, failed.get(key) or f"no answer ({unanswered})")
         submission.stored = True
         self.state.save(self.folder)
-        lost = len(keys) - len(answered & set(keys))
+        lost = len(asked - answered)
         self.say(
             f"batch {submission.batch_id} {submission.status}: {len(answered):,} answers stored"
             + (f", {lost:,} requests without an answer" if lost else "")

@@ -196,10 +196,6 @@ class LLMSummarizer:
     def has_cache(self) -> bool:
         return self._cache is not None
 
-    async def cached(self, key: str) -> bool:
-        """Whether the cache holds an answer under `key`."""
-        return await self._cache_call(_cache_get, key) is not None
-
     async def load_responses(self, path: Path, *, line_limit: int) -> ResponsesLoaded:
         """Store the answers of a batch output file in the cache, checked as live replies are.
 
