@@ -17,6 +17,8 @@ Role = Literal["system", "human", "gpt", "tool"]
 ROLES: frozenset[str] = frozenset({"system", "human", "gpt", "tool"})
 
 SUMMARY_PREFIX = "[CONTEXT SUMMARY]:"
+# How summary turns of earlier compactions begin: ours, and the Hermes agent's live compressor's.
+EARLIER_SUMMARY_PREFIXES = (SUMMARY_PREFIX, "[CONTEXT COMPACTION")
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,8 @@ class SummaryRequest:
     label: str = ""  # where the row came from ("file.jsonl:12"), for messages only
     task: str = ""  # the row's first user request (from the head): context, not to be summarized
     feedback: str = ""  # what an earlier summary of this region missed, when asking again
+    previous_summary: str = ""  # the summary of what came before `turns`, to update (not rewrite)
+    structured: bool = False  # the sectioned summary of a context window (Goal, Progress, ...)
 
 
 @dataclass
