@@ -41,11 +41,13 @@ class EditedTurn:
     """Original turn `index` with its text replaced by `value`; its other keys are kept.
 
     For OpenAI messages only text-only messages can be edited (not an assistant message with
-    ``tool_calls`` nor a tool result), since their text is rendered from structure.
+    ``tool_calls`` nor a tool result), since their text is rendered from structure; a tool
+    result's own `content` can be given instead (`content`), `value` then being its rendering.
     """
 
     index: int
     value: str
+    content: str | None = None
 
 
 @dataclass(frozen=True)
@@ -210,6 +212,10 @@ class RowMetrics:
     fidelity: dict[str, Any] | None = None  # a compressed row: recall of its region's salient items
     unsupported: list[str] | None = None  # a compressed row: summary items found nowhere in the row
     fidelity_retried: bool | None = None  # the LLM was asked again for a summary that fell short
+    gpt_turns: int | None = None  # gpt turns of the input row (a valid row)
+    train_turns: int | None = None  # of them, those this record holds verbatim as training targets
+    window: dict[str, int] | None = None  # --windows: {"index", "count", "input_index"} of this record
+    elided_turns: int | None = None  # --windows: tool results cut in the middle so the window fits
 
     def to_dict(self) -> dict[str, Any]:
         data = {k: v for k, v in self.__dict__.items() if k not in _OPTIONAL_METRICS}
@@ -244,4 +250,8 @@ _OPTIONAL_METRICS = (
     "fidelity",
     "unsupported",
     "fidelity_retried",
+    "gpt_turns",
+    "train_turns",
+    "window",
+    "elided_turns",
 )

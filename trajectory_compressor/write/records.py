@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from trajectory_compressor.read.formats import ConversationFormat, from_turns
+from trajectory_compressor.read.formats import ConversationFormat, from_turns, with_training_marks
 from trajectory_compressor.read.jsonl import needs_standard_json
 from trajectory_compressor.types import OutputTurn, SourceRecord
 
@@ -31,6 +31,26 @@ def unchanged_bytes(item: SourceRecord) -> bytes:
     if item.raw is not None:
         return item.raw
     return dumps(item.record)
+
+
+def window_bytes(
+    item: SourceRecord,
+    fmt: ConversationFormat,
+    layout: Sequence[OutputTurn],
+    marks: Sequence[bool | None],
+    window: dict[str, int],
+) -> bytes:
+    """The dataset line of one context window (`--windows`): the record rebuilt from `layout`, its
+    assistant turns marked `"train"` (`marks`, one per layout item), and its `"window"` key."""
+    raw = item.raw
+    standard = raw is not None and needs_standard_json(raw)
+    record = from_turns(json.loads(raw) if standard else item.record, fmt, layout)  # type: ignore[arg-type]
+    with_training_marks(record, fmt, marks)
+    record.pop("window", None)  # a windowed dataset windowed again: the new position, at the end
+    record["window"] = window
+    if standard:
+        return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return dumps(record)
 
 
 def rewritten_bytes(item: SourceRecord, fmt: ConversationFormat, layout: Sequence[OutputTurn]) -> bytes:

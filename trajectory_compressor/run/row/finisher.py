@@ -19,6 +19,7 @@ from trajectory_compressor.run.row.measure import RowMeasure
 from trajectory_compressor.run.row.outcome import FinishedRow, RowOutcome, fill_sizes, new_metrics, rejected_row
 from trajectory_compressor.run.row.over_limit import truncate_row
 from trajectory_compressor.run.row.summary_step import Summarized, SummaryFailure, SummaryStep
+from trajectory_compressor.run.row.windows import WindowFinisher
 from trajectory_compressor.settings import RunConfig
 from trajectory_compressor.summarize.fidelity import score_summary
 from trajectory_compressor.types import ExampleRow, OutputTurn, RowMetrics, Summarizer, Turn
@@ -62,11 +63,26 @@ class RowFinisher:
         self.truncates = over_limit == "truncate" and not config.dry_run
         self.outcome = RowOutcome(self.target, over_limit, writes_data=not config.dry_run)
         self.example: ExampleRow | None = None  # the first compressed row, for the HTML report
+        self.windows = (
+            WindowFinisher(
+                self.measure,
+                self.summary_step,
+                iterative=getattr(summarizer, "iterative", False),
+                row_timeout=config.row_timeout,
+                primary_name=self.primary_name,
+                writes_data=not config.dry_run,
+                over_limit=over_limit,
+            )
+            if config.plan.windows
+            else None
+        )
 
     async def finish(self, row: PreparedRow) -> FinishedRow:
         metrics = new_metrics(row)
         if row.error is not None:
             return rejected_row(row, metrics, keep_in_data=self.keep_rejects_in_data)
+        if self.windows is not None:
+            return await self.windows.finish(row)
         plan = row.plan
         assert plan is not None
         if plan.region is not None and self.summary_step is None:

@@ -17,14 +17,30 @@ REJECT_RAW_CHARS = 4000  # enough to see what is wrong without copying a 10 MB l
 
 
 @dataclass
+class OutputRecord:
+    """One record a row puts in the dataset (or would: `data` is None when it is not written),
+    with its metrics line and over-limit entry."""
+
+    metrics: RowMetrics
+    data: bytes | None = None
+    over_limit: dict[str, Any] | None = None
+
+
+@dataclass
 class FinishedRow:
-    """Everything one row contributes to the outputs."""
+    """Everything one row contributes to the outputs: one record, or with `--windows` one per
+    context window (the first in the fields here, the others in `more`, in order)."""
 
     position: int
     metrics: RowMetrics
     data: bytes | None = None
     over_limit: dict[str, Any] | None = None
     reject: dict[str, Any] | None = None
+    more: tuple[OutputRecord, ...] = ()
+
+    def records(self) -> list[OutputRecord]:
+        """The row's records in the order they are written."""
+        return [OutputRecord(self.metrics, self.data, self.over_limit), *self.more]
 
 
 def new_metrics(row: PreparedRow) -> RowMetrics:

@@ -145,6 +145,7 @@ class ExtractiveSummarizer:
     """Summarizes a region without a model, always within the token budget."""
 
     name = "extractive"
+    iterative = False  # cheap: a context window's summary digests the whole region again
 
     def __init__(self, counter: TokenCounter, *, redact: bool = True) -> None:
         self.counter = counter
