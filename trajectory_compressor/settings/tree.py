@@ -354,6 +354,13 @@ class RunConfig:
         for part in (self.plan, self.llm, self.batch, self.read, self.select, self.output):
             part.validate()
         check_part(self)
+        if self.plan.windows and self.output.over_limit == "truncate":
+            raise ConfigError(
+                "--over-limit truncate does not apply to --windows: a window over the budget holds one turn group "
+                "that alone exceeds it (use keep or drop)"
+            )
+        if self.plan.windows and self.engine == "ray":
+            raise ConfigError("--windows runs on the local engine only; drop --engine ray")
 
     @property
     def effective_window(self) -> int:

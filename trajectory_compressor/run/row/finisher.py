@@ -22,7 +22,16 @@ from trajectory_compressor.run.row.summary_step import Summarized, SummaryFailur
 from trajectory_compressor.run.row.windows import WindowFinisher
 from trajectory_compressor.settings import RunConfig
 from trajectory_compressor.summarize.fidelity import score_summary
-from trajectory_compressor.types import ExampleRow, OutputTurn, RowMetrics, Summarizer, Turn
+from trajectory_compressor.types import (
+    CompressionRegion,
+    EditedTurn,
+    ExampleRow,
+    KeptTurn,
+    OutputTurn,
+    RowMetrics,
+    Summarizer,
+    Turn,
+)
 from trajectory_compressor.write.records import rewritten_bytes
 
 SUMMARY_FAILED = "summary failed"
@@ -117,7 +126,7 @@ class RowFinisher:
         metrics.still_over_limit = plan.still_over_limit
         metrics.summary_tokens = plan.summary_tokens
         fill_sizes(metrics, plan.estimated_tokens, len(row.turns or ()) - plan.region.turns_count + 1)
-        return self.outcome.finish(row, metrics, None)
+        return self.outcome.finish(row, metrics, None, kept=_outside(row, plan.region))
 
     def _compressed(self, row: PreparedRow, metrics: RowMetrics, summarized: Summarized) -> FinishedRow:
         plan, result = summarized.plan, summarized.result
@@ -150,7 +159,7 @@ class RowFinisher:
         fill_sizes(metrics, summarized.size, len(summarized.layout))
         if metrics.still_over_limit and self.truncates:
             return self._truncated(row, metrics, plan, summarized.layout, summarized.size)
-        return self.outcome.finish(row, metrics, self._rewritten(row, summarized.layout))
+        return self.outcome.finish(row, metrics, self._rewritten(row, summarized.layout), kept=_kept(summarized.layout))
 
     def _kept_after_failure(
         self, row: PreparedRow, metrics: RowMetrics, plan: Plan, failure: SummaryFailure
@@ -177,9 +186,24 @@ class RowFinisher:
             metrics.reason = None
         fill_sizes(metrics, cut.size, len(cut.layout))
         rewritten = cut.turns_removed > 0 or metrics.was_compressed
-        return self.outcome.finish(row, metrics, self._rewritten(row, cut.layout) if rewritten else None)
+        return self.outcome.finish(
+            row, metrics, self._rewritten(row, cut.layout) if rewritten else None, kept=_kept(cut.layout)
+        )
 
     @staticmethod
     def _rewritten(row: PreparedRow, layout: list[OutputTurn]) -> bytes:
         assert row.fmt is not None
         return rewritten_bytes(row.item, row.fmt, layout)
+
+
+def _kept(layout: list[OutputTurn]) -> list[int]:
+    """The original turns a layout writes back (kept or edited): the rest were summarized or cut."""
+    return [item.index for item in layout if isinstance(item, (KeptTurn, EditedTurn))]
+
+
+def _outside(row: PreparedRow, region: CompressionRegion | None) -> list[int]:
+    """The turns of `row` outside `region` (all of them without one)."""
+    count = len(row.turns or ())
+    if region is None:
+        return list(range(count))
+    return [index for index in range(count) if not region.start <= index < region.end]

@@ -6,6 +6,7 @@ commits finished rows in input order.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,7 +90,14 @@ class RowOutcome:
         self.over_limit = over_limit
         self.writes_data = writes_data
 
-    def finish(self, row: PreparedRow, metrics: RowMetrics, data: bytes | None) -> FinishedRow:
+    def finish(
+        self, row: PreparedRow, metrics: RowMetrics, data: bytes | None, *, kept: Sequence[int] | None = None
+    ) -> FinishedRow:
+        """The row's finished record; `kept` are the original turns it holds (all when None), whose
+        gpt turns are its training targets."""
+        roles = row.roles
+        metrics.gpt_turns = roles.count("gpt")
+        metrics.train_turns = metrics.gpt_turns if kept is None else sum(roles[i] == "gpt" for i in kept)
         if data is None and self.writes_data:
             data = unchanged_bytes(row.item)
         over = None
