@@ -159,3 +159,37 @@ def openai_row() -> dict[str, Any]:
         ],
         "tools": AIRLINE_TOOLS[:1],
     }
+
+
+def long_airline_row(index: int, steps: int) -> dict[str, Any]:
+    """A longer tau-bench style run: two parallel lookups answered in one tool turn right after the
+    task (so the protected head holds a merged tool turn), then `steps` searches with bulky results."""
+    turns: list[dict[str, Any]] = [
+        {"from": "system", "value": "# Airline Agent Policy\n\nBook, modify or cancel flights."},
+        {"from": "human", "value": f"I am user_{index}_4821; find me a flight from JFK to SEA."},
+        {
+            "from": "gpt",
+            "value": call("get_user_details", {"user_id": f"user_{index}_4821"}) + "\n" + call("list_all_airports", {}),
+            "train": True,
+        },
+        {
+            "from": "tool",
+            "value": response(json.dumps({"user_id": f"user_{index}_4821", "tier": "gold"}), "get_user_details", "c1")
+            + "\n"
+            + response('["JFK", "SEA", "PHX"]', "list_all_airports", "c2"),
+        },
+    ]
+    for step in range(steps):
+        date = f"2024-05-{10 + step:02d}"
+        turns.append(
+            {
+                "from": "gpt",
+                "value": f"Searching {date}.\n"
+                + call("search_direct_flight", {"origin": "JFK", "destination": "SEA", "date": date}),
+                "train": step % 2 == 0,
+            }
+        )
+        flights = [{"flight_number": f"HAT{100 + step * 7 + k}", "price": 100 + 13 * k} for k in range(12)]
+        turns.append({"from": "tool", "value": response(json.dumps(flights), "search_direct_flight", f"s{step}")})
+    turns.append({"from": "gpt", "value": "The cheapest direct flight is HAT100.", "train": True})
+    return {"conversations": turns, "task_id": index, "tools": json.dumps(AIRLINE_TOOLS)}
