@@ -3,7 +3,7 @@
 Pure functions over one parsed, valid record (one `read.formats.to_turns` accepts); the record
 is never modified, a new one is returned. Both directions are the inverse of what the reader
 accepts, so a converted row reads back as the same conversation (tested both ways by round
-trips in `tests/write/test_convert_format.py`):
+trips in `tests/write/test_convert_round_trip.py`):
 
 - ShareGPT → messages: roles system / user / assistant / tool. An assistant value's
   ``<tool_call>`` blocks become ``tool_calls`` entries ``{"id", "type": "function", "function":
@@ -11,9 +11,10 @@ trips in `tests/write/test_convert_format.py`):
   empty and there are calls, as OpenAI does); a tool turn becomes one ``tool`` message per
   ``<tool_response>`` block, with ``tool_call_id``, ``name`` and ``content`` (`read.hermes` says
   what is markup and what stays text). Results are matched to the calls of the assistant turn
-  before them, in order: by id, else by name when the result names a function, else the next
-  unanswered call. A call takes the id of the result matched to it; without one, ids are
-  ``call_<turn>_<n>`` (turn index in the conversation, call index in the turn), deterministic.
+  before them, in order: by id, else by name when the result names a function (a result naming
+  no call of that turn answers none), else the next unanswered call. A call takes the id of the
+  result matched to it; without one, ids are ``call_<turn>_<n>`` (turn index in the
+  conversation, call index in the turn), deterministic.
 - messages → ShareGPT: ``conversations`` of ``from`` / ``value``, each value as the reader renders
   the message (tool calls and results as Hermes blocks, a list of text parts joined).
 
