@@ -60,7 +60,10 @@ class RowFinisher:
             )
         )
         self.truncates = over_limit == "truncate" and not config.dry_run
-        self.outcome = RowOutcome(self.target, over_limit, writes_data=not config.dry_run)
+        self.write_format = config.output.write_format
+        self.outcome = RowOutcome(
+            self.target, over_limit, writes_data=not config.dry_run, write_format=self.write_format
+        )
         self.example: ExampleRow | None = None  # the first compressed row, for the HTML report
 
     async def finish(self, row: PreparedRow) -> FinishedRow:
@@ -163,7 +166,6 @@ class RowFinisher:
         rewritten = cut.turns_removed > 0 or metrics.was_compressed
         return self.outcome.finish(row, metrics, self._rewritten(row, cut.layout) if rewritten else None)
 
-    @staticmethod
-    def _rewritten(row: PreparedRow, layout: list[OutputTurn]) -> bytes:
+    def _rewritten(self, row: PreparedRow, layout: list[OutputTurn]) -> bytes:
         assert row.fmt is not None
-        return rewritten_bytes(row.item, row.fmt, layout)
+        return rewritten_bytes(row.item, row.fmt, layout, self.write_format)
