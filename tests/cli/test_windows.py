@@ -188,3 +188,13 @@ def test_windows_refuse_what_they_cannot_honour(tmp_path: Path, flags: list[str]
     source = write_jsonl(tmp_path / "in.jsonl", [make_trajectory(0)])
     result = run_cli("compress", str(source), "-o", str(tmp_path / "o.jsonl"), "--windows", *flags)
     assert result.returncode == 2 and message in result.stderr
+
+
+def test_windows_come_out_as_messages_with_their_marks(tmp_path: Path) -> None:
+    rows = [make_trajectory(i, steps=8, output_lines=30) for i in range(2)]
+    out = _compress(tmp_path, "--summarizer", "extractive", "--write-format", "messages", rows=rows)
+    by_row = _windows_by_row(out)
+    for index, row in enumerate(rows):
+        trained = [m for w in by_row[index] for m in w["messages"] if m["role"] == "assistant" and m["train"]]
+        assert len(trained) == sum(t["from"] == "gpt" for t in row["conversations"])
+        assert all(m["tool_calls"][0]["function"]["name"] == "bash" for m in trained[:-1])

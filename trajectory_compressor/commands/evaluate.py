@@ -197,7 +197,7 @@ def _score_row(
         before = _turns(original, config)
         after = _turns(produced, config)
         start, end = int(region["start_idx"]), int(region["end_idx"]) + 1
-        summary = after[start].value
+        summary = after[_summary_index(after, start)].value
     except (RecordError, KeyError, IndexError, TypeError, ValueError) as exc:
         return f"{where}: cannot be scored ({exc})"
     if not summary.startswith(SUMMARY_PREFIX):
@@ -214,6 +214,14 @@ def _score_row(
         original_tokens=int(entry.get("original_tokens") or 0),
         compressed_tokens=int(entry.get("compressed_tokens") or 0),
     )
+
+
+def _summary_index(after: list[Turn], start: int) -> int:
+    """Where the summary turn is: at the region's start, or later when the output was written in
+    the other format (`--write-format messages` splits a tool turn of several results in the head)."""
+    if start < len(after) and after[start].value.startswith(SUMMARY_PREFIX):
+        return start
+    return next((i for i in range(start, len(after)) if after[i].value.startswith(SUMMARY_PREFIX)), start)
 
 
 class _IndexedInputs:

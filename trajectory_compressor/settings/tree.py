@@ -274,6 +274,10 @@ class OutputConfig:
     fail_on_over_limit: bool = setting(
         False, "bool", flag_style="flag", help="Exit 3 when any row is still over the limit."
     )
+    write_format: str | None = setting(
+        None, "choice", optional=True, choices=("sharegpt", "messages"), yaml="output.write_format", record=True,
+        help="Write conversations as ShareGPT, or as OpenAI messages with structured tool_calls [as read].",
+    )  # fmt: skip
 
     def validate(self) -> None:
         check_part(self)

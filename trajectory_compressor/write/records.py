@@ -3,12 +3,16 @@
 The record keeps every key it came with; only its conversation is rebuilt from the layout
 (`plan.apply`), by the format module that read it. JSON goes out through orjson, with the
 standard library where orjson would change a value (integers beyond 64 bits, NaN, Infinity).
+
+With a write format (`--write-format`) other than the row's own, the line is the record
+converted by `write.convert_format`, unchanged rows included (they are then no longer the input's
+bytes); a row already in that format is written exactly as without the setting.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import orjson
@@ -16,6 +20,7 @@ import orjson
 from trajectory_compressor.read.formats import ConversationFormat, from_turns, with_training_marks
 from trajectory_compressor.read.jsonl import needs_standard_json
 from trajectory_compressor.types import OutputTurn, SourceRecord
+from trajectory_compressor.write.convert_format import convert_record, needs_conversion
 
 
 def dumps(value: Any) -> bytes:
@@ -26,8 +31,15 @@ def dumps(value: Any) -> bytes:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
-def unchanged_bytes(item: SourceRecord) -> bytes:
-    """An unchanged row is written back byte for byte when its source line is known."""
+def unchanged_bytes(
+    item: SourceRecord, fmt: ConversationFormat | None = None, write_format: str | None = None
+) -> bytes:
+    """An unchanged row is written back byte for byte when its source line is known.
+
+    With a `write_format` other than its format `fmt`, it is written converted instead.
+    """
+    if fmt is not None and needs_conversion(fmt, write_format):
+        return _encoded(item, lambda record: convert_record(record, fmt, write_format))
     if item.raw is not None:
         return item.raw
     return dumps(item.record)
@@ -39,28 +51,34 @@ def window_bytes(
     layout: Sequence[OutputTurn],
     marks: Sequence[bool | None],
     window: dict[str, int],
+    write_format: str | None = None,
 ) -> bytes:
     """The dataset line of one context window (`--windows`): the record rebuilt from `layout`, its
     assistant turns marked `"train"` (`marks`, one per layout item), and its `"window"` key."""
-    raw = item.raw
-    standard = raw is not None and needs_standard_json(raw)
-    record = from_turns(json.loads(raw) if standard else item.record, fmt, layout)  # type: ignore[arg-type]
-    with_training_marks(record, fmt, marks)
-    record.pop("window", None)  # a windowed dataset windowed again: the new position, at the end
-    record["window"] = window
-    if standard:
-        return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    return dumps(record)
+
+    def build(record: Any) -> dict[str, Any]:
+        rebuilt = from_turns(record, fmt, layout)
+        with_training_marks(rebuilt, fmt, marks)
+        rebuilt.pop("window", None)  # a windowed dataset windowed again: the new position, at the end
+        rebuilt["window"] = window
+        return convert_record(rebuilt, fmt, write_format)
+
+    return _encoded(item, build)
 
 
-def rewritten_bytes(item: SourceRecord, fmt: ConversationFormat, layout: Sequence[OutputTurn]) -> bytes:
+def rewritten_bytes(
+    item: SourceRecord, fmt: ConversationFormat, layout: Sequence[OutputTurn], write_format: str | None = None
+) -> bytes:
     """The dataset line of a rewritten row: its record with the new turns, every other key exact.
 
     A record holding integers beyond 64 bits, NaN or Infinity is re-read and written with the
     standard library, which keeps them as they came in (orjson would change them silently).
     """
+    return _encoded(item, lambda record: convert_record(from_turns(record, fmt, layout), fmt, write_format))
+
+
+def _encoded(item: SourceRecord, build: Callable[[Any], dict[str, Any]]) -> bytes:
     raw = item.raw
     if raw is not None and needs_standard_json(raw):
-        record = from_turns(json.loads(raw), fmt, layout)
-        return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    return dumps(from_turns(item.record, fmt, layout))
+        return json.dumps(build(json.loads(raw)), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return dumps(build(item.record))

@@ -70,7 +70,10 @@ class RowFinisher:
             )
         )
         self.truncates = over_limit == "truncate" and not config.dry_run
-        self.outcome = RowOutcome(self.target, over_limit, writes_data=not config.dry_run)
+        self.write_format = config.output.write_format
+        self.outcome = RowOutcome(
+            self.target, over_limit, writes_data=not config.dry_run, write_format=self.write_format
+        )
         self.example: ExampleRow | None = None  # the first compressed row, for the HTML report
         self.windows = (
             WindowFinisher(
@@ -81,6 +84,7 @@ class RowFinisher:
                 primary_name=self.primary_name,
                 writes_data=not config.dry_run,
                 over_limit=over_limit,
+                write_format=self.write_format,
             )
             if config.plan.windows
             else None
@@ -190,10 +194,9 @@ class RowFinisher:
             row, metrics, self._rewritten(row, cut.layout) if rewritten else None, kept=_kept(cut.layout)
         )
 
-    @staticmethod
-    def _rewritten(row: PreparedRow, layout: list[OutputTurn]) -> bytes:
+    def _rewritten(self, row: PreparedRow, layout: list[OutputTurn]) -> bytes:
         assert row.fmt is not None
-        return rewritten_bytes(row.item, row.fmt, layout)
+        return rewritten_bytes(row.item, row.fmt, layout, self.write_format)
 
 
 def _kept(layout: list[OutputTurn]) -> list[int]:

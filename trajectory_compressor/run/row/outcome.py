@@ -83,12 +83,14 @@ class RowOutcome:
     """Closes a row: the dataset line (unchanged if none given), the over-limit entry, `--over-limit drop`.
 
     `writes_data` is off for a dry run, which writes metrics and reports but no dataset.
+    `write_format` (`--write-format`) converts an unchanged row read in the other format.
     """
 
-    def __init__(self, target: int, over_limit: str, *, writes_data: bool) -> None:
+    def __init__(self, target: int, over_limit: str, *, writes_data: bool, write_format: str | None = None) -> None:
         self.target = target
         self.over_limit = over_limit
         self.writes_data = writes_data
+        self.write_format = write_format
 
     def finish(
         self, row: PreparedRow, metrics: RowMetrics, data: bytes | None, *, kept: Sequence[int] | None = None
@@ -99,7 +101,7 @@ class RowOutcome:
         metrics.gpt_turns = roles.count("gpt")
         metrics.train_turns = metrics.gpt_turns if kept is None else sum(roles[i] == "gpt" for i in kept)
         if data is None and self.writes_data:
-            data = unchanged_bytes(row.item)
+            data = unchanged_bytes(row.item, row.fmt, self.write_format)
         over = None
         if metrics.still_over_limit:
             if not metrics.reason:

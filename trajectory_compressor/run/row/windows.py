@@ -58,6 +58,7 @@ class WindowFinisher:
         primary_name: str | None,
         writes_data: bool,
         over_limit: str,
+        write_format: str | None = None,
     ) -> None:
         self.measure = measure
         self.step = step
@@ -66,6 +67,7 @@ class WindowFinisher:
         self.primary_name = primary_name
         self.writes_data = writes_data
         self.drops = over_limit == "drop"
+        self.write_format = write_format  # --write-format: windows of a row read in the other format, converted
         self.target = measure.plan_config.target_max_tokens
 
     async def finish(self, row: PreparedRow) -> FinishedRow:
@@ -255,7 +257,7 @@ class WindowFinisher:
         fill_sizes(metrics, size, len(layout) + planned)
         data = None
         if self.writes_data:
-            data = window_bytes(row.item, row.fmt, layout, marks, metrics.window)  # type: ignore[arg-type]
+            data = window_bytes(row.item, row.fmt, layout, marks, metrics.window, self.write_format)  # type: ignore[arg-type]
         over = None
         if metrics.still_over_limit:
             over = self._over_limit_entry(row, metrics)

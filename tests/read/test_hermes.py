@@ -1,0 +1,139 @@
+"""Hermes markup taken apart: what becomes a structured call or result, and what stays text, exactly."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from trajectory_compressor.read.hermes import AssistantParts, HermesCall, HermesResult, split_assistant, split_tool
+
+
+def call(name: str, arguments: object, **extra: object) -> str:
+    return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments, **extra}) + "\n</tool_call>"
+
+
+def response(**payload: object) -> str:
+    return "<tool_response>\n" + json.dumps(payload) + "\n</tool_response>"
+
+
+def test_the_readers_rendering_comes_apart_into_content_and_calls() -> None:
+    value = "Let me look.\n" + call("bash", {"command": "ls"}) + "\n" + call("read", {"path": "a.py"})
+    parts = split_assistant(value)
+    assert parts.content == "Let me look."
+    assert parts.calls == (
+        HermesCall("bash", '{"command": "ls"}'),
+        HermesCall("read", '{"path": "a.py"}'),
+    )
+
+
+def test_calls_alone_give_null_content_and_a_value_without_calls_is_all_content() -> None:
+    assert split_assistant(call("ls", {})).content is None
+    assert split_assistant("Just words.\n\n").content == "Just words.\n\n"
+    assert split_assistant("").content == ""
+    assert split_assistant("").calls == ()
+
+
+def test_content_keeps_its_own_trailing_newlines_and_whitespace() -> None:
+    # The reader writes content + "\n" + blocks: only that one newline is the reader's.
+    assert split_assistant("Text\n\n" + call("ls", {})).content == "Text\n"
+    assert split_assistant("  \n" + call("ls", {})).content == "  "
+
+
+def test_a_leading_think_block_stays_in_the_content_and_a_call_inside_it_is_not_a_call() -> None:
+    think = "<think>\nMaybe " + call("rm", {"path": "/"}) + " is wrong.\n</think>\n\nI will list files."
+    parts = split_assistant(think + "\n" + call("bash", {"command": "ls"}))
+    assert parts.content == think
+    assert [c.name for c in parts.calls] == ["bash"]
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        '<tool_call>\n{"name": "bash", "arguments": {"command": "ls"}\n</tool_call>',  # JSON does not parse
+        call("bash", "cat setup.py | head"),  # raw-string arguments
+        call("bash", ["ls"]),  # arguments not an object
+        call("bash", {"command": "ls"}, kind="x"),  # a key a call does not have
+        '<tool_call>\n[{"name": "bash", "arguments": {}}]\n</tool_call>',  # a list of calls
+        '<tool_call>\n{"arguments": {}}\n</tool_call>',  # no name
+        '<tool_call>\n{"name": "bash", "arguments": {"command": "ls"}}',  # never closed
+    ],
+)
+def test_a_malformed_call_stays_in_the_content_verbatim(block: str) -> None:
+    value = "Trying.\n" + block
+    assert split_assistant(value) == AssistantParts(content=value, calls=())
+
+
+def test_a_malformed_call_beside_good_ones_keeps_its_place_in_the_text() -> None:
+    bad = call("bash", "ls -la")
+    value = "Two tries.\n" + bad + "\n" + call("bash", {"command": "ls -la"})
+    parts = split_assistant(value)
+    assert parts.content == "Two tries.\n" + bad
+    assert parts.calls == (HermesCall("bash", '{"command": "ls -la"}'),)
+
+
+def test_arguments_given_as_the_json_text_of_an_object_are_kept_as_written() -> None:
+    parts = split_assistant(call("bash", '{"command":"ls"}'))
+    assert parts.calls == (HermesCall("bash", '{"command":"ls"}'),)
+
+
+def test_missing_or_null_arguments_are_an_empty_object_and_an_id_is_kept() -> None:
+    value = '<tool_call>\n{"name": "now"}\n</tool_call>\n' + call("ls", None, id="call_9")
+    assert split_assistant(value).calls == (HermesCall("now", "{}"), HermesCall("ls", "{}", call_id="call_9"))
+
+
+def test_text_after_the_calls_moves_into_the_content_and_whitespace_between_calls_goes() -> None:
+    value = call("ls", {}) + "\n\n\n" + call("pwd", {}) + "\nDone, both ran."
+    parts = split_assistant(value)
+    assert parts.content == "Done, both ran."
+    assert [c.name for c in parts.calls] == ["ls", "pwd"]
+
+
+def test_non_ascii_arguments_stay_readable() -> None:
+    assert split_assistant(call("say", {"text": "Café ☕"})).calls[0].arguments == '{"text": "Café ☕"}'
+
+
+# --- tool results ------------------------------------------------------------------------------
+
+
+def test_each_response_block_is_one_result_with_its_id_and_name() -> None:
+    value = (
+        response(tool_call_id="call_a", name="get_user", content='{"id": "mia_li_3668"}')
+        + "\n"
+        + response(name="get_flight", content="HAT157")
+    )
+    assert split_tool(value) == (
+        HermesResult('{"id": "mia_li_3668"}', name="get_user", call_id="call_a"),
+        HermesResult("HAT157", name="get_flight"),
+    )
+
+
+def test_a_non_string_content_becomes_its_json_text() -> None:
+    value = response(name="search", content={"error": "", "response": [1, "é"]})
+    assert split_tool(value) == (HermesResult('{"error": "", "response": [1, "é"]}', name="search"),)
+
+
+@pytest.mark.parametrize(
+    ("body", "content"),
+    [
+        ("\nplain output\nexit code: 0\n", "plain output\nexit code: 0"),  # not JSON
+        ('\n{"name": "x", "content": "y", "extra": 1}\n', '{"name": "x", "content": "y", "extra": 1}'),
+        ('\n{"name": "x"}\n', '{"name": "x"}'),  # no content
+        ("\n\n  indented\n\n", "\n  indented\n"),  # only the reader's newlines go
+    ],
+)
+def test_a_block_that_is_not_a_result_object_is_its_body_as_text(body: str, content: str) -> None:
+    assert split_tool(f"<tool_response>{body}</tool_response>") == (HermesResult(content),)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "total 0\ndrwxr-xr-x 2 root root",  # no markup at all
+        "Result:\n" + response(content="ok"),  # text outside the blocks
+        "<tool_response>\npartial output, cut off",  # never closed
+        "",
+    ],
+)
+def test_a_tool_value_that_is_not_only_response_blocks_is_one_result_holding_it_whole(value: str) -> None:
+    assert split_tool(value) == (HermesResult(value),)

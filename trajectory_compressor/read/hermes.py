@@ -1,0 +1,193 @@
+"""Hermes tool markup back into structured calls and results: the inverse of `formats`' rendering.
+
+The reader (`read.formats`) renders an OpenAI assistant message's ``tool_calls`` into its text
+as ``<tool_call>\\n{"name": ..., "arguments": {...}}\\n</tool_call>`` blocks (after the content,
+each on its own line) and a ``tool`` message into ``<tool_response>\\n{"tool_call_id": ...,
+"name": ..., "content": ...}\\n</tool_response>``. ShareGPT agent data is written the same way.
+This module takes such text apart again, for writing a ShareGPT row as OpenAI messages
+(`write.convert_format`). It is pure: strings in, small records out, and it never raises.
+
+What is structured, and what stays text (so nothing is lost, and every structured call is one
+that trainers' loaders accept: axolotl ``json.loads`` every ``arguments`` string and fails the
+dataset on one that does not parse):
+
+- a ``<tool_call>`` block is a call when its body is a JSON object with a string ``name``, an
+  ``arguments`` that is an object (or the JSON text of one, kept verbatim; missing or null is
+  ``{}``) and at most an ``id`` besides. Any other block (JSON that does not parse, raw-string
+  arguments, a list, unknown keys, a block with no closing tag) stays in the content as text,
+  verbatim, where it was;
+- a leading ``<think>...</think>`` block is text: a ``<tool_call>`` inside the reasoning is not
+  a call;
+- the text around the calls becomes the content: the newline the reader puts between the
+  content and each block is taken off, whitespace between and after calls is dropped, and text
+  after a call moves before the calls (OpenAI messages hold the content first);
+- a ``<tool_response>`` block is a result: its body as ``tool_call_id`` / ``name`` /
+  ``content`` when it is a JSON object of those keys with ``content`` (a non-string content
+  becomes its JSON text: a tool message's content is a string), else the body itself as the
+  content. A tool turn with text outside its blocks, an unclosed block, or no block at all is
+  one result holding the whole text.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+CALL_OPEN, CALL_CLOSE = "<tool_call>", "</tool_call>"
+RESPONSE_OPEN, RESPONSE_CLOSE = "<tool_response>", "</tool_response>"
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+_CALL_KEYS = frozenset({"name", "arguments", "id"})
+_RESPONSE_KEYS = frozenset({"tool_call_id", "name", "content"})
+
+
+@dataclass(frozen=True)
+class HermesCall:
+    """One structured tool call: `arguments` is the JSON text of an object, as OpenAI carries it."""
+
+    name: str
+    arguments: str
+    call_id: str | None = None  # an "id" the block itself carried
+
+
+@dataclass(frozen=True)
+class AssistantParts:
+    """An assistant value taken apart: its text (None when empty and there are calls) and its calls."""
+
+    content: str | None
+    calls: tuple[HermesCall, ...]
+
+
+@dataclass(frozen=True)
+class HermesResult:
+    """One tool result: its text, and the call it names (by function name, by id) when it says."""
+
+    content: str
+    name: str | None = None
+    call_id: str | None = None
+
+
+def split_assistant(value: str) -> AssistantParts:
+    """The content and the structured calls of an assistant value (see the module docstring)."""
+    start = _reasoning_end(value)
+    pieces: list[str] = []  # text before, between and after the structured calls
+    calls: list[HermesCall] = []
+    text_from = 0
+    for block_start, block_end, body in _closed_blocks(value, CALL_OPEN, CALL_CLOSE, start):
+        call = _call(body)
+        if call is None:
+            continue  # stays in the text around it
+        pieces.append(value[text_from:block_start])
+        calls.append(call)
+        text_from = block_end
+    if not calls:
+        return AssistantParts(content=value, calls=())
+    pieces.append(value[text_from:])
+    kept = [_drop_suffix(pieces[0], "\n")] if _drop_suffix(pieces[0], "\n") else []
+    for piece in pieces[1:]:
+        piece = _drop_suffix(_drop_prefix(piece, "\n"), "\n")
+        if piece.strip():
+            kept.append(piece)
+    content = "\n".join(kept)
+    return AssistantParts(content=content or None, calls=tuple(calls))
+
+
+def split_tool(value: str) -> tuple[HermesResult, ...]:
+    """The results of a tool value, one per ``<tool_response>`` block (see the module docstring)."""
+    blocks = _closed_blocks(value, RESPONSE_OPEN, RESPONSE_CLOSE, 0)
+    outside, position = [], 0
+    for block_start, block_end, _ in blocks:
+        outside.append(value[position:block_start])
+        position = block_end
+    outside.append(value[position:])
+    if not blocks or any(piece.strip() for piece in outside):
+        return (HermesResult(content=value),)
+    return tuple(_result(body) for _, _, body in blocks)
+
+
+def parse_json(text: str) -> Any:
+    """The JSON value of `text`, or None when it is not JSON (the standard library: exact big ints)."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+
+
+def arguments_object(arguments: Any) -> dict[str, Any] | None:
+    """Call arguments as the object they are or encode, or None when they are neither."""
+    if isinstance(arguments, dict):
+        return arguments
+    if isinstance(arguments, str) and arguments.lstrip().startswith("{"):
+        parsed = parse_json(arguments)
+        return parsed if isinstance(parsed, dict) else None
+    return None
+
+
+# --- parts --------------------------------------------------------------------------------------
+
+
+def _reasoning_end(value: str) -> int:
+    """Where a leading ``<think>...</think>`` block ends (0 when there is none): it is never markup."""
+    if not value.lstrip().startswith(THINK_OPEN):
+        return 0
+    close = value.find(THINK_CLOSE)
+    return close + len(THINK_CLOSE) if close >= 0 else len(value)
+
+
+def _closed_blocks(text: str, open_tag: str, close_tag: str, start: int) -> list[tuple[int, int, str]]:
+    """(start, end, body) of each block from `start` on that is closed before the next one opens.
+
+    A block cut short (no closing tag before the next opening tag or the end) is not a block:
+    its text stays where it is. Plain `find`: tool results can be tens of kilobytes long.
+    """
+    found: list[tuple[int, int, str]] = []
+    begin = text.find(open_tag, start)
+    while begin >= 0:
+        body_start = begin + len(open_tag)
+        close = text.find(close_tag, body_start)
+        following = text.find(open_tag, body_start)
+        if close < 0:
+            break
+        if 0 <= following < close:
+            begin = following
+            continue
+        found.append((begin, close + len(close_tag), text[body_start:close]))
+        begin = text.find(open_tag, close + len(close_tag))
+    return found
+
+
+def _call(body: str) -> HermesCall | None:
+    data = parse_json(body) if body.strip().startswith("{") else None
+    if not isinstance(data, dict) or not set(data) <= _CALL_KEYS or not isinstance(data.get("name"), str):
+        return None
+    call_id = data.get("id")
+    if call_id is not None and not isinstance(call_id, str):
+        return None
+    arguments = data.get("arguments")
+    if arguments is None:
+        text = "{}"
+    elif isinstance(arguments, dict):
+        text = json.dumps(arguments, ensure_ascii=False)
+    elif arguments_object(arguments) is not None:
+        text = arguments  # already the JSON text of an object: kept as written
+    else:
+        return None  # a raw string, a list, a number: not arguments a loader can parse
+    return HermesCall(name=data["name"], arguments=text, call_id=call_id)
+
+
+def _result(body: str) -> HermesResult:
+    data = parse_json(body) if body.strip().startswith("{") else None
+    if isinstance(data, dict) and "content" in data and set(data) <= _RESPONSE_KEYS:
+        name, call_id, content = data.get("name"), data.get("tool_call_id"), data["content"]
+        if (name is None or isinstance(name, str)) and (call_id is None or isinstance(call_id, str)):
+            text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+            return HermesResult(content=text, name=name, call_id=call_id)
+    return HermesResult(content=_drop_suffix(_drop_prefix(body, "\n"), "\n"))
+
+
+def _drop_prefix(text: str, prefix: str) -> str:
+    return text[len(prefix) :] if text.startswith(prefix) else text
+
+
+def _drop_suffix(text: str, suffix: str) -> str:
+    return text[: -len(suffix)] if text.endswith(suffix) else text

@@ -1,0 +1,219 @@
+"""`--write-format`: a record's conversation written as ShareGPT or as OpenAI messages.
+
+Pure functions over one parsed, valid record (one `read.formats.to_turns` accepts); the record
+is never modified, a new one is returned. Both directions are the inverse of what the reader
+accepts, so a converted row reads back as the same conversation (tested both ways by round
+trips in `tests/write/test_convert_round_trip.py`):
+
+- ShareGPT → messages: roles system / user / assistant / tool. An assistant value's
+  ``<tool_call>`` blocks become ``tool_calls`` entries ``{"id", "type": "function", "function":
+  {"name", "arguments": <JSON text>}}`` and the text around them its ``content`` (null when
+  empty and there are calls, as OpenAI does); a tool turn becomes one ``tool`` message per
+  ``<tool_response>`` block, with ``tool_call_id``, ``name`` and ``content`` (`read.hermes` says
+  what is markup and what stays text). Results are matched to the calls of the assistant turn
+  before them, in order: by id, else by name when the result names a function (a result naming
+  no call of that turn answers none), else the next unanswered call. A call takes the id of the
+  result matched to it; without one, ids are ``call_<turn>_<n>`` (turn index in the
+  conversation, call index in the turn), deterministic.
+- messages → ShareGPT: ``conversations`` of ``from`` / ``value``, each value as the reader renders
+  the message (tool calls and results as Hermes blocks, a list of text parts joined).
+
+Both ways, every other key of a turn (``train``, ``weight``, ``name`` of a non-tool message...)
+is kept on it, after the keys the format defines (a tool turn split into several messages gives
+its keys to each); the conversation goes under the format's usual key (``messages`` /
+``conversations``) in the same place among the record's keys, unless another key of the record
+already has that name (then it stays under its own); a list ``tools`` is written as its JSON text
+(see `tools_text`); every other top-level key is kept as it is.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from trajectory_compressor.read.formats import DEFAULT_KEYS, ConversationFormat, to_turns
+from trajectory_compressor.read.hermes import AssistantParts, HermesCall, HermesResult, split_assistant, split_tool
+
+WRITE_FORMATS: tuple[str, ...] = ("sharegpt", "messages")
+_READ_FORMAT = {"sharegpt": "sharegpt", "messages": "openai"}  # --write-format name → reader's name
+_OPENAI_ROLE = {"system": "system", "human": "user", "gpt": "assistant", "tool": "tool"}
+_TOOL_KEYS = ("tools",)
+_Part = AssistantParts | tuple[HermesResult, ...] | None  # a turn taken apart (None: not gpt or tool)
+
+
+def needs_conversion(fmt: ConversationFormat, write_format: str | None) -> bool:
+    """Whether a row read in `fmt` is written in another format (None: as read)."""
+    if write_format is None:
+        return False
+    if write_format not in _READ_FORMAT:
+        raise ValueError(f"unknown write format {write_format!r} (expected one of {', '.join(WRITE_FORMATS)})")
+    return _READ_FORMAT[write_format] != fmt.name
+
+
+def convert_record(record: dict[str, Any], fmt: ConversationFormat, write_format: str | None) -> dict[str, Any]:
+    """`record` (read in `fmt`) written in `write_format`; the record itself when it is already in it."""
+    if not needs_conversion(fmt, write_format):
+        return record
+    if fmt.name == "sharegpt":
+        return _with_conversation(record, fmt.key, DEFAULT_KEYS["openai"], sharegpt_to_messages(record[fmt.key]))
+    return _with_conversation(record, fmt.key, DEFAULT_KEYS["sharegpt"], messages_to_sharegpt(record, fmt))
+
+
+def tools_text(tools: Any) -> Any:
+    """A record's ``tools`` as a dataset column: a list becomes its JSON text, anything else stays.
+
+    Tool schemas differ from row to row; Arrow gives a column of such lists one struct type
+    holding every row's fields, so `datasets` before 4.7 hands each tool back with the other
+    rows' parameters added as nulls (the chat template then shows them to the model), and JSON
+    text loads the same in every version. TRL's SFTTrainer and axolotl ``json.loads`` a string
+    ``tools``; LLaMA-Factory expects one.
+    """
+    return json.dumps(tools, ensure_ascii=False) if isinstance(tools, list) else tools
+
+
+# --- ShareGPT → messages -----------------------------------------------------------------------
+
+
+def sharegpt_to_messages(turns: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """ShareGPT turns (``from`` / ``value`` objects) as OpenAI messages (see the module docstring)."""
+    parts: list[_Part] = []
+    for turn in turns:
+        role, value = turn["from"], turn["value"]
+        parts.append(split_assistant(value) if role == "gpt" else split_tool(value) if role == "tool" else None)
+    links = _link_results(parts)
+    messages: list[dict[str, Any]] = []
+    for i, (turn, part) in enumerate(zip(turns, parts, strict=True)):
+        extra = {key: value for key, value in turn.items() if key not in ("from", "value")}
+        if isinstance(part, AssistantParts):
+            messages.append(_ordered(_assistant(part, links.call_ids.get(i, [])), extra))
+        elif isinstance(part, tuple):
+            for k, result in enumerate(part):
+                message: dict[str, Any] = {"role": "tool", "tool_call_id": links.result_ids[i, k]}
+                if links.result_names[i, k] is not None:
+                    message["name"] = links.result_names[i, k]
+                message["content"] = result.content
+                messages.append(_ordered(message, extra))
+        else:
+            messages.append(_ordered({"role": _OPENAI_ROLE[turn["from"]], "content": turn["value"]}, extra))
+    return messages
+
+
+@dataclass
+class _Links:
+    """The ids of every call (by assistant turn) and of every result, and each result's name."""
+
+    call_ids: dict[int, list[str]] = field(default_factory=dict)
+    result_ids: dict[tuple[int, int], str] = field(default_factory=dict)  # (tool turn, result) → id
+    result_names: dict[tuple[int, int], str | None] = field(default_factory=dict)
+
+
+def _link_results(parts: Sequence[_Part]) -> _Links:
+    """Match every result to a call of the nearest assistant turn before it (tool turns between).
+
+    A call's id is its own, else its result's, else ``call_<turn>_<n>``; a result answering no
+    call keeps its own id, else gets ``call_<turn>_<n>`` of its own place.
+    """
+    links = _Links()
+    owner: int | None = None
+    results: list[tuple[int, int, HermesResult]] = []
+    for i, part in enumerate(parts):
+        if isinstance(part, tuple):
+            results.extend((i, k, result) for k, result in enumerate(part))
+            continue
+        _link_group(parts, owner, results, links)
+        owner, results = (i if isinstance(part, AssistantParts) else None), []
+    _link_group(parts, owner, results, links)
+    return links
+
+
+def _link_group(
+    parts: Sequence[_Part], owner: int | None, results: list[tuple[int, int, HermesResult]], links: _Links
+) -> None:
+    part = parts[owner] if owner is not None else None
+    calls = part.calls if isinstance(part, AssistantParts) else ()
+    answered: dict[int, tuple[int, int, HermesResult]] = {}
+    for i, k, result in results:
+        n = _match(result, calls, answered)
+        if n is None:
+            links.result_ids[i, k] = result.call_id or f"call_{i}_{k}"
+            links.result_names[i, k] = result.name
+        else:
+            answered[n] = (i, k, result)
+    if owner is None:
+        return
+    ids = []
+    for n, call in enumerate(calls):
+        result_id = answered[n][2].call_id if n in answered else None
+        ids.append(call.call_id or result_id or f"call_{owner}_{n}")
+    links.call_ids[owner] = ids
+    for n, (i, k, result) in answered.items():
+        links.result_ids[i, k] = ids[n]
+        links.result_names[i, k] = result.name or calls[n].name
+
+
+def _match(result: HermesResult, calls: Sequence[HermesCall], answered: dict[int, Any]) -> int | None:
+    """The unanswered call `result` answers: same id, else same name, else (unnamed) the next one."""
+    open_calls = [n for n in range(len(calls)) if n not in answered]
+    if result.call_id is not None:
+        for n in open_calls:
+            if calls[n].call_id == result.call_id:
+                return n
+    # A call with an id of its own is answered by that id only.
+    fits = [n for n in open_calls if calls[n].call_id is None]
+    if result.name is not None:
+        return next((n for n in fits if calls[n].name == result.name), None)
+    return fits[0] if fits else None
+
+
+def _assistant(part: AssistantParts, ids: list[str]) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": part.content if part.calls else part.content or ""}
+    if part.calls:
+        message["tool_calls"] = [
+            {"id": call_id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
+            for call, call_id in zip(part.calls, ids, strict=True)
+        ]
+    return message
+
+
+def _ordered(message: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    """The format's keys first, then the turn's own keys (a clash is won by the format's key)."""
+    return {**message, **{key: value for key, value in extra.items() if key not in message}}
+
+
+# --- messages → ShareGPT -----------------------------------------------------------------------
+
+
+def messages_to_sharegpt(record: dict[str, Any], fmt: ConversationFormat) -> list[dict[str, Any]]:
+    """OpenAI messages as ShareGPT turns, each value as the reader renders the message."""
+    messages = record[fmt.key]
+    turns = to_turns(record, fmt)
+    conversation = []
+    for message, turn in zip(messages, turns, strict=True):
+        used = {"role", "content"}
+        if turn.role == "gpt":
+            used.add("tool_calls")
+        elif turn.role == "tool":
+            used.update(("tool_call_id", "name"))
+        extra = {key: value for key, value in message.items() if key not in used}
+        conversation.append(_ordered({"from": turn.role, "value": turn.value}, extra))
+    return conversation
+
+
+# --- the record ---------------------------------------------------------------------------------
+
+
+def _with_conversation(record: dict[str, Any], key: str, new_key: str, conversation: list[Any]) -> dict[str, Any]:
+    """`record` with its conversation under `new_key` in place of `key`, `tools` as JSON text."""
+    if new_key != key and new_key in record:
+        new_key = key  # never overwrite another key of the record
+    out: dict[str, Any] = {}
+    for name, value in record.items():
+        if name == key:
+            out[new_key] = conversation
+        elif name in _TOOL_KEYS:
+            out[name] = tools_text(value)
+        else:
+            out[name] = value
+    return out
