@@ -3,6 +3,8 @@ flagged with one oversized group, each summary covering more than the one before
 
 from __future__ import annotations
 
+import itertools
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -93,7 +95,7 @@ def test_the_tail_kept_after_a_cut_is_within_its_share_unless_protected(
     config = _config(target, 0.2, 0)
     replay = WindowReplay(roles, counts, config)
     windows = replay.replay_at_budget()
-    for before, window in zip(windows, windows[1:], strict=False):
+    for before, window in itertools.pairwise(windows):
         assert replay.tokens(window.context_start, before.end) <= 0.2 * target
 
 

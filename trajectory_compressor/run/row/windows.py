@@ -319,3 +319,16 @@ class WindowFinisher:
             "target": self.target,
             "reason": metrics.reason or "over target",
         }
+
+
+def first_window_request(row: PreparedRow, measure: RowMeasure) -> SummaryRequest | None:
+    """The one summary request of a row's windows known before any answer: the first cut's
+    (`requests` writes it; the later ones update its answer, so a run asks them itself)."""
+    assert row.token_counts is not None
+    finisher = WindowFinisher(
+        measure, None, iterative=True, row_timeout=0, primary_name=None, writes_data=False, over_limit="keep"
+    )
+    replay = WindowReplay(row.roles, row.token_counts, measure.plan_config, notice_tokens=finisher._notice(row))
+    if replay.fits_whole():
+        return None
+    return finisher._request(row, replay, replay.cut_after(replay.first()), "")
