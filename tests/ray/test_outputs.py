@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import SAMPLE, run_cli
+from tests.conftest import SAMPLE, read_jsonl, run_cli, write_jsonl
 from tests.ray.conftest import assert_same_outputs
 
 pytestmark = pytest.mark.ray
@@ -98,3 +98,15 @@ def test_eval_reads_a_ray_runs_parts_and_metrics_folder(local_ray, tmp_path: Pat
         "eval", str(ray_out), "--input", str(SAMPLE), "--metrics", str(tmp_path / "ray" / "x.metrics")
     )
     assert metrics_folder.returncode == 0, metrics_folder.stderr
+
+
+def test_a_rerun_into_an_input_folder_reads_none_of_its_own_outputs(local_ray, tmp_path: Path) -> None:
+    """The side folders (`out.metrics/part-*.jsonl`...) are the run's output too, not input records."""
+    folder = tmp_path / "in"
+    write_jsonl(folder / "a.jsonl", read_jsonl(SAMPLE)[:6])
+    out = folder / "out.jsonl"
+    for _ in range(2):
+        result = run_cli("compress", str(folder), "-o", str(out), "--summarizer", "extractive", *RAY)
+        assert result.returncode == 0, result.stderr
+    rows = json.loads((folder / "out.report.json").read_text())["rows"]
+    assert (rows["selected"], rows["rejected"]) == (6, 0)

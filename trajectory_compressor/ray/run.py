@@ -115,7 +115,8 @@ def run_on_ray(
     check_supported(config, output_format)
     layout = RayOutputLayout.beside(output)
     check_output_folders(layout)
-    sources = list_inputs(inputs, config, exclude=[output] if not is_uri(output) else [])
+    own = [] if is_uri(output) else list(layout.folders().values())  # in an input folder: not inputs
+    sources = list_inputs(inputs, config, exclude=own)
     counter = counter_for(config)
     uses_llm = False
     if not config.dry_run:  # the same checks and note as a local run, without opening a cache
