@@ -5,6 +5,7 @@ Both hold requests on the fake server to stop the run at a known point (no sleep
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -173,3 +174,33 @@ def _cached(folder: Path) -> int:
         except sqlite3.Error:
             continue
     return total
+
+
+def test_sigterm_stops_the_driver_with_exit_130_and_an_interrupted_report(tmp_path: Path) -> None:
+    """Slurm and Kubernetes stop a job with SIGTERM: the local engine's contract, not Ray's `sys.exit(15)`
+    and native stack dump. Held at a known point first: a request in flight, held by the server."""
+    pytest.importorskip("ray.data")
+    schedule = Schedule()
+    schedule.hold = True
+    out = tmp_path / "ray" / "x.jsonl"
+    with FakeServerThread(faults=schedule) as server:
+        command = [sys.executable, "-m", "trajectory_compressor", "compress", str(SAMPLE), "-o", str(out),
+                   *llm_flags(server.base_url, tmp_path / "cache" / "s.sqlite3"),
+                   "--engine", "ray", "--num-workers", "1", "-q"]  # fmt: skip
+        driver = subprocess.Popen(
+            command, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        try:
+            wait_for("a held request", lambda: server.held > 0 or driver.poll() is not None)
+            assert driver.poll() is None, driver.communicate()[1]
+            driver.send_signal(signal.SIGTERM)  # to the driver only, as Kubernetes does (its PID 1)
+            _, stderr = driver.communicate(timeout=WAIT_SECONDS)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(driver.pid, signal.SIGKILL)  # whatever is left of its local Ray
+            driver.wait()
+            server.release(None)
+    assert driver.returncode == 130, stderr
+    assert stderr.splitlines() == ["error: interrupted; re-run the same command to resume"], stderr
+    report = json.loads((tmp_path / "ray" / "x.report.json").read_text())
+    assert report["status"] == "interrupted" and report["engine"]["name"] == "ray"

@@ -47,6 +47,23 @@ def test_bad_lines_and_a_directory_of_inputs_equal_the_local_engine(local_ray, t
     assert_same_outputs(tmp_path / "local" / "x.jsonl", tmp_path / "ray" / "x.jsonl")
 
 
+def test_bad_records_are_named_on_stderr_as_the_local_engine_names_them(local_ray, tmp_path: Path) -> None:
+    """`warning: FILE:LINE: error` for the first 20 bad records in input order, then one line for the rest."""
+    rows = read_jsonl(SAMPLE)[:3]
+    broken = [f'{{"id": "cut short {number}"' for number in range(23)]
+    source = write_jsonl(tmp_path / "in.jsonl", [rows[0], *broken[:9], rows[1], "[]", *broken[9:], rows[2]])
+    args = ("--summarizer", "extractive")
+    local = run_cli("compress", str(source), "-o", str(tmp_path / "local" / "x.jsonl"), *args)
+    on_ray = run_cli("compress", str(source), "-o", str(tmp_path / "ray" / "x.jsonl"), *args, "--engine", "ray", "-q")
+    assert local.returncode == on_ray.returncode == 0, on_ray.stderr
+
+    def warnings(stderr: str) -> list[str]:
+        return [line for line in stderr.splitlines() if line.startswith("warning:")]
+
+    assert len(warnings(local.stderr)) == 21 and warnings(local.stderr)[0].startswith(f"warning: {source}:2: ")
+    assert warnings(on_ray.stderr) == warnings(local.stderr)
+
+
 def test_compress_dataset_takes_and_returns_a_ray_dataset(local_ray, tmp_path: Path) -> None:
     import ray.data
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from trajectory_compressor.ray.layout import RayOutputLayout, is_ray_output_folder, part_files
 from trajectory_compressor.read.formats import RecordError, detect_format, to_turns
 from trajectory_compressor.read.select import RowSelection
 from trajectory_compressor.read.sources import InputSource, expand_inputs
@@ -153,16 +154,19 @@ def compare(first: OutputScores, second: OutputScores) -> dict[str, Any]:
 def score_output(
     output: Path, inputs: Sequence[InputSource], config: RunConfig, metrics: Path | None = None
 ) -> OutputScores:
-    """Score every compressed row of `output` against `inputs`, using the run's metrics file."""
+    """Score every compressed row of `output` against `inputs`, using the run's metrics.
+
+    `output` is a local run's dataset file, or a Ray run's folder of parts (its metrics are the
+    parts of the `<stem>.metrics/` folder beside it); `metrics` a file or a folder of parts.
+    """
     paths = OutputPaths.beside(output)
-    metrics_path = metrics or paths.metrics
-    if not metrics_path.is_file():
-        raise OutputError(f"no metrics file for {output} (looked for {metrics_path}); pass --metrics PATH")
     model = _model_of(paths.report)
     scores = OutputScores(str(output))
-    outputs = _records(expand_inputs([str(output)], data_files=None), config)
+    metrics_files = _metrics_files(output, metrics)
+    dataset = [str(part) for part in part_files(output)] if is_ray_output_folder(output) else [str(output)]
+    outputs = _records(expand_inputs(dataset, data_files=None), config)
     originals = _IndexedInputs(inputs, config)
-    for line_number, line in enumerate(_lines(metrics_path), start=1):
+    for metrics_path, line_number, line in _lines(metrics_files):
         try:
             entry = orjson.loads(line)
         except orjson.JSONDecodeError:
@@ -255,11 +259,28 @@ def _turns(item: SourceRecord, config: RunConfig) -> list[Turn]:
     return to_turns(item.record, fmt)
 
 
-def _lines(path: Path) -> Iterator[bytes]:
-    with open(path, "rb") as handle:
-        for line in handle:
-            if line.strip():
-                yield line
+def _metrics_files(output: Path, metrics: Path | None) -> list[Path]:
+    """The metrics files of `output`, in order: the one given (a file, or a folder of parts), the
+    local run's file beside the output, or a Ray run's metrics folder of parts."""
+    looked = metrics or OutputPaths.beside(output).metrics
+    if looked.is_dir() and metrics is not None:
+        return part_files(looked)
+    if looked.is_file():
+        return [looked]
+    if metrics is None and is_ray_output_folder(output):
+        looked = Path(RayOutputLayout.beside(str(output)).metrics)
+        if looked.is_dir():
+            return part_files(looked)
+    raise OutputError(f"no metrics file for {output} (looked for {looked}); pass --metrics PATH")
+
+
+def _lines(paths: Sequence[Path]) -> Iterator[tuple[Path, int, bytes]]:
+    """(file, line number, line) of every non-blank line of `paths`, in order."""
+    for path in paths:
+        with open(path, "rb") as handle:
+            for number, line in enumerate(handle, start=1):
+                if line.strip():
+                    yield path, number, line
 
 
 def _model_of(report: Path) -> str | None:

@@ -12,6 +12,8 @@ parts (`read.sources` / `read.jsonl`, `run.prepare.prepare_rows`, `run.row.RowFi
                 summarized concurrently on the actor's event loop
     engine.py   `compress_dataset(dataset, settings)`: a Dataset in, a Dataset out
     write.py    the Datasink: dataset, metrics, over-limit and rejects part files, totals
+    layout.py   the output folders: their names, and which files are the run's own (no Ray)
+    session.py  the driver's Ray session: the caller's SIGTERM handler kept, `-q` kept quiet
     run.py      the CLI's driver (`compress --engine ray`): read, map, write, report
 
 Ray is imported only inside this package, and only when it is used: the rest of

@@ -21,13 +21,21 @@ import orjson
 from trajectory_compressor.errors import RunAborted, UsageError
 from trajectory_compressor.exit_codes import ExitCode
 from trajectory_compressor.ray.inputs import is_uri, list_inputs
-from trajectory_compressor.ray.write import CompressedOutput, RayOutputLayout, filesystem_of
+from trajectory_compressor.ray.layout import RayOutputLayout, check_output_folders, filesystem_of
+from trajectory_compressor.ray.read import stream_rows_read
+from trajectory_compressor.ray.session import quiet_console, start_ray
+from trajectory_compressor.ray.write import CompressedOutput
+from trajectory_compressor.read.sources import InputSource
+from trajectory_compressor.run.commit import MORE_REJECTS, REJECTS_SHOWN, reject_warning
 from trajectory_compressor.settings import ConfigError, RunConfig, settings_record, with_values
 from trajectory_compressor.summarize.choose import resolve_endpoint
 from trajectory_compressor.write.output_format import output_format_for
 from trajectory_compressor.write.report import build_report, render_text_summary
 
 RAY_FORMATS = ("jsonl", "parquet")
+DATASET_SUFFIXES = (".jsonl", ".ndjson", ".parquet", ".jsonl.gz", ".ndjson.gz")  # gzip: refused by its name
+INTERRUPTED = "interrupted; re-run the same command to resume"  # the local engine's words
+Outcome = tuple[str, ExitCode, str | None]  # status, exit code, message
 
 
 @dataclass
@@ -69,27 +77,46 @@ def default_cache_folder(output: str) -> str | None:
     return os.path.join(parent or ".", "." + name.removesuffix(".report.json") + ".ray-cache")
 
 
+def ray_output_format(output: str, explicit: str | None) -> str:
+    """`jsonl` or `parquet`: `--output-format`, else the suffix of the folder `-o` names.
+
+    A Ray run writes one folder of part files, named by `-o`. The local engine's readings of a
+    name without a dataset suffix (a directory to mirror each input into, or a datasets folder)
+    have no Ray counterpart, so such an `-o` is refused with the name to give instead.
+    """
+    name = output.rstrip("/")
+    if explicit is None and not name.lower().endswith(DATASET_SUFFIXES):
+        what = "is a directory" if not is_uri(name) and os.path.isdir(name) else "has no .jsonl or .parquet suffix"
+        example = posixpath.join(name or "/", "compressed.jsonl")
+        raise ConfigError(
+            f"--engine ray writes one folder of part files, named by -o with its format's suffix: {output} {what};"
+            f" give e.g. -o {example} (or .parquet), or --output-format jsonl|parquet"
+        )
+    return output_format_for(name, explicit)
+
+
 def run_on_ray(
     inputs: list[str], output: str, config: RunConfig, *, on_message: Callable[[str], None] | None = None
 ) -> RayRunResult:
-    """One compress run on Ray (a local Ray unless `config.ray_address`); returns its report."""
-    import ray
-    import ray.data
+    """One compress run on Ray (a local Ray unless `config.ray_address`); returns its report.
 
+    What a user can get wrong is refused before Ray starts and before a byte is written: the
+    settings only the local engine has, an `-o` naming no dataset, output folders holding files
+    this tool did not write.
+    """
     from trajectory_compressor.api import counter_for
-    from trajectory_compressor.ray.engine import compress_dataset, default_workers
-    from trajectory_compressor.ray.limits import start_limits
-    from trajectory_compressor.ray.read import count_inputs, read_inputs, stream_rows_read
     from trajectory_compressor.summarize.choose import choose_summarizers
 
     say = on_message or (lambda text: print(text, file=sys.stderr))
     started = time.monotonic()
     config = resolve_endpoint(config)
     config.validate()
-    output_format = output_format_for(output, config.output.output_format)
+    output_format = ray_output_format(output, config.output.output_format)
     check_supported(config, output_format)
     layout = RayOutputLayout.beside(output)
-    sources = list_inputs(inputs, config, exclude=[output] if not is_uri(output) else [])
+    check_output_folders(layout)
+    own = [] if is_uri(output) else list(layout.folders().values())  # in an input folder: not inputs
+    sources = list_inputs(inputs, config, exclude=own)
     counter = counter_for(config)
     uses_llm = False
     if not config.dry_run:  # the same checks and note as a local run, without opening a cache
@@ -103,74 +130,107 @@ def run_on_ray(
         cache_folder = os.path.dirname(os.path.abspath(given)) if given else default_cache_folder(output)
         if cache_folder is None:
             say("warning: no --cache folder for a remote output: summaries will not be cached")
-    _init_ray(config)
-    context = ray.data.DataContext.get_current()
-    context.execution_options.preserve_order = True
-    context.enable_progress_bars = not config.quiet and sys.stderr.isatty()
-    workers = config.num_workers or default_workers()
-    say(f"engine: ray ({workers} workers, {ray.cluster_resources().get('CPU', 0):g} CPUs)")
-    limits = start_limits(config.llm.max_concurrency, config.llm.rpm, config.llm.tpm)
-    sink = CompressedOutput(layout, output_format)
-    status, exit_code, message = "completed", ExitCode.OK, None
-    counts = count_inputs(sources, config.read.split)
-    try:
-        dataset = compress_dataset(
-            read_inputs(sources, config, counts),
-            config,
-            num_workers=workers,
-            cache_folder=cache_folder,
-            keep_rejects_in_data=output_format == "jsonl",
-            limits=limits,
+    start_ray(config)
+    with quiet_console(config.quiet):
+        run = _RayRun(config, layout, CompressedOutput(layout, output_format), cache_folder, say)
+        return run.execute(sources, settings_record(config, counter.name), started)
+
+
+@dataclass
+class _RayRun:
+    """The part of a run that happens on Ray: the dataset executed into the sink, then the report."""
+
+    config: RunConfig
+    layout: RayOutputLayout
+    sink: CompressedOutput
+    cache_folder: str | None
+    say: Callable[[str], None]
+
+    def execute(self, sources: list[InputSource], settings: dict[str, Any], started: float) -> RayRunResult:
+        import ray
+        import ray.data
+
+        from trajectory_compressor.ray.engine import default_workers
+        from trajectory_compressor.ray.limits import start_limits
+
+        config = self.config
+        context = ray.data.DataContext.get_current()
+        context.execution_options.preserve_order = True
+        context.enable_progress_bars = not config.quiet and sys.stderr.isatty()
+        workers = config.num_workers or default_workers()
+        self.say(f"engine: ray ({workers} workers, {ray.cluster_resources().get('CPU', 0):g} CPUs)")
+        limits = start_limits(config.llm.max_concurrency, config.llm.rpm, config.llm.tpm)
+        try:
+            (status, exit_code, message), stream_rows = self._write(sources, workers, limits)
+            usage = ray.get(limits.usage.remote())
+        finally:
+            ray.kill(limits)
+        totals = self.sink.totals
+        if status != "interrupted":
+            totals.rows_read = stream_rows_read(stream_rows, config.select)
+        if status == "completed":
+            self._name_bad_records()
+        report = build_report(
+            totals,
+            status=status,
+            settings=settings,
+            outputs=self.layout.as_dict() if status == "completed" else {},
+            timings={"total": time.monotonic() - started},
+            summarizer_stats=usage if usage.get("workers") else None,
         )
-        dataset.write_datasink(sink)
-    except Exception as exc:
-        cause = _user_cause(exc)
-        if isinstance(cause, UsageError):
-            raise cause from None
-        aborted = ray.get(limits.aborted.remote())
-        if isinstance(cause, RunAborted):
-            aborted = (str(cause), cause.exit_code)
-        if aborted is None:
-            raise
-        status, exit_code, message = "aborted", ExitCode(aborted[1]), aborted[0]
-    usage = ray.get(limits.usage.remote())
-    totals = sink.totals
-    totals.rows_read = stream_rows_read(sum(counts), config.select)
-    report = build_report(
-        totals,
-        status=status,
-        settings=settings_record(config, counter.name),
-        outputs=layout.as_dict() if status == "completed" else {},
-        timings={"total": time.monotonic() - started},
-        summarizer_stats=usage if usage.get("workers") else None,
-    )
-    report["engine"] = {"name": "ray", "workers": workers, "cache": cache_folder}
-    if message:
-        report["message"] = message
-    write_report(layout.report, report)
-    ray.kill(limits)
-    if status == "completed" and config.output.fail_on_over_limit and totals.rows_still_over_limit:
-        exit_code = ExitCode.OVER_LIMIT
-        message = f"{totals.rows_still_over_limit} rows are still over the limit"
-    return RayRunResult(report, exit_code, message)
+        report["engine"] = {"name": "ray", "workers": workers, "cache": self.cache_folder}
+        if message:
+            report["message"] = message
+        write_report(self.layout.report, report)
+        if status == "completed" and config.output.fail_on_over_limit and totals.rows_still_over_limit:
+            exit_code = ExitCode.OVER_LIMIT
+            message = f"{totals.rows_still_over_limit} rows are still over the limit"
+        return RayRunResult(report, exit_code, message)
 
+    def _write(self, sources: list[InputSource], workers: int, limits: Any) -> tuple[Outcome, int]:
+        """Read, compress and write every part; the outcome, and the rows the input stream holds.
 
-def _init_ray(config: RunConfig) -> None:
-    """Join `--ray-address`, or start a local Ray, unless this process already did."""
-    import logging
+        Ctrl-C and SIGTERM (as Ctrl-C: see `session`) stop it as they stop the local engine: exit
+        130 and an `interrupted` report. The re-run rewrites every part, its summaries from the cache.
+        """
+        import ray
 
-    import ray
+        from trajectory_compressor.ray.engine import compress_dataset
+        from trajectory_compressor.ray.read import count_inputs, read_inputs
 
-    level = logging.WARNING if config.quiet else logging.INFO
-    logging.getLogger("ray.data").setLevel(level)  # -q: no lines about each Dataset's execution
-    if ray.is_initialized():
-        return
-    if config.ray_address:
-        ray.init(address=config.ray_address, logging_level=level)
-    elif os.environ.get("RAY_ADDRESS"):  # inside `ray job submit`: the job's cluster
-        ray.init(logging_level=level)
-    else:  # a local Ray for this run only
-        ray.init(include_dashboard=False, logging_level=level)
+        config = self.config
+        counts: list[int] = []
+        try:
+            counts = count_inputs(sources, config.read.split)
+            dataset = compress_dataset(
+                read_inputs(sources, config, counts),
+                config,
+                num_workers=workers,
+                cache_folder=self.cache_folder,
+                keep_rejects_in_data=self.sink.output_format == "jsonl",
+                limits=limits,
+            )
+            dataset.write_datasink(self.sink)
+        except KeyboardInterrupt:
+            return ("interrupted", ExitCode.INTERRUPTED, INTERRUPTED), sum(counts)
+        except Exception as exc:
+            cause = _user_cause(exc)
+            if isinstance(cause, UsageError):
+                raise cause from None
+            aborted = ray.get(limits.aborted.remote())
+            if isinstance(cause, RunAborted):
+                aborted = (str(cause), cause.exit_code)
+            if aborted is None:
+                raise
+            return ("aborted", ExitCode(aborted[1]), aborted[0]), sum(counts)
+        return ("completed", ExitCode.OK, None), sum(counts)
+
+    def _name_bad_records(self) -> None:
+        """The local engine's stderr lines for the first bad records, in input order, then one for the rest."""
+        for reject in self.sink.first_rejects[:REJECTS_SHOWN]:
+            self.say(reject_warning(reject))
+        if self.sink.totals.rows_rejected > REJECTS_SHOWN:
+            self.say(MORE_REJECTS)
 
 
 def _user_cause(exc: BaseException) -> BaseException:

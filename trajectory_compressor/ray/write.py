@@ -4,8 +4,9 @@ One Ray Data `Datasink` writes every output of a block of compressed rows, so th
 read from the object store once. Each write task names its parts by the first `row_index` of
 its rows (`part-000000001234.jsonl`), so the parts sorted by name are the input order, whatever
 the order the tasks ran in; a retried task writes the same names again (to a temporary name
-first, then moved), so a row is never in two parts. Each task returns its rows' `RunTotals`;
-the driver adds them up into the report (the same `write.report` as the local engine).
+first, then moved), so a row is never in two parts. Each task returns its rows' `RunTotals`
+and its first bad records; the driver adds the totals up into the report (the same
+`write.report` as the local engine) and names the run's first bad records on stderr.
 
     OUT/                   the dataset: part-*.jsonl (or part-*.parquet)
     <stem>.metrics/        part-*.jsonl, one metrics line per input row
@@ -13,15 +14,15 @@ the driver adds them up into the report (the same `write.report` as the local en
     <stem>.rejects/        part-*.jsonl, the bad records
     <stem>.report.json     written by the driver once everything else is
 
-A folder of an earlier, unfinished run is emptied of its parts first; a report is only
-written when every part is, so an output without its report is not complete.
+A folder of an earlier run is emptied of that run's parts first, and of nothing else: a folder
+holding files this tool did not write is refused (`layout`). A report is only written when
+every part is, so an output without its report is not complete.
 """
 
 from __future__ import annotations
 
 import posixpath
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -29,54 +30,13 @@ import pyarrow as pa
 from ray.data.block import BlockAccessor
 from ray.data.datasource import Datasink
 
+from trajectory_compressor.ray.layout import RayOutputLayout, claim_output_folders, filesystem_of, part_stem
+from trajectory_compressor.run.commit import REJECTS_SHOWN
 from trajectory_compressor.types import RowMetrics
-from trajectory_compressor.write.paths import output_stem
 from trajectory_compressor.write.report import RunTotals
 
 SIDE_PARTS = ("metrics", "over_limit", "rejects")
 ROWS_PER_PART = 512
-
-
-@dataclass(frozen=True)
-class RayOutputLayout:
-    """Where a Ray run's outputs go, on any filesystem pyarrow supports."""
-
-    data: str  # the dataset folder
-    metrics: str
-    over_limit: str
-    rejects: str
-    report: str
-
-    @classmethod
-    def beside(cls, output: str) -> RayOutputLayout:
-        output = output.rstrip("/")
-        parent, name = posixpath.split(output)
-        stem = output_stem_text(name)
-        side = (lambda suffix: posixpath.join(parent, f"{stem}.{suffix}")) if parent else (lambda s: f"{stem}.{s}")
-        return cls(output, side("metrics"), side("over_limit"), side("rejects"), side("report.json"))
-
-    def folders(self) -> dict[str, str]:
-        return {"data": self.data, "metrics": self.metrics, "over_limit": self.over_limit, "rejects": self.rejects}
-
-    def as_dict(self) -> dict[str, str]:
-        return {**self.folders(), "report": self.report}
-
-
-def output_stem_text(name: str) -> str:
-    from pathlib import Path
-
-    return output_stem(Path(name))
-
-
-def filesystem_of(path: str) -> tuple[Any, str]:
-    """(pyarrow filesystem, path on it) for a local path or a URI."""
-    import pyarrow.fs as pafs
-
-    if "://" in path:
-        return pafs.FileSystem.from_uri(path)
-    import os
-
-    return pafs.LocalFileSystem(), os.path.abspath(path)
 
 
 class CompressedOutput(Datasink):
@@ -86,6 +46,7 @@ class CompressedOutput(Datasink):
         self.layout = layout
         self.output_format = output_format
         self.totals = RunTotals()
+        self.first_rejects: list[dict[str, Any]] = []  # the reject lines of the run's first parts, in input order
 
     @property
     def min_rows_per_write(self) -> int:
@@ -93,23 +54,17 @@ class CompressedOutput(Datasink):
         return ROWS_PER_PART
 
     def on_write_start(self, schema: Any = None) -> None:
-        import pyarrow.fs as pafs
-
-        for folder in self.layout.folders().values():
-            filesystem, path = filesystem_of(folder)
-            filesystem.create_dir(path, recursive=True)
-            for info in filesystem.get_file_info(pafs.FileSelector(path)):
-                if info.base_name.startswith("part-"):
-                    filesystem.delete_file(info.path)
+        claim_output_folders(self.layout)  # only this tool's own parts are deleted (see `layout`)
 
     def write(self, blocks: Iterable[Any], ctx: Any) -> dict[str, Any]:
         tables = [BlockAccessor.for_block(block).to_arrow() for block in blocks]
         tables = [table for table in tables if table.num_rows]
         totals = RunTotals()
         if not tables:
-            return totals.to_dict()
+            return {"first_row": -1, "totals": totals.to_dict(), "rejects": []}
         table = pa.concat_tables(tables)
-        name = f"part-{table.column('row_index')[0].as_py():012d}"
+        first_row = table.column("row_index")[0].as_py()
+        name = part_stem(first_row)
         columns = {column: table.column(column).to_pylist() for column in ("record", "metrics", "over_limit", "reject")}
         records = [record for record in columns["record"] if record is not None]
         if records:
@@ -125,11 +80,15 @@ class CompressedOutput(Datasink):
                 self._write_lines(folder, f"{name}.jsonl", present)
         for line in columns["metrics"]:
             totals.add(RowMetrics(**orjson.loads(line)))
-        return totals.to_dict()
+        # The driver names the first bad records of the run on stderr, as the local engine does.
+        rejects = [orjson.loads(line) for line in columns["reject"] if line is not None][: REJECTS_SHOWN + 1]
+        return {"first_row": first_row, "totals": totals.to_dict(), "rejects": rejects}
 
     def on_write_complete(self, write_result: Any) -> None:
-        for part in write_result.write_returns:
-            self.totals.merge(RunTotals.from_dict(part))
+        parts = sorted(write_result.write_returns, key=lambda part: part["first_row"])
+        for part in parts:
+            self.totals.merge(RunTotals.from_dict(part["totals"]))
+            self.first_rejects.extend(part["rejects"])
         self.totals.rows_read = self.totals.rows_selected  # the driver sets what the inputs held
 
     def _write_lines(self, folder: str, name: str, lines: list[bytes]) -> None:

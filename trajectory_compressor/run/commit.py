@@ -20,6 +20,12 @@ from trajectory_compressor.write.report import RunTotals
 from trajectory_compressor.write.run_files import RunFiles
 
 REJECTS_SHOWN = 20  # bad records named on stderr; the rest are in the rejects file
+MORE_REJECTS = "warning: more bad records; see the rejects file"
+
+
+def reject_warning(reject: dict[str, Any]) -> str:
+    """The stderr line naming one bad record (both engines print it)."""
+    return f"warning: {reject['file']}:{reject['line']}: {reject['error']}"
 
 
 class RowCommitter:
@@ -81,8 +87,8 @@ class RowCommitter:
     def _report_reject(self, reject: dict[str, Any]) -> None:
         self._rejects_reported += 1
         if self._rejects_reported <= REJECTS_SHOWN:
-            self.on_message(f"warning: {reject['file']}:{reject['line']}: {reject['error']}")
+            self.on_message(reject_warning(reject))
         elif self._rejects_reported == REJECTS_SHOWN + 1:
-            self.on_message("warning: more bad records; see the rejects file")
+            self.on_message(MORE_REJECTS)
         if self.strict:
             raise RunAborted(f"{reject['file']}:{reject['line']}: {reject['error']} (--strict)", ExitCode.FAILED)

@@ -1,0 +1,112 @@
+"""A Ray run's output folders: it deletes only what it wrote, names what it cannot write to, and
+`eval` reads what it wrote."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import SAMPLE, read_jsonl, run_cli, write_jsonl
+from tests.ray.conftest import assert_same_outputs
+
+pytestmark = pytest.mark.ray
+RAY = ("--engine", "ray", "--num-workers", "2", "-q")
+# What a Spark or Ray Data job leaves in a folder: part files named like this tool's, but not its own.
+FOREIGN_PARTS = {
+    "part-00000-5d6e2f3a-4c2a-b1f0-c000.snappy.parquet": b"PAR1 not really parquet",
+    "part-00001-5d6e2f3a-4c2a-b1f0-c000.json": b'{"written": "by another job"}\n',
+}
+
+
+def snapshot(folder: Path) -> dict[str, bytes | None]:
+    """Every path under `folder` (a directory as None, a file as its bytes)."""
+    return {
+        str(path.relative_to(folder)): (path.read_bytes() if path.is_file() else None) for path in folder.rglob("*")
+    }
+
+
+@pytest.mark.parametrize(
+    ("folder", "files"),
+    [("x.jsonl", FOREIGN_PARTS), ("x.metrics", {"part-00000-of-00001.jsonl": b"{}\n"})],
+    ids=["spark-parts-in-the-dataset-folder", "a-foreign-part-in-the-metrics-folder"],
+)
+def test_a_folder_holding_files_this_tool_did_not_write_is_refused_and_left_untouched(
+    local_ray, tmp_path: Path, folder: str, files: dict[str, bytes]
+) -> None:
+    out = tmp_path / "out"
+    (out / folder).mkdir(parents=True)
+    for name, data in files.items():
+        (out / folder / name).write_bytes(data)
+    before = snapshot(out)
+    result = run_cli("compress", str(SAMPLE), "-o", str(out / "x.jsonl"), "--summarizer", "extractive", *RAY)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    assert str(out / folder / sorted(files)[0]) in lines[0]
+    assert snapshot(out) == before  # nothing deleted, nothing written
+
+
+def test_a_rerun_over_its_own_output_replaces_every_part(local_ray, tmp_path: Path) -> None:
+    """The README's promise: a re-run rewrites every part (here with fewer rows: no stale part stays),
+    and the temporary file of a write task killed mid-part goes too."""
+    out = tmp_path / "ray" / "x.jsonl"
+    first = run_cli("compress", str(SAMPLE), "-o", str(out), "--summarizer", "extractive", *RAY)
+    assert first.returncode == 0, first.stderr
+    (out / ".part-000000000007.jsonl.tmp").write_bytes(b'{"half": ')
+    args = ("--summarizer", "extractive", "--limit", "10")
+    again = run_cli("compress", str(SAMPLE), "-o", str(out), *args, *RAY)
+    assert again.returncode == 0, again.stderr
+    local = run_cli("compress", str(SAMPLE), "-o", str(tmp_path / "local" / "x.jsonl"), *args)
+    assert local.returncode == 0, local.stderr
+    assert_same_outputs(tmp_path / "local" / "x.jsonl", out)
+    assert not [path.name for path in out.iterdir() if path.name.endswith(".tmp")]
+
+
+@pytest.mark.parametrize("trailing", ["", "/"], ids=["existing-directory", "trailing-slash"])
+def test_an_output_directory_is_refused_with_the_name_to_give_instead(local_ray, tmp_path: Path, trailing: str) -> None:
+    """The local engine mirrors inputs into a directory; Ray writes one folder of parts, named by -o."""
+    folder = tmp_path / "out"
+    folder.mkdir()
+    result = run_cli("compress", str(SAMPLE), "-o", f"{folder}{trailing}", "--summarizer", "extractive", *RAY)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "hf" not in lines[0].replace(str(tmp_path), "")
+    assert f"{folder}/compressed.jsonl" in lines[0] and "--output-format" in lines[0]
+    assert list(tmp_path.iterdir()) == [folder] and not list(folder.iterdir())
+
+
+def test_eval_reads_a_ray_runs_parts_and_metrics_folder(local_ray, tmp_path: Path) -> None:
+    """`eval OUT --input IN` finds `OUT/part-*` and `x.metrics/part-*`: the local run's figures."""
+    local_out, ray_out = tmp_path / "local" / "x.jsonl", tmp_path / "ray" / "x.jsonl"
+    local = run_cli("compress", str(SAMPLE), "-o", str(local_out), "--summarizer", "extractive")
+    assert local.returncode == 0, local.stderr
+    on_ray = run_cli("compress", str(SAMPLE), "-o", str(ray_out), "--summarizer", "extractive", *RAY)
+    assert on_ray.returncode == 0, on_ray.stderr
+    scored = {}
+    for name, out in (("local", local_out), ("ray", ray_out)):
+        result = run_cli("eval", str(out), "--input", str(SAMPLE), "--json")
+        assert result.returncode == 0, result.stderr
+        [figures] = json.loads(result.stdout)["outputs"]
+        assert figures.pop("output") == str(out)
+        scored[name] = figures
+    assert scored["ray"] == scored["local"]
+    assert scored["ray"]["scored"] > 0 and not scored["ray"]["problems"]
+    metrics_folder = run_cli(
+        "eval", str(ray_out), "--input", str(SAMPLE), "--metrics", str(tmp_path / "ray" / "x.metrics")
+    )
+    assert metrics_folder.returncode == 0, metrics_folder.stderr
+
+
+def test_a_rerun_into_an_input_folder_reads_none_of_its_own_outputs(local_ray, tmp_path: Path) -> None:
+    """The side folders (`out.metrics/part-*.jsonl`...) are the run's output too, not input records."""
+    folder = tmp_path / "in"
+    write_jsonl(folder / "a.jsonl", read_jsonl(SAMPLE)[:6])
+    out = folder / "out.jsonl"
+    for _ in range(2):
+        result = run_cli("compress", str(folder), "-o", str(out), "--summarizer", "extractive", *RAY)
+        assert result.returncode == 0, result.stderr
+    rows = json.loads((folder / "out.report.json").read_text())["rows"]
+    assert (rows["selected"], rows["rejected"]) == (6, 0)

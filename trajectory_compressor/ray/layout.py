@@ -1,0 +1,151 @@
+"""Where a Ray run's outputs go, and which files in them this tool wrote: only those are ever deleted.
+
+A Ray run writes four folders of part files and a report beside them (see `write`). A re-run
+must clear the parts of the run before (their rows may be split differently this time), but a
+folder may hold anything: a Spark job's `part-00000-<uuid>.snappy.parquet` looks like a part
+too. So a folder this tool writes into carries a marker file, put there when the folder was
+empty, and a file counts as the run's own only in a marked folder and only under a name this
+tool gives (`part-<12 digits>.jsonl|parquet`, or that name's temporary `.part-….tmp`). A
+folder holding anything else is refused before a byte is written (`check_output_folders`).
+
+No Ray here: `eval` reads a Ray run's folders with it, with or without the `[ray]` extra.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from trajectory_compressor.errors import UsageError
+from trajectory_compressor.write.paths import output_stem
+
+MARKER = ".trajectory-compressor-ray"  # hidden: Ray Data, pyarrow and this tool's readers skip it
+MARKER_TEXT = b"Part files written by trajectory-compressor --engine ray; a re-run replaces them.\n"
+_RUN_FILE = re.compile(r"(part-\d{12}\.(?:jsonl|parquet))|(\.part-\d{12}\.(?:jsonl|parquet)\.tmp)")
+_PART = re.compile(r"part-\d{12}\.(?:jsonl|parquet)")
+
+
+class OutputFolderError(UsageError):
+    """An output folder this run cannot write into without touching files it did not write."""
+
+
+@dataclass(frozen=True)
+class RayOutputLayout:
+    """Where a Ray run's outputs go, on any filesystem pyarrow supports."""
+
+    data: str  # the dataset folder
+    metrics: str
+    over_limit: str
+    rejects: str
+    report: str
+
+    @classmethod
+    def beside(cls, output: str) -> RayOutputLayout:
+        output = output.rstrip("/")
+        parent, name = posixpath.split(output)
+        stem = output_stem(Path(name))
+        side = (lambda suffix: posixpath.join(parent, f"{stem}.{suffix}")) if parent else (lambda s: f"{stem}.{s}")
+        return cls(output, side("metrics"), side("over_limit"), side("rejects"), side("report.json"))
+
+    def folders(self) -> dict[str, str]:
+        return {"data": self.data, "metrics": self.metrics, "over_limit": self.over_limit, "rejects": self.rejects}
+
+    def as_dict(self) -> dict[str, str]:
+        return {**self.folders(), "report": self.report}
+
+
+def filesystem_of(path: str) -> tuple[Any, str]:
+    """(pyarrow filesystem, path on it) for a local path or a URI."""
+    import pyarrow.fs as pafs
+
+    if "://" in path:
+        return pafs.FileSystem.from_uri(path)
+    return pafs.LocalFileSystem(), os.path.abspath(path)
+
+
+def part_stem(first_row: int) -> str:
+    """A part's name without its suffix: the input-stream index of its first row, so names sort in input order."""
+    return f"part-{first_row:012d}"
+
+
+def is_part(name: str) -> bool:
+    """A finished part file's name (not its temporary name, not the marker)."""
+    return _PART.fullmatch(name) is not None
+
+
+def foreign_file(folder: str) -> str | None:
+    """The first file (by name) in `folder` that this tool did not write; None if there is none.
+
+    A missing or empty folder holds none. In a folder without the marker every file is foreign
+    (nothing proves this tool wrote it); in a marked one, any file or folder not named as a part
+    or a part's temporary file is. `folder` itself being a file is foreign too.
+    """
+    import pyarrow.fs as pafs
+
+    filesystem, path = filesystem_of(folder)
+    kind = filesystem.get_file_info(path).type
+    if kind == pafs.FileType.NotFound:
+        return None
+    if kind != pafs.FileType.Directory:
+        return folder
+    entries = sorted(filesystem.get_file_info(pafs.FileSelector(path)), key=lambda info: info.base_name)
+    marked = any(info.base_name == MARKER for info in entries)
+    for info in entries:
+        if info.base_name == MARKER:
+            continue
+        own = marked and info.type == pafs.FileType.File and _RUN_FILE.fullmatch(info.base_name) is not None
+        if not own:
+            return posixpath.join(folder.rstrip("/"), info.base_name)
+    return None
+
+
+def check_output_folders(layout: RayOutputLayout) -> None:
+    """Refuse, in one line, output folders holding anything this tool did not write (nothing is touched)."""
+    for folder in layout.folders().values():
+        try:
+            found = foreign_file(folder)
+        except (OSError, ValueError) as exc:  # no access, or a URI pyarrow has no filesystem for
+            raise OutputFolderError(f"cannot list the output folder {folder}: {exc}") from None
+        if found == folder:
+            raise OutputFolderError(
+                f"{folder} is a file; --engine ray writes a folder of part files there: choose another -o"
+            )
+        if found is not None:
+            raise OutputFolderError(
+                f"the output folder {folder} holds {found}, which this tool did not write; --engine ray replaces "
+                "only its own part files: choose an empty or new folder for -o"
+            )
+
+
+def claim_output_folders(layout: RayOutputLayout) -> None:
+    """Make the run's folders, mark them as this tool's, and delete the parts an earlier run left.
+
+    Checked again first: a file that appeared since the run started stops it here, untouched.
+    """
+    check_output_folders(layout)
+    import pyarrow.fs as pafs
+
+    for folder in layout.folders().values():
+        filesystem, path = filesystem_of(folder)
+        filesystem.create_dir(path, recursive=True)
+        entries = filesystem.get_file_info(pafs.FileSelector(path))
+        if not any(info.base_name == MARKER for info in entries):
+            with filesystem.open_output_stream(posixpath.join(path, MARKER)) as stream:
+                stream.write(MARKER_TEXT)
+        for info in entries:
+            if _RUN_FILE.fullmatch(info.base_name):
+                filesystem.delete_file(info.path)
+
+
+def part_files(folder: str | Path) -> list[Path]:
+    """A local Ray output folder's finished parts, in input order (their names sort so)."""
+    return sorted(path for path in Path(folder).iterdir() if path.is_file() and is_part(path.name))
+
+
+def is_ray_output_folder(path: str | Path) -> bool:
+    """Whether `path` is a folder a Ray run of this tool wrote (it holds the marker)."""
+    return (Path(path) / MARKER).is_file()
