@@ -294,6 +294,7 @@ NEW_FALSE_POSITIVES = [
     "mysql -u root -p\\nEnter password:",
     "mysql -u root -p app < dump.sql",
     "mysql -h db -P3306 -u root app",
+    "docker run --name mysql -p3306:3306 -p127.0.0.1:33060:33060 -d mysql:8",
     'mysql -u root -p"$MYSQL_ROOT_PASSWORD" app',
     "DB_PASS=$DB_PASS",
     'MYSQL_PASS="${MYSQL_PASS}"',
@@ -310,6 +311,9 @@ NEW_FALSE_POSITIVES = [
     'PASSWORD_FIELD = "password"',
     "DB_PASSWORD=os.environ['DB_PASSWORD']",
     "API_KEY=settings.API_KEY",
+    "PASS: tests/test_x.sh\nPASS: test_1\nFAIL: test_2",  # test results, not passwords
+    "--- PASS: TestFoo/sub_case_1 (0.00s)",
+    "ok 1 - pass: t/01-basic.t",
 ]
 
 

@@ -161,6 +161,16 @@ def _literal_context(match: re.Match[str], text: str) -> bool:
     return text[start:end].isupper() or text[max(0, start - 2) : start] == "--"
 
 
+def _short_pass_name(match: re.Match[str], text: str, quoted: bool) -> bool:
+    """Whether a name ending in `pass` names a password: `DB_PASS`, `db-pass`; `pass=` or a quoted
+    `pass: "..."` alone. Not `bypass` nor `compass`, nor a test result (`PASS: test_1`)."""
+    start = match.start("name")
+    before = text[start - 1] if start else " "
+    if before.isalnum():
+        return False
+    return before in "_-." or match.group("operator") == "=" or quoted
+
+
 def _assignment_span(match: re.Match[str], text: str, *, entropy: bool = False) -> Span | None:
     """The value's span in `text` (the original, not the lower-cased copy matched)."""
     quoted = match.group("quote") is not None
@@ -171,8 +181,7 @@ def _assignment_span(match: re.Match[str], text: str, *, entropy: bool = False) 
         value = value.rstrip(".")
         end = start + len(value)
     name = match.group("name")
-    name_start = match.start("name")
-    if name == "pass" and name_start and text[name_start - 1].isalnum():  # bypass, compass
+    if name == "pass" and not _short_pass_name(match, text, quoted):
         return None
     if name == "pwd" and value[:1] in ("/", "~"):  # PWD=/testbed, OLDPWD=~: the working directory
         return None

@@ -332,7 +332,7 @@ _OPTION_VALUE = r"""(?:'(?P<single>[^'\n]{1,256})'|"(?P<double>[^"\n]{1,256})"|(
 
 
 def _option_value(match: re.Match[str], text: str) -> Span | None:
-    """A password option's value, unless it is a placeholder, a number or the next option.
+    """A password option's value, unless it is a placeholder, a number, a port or the next option.
 
     Given after a space (`--password VALUE`), a bare value must hold a digit or a symbol: usage
     lines and prose (`[--password PASSWORD]`, `the --password option`) name it with a word.
@@ -343,8 +343,8 @@ def _option_value(match: re.Match[str], text: str) -> Span | None:
     group = next(name for name in ("single", "double", "bare") if match.start(name) >= 0)
     value_start, value_end = match.span(group)
     value = text[value_start:value_end]
-    if not _credential_value(value) or value.startswith("-"):
-        return None
+    if not _credential_value(value) or value.startswith("-") or not value.strip("0123456789.:/"):
+        return None  # a placeholder, the next option, a port mapping (`docker run --name mysql -p3306:3306`)
     if group == "bare" and match.groupdict().get("spaced") and value.rstrip("])}>.,").isalpha():
         return None
     return value_start, value_end
