@@ -227,6 +227,7 @@ NAMED_TRUE_POSITIVES = [
     ('mariadb-dump -u app -p"{}" app', "quoted-pw-9"),
     ("sshpass -p '{}' ssh deploy@host", "sshpw-123"),
     ("MYSQL_PWD={} mysql -u root", "rootpw"),
+    ("services:\n  db:\n    environment:\n      POSTGRES_PASSWORD: {}", "postgres"),  # docker-compose
 ]
 
 
@@ -311,6 +312,7 @@ NEW_FALSE_POSITIVES = [
     'PASSWORD_FIELD = "password"',
     "DB_PASSWORD=os.environ['DB_PASSWORD']",
     "API_KEY=settings.API_KEY",
+    "class Settings:\n    SECRET_KEY: Final = load()\n    DB_PASSWORD: SecretStr\n    API_KEY: Any",
     "PASS: tests/test_x.sh\nPASS: test_1\nFAIL: test_2",  # test results, not passwords
     "--- PASS: TestFoo/sub_case_1 (0.00s)",
     "ok 1 - pass: t/01-basic.t",

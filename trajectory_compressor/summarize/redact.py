@@ -38,10 +38,10 @@ gitleaks, trufflehog and detect-secrets):
   MariaDB clients' `-pVALUE` / `-p'...'`, `sshpass -p`;
 - assignments: literal values assigned to password / passwd / pwd / passphrase / pass
   (`DB_PASS`, not `bypass`) / secret / api_key / access_key / private_key / client_secret /
-  *_token names (connection strings' `Password=` included; a plain word too in `NAME=value`
-  with an upper-case name or `--name=value`: `PGPASSWORD=postgres`), and high-entropy values
-  (Shannon entropy, detect-secrets' limits) assigned to any *token / *key / *secret /
-  *credential(s) / *signature name.
+  *_token names (connection strings' `Password=` included; a plain word too in `NAME=value` or
+  `NAME: value` with an upper-case name, or `--name=value`: `PGPASSWORD=postgres`), and
+  high-entropy values (Shannon entropy, detect-secrets' limits) assigned to any *token / *key /
+  *secret / *credential(s) / *signature name.
 
 Every rule reads escaped text as it reads decoded (`escapes`): a JSON string once or nested
 (`\\n`, `\\t`, `\\"`, `\\\\n`, `\\u003d`), so an env dump inside a tool result's JSON is
@@ -123,6 +123,7 @@ _NOT_VALUES = frozenset(
         "redacted",
         "hidden",
         "changeme",
+        "final",
     }
 )
 _CODE_CHARS = frozenset("()[]{}<>$%*=")
@@ -136,7 +137,7 @@ def _assignment_value(value: str, quoted: bool, literal: bool = False) -> bool:
     message: `"password": "must be 8 characters"`). Bare: it must not look like code — no
     calls, indexing, templating or placeholders, and not a plain (dotted) identifier without
     digits, which is a variable (`password=password`, `api_key=self.api_key`). In a `literal`
-    context (`PGPASSWORD=postgres`, `--password=postgres`: shell, env files, options) a plain
+    context (`PGPASSWORD=postgres`, `POSTGRES_PASSWORD: postgres`, `--password=postgres`) a plain
     word is the value itself; a dotted name is still taken for code.
     """
     if len(value) < 4 or value.lower() in _NOT_VALUES:
@@ -153,12 +154,14 @@ def _assignment_value(value: str, quoted: bool, literal: bool = False) -> bool:
 
 
 def _literal_context(match: re.Match[str], text: str) -> bool:
-    """`NAME=value` with an upper-case name, or `--name=value`: an environment variable, an env
-    file or a command-line option, whose value is never a variable name."""
-    if match.group("operator") != "=" or match.group("gap"):
+    """`NAME=value` or `NAME: value` with an upper-case name, or `--name=value`: an environment
+    variable, an env or docker-compose file, a command-line option, whose value is never a
+    variable name."""
+    operator = match.group("operator")
+    if operator not in ("=", ":") or match.group("gap"):
         return False
     start, end = match.span("name")
-    return text[start:end].isupper() or text[max(0, start - 2) : start] == "--"
+    return text[start:end].isupper() or (operator == "=" and text[max(0, start - 2) : start] == "--")
 
 
 def _short_pass_name(match: re.Match[str], text: str, quoted: bool) -> bool:
