@@ -101,9 +101,8 @@ def test_shown_items_have_their_secrets_masked() -> None:
     secret = "ghp_" + "Ab3dE5gH7jK9" * 3
     region = [Turn("human", f"token {secret} for repo v1.2.3")]
     fidelity = score_summary(region, "nothing")
-    assert (
-        secret in fidelity.missed["identifiers"][0] or any(secret in i for i in fidelity.missed["identifiers"]) or True
-    )
+    # The raw items are what the score is computed on; only what is shown is masked.
+    assert any(secret in item for item in fidelity.missed["identifiers"])
     assert secret not in fidelity.shortfall()
     invented = score_summary(region, f"used {secret}x1", [Turn("human", "hello")])
     assert all(secret not in item for item in invented.shown_unsupported())
