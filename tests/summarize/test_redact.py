@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import base64
+import json
 import time
+from collections.abc import Callable
 
 import pytest
 
-from trajectory_compressor.summarize.redact import REDACTED, display_url, redact_secrets, scrub, url_secrets
+from trajectory_compressor.summarize.redact import (
+    ALL_RULES,
+    REDACTED,
+    display_url,
+    redact_secrets,
+    scrub,
+    url_secrets,
+)
 
 # (text with {} where the secret goes, the secret that must disappear)
 TRUE_POSITIVES = [
@@ -79,6 +88,10 @@ def test_pem_body_without_its_begin_line_is_masked() -> None:
         "-----BEGIN RSA PRIVATE KEY-----\n" * 3_000,  # each BEGIN masked to the end: 13 s before
         "PuTTY-User-Key-File-2: " * 4_000,
         "sk-1" * 10_000,
+        "\\" * 200_000,  # escape sequences: one long run, many short ones
+        "password\\n" * 20_000,
+        ("mysql -u root " + "-x " * 5_000) * 4,
+        "--password " * 20_000,
     ],
 )
 def test_pathological_text_is_linear(text: str) -> None:
@@ -196,3 +209,126 @@ def test_scrub_removes_basic_credentials_echoed_back() -> None:
     secrets = url_secrets("http://user:password@host/v1")
     echoed = "refused Authorization: Basic " + base64.b64encode(b"user:password").decode()
     assert "dXNlcjpwYXNzd29yZA" not in scrub(echoed, secrets)
+
+
+# Names and command-line forms beyond `password=` (issue 20, A2), with real newlines.
+NAMED_TRUE_POSITIVES = [
+    ("DB_PASS={}", "hunter22x"),
+    ("MYSQL_PASS={}", "hunter22x"),
+    ("SMTP_PASS='{}'", "mail-pw-7"),
+    ("ADMIN_PASS: {}", "hunter22x"),
+    ("export PGPASSWORD={} && psql -h db -U app", "postgres"),  # an env-style assignment: a plain word counts
+    ("docker run -e POSTGRES_PASSWORD={} postgres:16", "example"),
+    ("mysqldump --password={} app > dump.sql", "plainword"),
+    ("docker login --password {} registry.example.com", "Tr0ub4dor&3"),
+    ("tool --password '{}'", "two words"),
+    ("mysql -uroot -p{} app", "S3cretPw"),
+    ("mysql -h db.internal -u root -p'{}' app", "my secret pw"),
+    ('mariadb-dump -u app -p"{}" app', "quoted-pw-9"),
+    ("sshpass -p '{}' ssh deploy@host", "sshpw-123"),
+    ("MYSQL_PWD={} mysql -u root", "rootpw"),
+    ("services:\n  db:\n    environment:\n      POSTGRES_PASSWORD: {}", "postgres"),  # docker-compose
+]
+
+
+def _json(text: str) -> str:
+    return json.dumps(text)[1:-1]
+
+
+def _thought(text: str) -> str:
+    """The `out` a "think" layer quoted, decoded."""
+    assert text.startswith("<think>\nThe output was ") and text.endswith("\n</think>\nNext."), text
+    return json.loads(text.removeprefix("<think>\nThe output was ").removesuffix("\n</think>\nNext."))["out"]
+
+
+# The escaping layers text reaches redaction in, each with its decoder: a JSON string (a Hermes
+# tool result's `content`), JSON inside JSON (OpenAI tool arguments in a call), Gson's `\u003d`.
+LAYERS: dict[str, tuple[Callable[[str], str], Callable[[str], str]]] = {
+    "plain": (lambda t: t, lambda t: t),
+    "json": (_json, lambda t: json.loads(f'"{t}"')),
+    "json-in-json": (lambda t: _json(_json(t)), lambda t: json.loads('"' + json.loads(f'"{t}"') + '"')),
+    "gson": (lambda t: _json(t).replace("=", "\\u003d").replace("'", "\\u0027"), lambda t: json.loads(f'"{t}"')),
+    "think": (lambda t: f"<think>\nThe output was {json.dumps({'out': t})}\n</think>\nNext.", _thought),
+}
+
+
+TOKENS_ON_THEIR_OWN_LINE = [
+    ("{}", "ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"),
+    ("{}", "AKIAIOSFODNN7EXAMPLE"),
+    ("{}", "sk-proj-Ab3dEfGhIjKlMnOpQrStUvWxYz0123456789"),
+    ("AWS_SECRET_ACCESS_KEY={}", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
+    ("MY_SERVICE_TOKEN={}", "9c1f0e7a5b3d4c2e8f6a1b0c9d7e5f3a"),
+    ('"DB_PASSWORD": "{}"', "Tr0ub4dor-x9"),
+]
+ALL_TRUE_POSITIVES = TRUE_POSITIVES + NAMED_TRUE_POSITIVES + TOKENS_ON_THEIR_OWN_LINE
+
+
+@pytest.mark.parametrize("layer", LAYERS)
+@pytest.mark.parametrize(("template", "secret"), ALL_TRUE_POSITIVES)
+def test_credentials_are_masked_in_every_escaping_layer(template: str, secret: str, layer: str) -> None:
+    """An env dump with the secret on one line, escaped: masked, and the escaping still decodes."""
+    encode, decode = LAYERS[layer]
+    for separator in ("\n", "\t", "\r\n"):
+        text = encode(f"A=1{separator}{template.format(secret)}{separator}HOME=/root")
+        redacted = redact_secrets(text)
+        assert redact_secrets(redacted) == redacted
+        decoded = decode(redacted)  # valid escaping: no sequence cut in half
+        assert secret not in decoded and REDACTED in decoded, (separator, redacted)
+        assert decoded.startswith("A=1") and decoded.endswith("HOME=/root"), redacted
+
+
+def test_an_env_dump_in_a_hermes_tool_result_is_masked_in_place() -> None:
+    content = (
+        "A=1\nAWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\nDB_PASSWORD=Tr0ub4dor-x9\n"
+        "PWD=/testbed\nHOME=/root"
+    )
+    text = json.dumps({"content": content})
+    expected = {"content": f"A=1\nAWS_SECRET_ACCESS_KEY={REDACTED}\nDB_PASSWORD={REDACTED}\nPWD=/testbed\nHOME=/root"}
+    assert json.loads(redact_secrets(text)) == expected
+
+
+NEW_FALSE_POSITIVES = [
+    "docker run -p 8080:80 nginx",
+    "ssh -p 2222 deploy@host",
+    "mkdir -p /var/lib/mysql && chown mysql /var/lib/mysql",
+    "python -m pytest -p no:cacheprovider tests/",
+    "mysql -u root -p\\nEnter password:",
+    "mysql -u root -p app < dump.sql",
+    "mysql -h db -P3306 -u root app",
+    "docker run --name mysql -p3306:3306 -p127.0.0.1:33060:33060 -d mysql:8",
+    'mysql -u root -p"$MYSQL_ROOT_PASSWORD" app',
+    "DB_PASS=$DB_PASS",
+    'MYSQL_PASS="${MYSQL_PASS}"',
+    "bypass=True",
+    "compass=north",
+    "n_pass=1000",
+    "PWD=/testbed\nOLDPWD=/root\nHOME=/root",
+    "docker login --password-stdin < token.txt",
+    "usage: tool [-h] [--password PASSWORD] [--pass-file FILE]",
+    "  -p, --password TEXT  the password to use",
+    "Pass the --password option when prompted.",
+    'print("password:\\n")',
+    "passes = 3",
+    'PASSWORD_FIELD = "password"',
+    "DB_PASSWORD=os.environ['DB_PASSWORD']",
+    "API_KEY=settings.API_KEY",
+    "class Settings:\n    SECRET_KEY: Final = load()\n    DB_PASSWORD: SecretStr\n    API_KEY: Any",
+    "PASS: tests/test_x.sh\nPASS: test_1\nFAIL: test_2",  # test results, not passwords
+    "--- PASS: TestFoo/sub_case_1 (0.00s)",
+    "ok 1 - pass: t/01-basic.t",
+]
+
+
+@pytest.mark.parametrize("layer", ["plain", "json", "json-in-json", "gson"])
+@pytest.mark.parametrize("text", FALSE_POSITIVES + NEW_FALSE_POSITIVES)
+def test_ordinary_text_is_unchanged_in_every_escaping_layer(text: str, layer: str) -> None:
+    escaped = LAYERS[layer][0](text)
+    assert redact_secrets(escaped) == escaped
+
+
+def test_no_rule_literal_holds_a_character_an_escape_decodes_to() -> None:
+    """`find_secrets` reads the decoded view only when the text holds a literal (or `\\u`, `\\/`): sound
+    only while no escape sequence other than those can make a literal appear."""
+    for rule in ALL_RULES:
+        for literal in rule.literals:
+            assert not set(literal) & set("\n\r\t\b\f\"'\\"), (rule.name, literal)

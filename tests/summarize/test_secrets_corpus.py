@@ -1,11 +1,15 @@
 """A corpus of planted secrets, one per rule family, pushed through both summarizers for real.
 
 Each secret sits in the middle of a trajectory (in a tool output, a tool-call argument, an
-error line and a user message), inside the region that gets summarized. The extractive run
-through the CLI, and the LLM run against a local endpoint that records every prompt and echoes
-it back (with the Authorization header it received), must leave no secret, and no 8-character
-fragment of one, in any prompt, output file, stderr, `--json` line or the cache. A control run
-with `--no-redact-secrets` shows the secrets do reach the summaries, so the test can fail.
+error line and a user message), inside the region that gets summarized, and again in the
+escaped forms real rows hold it in: a Hermes tool result's JSON `content` (`\\n` between
+lines), JSON inside that (`\\\\n`), Gson's `\\u003d`, OpenAI-style arguments (a JSON string
+inside the call) and a `<think>` block quoting JSON. The extractive run through the CLI (with
+its `--html-report`), the LLM run against a local endpoint that records every prompt and echoes
+it back (with the Authorization header it received), a model that quotes the secrets back, the
+`requests` file and a `--batch` run must leave no secret, and no 8-character fragment of one, in
+any prompt, request file, output file, stderr, `--json` line or the cache. Control runs with
+`--no-redact-secrets` show the secrets do reach the summaries and files, so the test can fail.
 """
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import read_jsonl, run_cli, write_jsonl
-from tests.fake_openai_server import FakeServerThread
+from tests.fake_batch_api import FakeBatchServer
+from tests.fake_openai_server import FakeServerThread, prompt_text
 from trajectory_compressor.summarize.redact import REDACTED, redact_secrets
 
 _RNG = random.Random(20261123)
@@ -116,6 +121,19 @@ PLANTED: list[tuple[str, str, str]] = [
     ("github-token-header", "Authorization: token {}", "gho_" + _r(36)),
     ("password-assignment", 'DB_PASSWORD="{}"', "Tr0ub4dor-" + _r(10)),
     ("high-entropy-assignment", "WEBHOOK_SIGNING_KEY={}", _r(32)),
+    ("aws-secret-env", "AWS_SECRET_ACCESS_KEY={}", _r(40, ALNUM + "/+")),
+    ("service-token-env", "MY_SERVICE_TOKEN={}", _r(32)),
+    ("internal-api-key-env", "INTERNAL_API_KEY={}", _r(32)),
+    ("short-pass-name", "DB_PASS={}", "pw-" + _r(12)),
+    ("mysql-pass-name", "MYSQL_PASS={}", "pw-" + _r(12)),
+    ("smtp-pass-name", "SMTP_PASS={}", "pw-" + _r(12)),
+    ("admin-pass-yaml", "ADMIN_PASS: {}", "pw-" + _r(12)),
+    ("pgpassword-word", "PGPASSWORD={} psql -h db -U app", _r(12, string.ascii_lowercase)),
+    ("password-option", "mysqldump --password={} app", _r(14)),
+    ("password-option-spaced", "docker login -u ci --password {} registry.example.com", "pw-" + _r(14)),
+    ("mysql-p", "mysql -uroot -p{} app", _r(14)),
+    ("mysql-p-quoted", "mysql -h db -u root -p'{}' app", "pw " + _r(14)),
+    ("sshpass", "sshpass -p '{}' ssh deploy@host", _r(14)),
 ]
 
 
@@ -146,7 +164,8 @@ def test_every_planted_secret_is_masked(family: str, template: str, secret: str)
 
 
 def _trajectory(index: int, family: str, template: str, secret: str) -> dict[str, Any]:
-    """System, task, six filler steps, the secret in four places, eight filler steps, the end."""
+    """System, task, six filler steps, the secret in four plain and six escaped places, eight filler
+    steps, the end."""
     line = template.format(secret)
 
     def call(text: str, command: str) -> dict[str, str]:
@@ -166,12 +185,27 @@ def _trajectory(index: int, family: str, template: str, secret: str) -> dict[str
     ]
     for step in range(6):
         turns += filler(step)
+    env_dump = f"APP_ENV=staging\n{line}\nLOG_LEVEL=info"
+    openai_style = json.dumps({"name": "bash", "arguments": json.dumps({"command": f"cat <<'EOF'\n{env_dump}\nEOF"})})
     turns += [
         call("Read the environment file.", "cat .env"),
-        result(f"APP_ENV=staging\n{line}\nLOG_LEVEL=info"),
+        result(env_dump),
         {"from": "human", "value": f"Use this one: {line}"},
         call("Deploy with the credential.", line),
         result(f"Error: authentication failed for {line}\nexit code 1"),
+        # The escaped forms (turns 19-24): JSON content, JSON inside JSON, Gson, string arguments, <think>.
+        call("Dump the environment.", f"env > /tmp/env.txt\n{line}\ncat /tmp/env.txt"),
+        result(json.dumps({"tool_call_id": "call_1", "name": "bash", "content": f"<output>\n{env_dump}\n</output>"})),
+        {"from": "gpt", "value": f"Read it as JSON.\n<tool_call>\n{openai_style}\n</tool_call>"},
+        result(json.dumps({"name": "bash", "content": json.dumps({"stdout": env_dump, "code": 0})})),
+        {
+            "from": "gpt",
+            "value": f"<think>\nThe tool said {json.dumps({'out': env_dump})}, so retry.\n</think>\n"
+            + "Retry once.\n<tool_call>\n"
+            + json.dumps({"name": "bash", "arguments": {"command": f"retry\n{line}"}}).replace("=", "\\u003d")
+            + "\n</tool_call>",
+        },
+        result(json.dumps({"name": "bash", "content": f"retried:\n{env_dump}"}).replace("=", "\\u003d")),
     ]
     for step in range(6, 14):
         turns += filler(step)
@@ -203,7 +237,7 @@ def _summaries(out: Path) -> dict[int, str]:
     for m in metrics:
         assert m["was_compressed"], m
         region = m["compression_region"]
-        assert region["start_idx"] <= 14 and region["end_idx"] >= 18, region  # turns 14-18 hold the secret
+        assert region["start_idx"] <= 14 and region["end_idx"] >= 24, region  # turns 14-24 hold the secret
         found[m["index"]] = rows[m["index"]]["conversations"][region["start_idx"]]["value"]
     assert len(found) == len(PLANTED)
     return found
@@ -212,9 +246,12 @@ def _summaries(out: Path) -> dict[int, str]:
 def test_extractive_summaries_carry_no_planted_secret(tmp_path: Path) -> None:
     source = _corpus(tmp_path)
     out = tmp_path / "out" / "x.jsonl"
-    result = run_cli("compress", str(source), "-o", str(out), *BUDGET, "--summarizer", "extractive", "--json")
+    report = out.parent / "report.html"
+    flags = ("--summarizer", "extractive", "--json", "--html-report", str(report))
+    result = run_cli("compress", str(source), "-o", str(out), *BUDGET, *flags)
     assert result.returncode == 0, result.stderr
     _summaries(out)
+    assert REDACTED in report.read_text()  # the example row shows a masked secret
     assert leaks(_written(out.parent)) == {}
     assert leaks(result.stdout + result.stderr) == {}
 
@@ -251,6 +288,78 @@ def test_llm_prompts_replies_and_cache_carry_no_planted_secret(tmp_path: Path) -
     everything += result.stdout + result.stderr
     assert leaks(everything) == {}
     assert basic not in everything and password not in everything
+
+
+def _quoted_secrets(prompt: str) -> str:
+    """What a model that quotes what it saw answers: the row's secrets, plain and escaped."""
+    index = int(prompt.split("Task ", 1)[1].split(":", 1)[0])
+    line = PLANTED[index][1].format(PLANTED[index][2])
+    dump = f"A=1\n{line}\nB=2"
+    return f"The agent found {line} in .env. Raw tool output: {json.dumps({'content': dump})}"
+
+
+def test_a_model_quoting_the_secrets_back_leaves_none_in_summaries_or_cache(tmp_path: Path) -> None:
+    source = _corpus(tmp_path)
+    out = tmp_path / "out" / "x.jsonl"
+    cache = tmp_path / "cache" / "s.sqlite3"
+
+    def quoting(_: int, body: Any) -> dict[str, str]:
+        return {"content": _quoted_secrets(prompt_text(body))}
+
+    with FakeServerThread(faults=quoting) as server:
+        result = run_cli(
+            "compress", str(source), "-o", str(out), *BUDGET, "--summarizer", "llm", "--base-url", server.base_url,
+            "--model", "m", "--cache", str(cache), "--retry-delay", "0.01", "--json",
+        )  # fmt: skip
+        prompts = "\n".join(json.dumps(r.body) for r in server.requests)
+    assert result.returncode == 0, result.stderr
+    assert leaks(prompts) == {}
+    summaries = _summaries(out)
+    assert all("Raw tool output" in s and REDACTED in s for s in summaries.values())
+    everything = _written(out.parent) + cache.read_bytes().decode("utf-8", errors="replace")
+    assert leaks(everything + result.stdout + result.stderr) == {}
+
+
+def test_the_requests_file_carries_no_planted_secret(tmp_path: Path) -> None:
+    source = _corpus(tmp_path)
+    requests = tmp_path / "out" / "requests.jsonl"
+    result = run_cli("requests", str(source), "-o", str(requests), *BUDGET, "--model", "m")
+    assert result.returncode == 0, result.stderr
+    lines = read_jsonl(requests)
+    assert len(lines) == len(PLANTED) and all(REDACTED in json.dumps(line) for line in lines)
+    assert leaks(_written(requests.parent) + result.stdout + result.stderr) == {}
+
+    bare = tmp_path / "bare" / "requests.jsonl"
+    control = run_cli("requests", str(source), "-o", str(bare), *BUDGET, "--model", "m", "--no-redact-secrets")
+    assert control.returncode == 0, control.stderr
+    assert len(leaks(bare.read_text())) == len(PLANTED)
+
+
+def test_a_batch_run_uploads_and_stores_no_planted_secret(tmp_path: Path) -> None:
+    """The request files uploaded to the provider, and a model quoting secrets back in the batch output."""
+    source = _corpus(tmp_path)
+    out = tmp_path / "out" / "x.jsonl"
+    cache = tmp_path / "cache" / "s.sqlite3"
+
+    def quoting(_batch: int, _index: int, line: dict[str, Any]) -> str:
+        return "text:" + _quoted_secrets(prompt_text(line["body"]))
+
+    server = FakeBatchServer(line_faults=quoting)
+    with FakeServerThread(server=server):
+        result = run_cli(
+            "compress", str(source), "-o", str(out), *BUDGET, "--summarizer", "llm", "--base-url", server.base_url,
+            "--model", "m", "--cache", str(cache), "--batch", "--batch-poll-interval", "0.01",
+            "--batch-poll-max", "0.02", "--json",
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    uploaded = [f["content"] for f in server.files.values() if f["purpose"] == "batch"]
+    assert uploaded and len(server.batch_lines()) == len(PLANTED) and len(server.requests) == 0
+    uploaded_text = "\n".join(c.decode() if isinstance(c, bytes) else str(c) for c in uploaded)
+    assert REDACTED in uploaded_text and leaks(uploaded_text) == {}
+    summaries = _summaries(out)
+    assert all("Raw tool output" in s and REDACTED in s for s in summaries.values())
+    everything = _written(out.parent) + cache.read_bytes().decode("utf-8", errors="replace")
+    assert leaks(everything + result.stdout + result.stderr) == {}
 
 
 def test_basic_credentials_echoed_in_a_401_appear_nowhere(tmp_path: Path) -> None:

@@ -34,10 +34,18 @@ gitleaks, trufflehog and detect-secrets):
   ntn_, JWTs;
 - passwords in URLs (`scheme://user:password@host`, any scheme), `Authorization:` headers
   (Basic, Bearer, token, ...), `Bearer <token>`, `curl -u user:password`;
-- assignments: literal values assigned to password / passwd / pwd / passphrase / secret /
-  api_key / access_key / private_key / client_secret / *_token names (connection strings'
-  `Password=` included), and high-entropy values (Shannon entropy, detect-secrets' limits)
-  assigned to any *token / *key / *secret / *credential(s) / *signature name.
+- passwords on command lines: `--password[=| ]VALUE` (`--passwd`, `--passphrase`), the MySQL /
+  MariaDB clients' `-pVALUE` / `-p'...'`, `sshpass -p`;
+- assignments: literal values assigned to password / passwd / pwd / passphrase / pass
+  (`DB_PASS`, not `bypass`) / secret / api_key / access_key / private_key / client_secret /
+  *_token names (connection strings' `Password=` included; a plain word too in `NAME=value` or
+  `NAME: value` with an upper-case name, or `--name=value`: `PGPASSWORD=postgres`), and
+  high-entropy values (Shannon entropy, detect-secrets' limits) assigned to any *token / *key /
+  *secret / *credential(s) / *signature name.
+
+Every rule reads escaped text as it reads decoded (`escapes`): a JSON string once or nested
+(`\\n`, `\\t`, `\\"`, `\\\\n`, `\\u003d`), so an env dump inside a tool result's JSON is
+masked like a plain one, and the masked text keeps valid escaping.
 
 Speed: a rule runs only when one of its literals occurs in the text, so ordinary text costs a
 few `in` scans (see scripts/bench.py: tens of MB/s, against ~3 MB/s for token counting). The
@@ -58,21 +66,23 @@ from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from ahocorasick_rs import AhoCorasick, Implementation
 
+from trajectory_compressor.summarize.escapes import ESCAPE, unescaped
 from trajectory_compressor.summarize.secret_rules import RULES, Rule, Span, high_entropy
 
 REDACTED = "[REDACTED]"
 
-# `password = "..."`, `"api_key": "..."`, `DB_PASSWORD=...`, `client_secret: ...` (on lower-cased
-# text). The key name must END with one of these words (`db_password=` matches from
-# `password`); the value is judged by `_assignment_value`. No prefix is matched: scanning `\w*`
-# before the keyword at every word start made this pattern the slowest by far.
-# A quote may be JSON-escaped (\"): the transcript shows tool-call arguments as JSON.
-_VALUE = r"""(?:(?P<quote>\\?["'])(?P<quoted>[^"'\n]{0,512}?)(?P=quote)|(?P<bare>[^\s"'`,;]{1,512}))"""
+# `password = "..."`, `"api_key": "..."`, `DB_PASSWORD=...`, `DB_PASS=...`, `client_secret: ...` (on
+# lower-cased, decoded text: `escapes`). The key name must END with one of these words
+# (`db_password=` matches from `password`); the value is judged by `_assignment_span`. No prefix
+# is matched: scanning `\w*` before the keyword at every word start made this pattern the
+# slowest by far.
+_VALUE = r"""(?:(?P<quote>["'])(?P<quoted>[^"'\n]{0,512}?)(?P=quote)|(?P<bare>[^\s"'`,;]{1,512}))"""
+_OPERATOR = r"""(?P<gap>["']?\s{0,4})(?P<operator>:=|=|:)[ \t]{0,16}"""
 _ASSIGNMENT = re.compile(
     r"""(?x)
-    (?:pass(?:word|wd|phrase)|pwd|secret(?:[_-]?(?:key|token))?|api[_-]?(?:key|token)|apikey
-      |access[_-]?(?:key|token)|private[_-]?key|client[_-]?secret|(?:auth|refresh|bearer|session)[_-]?token)
-    ["']?\s{0,4}(?::=|=|:)[ \t]{0,16}"""
+    (?P<name>pass(?:word|wd|phrase)?|pwd|secret(?:[_-]?(?:key|token))?|api[_-]?(?:key|token)|apikey
+      |access[_-]?(?:key|token)|private[_-]?key|client[_-]?secret|(?:auth|refresh|bearer|session)[_-]?token)"""
+    + _OPERATOR
     + _VALUE
 )
 _ASSIGNMENT_STEMS = (
@@ -89,12 +99,7 @@ _ASSIGNMENT_STEMS = (
 )
 # Any other `*token`, `*key`, `*secret`, `*credential(s)`, `*signature` name: only a
 # high-entropy value counts (`key = "name"` and `token: 4096` are not credentials).
-_KEYED = re.compile(
-    r"""(?x)
-    (?:token|key|secret|credentials?|signature)
-    ["']?\s{0,4}(?::=|=|:)[ \t]{0,16}"""
-    + _VALUE
-)
+_KEYED = re.compile(r"(?P<name>token|key|secret|credentials?|signature)" + _OPERATOR + _VALUE)
 _KEYED_STEMS = ("token", "key", "secret", "credential", "signature")
 
 # Values that are code, types or placeholders, not credentials.
@@ -118,19 +123,22 @@ _NOT_VALUES = frozenset(
         "redacted",
         "hidden",
         "changeme",
+        "final",
     }
 )
 _CODE_CHARS = frozenset("()[]{}<>$%*=")
 _DOTTED_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z_]*(?:\.[A-Za-z_][A-Za-z_]*)*")
 
 
-def _assignment_value(value: str, quoted: bool) -> bool:
+def _assignment_value(value: str, quoted: bool, literal: bool = False) -> bool:
     """True when `value` (right of `password=`) looks like a literal credential.
 
     Quoted: any literal of 4+ characters without spaces (spaces mean a description or a
     message: `"password": "must be 8 characters"`). Bare: it must not look like code — no
     calls, indexing, templating or placeholders, and not a plain (dotted) identifier without
-    digits, which is a variable (`password=password`, `api_key=self.api_key`).
+    digits, which is a variable (`password=password`, `api_key=self.api_key`). In a `literal`
+    context (`PGPASSWORD=postgres`, `POSTGRES_PASSWORD: postgres`, `--password=postgres`) a plain
+    word is the value itself; a dotted name is still taken for code.
     """
     if len(value) < 4 or value.lower() in _NOT_VALUES:
         return False
@@ -140,7 +148,30 @@ def _assignment_value(value: str, quoted: bool) -> bool:
         return not any(ch.isspace() for ch in value)
     if any(ch in _CODE_CHARS for ch in value):
         return False
+    if literal and "." not in value:
+        return True
     return _DOTTED_IDENTIFIER.fullmatch(value) is None
+
+
+def _literal_context(match: re.Match[str], text: str) -> bool:
+    """`NAME=value` or `NAME: value` with an upper-case name, or `--name=value`: an environment
+    variable, an env or docker-compose file, a command-line option, whose value is never a
+    variable name."""
+    operator = match.group("operator")
+    if operator not in ("=", ":") or match.group("gap"):
+        return False
+    start, end = match.span("name")
+    return text[start:end].isupper() or (operator == "=" and text[max(0, start - 2) : start] == "--")
+
+
+def _short_pass_name(match: re.Match[str], text: str, quoted: bool) -> bool:
+    """Whether a name ending in `pass` names a password: `DB_PASS`, `db-pass`; `pass=` or a quoted
+    `pass: "..."` alone. Not `bypass` nor `compass`, nor a test result (`PASS: test_1`)."""
+    start = match.start("name")
+    before = text[start - 1] if start else " "
+    if before.isalnum():
+        return False
+    return before in "_-." or match.group("operator") == "=" or quoted
 
 
 def _assignment_span(match: re.Match[str], text: str, *, entropy: bool = False) -> Span | None:
@@ -152,7 +183,15 @@ def _assignment_span(match: re.Match[str], text: str, *, entropy: bool = False) 
     if not quoted:  # keep a sentence's full stop
         value = value.rstrip(".")
         end = start + len(value)
-    if not _assignment_value(value, quoted) or (entropy and not high_entropy(value)):
+    name = match.group("name")
+    if name == "pass" and not _short_pass_name(match, text, quoted):
+        return None
+    if name == "pwd" and value[:1] in ("/", "~"):  # PWD=/testbed, OLDPWD=~: the working directory
+        return None
+    literal = _literal_context(match, text)
+    if name == "pass" and value.isdigit() and not literal:  # n_pass=1000
+        return None
+    if not _assignment_value(value, quoted, literal) or (entropy and not high_entropy(value)):
         return None
     return start, end
 
@@ -169,8 +208,9 @@ ASSIGNMENT_RULES = (
 )
 ALL_RULES = (*RULES, *ASSIGNMENT_RULES)
 # Names the rule set: summaries cleaned under other rules are not taken from the cache.
+# The escape sequences the rules read through are part of it.
 RULESET_ID = hashlib.sha256(
-    repr([(rule.name, rule.literals, rule.pattern.pattern) for rule in ALL_RULES]).encode()
+    repr([ESCAPE.pattern, *((rule.name, rule.literals, rule.pattern.pattern) for rule in ALL_RULES)]).encode()
 ).hexdigest()[:16]
 
 # The base64 body and END line of a PEM key whose BEGIN line was cut away (a transcript cut).
@@ -219,14 +259,35 @@ def find_secrets(text: str) -> list[Span]:
 
     One pass finds every rule literal in a lower-cased copy (same length: ASCII letters only);
     each rule's pattern is then matched where its literal sits, on the original text or, for
-    case-insensitive rules, on the copy.
+    case-insensitive rules, on the copy. Text with escape sequences (`\\n`, `\\"`,
+    `\\u003d`, nested) is matched as it reads decoded (`escapes`), and the spans are taken back
+    to whole sequences of the original. That costs a second pass, paid only when there is
+    something to find: a literal, or an escape that could make one appear (`\\/`, `\\u`)
+    (tests/summarize/test_redact.py: `test_no_rule_literal_holds_a_character_an_escape_decodes_to`).
     """
     if not text:
         return []
+    lowered, hits = _literal_hits(text)
+    if "\\" in text and (hits or "PRIVATE KEY" in text or "\\u" in text or "\\/" in text):
+        view = unescaped(text)
+        if view is not None:
+            found = _find_in(view.text, *_literal_hits(view.text))
+            return _merge([view.original_span(start, end) for start, end in found])
+    return _find_in(text, lowered, hits)
+
+
+def _literal_hits(text: str) -> tuple[str, list[tuple[int, int, int]]]:
+    """The lower-cased copy of `text` and every rule literal in it (literal, start, end), by start."""
     lowered = text.lower()
     if len(lowered) != len(text):  # "İ" lowers to two characters: keep the offsets aligned
         lowered = text.translate(_ASCII_LOWER)
     hits = _LITERALS.find_matches_as_indexes(lowered, overlapping=True)
+    hits.sort(key=lambda hit: hit[1])
+    return lowered, hits
+
+
+def _find_in(text: str, lowered: str, hits: list[tuple[int, int, int]]) -> list[Span]:
+    """The spans the rules find at `hits` in `text` (its lower-cased copy: `lowered`)."""
     spans: list[Span] = []
     tried: set[tuple[int, int]] = set()
     scanned: set[int] = set()
@@ -234,7 +295,6 @@ def find_secrets(text: str) -> list[Span]:
     # (`sk-1sk-1sk-1...`, a BEGIN line repeated in a key masked to the end) is not matched
     # again, which keeps the work linear in the text.
     reach: dict[int, int] = {}
-    hits.sort(key=lambda hit: hit[1])
     for literal, start, _ in hits:
         for index in _RULES_OF_LITERAL[literal]:
             rule = ALL_RULES[index]

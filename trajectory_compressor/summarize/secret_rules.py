@@ -327,6 +327,49 @@ HEADERS = (
     ),
 )
 
+# What follows a password option: quoted (spaces and all), or a bare word.
+_OPTION_VALUE = r"""(?:'(?P<single>[^'\n]{1,256})'|"(?P<double>[^"\n]{1,256})"|(?P<bare>[^\s'"`;|&]{1,256}))"""
+
+
+def _option_value(match: re.Match[str], text: str) -> Span | None:
+    """A password option's value, unless it is a placeholder, a number, a port or the next option.
+
+    Given after a space (`--password VALUE`), a bare value must hold a digit or a symbol: usage
+    lines and prose (`[--password PASSWORD]`, `the --password option`) name it with a word.
+    """
+    before = text[match.start() - 1] if match.start() else " "
+    if _word_char(before) or before in ".-":  # part of another name: `py-mysql`, `db.mysql`
+        return None
+    group = next(name for name in ("single", "double", "bare") if match.start(name) >= 0)
+    value_start, value_end = match.span(group)
+    value = text[value_start:value_end]
+    if not _credential_value(value) or value.startswith("-") or not value.strip("0123456789.:/"):
+        return None  # a placeholder, the next option, a port mapping (`docker run --name mysql -p3306:3306`)
+    if group == "bare" and match.groupdict().get("spaced") and value.rstrip("])}>.,").isalpha():
+        return None
+    return value_start, value_end
+
+
+# Passwords given on a command line.
+COMMAND_LINE = (
+    # `--password=VALUE`, `--password VALUE` (docker login, most CLIs), `--passwd`, `--passphrase`.
+    Rule(
+        "password-option",
+        ("--pass",),
+        re.compile(r"--pass(?:word|wd|phrase)?(?:=|(?P<spaced>[ \t]+))" + _OPTION_VALUE),
+        _option_value,
+    ),
+    # The MySQL / MariaDB clients take the password glued to `-p` (`-pSECRET`, `-p'...'`); a
+    # separate word after `-p` is the database, and other commands' `-p` is a port or a path.
+    Rule(
+        "mysql-password-option",
+        ("mysql", "mariadb"),
+        re.compile(r"(?:mysql|mariadb)[\w.-]{0,16}(?:[ \t]+[^\s|;&]{1,256}){0,24}?[ \t]+-p" + _OPTION_VALUE),
+        _option_value,
+    ),
+    Rule("sshpass-option", ("sshpass",), re.compile(r"sshpass[ \t]+-p[ \t]*" + _OPTION_VALUE), _option_value),
+)
+
 BY_FAMILY: dict[str, tuple[Rule, ...]] = {
     "private keys": PRIVATE_KEYS,
     "cloud": CLOUD,
@@ -338,5 +381,6 @@ BY_FAMILY: dict[str, tuple[Rule, ...]] = {
     "SaaS and tokens": SAAS,
     "passwords in URLs": (URL_PASSWORD,),
     "authorization headers": HEADERS,
+    "command-line passwords": COMMAND_LINE,
 }
 RULES: tuple[Rule, ...] = tuple(rule for family in BY_FAMILY.values() for rule in family)

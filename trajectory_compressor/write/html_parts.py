@@ -10,7 +10,8 @@ import html
 from collections.abc import Sequence
 from typing import Any
 
-from trajectory_compressor.summarize.redact import redact_secrets
+from trajectory_compressor.summarize.llm.prompt import REDACT_MARGIN
+from trajectory_compressor.summarize.redact import find_secrets, mask_spans, redact_secrets
 from trajectory_compressor.summarize.toolcalls import clip
 from trajectory_compressor.types import SUMMARY_PREFIX, ExampleRow
 
@@ -107,6 +108,11 @@ def example_html(example: ExampleRow) -> str:
 
 
 def clip_text(text: str, limit: int = _TURN_CHARS) -> str:
-    """Head of a turn's text, credentials masked before the cut, with an ellipsis when cut."""
-    masked = redact_secrets(text[: limit * 4])
+    """Head of a turn's text, credentials masked before the cut, with an ellipsis when cut.
+
+    Secrets are looked for beyond the first cut too, so that one it falls into is masked whole:
+    masking a long one before it (a PEM block) can bring a few unmatched characters into view.
+    """
+    head = min(len(text), limit * 4)
+    masked = mask_spans(text, find_secrets(text[: head + REDACT_MARGIN]), 0, head)
     return masked if len(masked) <= limit else masked[:limit].rstrip() + " …"

@@ -234,6 +234,17 @@ def test_an_aws_key_whose_tail_falls_after_the_tail_cut_is_masked(inside: int) -
     assert _shown(AWS, transcript) == []
 
 
+@pytest.mark.parametrize("offset", range(-60, 2, 4))
+def test_an_escaped_env_line_straddling_the_head_cut_is_masked_whole(offset: int) -> None:
+    # A Hermes tool result: the env dump's newlines are the two characters `\n`, and the cut
+    # (after 2,000 chars) falls anywhere in `\nDB_PASSWORD=...\n` or in the token after it.
+    line = "\\nDB_PASSWORD=Tr0ub4dor-x9-Kq7\\n" + GITHUB + "\\n"
+    text = '{"content": "' + "A=1\\n" * 400
+    text = text[: 2000 + offset] + line + "B=2\\n" * 1500 + '"}'
+    transcript = render_transcript([Turn("tool", text)], max_turn_chars=4000, max_prompt_chars=50_000)
+    assert _shown("Tr0ub4dor-x9-Kq7", transcript) == [] and _shown(GITHUB, transcript) == []
+
+
 def test_masks_before_the_cut_do_not_move_it_onto_an_unseen_secret() -> None:
     # A private key early in the head shrinks by ~1,400 chars when masked; cutting the redacted
     # text would then keep text from past the 1,000-char margin the patterns saw, where a token

@@ -88,8 +88,9 @@ class Fidelity:
 
 
 def shown_item(item: str) -> str:
-    """An item as any output shows it (metrics, prompts, `eval`): clipped, credentials masked."""
-    return redact_secrets(clip(item, _SHOWN_ITEM_CHARS))
+    """An item as any output shows it (metrics, prompts, `eval`): credentials masked, then clipped
+    (clipped first, a token cut short would be too short for its pattern and shown in part)."""
+    return clip(redact_secrets(item), _SHOWN_ITEM_CHARS)
 
 
 def score_histogram(scores: Iterable[float], bins: int = 10) -> list[int]:
