@@ -57,6 +57,14 @@ class RunTotals:
     windows: int = 0  # --windows: records written or flagged, one per window
     windows_over_limit: int = 0
     windows_by_summarizer: dict[str, int] = field(default_factory=dict)
+    future_anchors: int = 0  # anchors the kept turns need from summarized regions (fidelity.future)
+    future_kept: int = 0  # of them, those the summaries hold
+
+    def _add_future(self, metrics: RowMetrics) -> None:
+        future = (metrics.fidelity or {}).get("future")
+        if future:
+            self.future_anchors += future["anchors"]
+            self.future_kept += future["kept"]
 
     def add(self, metrics: RowMetrics) -> None:
         """Count one finished row (its metrics line is the single source of truth)."""
@@ -78,6 +86,7 @@ class RunTotals:
             self.histogram_after[histogram_bin(metrics.compressed_tokens)] += 1
         if metrics.was_compressed:
             self.rows_compressed += 1
+            self._add_future(metrics)
             self.summary_tokens += metrics.summary_tokens
             if metrics.summarizer:
                 self.rows_by_summarizer[metrics.summarizer] = self.rows_by_summarizer.get(metrics.summarizer, 0) + 1
@@ -119,6 +128,7 @@ class RunTotals:
             self.gpt_turns_trained += 0 if m.dropped else (m.train_turns or 0)
             self.windows_over_limit += m.still_over_limit
             if m.was_compressed:
+                self._add_future(m)
                 self.summary_tokens += m.summary_tokens
                 if m.summarizer:
                     self.windows_by_summarizer[m.summarizer] = self.windows_by_summarizer.get(m.summarizer, 0) + 1
@@ -211,6 +221,11 @@ def build_report(
             "trainable_share": round(totals.gpt_turns_trained / totals.gpt_turns, 4) if totals.gpt_turns else None,
         },
         **({"windows": windows_report(totals)} if totals.windows else {}),
+        "fidelity": {
+            "future_anchors": totals.future_anchors,
+            "future_kept": totals.future_kept,
+            "future": round(totals.future_kept / totals.future_anchors, 4) if totals.future_anchors else None,
+        },
         "histogram": {
             "edges": list(HISTOGRAM_EDGES),
             "before": totals.histogram_before,
@@ -266,6 +281,12 @@ def render_text_summary(report: dict[str, Any]) -> str:
         lines.append(
             f"training: {training['gpt_turns_trained']:,} of {training['gpt_turns']:,} gpt turns kept as "
             f"training targets ({training['trainable_share']:.1%})"
+        )
+    fidelity = report.get("fidelity") or {}
+    if fidelity.get("future") is not None:
+        lines.append(
+            f"future-grounded fidelity: {fidelity['future']:.3f} ({fidelity['future_kept']:,} of "
+            f"{fidelity['future_anchors']:,} anchors the kept turns need are in the summaries)"
         )
     if rows["by_summarizer"]:
         parts = ", ".join(f"{name}: {count}" for name, count in rows["by_summarizer"].items())

@@ -22,6 +22,7 @@ from trajectory_compressor.run.row.summary_step import Summarized, SummaryFailur
 from trajectory_compressor.run.row.windows import WindowFinisher
 from trajectory_compressor.settings import RunConfig
 from trajectory_compressor.summarize.fidelity import score_summary
+from trajectory_compressor.summarize.fidelity.anchors import future_fidelity
 from trajectory_compressor.types import (
     CompressionRegion,
     EditedTurn,
@@ -148,7 +149,9 @@ class RowFinisher:
         fidelity = result.fidelity  # measured by the fidelity gate, or not yet
         if fidelity is None:
             fidelity = score_summary(row.turns[plan.region.start : plan.region.end], result.text, row.turns)
-        metrics.fidelity = fidelity.to_metrics()
+        start, end = plan.region.start, plan.region.end
+        future = future_fidelity(row.turns[:start], row.turns[start:end], row.turns[end:], result.text)
+        metrics.fidelity = {**fidelity.to_metrics(), "future": future.to_metrics()}
         metrics.unsupported = fidelity.shown_unsupported()
         if self.example is None or row.index < self.example.index:
             shown = row.turns[plan.region.start : min(plan.region.end, plan.region.start + EXAMPLE_TURNS)]

@@ -24,6 +24,7 @@ from trajectory_compressor.run.row.measure import RowMeasure
 from trajectory_compressor.run.row.outcome import FinishedRow, OutputRecord, fill_sizes, new_metrics
 from trajectory_compressor.run.row.summary_step import SummaryFailure, SummaryStep, region_request
 from trajectory_compressor.summarize.fidelity import score_summary
+from trajectory_compressor.summarize.fidelity.anchors import future_fidelity
 from trajectory_compressor.summarize.llm.prompt import elide_middle
 from trajectory_compressor.types import EditedTurn, OutputTurn, RowMetrics, SummaryRequest, SummaryResult
 from trajectory_compressor.write.records import window_bytes
@@ -290,8 +291,12 @@ class WindowFinisher:
             metrics.summary_failed = result.last_error is not None
         # Judged against everything it stands for: an updated summary must still carry the
         # earlier windows' facts.
-        fidelity = score_summary(row.turns[replay.head : cut.context_start], result.text, row.turns)
-        metrics.fidelity = fidelity.to_metrics()
+        region = row.turns[replay.head : cut.context_start]
+        fidelity = score_summary(region, result.text, row.turns)
+        # The window's own turns are its future: what they use, the summary must hold.
+        after = row.turns[cut.context_start : item.window.end]
+        future = future_fidelity(row.turns[: replay.head], region, after, result.text)
+        metrics.fidelity = {**fidelity.to_metrics(), "future": future.to_metrics()}
         metrics.unsupported = fidelity.shown_unsupported()
 
     def _kept_after_failure(self, row: PreparedRow, replay: WindowReplay, failure: SummaryFailure) -> FinishedRow:
