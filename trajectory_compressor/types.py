@@ -17,6 +17,8 @@ Role = Literal["system", "human", "gpt", "tool"]
 ROLES: frozenset[str] = frozenset({"system", "human", "gpt", "tool"})
 
 SUMMARY_PREFIX = "[CONTEXT SUMMARY]:"
+# How summary turns of earlier compactions begin: ours, and the Hermes agent's live compressor's.
+EARLIER_SUMMARY_PREFIXES = (SUMMARY_PREFIX, "[CONTEXT COMPACTION")
 
 
 @dataclass(frozen=True)
@@ -39,11 +41,13 @@ class EditedTurn:
     """Original turn `index` with its text replaced by `value`; its other keys are kept.
 
     For OpenAI messages only text-only messages can be edited (not an assistant message with
-    ``tool_calls`` nor a tool result), since their text is rendered from structure.
+    ``tool_calls`` nor a tool result), since their text is rendered from structure; a tool
+    result's own `content` can be given instead (`content`), `value` then being its rendering.
     """
 
     index: int
     value: str
+    content: str | None = None
 
 
 @dataclass(frozen=True)
@@ -86,6 +90,8 @@ class SummaryRequest:
     label: str = ""  # where the row came from ("file.jsonl:12"), for messages only
     task: str = ""  # the row's first user request (from the head): context, not to be summarized
     feedback: str = ""  # what an earlier summary of this region missed, when asking again
+    previous_summary: str = ""  # the summary of what came before `turns`, to update (not rewrite)
+    structured: bool = False  # the sectioned summary of a context window (Goal, Progress, ...)
 
 
 @dataclass
@@ -206,6 +212,10 @@ class RowMetrics:
     fidelity: dict[str, Any] | None = None  # a compressed row: recall of its region's salient items
     unsupported: list[str] | None = None  # a compressed row: summary items found nowhere in the row
     fidelity_retried: bool | None = None  # the LLM was asked again for a summary that fell short
+    gpt_turns: int | None = None  # gpt turns of the input row (a valid row)
+    train_turns: int | None = None  # of them, those this record holds verbatim as training targets
+    window: dict[str, int] | None = None  # --windows: {"index", "count", "input_index"} of this record
+    elided_turns: int | None = None  # --windows: tool results cut in the middle so the window fits
 
     def to_dict(self) -> dict[str, Any]:
         data = {k: v for k, v in self.__dict__.items() if k not in _OPTIONAL_METRICS}
@@ -240,4 +250,8 @@ _OPTIONAL_METRICS = (
     "fidelity",
     "unsupported",
     "fidelity_retried",
+    "gpt_turns",
+    "train_turns",
+    "window",
+    "elided_turns",
 )

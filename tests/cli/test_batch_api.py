@@ -385,3 +385,26 @@ def test_a_summary_over_its_budget_gets_its_second_pass_in_the_next_round(tmp_pa
     metrics = read_jsonl(tmp_path / "out" / "x.metrics.jsonl")
     assert [(m["passes"], m["still_over_limit"]) for m in metrics] == [(2, False)] * 3
     assert long_summary not in (tmp_path / "out" / "x.jsonl").read_text()
+
+
+def test_windows_summaries_come_in_one_round_per_window_and_equal_the_live_run(tmp_path: Path) -> None:
+    """--windows: window k's summary updates window k-1's, so each window is a round of its own."""
+    source = write_jsonl(
+        tmp_path / "in.jsonl", [make_trajectory(i, steps=6 + 3 * i, output_lines=30) for i in range(3)]
+    )
+    windows = ["--windows", "--target-max-tokens", "2000"]
+    with FakeServerThread() as server:
+        result = run_cli("compress", str(source), "-o", str(tmp_path / "live" / "x.jsonl"),
+                         *_flags(server.base_url, tmp_path / "live.sqlite3"), *windows, env=KEY_ENV)  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        live_requests = len(server.requests)
+    batch_server = FakeBatchServer()
+    with FakeServerThread(server=batch_server):
+        result = _batch(source, tmp_path / "out" / "x.jsonl", batch_server.base_url, tmp_path / "c.sqlite3", *windows)
+    assert result.returncode == 0, result.stderr
+    assert len(batch_server.requests) == 0 and len(batch_server.batch_lines()) == live_requests
+    metrics = read_jsonl(tmp_path / "out" / "x.metrics.jsonl")
+    longest = max(m["window"]["count"] for m in metrics)
+    assert longest >= 6 and batch_server.created() == longest - 1  # one round per later window (more than 4)
+    _paid_once(batch_server)
+    _same_as_live(tmp_path / "out", tmp_path / "live")

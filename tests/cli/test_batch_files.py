@@ -141,3 +141,30 @@ def test_an_answer_line_larger_than_a_live_reply_is_refused_not_read_whole(tmp_p
     assert f"{len(answers) - 1} answers stored in the cache, 0 failed, 2 malformed lines" in run.stderr
     summaries = [m["summary_tokens"] for m in read_jsonl(tmp_path / "out" / "x.metrics.jsonl") if m["was_compressed"]]
     assert summaries and max(summaries) <= 400
+
+
+def test_requests_with_windows_hold_each_rows_first_window_and_the_run_asks_only_the_later_ones(
+    tmp_path: Path,
+) -> None:
+    source = _input(tmp_path)
+    requests, results = tmp_path / "requests.jsonl", tmp_path / "results.jsonl"
+    windows = ["--windows", "--target-max-tokens", "2000"]
+    with FakeServerThread() as server:
+        live = run_cli("compress", str(source), "-o", str(tmp_path / "live" / "x.jsonl"),
+                       *_llm(server.base_url, tmp_path / "live.sqlite3"), *windows)  # fmt: skip
+        assert live.returncode == 0, live.stderr
+        first_prompts = {json.dumps(r.body, sort_keys=True) for r in server.requests if "<previous_summary>" not in
+                         r.body["messages"][1]["content"]}  # fmt: skip
+        written = run_cli("requests", str(source), "-o", str(requests), *BUDGET, *windows, "--model", "batch-model")
+        assert written.returncode == 0, written.stderr
+        _run_batch(requests, results, server.base_url)
+    lines = read_jsonl(requests)
+    assert {json.dumps(line["body"], sort_keys=True) for line in lines} == first_prompts
+    later = sum(m["window"]["index"] > 1 for m in read_jsonl(tmp_path / "live" / "x.metrics.jsonl"))
+    with FakeServerThread() as server:
+        run = run_cli("compress", str(source), "-o", str(tmp_path / "batch" / "x.jsonl"), "--responses", str(results),
+                      *_llm(server.base_url, tmp_path / "batch.sqlite3"), *windows)  # fmt: skip
+        assert run.returncode == 0, run.stderr
+        assert len(server.requests) == later  # the first windows came from the file
+    for name in ("x.jsonl", "x.metrics.jsonl"):
+        assert (tmp_path / "batch" / name).read_bytes() == (tmp_path / "live" / name).read_bytes(), name

@@ -8,14 +8,17 @@ compress run would make: one per row the planner would compress, with the region
 
 from __future__ import annotations
 
+import itertools
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from trajectory_compressor.count import TokenCounter
+from trajectory_compressor.plan.apply import carries_notice
+from trajectory_compressor.plan.windows import WindowReplay
 from trajectory_compressor.read.sources import InputSource
-from trajectory_compressor.run.prepare import planned_rows
+from trajectory_compressor.run.prepare import notice_tokens, planned_rows
 from trajectory_compressor.settings import RunConfig
 from trajectory_compressor.write.html_report import (
     percentiles,
@@ -44,6 +47,9 @@ class Analysis:
     summary_completion_tokens: int = 0
     before: array = field(default_factory=lambda: array("q"))
     after: array = field(default_factory=lambda: array("q"))
+    gpt_turns: int = 0
+    gpt_turns_kept: int = 0  # verbatim in the single-row plan (outside its region)
+    windows: WindowsEstimate | None = None  # --windows: the same rows cut into context windows
 
     def cost(self, price_in: float | None, price_out: float | None) -> float | None:
         """Estimated cost in the prices' currency (prices per million tokens)."""
@@ -53,6 +59,7 @@ class Analysis:
 
     def to_dict(self, price_in: float | None = None, price_out: float | None = None) -> dict[str, Any]:
         pcts = percentiles(self.before, (50, 90, 95, 99, 100)) if self.before else {}
+        windows = {"windows": self.windows.to_dict(price_in, price_out, self.batch_discount)} if self.windows else {}
         return {
             "rows": self.rows,
             "rejected": self.rejected,
@@ -68,6 +75,55 @@ class Analysis:
             "summary_completion_tokens": self.summary_completion_tokens,
             "estimated_cost": self.cost(price_in, price_out),
             "estimated_cost_batch": _share(self.cost(price_in, price_out), self.batch_discount),
+            "gpt_turns": self.gpt_turns,
+            "gpt_turns_trainable": self.gpt_turns_kept,
+            **windows,
+        }
+
+
+@dataclass
+class WindowsEstimate:
+    """`analyze --windows`: the rows replayed into context windows, each summary at its budget."""
+
+    rows_split: int = 0
+    windows: int = 0
+    over_limit: int = 0
+    tokens_written: int = 0
+    gpt_turns_trainable: int = 0
+    summary_requests: int = 0
+    summary_prompt_tokens: int = 0
+    summary_completion_tokens: int = 0
+
+    def add(self, replay: WindowReplay, max_prompt_tokens: int) -> None:
+        windows = replay.replay_at_budget()
+        self.windows += len(windows)
+        self.rows_split += len(windows) > 1
+        self.over_limit += sum(window.over for window in windows)
+        self.tokens_written += sum(window.tokens for window in windows)
+        self.gpt_turns_trainable += replay.roles.count("gpt")
+        for before, window in itertools.pairwise(windows):
+            # Each summary is the update of the one before with the turns that left the context.
+            left = replay.tokens(before.context_start if before.index else replay.head, window.context_start)
+            self.summary_requests += 1
+            self.summary_prompt_tokens += min(left, max_prompt_tokens) + before.summary_tokens + PROMPT_OVERHEAD_TOKENS
+            self.summary_completion_tokens += window.summary_tokens
+
+    def to_dict(self, price_in: float | None, price_out: float | None, batch_discount: float) -> dict[str, Any]:
+        cost = None
+        if price_in is not None or price_out is not None:
+            prompt, completion = self.summary_prompt_tokens, self.summary_completion_tokens
+            cost = (prompt * (price_in or 0) + completion * (price_out or 0)) / 1e6
+        return {
+            "rows_split": self.rows_split,
+            "windows": self.windows,
+            "windows_over_limit": self.over_limit,
+            "tokens_written": self.tokens_written,
+            "gpt_turns_trainable": self.gpt_turns_trainable,
+            "summary_requests": self.summary_requests,
+            "summary_prompt_tokens": self.summary_prompt_tokens,
+            "summary_completion_tokens": self.summary_completion_tokens,
+            "estimated_cost": cost,
+            "estimated_cost_batch": _share(cost, batch_discount),
         }
 
 
@@ -81,11 +137,24 @@ def analyze_sources(
     result = Analysis(
         target=plan.target_max_tokens, summary_budget=plan.summary_target_tokens, batch_discount=config.batch.discount
     )
+    if plan.windows:
+        result.windows = WindowsEstimate()
+    notice = notice_tokens(counter, plan)
     for row in planned_rows(sources, config, counter):
         result.rows += 1
         if row.plan is None:
             result.rejected += 1
             continue
+        assert row.token_counts is not None and row.turns is not None
+        region = row.plan.region
+        result.gpt_turns += row.roles.count("gpt")
+        result.gpt_turns_kept += sum(
+            role == "gpt" and (region is None or not region.start <= i < region.end) for i, role in enumerate(row.roles)
+        )
+        if result.windows is not None:
+            row_notice = 0 if carries_notice(row.turns, plan.notice) else notice
+            replay = WindowReplay(row.roles, row.token_counts, plan, notice_tokens=row_notice)
+            result.windows.add(replay, config.llm.max_prompt_chars // 3)
         total = row.plan.total_tokens
         result.before.append(total)
         result.over_target += total > plan.target_max_tokens
@@ -122,11 +191,32 @@ def render_analysis(analysis: Analysis, price_in: float | None, price_out: float
             if data["estimated_cost"] is not None
             else ""
         ),
+        f"gpt turns kept as training targets: {data['gpt_turns_trainable']:,} of {data['gpt_turns']:,}",
+        *_windows_lines(data),
         "",
         "tokens per row:",
         render_terminal_histogram(token_histogram(analysis.before, 20)) if analysis.before else "(no rows)",
     ]
     return "\n".join(lines)
+
+
+def _windows_lines(data: dict[str, Any]) -> list[str]:
+    """`--windows`: the same rows as context windows, beside the single-row figures above."""
+    windows = data.get("windows")
+    if not windows:
+        return []
+    cost = ""
+    if windows["estimated_cost"] is not None:
+        cost = f", about {windows['estimated_cost']:.2f} live or {windows['estimated_cost_batch']:.2f} with --batch"
+    ratio = windows["tokens_written"] / data["tokens_total"] if data["tokens_total"] else 1.0
+    return [
+        f"with --windows: {windows['windows']:,} windows ({windows['rows_split']:,} rows split, "
+        f"{windows['windows_over_limit']:,} over the limit), {windows['tokens_written']:,} tokens written "
+        f"({ratio:.2f}x the input), all {windows['gpt_turns_trainable']:,} gpt turns trained",
+        f"with --windows: {windows['summary_requests']:,} summary requests, about "
+        f"{windows['summary_prompt_tokens']:,} prompt and {windows['summary_completion_tokens']:,} completion tokens"
+        + cost,
+    ]
 
 
 def analysis_html(analysis: Analysis, price_in: float | None, price_out: float | None) -> str:

@@ -5,7 +5,8 @@ same region), and each request is built by the same code as a live call, so its 
 the cache key a run looks for. Run the file through a provider's batch API or `vllm run-batch`,
 then `compress ... --responses OUTPUT_FILE` finishes from the answers. Identical requests (two
 identical rows) are written once. Only first-pass requests can be known in advance: a summary
-that overshoots its budget, or a `--min-fidelity` retry, is asked for live by the run.
+that overshoots its budget, or a `--min-fidelity` retry, is asked for live by the run; with
+`--windows`, each row's first window's (the later ones update its answer).
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ import orjson
 
 from trajectory_compressor.count import TokenCounter
 from trajectory_compressor.read.sources import InputSource
-from trajectory_compressor.run.prepare import planned_rows
+from trajectory_compressor.run.prepare import PreparedRow, planned_rows
 from trajectory_compressor.run.row.measure import RowMeasure
 from trajectory_compressor.run.row.summary_step import summary_request
+from trajectory_compressor.run.row.windows import first_window_request
 from trajectory_compressor.settings import ConfigError, RunConfig
 from trajectory_compressor.summarize.llm.request import batch_line, chat_request
+from trajectory_compressor.types import SummaryRequest
 from trajectory_compressor.write.run_files import OutputError
 
 
@@ -66,12 +69,10 @@ def write_requests(
                 if row.plan is None:
                     written.rejected += 1
                     continue
-                if row.plan.region is None:
+                request = _first_request(row, measure, windows=plan.windows)
+                if request is None:
                     continue
-                exact = measure.with_exact_notice(row, row.plan)  # as the run plans it
-                if exact.region is None:
-                    continue
-                chat = chat_request(config.llm, summary_request(row, exact, plan.summary_target_tokens))
+                chat = chat_request(config.llm, request)
                 if chat.key in seen:
                     written.duplicates += 1
                     continue
@@ -87,3 +88,15 @@ def write_requests(
         if partial is not None:
             partial.unlink(missing_ok=True)  # gone already once renamed into place
     return written
+
+
+def _first_request(row: PreparedRow, measure: RowMeasure, *, windows: bool) -> SummaryRequest | None:
+    """The row's first-pass request as the run plans it (with `--windows`: its first window's)."""
+    if windows:
+        return first_window_request(row, measure)
+    if row.plan is None or row.plan.region is None:
+        return None
+    exact = measure.with_exact_notice(row, row.plan)  # as the run plans it
+    if exact.region is None:
+        return None
+    return summary_request(row, exact, measure.plan_config.summary_target_tokens)

@@ -125,6 +125,43 @@ def from_turns(record: dict[str, Any], fmt: ConversationFormat, items: Sequence[
     return out
 
 
+def with_text(record: dict[str, Any], fmt: ConversationFormat, index: int, turn: Turn, text: str) -> EditedTurn:
+    """Turn `index` (as read: `turn`) with its own text replaced by `text`, tool results included.
+
+    ShareGPT: the new `value`. OpenAI: a tool message's `content` becomes `text` and the turn's
+    value is its rendering again (the `<tool_response>` block the reader makes); any other
+    text-only message's `content` becomes `text`. `text` is what the turn's text was made of
+    (`text_of`), shortened or rewritten.
+    """
+    if fmt.name == "sharegpt" or turn.role != "tool":
+        return EditedTurn(index, text)
+    prefix, suffix = "<tool_response>\n", "\n</tool_response>"
+    payload = json.loads(turn.value[len(prefix) : -len(suffix)])
+    payload["content"] = text
+    return EditedTurn(index, f"{prefix}{json.dumps(payload, ensure_ascii=False)}{suffix}", content=text)
+
+
+def text_of(record: dict[str, Any], fmt: ConversationFormat, index: int, turn: Turn) -> str:
+    """The text `with_text` replaces: a ShareGPT value, or an OpenAI tool message's content."""
+    if fmt.name == "sharegpt" or turn.role != "tool":
+        return turn.value
+    content = record[fmt.key][index].get("content")
+    return "" if content is None else _content_text(index, content)
+
+
+def with_training_marks(record: dict[str, Any], fmt: ConversationFormat, marks: Sequence[bool | None]) -> None:
+    """Set `"train": mark` on each assistant message of `record`'s conversation (in place).
+
+    `marks` has one entry per message; None leaves a message alone. The messages are copied
+    before they are marked: a rebuilt record shares its kept messages with the original. The
+    key is axolotl's per-message training field; OpenAI messages get it on assistant messages.
+    """
+    messages = record[fmt.key]
+    for position, mark in enumerate(marks):
+        if mark is not None and isinstance(messages[position], dict):
+            messages[position] = {**messages[position], "train": mark}
+
+
 def chat_messages(turns: Sequence[Turn]) -> list[dict[str, str]]:
     """`{"role", "content"}` dicts for `tokenizer.apply_chat_template` (system/user/assistant/tool)."""
     return [{"role": _ROLE_TO_OPENAI[turn.role], "content": turn.value} for turn in turns]
@@ -242,6 +279,9 @@ def _edited(original: Any, item: EditedTurn, fmt: ConversationFormat) -> dict[st
     edited = dict(original)
     if fmt.name == "sharegpt":
         edited["value"] = item.value
+        return edited
+    if item.content is not None and original.get("role") == "tool":
+        edited["content"] = item.content
         return edited
     if original.get("tool_calls") or original.get("role") == "tool":
         raise ValueError(f"turn {item.index}: cannot edit the text of a tool call or tool result message")

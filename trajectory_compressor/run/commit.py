@@ -52,17 +52,22 @@ class RowCommitter:
         self._rejects_reported = 0
 
     def commit(self, finished: FinishedRow) -> None:
-        metrics = finished.metrics
-        metrics.written = finished.data is not None
-        if finished.data is not None:
-            self.files.write("data", finished.data)
-        self.files.write("metrics", dumps(metrics.to_dict()))
-        if finished.over_limit is not None:
-            self.files.write("over_limit", dumps(finished.over_limit))
+        records = finished.records()
+        for record in records:
+            metrics = record.metrics
+            metrics.written = record.data is not None
+            if record.data is not None:
+                self.files.write("data", record.data)
+            self.files.write("metrics", dumps(metrics.to_dict()))
+            if record.over_limit is not None:
+                self.files.write("over_limit", dumps(record.over_limit))
+        if records[0].metrics.window is not None:
+            self.totals.add_windows([record.metrics for record in records])
+        else:
+            self.totals.add(records[0].metrics)
         if finished.reject is not None:
             self.files.write("rejects", dumps(finished.reject))
             self._report_reject(finished.reject)
-        self.totals.add(metrics)
         self.position = finished.position
         self._since_checkpoint += 1
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from trajectory_compressor.count import TokenCounter
 from trajectory_compressor.count.counter import ChatTemplateError
+from trajectory_compressor.plan.apply import carries_notice
 from trajectory_compressor.plan.region import Plan, plan_region
 from trajectory_compressor.read.formats import ConversationFormat, RecordError, detect_format, to_turns
 from trajectory_compressor.read.select import RowSelection
@@ -115,7 +116,7 @@ def prepare_rows(
             row.roles,
             row.token_counts,
             plan_config,
-            notice_tokens=notice_tokens,
+            notice_tokens=0 if carries_notice(row.turns, plan_config.notice) else notice_tokens,
             skip_under_target=skip_under_target,
         )
     return prepared

@@ -64,6 +64,15 @@ class PlanConfig:
         DEFAULT_NOTICE, "str", yaml="output.summary_notice_text", flag=None, record=True,
         help="The notice appended to the system turn of a compressed row.",
     )  # fmt: skip
+    windows: bool = setting(
+        False, "bool", yaml="compression.windows", flag_style="flag", commands=BOTH, record=True,
+        help="Split each long row into context windows, as a live context compressor would see it; every "
+        "gpt turn is trained (\"train\": true) in the one window where it is new.",
+    )  # fmt: skip
+    tail_ratio: float = setting(
+        0.2, "number", above=0, maximum=0.9, yaml="compression.tail_ratio", commands=BOTH, record=True,
+        help="--windows: share of the budget the recent turns kept verbatim after each compaction may take.",
+    )  # fmt: skip
 
     @property
     def notice(self) -> str:
@@ -349,6 +358,13 @@ class RunConfig:
         for part in (self.plan, self.llm, self.batch, self.read, self.select, self.output):
             part.validate()
         check_part(self)
+        if self.plan.windows and self.output.over_limit == "truncate":
+            raise ConfigError(
+                "--over-limit truncate does not apply to --windows: a window over the budget holds one turn group "
+                "that alone exceeds it (use keep or drop)"
+            )
+        if self.plan.windows and self.engine == "ray":
+            raise ConfigError("--windows runs on the local engine only; drop --engine ray")
 
     @property
     def effective_window(self) -> int:

@@ -29,7 +29,9 @@ def write_compress_html_report(
             if row.get("rejected"):
                 reasons["rejected: " + str(row.get("reason") or "invalid record")[:80]] += 1
                 continue
-            before.append(row["original_tokens"])
+            window = row.get("window")
+            if window is None or window["index"] == 0:  # --windows: a row's size once, each window's after
+                before.append(row["original_tokens"])
             if not row.get("dropped"):
                 after.append(row["compressed_tokens"])
             if row.get("reason") and not row.get("skipped_under_target"):
@@ -48,6 +50,13 @@ def write_compress_html_report(
         "tokens after": tokens["after"],
         "overall ratio": tokens["overall_ratio"],
     }
+    windows, training = report.get("windows"), report.get("training") or {}
+    if windows:
+        headline["windows"] = windows["windows"]
+        headline["rows split"] = windows["rows_split"]
+        headline["tokens written per input token"] = windows["tokens_written_per_input_token"]
+    if training.get("trainable_share") is not None:
+        headline["gpt turns trained"] = f"{training['trainable_share']:.1%}"
     scores = [score for values in by_summarizer.values() for score in values]
     if scores:
         headline["mean fidelity"] = round(sum(scores) / len(scores), 3)

@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from trajectory_compressor.read.formats import ConversationFormat, from_turns
+from trajectory_compressor.read.formats import ConversationFormat, from_turns, with_training_marks
 from trajectory_compressor.read.jsonl import needs_standard_json
 from trajectory_compressor.types import OutputTurn, SourceRecord
 from trajectory_compressor.write.convert_format import convert_record, needs_conversion
@@ -43,6 +43,27 @@ def unchanged_bytes(
     if item.raw is not None:
         return item.raw
     return dumps(item.record)
+
+
+def window_bytes(
+    item: SourceRecord,
+    fmt: ConversationFormat,
+    layout: Sequence[OutputTurn],
+    marks: Sequence[bool | None],
+    window: dict[str, int],
+    write_format: str | None = None,
+) -> bytes:
+    """The dataset line of one context window (`--windows`): the record rebuilt from `layout`, its
+    assistant turns marked `"train"` (`marks`, one per layout item), and its `"window"` key."""
+
+    def build(record: Any) -> dict[str, Any]:
+        rebuilt = from_turns(record, fmt, layout)
+        with_training_marks(rebuilt, fmt, marks)
+        rebuilt.pop("window", None)  # a windowed dataset windowed again: the new position, at the end
+        rebuilt["window"] = window
+        return convert_record(rebuilt, fmt, write_format)
+
+    return _encoded(item, build)
 
 
 def rewritten_bytes(

@@ -51,6 +51,20 @@ class RunTotals:
     summary_errors: int = 0
     histogram_before: list[int] = field(default_factory=lambda: [0] * (len(HISTOGRAM_EDGES) + 1))
     histogram_after: list[int] = field(default_factory=lambda: [0] * (len(HISTOGRAM_EDGES) + 1))
+    gpt_turns: int = 0  # gpt turns of the valid rows
+    gpt_turns_trained: int = 0  # of them, held verbatim as training targets by a record (not dropped)
+    rows_split: int = 0  # --windows: rows written as two or more windows
+    windows: int = 0  # --windows: records written or flagged, one per window
+    windows_over_limit: int = 0
+    windows_by_summarizer: dict[str, int] = field(default_factory=dict)
+    future_anchors: int = 0  # anchors the kept turns need from summarized regions (fidelity.future)
+    future_kept: int = 0  # of them, those the summaries hold
+
+    def _add_future(self, metrics: RowMetrics) -> None:
+        future = (metrics.fidelity or {}).get("future")
+        if future:
+            self.future_anchors += future["anchors"]
+            self.future_kept += future["kept"]
 
     def add(self, metrics: RowMetrics) -> None:
         """Count one finished row (its metrics line is the single source of truth)."""
@@ -59,6 +73,8 @@ class RunTotals:
         if metrics.rejected:
             self.rows_rejected += 1
             return
+        self.gpt_turns += metrics.gpt_turns or 0
+        self.gpt_turns_trained += 0 if metrics.dropped else (metrics.train_turns or 0)
         self.tokens_before += metrics.original_tokens
         self.turns_before += metrics.original_turns
         self.histogram_before[histogram_bin(metrics.original_tokens)] += 1
@@ -70,6 +86,7 @@ class RunTotals:
             self.histogram_after[histogram_bin(metrics.compressed_tokens)] += 1
         if metrics.was_compressed:
             self.rows_compressed += 1
+            self._add_future(metrics)
             self.summary_tokens += metrics.summary_tokens
             if metrics.summarizer:
                 self.rows_by_summarizer[metrics.summarizer] = self.rows_by_summarizer.get(metrics.summarizer, 0) + 1
@@ -87,6 +104,46 @@ class RunTotals:
             self.rows_second_pass += 1
         self.summary_calls += metrics.summary_calls
         self.summary_errors += metrics.summary_errors
+
+    def add_windows(self, windows: list[RowMetrics]) -> None:
+        """Count one row written as context windows (`--windows`): one metrics line per window.
+
+        Row figures (read, over the limit, failed) count the row once; tokens and turns after
+        are those of every window written, which repeat the head and the recent turns.
+        """
+        first = windows[0]
+        self.rows_selected += 1
+        self.rows_written += any(m.written for m in windows)
+        self.windows += len(windows)
+        self.rows_split += len(windows) > 1
+        self.tokens_before += first.original_tokens
+        self.turns_before += first.original_turns
+        self.histogram_before[histogram_bin(first.original_tokens)] += 1
+        self.gpt_turns += first.gpt_turns or 0
+        for m in windows:
+            if not m.dropped:
+                self.tokens_after += m.compressed_tokens
+                self.turns_after += m.compressed_turns
+                self.histogram_after[histogram_bin(m.compressed_tokens)] += 1
+            self.gpt_turns_trained += 0 if m.dropped else (m.train_turns or 0)
+            self.windows_over_limit += m.still_over_limit
+            if m.was_compressed:
+                self._add_future(m)
+                self.summary_tokens += m.summary_tokens
+                if m.summarizer:
+                    self.windows_by_summarizer[m.summarizer] = self.windows_by_summarizer.get(m.summarizer, 0) + 1
+            self.summary_calls += m.summary_calls
+            self.summary_errors += m.summary_errors
+        if len(windows) > 1:
+            self.rows_compressed += 1
+        elif first.skipped_under_target:
+            self.rows_skipped_under_target += 1
+        else:
+            self.rows_unchanged_over_target += 1
+        self.rows_still_over_limit += any(m.still_over_limit for m in windows)
+        self.rows_dropped_over_limit += any(m.dropped for m in windows)
+        self.rows_summary_failed += any(m.summary_failed for m in windows)
+        self.rows_second_pass += any(m.passes > 1 for m in windows)
 
     def merge(self, other: RunTotals) -> None:
         """Add another run's totals (shards, or a resumed run's earlier part)."""
@@ -158,6 +215,17 @@ def build_report(
             "errors": totals.summary_errors,
             **({"endpoint": summarizer_stats} if summarizer_stats else {}),
         },
+        "training": {
+            "gpt_turns": totals.gpt_turns,
+            "gpt_turns_trained": totals.gpt_turns_trained,
+            "trainable_share": round(totals.gpt_turns_trained / totals.gpt_turns, 4) if totals.gpt_turns else None,
+        },
+        **({"windows": windows_report(totals)} if totals.windows else {}),
+        "fidelity": {
+            "future_anchors": totals.future_anchors,
+            "future_kept": totals.future_kept,
+            "future": round(totals.future_kept / totals.future_anchors, 4) if totals.future_anchors else None,
+        },
         "histogram": {
             "edges": list(HISTOGRAM_EDGES),
             "before": totals.histogram_before,
@@ -167,6 +235,26 @@ def build_report(
         "counters": totals.to_dict(),  # raw counters, so shard reports can be merged exactly
         "settings": settings,
         "outputs": outputs,
+    }
+
+
+def windows_report(totals: RunTotals) -> dict[str, Any]:
+    """`--windows`: how rows were split, and how much more data the windows are than the rows."""
+    kept_rows = max(totals.rows_selected - totals.rows_rejected, 0)
+    return {
+        "rows_split": totals.rows_split,
+        "windows": totals.windows,
+        "windows_per_row": round(totals.windows / kept_rows, 3) if kept_rows else 0.0,
+        "windows_per_split_row": (
+            round((totals.windows - (kept_rows - totals.rows_split)) / totals.rows_split, 3)
+            if totals.rows_split
+            else 0.0
+        ),
+        "over_limit": totals.windows_over_limit,
+        "by_summarizer": dict(sorted(totals.windows_by_summarizer.items())),
+        "tokens_written_per_input_token": round(totals.tokens_after / totals.tokens_before, 4)
+        if totals.tokens_before
+        else 1.0,
     }
 
 
@@ -181,6 +269,25 @@ def render_text_summary(report: dict[str, Any]) -> str:
         f"tokens: {tokens['before']:,} -> {tokens['after']:,} "
         f"(saved {tokens['saved']:,}, ratio {tokens['overall_ratio']:.3f})",
     ]
+    windows = report.get("windows")
+    if windows:
+        lines.append(
+            f"windows: {windows['windows']} written, {windows['rows_split']} rows split "
+            f"({windows['windows_per_split_row']} windows each), {windows['over_limit']} over the limit, "
+            f"{windows['tokens_written_per_input_token']:.2f} tokens written per input token"
+        )
+    training = report.get("training")
+    if training and training["gpt_turns"]:
+        lines.append(
+            f"training: {training['gpt_turns_trained']:,} of {training['gpt_turns']:,} gpt turns kept as "
+            f"training targets ({training['trainable_share']:.1%})"
+        )
+    fidelity = report.get("fidelity") or {}
+    if fidelity.get("future") is not None:
+        lines.append(
+            f"future-grounded fidelity: {fidelity['future']:.3f} ({fidelity['future_kept']:,} of "
+            f"{fidelity['future_anchors']:,} anchors the kept turns need are in the summaries)"
+        )
     if rows["by_summarizer"]:
         parts = ", ".join(f"{name}: {count}" for name, count in rows["by_summarizer"].items())
         lines.append(f"summaries by: {parts}; second pass: {rows['second_pass']}; failed: {rows['summary_failed']}")

@@ -39,6 +39,9 @@ from trajectory_compressor.summarize.llm.request import ChatRequest
 from trajectory_compressor.types import Summarizer, SummaryError
 
 MAX_ROUNDS = 4  # first passes; second passes and retries; their retries; last follow-ups
+# --windows: window k's summary updates window k-1's, so a row needs one round per window; the
+# rounds stop as soon as one finds nothing to ask, this only bounds a run that never settles.
+MAX_WINDOW_ROUNDS = 1024
 POLL_GROWTH = 1.5
 PROBLEMS_SHOWN = 20
 
@@ -79,6 +82,7 @@ class BatchPhase:
         self.say = say
         self.state = BatchState()
         self.line_limit = answer_line_limit(config.plan.summary_target_tokens)
+        self.max_rounds = MAX_WINDOW_ROUNDS if config.plan.windows else MAX_ROUNDS
 
     # ------------------------------------------------------------------------------ the rounds
     async def run(self) -> BatchOutcome:
@@ -91,7 +95,7 @@ class BatchPhase:
                 while True:
                     if state.unstored and not await self._settle(api, collector):
                         return self._outcome(settled=False)
-                    if state.rounds >= MAX_ROUNDS:
+                    if state.rounds >= self.max_rounds:
                         break
                     if not await self._next_round(collector):
                         break
@@ -220,7 +224,7 @@ class BatchPhase:
 
         def no_live_call(chat: ChatRequest) -> None:
             failure = state.failures.get(chat.key)
-            why = failure.get("error") if failure else f"not asked within {MAX_ROUNDS} batch rounds"
+            why = failure.get("error") if failure else f"not asked within {self.max_rounds} batch rounds"
             raise SummaryError(f"no answer from the batch API: {why}")
 
         self.primary.on_miss = no_live_call

@@ -19,9 +19,20 @@ from trajectory_compressor.run.row.measure import RowMeasure
 from trajectory_compressor.run.row.outcome import FinishedRow, RowOutcome, fill_sizes, new_metrics, rejected_row
 from trajectory_compressor.run.row.over_limit import truncate_row
 from trajectory_compressor.run.row.summary_step import Summarized, SummaryFailure, SummaryStep
+from trajectory_compressor.run.row.windows import WindowFinisher
 from trajectory_compressor.settings import RunConfig
 from trajectory_compressor.summarize.fidelity import score_summary
-from trajectory_compressor.types import ExampleRow, OutputTurn, RowMetrics, Summarizer, Turn
+from trajectory_compressor.summarize.fidelity.anchors import future_fidelity
+from trajectory_compressor.types import (
+    CompressionRegion,
+    EditedTurn,
+    ExampleRow,
+    KeptTurn,
+    OutputTurn,
+    RowMetrics,
+    Summarizer,
+    Turn,
+)
 from trajectory_compressor.write.records import rewritten_bytes
 
 SUMMARY_FAILED = "summary failed"
@@ -65,11 +76,27 @@ class RowFinisher:
             self.target, over_limit, writes_data=not config.dry_run, write_format=self.write_format
         )
         self.example: ExampleRow | None = None  # the first compressed row, for the HTML report
+        self.windows = (
+            WindowFinisher(
+                self.measure,
+                self.summary_step,
+                iterative=getattr(summarizer, "iterative", False),
+                row_timeout=config.row_timeout,
+                primary_name=self.primary_name,
+                writes_data=not config.dry_run,
+                over_limit=over_limit,
+                write_format=self.write_format,
+            )
+            if config.plan.windows
+            else None
+        )
 
     async def finish(self, row: PreparedRow) -> FinishedRow:
         metrics = new_metrics(row)
         if row.error is not None:
             return rejected_row(row, metrics, keep_in_data=self.keep_rejects_in_data)
+        if self.windows is not None:
+            return await self.windows.finish(row)
         plan = row.plan
         assert plan is not None
         if plan.region is not None and self.summary_step is None:
@@ -104,7 +131,7 @@ class RowFinisher:
         metrics.still_over_limit = plan.still_over_limit
         metrics.summary_tokens = plan.summary_tokens
         fill_sizes(metrics, plan.estimated_tokens, len(row.turns or ()) - plan.region.turns_count + 1)
-        return self.outcome.finish(row, metrics, None)
+        return self.outcome.finish(row, metrics, None, kept=_outside(row, plan.region))
 
     def _compressed(self, row: PreparedRow, metrics: RowMetrics, summarized: Summarized) -> FinishedRow:
         plan, result = summarized.plan, summarized.result
@@ -122,7 +149,9 @@ class RowFinisher:
         fidelity = result.fidelity  # measured by the fidelity gate, or not yet
         if fidelity is None:
             fidelity = score_summary(row.turns[plan.region.start : plan.region.end], result.text, row.turns)
-        metrics.fidelity = fidelity.to_metrics()
+        start, end = plan.region.start, plan.region.end
+        future = future_fidelity(row.turns[:start], row.turns[start:end], row.turns[end:], result.text)
+        metrics.fidelity = {**fidelity.to_metrics(), "future": future.to_metrics()}
         metrics.unsupported = fidelity.shown_unsupported()
         if self.example is None or row.index < self.example.index:
             shown = row.turns[plan.region.start : min(plan.region.end, plan.region.start + EXAMPLE_TURNS)]
@@ -137,7 +166,7 @@ class RowFinisher:
         fill_sizes(metrics, summarized.size, len(summarized.layout))
         if metrics.still_over_limit and self.truncates:
             return self._truncated(row, metrics, plan, summarized.layout, summarized.size)
-        return self.outcome.finish(row, metrics, self._rewritten(row, summarized.layout))
+        return self.outcome.finish(row, metrics, self._rewritten(row, summarized.layout), kept=_kept(summarized.layout))
 
     def _kept_after_failure(
         self, row: PreparedRow, metrics: RowMetrics, plan: Plan, failure: SummaryFailure
@@ -164,8 +193,23 @@ class RowFinisher:
             metrics.reason = None
         fill_sizes(metrics, cut.size, len(cut.layout))
         rewritten = cut.turns_removed > 0 or metrics.was_compressed
-        return self.outcome.finish(row, metrics, self._rewritten(row, cut.layout) if rewritten else None)
+        return self.outcome.finish(
+            row, metrics, self._rewritten(row, cut.layout) if rewritten else None, kept=_kept(cut.layout)
+        )
 
     def _rewritten(self, row: PreparedRow, layout: list[OutputTurn]) -> bytes:
         assert row.fmt is not None
         return rewritten_bytes(row.item, row.fmt, layout, self.write_format)
+
+
+def _kept(layout: list[OutputTurn]) -> list[int]:
+    """The original turns a layout writes back (kept or edited): the rest were summarized or cut."""
+    return [item.index for item in layout if isinstance(item, (KeptTurn, EditedTurn))]
+
+
+def _outside(row: PreparedRow, region: CompressionRegion | None) -> list[int]:
+    """The turns of `row` outside `region` (all of them without one)."""
+    count = len(row.turns or ())
+    if region is None:
+        return list(range(count))
+    return [index for index in range(count) if not region.start <= index < region.end]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 
 from trajectory_compressor.count import TokenCounter
-from trajectory_compressor.plan.apply import compressed_layout, summary_value
+from trajectory_compressor.plan.apply import carries_notice, compressed_layout, summary_value
 from trajectory_compressor.plan.region import Plan, plan_region, system_turn_in_head
 from trajectory_compressor.run.prepare import PreparedRow
 from trajectory_compressor.settings import PlanConfig
@@ -50,12 +50,17 @@ class RowMeasure:
         """
         assert plan.region is not None
         index = system_turn_in_head(row.roles, plan.region.start)
-        if index is None or not self.notice_text:
+        if index is None or not self.notice_for(row):
             return plan
         cost = self.notice_cost(row, index)
         if cost <= plan.notice_tokens:
             return plan
         return self.replan(row, notice_tokens=cost, summary_tokens=plan.summary_tokens)
+
+    def notice_for(self, row: PreparedRow) -> str:
+        """The notice to append to this row's system turn: none if it carries it already."""
+        assert row.turns is not None
+        return "" if carries_notice(row.turns, self.notice_text) else self.notice_text
 
     def notice_cost(self, row: PreparedRow, index: int) -> int:
         """Tokens the notice adds to turn `index` of this row, measured in place."""
@@ -73,7 +78,7 @@ class RowMeasure:
         """The compressed row's layout: the head (notice appended), the summary, the rest."""
         assert row.turns is not None and plan.region is not None
         notice_index = system_turn_in_head(row.roles, plan.region.start)
-        return compressed_layout(row.turns, plan.region, body, self.notice_text or None, notice_index)
+        return compressed_layout(row.turns, plan.region, body, self.notice_for(row) or None, notice_index)
 
     def size(self, row: PreparedRow, layout: list[OutputTurn]) -> int:
         """The exact token count of a rewritten row, as an independent recount would find it.

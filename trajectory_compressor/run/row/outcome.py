@@ -6,6 +6,7 @@ commits finished rows in input order.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,14 +18,30 @@ REJECT_RAW_CHARS = 4000  # enough to see what is wrong without copying a 10 MB l
 
 
 @dataclass
+class OutputRecord:
+    """One record a row puts in the dataset (or would: `data` is None when it is not written),
+    with its metrics line and over-limit entry."""
+
+    metrics: RowMetrics
+    data: bytes | None = None
+    over_limit: dict[str, Any] | None = None
+
+
+@dataclass
 class FinishedRow:
-    """Everything one row contributes to the outputs."""
+    """Everything one row contributes to the outputs: one record, or with `--windows` one per
+    context window (the first in the fields here, the others in `more`, in order)."""
 
     position: int
     metrics: RowMetrics
     data: bytes | None = None
     over_limit: dict[str, Any] | None = None
     reject: dict[str, Any] | None = None
+    more: tuple[OutputRecord, ...] = ()
+
+    def records(self) -> list[OutputRecord]:
+        """The row's records in the order they are written."""
+        return [OutputRecord(self.metrics, self.data, self.over_limit), *self.more]
 
 
 def new_metrics(row: PreparedRow) -> RowMetrics:
@@ -75,7 +92,14 @@ class RowOutcome:
         self.writes_data = writes_data
         self.write_format = write_format
 
-    def finish(self, row: PreparedRow, metrics: RowMetrics, data: bytes | None) -> FinishedRow:
+    def finish(
+        self, row: PreparedRow, metrics: RowMetrics, data: bytes | None, *, kept: Sequence[int] | None = None
+    ) -> FinishedRow:
+        """The row's finished record; `kept` are the original turns it holds (all when None), whose
+        gpt turns are its training targets."""
+        roles = row.roles
+        metrics.gpt_turns = roles.count("gpt")
+        metrics.train_turns = metrics.gpt_turns if kept is None else sum(roles[i] == "gpt" for i in kept)
         if data is None and self.writes_data:
             data = unchanged_bytes(row.item, row.fmt, self.write_format)
         over = None

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 from trajectory_compressor.errors import RunAborted
 from trajectory_compressor.exit_codes import ExitCode
+from trajectory_compressor.plan.apply import earlier_summary
 from trajectory_compressor.plan.region import Plan
 from trajectory_compressor.run.prepare import PreparedRow
 from trajectory_compressor.run.row.fidelity_gate import FidelityGate, LowFidelityError
@@ -89,7 +90,7 @@ class SummaryStep:
         failure = SummaryFailure(refusal, summarized.result.calls, summarized.result.errors)
         from_fallback = self.fallback is None or summarized.result.summarizer == self.fallback.name
         try:
-            fallback = await self._by_policy(row, self._request(row, plan), failure, from_fallback=from_fallback)
+            fallback = await self.by_policy(row, self._request(row, plan), failure, from_fallback=from_fallback)
         except SummaryError as exc:
             return SummaryFailure(f"{refusal}; fallback: {exc}", failure.calls, failure.errors)
         if isinstance(fallback, SummaryFailure):
@@ -141,8 +142,14 @@ class SummaryStep:
     async def _summarize(
         self, row: PreparedRow, plan: Plan, deadline: float, *, second_pass: bool = False
     ) -> SummaryResult | SummaryFailure:
-        """One summary within the row's deadline; a failed first pass takes the failure policy."""
-        request = self._request(row, plan)
+        """One summary of `plan`'s region within the row's deadline (see `ask`)."""
+        return await self.ask(row, self._request(row, plan), deadline, second_pass=second_pass)
+
+    async def ask(
+        self, row: PreparedRow, request: SummaryRequest, deadline: float, *, second_pass: bool = False
+    ) -> SummaryResult | SummaryFailure:
+        """One summary within the row's deadline, through the fidelity gate; a failed first pass
+        takes the failure policy (a second pass's failure is returned: the first pass stands)."""
         assert self.primary is not None
         remaining = deadline - asyncio.get_running_loop().time()
         calls = errors = 0
@@ -169,9 +176,9 @@ class SummaryStep:
         failure = SummaryFailure(error, calls, errors, fidelity_retried=retried)
         if second_pass:
             return failure
-        return await self._by_policy(row, request, failure, from_fallback=self.primary is self.fallback)
+        return await self.by_policy(row, request, failure, from_fallback=self.primary is self.fallback)
 
-    async def _by_policy(
+    async def by_policy(
         self, row: PreparedRow, request: SummaryRequest, failure: SummaryFailure, *, from_fallback: bool
     ) -> SummaryResult | SummaryFailure:
         """What a summary that could not be had becomes: the run stops (`fail`), the row stays
@@ -217,7 +224,27 @@ class SummaryStep:
 def summary_request(row: PreparedRow, plan: Plan, budget: int) -> SummaryRequest:
     """What the summarizer is asked for `plan`'s region: its turns, the budget, and the task
     (the head's first user request) as context. `requests` writes the same for its batch file."""
-    assert row.turns is not None and plan.region is not None
-    turns = tuple(row.turns[plan.region.start : plan.region.end])
-    task = next((turn.value for turn in row.turns[: plan.region.start] if turn.role == "human"), "")
-    return SummaryRequest(turns=turns, budget_tokens=budget, label=row.label, task=task)
+    assert plan.region is not None
+    return region_request(row, plan.region.start, plan.region.end, budget)
+
+
+def region_request(
+    row: PreparedRow, start: int, end: int, budget: int, *, previous: str = "", structured: bool = False
+) -> SummaryRequest:
+    """The request for turns [start, end) of `row`, on top of the `previous` summary if any.
+
+    A summary turn of an earlier compaction inside the region (a re-compressed dataset, or a
+    Hermes run that compacted itself) is not a turn to condense with the others: it is the
+    summary to update, carried whole, so its lists survive.
+    """
+    assert row.turns is not None
+    region = row.turns[start:end]
+    earlier = [body for turn in region if (body := earlier_summary(turn)) is not None]
+    turns = tuple(turn for turn in region if earlier_summary(turn) is None)
+    task = next(
+        (turn.value for turn in row.turns[:start] if turn.role == "human" and earlier_summary(turn) is None), ""
+    )
+    previous = "\n\n".join(part for part in (previous, *earlier) if part)
+    return SummaryRequest(
+        turns=turns, budget_tokens=budget, label=row.label, task=task, previous_summary=previous, structured=structured
+    )

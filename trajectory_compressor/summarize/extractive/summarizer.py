@@ -21,7 +21,13 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from trajectory_compressor.count.counter import TokenCounter
-from trajectory_compressor.summarize.fidelity.salient import error_key, paths_in_output
+from trajectory_compressor.summarize.fidelity.salient import (
+    ERROR_CLASS,
+    NAMED_IDENTIFIER,
+    error_key,
+    identifiers_in,
+    paths_in_output,
+)
 from trajectory_compressor.summarize.fidelity.score import unique_tails
 from trajectory_compressor.summarize.redact import redact_secrets
 from trajectory_compressor.summarize.toolcalls import (
@@ -130,12 +136,16 @@ class _Digest:
     files: tuple[tuple[str, bool], ...]  # (shortest unambiguous name, written), written first, then first mention
     errors: tuple[tuple[str, tuple[int, ...]], ...]  # (error line, 1-based action numbers)
     note: str
+    earlier: str = ""  # the summary of an earlier compaction this one updates (redacted)
+    earlier_errors: tuple[str, ...] = ()  # its error classes, kept in the Errors list
+    earlier_ids: tuple[str, ...] = ()  # its identifiers (ids, hashes, versions, URLs), kept too
 
 
 class ExtractiveSummarizer:
     """Summarizes a region without a model, always within the token budget."""
 
     name = "extractive"
+    iterative = False  # cheap: a context window's summary digests the whole region again
 
     def __init__(self, counter: TokenCounter, *, redact: bool = True) -> None:
         self.counter = counter
@@ -155,9 +165,9 @@ class ExtractiveSummarizer:
         """
         return self._fit(turns, budget_tokens)[0]
 
-    def _fit(self, turns: Sequence[Turn], budget_tokens: int) -> tuple[str, int | None]:
+    def _fit(self, turns: Sequence[Turn], budget_tokens: int, earlier: str = "") -> tuple[str, int | None]:
         """The body and, when it was measured, the tokens of prefix + " " + body."""
-        renderer = _Renderer(_digest(turns, self._redact))
+        renderer = _Renderer(_digest(turns, self._redact, earlier))
         available = budget_tokens - self._prefix_tokens
         if available <= 0:
             return "", None
@@ -193,7 +203,7 @@ class ExtractiveSummarizer:
 
     async def summarize(self, request: SummaryRequest) -> SummaryResult:
         """Summarize `request.turns`; raises SummaryError when the budget cannot hold any summary."""
-        body, tokens = self._fit(request.turns, request.budget_tokens)
+        body, tokens = self._fit(request.turns, request.budget_tokens, request.previous_summary)
         if not body:
             where = f" ({request.label})" if request.label else ""
             raise SummaryError(f"budget of {request.budget_tokens} tokens is too small for any summary{where}", calls=0)
@@ -248,15 +258,21 @@ class _Renderer:
         detail = _LEVELS[level]
         d = self.digest
         head = [_turns_line(d)]
+        if d.earlier:
+            head.append("Earlier summary: " + clip(d.earlier, detail.note_chars * 3))
         if d.requests:
             head.append("User requests:")
             head.extend(f"- {clip(text, detail.request_chars)}" for text in _pick_requests(d.requests, detail))
         tail = []
         if d.files:
             tail.append("Files touched: " + _files_text(d.files, detail.files))
-        if d.errors:
+        if d.errors or d.earlier_errors:
             tail.append("Errors:")
+            if d.earlier_errors:
+                tail.append("- earlier: " + clip(", ".join(d.earlier_errors), detail.error_chars * 2))
             tail.extend(_error_lines(d.errors, detail))
+        if d.earlier_ids:
+            tail.append("Earlier identifiers: " + clip(", ".join(d.earlier_ids), detail.note_chars))
         if d.note:
             tail.append("Last assistant note: " + clip(d.note, detail.note_chars))
         fixed = sum(len(line) + 1 for line in head) + sum(len(line) + 1 for line in tail)
@@ -284,6 +300,8 @@ class _Renderer:
         detail = _COMPACT_LEVELS[level]
         d = self.digest
         lines = [_turns_line(d)]
+        if d.earlier and detail.note_chars:
+            lines.append("Earlier summary: " + clip(d.earlier, detail.note_chars))
         if d.requests and detail.request_chars:
             lines.append("Last user request: " + clip(d.requests[-1], detail.request_chars))
         if d.actions:
@@ -322,12 +340,13 @@ def _unchanged(text: str) -> str:
     return text
 
 
-def _digest(turns: Sequence[Turn], redact: Callable[[str], str] = _unchanged) -> _Digest:
+def _digest(turns: Sequence[Turn], redact: Callable[[str], str] = _unchanged, earlier: str = "") -> _Digest:
     """One pass over the region: pair calls with results, collect requests, files, errors, note.
 
     `redact` is applied to each piece of text as it is taken from the region, whole: tool-call
     arguments after JSON decoding too (a secret written `\\"pa55\\"` in the raw JSON is only
-    recognisable decoded), and before any clipping.
+    recognisable decoded), and before any clipping. `earlier` is the summary of an earlier
+    compaction that this one updates: its files, error classes and identifiers join the lists.
     """
     roles: Counter[str] = Counter()
     requests: list[str] = []
@@ -374,6 +393,9 @@ def _digest(turns: Sequence[Turn], redact: Callable[[str], str] = _unchanged) ->
                     call = actions[slot]
                     outcome = analyze_output(response.content, _scalar_values(call.arguments))
                     actions[slot] = _Action(call.name, call.arguments, outcome)
+    earlier = redact(earlier.strip())
+    for path in files_in(earlier):
+        files.setdefault(path, False)
     errors: dict[str, list[int]] = {}
     for number, action in enumerate(actions, start=1):
         if action.outcome is not None and action.outcome.error:
@@ -390,6 +412,9 @@ def _digest(turns: Sequence[Turn], redact: Callable[[str], str] = _unchanged) ->
         files=tuple(ordered_files),
         errors=tuple((line, tuple(numbers)) for line, numbers in errors.items()),
         note=note,
+        earlier=earlier,
+        earlier_errors=tuple(dict.fromkeys(m.group(1).rsplit(".", 1)[-1] for m in ERROR_CLASS.finditer(earlier))),
+        earlier_ids=tuple(dict.fromkeys(identifiers_in(earlier, NAMED_IDENTIFIER))),
     )
 
 

@@ -166,12 +166,12 @@ def row_text(turns: Sequence[Turn]) -> RowText:
 
 def _stated(kind: str, item: str, haystack: str, items: SalientItems, lowered: str) -> bool:
     needle = item.casefold() if kind in _CASE_INSENSITIVE_KINDS else item
-    if _occurs(needle, haystack):
+    if occurs(needle, haystack):
         return True
-    if kind == "errors" and _occurs(item.casefold(), lowered):  # an error head, in other case
+    if kind == "errors" and occurs(item.casefold(), lowered):  # an error head, in other case
         return True
     if kind == "paths" and "/" in item:
-        return any(_occurs(tail, haystack) for tail in unique_tails(item, items.paths))
+        return any(occurs(tail, haystack) for tail in unique_tails(item, items.paths))
     return False
 
 
@@ -187,7 +187,7 @@ def unique_tails(path: str, paths: Sequence[str]) -> list[str]:
     return tails
 
 
-def _occurs(needle: str, haystack: str) -> bool:
+def occurs(needle: str, haystack: str) -> bool:
     """`needle` in `haystack`, not glued to a letter or digit on either side."""
     if not needle:
         return True

@@ -57,6 +57,7 @@ class LLMSummarizer:
     """
 
     name = "llm"
+    iterative = True  # a context window's summary is asked as the update of the previous one
 
     def __init__(
         self,

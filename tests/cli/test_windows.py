@@ -1,0 +1,201 @@
+"""`--windows` end to end: every action trained once, windows within the budget or flagged,
+one summary per later window, each the update of the one before with only the new turns."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cli.test_formats import openai_trajectory
+from tests.conftest import make_trajectory, read_jsonl, run_cli, write_jsonl
+from tests.fake_openai_server import FakeServerThread, prompt_text
+from trajectory_compressor.read.formats import detect_format, to_turns
+
+TARGET = 2500
+BUDGET = ["--target-max-tokens", str(TARGET), "--summary-target-tokens", "300"]
+
+
+def _rows() -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = [make_trajectory(i, steps=3 + 3 * i, output_lines=25 + 5 * i) for i in range(5)]
+    rows.append(openai_trajectory(7, steps=14))
+    rows.append(make_trajectory(8, steps=1, output_lines=5))  # within the budget
+    return rows
+
+
+def _windows_by_row(out: Path) -> dict[int, list[dict[str, Any]]]:
+    by_row: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for record in read_jsonl(out):
+        by_row[record["window"]["input_index"]].append(record)
+    return by_row
+
+
+def _compress(tmp_path: Path, *extra: str, rows: list[dict[str, Any]] | None = None) -> Path:
+    source = write_jsonl(tmp_path / "in.jsonl", rows if rows is not None else _rows())
+    out = tmp_path / "out" / "x.jsonl"
+    result = run_cli("compress", str(source), "-o", str(out), "--windows", *BUDGET, *extra)
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+def _messages(record: dict[str, Any]) -> list[dict[str, Any]]:
+    return record.get("conversations") or record["messages"]
+
+
+def _is_assistant(message: dict[str, Any]) -> bool:
+    return message.get("from") == "gpt" or message.get("role") == "assistant"
+
+
+def test_every_gpt_turn_is_trained_exactly_once_verbatim_in_order(tmp_path: Path) -> None:
+    rows = _rows()
+    out = _compress(tmp_path, "--summarizer", "extractive", rows=rows)
+    by_row = _windows_by_row(out)
+    assert sorted(by_row) == list(range(len(rows)))
+    assert max(len(w) for w in by_row.values()) >= 4, "long rows are split"
+    for index, row in enumerate(rows):
+        windows = by_row[index]
+        assert [w["window"]["index"] for w in windows] == list(range(len(windows)))
+        assert {w["window"]["count"] for w in windows} == {len(windows)}
+        trained = [m for w in windows for m in _messages(w) if _is_assistant(m) and m["train"] is True]
+        originals = [m for m in _messages(row) if _is_assistant(m)]
+        assert [{k: v for k, v in m.items() if k != "train"} for m in trained] == originals
+        for window in windows:  # every assistant turn carries a mark, other turns none
+            for message in _messages(window):
+                assert ("train" in message) == _is_assistant(message)
+        # the row's other keys are kept
+        other_keys = {k: v for k, v in row.items() if k not in ("conversations", "messages")}
+        assert all({k: v for k, v in w.items() if k not in ("window", "conversations", "messages")} == other_keys
+                   for w in windows)  # fmt: skip
+
+
+def test_windows_fit_the_budget_or_are_flagged_and_their_counts_are_exact(tmp_path: Path, counter: Any) -> None:
+    rows = _rows()
+    huge = make_trajectory(9, steps=5, output_lines=20)
+    lines = "\n".join(f"log line {n}: value={n * 7}" for n in range(1500))
+    huge["conversations"][7]["value"] = f"<tool_response>\n{lines}\n</tool_response>"  # over the budget alone
+    rows.append(huge)
+    out = _compress(tmp_path, "--summarizer", "extractive", rows=rows)
+    records = read_jsonl(out)
+    metrics = read_jsonl(out.parent / "x.metrics.jsonl")
+    assert len(records) == len(metrics)
+    for record, m in zip(records, metrics, strict=True):
+        assert m["window"] == record["window"] and m["index"] == record["window"]["input_index"]
+        fmt = detect_format(record)
+        recount = sum(counter.count_many([turn.value for turn in to_turns(record, fmt)]))
+        assert recount == m["compressed_tokens"]
+        assert (m["compressed_tokens"] > TARGET) == m["still_over_limit"]
+        if m["still_over_limit"]:
+            assert m["reason"]
+    elided = [m for m in metrics if m.get("elided_turns")]
+    assert elided and all(not m["still_over_limit"] for m in elided), "the huge result is cut to fit"
+    cut = next(r for r, m in zip(records, metrics, strict=True) if m.get("elided_turns"))
+    assert any("characters elided" in t["value"] for t in cut["conversations"] if t["from"] == "tool")
+    report = json.loads((out.parent / "x.report.json").read_text())
+    assert report["training"]["trainable_share"] == 1.0
+    assert report["windows"]["windows"] == len(records)
+
+
+def test_one_summary_in_each_later_window_none_in_the_first(tmp_path: Path) -> None:
+    out = _compress(tmp_path, "--summarizer", "extractive")
+    for windows in _windows_by_row(out).values():
+        for window in windows:
+            summaries = [
+                m for m in _messages(window) if str(m.get("value", m.get("content"))).startswith("[CONTEXT SUMMARY]:")
+            ]
+            assert len(summaries) == (1 if window["window"]["index"] else 0)
+
+
+def test_a_row_within_the_budget_is_one_window_unchanged_but_for_its_marks(tmp_path: Path) -> None:
+    rows = _rows()
+    out = _compress(tmp_path, "--summarizer", "extractive", rows=rows)
+    [window] = _windows_by_row(out)[6]
+    assert window["window"] == {"index": 0, "count": 1, "input_index": 6}
+    unmarked = {k: v for k, v in window.items() if k != "window"}
+    unmarked["conversations"] = [{k: v for k, v in t.items() if k != "train"} for t in window["conversations"]]
+    assert unmarked == rows[6]
+    metrics = [m for m in read_jsonl(out.parent / "x.metrics.jsonl") if m["index"] == 6]
+    assert metrics[0]["skipped_under_target"] and metrics[0]["reason"] == "under target"
+
+
+def test_llm_windows_update_the_previous_summary_with_only_the_new_turns(tmp_path: Path) -> None:
+    row = make_trajectory(3, steps=16, output_lines=30)
+    args = ["--summarizer", "llm", "--model", "m", "--no-cache", "--retry-delay", "0.01"]
+    with FakeServerThread() as server:
+        out = _compress(tmp_path, *args, "--base-url", server.base_url, rows=[row])
+        prompts = [prompt_text(request.body) for request in server.requests]
+    windows = _windows_by_row(out)[0]
+    metrics = read_jsonl(out.parent / "x.metrics.jsonl")
+    assert len(windows) >= 3 and len(prompts) == len(windows) - 1
+    summaries = [_messages(w)[4]["value"].removeprefix("[CONTEXT SUMMARY]: ") for w in windows[1:]]
+    for k, prompt in enumerate(prompts, start=1):
+        assert "## Goal" in prompt and "## Critical Context" in prompt  # the structured template
+        transcript = prompt.split("<transcript>", 1)[1]
+        region = metrics[k]["compression_region"]
+        before = metrics[k - 1]["compression_region"]
+        first_new = before["end_idx"] + 1 if before else region["start_idx"]
+        steps_sent = {int(s.split(":")[0]) for s in transcript.split("Step ")[1:]}
+        steps_expected = {
+            int(t["value"].split("Step ")[1].split(":")[0])
+            for t in row["conversations"][first_new : region["end_idx"] + 1]
+            if t["from"] == "gpt" and t["value"].startswith("Step ")
+        }
+        assert steps_sent == steps_expected, k  # only the turns that left the context since
+        if k == 1:
+            assert "<previous_summary>" not in prompt
+        else:
+            assert prompt.split("<previous_summary>\n", 1)[1].split("\n</previous_summary>")[0] == summaries[k - 2]
+
+
+def test_a_failed_summary_under_keep_leaves_the_row_one_flagged_window(tmp_path: Path) -> None:
+    row = make_trajectory(3, steps=10, output_lines=30)
+    args = ["--summarizer", "llm", "--model", "m", "--no-cache", "--retry-delay", "0.01", "--max-retries", "0"]
+    with FakeServerThread(default="500") as server:
+        out = _compress(tmp_path, *args, "--on-summary-failure", "keep", "--base-url", server.base_url, rows=[row])
+    [window] = read_jsonl(out)
+    assert window["window"] == {"index": 0, "count": 1, "input_index": 0}
+    [m] = read_jsonl(out.parent / "x.metrics.jsonl")
+    assert m["summary_failed"] and m["still_over_limit"] and m["reason"].startswith("summary failed")
+    assert [t["value"] for t in window["conversations"]] == [t["value"] for t in row["conversations"]]
+
+
+def test_drop_leaves_out_only_the_windows_over_the_limit(tmp_path: Path) -> None:
+    rows = [make_trajectory(1, steps=6, output_lines=30), make_trajectory(2, steps=1, output_lines=3000)]
+    rows[1]["conversations"][2]["value"] = "x " * 4000  # a gpt turn larger than the budget: cannot be cut
+    out = _compress(tmp_path, "--summarizer", "extractive", "--over-limit", "drop", rows=rows)
+    metrics = read_jsonl(out.parent / "x.metrics.jsonl")
+    dropped = [m for m in metrics if m.get("dropped")]
+    assert dropped and all(m["still_over_limit"] and not m["written"] for m in dropped)
+    assert len(read_jsonl(out)) == len(metrics) - len(dropped)
+    over = read_jsonl(out.parent / "x.over_limit.jsonl")
+    assert [o["window"] for o in over] == [m["window"] for m in dropped]
+
+
+def test_dry_run_plans_the_windows_without_writing_a_dataset(tmp_path: Path) -> None:
+    out = _compress(tmp_path, "--dry-run")
+    assert not out.exists()
+    metrics = read_jsonl(out.parent / "x.metrics.jsonl")
+    later = [m for m in metrics if m["window"]["index"] > 0]
+    assert later and all(m["planned_tokens"] == m["compressed_tokens"] and not m["written"] for m in later)
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [(["--over-limit", "truncate"], "truncate does not apply"), (["--engine", "ray"], "local engine only")],
+)
+def test_windows_refuse_what_they_cannot_honour(tmp_path: Path, flags: list[str], message: str) -> None:
+    source = write_jsonl(tmp_path / "in.jsonl", [make_trajectory(0)])
+    result = run_cli("compress", str(source), "-o", str(tmp_path / "o.jsonl"), "--windows", *flags)
+    assert result.returncode == 2 and message in result.stderr
+
+
+def test_windows_come_out_as_messages_with_their_marks(tmp_path: Path) -> None:
+    rows = [make_trajectory(i, steps=8, output_lines=30) for i in range(2)]
+    out = _compress(tmp_path, "--summarizer", "extractive", "--write-format", "messages", rows=rows)
+    by_row = _windows_by_row(out)
+    for index, row in enumerate(rows):
+        trained = [m for w in by_row[index] for m in w["messages"] if m["role"] == "assistant" and m["train"]]
+        assert len(trained) == sum(t["from"] == "gpt" for t in row["conversations"])
+        assert all(m["tool_calls"][0]["function"]["name"] == "bash" for m in trained[:-1])

@@ -1,0 +1,140 @@
+"""The window replay, pure: every turn new in exactly one window, windows within the target or
+flagged with one oversized group, each summary covering more than the one before."""
+
+from __future__ import annotations
+
+import itertools
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trajectory_compressor.plan.windows import (
+    WindowReplay,
+    group_starts,
+    summary_budget,
+    window_layout,
+)
+from trajectory_compressor.settings import PlanConfig
+from trajectory_compressor.types import EditedTurn, KeptTurn, NewTurn, Turn
+
+
+@st.composite
+def rows(draw: st.DrawFn) -> tuple[list[str], list[int]]:
+    """Role sequences agents produce: system?, human, then gpt calls with tool results, users now and then."""
+    roles = ["system"] if draw(st.booleans()) else []
+    roles.append("human")
+    for _ in range(draw(st.integers(0, 40))):
+        if draw(st.integers(0, 9)) == 0:
+            roles.append("human")
+        roles.append("gpt")
+        roles.extend(["tool"] * draw(st.integers(0, 3)))
+    counts = [draw(st.integers(1, 900)) for _ in roles]
+    return roles, counts
+
+
+def _config(draw_target: int, ratio: float, last_n: int) -> PlanConfig:
+    return PlanConfig(
+        target_max_tokens=draw_target,
+        summary_target_tokens=min(300, draw_target - 1),
+        tail_ratio=ratio,
+        protect_last_n_turns=last_n,
+        windows=True,
+    )
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    rows(),
+    st.integers(1500, 9000),
+    st.sampled_from([0.1, 0.2, 0.4]),
+    st.integers(0, 6),
+    st.integers(0, 30),
+)
+def test_every_turn_is_new_in_exactly_one_window(
+    row: tuple[list[str], list[int]], target: int, ratio: float, last_n: int, notice: int
+) -> None:
+    roles, counts = row
+    config = _config(target, ratio, last_n)
+    replay = WindowReplay(roles, counts, config, notice_tokens=notice)
+    windows = replay.replay_at_budget()
+    if replay.fits_whole():
+        assert len(windows) == 1 and windows[0].end == len(roles)
+        return
+    head = replay.head
+    starts = set(group_starts(roles, head)) | {len(roles)}
+    first = windows[0]
+    assert (first.index, first.context_start, first.new_start) == (0, head, head)
+    assert windows[-1].end == len(roles)
+    new_turns: list[int] = list(range(head))
+    for k, window in enumerate(windows):
+        assert window.index == k
+        new_turns.extend(range(window.new_start, window.end))
+        # Windows end and resume at group boundaries: a call never leaves its results.
+        assert {window.context_start, window.new_start, window.end} <= starts
+        assert window.end > window.new_start  # progress: at least one new group
+        summary = (notice + window.summary_tokens) if k else 0
+        assert window.tokens == replay.tokens(0, head) + summary + replay.tokens(window.context_start, window.end)
+        assert window.over == (window.tokens > target)
+        if window.over:  # only a single new group that cannot fit is ever over
+            assert replay.group_end(window.new_start) == window.end
+        if k:
+            before = windows[k - 1]
+            assert window.new_start == before.end
+            assert before.context_start < window.context_start <= before.end  # each summary covers more
+            floor = max(1, int(config.summary_target_tokens * 0.25))
+            assert floor <= window.summary_tokens <= config.summary_target_tokens
+    assert new_turns == list(range(len(roles)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(rows(), st.integers(2000, 9000))
+def test_the_tail_kept_after_a_cut_is_within_its_share_unless_protected(
+    row: tuple[list[str], list[int]], target: int
+) -> None:
+    roles, counts = row
+    config = _config(target, 0.2, 0)
+    replay = WindowReplay(roles, counts, config)
+    windows = replay.replay_at_budget()
+    for before, window in itertools.pairwise(windows):
+        assert replay.tokens(window.context_start, before.end) <= 0.2 * target
+
+
+def test_groups_keep_users_with_the_call_they_lead_to_and_results_with_their_call() -> None:
+    roles = ["system", "human", "gpt", "tool", "tool", "human", "gpt", "gpt", "tool", "human"]
+    assert group_starts(roles, 2) == [2, 5, 7, 9]
+
+
+def test_summary_budget_scales_with_what_it_replaces_within_floor_and_ceiling() -> None:
+    assert summary_budget(100, 750) == 187
+    assert summary_budget(2000, 750) == 400
+    assert summary_budget(100_000, 750) == 750
+
+
+def test_a_head_over_the_target_is_one_window() -> None:
+    config = _config(1000, 0.2, 2)
+    replay = WindowReplay(["system", "human", "gpt", "tool", "gpt", "tool"], [1500, 10, 10, 10, 10, 10], config)
+    assert replay.fits_whole()
+    [window] = replay.replay_at_budget()
+    assert window.over and window.end == 6
+
+
+def test_layout_marks_train_only_the_turns_new_in_the_window() -> None:
+    roles = ["system", "human", "gpt", "tool", "gpt", "tool", "gpt", "tool", "gpt"]
+    turns = [Turn(role, f"{role} {i}") for i, role in enumerate(roles)]
+    config = _config(1000, 0.3, 0)
+    replay = WindowReplay(roles, [100, 50, 100, 200, 100, 200, 100, 200, 100], config)
+    windows = replay.replay_at_budget()
+    assert len(windows) >= 2
+    layout, marks = window_layout(turns, replay.head, windows[0], None)
+    assert all(isinstance(item, KeptTurn) for item in layout)
+    assert [m for m in marks if m is not None] == [True] * sum(1 for i in range(windows[0].end) if roles[i] == "gpt")
+    second = windows[1]
+    layout, marks = window_layout(turns, replay.head, second, "the summary", notice_text=" N", notice_index=0)
+    assert layout[0] == EditedTurn(0, "system 0 N")
+    assert (
+        isinstance(layout[replay.head], NewTurn) and layout[replay.head].turn.value == "[CONTEXT SUMMARY]: the summary"
+    )
+    kept = [item.index for item in layout if isinstance(item, KeptTurn)]
+    trained = [item.index for item, mark in zip(layout, marks, strict=True) if mark]
+    assert trained == [i for i in range(second.new_start, second.end) if roles[i] == "gpt"]
+    assert all(roles[i] != "gpt" or i in trained or i < second.new_start for i in kept)

@@ -1,0 +1,81 @@
+"""Future-grounded fidelity: the anchors the kept turns need, and how many a summary holds."""
+
+from __future__ import annotations
+
+import json
+
+from trajectory_compressor.summarize.fidelity.anchors import (
+    anchor_kind,
+    anchors_in,
+    future_fidelity,
+    needed_anchors,
+)
+from trajectory_compressor.types import Turn
+
+
+def call(name: str, **arguments: object) -> Turn:
+    return Turn("gpt", f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>")
+
+
+def result(content: object) -> Turn:
+    return Turn("tool", f"<tool_response>\n{json.dumps({'content': content})}\n</tool_response>")
+
+
+def test_anchors_are_exact_technical_strings_not_words() -> None:
+    text = (
+        "Edit /testbed/django/db/models/query.py and src/mesh.py: KeyError in iter_chunk_chunks, "
+        "id EHGLP3 for mia_li_3668, commit 9f3c2ab71d, v1.2.3 on 2025-12-20, total 1234 or 19.99; "
+        "see https://x.org/a?b=1 and getUser, not np.array, f.read or /bin/bash; the 42 cats"
+    )
+    assert list(anchors_in(text)) == [
+        "/testbed/django/db/models/query.py", "src/mesh.py", "KeyError", "iter_chunk_chunks", "EHGLP3",
+        "mia_li_3668", "9f3c2ab71d", "v1.2.3", "2025-12-20", "1234", "19.99", "https://x.org/a?b=1", "getUser",
+    ]  # fmt: skip
+    assert anchor_kind("the") is None and anchor_kind("42") is None and anchor_kind("e.g") is None
+
+
+def test_json_escapes_do_not_glue_to_the_next_anchor() -> None:
+    assert list(anchors_in('{"out": "ok\\nsrc/a.py\\tmia_li_3668"}')) == ["src/a.py", "mia_li_3668"]
+
+
+def test_needed_anchors_are_used_later_introduced_in_the_region_and_not_visible_before() -> None:
+    head = [Turn("human", "Cancel reservation for user mia_li_3668.")]
+    region = [
+        call("get_user", user_id="mia_li_3668"),
+        result({"reservations": ["EHGLP3", "K2M9QX"], "gift_card": "gift_card_7219"}),
+    ]
+    after = [
+        result({"note": "K2M9QX is shown again here"}),
+        call("cancel_reservation", reservation_id="EHGLP3"),
+        call("refund", reservation_id="K2M9QX", payment="gift_card_7219"),
+        Turn("human", "And EHGLP3?"),
+    ]
+    # mia_li_3668: in the head; K2M9QX: a kept tool result showed it before its use
+    assert needed_anchors(head, region, after) == ("EHGLP3", "gift_card_7219")
+
+
+def test_score_is_the_share_the_summary_states() -> None:
+    head = [Turn("human", "Fix the test.")]
+    region = [call("view", path="geomesh/mesh.py"), result("def iter_chunk_chunks(n): ... line 245")]
+    after = [call("edit", path="geomesh/mesh.py", line=245, new="iter_chunk_chunks")]
+    full = future_fidelity(head, region, after, "Viewed mesh.py; iter_chunk_chunks at line 245.")
+    assert full.score == 1.0 and full.to_metrics() == {"score": 1.0, "anchors": 3, "kept": 3, "missed": []}
+    half = future_fidelity(head, region, after, "Looked at the chunking code (iter_chunk_chunks).")
+    assert half.missed == ("geomesh/mesh.py", "245")
+    assert half.to_metrics()["score"] == round(1 / 3, 4)
+    assert future_fidelity(head, region, [Turn("gpt", "Done.")], "x").score is None
+
+
+def test_missed_anchors_are_shown_with_credentials_masked() -> None:
+    secret = "ghp_" + "Ab3dE5gH7jK9" * 3
+    region = [result(f"token {secret}")]
+    after = [call("push", token=secret)]
+    shown = future_fidelity([], region, after, "nothing").to_metrics()["missed"]
+    assert shown and all(secret not in item for item in shown)
+
+
+def test_json_keys_and_markup_tags_are_the_format_not_anchors() -> None:
+    text = '<tool_call>\n{"name": "get_user", "arguments": {"user_id": "mia_li_3668"}}\n</tool_call>'
+    assert list(anchors_in(text)) == ["get_user", "mia_li_3668"]
+    escaped = '{"content": "{\\"user_id\\": \\"mia_li_3668\\"}"}'
+    assert list(anchors_in(escaped)) == ["mia_li_3668"]

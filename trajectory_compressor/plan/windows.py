@@ -1,0 +1,246 @@
+"""Context windows: replaying a live context compressor over a recorded run. Pure.
+
+An agent with a context compressor (the Hermes `ContextCompressor`, and many like it) works in
+a window: the protected head, the running summary of what came before, and the recent turns.
+When the next turn group would overflow the window, it compacts: the summary is updated with the
+turns that leave, a tail of recent groups stays verbatim, and the window grows again. Replaying
+that policy over a recorded run cuts it into the contexts the agent would have seen, and each
+assistant turn is trained exactly once, in the window where it is new.
+
+A *group* is what must never be split: a gpt turn with the tool turns that answer it, preceded
+by any human or system turns that lead to it. This module decides, from roles and token
+counts only, where every window starts and ends and how large each summary may be; the row
+path (`run/row/windows.py`) asks for the summaries, measures them, and writes the windows.
+
+    window 0:  head | groups ... (until the next group would pass the target)
+    window k:  head | summary of [head, context_start) | context (the closed window's tail) | new groups ...
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from trajectory_compressor.plan.apply import summary_value
+from trajectory_compressor.plan.protect import head_end
+from trajectory_compressor.settings import PlanConfig
+from trajectory_compressor.types import EditedTurn, KeptTurn, NewTurn, OutputTurn, Turn
+
+# What a summary may cost, as a share of the tokens it stands for (the Hermes live compressor's
+# ratio), between a floor (a quarter of `--summary-target-tokens`) and that setting as ceiling.
+SUMMARY_RATIO = 0.2
+SUMMARY_FLOOR_SHARE = 0.25
+
+
+def group_starts(roles: Sequence[str], start: int) -> list[int]:
+    """Where each turn group from `start` on begins; the last group runs to the end.
+
+    A group begins at every non-tool turn that follows a gpt or tool turn (or at `start`), so
+    human and system turns join the gpt turn they lead to, and tool turns the call they answer.
+    """
+    starts = []
+    for index in range(start, len(roles)):
+        if index == start or (roles[index] != "tool" and roles[index - 1] in ("gpt", "tool")):
+            starts.append(index)
+    return starts
+
+
+def summary_budget(replaced_tokens: int, ceiling: int) -> int:
+    """A summary's budget: 20% of what it replaces, within a floor and `ceiling`."""
+    floor = max(1, int(ceiling * SUMMARY_FLOOR_SHARE))
+    return max(floor, min(ceiling, round(replaced_tokens * SUMMARY_RATIO)))
+
+
+@dataclass(frozen=True)
+class Window:
+    """One window of a row: the head, the summary of [head, context_start) when `index` > 0, and
+    the turns [context_start, end) verbatim, of which [new_start, end) are new in this window.
+
+    `tokens` is the size the plan expects with a summary of `summary_tokens` tokens (0 for
+    window 0); `over` says it exceeds the target (one group that alone does not fit).
+    """
+
+    index: int
+    context_start: int
+    new_start: int
+    end: int
+    summary_tokens: int
+    tokens: int
+    over: bool
+
+
+@dataclass(frozen=True)
+class Cut:
+    """Where window `index`'s summary stops: it covers [head, context_start), which the
+    previous summary covered up to `previous_start`; `budget` is its token budget."""
+
+    index: int
+    previous_start: int
+    context_start: int
+    budget: int
+
+
+class WindowReplay:
+    """The compaction points of one row: the first window, then each cut and the window after it.
+
+    `notice_tokens` is what the notice costs the head's system turn once the row carries a
+    summary (0 if it has none, or already carries the notice).
+    """
+
+    def __init__(
+        self, roles: Sequence[str], counts: Sequence[int], config: PlanConfig, *, notice_tokens: int = 0
+    ) -> None:
+        if len(roles) != len(counts):
+            raise ValueError("roles and counts must have the same length")
+        self.roles = list(roles)
+        self.counts = list(counts)
+        self.config = config
+        self.target = config.target_max_tokens
+        self.head = head_end(self.roles, config)
+        self.head_tokens = sum(self.counts[: self.head])
+        self.notice_tokens = notice_tokens
+        self.starts = group_starts(self.roles, self.head)
+        self._prefix = [0]
+        for count in self.counts:
+            self._prefix.append(self._prefix[-1] + count)
+
+    @property
+    def total(self) -> int:
+        return self._prefix[-1]
+
+    def tokens(self, start: int, end: int) -> int:
+        """Tokens of turns [start, end)."""
+        return self._prefix[end] - self._prefix[start]
+
+    def group_end(self, start: int) -> int:
+        """End of the group that begins at turn `start`."""
+        position = self.starts.index(start)
+        return self.starts[position + 1] if position + 1 < len(self.starts) else len(self.roles)
+
+    def fits_whole(self) -> bool:
+        """Whether the row is one window, the row itself: it fits, it has nothing after its head,
+        or its head alone is over the target (then every window would be, and it is flagged)."""
+        return self.total <= self.target or not self.starts or self.head_tokens > self.target
+
+    def first(self) -> Window:
+        """Window 0: the head and the groups after it, as long as they fit."""
+        return self.grow(Cut(0, self.head, self.head, 0), summary_tokens=0)
+
+    def grow(self, cut: Cut, summary_tokens: int, *, end_before: int | None = None) -> Window:
+        """The window after `cut`, its summary measured at `summary_tokens`: the context kept
+        from the closed window, then new groups while they fit (always at least one).
+
+        `end_before` is the closed window's end (where the new turns start); None for window 0.
+        """
+        new_start = cut.context_start if end_before is None else end_before
+        fixed = self.head_tokens + (self.notice_tokens + summary_tokens if cut.index else 0)
+        size = fixed + self.tokens(cut.context_start, new_start)
+        end = new_start
+        while end < len(self.roles):
+            stop = self.group_end(end)
+            group = self.tokens(end, stop)
+            if end > new_start and size + group > self.target:
+                break
+            size += group
+            end = stop
+        return Window(cut.index, cut.context_start, new_start, end, summary_tokens, size, size > self.target)
+
+    def shrink(self, window: Window) -> Window:
+        """`window` without its last group (the exact count of a chat-template rendering can
+        exceed the per-turn estimate); the same window when it holds one new group only."""
+        last = max(start for start in self.starts if start < window.end)
+        if last <= window.new_start:
+            return window
+        tokens = window.tokens - self.tokens(last, window.end)
+        return replace(window, end=last, tokens=tokens, over=tokens > self.target)
+
+    def cut_after(self, window: Window, *, summary_tokens: int | None = None) -> Cut:
+        """Where the next window's summary stops, once `window` is closed.
+
+        The tail kept verbatim is the closed window's last groups up to `--tail-ratio` of the
+        target, and at least `--protect-last-n-turns` turns, whole groups only; then it shrinks,
+        oldest group first, until the head, the summary, the tail and the next group fit (or
+        nothing of it is left). At least one turn of the closed window is always summarized, so
+        every window makes progress. `summary_tokens` replaces the budget when a summary is
+        known to be larger than it (the second pass).
+        """
+        body = [start for start in self.starts if window.context_start <= start < window.end]
+        next_group = self.tokens(window.end, self.group_end(window.end)) if window.end < len(self.roles) else 0
+        tail = self._tail_by_ratio(body, window.end)
+        # Progress: the first group of the closed window always goes into the summary.
+        while tail and tail[0] <= window.context_start:
+            tail.pop(0)
+        while True:
+            context_start = tail[0] if tail else window.end
+            budget = summary_budget(self.tokens(self.head, context_start), self.config.summary_target_tokens)
+            summary = budget if summary_tokens is None else max(budget, summary_tokens)
+            size = self.head_tokens + self.notice_tokens + summary + self.tokens(context_start, window.end) + next_group
+            if size <= self.target or not tail:
+                return Cut(window.index + 1, window.context_start, context_start, budget)
+            tail.pop(0)
+
+    def _tail_by_ratio(self, body: list[int], end: int) -> list[int]:
+        """Group starts of the tail: from the end, while within the ratio's tokens, then more
+        groups until it holds the protected number of turns."""
+        limit = self.config.tail_ratio * self.target
+        tail: list[int] = []
+        for start in reversed(body):
+            if self.tokens(start, end) > limit:
+                break
+            tail.insert(0, start)
+        for start in reversed(body[: len(body) - len(tail)]):
+            if end - (tail[0] if tail else end) >= self.config.protect_last_n_turns:
+                break
+            tail.insert(0, start)
+        return tail
+
+    def replay_at_budget(self) -> list[Window]:
+        """Every window, each summary taken at exactly its budget: the plan of a dry run and of
+        `analyze`, and the layout a live run follows as long as its summaries fit their budgets."""
+        if self.fits_whole():
+            return [self.whole()]
+        window = self.first()
+        windows = [window]
+        while window.end < len(self.roles):
+            cut = self.cut_after(window)
+            window = self.grow(cut, cut.budget, end_before=window.end)
+            windows.append(window)
+        return windows
+
+    def whole(self) -> Window:
+        """The row as one window (it fits, or its head alone is over the target)."""
+        return Window(0, self.head, self.head, len(self.roles), 0, self.total, self.total > self.target)
+
+
+def window_layout(
+    turns: Sequence[Turn],
+    head: int,
+    window: Window,
+    summary_body: str | None,
+    *,
+    notice_text: str = "",
+    notice_index: int | None = None,
+    replaced: Mapping[int, OutputTurn] | None = None,
+) -> tuple[list[OutputTurn], list[bool | None]]:
+    """The turns of `window` as written, and the training mark of each (None: not a gpt turn).
+
+    Head (the notice appended to its system turn once a summary is in the window), then the
+    summary turn, then the turns [context_start, end), each as `replaced` says if it names it
+    (a tool result shortened to fit). A gpt turn is a training target (`True`) only in the
+    window where it is new: window 0 for the head's, [new_start, end) for the rest.
+    """
+    layout: list[OutputTurn] = []
+    marks: list[bool | None] = []
+    for index in range(head):
+        if summary_body is not None and index == notice_index and notice_text:
+            layout.append(EditedTurn(index, turns[index].value + notice_text))
+        else:
+            layout.append(KeptTurn(index))
+        marks.append(window.index == 0 if turns[index].role == "gpt" else None)
+    if summary_body is not None:
+        layout.append(NewTurn(Turn("human", summary_value(summary_body))))
+        marks.append(None)
+    for index in range(window.context_start, window.end):
+        layout.append((replaced or {}).get(index) or KeptTurn(index))
+        marks.append(index >= window.new_start if turns[index].role == "gpt" else None)
+    return layout, marks

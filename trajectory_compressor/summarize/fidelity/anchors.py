@@ -1,0 +1,201 @@
+"""Anchors: the technical strings a conversation's later turns act on, and the ones a summary must keep.
+
+An *anchor* is a token of text that names something exactly, so that a turn using it only
+works if it was seen: a path (`src/geomesh/mesh.py`), a URL, a dotted name
+(`django.db.models`, `self.mask`), a snake_case or camelCase name (`iter_chunk_chunks`,
+`getUser`), an error class (`KeyError`), an id mixing letters and digits (`EHGLP3`,
+`mia_li_3668`), a hash (`9f3c2ab71d`), a version or date (`1.2.3`, `2025-12-20`), a number of
+three digits or more (`1234`, `19.99`). Plain words are not anchors, nor the names any program
+writes whatever it saw (`np.array`, `os.path.join`, `f.read`, `/bin/bash`).
+
+**Future-grounded fidelity** judges a summary by what the turns after it need. For a region
+replaced by a summary, an anchor is *needed* when
+
+* a kept user or assistant turn after the region uses it (the turns a model is trained to write,
+  and the user's references it must follow),
+* the region holds it (the region introduced it), and
+* it was not visible in the context before that use: not in the head, nor in a kept turn
+  between the region and the use (a later tool result that shows it again makes it visible).
+
+The score is the share of needed anchors still present in the compressed context (the summary,
+or what replaced the region). Pure functions over strings, deterministic.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from trajectory_compressor.summarize.fidelity.score import occurs, shown_item, unique_tails
+from trajectory_compressor.types import Turn
+
+_MAX_MISSED = 10
+# Candidate tokens: URLs whole, else runs of word characters with the separators names use.
+_WORD = re.compile(r"https?://[^\s\"'<>()\[\]{}`\\]+|(?:~?/)?[A-Za-z0-9_][A-Za-z0-9_./-]*")
+_DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+_CAMEL = re.compile(r"[a-z]+[A-Z][A-Za-z0-9]*|[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*|[A-Z]{2,}[a-z][A-Za-z0-9]*")
+_HEX = re.compile(r"(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,64}")
+_NUMBER = re.compile(r"\d{3,}(?:\.\d+)?|\d+\.\d+")
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_ESCAPES = re.compile(r"\\[nrt\"\\/]")
+# Names any program writes, whatever it saw: standard modules and their usual aliases (as the
+# head of a dotted name), a file handle's methods, and system paths. Not anchors.
+_GENERIC_HEADS = frozenset(
+    [
+        "np",
+        "pd",
+        "os",
+        "sys",
+        "re",
+        "json",
+        "math",
+        "f",
+        "fh",
+        "fp",
+        "plt",
+        "torch",
+        "tf",
+        "io",
+        "subprocess",
+        "shutil",
+        "time",
+        "datetime",
+        "collections",
+        "itertools",
+        "functools",
+        "typing",
+        "logging",
+        "random",
+        "string",
+        "pathlib",
+        "glob",
+        "tempfile",
+        "unittest",
+        "pytest",
+        "argparse",
+        "csv",
+        "copy",
+    ]
+)
+_GENERIC_PATHS = ("/bin/", "/usr/", "/dev/", "/proc/", "/etc/", "/tmp")
+
+
+def anchor_kind(word: str) -> str | None:
+    """What kind of anchor `word` is (`path`, `url`, `name`, `id`, `number`), or None for a plain word."""
+    if word.startswith(("http://", "https://")):
+        return "url"
+    if "/" in word:
+        generic = word.startswith(_GENERIC_PATHS)
+        return "path" if any(c.isalpha() for c in word) and len(word) > 3 and not generic else None
+    has_digit = any(c.isdigit() for c in word)
+    has_alpha = any(c.isalpha() for c in word)
+    if not has_alpha or (word[0] in "vV" and _version(word[1:])):
+        return "number" if _NUMBER.fullmatch(word) or _DATE.fullmatch(word) or _version(word.lstrip("vV")) else None
+    if _HEX.fullmatch(word):
+        return "id"
+    if "_" in word.strip("_") and len(word) >= 4:
+        return "name"
+    if "." in word:
+        generic = word.split(".", 1)[0] in _GENERIC_HEADS
+        return "name" if len(word) >= 5 and _DOTTED.fullmatch(word) and not generic else None
+    if _CAMEL.fullmatch(word):
+        return "name"
+    if has_digit and len(word) >= 4:
+        return "id"
+    return None
+
+
+def _version(word: str) -> bool:
+    parts = word.split(".")
+    return len(parts) >= 3 and all(part.isdigit() for part in parts)
+
+
+def anchors_in(text: str) -> dict[str, None]:
+    """The anchors of `text`, distinct, in order of first appearance (JSON escapes read as the
+    whitespace they stand for, so `\\nsrc/a.py` gives `src/a.py`; JSON keys and markup tags skipped)."""
+    if "\\" in text:
+        text = _ESCAPES.sub(lambda m: '"' if m.group(0) == '\\"' else " ", text)
+    found: dict[str, None] = {}
+    for match in _WORD.finditer(text):
+        start, end = match.span()
+        if text.startswith('":', end) or (text[start - 1 : start] in ("<", "/") and text.startswith(">", end)):
+            continue  # a JSON key (an argument's name) or a markup tag (`<tool_call>`): the format, not a fact
+        word = match.group(0).rstrip(".-/")
+        while word.startswith("./"):
+            word = word[2:]
+        if word and word not in found and anchor_kind(word) is not None:
+            found[word] = None
+    return found
+
+
+def needed_anchors(head: Sequence[Turn], region: Sequence[Turn], after: Sequence[Turn]) -> tuple[str, ...]:
+    """The anchors of `region` the kept turns `after` it need (see the module docstring), in
+    order of first use."""
+    introduced = _anchors_of(region)
+    if not introduced:
+        return ()
+    visible = _anchors_of(head)
+    needed: dict[str, None] = {}
+    for turn in after:
+        anchors = anchors_in(_value(turn))
+        if turn.role in ("human", "gpt"):
+            needed.update((a, None) for a in anchors if a in introduced and a not in visible and a not in needed)
+        visible.update(anchors)
+    return tuple(needed)
+
+
+@dataclass(frozen=True)
+class FutureFidelity:
+    """How many of the anchors the later turns need the compressed context still holds."""
+
+    anchors: tuple[str, ...]
+    missed: tuple[str, ...]
+
+    @property
+    def score(self) -> float | None:
+        return 1 - len(self.missed) / len(self.anchors) if self.anchors else None
+
+    def to_metrics(self) -> dict[str, Any]:
+        """The metrics line's `fidelity.future`: score (None without needed anchors), their
+        count, how many the summary kept, and the first missed ones (credentials masked)."""
+        score = self.score
+        return {
+            "score": None if score is None else round(score, 4),
+            "anchors": len(self.anchors),
+            "kept": len(self.anchors) - len(self.missed),
+            "missed": [shown_item(anchor) for anchor in self.missed[:_MAX_MISSED]],
+        }
+
+
+def score_future(anchors: Sequence[str], context: str) -> FutureFidelity:
+    """Which of `anchors` the compressed `context` (a summary) states; a path also counts by a
+    tail after a `/` that ends no other needed path."""
+    paths = [anchor for anchor in anchors if "/" in anchor]
+    missed = tuple(anchor for anchor in anchors if not _present(anchor, context, paths))
+    return FutureFidelity(tuple(anchors), missed)
+
+
+def future_fidelity(
+    head: Sequence[Turn], region: Sequence[Turn], after: Sequence[Turn], context: str
+) -> FutureFidelity:
+    """The future-grounded fidelity of `context` standing for `region` between `head` and `after`."""
+    return score_future(needed_anchors(head, region, after), context)
+
+
+def _present(anchor: str, context: str, paths: Sequence[str]) -> bool:
+    if occurs(anchor, context):
+        return True
+    return "/" in anchor and any(occurs(tail, context) for tail in unique_tails(anchor, paths) if "." in tail)
+
+
+def _anchors_of(turns: Iterable[Turn]) -> dict[str, None]:
+    found: dict[str, None] = {}
+    for turn in turns:
+        found.update(anchors_in(_value(turn)))
+    return found
+
+
+def _value(turn: Turn) -> str:
+    return turn.value if isinstance(turn.value, str) else str(turn.value)
