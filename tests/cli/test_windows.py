@@ -181,10 +181,7 @@ def test_dry_run_plans_the_windows_without_writing_a_dataset(tmp_path: Path) -> 
     assert later and all(m["planned_tokens"] == m["compressed_tokens"] and not m["written"] for m in later)
 
 
-@pytest.mark.parametrize(
-    ("flags", "message"),
-    [(["--over-limit", "truncate"], "truncate does not apply"), (["--engine", "ray"], "local engine only")],
-)
+@pytest.mark.parametrize(("flags", "message"), [(["--over-limit", "truncate"], "truncate does not apply")])
 def test_windows_refuse_what_they_cannot_honour(tmp_path: Path, flags: list[str], message: str) -> None:
     source = write_jsonl(tmp_path / "in.jsonl", [make_trajectory(0)])
     result = run_cli("compress", str(source), "-o", str(tmp_path / "o.jsonl"), "--windows", *flags)

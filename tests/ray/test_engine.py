@@ -34,6 +34,27 @@ def test_extractive_run_equals_the_local_engine(local_ray, tmp_path: Path) -> No
     assert report["engine"]["name"] == "ray" and report["rows"]["compressed"] > 0
 
 
+@pytest.mark.parametrize("output", ["x.jsonl", "x.parquet"])
+def test_windows_equal_the_local_engine(local_ray, tmp_path: Path, output: str) -> None:
+    """--windows falls out of the row path: a row's windows travel as one Ray row, split back in order."""
+    flags = ["--summarizer", "extractive", "--windows", "--target-max-tokens", "3000", "--limit", "40"]
+    local = run_cli("compress", str(SAMPLE), "-o", str(tmp_path / "local" / output), *flags)
+    assert local.returncode == 0, local.stderr
+    on_ray = run_cli("compress", str(SAMPLE), "-o", str(tmp_path / "ray" / output), *flags, *RAY)
+    assert on_ray.returncode == 0, on_ray.stderr
+    if output.endswith(".jsonl"):
+        assert_same_outputs(tmp_path / "local" / output, tmp_path / "ray" / output)
+        report = json.loads((tmp_path / "ray" / "x.report.json").read_text())
+        assert report["windows"]["rows_split"] > 0
+    else:
+        import pyarrow.parquet as pq
+
+        local_rows = pq.read_table(tmp_path / "local" / output).to_pylist()
+        ray_rows = [row for part in sorted((tmp_path / "ray" / output).glob("part-*.parquet"))
+                    for row in pq.read_table(part).to_pylist()]  # fmt: skip
+        assert [r["window"] for r in ray_rows] == [r["window"] for r in local_rows]
+
+
 def test_llm_run_equals_the_local_engine_and_limits_hold_across_workers(local_ray, tmp_path: Path) -> None:
     """Two workers, `--max-concurrency 2`: the endpoint never sees more than 2 requests at once."""
     with FakeServerThread(latency=0.02) as server:

@@ -18,6 +18,7 @@ path (`run/row/windows.py`) asks for the summaries, measures them, and writes th
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -114,7 +115,7 @@ class WindowReplay:
 
     def group_end(self, start: int) -> int:
         """End of the group that begins at turn `start`."""
-        position = self.starts.index(start)
+        position = bisect.bisect_left(self.starts, start)
         return self.starts[position + 1] if position + 1 < len(self.starts) else len(self.roles)
 
     def fits_whole(self) -> bool:
@@ -148,7 +149,7 @@ class WindowReplay:
     def shrink(self, window: Window) -> Window:
         """`window` without its last group (the exact count of a chat-template rendering can
         exceed the per-turn estimate); the same window when it holds one new group only."""
-        last = max(start for start in self.starts if start < window.end)
+        last = self.starts[bisect.bisect_left(self.starts, window.end) - 1]
         if last <= window.new_start:
             return window
         tokens = window.tokens - self.tokens(last, window.end)
@@ -164,7 +165,9 @@ class WindowReplay:
         every window makes progress. `summary_tokens` replaces the budget when a summary is
         known to be larger than it (the second pass).
         """
-        body = [start for start in self.starts if window.context_start <= start < window.end]
+        body = self.starts[
+            bisect.bisect_left(self.starts, window.context_start) : bisect.bisect_left(self.starts, window.end)
+        ]
         next_group = self.tokens(window.end, self.group_end(window.end)) if window.end < len(self.roles) else 0
         tail = self._tail_by_ratio(body, window.end)
         # Progress: the first group of the closed window always goes into the summary.

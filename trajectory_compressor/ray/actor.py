@@ -149,13 +149,20 @@ def input_record(row: dict[str, Any]) -> SourceRecord:
 
 
 def output_row(row: PreparedRow, finished: FinishedRow) -> dict[str, Any]:
-    """The lines the local engine commits for a finished row (`run.commit.RowCommitter.commit`)."""
-    metrics = finished.metrics
-    metrics.written = finished.data is not None
+    """The lines the local engine commits for a finished row (`run.commit.RowCommitter.commit`).
+
+    A row written as several records (`--windows`) gives each column its lines joined by
+    newlines, in order: JSON lines hold none of their own, so the part writers split them back.
+    """
+    records = finished.records()
+    for record in records:
+        record.metrics.written = record.data is not None
+    data = [record.data for record in records if record.data is not None]
+    over = [dumps(record.over_limit) for record in records if record.over_limit is not None]
     return {
         "row_index": row.index,
-        "record": finished.data,
-        "metrics": dumps(metrics.to_dict()),
-        "over_limit": dumps(finished.over_limit) if finished.over_limit is not None else None,
+        "record": b"\n".join(data) if data else None,
+        "metrics": b"\n".join(dumps(record.metrics.to_dict()) for record in records),
+        "over_limit": b"\n".join(over) if over else None,
         "reject": dumps(finished.reject) if finished.reject is not None else None,
     }

@@ -78,8 +78,12 @@ class CompressedOutput(Datasink):
             present = [line for line in lines if line is not None]
             if present:
                 self._write_lines(folder, f"{name}.jsonl", present)
-        for line in columns["metrics"]:
-            totals.add(RowMetrics(**orjson.loads(line)))
+        for row_lines in columns["metrics"]:
+            metrics = [RowMetrics(**orjson.loads(line)) for line in row_lines.split(b"\n")]
+            if metrics[0].window is not None:  # --windows: one line per window of the row
+                totals.add_windows(metrics)
+            else:
+                totals.add(metrics[0])
         # The driver names the first bad records of the run on stderr, as the local engine does.
         rejects = [orjson.loads(line) for line in columns["reject"] if line is not None][: REJECTS_SHOWN + 1]
         return {"first_row": first_row, "totals": totals.to_dict(), "rejects": rejects}
@@ -97,7 +101,7 @@ class CompressedOutput(Datasink):
     def _write_parquet(self, name: str, records: list[bytes]) -> None:
         import pyarrow.parquet as pq
 
-        table = pa.Table.from_pylist([orjson.loads(record) for record in records])
+        table = pa.Table.from_pylist([orjson.loads(line) for record in records for line in record.split(b"\n")])
         sink = pa.BufferOutputStream()
         pq.write_table(table, sink)
         self._write_bytes(self.layout.data, f"{name}.parquet", sink.getvalue().to_pybytes())

@@ -363,8 +363,6 @@ class RunConfig:
                 "--over-limit truncate does not apply to --windows: a window over the budget holds one turn group "
                 "that alone exceeds it (use keep or drop)"
             )
-        if self.plan.windows and self.engine == "ray":
-            raise ConfigError("--windows runs on the local engine only; drop --engine ray")
 
     @property
     def effective_window(self) -> int:
