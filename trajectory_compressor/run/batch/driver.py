@@ -87,7 +87,7 @@ class BatchPhase:
         self.state = state = BatchState.load(self.folder)
         collector = LLMSummarizer(self.config.llm, self.counter)
         try:
-            async with BatchAPI(self.config.llm) as api:
+            async with BatchAPI(self.config.llm, warn=self.say) as api:
                 while True:
                     if state.unstored and not await self._settle(api, collector):
                         return self._outcome(settled=False)

@@ -1,0 +1,47 @@
+"""`compress --batch` against providers that differ from OpenAI's own API, and batches that go wrong.
+
+Each quirk is a knob of the fake Files + Batches server on 127.0.0.1 (`tests/fake_batch_api.py`):
+no list endpoints, lists that never end, a batch that never leaves `in_progress`, a batch the
+provider fails, one cancelled by the user, answers given twice, a request over `--batch-max-bytes`.
+The promises stay those of `test_batch_api.py`: every row once, nothing paid twice, one line for
+what the user must know.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.cli.test_batch_api import Live, _batch, _paid_once, _same_as_live, live
+from tests.fake_batch_api import FakeBatchServer
+from tests.fake_openai_server import FakeServerThread
+
+__all__ = ["live"]  # the module fixture: the live run's outputs, for byte comparisons
+
+
+def _other_runs(server: FakeBatchServer, count: int) -> None:
+    """Files of other runs already with the provider, so its lists have pages to turn."""
+    for number in range(count):
+        server.files[f"file-other-{number}"] = {
+            "id": f"file-other-{number}", "object": "file", "bytes": 10, "created_at": int(time.time()),
+            "filename": f"other-{number}.jsonl", "purpose": "batch", "status": "processed", "content": b"",
+        }  # fmt: skip
+
+
+@pytest.mark.parametrize("lists", ["404", "405", "ignore_after"])
+def test_a_provider_without_usable_lists_still_gets_its_batches_and_says_so_once(
+    tmp_path: Path, live: Live, lists: str
+) -> None:
+    server = FakeBatchServer(lists=lists)
+    _other_runs(server, 5)
+    with FakeServerThread(server=server):
+        result = _batch(live.source, tmp_path / "out" / "x.jsonl", server.base_url, tmp_path / "c.sqlite3")
+    assert result.returncode == 0, result.stderr
+    assert server.created() == 1 and len(server.requests) == 0
+    listed = [path for method, path, _ in server.api_calls if method == "GET" and path in ("/v1/files", "/v1/batches")]
+    assert len(listed) <= 3, listed  # each list is given up at its first sign, and not asked again
+    assert result.stderr.count("a lost reply to an upload or a batch create cannot be checked") == 1
+    _paid_once(server)
+    _same_as_live(tmp_path / "out", live)
