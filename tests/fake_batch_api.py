@@ -25,6 +25,7 @@ Knobs (all optional):
   "ignore_after" (every page is the first one and says `has_more`, whatever `after` is);
 * `stuck = True`: a batch stays `in_progress` for good (cancelling it included), like `hold`
   but never let go: a client deadline must end it;
+* `repeat_output = True`: every output file holds each of its lines twice (a provider's retry);
 * `list_limit`: list calls past this many are refused with a 400 (a client that loops fails, not hangs);
 * `failure`: the `errors.data[0]` of a batch that `outcomes` fails ("code: message").
 
@@ -57,6 +58,7 @@ class FakeBatchServer(FakeOpenAIServer):
     page_size: int = 2
     output_extra: list[bytes] = field(default_factory=list)
     lists: str = "ok"
+    repeat_output: bool = False
     list_limit: int = 1000
     stuck: bool = False
     failure: str = "invalid_request: the input file was refused"
@@ -229,6 +231,8 @@ class FakeBatchServer(FakeOpenAIServer):
             if rows:
                 file_id = f"file-{len(self.files) + 1:04d}"
                 content = b"".join(orjson.dumps(row) + b"\n" for row in rows)
+                if name == "output_file_id" and self.repeat_output:
+                    content += content
                 if name == "output_file_id":
                     content += b"".join(line + b"\n" for line in self.output_extra)
                 self.files[file_id] = {

@@ -9,6 +9,7 @@ what the user must know.
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -45,3 +46,21 @@ def test_a_provider_without_usable_lists_still_gets_its_batches_and_says_so_once
     assert result.stderr.count("a lost reply to an upload or a batch create cannot be checked") == 1
     _paid_once(server)
     _same_as_live(tmp_path / "out", live)
+
+
+def test_an_output_file_that_repeats_its_answers_is_counted_once(tmp_path: Path, live: Live) -> None:
+    usage = []
+    for name, repeat in (("once", False), ("twice", True)):
+        server = FakeBatchServer(repeat_output=repeat)
+        with FakeServerThread(server=server):
+            result = _batch(live.source, tmp_path / name / "x.jsonl", server.base_url, tmp_path / f"{name}.sqlite3",
+                            "--price-in", "2", "--price-out", "8")  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        assert server.created() == 1 and len(server.requests) == 0
+        usage.append(json.loads((tmp_path / name / "x.report.json").read_text())["summaries"]["endpoint"])
+        _same_as_live(tmp_path / name, live)
+    for key in ("batch_answers_loaded", "batch_prompt_tokens", "batch_completion_tokens", "cost_batch_usd"):
+        assert usage[1][key] == usage[0][key], key
+    assert usage[1]["batch_prompt_tokens"] > 0 and usage[1]["cost_batch_usd"] > 0
+    assert "a second answer to a request answered on line 1: ignored" in result.stderr
+    assert "6 answers stored" in result.stderr

@@ -185,7 +185,9 @@ class BatchPhase:
                 await api.download(file_id, path)
                 boundary("batch-downloaded")
             loaded = ResponsesLoaded(path.name)
-            stored = await collector.store_answers(path, loaded, line_limit=self.line_limit, keys=asked)
+            stored = await collector.store_answers(
+                path, loaded, line_limit=self.line_limit, keys=asked, already=answered
+            )
             problems += loaded.problems
             answered |= stored.answered
             failed.update(stored.failed)

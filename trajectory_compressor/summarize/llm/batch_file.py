@@ -42,6 +42,7 @@ class ResponsesLoaded:
     stored: int = 0
     failed: int = 0  # a request the provider answered with an error, or an unusable reply
     malformed: int = 0  # not a batch output line at all, or not an answer to a `requests` line
+    repeated: int = 0  # a second answer to a request already answered: ignored, not paid twice
     problems: list[str] = field(default_factory=list)
 
     def problem(self, line: int, text: str) -> None:
@@ -52,6 +53,7 @@ class ResponsesLoaded:
         return (
             f"responses {self.path}: {self.stored:,} answers stored in the cache, "
             f"{self.failed:,} failed, {self.malformed:,} malformed lines"
+            + (f", {self.repeated:,} repeated" if self.repeated else "")
         )
 
 

@@ -212,23 +212,37 @@ class LLMSummarizer:
         return loaded
 
     async def store_answers(
-        self, path: Path, loaded: ResponsesLoaded, *, line_limit: int, keys: set[str] | None = None
+        self,
+        path: Path,
+        loaded: ResponsesLoaded,
+        *,
+        line_limit: int,
+        keys: set[str] | None = None,
+        already: set[str] | None = None,
     ) -> StoredAnswers:
         """Store each usable answer of batch output `path` in the cache; say which failed and why.
 
         `keys`: the requests the file may answer (a provider's file for a batch of ours); an
         answer to any other request is counted malformed. The tokens of the stored answers are
-        counted as batch tokens.
+        counted as batch tokens, each request once: a second answer to a request (on another
+        line, or one in `already`, answered by an earlier file) is counted `repeated` and ignored.
         """
         put = partial(_cache_put, model=str(self.config.model))
         stored_answers = StoredAnswers()
         failed, answered = stored_answers.failed, stored_answers.answered
+        answered_on: dict[str, int] = {}
         for answer in read_batch_output(path, loaded, line_limit=line_limit):
             if keys is not None and answer.custom_id not in keys:
                 loaded.malformed += 1
                 loaded.problem(answer.line, "answers a request this batch did not ask")
                 continue
             reply = self._client.parse_reply(answer.body) if answer.status == 200 and answer.body else None
+            earlier = answered_on.get(answer.custom_id)
+            if isinstance(reply, Reply) and (earlier is not None or answer.custom_id in (already or ())):
+                loaded.repeated += 1
+                where = f"on line {earlier}" if earlier is not None else "in an earlier file"
+                loaded.problem(answer.line, f"a second answer to a request answered {where}: ignored")
+                continue
             if not isinstance(reply, Reply):
                 if answer.custom_id in answered:
                     continue  # answered on another line already
@@ -246,6 +260,7 @@ class LLMSummarizer:
             await self._cache_call(put, answer.custom_id, stored)
             failed.pop(answer.custom_id, None)
             answered.add(answer.custom_id)
+            answered_on[answer.custom_id] = answer.line
             loaded.stored += 1
             stored_answers.prompt_tokens += reply.prompt_tokens
             stored_answers.completion_tokens += reply.completion_tokens
