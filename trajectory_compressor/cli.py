@@ -245,6 +245,12 @@ def batches_cancel(output: str, base_url: str | None, api_key_env: str) -> None:
         raise UsageError("cancelling needs the endpoint: pass --base-url or set OPENAI_BASE_URL")
     cancelled = asyncio.run(cancel_batches(Path(output), endpoint))
     click.echo(f"asked to cancel {len(cancelled)} batch(es): {', '.join(cancelled) or '-'}", err=True)
+    if cancelled:
+        click.echo(
+            "the run keeps what they answered; the rest take --on-summary-failure, unless it is run with "
+            "--batch-resubmit-cancelled",
+            err=True,
+        )
 
 
 @main.command()

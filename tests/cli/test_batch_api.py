@@ -239,7 +239,9 @@ def test_no_wait_exits_pending_and_the_same_command_reattaches(tmp_path: Path, l
     assert gone.returncode == 2 and "no batches are recorded" in gone.stderr
 
 
-def test_cancel_keeps_what_was_answered_and_sends_the_rest_to_the_fallback(tmp_path: Path, live: Live) -> None:
+def test_cancel_then_resubmit_keeps_what_was_answered_and_sends_the_rest_to_the_fallback(
+    tmp_path: Path, live: Live
+) -> None:
     source = live.source
     out = tmp_path / "out" / "x.jsonl"
     server = FakeBatchServer(hold=True)
@@ -248,7 +250,8 @@ def test_cancel_keeps_what_was_answered_and_sends_the_rest_to_the_fallback(tmp_p
         cancel = run_cli("batches", "cancel", str(out), "--base-url", server.base_url, env=KEY_ENV)
         assert cancel.returncode == 0, cancel.stderr
         assert "asked to cancel 1 batch(es): batch_0001" in cancel.stderr
-        result = _batch(source, out, server.base_url, tmp_path / "c.sqlite3", "--batch-fallback", "live")
+        result = _batch(source, out, server.base_url, tmp_path / "c.sqlite3", "--batch-fallback", "live",
+                        "--batch-resubmit-cancelled")  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert "batch batch_0001 cancelled: 3 answers stored, 3 requests without an answer" in result.stderr
     assert len(server.requests) == 3 and server.created() == 1

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.test_batch_api import Live, _batch, _paid_once, _same_as_live, live
+from tests.cli.test_batch_api import KEY_ENV, Live, _batch, _paid_once, _same_as_live, live
+from tests.conftest import read_jsonl, run_cli
 from tests.fake_batch_api import FakeBatchServer
 from tests.fake_openai_server import FakeServerThread
 
@@ -64,3 +65,42 @@ def test_an_output_file_that_repeats_its_answers_is_counted_once(tmp_path: Path,
     assert usage[1]["batch_prompt_tokens"] > 0 and usage[1]["cost_batch_usd"] > 0
     assert "a second answer to a request answered on line 1: ignored" in result.stderr
     assert "6 answers stored" in result.stderr
+
+
+@pytest.mark.parametrize("fallback", ["batch", "live"])
+def test_cancelled_requests_take_the_failure_policy_and_are_not_asked_again(
+    tmp_path: Path, live: Live, fallback: str
+) -> None:
+    out = tmp_path / "out" / "x.jsonl"
+    server = FakeBatchServer(hold=True)
+    with FakeServerThread(server=server):
+        flags = ["--batch-fallback", fallback, "--on-summary-failure", "keep"]
+        assert _batch(live.source, out, server.base_url, tmp_path / "c.sqlite3", "--no-wait", *flags).returncode == 75
+        cancel = run_cli("batches", "cancel", str(out), "--base-url", server.base_url, env=KEY_ENV)
+        assert cancel.returncode == 0, cancel.stderr
+        assert "--batch-resubmit-cancelled" in cancel.stderr  # what a re-run does with them, said up front
+        server.hold = False  # a follow-up batch would be answered (and paid)
+        result = _batch(live.source, out, server.base_url, tmp_path / "c.sqlite3", *flags)
+    assert result.returncode == 0, result.stderr
+    assert server.created() == 1 and len(server.requests) == 0  # no follow-up batch, no live call
+    assert "3 requests without an answer take --on-summary-failure (keep)" in result.stderr
+    metrics = read_jsonl(out.parent / "x.metrics.jsonl")
+    assert sum(1 for m in metrics if m["was_compressed"]) == 3  # the answers the batch gave before it stopped
+    cancelled = [m for m in metrics if "cancelled" in (m.get("last_error") or "")]
+    assert len(cancelled) == 3 and not any(m["was_compressed"] for m in cancelled)
+    assert [m["index"] for m in metrics] == list(range(12))
+    _paid_once(server)
+
+
+def test_cancelled_requests_are_submitted_again_when_asked(tmp_path: Path, live: Live) -> None:
+    out = tmp_path / "out" / "x.jsonl"
+    server = FakeBatchServer(hold=True)
+    with FakeServerThread(server=server):
+        assert _batch(live.source, out, server.base_url, tmp_path / "c.sqlite3", "--no-wait").returncode == 75
+        assert run_cli("batches", "cancel", str(out), "--base-url", server.base_url, env=KEY_ENV).returncode == 0
+        server.hold = False
+        result = _batch(live.source, out, server.base_url, tmp_path / "c.sqlite3", "--batch-resubmit-cancelled")
+    assert result.returncode == 0, result.stderr
+    assert server.created() == 2 and len(server.requests) == 0
+    assert len(server.batch_lines()) == 6 + 3  # the follow-up holds the cancelled ones only
+    _same_as_live(out.parent, live)

@@ -92,6 +92,11 @@ class RequestFiles:
         last.requests, last.bytes, last.sha256 = self._requests, self._bytes, self._digest.hexdigest()
 
 
+def settled_by_cancel(state: BatchState, config: RunConfig, key: str) -> bool:
+    """A request of a batch the user cancelled: it takes the failure policy, unless asked to resubmit."""
+    return state.cancelled(key) and not config.batch.resubmit_cancelled
+
+
 async def collect_round(
     sources: Sequence[InputSource],
     config: RunConfig,
@@ -103,15 +108,16 @@ async def collect_round(
 ) -> int:
     """Write every request the run still needs to `files`; returns the rows left waiting.
 
-    A request that already failed in as many batches as `--batch-fallback` allows is not asked
-    again: here it fails like a live request, so its row takes the failure policy (and asks for
-    nothing more), as it will in the run.
+    A request that already failed in as many batches as `--batch-fallback` allows, or whose batch
+    the user cancelled (unless `--batch-resubmit-cancelled`), is not asked again: here it fails
+    like a live request, so its row takes the failure policy (and asks for nothing more), as it
+    will in the run.
     """
     allowed = 2 if config.batch.fallback == "batch" else 1
     seen: set[str] = set()
 
     def on_miss(chat: ChatRequest) -> None:
-        if state.attempts(chat.key) >= allowed:
+        if state.attempts(chat.key) >= allowed or settled_by_cancel(state, config, chat.key):
             raise SummaryError(str(state.failures[chat.key].get("error")))
         if chat.key not in seen:
             seen.add(chat.key)

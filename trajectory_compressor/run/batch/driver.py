@@ -29,7 +29,7 @@ from tqdm import tqdm
 from trajectory_compressor.count import TokenCounter
 from trajectory_compressor.faults import boundary
 from trajectory_compressor.read.sources import InputSource
-from trajectory_compressor.run.batch.collect import RequestFiles, collect_round
+from trajectory_compressor.run.batch.collect import RequestFiles, collect_round, settled_by_cancel
 from trajectory_compressor.run.batch.state import BatchState, BatchStateError, Submission
 from trajectory_compressor.settings import ConfigError, LLMConfig, RunConfig
 from trajectory_compressor.summarize.llm import LLMSummarizer
@@ -196,20 +196,31 @@ class BatchPhase:
             self.state.completion_tokens += stored.completion_tokens
         boundary("batch-stored")
         unanswered = f"batch {submission.status}" + (f": {submission.error}" if submission.error else "")
+        cancelled = submission.status == "cancelled"
         for key in keys:
             if key in answered:
                 self.state.note_answered(key)
             else:
-                self.state.note_failure(key, failed.get(key) or f"no answer ({unanswered})")
+                self.state.note_failure(key, failed.get(key) or f"no answer ({unanswered})", cancelled=cancelled)
         submission.stored = True
         self.state.save(self.folder)
         lost = len(asked - answered)
         self.say(
             f"batch {submission.batch_id} {submission.status}: {len(answered):,} answers stored"
             + (f", {lost:,} requests without an answer" if lost else "")
+            + (self._after_cancel() if cancelled and lost else "")
         )
         for problem in problems[:PROBLEMS_SHOWN]:
             self.say(f"warning: {problem}")
+
+    def _after_cancel(self) -> str:
+        """What becomes of the requests a cancelled batch did not answer."""
+        if self.config.batch.resubmit_cancelled:
+            return f"; --batch-resubmit-cancelled: they go to --batch-fallback ({self.config.batch.fallback})"
+        return (
+            f" take --on-summary-failure ({self.config.on_summary_failure}): a cancelled request is not asked "
+            "again (--batch-resubmit-cancelled submits it anew)"
+        )
 
     # ------------------------------------------------------------------------------ the run
     def _prepare_run(self) -> None:
@@ -217,10 +228,11 @@ class BatchPhase:
         state = self.state
         self.primary.usage.record_batch_answers(state.answers, state.prompt_tokens, state.completion_tokens)
         self.primary.usage.batches_submitted += sum(1 for s in state.submissions if s.batch_id)
-        if self.config.batch.fallback == "live":
-            return  # a miss is asked live, as in a run without --batch
+        live = self.config.batch.fallback == "live"
 
         def no_live_call(chat: ChatRequest) -> None:
+            if live and not settled_by_cancel(state, self.config, chat.key):
+                return  # a miss is asked live, as in a run without --batch
             failure = state.failures.get(chat.key)
             why = failure.get("error") if failure else f"not asked within {MAX_ROUNDS} batch rounds"
             raise SummaryError(f"no answer from the batch API: {why}")

@@ -54,7 +54,7 @@ class BatchState:
     """Every submission of the run, the requests that failed in a batch, and the batch usage."""
 
     submissions: list[Submission] = field(default_factory=list)
-    failures: dict[str, dict[str, Any]] = field(default_factory=dict)  # key -> {"attempts", "error"}
+    failures: dict[str, dict[str, Any]] = field(default_factory=dict)  # key -> {"attempts", "error", "cancelled"}
     answers: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -70,8 +70,12 @@ class BatchState:
     def attempts(self, key: str) -> int:
         return int(self.failures.get(key, {}).get("attempts", 0))
 
-    def note_failure(self, key: str, error: str) -> None:
-        self.failures[key] = {"attempts": self.attempts(key) + 1, "error": error}
+    def cancelled(self, key: str) -> bool:
+        """Whether the last batch that asked for `key` was cancelled (by the user) before answering it."""
+        return bool(self.failures.get(key, {}).get("cancelled"))
+
+    def note_failure(self, key: str, error: str, *, cancelled: bool = False) -> None:
+        self.failures[key] = {"attempts": self.attempts(key) + 1, "error": error, "cancelled": cancelled}
 
     def note_answered(self, key: str) -> None:
         self.failures.pop(key, None)
