@@ -104,3 +104,35 @@ def test_cancelled_requests_are_submitted_again_when_asked(tmp_path: Path, live:
     assert server.created() == 2 and len(server.requests) == 0
     assert len(server.batch_lines()) == 6 + 3  # the follow-up holds the cancelled ones only
     _same_as_live(out.parent, live)
+
+
+@pytest.mark.parametrize("fallback", ["batch", "live"])
+def test_a_batch_stuck_in_progress_is_given_up_at_the_batch_timeout(tmp_path: Path, live: Live, fallback: str) -> None:
+    server = FakeBatchServer(stuck=True)  # in_progress for ever, deaf to cancel
+    with FakeServerThread(server=server):
+        # A microsecond: any look at the batch comes after it, on any machine.
+        result = _batch(live.source, tmp_path / "out" / "x.jsonl", server.base_url, tmp_path / "c.sqlite3",
+                        "--batch-timeout", "0.000001", "--batch-fallback", fallback)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    batches = 2 if fallback == "batch" else 1  # the follow-up is stuck too, and given up as well
+    assert server.created() == batches
+    assert server.calls("POST", "/v1/batches/batch_0001/cancel") == 1  # asked to stop, so it is not paid for
+    assert result.stderr.count("no result within --batch-timeout") == batches
+    if fallback == "live":
+        assert len(server.requests) == 6
+        _same_as_live(tmp_path / "out", live)
+    else:
+        assert len(server.requests) == 0
+        metrics = read_jsonl(tmp_path / "out" / "x.metrics.jsonl")
+        failed = [m for m in metrics if "--batch-timeout" in (m.get("last_error") or "")]
+        assert len(failed) == 6 and {m["summarizer"] for m in failed} == {"extractive"}
+
+
+def test_why_the_provider_failed_a_batch_is_on_stderr(tmp_path: Path, live: Live) -> None:
+    server = FakeBatchServer(outcomes=["failed"], failure="model_not_found: The model 'batch-model' does not exist")
+    with FakeServerThread(server=server):
+        result = _batch(live.source, tmp_path / "out" / "x.jsonl", server.base_url, tmp_path / "c.sqlite3",
+                        "--batch-fallback", "live")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "batch batch_0001 failed: model_not_found: The model 'batch-model' does not exist" in result.stderr
+    _same_as_live(tmp_path / "out", live)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +34,7 @@ from trajectory_compressor.run.batch.collect import RequestFiles, collect_round,
 from trajectory_compressor.run.batch.state import BatchState, BatchStateError, Submission
 from trajectory_compressor.settings import ConfigError, LLMConfig, RunConfig
 from trajectory_compressor.summarize.llm import LLMSummarizer
-from trajectory_compressor.summarize.llm.batch_api import TERMINAL, BatchAPI, upload_name
+from trajectory_compressor.summarize.llm.batch_api import TERMINAL, BatchAPI, BatchAPIError, upload_name
 from trajectory_compressor.summarize.llm.batch_file import ResponsesLoaded, answer_line_limit
 from trajectory_compressor.summarize.llm.request import ChatRequest
 from trajectory_compressor.types import Summarizer, SummaryError
@@ -128,6 +129,8 @@ class BatchPhase:
             while True:
                 for submission in self.state.unstored:
                     await self._look(api, submission)
+                    if submission.status not in TERMINAL and self._overdue(submission):
+                        await self._give_up(api, submission)
                     if submission.status in TERMINAL:
                         await self._store(api, collector, submission)
                 bar.n = total - sum(s.requests - _done(s) for s in self.state.unstored)
@@ -156,6 +159,7 @@ class BatchPhase:
             )
             boundary("batch-created")
             submission.batch_id = str(batch["id"])
+            submission.submitted_at = time.time()
             _update(submission, batch)
             self.state.save(self.folder)
             self.say(f"batch {submission.batch_id}: {submission.requests:,} requests submitted ({submission.name})")
@@ -164,11 +168,29 @@ class BatchPhase:
         assert submission.batch_id is not None
         batch = await api.get_batch(submission.batch_id)
         _update(submission, batch)
+        submission.submitted_at = submission.submitted_at or time.time()  # a record from before the field
         errors = batch.get("errors")
         data = errors.get("data") if isinstance(errors, dict) else None
         if isinstance(data, list) and data and isinstance(data[0], dict):
-            submission.error = api.sanitize(str(data[0].get("message") or data[0].get("code") or data[0]))
+            code, message = data[0].get("code"), data[0].get("message")
+            why = ": ".join(str(part) for part in (code, message) if part) or str(data[0])
+            submission.error = api.sanitize(why)
         boundary("batch-polled")
+
+    def _overdue(self, submission: Submission) -> bool:
+        return time.time() - submission.submitted_at >= self.config.batch.timeout
+
+    async def _give_up(self, api: BatchAPI, submission: Submission) -> None:
+        """A batch past `--batch-timeout`: ask the provider to stop it (so it is not paid for on top of
+        what replaces it), and take it as expired: its requests go to the fallback."""
+        assert submission.batch_id is not None
+        timeout, status = self.config.batch.timeout, submission.status
+        waited = f"no result within --batch-timeout {timeout:g}s (the provider still says {status})"
+        try:
+            await api.cancel_batch(submission.batch_id)
+        except BatchAPIError as exc:  # it is given up all the same
+            self.say(f"warning: batch {submission.batch_id}: cancelling it failed: {exc}")
+        submission.status, submission.error = "expired", waited
 
     async def _store(self, api: BatchAPI, collector: LLMSummarizer, submission: Submission) -> None:
         """Download the batch's output and error files, store every answer, note every failure."""
@@ -206,7 +228,9 @@ class BatchPhase:
         self.state.save(self.folder)
         lost = len(asked - answered)
         self.say(
-            f"batch {submission.batch_id} {submission.status}: {len(answered):,} answers stored"
+            f"batch {submission.batch_id} {submission.status}"
+            + (f": {submission.error}" if submission.error else "")
+            + f": {len(answered):,} answers stored"
             + (f", {lost:,} requests without an answer" if lost else "")
             + (self._after_cancel() if cancelled and lost else "")
         )

@@ -39,6 +39,7 @@ class Submission:
     sha256: str
     nonce: str  # names the upload: a follow-up with the same requests is a file and a batch of its own
     written_at: float = 0.0  # epoch seconds: what a look for a lost upload or batch goes back to
+    submitted_at: float = 0.0  # epoch seconds its batch was created (or first seen): --batch-timeout counts from it
     file_id: str | None = None
     batch_id: str | None = None
     status: str | None = None  # the provider's status when last seen
