@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.test_batch_api import KEY_ENV, Live, _batch, _paid_once, _same_as_live, live
-from tests.conftest import read_jsonl, run_cli
+from tests.conftest import make_trajectory, read_jsonl, run_cli, write_jsonl
 from tests.fake_batch_api import FakeBatchServer
 from tests.fake_openai_server import FakeServerThread
 
@@ -136,3 +136,43 @@ def test_why_the_provider_failed_a_batch_is_on_stderr(tmp_path: Path, live: Live
     assert result.returncode == 0, result.stderr
     assert "batch batch_0001 failed: model_not_found: The model 'batch-model' does not exist" in result.stderr
     _same_as_live(tmp_path / "out", live)
+
+
+def _uploaded_lines(server: FakeBatchServer) -> list[bytes]:
+    return [line for f in server.files.values() if f["purpose"] == "batch" for line in f["content"].splitlines()]
+
+
+def test_a_request_over_batch_max_bytes_is_sent_with_a_shorter_transcript(tmp_path: Path, live: Live) -> None:
+    # The six request lines are 4.9 to 11.4 kB: three are over 8,000 bytes.
+    server = FakeBatchServer()
+    with FakeServerThread(server=server):
+        result = _batch(live.source, tmp_path / "out" / "x.jsonl", server.base_url, tmp_path / "c.sqlite3",
+                        "--batch-max-bytes", "8000")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    lines = _uploaded_lines(server)
+    assert len(lines) == 6 and max(len(line) + 1 for line in lines) <= 8000
+    assert len(server.requests) == 0  # the shortened answers are found by the run: no live call
+    assert "3 requests over --batch-max-bytes (8000): 3 are sent with a shorter transcript" in result.stderr
+    metrics = read_jsonl(tmp_path / "out" / "x.metrics.jsonl")
+    assert sum(1 for m in metrics if m["summarizer"] == "llm") == 6
+    live_lines = (live.out / "x.jsonl").read_bytes().splitlines()
+    differ = [
+        i for i, line in enumerate((tmp_path / "out" / "x.jsonl").read_bytes().splitlines()) if line != live_lines[i]
+    ]
+    assert len(differ) == 3  # the three shortened prompts got summaries of their own; the rest are the live bytes
+
+
+def test_a_request_that_cannot_be_shortened_enough_has_a_file_of_its_own_and_is_said(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "in.jsonl", [make_trajectory(i, steps=6, output_lines=40) for i in range(3)])
+    server = FakeBatchServer()
+    padding = json.dumps({"metadata": {"note": "x" * 5000}})  # every body is over 4,096 bytes whatever its prompt
+    with FakeServerThread(server=server):
+        result = _batch(source, tmp_path / "out" / "x.jsonl", server.base_url, tmp_path / "c.sqlite3",
+                        "--batch-max-bytes", "4096", "--extra-body", padding)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert server.created() == 3 and [len(f["content"].splitlines()) for f in server.files.values()
+                                      if f["purpose"] == "batch"] == [1, 1, 1]  # fmt: skip
+    assert result.stderr.count("over --batch-max-bytes") == 1  # once per run, with the counts
+    assert "3 requests over --batch-max-bytes (4096): 3 cannot be made to fit: each goes in a file of its own" in (
+        result.stderr
+    )

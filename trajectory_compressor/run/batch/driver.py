@@ -37,7 +37,7 @@ from trajectory_compressor.summarize.llm import LLMSummarizer
 from trajectory_compressor.summarize.llm.batch_api import TERMINAL, BatchAPI, BatchAPIError, upload_name
 from trajectory_compressor.summarize.llm.batch_file import ResponsesLoaded, answer_line_limit
 from trajectory_compressor.summarize.llm.request import ChatRequest
-from trajectory_compressor.types import Summarizer, SummaryError
+from trajectory_compressor.types import Summarizer, SummaryError, SummaryRequest
 
 MAX_ROUNDS = 4  # first passes; second passes and retries; their retries; last follow-ups
 POLL_GROWTH = 1.5
@@ -103,7 +103,7 @@ class BatchPhase:
 
     async def _next_round(self, collector: LLMSummarizer) -> bool:
         """Write the next round's request files and record them; whether there were any."""
-        files = RequestFiles(self.folder, self.state.rounds + 1, self.config.batch)
+        files = RequestFiles(self.folder, self.state.rounds + 1, self.config.batch, self.config.llm)
         try:
             waiting = await collect_round(
                 self.sources, self.config, self.counter, collector, self.fallback, self.state, files
@@ -114,6 +114,8 @@ class BatchPhase:
             return False
         requests = sum(s.requests for s in submissions)
         self.say(f"batch round {files.round}: {requests:,} requests for {waiting:,} rows in {len(submissions)} file(s)")
+        if note := files.oversize_note():
+            self.say(note)
         self.state.submissions.extend(submissions)
         self.state.save(self.folder)
         boundary("batch-written")
@@ -254,7 +256,7 @@ class BatchPhase:
         self.primary.usage.batches_submitted += sum(1 for s in state.submissions if s.batch_id)
         live = self.config.batch.fallback == "live"
 
-        def no_live_call(chat: ChatRequest) -> None:
+        def no_live_call(chat: ChatRequest, request: SummaryRequest) -> None:
             if live and not settled_by_cancel(state, self.config, chat.key):
                 return  # a miss is asked live, as in a run without --batch
             failure = state.failures.get(chat.key)

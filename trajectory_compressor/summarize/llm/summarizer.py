@@ -22,15 +22,18 @@ from trajectory_compressor.settings import ConfigError, LLMConfig
 from trajectory_compressor.summarize.llm.batch_file import ResponsesLoaded, read_batch_output
 from trajectory_compressor.summarize.llm.cache import CachedSummary, SummaryCache
 from trajectory_compressor.summarize.llm.client import ChatClient, Completion, Reply
-from trajectory_compressor.summarize.llm.prompt import build_messages, clean_reply
+from trajectory_compressor.summarize.llm.prompt import clean_reply
 from trajectory_compressor.summarize.llm.ratelimit import RequestGate
-from trajectory_compressor.summarize.llm.request import ChatRequest, chat_request, turn_chars_for
+from trajectory_compressor.summarize.llm.request import (
+    MIN_PROMPT_CHARS,
+    ChatRequest,
+    chat_request,
+    messages_within,
+)
 from trajectory_compressor.summarize.llm.usage import UsageTracker
 from trajectory_compressor.types import PromptTooLongError, SummaryError, SummaryRequest, SummaryResult
 
 logger = logging.getLogger(__name__)
-
-MIN_PROMPT_CHARS = 1500  # below this a transcript says too little to summarize
 
 
 @dataclass
@@ -75,7 +78,7 @@ class LLMSummarizer:
         self.usage = UsageTracker(price_in=config.price_in, price_out=config.price_out, batch_discount=batch_discount)
         # Consulted on a cache miss before anything is sent (`--batch`): it may raise
         # `RequestPending` (collect the request for a batch) or `SummaryError` (no live call).
-        self.on_miss: Callable[[ChatRequest], None] | None = None
+        self.on_miss: Callable[[ChatRequest, SummaryRequest], None] | None = None
         self._client = ChatClient(
             config,
             usage=self.usage,
@@ -84,7 +87,6 @@ class LLMSummarizer:
             gate=gate,
         )
         max_prompt_chars = config.max_prompt_chars
-        self._max_turn_chars = turn_chars_for(config)
         self._max_prompt_chars = max_prompt_chars
         # Lowered when the endpoint refuses a prompt as too long, so later rows start at a size
         # it accepts instead of each paying the same refusals.
@@ -123,7 +125,7 @@ class LLMSummarizer:
                 last_error=cached.last_error,
             )
         if self.on_miss is not None:
-            self.on_miss(chat)
+            self.on_miss(chat, request)
         # Admission as wide as the client's concurrency: a row takes its place here, so the
         # prompt it sends is (re)built with the latest learned size right before it goes out.
         async with self._admission:
@@ -268,12 +270,7 @@ class LLMSummarizer:
         return stored_answers
 
     def _messages_within(self, request: SummaryRequest, prompt_chars: int) -> list[dict[str, str]]:
-        return build_messages(
-            request,
-            redact=self.config.redact_secrets,
-            max_turn_chars=min(self._max_turn_chars, prompt_chars // 2),
-            max_prompt_chars=prompt_chars,
-        )
+        return messages_within(self.config, request, prompt_chars)
 
     def stats(self) -> dict[str, Any]:
         """Counters for the run report; JSON-serializable, free of credentials."""
