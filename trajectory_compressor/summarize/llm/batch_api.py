@@ -136,6 +136,7 @@ class BatchAPI:
             retry_after: float | None = None
             try:
                 async with session.get(url, timeout=self._timeout()) as response:
+                    self._chat.contact.heard()
                     if response.status == 200:
                         with open(partial, "wb") as handle:
                             async for chunk in response.content.iter_chunked(DOWNLOAD_CHUNK):
@@ -151,6 +152,7 @@ class BatchAPI:
                 if isinstance(exc, OSError) and exc.filename:
                     raise BatchAPIError(f"cannot write {exc.filename}: {exc.strerror or exc}") from None
                 failure = self._chat.sanitize(f"download {file_id}: {type(exc).__name__}: {exc}")
+                self._chat.contact.no_response(self, failure)
             await self._pause_or_fail(attempt, failure, retry_after)
 
     # -- batches -------------------------------------------------------------------------------
@@ -266,6 +268,7 @@ class BatchAPI:
                 async with session.request(
                     method, url, data=payload, params=params, headers=headers, timeout=self._timeout()
                 ) as response:
+                    self._chat.contact.heard()
                     raw = await response.content.read(REPLY_LIMIT)
                     if 200 <= response.status < 300:
                         try:
@@ -279,6 +282,7 @@ class BatchAPI:
                         retry_after = parse_retry_after(response.headers.get("Retry-After"))
             except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
                 failure = self._chat.sanitize(f"{what}: {type(exc).__name__}: {exc}")
+                self._chat.contact.no_response(self, failure)
             await self._pause_or_fail(attempt, failure, retry_after)
         raise AssertionError("unreachable")  # _pause_or_fail raises on the last attempt
 
@@ -296,6 +300,8 @@ class BatchAPI:
         """Sleep before the next attempt, or raise the last failure when none is left."""
         assert failure is not None
         if attempt >= self.config.max_retries:
+            if self._chat.contact.silent:  # a wrong URL or a server that is down, said as the live client says it
+                raise BatchAPIError(self._chat.contact.message())
             raise BatchAPIError(f"{failure} (gave up after {attempt + 1} attempts)")
         base, cap = self.config.retry_delay, self.config.retry_max_delay
         delay = self._rng.uniform(0.0, min(cap, base * 2**attempt))

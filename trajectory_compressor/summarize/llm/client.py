@@ -9,6 +9,9 @@ Kept apart from the prompt logic so each can be tested alone. What it guarantees
   Retry-After) pauses the whole client, since every request would hit the same limit;
 * permanent failures fail fast: 400/404/422 and other 4xx raise `SummaryError` at once, and a
   401/403 raises `EndpointAuthError` for this and every later call without sending anything;
+* an endpoint that has never answered at all (refused, unresolvable, silent) is probed by one
+  request while the others wait, and, if it stays silent, raises `EndpointUnreachableError` for
+  every call (see `contact`): a wrong URL stops the run instead of falling back row by row;
 * the API key appears only in the Authorization header: every message we build is scrubbed,
   and exceptions are raised outside `except` blocks so no aiohttp exception (whose repr may
   hold request headers) is chained to them.
@@ -24,19 +27,20 @@ import random
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import aiohttp
 import orjson
 
 from trajectory_compressor.settings import ConfigError, LLMConfig
+from trajectory_compressor.summarize.llm.contact import EndpointContact
 from trajectory_compressor.summarize.llm.ratelimit import RateLimiter, RequestGate, estimate_request_tokens
 from trajectory_compressor.summarize.llm.request import request_body
 from trajectory_compressor.summarize.llm.usage import UsageTracker
 from trajectory_compressor.summarize.redact import display_url, redact_secrets, scrub, url_secrets
-from trajectory_compressor.summarize.tally import note_call, note_error
-from trajectory_compressor.types import EndpointAuthError, PromptTooLongError, SummaryError
+from trajectory_compressor.summarize.tally import note_call, note_endpoint, note_error
+from trajectory_compressor.types import EndpointAuthError, EndpointUnreachableError, PromptTooLongError, SummaryError
 
 logger = logging.getLogger(__name__)
 
@@ -81,6 +85,7 @@ class _Failure:
     retry_after: float | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    no_response: bool = False  # not even a status line came back (refused, unresolvable, timed out)
 
 
 @dataclass(frozen=True)
@@ -121,6 +126,7 @@ class ChatClient:
         self.usage = usage if usage is not None else UsageTracker(config.price_in, config.price_out)
         self.url = config.base_url.rstrip("/") + "/chat/completions"
         self.endpoint = display_url(self.url)
+        self.contact = EndpointContact(display_url(config.base_url.rstrip("/")))
         self._clean = clean
         self._backoff_base = config.retry_delay
         self._backoff_cap = config.retry_max_delay
@@ -156,52 +162,66 @@ class ChatClient:
         """Send `messages` until a usable reply arrives or the retries run out.
 
         `prompt_estimate` (prompt tokens, for `tpm`) defaults to characters / 4. `label` names
-        the row in log lines only. Raises `SummaryError` (fatal status or retries exhausted) or
-        `EndpointAuthError` (401/403, now or earlier).
+        the row in log lines only. Raises `SummaryError` (fatal status or retries exhausted),
+        `EndpointAuthError` (401/403, now or earlier) or `EndpointUnreachableError` (the endpoint
+        never answered since the run started).
         """
         calls = errors = prompt_tokens = completion_tokens = 0
         last: _Failure | None = None
         tokens = max_tokens
-        for attempt in range(self.config.max_retries + 1):
-            outcome = await self._attempt(messages, tokens, prompt_estimate)
-            if outcome is _NOT_SENT:
-                break
-            calls += 1
-            assert isinstance(outcome, (Reply, _Failure))
-            prompt_tokens += outcome.prompt_tokens
-            completion_tokens += outcome.completion_tokens
-            if isinstance(outcome, Reply):
-                self._consecutive_429 = 0
-                self.usage.record_success()
-                return Completion(
-                    text=outcome.text,
-                    calls=calls,
-                    errors=errors,
-                    last_error=last.message if last else None,
-                    prompt_tokens=prompt_tokens,
-                    completion_tokens=completion_tokens,
-                )
-            errors += 1
-            note_error()
-            last = outcome
-            self._note_throttling(outcome)
-            if not outcome.retryable or attempt == self.config.max_retries:
-                break
-            self.usage.record_retry(outcome.cause)
-            if outcome.cause == "length":
-                tokens = min(tokens * LENGTH_RETRY_GROWTH, max_tokens * LENGTH_RETRY_MAX_FACTOR)
-            delay = self._retry_delay(attempt, outcome)
-            logger.debug(
-                "%s: attempt %d failed (%s), retrying in %.2fs", label or "summary", attempt + 1, outcome.message, delay
-            )
-            self.usage.backoff_seconds += delay
-            await asyncio.sleep(delay)
-            if self._auth_error is not None:
-                break
+        caller = object()  # this call, for the first-contact probe (`contact`)
+        note_endpoint(self.contact.silence)
+        try:
+            for attempt in range(self.config.max_retries + 1):
+                outcome = await self._attempt(messages, tokens, prompt_estimate, caller)
+                if outcome is _NOT_SENT:
+                    break
+                calls += 1
+                assert isinstance(outcome, (Reply, _Failure))
+                prompt_tokens += outcome.prompt_tokens
+                completion_tokens += outcome.completion_tokens
+                if isinstance(outcome, Reply) or not outcome.no_response:
+                    self.contact.heard()
+                if isinstance(outcome, Reply):
+                    self._consecutive_429 = 0
+                    self.usage.record_success()
+                    return Completion(
+                        text=outcome.text,
+                        calls=calls,
+                        errors=errors,
+                        last_error=last.message if last else None,
+                        prompt_tokens=prompt_tokens,
+                        completion_tokens=completion_tokens,
+                    )
+                errors += 1
+                note_error()
+                last = outcome
+                if outcome.no_response:
+                    self.contact.no_response(caller, outcome.message)
+                self._note_throttling(outcome)
+                if not outcome.retryable or attempt == self.config.max_retries:
+                    break
+                self.usage.record_retry(outcome.cause)
+                if outcome.cause == "length":
+                    tokens = min(tokens * LENGTH_RETRY_GROWTH, max_tokens * LENGTH_RETRY_MAX_FACTOR)
+                delay = self._retry_delay(attempt, outcome)
+                logger.debug(
+                    "%s: attempt %d failed (%s), retrying in %.2fs",
+                    label or "summary", attempt + 1, outcome.message, delay,
+                )  # fmt: skip
+                self.usage.backoff_seconds += delay
+                await asyncio.sleep(delay)
+                if self._auth_error is not None:
+                    break
+        finally:  # also when the row's deadline cancels it: a probe that stops unanswered settles it
+            self.contact.done(caller)
         # Every raise below is outside an `except` block: no aiohttp exception is chained.
         if self._auth_error is not None:
             self.usage.record_failure("auth")
             raise EndpointAuthError(self._auth_error, calls=calls, errors=errors)
+        if self.contact.unreachable is not None:
+            self.usage.record_failure("unreachable")
+            raise EndpointUnreachableError(self.contact.unreachable, calls=calls, errors=errors)
         assert last is not None
         if last.cause == "context":
             raise PromptTooLongError(last.message, calls=calls, errors=errors)
@@ -278,9 +298,9 @@ class ChatClient:
         return self._session, self._semaphore
 
     async def _attempt(
-        self, messages: list[dict[str, str]], max_tokens: int, prompt_estimate: int | None
+        self, messages: list[dict[str, str]], max_tokens: int, prompt_estimate: int | None, caller: object
     ) -> Reply | _Failure | object:
-        if self._auth_error is not None:
+        if self._auth_error is not None or not await self.contact.may_send(caller):
             return _NOT_SENT
         session, semaphore = self._ensure_session()
         payload = orjson.dumps(request_body(self.config, messages, max_tokens))
@@ -324,8 +344,10 @@ class ChatClient:
         not retried (an endpoint that ignored `max_tokens` this far will do it again), so the
         row takes the failure policy instead of a multi-megabyte "summary".
         """
+        responded = False
         try:
             async with session.post(self.url, data=payload, timeout=self._timeout) as response:
+                responded = True
                 status = response.status
                 retry_after = response.headers.get("Retry-After")
                 raw = await _read_capped(response, byte_limit)
@@ -344,7 +366,7 @@ class ChatClient:
             failure = _Failure("client_error", self.sanitize(f"{type(exc).__name__}: {exc}"), False)
         else:
             return self._classify(status, retry_after, raw)
-        return failure
+        return replace(failure, no_response=not responded)
 
     def _classify(self, status: int, retry_after: str | None, raw: bytes) -> Reply | _Failure:
         if status in AUTH_STATUSES:
