@@ -112,6 +112,8 @@ def compress(inputs: tuple[str, ...], output: str, config_file: str | None, json
     for result in results:
         if not config.quiet:
             click.echo(result.summary_text, err=True)
+        for warning in result.report.get("warnings", ()):  # said once, at the end, with -q too
+            click.echo(warning, err=True)
         if result.message:
             failed = result.exit_code not in FINISHED and result.exit_code != ExitCode.PENDING
             click.echo(("error: " if failed else "") + result.message, err=True)

@@ -245,3 +245,19 @@ def test_an_endpoint_that_answered_once_fails_its_rows_one_by_one(tmp_path: Path
     metrics = [m for m in read_jsonl(tmp_path / "out" / "x.metrics.jsonl") if m["was_compressed"]]
     assert [m["summarizer"] for m in metrics].count("llm") == 1
     assert all("Server disconnected" in m["last_error"] for m in metrics if m["summarizer"] == "extractive")
+
+
+def test_many_near_zero_fidelity_summaries_are_said_once_at_the_end(tmp_path: Path) -> None:
+    source = _input(tmp_path, rows=50)
+    refusal = {"content": "I'm sorry, but I can't help with that."}  # a weak local model
+    with FakeServerThread(default=refusal) as server:
+        result = run_cli("compress", str(source), "-o", str(tmp_path / "out" / "x.jsonl"),
+                         *_llm_args(server.base_url, tmp_path / "c.sqlite3", "-q"))  # fmt: skip
+        asked = len(server.requests)
+    assert result.returncode == 0, result.stderr
+    warnings = [line for line in result.stderr.splitlines() if "have fidelity under 0.1" in line]
+    assert len(warnings) == 1 and asked >= 20
+    assert warnings[0].startswith(f"warning: {asked} of {asked} LLM summaries (100%) have fidelity under 0.1")
+    assert "--min-fidelity" in warnings[0] and result.stderr.strip().splitlines()[-1] == warnings[0]
+    report = json.loads((tmp_path / "out" / "x.report.json").read_text())
+    assert report["warnings"] == warnings
