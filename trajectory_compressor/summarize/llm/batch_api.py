@@ -36,7 +36,8 @@ import orjson
 
 from trajectory_compressor.errors import UsageError
 from trajectory_compressor.settings import LLMConfig
-from trajectory_compressor.summarize.llm.client import AUTH_STATUSES, USER_AGENT, ChatClient, parse_retry_after
+from trajectory_compressor.summarize.llm.client import AUTH_STATUSES, USER_AGENT, ChatClient
+from trajectory_compressor.summarize.llm.reply import parse_retry_after
 from trajectory_compressor.summarize.llm.request import CHAT_COMPLETIONS_PATH
 
 logger = logging.getLogger(__name__)

@@ -16,7 +16,8 @@ from typing import Any
 
 import orjson
 
-from trajectory_compressor.summarize.llm.client import LENGTH_RETRY_MAX_FACTOR, reply_byte_limit
+from trajectory_compressor.summarize.llm.client import LENGTH_RETRY_MAX_FACTOR
+from trajectory_compressor.summarize.llm.reply import reply_byte_limit
 from trajectory_compressor.summarize.llm.request import max_tokens_for
 
 _KEY = re.compile(r"^[0-9a-f]{64}$")

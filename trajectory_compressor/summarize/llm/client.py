@@ -20,7 +20,6 @@ Kept apart from the prompt logic so each can be tested alone. What it guarantees
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import logging
 import os
 import random
@@ -36,6 +35,13 @@ import orjson
 from trajectory_compressor.settings import ConfigError, LLMConfig
 from trajectory_compressor.summarize.llm.contact import EndpointContact
 from trajectory_compressor.summarize.llm.ratelimit import RateLimiter, RequestGate, estimate_request_tokens
+from trajectory_compressor.summarize.llm.reply import (
+    content_text,
+    parse_retry_after,
+    read_capped,
+    reply_byte_limit,
+    usage_numbers,
+)
 from trajectory_compressor.summarize.llm.request import request_body
 from trajectory_compressor.summarize.llm.usage import UsageTracker
 from trajectory_compressor.summarize.redact import display_url, redact_secrets, scrub, url_secrets
@@ -54,11 +60,6 @@ _CONTEXT_OVERFLOW = re.compile(
     rb"exceed_context|context[_ ]length|maximum context|context size|context window|prompt is too long|too many tokens",
     re.IGNORECASE,
 )
-# A reply body is read up to this many bytes per max_tokens token (at least REPLY_MIN_BYTES):
-# far more than any honest reply (a token is a few bytes, JSON escaping at most 6 per char,
-# reasoning text included), so only an endpoint that ignores max_tokens reaches it.
-REPLY_BYTES_PER_TOKEN = 64
-REPLY_MIN_BYTES = 1 << 20
 FAIL_FAST_STATUSES = frozenset({400, 404, 422})  # named in messages; every other 4xx fails fast too
 AUTH_STATUSES = frozenset({401, 403})
 
@@ -350,7 +351,7 @@ class ChatClient:
                 responded = True
                 status = response.status
                 retry_after = response.headers.get("Retry-After")
-                raw = await _read_capped(response, byte_limit)
+                raw = await read_capped(response, byte_limit)
                 if raw is None:
                     message = f"reply body over {byte_limit} bytes from {self.endpoint} (max_tokens ignored?)"
                     return _Failure("too_large", message, False)
@@ -399,7 +400,7 @@ class ChatClient:
             return _Failure("invalid_json", f"reply is not valid JSON: {self.sanitize(raw[:120])}", True)
         if not isinstance(data, dict):
             return _Failure("invalid_json", "reply is not a JSON object", True)
-        tokens = _usage_numbers(data.get("usage"))  # paid for even when the reply is rejected
+        tokens = usage_numbers(data.get("usage"))  # paid for even when the reply is rejected
         choices = data.get("choices")
         choice = choices[0] if isinstance(choices, list) and choices else None
         message = choice.get("message") if isinstance(choice, dict) else None
@@ -408,7 +409,7 @@ class ChatClient:
             return _Failure("no_content", f"reply has no choices[0].message{detail}", True, None, *tokens)
         if choice.get("finish_reason") == "length":
             return _Failure("length", "reply was cut at max_tokens (finish_reason=length)", True, None, *tokens)
-        content = _content_text(message.get("content"))  # reasoning_content / reasoning: ignored
+        content = content_text(message.get("content"))  # reasoning_content / reasoning: ignored
         if content is None:
             return _Failure("no_content", "reply has no choices[0].message.content", True, None, *tokens)
         text = scrub(self._clean(content), self._secrets)
@@ -447,62 +448,3 @@ class ChatClient:
         if len(text) > ERROR_SNIPPET_CHARS:
             text = text[:ERROR_SNIPPET_CHARS] + "..."
         return text
-
-
-def reply_byte_limit(max_tokens: int) -> int:
-    """The most bytes read from one reply asking for at most `max_tokens` tokens."""
-    return max(REPLY_MIN_BYTES, REPLY_BYTES_PER_TOKEN * max_tokens)
-
-
-async def _read_capped(response: aiohttp.ClientResponse, limit: int) -> bytes | None:
-    """The whole body, or None as soon as it is known to be over `limit` bytes."""
-    declared = response.content_length
-    if declared is not None and declared > limit:
-        return None
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in response.content.iter_chunked(1 << 16):
-        size += len(chunk)
-        if size > limit:
-            return None
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def parse_retry_after(value: str | None) -> float | None:
-    """Seconds to wait from a Retry-After header: delta-seconds or an HTTP date."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when is None:
-        return None
-    return max(0.0, when.timestamp() - time.time())
-
-
-def _usage_numbers(usage: Any) -> tuple[int, int]:
-    if not isinstance(usage, dict):
-        return 0, 0
-    numbers = []
-    for name in ("prompt_tokens", "completion_tokens"):
-        value = usage.get(name)
-        numbers.append(value if isinstance(value, int) and not isinstance(value, bool) else 0)
-    return numbers[0], numbers[1]
-
-
-def _content_text(content: Any) -> str | None:
-    """`message.content` as text: a string, or the text parts of a content-part list."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = [part.get("text") for part in content if isinstance(part, dict) and part.get("type") == "text"]
-        texts = [part for part in parts if isinstance(part, str)]
-        return "".join(texts) if texts else None
-    return None
