@@ -19,7 +19,15 @@ Knobs (all optional):
   "lost" (the call takes effect but the connection drops before the reply);
 * `output_extra`: raw lines appended to every output file (hostile or foreign answers);
 * `hold = True`: batches stay `in_progress` until a test sets it to False;
-* `page_size`: list endpoints return at most this many items a page (pagination is exercised).
+* `page_size`: list endpoints return at most this many items a page (pagination is exercised);
+* `lists`: how the list endpoints (`GET /v1/files`, `GET /v1/batches`) behave: "ok" (default),
+  "404" (they answer 404), "405" (there are none, only the POSTs: 405 with `Allow: POST`) or
+  "ignore_after" (every page is the first one and says `has_more`, whatever `after` is);
+* `stuck = True`: a batch stays `in_progress` for good (cancelling it included), like `hold`
+  but never let go: a client deadline must end it;
+* `repeat_output = True`: every output file holds each of its lines twice (a provider's retry);
+* `list_limit`: list calls past this many are refused with a 400 (a client that loops fails, not hangs);
+* `failure`: the `errors.data[0]` of a batch that `outcomes` fails ("code: message").
 
 `api_calls` records (method, path, Authorization header) of every Files/Batches call.
 """
@@ -37,6 +45,7 @@ from aiohttp import web
 from tests.fake_openai_server import FakeOpenAIServer, fake_summary
 
 STEPS = ("validating", "in_progress", "finalizing", "completed")
+LIST_PATHS = ("/v1/files", "/v1/batches")
 
 
 @dataclass
@@ -48,6 +57,11 @@ class FakeBatchServer(FakeOpenAIServer):
     hold: bool = False
     page_size: int = 2
     output_extra: list[bytes] = field(default_factory=list)
+    lists: str = "ok"
+    repeat_output: bool = False
+    list_limit: int = 1000
+    stuck: bool = False
+    failure: str = "invalid_request: the input file was refused"
     files: dict[str, dict[str, Any]] = field(default_factory=dict, init=False)
     batches: dict[str, dict[str, Any]] = field(default_factory=dict, init=False)
     api_calls: list[tuple[str, str, str | None]] = field(default_factory=list, init=False)
@@ -181,14 +195,19 @@ class FakeBatchServer(FakeOpenAIServer):
     def _advance(self, batch: dict[str, Any]) -> None:
         status = batch["status"]
         outcome = self._outcome_of[batch["id"]]
+        if self.stuck and status in ("in_progress", "cancelling"):
+            return
         if status == "cancelling":
             self._finish(batch, "cancelled")
         elif status == "validating":
             problem = _invalid(self.files[batch["input_file_id"]]["content"])
             if problem or outcome == "failed":
                 batch["status"] = "failed"
-                message = problem or "the input file was refused"
-                batch["errors"] = {"object": "list", "data": [{"code": "invalid_request", "message": message}]}
+                code, _, message = self.failure.partition(": ")
+                error = (
+                    {"code": "invalid_request", "message": problem} if problem else {"code": code, "message": message}
+                )
+                batch["errors"] = {"object": "list", "data": [error]}
             else:
                 batch["status"] = "in_progress"
         elif status == "in_progress" and not self.hold:
@@ -212,6 +231,8 @@ class FakeBatchServer(FakeOpenAIServer):
             if rows:
                 file_id = f"file-{len(self.files) + 1:04d}"
                 content = b"".join(orjson.dumps(row) + b"\n" for row in rows)
+                if name == "output_file_id" and self.repeat_output:
+                    content += content
                 if name == "output_file_id":
                     content += b"".join(line + b"\n" for line in self.output_extra)
                 self.files[file_id] = {
@@ -254,12 +275,18 @@ class FakeBatchServer(FakeOpenAIServer):
     # -- plumbing ------------------------------------------------------------------------------
 
     def _page(self, request: web.Request, items: list[dict[str, Any]]) -> web.Response:
-        after = request.query.get("after")
+        if self.lists in ("404", "405"):
+            headers = {"Allow": "POST"} if self.lists == "405" else None
+            return web.json_response({"error": {"message": "no such route"}}, status=int(self.lists), headers=headers)
+        if sum(1 for method, path, _ in self.api_calls if method == "GET" and path in LIST_PATHS) > self.list_limit:
+            return web.json_response({"error": {"message": "too many list calls"}}, status=400)
+        after = request.query.get("after") if self.lists != "ignore_after" else None
         start = next((i + 1 for i, item in enumerate(items) if item["id"] == after), 0) if after else 0
         size = min(int(request.query.get("limit", "20")), self.page_size)
         page = items[start : start + size]
+        more = start + size < len(items) or self.lists == "ignore_after"
         return web.json_response({
-            "object": "list", "data": page, "has_more": start + size < len(items),
+            "object": "list", "data": page, "has_more": more,
             "first_id": page[0]["id"] if page else None, "last_id": page[-1]["id"] if page else None,
         })  # fmt: skip
 

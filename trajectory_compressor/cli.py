@@ -112,6 +112,8 @@ def compress(inputs: tuple[str, ...], output: str, config_file: str | None, json
     for result in results:
         if not config.quiet:
             click.echo(result.summary_text, err=True)
+        for warning in result.report.get("warnings", ()):  # said once, at the end, with -q too
+            click.echo(warning, err=True)
         if result.message:
             failed = result.exit_code not in FINISHED and result.exit_code != ExitCode.PENDING
             click.echo(("error: " if failed else "") + result.message, err=True)
@@ -245,6 +247,12 @@ def batches_cancel(output: str, base_url: str | None, api_key_env: str) -> None:
         raise UsageError("cancelling needs the endpoint: pass --base-url or set OPENAI_BASE_URL")
     cancelled = asyncio.run(cancel_batches(Path(output), endpoint))
     click.echo(f"asked to cancel {len(cancelled)} batch(es): {', '.join(cancelled) or '-'}", err=True)
+    if cancelled:
+        click.echo(
+            "the run keeps what they answered; the rest take --on-summary-failure, unless it is run with "
+            "--batch-resubmit-cancelled",
+            err=True,
+        )
 
 
 @main.command()

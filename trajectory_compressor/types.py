@@ -140,6 +140,11 @@ class EndpointAuthError(SummaryError):
     """The endpoint refused our credentials (401/403): every request would fail, so stop the run."""
 
 
+class EndpointUnreachableError(SummaryError):
+    """The endpoint never answered since the run started (see `summarize.llm.contact`): every
+    request would fail, so stop the run."""
+
+
 class Summarizer(Protocol):
     """Turns a compressible region into one summary body.
 

@@ -168,3 +168,25 @@ def test_requests_with_windows_hold_each_rows_first_window_and_the_run_asks_only
         assert len(server.requests) == later  # the first windows came from the file
     for name in ("x.jsonl", "x.metrics.jsonl"):
         assert (tmp_path / "batch" / name).read_bytes() == (tmp_path / "live" / name).read_bytes(), name
+
+
+def test_an_answer_given_twice_is_stored_and_counted_once(tmp_path: Path) -> None:
+    source, results = _answered(tmp_path)
+    once = results.read_bytes()
+    twice = tmp_path / "twice.jsonl"
+    lines = once.splitlines(keepends=True)
+    twice.write_bytes(once + b"".join(lines[:3]))  # a runner that re-ran the start of its file
+    usage = []
+    with FakeServerThread() as server:
+        for name, path in (("once", results), ("twice", twice)):
+            run = run_cli("compress", str(source), "-o", str(tmp_path / name / "x.jsonl"), "--responses", str(path),
+                          *_llm(server.base_url, tmp_path / f"{name}.sqlite3"))  # fmt: skip
+            assert run.returncode == 0, run.stderr
+            usage.append(json.loads((tmp_path / name / "x.report.json").read_text())["summaries"]["endpoint"])
+        assert len(server.requests) == 0
+    for key in ("batch_answers_loaded", "batch_prompt_tokens", "batch_completion_tokens"):
+        assert usage[1][key] == usage[0][key] > 0, key
+    assert f"{len(lines)} answers stored in the cache, 0 failed, 0 malformed lines, 3 repeated" in run.stderr
+    assert f"twice.jsonl:{len(lines) + 1}: a second answer to a request answered on line 1: ignored" in run.stderr
+    for name in ("x.jsonl", "x.metrics.jsonl"):
+        assert (tmp_path / "twice" / name).read_bytes() == (tmp_path / "once" / name).read_bytes(), name

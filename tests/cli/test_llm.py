@@ -9,10 +9,13 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import make_trajectory, read_jsonl, run_cli, write_jsonl
 from tests.fake_openai_server import FakeServerThread
@@ -175,3 +178,86 @@ def test_rows_cut_by_the_row_timeout_count_the_requests_they_sent(tmp_path: Path
     assert all(m["summary_calls"] == 1 and m["summarizer"] == "extractive" for m in timed_out)
     report = json.loads((out.parent / "x.report.json").read_text())
     assert report["summaries"]["endpoint"]["requests"] == sent
+
+
+def _error_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("error:")]
+
+
+def test_an_endpoint_that_never_answers_stops_the_run_with_exit_2_and_the_same_command_later_proceeds(
+    tmp_path: Path,
+) -> None:
+    source = _input(tmp_path, rows=30)
+    out = tmp_path / "out" / "x.jsonl"
+    with FakeServerThread(default="drop") as server:  # connections accepted, then closed: no HTTP answer
+        limits = ["--max-retries", "3", "--max-concurrency", "4"]
+        args = ["compress", str(source), "-o", str(out), *_llm_args(server.base_url, tmp_path / "c.sqlite3", *limits)]
+        dead = run_cli(*args)
+        assert not out.exists()
+        sent = len(server.requests)
+        status = json.loads((out.parent / "x.report.json").read_text())["status"]
+        server.server.default = "ok"  # the server is up now
+        again = run_cli(*args)
+    assert dead.returncode == 2, dead.stderr
+    assert sent <= 4 + 3, sent  # the first wave, then the first request's retries alone
+    [error] = _error_lines(dead.stderr)
+    assert f"the endpoint {server.base_url} never answered" in error and "--base-url" in error
+    assert status == "aborted"
+    assert again.returncode == 0, again.stderr  # resumed: no summary was written by the fallback meanwhile
+    metrics = read_jsonl(out.parent / "x.metrics.jsonl")
+    assert [m["index"] for m in metrics] == list(range(30))
+    compressed = [m for m in metrics if m["was_compressed"]]
+    assert compressed and {m["summarizer"] for m in compressed} == {"llm"}
+
+
+@pytest.mark.parametrize("batch", [False, True])
+def test_a_closed_port_is_one_line_naming_the_endpoint_without_its_credentials(tmp_path: Path, batch: bool) -> None:
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://tc-user:pa55-never-shown@127.0.0.1:{port}/v1"
+    extra = ["--batch"] if batch else []
+    result = run_cli("compress", str(_input(tmp_path)), "-o", str(tmp_path / "out" / "x.jsonl"),
+                     *_llm_args(url, tmp_path / "c.sqlite3", "--max-retries", "2", *extra))  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    [error] = _error_lines(result.stderr)
+    assert f"the endpoint http://127.0.0.1:{port}/v1 never answered" in error
+    assert "pa55-never-shown" not in result.stderr and "tc-user" not in result.stderr
+
+
+def test_an_endpoint_silent_past_the_row_deadline_stops_the_run(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "in.jsonl", [make_trajectory(i, steps=8, output_lines=40) for i in range(3)])
+    with FakeServerThread(default="hang") as server:  # every request times out: no answer at all
+        result = run_cli("compress", str(source), "-o", str(tmp_path / "out" / "x.jsonl"),
+                         *_llm_args(server.base_url, tmp_path / "c", "--no-cache", "--request-timeout", "0.2",
+                                    "--max-retries", "1000", "--row-timeout", "3"))  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    [error] = _error_lines(result.stderr)
+    assert "never answered" in error and "no reply within 0.2s" in error
+
+
+def test_an_endpoint_that_answered_once_fails_its_rows_one_by_one(tmp_path: Path) -> None:
+    limits = ["--max-retries", "1", "--max-concurrency", "1"]
+    with FakeServerThread(faults=["ok"], default="drop") as server:
+        result = run_cli("compress", str(_input(tmp_path)), "-o", str(tmp_path / "out" / "x.jsonl"),
+                         *_llm_args(server.base_url, tmp_path / "c", *limits))  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    metrics = [m for m in read_jsonl(tmp_path / "out" / "x.metrics.jsonl") if m["was_compressed"]]
+    assert [m["summarizer"] for m in metrics].count("llm") == 1
+    assert all("Server disconnected" in m["last_error"] for m in metrics if m["summarizer"] == "extractive")
+
+
+def test_many_near_zero_fidelity_summaries_are_said_once_at_the_end(tmp_path: Path) -> None:
+    source = _input(tmp_path, rows=50)
+    refusal = {"content": "I'm sorry, but I can't help with that."}  # a weak local model
+    with FakeServerThread(default=refusal) as server:
+        result = run_cli("compress", str(source), "-o", str(tmp_path / "out" / "x.jsonl"),
+                         *_llm_args(server.base_url, tmp_path / "c.sqlite3", "-q"))  # fmt: skip
+        asked = len(server.requests)
+    assert result.returncode == 0, result.stderr
+    warnings = [line for line in result.stderr.splitlines() if "have fidelity under 0.1" in line]
+    assert len(warnings) == 1 and asked >= 20
+    assert warnings[0].startswith(f"warning: {asked} of {asked} LLM summaries (100%) have fidelity under 0.1")
+    assert "--min-fidelity" in warnings[0] and result.stderr.strip().splitlines()[-1] == warnings[0]
+    report = json.loads((tmp_path / "out" / "x.report.json").read_text())
+    assert report["warnings"] == warnings

@@ -101,6 +101,17 @@ def test_dry_run_equals_the_local_engine(local_ray, tmp_path: Path) -> None:
     assert_same_outputs(tmp_path / "local" / "x.jsonl", tmp_path / "ray" / "x.jsonl")
 
 
+def test_an_endpoint_that_never_answers_stops_the_run_with_exit_2(local_ray, tmp_path: Path) -> None:
+    with FakeServerThread(default="drop") as server:  # no HTTP answer, ever: a worker's abort reaches the driver
+        result = run_cli(
+            "compress", str(SAMPLE), "-o", str(tmp_path / "x.jsonl"),
+            *llm_args(server.base_url, tmp_path / "c.sqlite3", "--max-retries", "2"), *RAY,
+        )  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert f"error: the endpoint {server.base_url} never answered" in result.stderr
+    assert json.loads((tmp_path / "x.report.json").read_text())["status"] == "aborted"
+
+
 def test_a_refused_key_stops_the_run_with_exit_2_and_local_only_flags_are_refused(local_ray, tmp_path: Path) -> None:
     with FakeServerThread(default="401") as server:
         result = run_cli(

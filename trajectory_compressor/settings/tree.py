@@ -202,6 +202,15 @@ class BatchConfig:
         0.5, "number", minimum=0, maximum=1, yaml="batch.discount", flag="--batch-discount",
         commands=("compress", "analyze"), help="Batch price as a share of the live price (for cost figures).",
     )  # fmt: skip
+    timeout: float = setting(
+        93_600.0, "duration", above=0, yaml="batch.timeout", flag="--batch-timeout",
+        help="A batch not over this long after it was created is cancelled and taken as expired "
+        "(default 26h: past the provider's 24h window).",
+    )  # fmt: skip
+    resubmit_cancelled: bool = setting(
+        False, "bool", flag="--batch-resubmit-cancelled", flag_style="flag", yaml="batch.resubmit_cancelled",
+        help="Requests of a cancelled batch: submit them again (to --batch-fallback) instead of --on-summary-failure.",
+    )  # fmt: skip
 
     def validate(self) -> None:
         check_part(self)

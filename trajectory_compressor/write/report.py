@@ -20,6 +20,15 @@ HISTOGRAM_EDGES: tuple[int, ...] = (
 )  # fmt: skip
 
 
+# A summary scoring under NEAR_ZERO_FIDELITY states almost none of the tools, files and commands
+# of the turns it replaces. When at least LOW_FIDELITY_SHARE of the (at least
+# LOW_FIDELITY_MIN_SUMMARIES) scored LLM summaries do, the model is likely refusing or answering
+# off-topic ("I'm sorry, I can't help with that"), not summarizing: the run says so at the end.
+NEAR_ZERO_FIDELITY = 0.1
+LOW_FIDELITY_SHARE = 0.25
+LOW_FIDELITY_MIN_SUMMARIES = 20
+
+
 def histogram_bin(tokens: int) -> int:
     """Index of the bin holding `tokens` (the last bin is open-ended)."""
     return bisect.bisect_left(HISTOGRAM_EDGES, tokens)
@@ -49,6 +58,8 @@ class RunTotals:
     summary_tokens: int = 0
     summary_calls: int = 0
     summary_errors: int = 0
+    llm_summaries_scored: int = 0  # LLM summaries written whose region had salient items to score
+    llm_summaries_near_zero: int = 0  # ... of which scored under NEAR_ZERO_FIDELITY
     histogram_before: list[int] = field(default_factory=lambda: [0] * (len(HISTOGRAM_EDGES) + 1))
     histogram_after: list[int] = field(default_factory=lambda: [0] * (len(HISTOGRAM_EDGES) + 1))
     gpt_turns: int = 0  # gpt turns of the valid rows
@@ -60,11 +71,17 @@ class RunTotals:
     future_anchors: int = 0  # anchors the kept turns need from summarized regions (fidelity.future)
     future_kept: int = 0  # of them, those the summaries hold
 
-    def _add_future(self, metrics: RowMetrics) -> None:
-        future = (metrics.fidelity or {}).get("future")
+    def _add_summary_scores(self, metrics: RowMetrics) -> None:
+        """A written summary's fidelity: future-grounded anchors, and near-zero LLM scores."""
+        fidelity = metrics.fidelity or {}
+        future = fidelity.get("future")
         if future:
             self.future_anchors += future["anchors"]
             self.future_kept += future["kept"]
+        score = fidelity.get("score")
+        if metrics.summarizer == "llm" and score is not None:
+            self.llm_summaries_scored += 1
+            self.llm_summaries_near_zero += score < NEAR_ZERO_FIDELITY
 
     def add(self, metrics: RowMetrics) -> None:
         """Count one finished row (its metrics line is the single source of truth)."""
@@ -86,7 +103,7 @@ class RunTotals:
             self.histogram_after[histogram_bin(metrics.compressed_tokens)] += 1
         if metrics.was_compressed:
             self.rows_compressed += 1
-            self._add_future(metrics)
+            self._add_summary_scores(metrics)
             self.summary_tokens += metrics.summary_tokens
             if metrics.summarizer:
                 self.rows_by_summarizer[metrics.summarizer] = self.rows_by_summarizer.get(metrics.summarizer, 0) + 1
@@ -128,7 +145,7 @@ class RunTotals:
             self.gpt_turns_trained += 0 if m.dropped else (m.train_turns or 0)
             self.windows_over_limit += m.still_over_limit
             if m.was_compressed:
-                self._add_future(m)
+                self._add_summary_scores(m)
                 self.summary_tokens += m.summary_tokens
                 if m.summarizer:
                     self.windows_by_summarizer[m.summarizer] = self.windows_by_summarizer.get(m.summarizer, 0) + 1
@@ -180,6 +197,7 @@ def build_report(
     """The `<stem>.report.json` document: totals, ratios, usage and where everything went."""
     before = totals.tokens_before
     kept_rows = max(totals.rows_selected - totals.rows_rejected, 0)
+    warning = low_fidelity_warning(totals)
     return {
         "status": status,
         "rows": {
@@ -213,6 +231,11 @@ def build_report(
         "summaries": {
             "calls": totals.summary_calls,
             "errors": totals.summary_errors,
+            "fidelity": {
+                "llm_scored": totals.llm_summaries_scored,
+                "llm_near_zero": totals.llm_summaries_near_zero,
+                "near_zero_below": NEAR_ZERO_FIDELITY,
+            },
             **({"endpoint": summarizer_stats} if summarizer_stats else {}),
         },
         "training": {
@@ -235,6 +258,7 @@ def build_report(
         "counters": totals.to_dict(),  # raw counters, so shard reports can be merged exactly
         "settings": settings,
         "outputs": outputs,
+        **({"warnings": [warning]} if warning else {}),
     }
 
 
@@ -256,6 +280,19 @@ def windows_report(totals: RunTotals) -> dict[str, Any]:
         if totals.tokens_before
         else 1.0,
     }
+
+
+def low_fidelity_warning(totals: RunTotals) -> str | None:
+    """One line when a large share of the LLM summaries score near zero fidelity, else None."""
+    scored, low = totals.llm_summaries_scored, totals.llm_summaries_near_zero
+    if scored < LOW_FIDELITY_MIN_SUMMARIES or low < LOW_FIDELITY_SHARE * scored:
+        return None
+    return (
+        f"warning: {low:,} of {scored:,} LLM summaries ({low / scored:.0%}) have fidelity under "
+        f"{NEAR_ZERO_FIDELITY:g}: they state almost none of the tools, files and commands of the turns "
+        "they replace (a model that refuses or answers off-topic?); see `fidelity` in the metrics, and "
+        "--min-fidelity (e.g. 0.3) asks again for such summaries, then takes --on-summary-failure"
+    )
 
 
 def render_text_summary(report: dict[str, Any]) -> str:

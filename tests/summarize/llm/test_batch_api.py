@@ -11,7 +11,7 @@ import pytest
 
 from tests.fake_batch_api import FakeBatchServer
 from trajectory_compressor.settings import LLMConfig
-from trajectory_compressor.summarize.llm.batch_api import BatchAPI, BatchAPIError
+from trajectory_compressor.summarize.llm.batch_api import MAX_PAGES, BatchAPI, BatchAPIError
 
 SECRET = "sk-test-batch-api-0b9c8d7e6f"
 
@@ -84,3 +84,55 @@ def test_refusals_are_one_scrubbed_line_and_transient_errors_give_up_in_time(
         assert "HTTP 404" in str(missing.value) and "\n" not in str(missing.value)
 
     asyncio.run(scenario())
+
+
+def _file(server: FakeBatchServer, file_id: str) -> None:
+    server.files[file_id] = {"id": file_id, "object": "file", "bytes": 10, "created_at": int(time.time()),
+                             "filename": f"{file_id}.jsonl", "purpose": "batch", "status": "processed",
+                             "content": b""}  # fmt: skip
+
+
+@pytest.mark.parametrize("lists", ["404", "405"])
+def test_without_list_endpoints_the_calls_go_ahead_and_say_once_that_a_lost_reply_cannot_be_checked(
+    tmp_path: Path, lists: str
+) -> None:
+    async def scenario() -> list[str]:
+        said: list[str] = []
+        requests = tmp_path / "r.jsonl"
+        requests.write_bytes(b'{"custom_id": "a"}\n')
+        async with FakeBatchServer(lists=lists) as server, BatchAPI(_config(server.base_url), warn=said.append) as api:
+            file_id = await api.upload(requests, "tc-nonce-sha.jsonl")
+            batch = await api.create_batch(file_id, window="24h", metadata={})
+            assert await api.find_file("tc-nonce-sha.jsonl", 19) is None  # nothing to look in: not asked again
+            assert await api.find_batch(file_id) is None
+            assert batch["input_file_id"] == file_id and server.created() == 1
+            assert server.calls("GET", "/v1/files") + server.calls("GET", "/v1/batches") == 2  # one each, once
+        return said
+
+    said = asyncio.run(scenario())
+    assert len(said) == 1, said
+    assert "lost reply" in said[0] and "cannot be checked" in said[0] and f"HTTP {lists}" in said[0]
+
+
+def test_a_list_that_ignores_after_or_never_ends_is_cut_short_and_said_once() -> None:
+    async def scenario() -> tuple[list[str], int, int]:
+        said: list[str] = []
+        async with FakeBatchServer(lists="ignore_after", page_size=2) as server:
+            for number in range(5):  # other runs' files: every page is the first one, `has_more` for ever
+                _file(server, f"file-other-{number}")
+            async with BatchAPI(_config(server.base_url), warn=said.append) as api:
+                assert await api.find_file("tc-absent.jsonl", 10) is None
+                repeated = server.calls("GET", "/v1/files")
+            server.lists = "ok"
+            server.page_size = 1
+            for number in range(5, 150):  # a list far longer than anyone looks through
+                _file(server, f"file-other-{number}")
+            async with BatchAPI(_config(server.base_url), warn=said.append) as api:
+                assert await api.find_file("tc-absent.jsonl", 10) is None
+                endless = server.calls("GET", "/v1/files") - repeated
+        return said, repeated, endless
+
+    said, repeated, endless = asyncio.run(scenario())
+    assert repeated == 2  # the second page was the first again: the look stops there
+    assert endless == MAX_PAGES
+    assert len(said) == 2 and "ignores `after`" in said[0] and f"{MAX_PAGES} pages" in said[1]

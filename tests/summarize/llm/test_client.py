@@ -21,8 +21,8 @@ import pytest
 from tests.fake_openai_server import FakeOpenAIServer, FakeServerThread, fake_summary, running_fake_server
 from trajectory_compressor.settings import ConfigError, LLMConfig
 from trajectory_compressor.summarize.llm import LLMSummarizer
-from trajectory_compressor.summarize.llm.client import parse_retry_after
 from trajectory_compressor.summarize.llm.ratelimit import TokenBucket
+from trajectory_compressor.summarize.llm.reply import parse_retry_after
 from trajectory_compressor.types import SUMMARY_PREFIX, EndpointAuthError, SummaryError, SummaryRequest, Turn
 
 KEY = "sk-fakeTESTKEY0123456789abcdefXYZ"  # distinctive; must never leak

@@ -18,7 +18,7 @@ from tests.conftest import make_trajectory, read_jsonl, run_cli, write_jsonl
 from tests.fake_openai_server import FakeOpenAIServer, FakeServerThread
 from trajectory_compressor.settings import LLMConfig
 from trajectory_compressor.summarize.llm import LLMSummarizer
-from trajectory_compressor.summarize.llm.client import REPLY_MIN_BYTES, reply_byte_limit
+from trajectory_compressor.summarize.llm.reply import REPLY_MIN_BYTES, reply_byte_limit
 from trajectory_compressor.types import SummaryError, SummaryRequest, Turn
 
 TARGET, BUDGET = 2500, 200

@@ -9,7 +9,8 @@ in the cache, finds the second passes and retries they call for; a round that fi
 means the run can finish from the cache alone.
 
 Requests are streamed to disk as they are found (a prompt can be 100 KB, so a million of them
-are never held), split by `--batch-max-requests` and `--batch-max-bytes`.
+are never held), split by `--batch-max-requests` and `--batch-max-bytes` (a request over the
+byte limit alone is sent with a shorter transcript).
 """
 
 from __future__ import annotations
@@ -31,10 +32,10 @@ from trajectory_compressor.read.sources import InputSource
 from trajectory_compressor.run.batch.state import BatchState, Submission
 from trajectory_compressor.run.prepare import PreparedRow, planned_rows
 from trajectory_compressor.run.row import RowFinisher
-from trajectory_compressor.settings import BatchConfig, RunConfig
+from trajectory_compressor.settings import BatchConfig, LLMConfig, RunConfig
 from trajectory_compressor.summarize.llm import LLMSummarizer
-from trajectory_compressor.summarize.llm.request import ChatRequest, batch_line
-from trajectory_compressor.types import Summarizer, SummaryError
+from trajectory_compressor.summarize.llm.request import MIN_PROMPT_CHARS, ChatRequest, batch_line, shortened
+from trajectory_compressor.types import Summarizer, SummaryError, SummaryRequest
 
 ROWS_AT_ONCE = 64
 
@@ -44,19 +45,28 @@ class RequestPending(Exception):
 
 
 class RequestFiles:
-    """The request files of one round, each within the byte and request limits, fsynced when closed."""
+    """The request files of one round, each within the byte and request limits, fsynced when closed.
 
-    def __init__(self, folder: Path, round_number: int, limits: BatchConfig) -> None:
+    A request whose line alone is over `--batch-max-bytes` is sent with a shorter transcript, as
+    the live client asks again when the endpoint refuses a prompt as too long (same key, so the
+    run finds its answer); one that cannot be made to fit goes in a file of its own. Both are
+    counted, for one line per round.
+    """
+
+    def __init__(self, folder: Path, round_number: int, limits: BatchConfig, llm: LLMConfig) -> None:
         self.folder = folder
         self.round = round_number
         self.limits = limits
+        self.llm = llm
         self.submissions: list[Submission] = []
+        self.shortened = 0  # requests over the byte limit, sent with a shorter transcript
+        self.oversized = 0  # requests over the byte limit even at the shortest transcript
         self._handle: BinaryIO | None = None
         self._digest = hashlib.sha256()
         self._requests = self._bytes = 0
 
-    def add(self, chat: ChatRequest) -> None:
-        line = orjson.dumps(batch_line(chat)) + b"\n"
+    def add(self, chat: ChatRequest, request: SummaryRequest) -> None:
+        line = self._fitted(chat, request)
         full = self._requests >= self.limits.max_requests or self._bytes + len(line) > self.limits.max_bytes
         if self._handle is None or (full and self._requests):
             self._next_file()
@@ -69,6 +79,37 @@ class RequestFiles:
     def close(self) -> list[Submission]:
         self._close_file()
         return self.submissions
+
+    def oversize_note(self) -> str | None:
+        """The round's one line on requests over `--batch-max-bytes`, if there were any."""
+        if not (self.shortened or self.oversized):
+            return None
+        parts = [f"{self.shortened:,} are sent with a shorter transcript"] if self.shortened else []
+        if self.oversized:
+            parts.append(f"{self.oversized:,} cannot be made to fit: each goes in a file of its own")
+        over = self.shortened + self.oversized
+        return (
+            f"warning: batch round {self.round}: {over:,} requests over --batch-max-bytes "
+            f"({self.limits.max_bytes}): " + ", ".join(parts)
+        )
+
+    def _fitted(self, chat: ChatRequest, request: SummaryRequest) -> bytes:
+        """The request's line, its transcript cut until the line fits the byte limit, if it can."""
+        line = _encoded(chat)
+        limit = self.limits.max_bytes
+        if len(line) <= limit:
+            return line
+        original = line
+        prompt_chars = sum(len(message["content"]) for message in chat.messages)
+        while len(line) > limit:
+            # In proportion to the bytes over, and at least a tenth shorter each time.
+            prompt_chars = int(prompt_chars * min(0.9, limit / len(line)))
+            if prompt_chars < MIN_PROMPT_CHARS:
+                self.oversized += 1
+                return original
+            line = _encoded(shortened(self.llm, request, chat, prompt_chars))
+        self.shortened += 1
+        return line
 
     def _next_file(self) -> None:
         self._close_file()
@@ -92,6 +133,15 @@ class RequestFiles:
         last.requests, last.bytes, last.sha256 = self._requests, self._bytes, self._digest.hexdigest()
 
 
+def _encoded(chat: ChatRequest) -> bytes:
+    return orjson.dumps(batch_line(chat)) + b"\n"
+
+
+def settled_by_cancel(state: BatchState, config: RunConfig, key: str) -> bool:
+    """A request of a batch the user cancelled: it takes the failure policy, unless asked to resubmit."""
+    return state.cancelled(key) and not config.batch.resubmit_cancelled
+
+
 async def collect_round(
     sources: Sequence[InputSource],
     config: RunConfig,
@@ -103,19 +153,20 @@ async def collect_round(
 ) -> int:
     """Write every request the run still needs to `files`; returns the rows left waiting.
 
-    A request that already failed in as many batches as `--batch-fallback` allows is not asked
-    again: here it fails like a live request, so its row takes the failure policy (and asks for
-    nothing more), as it will in the run.
+    A request that already failed in as many batches as `--batch-fallback` allows, or whose batch
+    the user cancelled (unless `--batch-resubmit-cancelled`), is not asked again: here it fails
+    like a live request, so its row takes the failure policy (and asks for nothing more), as it
+    will in the run.
     """
     allowed = 2 if config.batch.fallback == "batch" else 1
     seen: set[str] = set()
 
-    def on_miss(chat: ChatRequest) -> None:
-        if state.attempts(chat.key) >= allowed:
+    def on_miss(chat: ChatRequest, request: SummaryRequest) -> None:
+        if state.attempts(chat.key) >= allowed or settled_by_cancel(state, config, chat.key):
             raise SummaryError(str(state.failures[chat.key].get("error")))
         if chat.key not in seen:
             seen.add(chat.key)
-            files.add(chat)
+            files.add(chat, request)
         raise RequestPending
 
     collector.on_miss = on_miss

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,14 +30,14 @@ from tqdm import tqdm
 from trajectory_compressor.count import TokenCounter
 from trajectory_compressor.faults import boundary
 from trajectory_compressor.read.sources import InputSource
-from trajectory_compressor.run.batch.collect import RequestFiles, collect_round
+from trajectory_compressor.run.batch.collect import RequestFiles, collect_round, settled_by_cancel
 from trajectory_compressor.run.batch.state import BatchState, BatchStateError, Submission
 from trajectory_compressor.settings import ConfigError, LLMConfig, RunConfig
 from trajectory_compressor.summarize.llm import LLMSummarizer
-from trajectory_compressor.summarize.llm.batch_api import TERMINAL, BatchAPI, upload_name
+from trajectory_compressor.summarize.llm.batch_api import TERMINAL, BatchAPI, BatchAPIError, upload_name
 from trajectory_compressor.summarize.llm.batch_file import ResponsesLoaded, answer_line_limit
 from trajectory_compressor.summarize.llm.request import ChatRequest
-from trajectory_compressor.types import Summarizer, SummaryError
+from trajectory_compressor.types import Summarizer, SummaryError, SummaryRequest
 
 MAX_ROUNDS = 4  # first passes; second passes and retries; their retries; last follow-ups
 # --windows: window k's summary updates window k-1's, so a row needs one round per window; the
@@ -91,7 +92,7 @@ class BatchPhase:
         self.state = state = BatchState.load(self.folder)
         collector = LLMSummarizer(self.config.llm, self.counter)
         try:
-            async with BatchAPI(self.config.llm) as api:
+            async with BatchAPI(self.config.llm, warn=self.say) as api:
                 while True:
                     if state.unstored and not await self._settle(api, collector):
                         return self._outcome(settled=False)
@@ -106,7 +107,7 @@ class BatchPhase:
 
     async def _next_round(self, collector: LLMSummarizer) -> bool:
         """Write the next round's request files and record them; whether there were any."""
-        files = RequestFiles(self.folder, self.state.rounds + 1, self.config.batch)
+        files = RequestFiles(self.folder, self.state.rounds + 1, self.config.batch, self.config.llm)
         try:
             waiting = await collect_round(
                 self.sources, self.config, self.counter, collector, self.fallback, self.state, files
@@ -117,6 +118,8 @@ class BatchPhase:
             return False
         requests = sum(s.requests for s in submissions)
         self.say(f"batch round {files.round}: {requests:,} requests for {waiting:,} rows in {len(submissions)} file(s)")
+        if note := files.oversize_note():
+            self.say(note)
         self.state.submissions.extend(submissions)
         self.state.save(self.folder)
         boundary("batch-written")
@@ -132,6 +135,8 @@ class BatchPhase:
             while True:
                 for submission in self.state.unstored:
                     await self._look(api, submission)
+                    if submission.status not in TERMINAL and self._overdue(submission):
+                        await self._give_up(api, submission)
                     if submission.status in TERMINAL:
                         await self._store(api, collector, submission)
                 bar.n = total - sum(s.requests - _done(s) for s in self.state.unstored)
@@ -160,6 +165,7 @@ class BatchPhase:
             )
             boundary("batch-created")
             submission.batch_id = str(batch["id"])
+            submission.submitted_at = time.time()
             _update(submission, batch)
             self.state.save(self.folder)
             self.say(f"batch {submission.batch_id}: {submission.requests:,} requests submitted ({submission.name})")
@@ -168,11 +174,29 @@ class BatchPhase:
         assert submission.batch_id is not None
         batch = await api.get_batch(submission.batch_id)
         _update(submission, batch)
+        submission.submitted_at = submission.submitted_at or time.time()  # a record from before the field
         errors = batch.get("errors")
         data = errors.get("data") if isinstance(errors, dict) else None
         if isinstance(data, list) and data and isinstance(data[0], dict):
-            submission.error = api.sanitize(str(data[0].get("message") or data[0].get("code") or data[0]))
+            code, message = data[0].get("code"), data[0].get("message")
+            why = ": ".join(str(part) for part in (code, message) if part) or str(data[0])
+            submission.error = api.sanitize(why)
         boundary("batch-polled")
+
+    def _overdue(self, submission: Submission) -> bool:
+        return time.time() - submission.submitted_at >= self.config.batch.timeout
+
+    async def _give_up(self, api: BatchAPI, submission: Submission) -> None:
+        """A batch past `--batch-timeout`: ask the provider to stop it (so it is not paid for on top of
+        what replaces it), and take it as expired: its requests go to the fallback."""
+        assert submission.batch_id is not None
+        timeout, status = self.config.batch.timeout, submission.status
+        waited = f"no result within --batch-timeout {timeout:g}s (the provider still says {status})"
+        try:
+            await api.cancel_batch(submission.batch_id)
+        except BatchAPIError as exc:  # it is given up all the same
+            self.say(f"warning: batch {submission.batch_id}: cancelling it failed: {exc}")
+        submission.status, submission.error = "expired", waited
 
     async def _store(self, api: BatchAPI, collector: LLMSummarizer, submission: Submission) -> None:
         """Download the batch's output and error files, store every answer, note every failure."""
@@ -189,7 +213,9 @@ class BatchPhase:
                 await api.download(file_id, path)
                 boundary("batch-downloaded")
             loaded = ResponsesLoaded(path.name)
-            stored = await collector.store_answers(path, loaded, line_limit=self.line_limit, keys=asked)
+            stored = await collector.store_answers(
+                path, loaded, line_limit=self.line_limit, keys=asked, already=answered
+            )
             problems += loaded.problems
             answered |= stored.answered
             failed.update(stored.failed)
@@ -198,20 +224,33 @@ class BatchPhase:
             self.state.completion_tokens += stored.completion_tokens
         boundary("batch-stored")
         unanswered = f"batch {submission.status}" + (f": {submission.error}" if submission.error else "")
+        cancelled = submission.status == "cancelled"
         for key in keys:
             if key in answered:
                 self.state.note_answered(key)
             else:
-                self.state.note_failure(key, failed.get(key) or f"no answer ({unanswered})")
+                self.state.note_failure(key, failed.get(key) or f"no answer ({unanswered})", cancelled=cancelled)
         submission.stored = True
         self.state.save(self.folder)
         lost = len(asked - answered)
         self.say(
-            f"batch {submission.batch_id} {submission.status}: {len(answered):,} answers stored"
+            f"batch {submission.batch_id} {submission.status}"
+            + (f": {submission.error}" if submission.error else "")
+            + f": {len(answered):,} answers stored"
             + (f", {lost:,} requests without an answer" if lost else "")
+            + (self._after_cancel() if cancelled and lost else "")
         )
         for problem in problems[:PROBLEMS_SHOWN]:
             self.say(f"warning: {problem}")
+
+    def _after_cancel(self) -> str:
+        """What becomes of the requests a cancelled batch did not answer."""
+        if self.config.batch.resubmit_cancelled:
+            return f"; --batch-resubmit-cancelled: they go to --batch-fallback ({self.config.batch.fallback})"
+        return (
+            f" take --on-summary-failure ({self.config.on_summary_failure}): a cancelled request is not asked "
+            "again (--batch-resubmit-cancelled submits it anew)"
+        )
 
     # ------------------------------------------------------------------------------ the run
     def _prepare_run(self) -> None:
@@ -219,10 +258,11 @@ class BatchPhase:
         state = self.state
         self.primary.usage.record_batch_answers(state.answers, state.prompt_tokens, state.completion_tokens)
         self.primary.usage.batches_submitted += sum(1 for s in state.submissions if s.batch_id)
-        if self.config.batch.fallback == "live":
-            return  # a miss is asked live, as in a run without --batch
+        live = self.config.batch.fallback == "live"
 
-        def no_live_call(chat: ChatRequest) -> None:
+        def no_live_call(chat: ChatRequest, request: SummaryRequest) -> None:
+            if live and not settled_by_cancel(state, self.config, chat.key):
+                return  # a miss is asked live, as in a run without --batch
             failure = state.failures.get(chat.key)
             why = failure.get("error") if failure else f"not asked within {self.max_rounds} batch rounds"
             raise SummaryError(f"no answer from the batch API: {why}")

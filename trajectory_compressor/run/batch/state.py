@@ -39,6 +39,7 @@ class Submission:
     sha256: str
     nonce: str  # names the upload: a follow-up with the same requests is a file and a batch of its own
     written_at: float = 0.0  # epoch seconds: what a look for a lost upload or batch goes back to
+    submitted_at: float = 0.0  # epoch seconds its batch was created (or first seen): --batch-timeout counts from it
     file_id: str | None = None
     batch_id: str | None = None
     status: str | None = None  # the provider's status when last seen
@@ -54,7 +55,7 @@ class BatchState:
     """Every submission of the run, the requests that failed in a batch, and the batch usage."""
 
     submissions: list[Submission] = field(default_factory=list)
-    failures: dict[str, dict[str, Any]] = field(default_factory=dict)  # key -> {"attempts", "error"}
+    failures: dict[str, dict[str, Any]] = field(default_factory=dict)  # key -> {"attempts", "error", "cancelled"}
     answers: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -70,8 +71,12 @@ class BatchState:
     def attempts(self, key: str) -> int:
         return int(self.failures.get(key, {}).get("attempts", 0))
 
-    def note_failure(self, key: str, error: str) -> None:
-        self.failures[key] = {"attempts": self.attempts(key) + 1, "error": error}
+    def cancelled(self, key: str) -> bool:
+        """Whether the last batch that asked for `key` was cancelled (by the user) before answering it."""
+        return bool(self.failures.get(key, {}).get("cancelled"))
+
+    def note_failure(self, key: str, error: str, *, cancelled: bool = False) -> None:
+        self.failures[key] = {"attempts": self.attempts(key) + 1, "error": error, "cancelled": cancelled}
 
     def note_answered(self, key: str) -> None:
         self.failures.pop(key, None)

@@ -24,6 +24,7 @@ from trajectory_compressor.summarize.fidelity import row_text, salient_items, sc
 from trajectory_compressor.summarize.tally import CURRENT_TALLY, CallTally
 from trajectory_compressor.types import (
     EndpointAuthError,
+    EndpointUnreachableError,
     OutputTurn,
     Summarizer,
     SummaryError,
@@ -165,10 +166,14 @@ class SummaryStep:
             return result
         except EndpointAuthError as exc:
             raise RunAborted(f"the summary endpoint refused the credentials: {exc}", ExitCode.USAGE) from None
+        except EndpointUnreachableError as exc:  # a wrong URL or a server that is down: not a row's failure
+            raise RunAborted(str(exc), ExitCode.USAGE) from None
         except SummaryError as exc:
             error, calls, errors = str(exc), exc.calls, exc.errors
             retried = isinstance(exc, LowFidelityError)
         except TimeoutError:
+            if (silence := tally.endpoint_silence()) is not None:  # cut waiting on an endpoint that never answered
+                raise RunAborted(silence, ExitCode.USAGE) from None
             # Cancelled mid-flight: the requests already sent still count.
             error, calls, errors = f"row deadline of {self.row_timeout:g}s exceeded", tally.calls, tally.errors
         finally:

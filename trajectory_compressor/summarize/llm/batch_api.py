@@ -10,6 +10,10 @@ something are looked up before they are repeated:
 * a batch is found by its `input_file_id` (`find_batch`), so a create whose reply was lost is
   not sent again: a second batch for the same file would be paid twice.
 
+Listing is that safety net, not a requirement: a provider without list endpoints (404 / 405),
+or whose pages ignore `after` or never end (at most `MAX_PAGES` are read), is said once (`warn`),
+and the run relies on its own record: only a reply lost on the way back goes unchecked.
+
 Transient failures (429 with or without Retry-After, 5xx, 408/409, dropped connections,
 timeouts) are retried with full-jitter backoff; the credentials are refused at once (401/403);
 every other status is one `BatchAPIError` line. The API key travels only in the Authorization
@@ -23,6 +27,7 @@ import logging
 import os
 import random
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +36,8 @@ import orjson
 
 from trajectory_compressor.errors import UsageError
 from trajectory_compressor.settings import LLMConfig
-from trajectory_compressor.summarize.llm.client import AUTH_STATUSES, USER_AGENT, ChatClient, parse_retry_after
+from trajectory_compressor.summarize.llm.client import AUTH_STATUSES, USER_AGENT, ChatClient
+from trajectory_compressor.summarize.llm.reply import parse_retry_after
 from trajectory_compressor.summarize.llm.request import CHAT_COMPLETIONS_PATH
 
 logger = logging.getLogger(__name__)
@@ -39,6 +45,8 @@ logger = logging.getLogger(__name__)
 TERMINAL = frozenset({"completed", "failed", "expired", "cancelled"})
 TRANSIENT_STATUSES = frozenset({408, 409, 429})
 PAGE = 100
+MAX_PAGES = 100  # 10,000 items: far past a day of anyone's batches (the look stops at older ones)
+ABSENT_STATUSES = frozenset({404, 405})  # a list endpoint the provider does not have
 REPLY_LIMIT = 64 << 20  # a JSON reply of the API itself (not a file's content), far above any real one
 DOWNLOAD_CHUNK = 1 << 20
 LOOK_BACK_SECONDS = 86_400.0  # how far before a request file was written an upload of it is looked for
@@ -60,12 +68,17 @@ class BatchAPI:
     the key, the endpoint and a failing server alike.
     """
 
-    def __init__(self, config: LLMConfig, *, rng: random.Random | None = None) -> None:
+    def __init__(
+        self, config: LLMConfig, *, rng: random.Random | None = None, warn: Callable[[str], None] | None = None
+    ) -> None:
         self._chat = ChatClient(config)
         self.config = config
         self.base = config.base_url.rstrip("/") if config.base_url else ""
         self._rng = rng or random.Random()
         self._session: aiohttp.ClientSession | None = None
+        self._warn = warn or logger.warning
+        self._unlisted: set[str] = set()  # list endpoints found missing or unusable: not asked again
+        self._warned = False
 
     @property
     def endpoint(self) -> str:
@@ -124,6 +137,7 @@ class BatchAPI:
             retry_after: float | None = None
             try:
                 async with session.get(url, timeout=self._timeout()) as response:
+                    self._chat.contact.heard()
                     if response.status == 200:
                         with open(partial, "wb") as handle:
                             async for chunk in response.content.iter_chunked(DOWNLOAD_CHUNK):
@@ -139,6 +153,7 @@ class BatchAPI:
                 if isinstance(exc, OSError) and exc.filename:
                     raise BatchAPIError(f"cannot write {exc.filename}: {exc.strerror or exc}") from None
                 failure = self._chat.sanitize(f"download {file_id}: {type(exc).__name__}: {exc}")
+                self._chat.contact.no_response(self, failure)
             await self._pause_or_fail(attempt, failure, retry_after)
 
     # -- batches -------------------------------------------------------------------------------
@@ -179,11 +194,21 @@ class BatchAPI:
 
     async def _pages(self, path: str, params: dict[str, str], *, since: float = 0.0):  # type: ignore[no-untyped-def]
         """Every item of a list endpoint, newest first, following `has_more` / `after`, until the
-        items were made more than a day (clock skew, queueing) before `since`."""
+        items were made more than a day (clock skew, queueing) before `since`.
+
+        A list the provider lacks, or one that would never end (a cursor it gives back again,
+        more than `MAX_PAGES` pages), yields what it gave so far and is not asked again.
+        """
+        if path in self._unlisted:
+            return
         after: str | None = None
-        while True:
+        cursors: set[str] = set()
+        for _ in range(MAX_PAGES):
             query = {**params, "limit": str(PAGE), **({"after": after} if after else {})}
-            page = await self._call("GET", path, params=query, what=f"list {path.lstrip('/')}")
+            page = await self._call("GET", path, params=query, what=f"list {path.lstrip('/')}", listing=True)
+            if isinstance(page, _Absent):
+                self._unusable_list(path, f"the provider has no list of {path.lstrip('/')} ({page.message})")
+                return
             items = page.get("data") if isinstance(page, dict) else None
             if not isinstance(items, list):
                 return
@@ -196,7 +221,24 @@ class BatchAPI:
                 yield item
             if not page.get("has_more") or not items:
                 return
-            after = page.get("last_id") or items[-1].get("id")
+            after = str(page.get("last_id") or items[-1].get("id"))
+            if after in cursors:
+                self._unusable_list(
+                    path, f"the provider's list of {path.lstrip('/')} ignores `after` (a page came back again)"
+                )
+                return
+            cursors.add(after)
+        self._unusable_list(path, f"the provider's list of {path.lstrip('/')} did not end within {MAX_PAGES} pages")
+
+    def _unusable_list(self, path: str, why: str) -> None:
+        """Stop asking `path`, and say once per run what that costs."""
+        self._unlisted.add(path)
+        if not self._warned:
+            self._warned = True
+            self._warn(
+                f"warning: {why}: a lost reply to an upload or a batch create cannot be checked, "
+                "so the run relies on its own record"
+            )
 
     async def _call(
         self,
@@ -208,8 +250,10 @@ class BatchAPI:
         params: dict[str, str] | None = None,
         recheck: Callable[[], Any] | None = None,
         what: str,
+        listing: bool = False,
     ) -> Any:
-        """One API call with retries; `recheck` finds what a lost attempt may have made."""
+        """One API call with retries; `recheck` finds what a lost attempt may have made. A
+        `listing` call the provider does not have (404, 405) returns `_Absent`."""
         url = self.base + path
         for attempt in range(self.config.max_retries + 1):
             if attempt and recheck is not None:
@@ -225,17 +269,21 @@ class BatchAPI:
                 async with session.request(
                     method, url, data=payload, params=params, headers=headers, timeout=self._timeout()
                 ) as response:
+                    self._chat.contact.heard()
                     raw = await response.content.read(REPLY_LIMIT)
                     if 200 <= response.status < 300:
                         try:
                             return orjson.loads(raw)
                         except orjson.JSONDecodeError:
                             failure = f"{what}: the reply is not JSON"
+                    elif listing and response.status in ABSENT_STATUSES:
+                        return _Absent(self._chat.status_message(response.status, raw, f"GET {path}"))
                     else:
                         failure = self._refusal(response.status, raw, what)
                         retry_after = parse_retry_after(response.headers.get("Retry-After"))
             except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
                 failure = self._chat.sanitize(f"{what}: {type(exc).__name__}: {exc}")
+                self._chat.contact.no_response(self, failure)
             await self._pause_or_fail(attempt, failure, retry_after)
         raise AssertionError("unreachable")  # _pause_or_fail raises on the last attempt
 
@@ -253,6 +301,8 @@ class BatchAPI:
         """Sleep before the next attempt, or raise the last failure when none is left."""
         assert failure is not None
         if attempt >= self.config.max_retries:
+            if self._chat.contact.silent:  # a wrong URL or a server that is down, said as the live client says it
+                raise BatchAPIError(self._chat.contact.message())
             raise BatchAPIError(f"{failure} (gave up after {attempt + 1} attempts)")
         base, cap = self.config.retry_delay, self.config.retry_max_delay
         delay = self._rng.uniform(0.0, min(cap, base * 2**attempt))
@@ -281,6 +331,13 @@ class BatchAPI:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+@dataclass(frozen=True)
+class _Absent:
+    """A list endpoint answered 404 / 405: the provider has none."""
+
+    message: str
 
 
 def _field(reply: Any, name: str, what: str) -> str:

@@ -16,7 +16,8 @@ from typing import Any
 
 import orjson
 
-from trajectory_compressor.summarize.llm.client import LENGTH_RETRY_MAX_FACTOR, reply_byte_limit
+from trajectory_compressor.summarize.llm.client import LENGTH_RETRY_MAX_FACTOR
+from trajectory_compressor.summarize.llm.reply import reply_byte_limit
 from trajectory_compressor.summarize.llm.request import max_tokens_for
 
 _KEY = re.compile(r"^[0-9a-f]{64}$")
@@ -42,6 +43,7 @@ class ResponsesLoaded:
     stored: int = 0
     failed: int = 0  # a request the provider answered with an error, or an unusable reply
     malformed: int = 0  # not a batch output line at all, or not an answer to a `requests` line
+    repeated: int = 0  # a second answer to a request already answered: ignored, not paid twice
     problems: list[str] = field(default_factory=list)
 
     def problem(self, line: int, text: str) -> None:
@@ -52,6 +54,7 @@ class ResponsesLoaded:
         return (
             f"responses {self.path}: {self.stored:,} answers stored in the cache, "
             f"{self.failed:,} failed, {self.malformed:,} malformed lines"
+            + (f", {self.repeated:,} repeated" if self.repeated else "")
         )
 
 

@@ -9,6 +9,9 @@ Kept apart from the prompt logic so each can be tested alone. What it guarantees
   Retry-After) pauses the whole client, since every request would hit the same limit;
 * permanent failures fail fast: 400/404/422 and other 4xx raise `SummaryError` at once, and a
   401/403 raises `EndpointAuthError` for this and every later call without sending anything;
+* an endpoint that has never answered at all (refused, unresolvable, silent) is probed by one
+  request while the others wait, and, if it stays silent, raises `EndpointUnreachableError` for
+  every call (see `contact`): a wrong URL stops the run instead of falling back row by row;
 * the API key appears only in the Authorization header: every message we build is scrubbed,
   and exceptions are raised outside `except` blocks so no aiohttp exception (whose repr may
   hold request headers) is chained to them.
@@ -17,26 +20,33 @@ Kept apart from the prompt logic so each can be tested alone. What it guarantees
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import logging
 import os
 import random
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import aiohttp
 import orjson
 
 from trajectory_compressor.settings import ConfigError, LLMConfig
+from trajectory_compressor.summarize.llm.contact import EndpointContact
 from trajectory_compressor.summarize.llm.ratelimit import RateLimiter, RequestGate, estimate_request_tokens
+from trajectory_compressor.summarize.llm.reply import (
+    content_text,
+    parse_retry_after,
+    read_capped,
+    reply_byte_limit,
+    usage_numbers,
+)
 from trajectory_compressor.summarize.llm.request import request_body
 from trajectory_compressor.summarize.llm.usage import UsageTracker
 from trajectory_compressor.summarize.redact import display_url, redact_secrets, scrub, url_secrets
-from trajectory_compressor.summarize.tally import note_call, note_error
-from trajectory_compressor.types import EndpointAuthError, PromptTooLongError, SummaryError
+from trajectory_compressor.summarize.tally import note_call, note_endpoint, note_error
+from trajectory_compressor.types import EndpointAuthError, EndpointUnreachableError, PromptTooLongError, SummaryError
 
 logger = logging.getLogger(__name__)
 
@@ -50,11 +60,6 @@ _CONTEXT_OVERFLOW = re.compile(
     rb"exceed_context|context[_ ]length|maximum context|context size|context window|prompt is too long|too many tokens",
     re.IGNORECASE,
 )
-# A reply body is read up to this many bytes per max_tokens token (at least REPLY_MIN_BYTES):
-# far more than any honest reply (a token is a few bytes, JSON escaping at most 6 per char,
-# reasoning text included), so only an endpoint that ignores max_tokens reaches it.
-REPLY_BYTES_PER_TOKEN = 64
-REPLY_MIN_BYTES = 1 << 20
 FAIL_FAST_STATUSES = frozenset({400, 404, 422})  # named in messages; every other 4xx fails fast too
 AUTH_STATUSES = frozenset({401, 403})
 
@@ -81,6 +86,7 @@ class _Failure:
     retry_after: float | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    no_response: bool = False  # not even a status line came back (refused, unresolvable, timed out)
 
 
 @dataclass(frozen=True)
@@ -121,6 +127,7 @@ class ChatClient:
         self.usage = usage if usage is not None else UsageTracker(config.price_in, config.price_out)
         self.url = config.base_url.rstrip("/") + "/chat/completions"
         self.endpoint = display_url(self.url)
+        self.contact = EndpointContact(display_url(config.base_url.rstrip("/")))
         self._clean = clean
         self._backoff_base = config.retry_delay
         self._backoff_cap = config.retry_max_delay
@@ -156,52 +163,66 @@ class ChatClient:
         """Send `messages` until a usable reply arrives or the retries run out.
 
         `prompt_estimate` (prompt tokens, for `tpm`) defaults to characters / 4. `label` names
-        the row in log lines only. Raises `SummaryError` (fatal status or retries exhausted) or
-        `EndpointAuthError` (401/403, now or earlier).
+        the row in log lines only. Raises `SummaryError` (fatal status or retries exhausted),
+        `EndpointAuthError` (401/403, now or earlier) or `EndpointUnreachableError` (the endpoint
+        never answered since the run started).
         """
         calls = errors = prompt_tokens = completion_tokens = 0
         last: _Failure | None = None
         tokens = max_tokens
-        for attempt in range(self.config.max_retries + 1):
-            outcome = await self._attempt(messages, tokens, prompt_estimate)
-            if outcome is _NOT_SENT:
-                break
-            calls += 1
-            assert isinstance(outcome, (Reply, _Failure))
-            prompt_tokens += outcome.prompt_tokens
-            completion_tokens += outcome.completion_tokens
-            if isinstance(outcome, Reply):
-                self._consecutive_429 = 0
-                self.usage.record_success()
-                return Completion(
-                    text=outcome.text,
-                    calls=calls,
-                    errors=errors,
-                    last_error=last.message if last else None,
-                    prompt_tokens=prompt_tokens,
-                    completion_tokens=completion_tokens,
-                )
-            errors += 1
-            note_error()
-            last = outcome
-            self._note_throttling(outcome)
-            if not outcome.retryable or attempt == self.config.max_retries:
-                break
-            self.usage.record_retry(outcome.cause)
-            if outcome.cause == "length":
-                tokens = min(tokens * LENGTH_RETRY_GROWTH, max_tokens * LENGTH_RETRY_MAX_FACTOR)
-            delay = self._retry_delay(attempt, outcome)
-            logger.debug(
-                "%s: attempt %d failed (%s), retrying in %.2fs", label or "summary", attempt + 1, outcome.message, delay
-            )
-            self.usage.backoff_seconds += delay
-            await asyncio.sleep(delay)
-            if self._auth_error is not None:
-                break
+        caller = object()  # this call, for the first-contact probe (`contact`)
+        note_endpoint(self.contact.silence)
+        try:
+            for attempt in range(self.config.max_retries + 1):
+                outcome = await self._attempt(messages, tokens, prompt_estimate, caller)
+                if outcome is _NOT_SENT:
+                    break
+                calls += 1
+                assert isinstance(outcome, (Reply, _Failure))
+                prompt_tokens += outcome.prompt_tokens
+                completion_tokens += outcome.completion_tokens
+                if isinstance(outcome, Reply) or not outcome.no_response:
+                    self.contact.heard()
+                if isinstance(outcome, Reply):
+                    self._consecutive_429 = 0
+                    self.usage.record_success()
+                    return Completion(
+                        text=outcome.text,
+                        calls=calls,
+                        errors=errors,
+                        last_error=last.message if last else None,
+                        prompt_tokens=prompt_tokens,
+                        completion_tokens=completion_tokens,
+                    )
+                errors += 1
+                note_error()
+                last = outcome
+                if outcome.no_response:
+                    self.contact.no_response(caller, outcome.message)
+                self._note_throttling(outcome)
+                if not outcome.retryable or attempt == self.config.max_retries:
+                    break
+                self.usage.record_retry(outcome.cause)
+                if outcome.cause == "length":
+                    tokens = min(tokens * LENGTH_RETRY_GROWTH, max_tokens * LENGTH_RETRY_MAX_FACTOR)
+                delay = self._retry_delay(attempt, outcome)
+                logger.debug(
+                    "%s: attempt %d failed (%s), retrying in %.2fs",
+                    label or "summary", attempt + 1, outcome.message, delay,
+                )  # fmt: skip
+                self.usage.backoff_seconds += delay
+                await asyncio.sleep(delay)
+                if self._auth_error is not None:
+                    break
+        finally:  # also when the row's deadline cancels it: a probe that stops unanswered settles it
+            self.contact.done(caller)
         # Every raise below is outside an `except` block: no aiohttp exception is chained.
         if self._auth_error is not None:
             self.usage.record_failure("auth")
             raise EndpointAuthError(self._auth_error, calls=calls, errors=errors)
+        if self.contact.unreachable is not None:
+            self.usage.record_failure("unreachable")
+            raise EndpointUnreachableError(self.contact.unreachable, calls=calls, errors=errors)
         assert last is not None
         if last.cause == "context":
             raise PromptTooLongError(last.message, calls=calls, errors=errors)
@@ -278,9 +299,9 @@ class ChatClient:
         return self._session, self._semaphore
 
     async def _attempt(
-        self, messages: list[dict[str, str]], max_tokens: int, prompt_estimate: int | None
+        self, messages: list[dict[str, str]], max_tokens: int, prompt_estimate: int | None, caller: object
     ) -> Reply | _Failure | object:
-        if self._auth_error is not None:
+        if self._auth_error is not None or not await self.contact.may_send(caller):
             return _NOT_SENT
         session, semaphore = self._ensure_session()
         payload = orjson.dumps(request_body(self.config, messages, max_tokens))
@@ -324,11 +345,13 @@ class ChatClient:
         not retried (an endpoint that ignored `max_tokens` this far will do it again), so the
         row takes the failure policy instead of a multi-megabyte "summary".
         """
+        responded = False
         try:
             async with session.post(self.url, data=payload, timeout=self._timeout) as response:
+                responded = True
                 status = response.status
                 retry_after = response.headers.get("Retry-After")
-                raw = await _read_capped(response, byte_limit)
+                raw = await read_capped(response, byte_limit)
                 if raw is None:
                     message = f"reply body over {byte_limit} bytes from {self.endpoint} (max_tokens ignored?)"
                     return _Failure("too_large", message, False)
@@ -344,7 +367,7 @@ class ChatClient:
             failure = _Failure("client_error", self.sanitize(f"{type(exc).__name__}: {exc}"), False)
         else:
             return self._classify(status, retry_after, raw)
-        return failure
+        return replace(failure, no_response=not responded)
 
     def _classify(self, status: int, retry_after: str | None, raw: bytes) -> Reply | _Failure:
         if status in AUTH_STATUSES:
@@ -377,7 +400,7 @@ class ChatClient:
             return _Failure("invalid_json", f"reply is not valid JSON: {self.sanitize(raw[:120])}", True)
         if not isinstance(data, dict):
             return _Failure("invalid_json", "reply is not a JSON object", True)
-        tokens = _usage_numbers(data.get("usage"))  # paid for even when the reply is rejected
+        tokens = usage_numbers(data.get("usage"))  # paid for even when the reply is rejected
         choices = data.get("choices")
         choice = choices[0] if isinstance(choices, list) and choices else None
         message = choice.get("message") if isinstance(choice, dict) else None
@@ -386,7 +409,7 @@ class ChatClient:
             return _Failure("no_content", f"reply has no choices[0].message{detail}", True, None, *tokens)
         if choice.get("finish_reason") == "length":
             return _Failure("length", "reply was cut at max_tokens (finish_reason=length)", True, None, *tokens)
-        content = _content_text(message.get("content"))  # reasoning_content / reasoning: ignored
+        content = content_text(message.get("content"))  # reasoning_content / reasoning: ignored
         if content is None:
             return _Failure("no_content", "reply has no choices[0].message.content", True, None, *tokens)
         text = scrub(self._clean(content), self._secrets)
@@ -425,62 +448,3 @@ class ChatClient:
         if len(text) > ERROR_SNIPPET_CHARS:
             text = text[:ERROR_SNIPPET_CHARS] + "..."
         return text
-
-
-def reply_byte_limit(max_tokens: int) -> int:
-    """The most bytes read from one reply asking for at most `max_tokens` tokens."""
-    return max(REPLY_MIN_BYTES, REPLY_BYTES_PER_TOKEN * max_tokens)
-
-
-async def _read_capped(response: aiohttp.ClientResponse, limit: int) -> bytes | None:
-    """The whole body, or None as soon as it is known to be over `limit` bytes."""
-    declared = response.content_length
-    if declared is not None and declared > limit:
-        return None
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in response.content.iter_chunked(1 << 16):
-        size += len(chunk)
-        if size > limit:
-            return None
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def parse_retry_after(value: str | None) -> float | None:
-    """Seconds to wait from a Retry-After header: delta-seconds or an HTTP date."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when is None:
-        return None
-    return max(0.0, when.timestamp() - time.time())
-
-
-def _usage_numbers(usage: Any) -> tuple[int, int]:
-    if not isinstance(usage, dict):
-        return 0, 0
-    numbers = []
-    for name in ("prompt_tokens", "completion_tokens"):
-        value = usage.get(name)
-        numbers.append(value if isinstance(value, int) and not isinstance(value, bool) else 0)
-    return numbers[0], numbers[1]
-
-
-def _content_text(content: Any) -> str | None:
-    """`message.content` as text: a string, or the text parts of a content-part list."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = [part.get("text") for part in content if isinstance(part, dict) and part.get("type") == "text"]
-        texts = [part for part in parts if isinstance(part, str)]
-        return "".join(texts) if texts else None
-    return None

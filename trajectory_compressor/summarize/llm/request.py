@@ -16,6 +16,7 @@ from trajectory_compressor.summarize.llm.prompt import MAX_TURN_CHARS, build_mes
 from trajectory_compressor.types import SummaryRequest
 
 MIN_MAX_TOKENS = 16
+MIN_PROMPT_CHARS = 1500  # below this a transcript says too little to summarize
 CHAT_COMPLETIONS_PATH = "/v1/chat/completions"
 
 
@@ -81,6 +82,23 @@ def chat_request(
         redact=config.redact_secrets,
     )
     return ChatRequest(key, request_body(config, messages, max_tokens))
+
+
+def messages_within(config: LLMConfig, request: SummaryRequest, prompt_chars: int) -> list[dict[str, str]]:
+    """The messages for `request` with the transcript cut to `prompt_chars`: how a prompt the
+    endpoint refused as too long is asked again, and how a batch line is made to fit its file."""
+    return build_messages(
+        request,
+        redact=config.redact_secrets,
+        max_turn_chars=min(turn_chars_for(config), prompt_chars // 2),
+        max_prompt_chars=prompt_chars,
+    )
+
+
+def shortened(config: LLMConfig, request: SummaryRequest, chat: ChatRequest, prompt_chars: int) -> ChatRequest:
+    """`chat` with its transcript cut to `prompt_chars`, under the key of its full-size form: the
+    answer is stored where the run looks for it, as a live answer to a shortened prompt is."""
+    return ChatRequest(chat.key, request_body(config, messages_within(config, request, prompt_chars), chat.max_tokens))
 
 
 def batch_line(chat: ChatRequest) -> dict[str, Any]:

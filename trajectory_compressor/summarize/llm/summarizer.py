@@ -22,15 +22,18 @@ from trajectory_compressor.settings import ConfigError, LLMConfig
 from trajectory_compressor.summarize.llm.batch_file import ResponsesLoaded, read_batch_output
 from trajectory_compressor.summarize.llm.cache import CachedSummary, SummaryCache
 from trajectory_compressor.summarize.llm.client import ChatClient, Completion, Reply
-from trajectory_compressor.summarize.llm.prompt import build_messages, clean_reply
+from trajectory_compressor.summarize.llm.prompt import clean_reply
 from trajectory_compressor.summarize.llm.ratelimit import RequestGate
-from trajectory_compressor.summarize.llm.request import ChatRequest, chat_request, turn_chars_for
+from trajectory_compressor.summarize.llm.request import (
+    MIN_PROMPT_CHARS,
+    ChatRequest,
+    chat_request,
+    messages_within,
+)
 from trajectory_compressor.summarize.llm.usage import UsageTracker
 from trajectory_compressor.types import PromptTooLongError, SummaryError, SummaryRequest, SummaryResult
 
 logger = logging.getLogger(__name__)
-
-MIN_PROMPT_CHARS = 1500  # below this a transcript says too little to summarize
 
 
 @dataclass
@@ -76,7 +79,7 @@ class LLMSummarizer:
         self.usage = UsageTracker(price_in=config.price_in, price_out=config.price_out, batch_discount=batch_discount)
         # Consulted on a cache miss before anything is sent (`--batch`): it may raise
         # `RequestPending` (collect the request for a batch) or `SummaryError` (no live call).
-        self.on_miss: Callable[[ChatRequest], None] | None = None
+        self.on_miss: Callable[[ChatRequest, SummaryRequest], None] | None = None
         self._client = ChatClient(
             config,
             usage=self.usage,
@@ -85,7 +88,6 @@ class LLMSummarizer:
             gate=gate,
         )
         max_prompt_chars = config.max_prompt_chars
-        self._max_turn_chars = turn_chars_for(config)
         self._max_prompt_chars = max_prompt_chars
         # Lowered when the endpoint refuses a prompt as too long, so later rows start at a size
         # it accepts instead of each paying the same refusals.
@@ -124,7 +126,7 @@ class LLMSummarizer:
                 last_error=cached.last_error,
             )
         if self.on_miss is not None:
-            self.on_miss(chat)
+            self.on_miss(chat, request)
         # Admission as wide as the client's concurrency: a row takes its place here, so the
         # prompt it sends is (re)built with the latest learned size right before it goes out.
         async with self._admission:
@@ -213,23 +215,37 @@ class LLMSummarizer:
         return loaded
 
     async def store_answers(
-        self, path: Path, loaded: ResponsesLoaded, *, line_limit: int, keys: set[str] | None = None
+        self,
+        path: Path,
+        loaded: ResponsesLoaded,
+        *,
+        line_limit: int,
+        keys: set[str] | None = None,
+        already: set[str] | None = None,
     ) -> StoredAnswers:
         """Store each usable answer of batch output `path` in the cache; say which failed and why.
 
         `keys`: the requests the file may answer (a provider's file for a batch of ours); an
         answer to any other request is counted malformed. The tokens of the stored answers are
-        counted as batch tokens.
+        counted as batch tokens, each request once: a second answer to a request (on another
+        line, or one in `already`, answered by an earlier file) is counted `repeated` and ignored.
         """
         put = partial(_cache_put, model=str(self.config.model))
         stored_answers = StoredAnswers()
         failed, answered = stored_answers.failed, stored_answers.answered
+        answered_on: dict[str, int] = {}
         for answer in read_batch_output(path, loaded, line_limit=line_limit):
             if keys is not None and answer.custom_id not in keys:
                 loaded.malformed += 1
                 loaded.problem(answer.line, "answers a request this batch did not ask")
                 continue
             reply = self._client.parse_reply(answer.body) if answer.status == 200 and answer.body else None
+            earlier = answered_on.get(answer.custom_id)
+            if isinstance(reply, Reply) and (earlier is not None or answer.custom_id in (already or ())):
+                loaded.repeated += 1
+                where = f"on line {earlier}" if earlier is not None else "in an earlier file"
+                loaded.problem(answer.line, f"a second answer to a request answered {where}: ignored")
+                continue
             if not isinstance(reply, Reply):
                 if answer.custom_id in answered:
                     continue  # answered on another line already
@@ -247,6 +263,7 @@ class LLMSummarizer:
             await self._cache_call(put, answer.custom_id, stored)
             failed.pop(answer.custom_id, None)
             answered.add(answer.custom_id)
+            answered_on[answer.custom_id] = answer.line
             loaded.stored += 1
             stored_answers.prompt_tokens += reply.prompt_tokens
             stored_answers.completion_tokens += reply.completion_tokens
@@ -254,12 +271,7 @@ class LLMSummarizer:
         return stored_answers
 
     def _messages_within(self, request: SummaryRequest, prompt_chars: int) -> list[dict[str, str]]:
-        return build_messages(
-            request,
-            redact=self.config.redact_secrets,
-            max_turn_chars=min(self._max_turn_chars, prompt_chars // 2),
-            max_prompt_chars=prompt_chars,
-        )
+        return messages_within(self.config, request, prompt_chars)
 
     def stats(self) -> dict[str, Any]:
         """Counters for the run report; JSON-serializable, free of credentials."""

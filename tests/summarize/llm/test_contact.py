@@ -1,0 +1,54 @@
+"""First contact: an endpoint that never answers is one probe's retries, then `EndpointUnreachableError`
+for every call; one that answered even once fails its calls one by one, as before (real server on
+127.0.0.1)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from tests.fake_openai_server import FakeOpenAIServer
+from tests.summarize.llm.test_client import make_config, make_request
+from trajectory_compressor.summarize.llm import LLMSummarizer
+from trajectory_compressor.types import EndpointUnreachableError, SummaryError
+
+
+async def _summarize_all(server: FakeOpenAIServer, calls: int, **config: object) -> list[object]:
+    async with LLMSummarizer(make_config(server.base_url, **config)) as summarizer:
+        jobs = [summarizer.summarize(make_request(number)) for number in range(calls)]
+        return await asyncio.gather(*jobs, return_exceptions=True)
+
+
+def test_a_silent_endpoint_costs_the_first_wave_and_one_probe_then_every_call_fails_at_once() -> None:
+    async def scenario() -> tuple[list[object], int]:
+        async with FakeOpenAIServer(default="drop") as server:  # accepted, closed: never a response
+            results = await _summarize_all(server, 20, max_concurrency=4, max_retries=3)
+        return results, server.count
+
+    results, sent = asyncio.run(scenario())
+    assert all(isinstance(result, EndpointUnreachableError) for result in results), results
+    assert sent == 4 + 3  # the first four in flight, then the probe's three retries; the other 16 never sent
+    assert "never answered since the run started (last: ServerDisconnectedError" in str(results[0])
+
+
+def test_an_endpoint_that_comes_up_during_the_probe_serves_everyone() -> None:
+    async def scenario() -> tuple[list[object], int]:
+        async with FakeOpenAIServer(faults=["drop", "drop", "drop"]) as server:  # still starting up
+            results = await _summarize_all(server, 6, max_concurrency=3, max_retries=3)
+        return results, server.count
+
+    results, sent = asyncio.run(scenario())
+    assert not any(isinstance(result, BaseException) for result in results), results
+    assert sent == 3 + 1 + 5  # the first wave dropped; the probe got through; then the others went
+
+
+@pytest.mark.parametrize("later", ["drop", "hang"])
+def test_after_one_answer_failures_are_each_row_s_own(later: str) -> None:
+    async def scenario() -> list[object]:
+        async with FakeOpenAIServer(faults=["ok"], default=later) as server:
+            return await _summarize_all(server, 3, max_concurrency=1, max_retries=1)
+
+    results = asyncio.run(scenario())
+    assert not isinstance(results[0], BaseException)
+    assert all(isinstance(r, SummaryError) and not isinstance(r, EndpointUnreachableError) for r in results[1:])
