@@ -17,6 +17,7 @@ from trajectory_compressor.count import TokenCounter
 from trajectory_compressor.read.sources import InputSource
 from trajectory_compressor.run.prepare import planned_rows
 from trajectory_compressor.settings import RunConfig
+from trajectory_compressor.write.collisions import NamedFile, refuse_overwrites
 from trajectory_compressor.write.html_report import (
     percentiles,
     render_html_report,
@@ -76,7 +77,10 @@ def analyze_sources(
     config: RunConfig,
     counter: TokenCounter,
 ) -> Analysis:
-    """Count and plan every row of `sources`; no summaries, no outputs."""
+    """Count and plan every row of `sources`; no summaries, no outputs (the HTML page is checked first)."""
+    if config.output.html_report:
+        reads = [NamedFile("the input", source.path) for source in sources if source.path is not None]
+        refuse_overwrites([NamedFile("the HTML report", config.output.html_report)], reads)
     plan = config.plan
     result = Analysis(
         target=plan.target_max_tokens, summary_budget=plan.summary_target_tokens, batch_discount=config.batch.discount

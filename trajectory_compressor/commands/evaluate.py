@@ -22,6 +22,7 @@ from trajectory_compressor.settings import RunConfig
 from trajectory_compressor.summarize.fidelity import KINDS, Fidelity, score_summary
 from trajectory_compressor.summarize.fidelity.score import score_histogram, shown_item
 from trajectory_compressor.types import SUMMARY_PREFIX, SourceRecord, Turn
+from trajectory_compressor.write.collisions import NamedFile, refuse_overwrites
 from trajectory_compressor.write.html_report import percentiles
 from trajectory_compressor.write.paths import OutputPaths
 from trajectory_compressor.write.run_files import OutputError
@@ -268,8 +269,26 @@ def evaluate(
 ) -> dict[str, Any]:
     """The `eval` result: figures for each output, and the row-by-row comparison of two."""
     given = list(metrics) + [None] * (len(outputs) - len(metrics))
+    _refuse_overwrites(outputs, inputs, given, config)
     scored = [score_output(path, inputs, config, given[i]) for i, path in enumerate(outputs)]
     result: dict[str, Any] = {"outputs": [scores.summary() for scores in scored]}
     if len(scored) == 2:
         result["comparison"] = compare(scored[0], scored[1])
     return result
+
+
+def _refuse_overwrites(
+    outputs: Sequence[Path], inputs: Sequence[InputSource], metrics: Sequence[Path | None], config: RunConfig
+) -> None:
+    """The HTML report must not land on a file `eval` reads: an input, an output, its metrics or report."""
+    if not config.output.html_report:
+        return
+    reads = [NamedFile("the input", source.path) for source in inputs if source.path is not None]
+    for output, given in zip(outputs, metrics, strict=True):
+        beside = OutputPaths.beside(output)
+        reads += [
+            NamedFile("the output", output),
+            NamedFile("the metrics file", given or beside.metrics),
+            NamedFile("the report", beside.report),
+        ]
+    refuse_overwrites([NamedFile("the HTML report", config.output.html_report)], reads)

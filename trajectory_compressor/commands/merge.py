@@ -22,6 +22,7 @@ from typing import IO, Any
 import orjson
 
 from trajectory_compressor.errors import UsageError
+from trajectory_compressor.write.collisions import NamedFile, refuse_overwrites, run_outputs
 from trajectory_compressor.write.paths import OutputPaths
 from trajectory_compressor.write.report import RunTotals, build_report
 from trajectory_compressor.write.run_files import file_record, write_json_atomically
@@ -125,11 +126,9 @@ def _merge_shards(report_paths: Sequence[Path], output: Path) -> dict[str, Any]:
     for path, report in zip(report_paths, reports, strict=True):
         _check_shard_files(path, report, names)
     target = OutputPaths.beside(output)
-    shard_files = {os.path.realpath(p) for paths in shard_paths for p in paths.as_dict().values()}
-    shard_files |= {os.path.realpath(p) for p in report_paths}
-    for path in target.as_dict().values():
-        if os.path.realpath(path) in shard_files:
-            raise MergeError(f"the merged file {path} would overwrite a shard's file; choose another -o")
+    shard_files = [NamedFile("a shard's file", p) for paths in shard_paths for p in paths.as_dict().values()]
+    shard_files += [NamedFile("a shard's file", p) for p in report_paths]
+    refuse_overwrites(run_outputs(target.as_dict()), shard_files)
     target.data.parent.mkdir(parents=True, exist_ok=True)
     files: dict[str, dict[str, Any]] = {}
     for name in ("metrics", "over_limit", "rejects"):
