@@ -8,20 +8,18 @@ an LLM. Rows are streamed; only the scores (a few numbers a row) are kept.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from trajectory_compressor.read.formats import RecordError, detect_format, to_turns
-from trajectory_compressor.read.select import RowSelection
-from trajectory_compressor.read.sources import InputSource, expand_inputs
+from trajectory_compressor.commands.eval_match import RowMatcher, check_inputs, load_report, row_turns
+from trajectory_compressor.read.formats import RecordError
+from trajectory_compressor.read.sources import InputSource
 from trajectory_compressor.settings import RunConfig
 from trajectory_compressor.summarize.fidelity import KINDS, Fidelity, score_summary
 from trajectory_compressor.summarize.fidelity.score import score_histogram, shown_item
-from trajectory_compressor.types import SUMMARY_PREFIX, SourceRecord, Turn
+from trajectory_compressor.types import SUMMARY_PREFIX, SourceRecord
 from trajectory_compressor.write.collisions import NamedFile, refuse_overwrites
 from trajectory_compressor.write.html_report import percentiles
 from trajectory_compressor.write.paths import OutputPaths
@@ -154,49 +152,46 @@ def compare(first: OutputScores, second: OutputScores) -> dict[str, Any]:
 def score_output(
     output: Path, inputs: Sequence[InputSource], config: RunConfig, metrics: Path | None = None
 ) -> OutputScores:
-    """Score every compressed row of `output` against `inputs`, using the run's metrics file."""
+    """Score every compressed row of `output` against `inputs`, using the run's metrics file.
+
+    The three must belong together (`eval_match`): the first row where they do not is a
+    `MismatchError`, never a score.
+    """
     paths = OutputPaths.beside(output)
     metrics_path = metrics or paths.metrics
     if not metrics_path.is_file():
         raise OutputError(f"no metrics file for {output} (looked for {metrics_path}); pass --metrics PATH")
-    model = _model_of(paths.report)
+    report = load_report(paths.report)
+    check_inputs(report, paths.report, inputs)
+    model = _model_of(report)
     scores = OutputScores(str(output))
-    outputs = _records(expand_inputs([str(output)], data_files=None), config)
-    originals = _IndexedInputs(inputs, config)
-    for line_number, line in enumerate(_lines(metrics_path), start=1):
-        try:
-            entry = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            scores.problems.append(f"{metrics_path}:{line_number}: not JSON, skipped")
-            continue
+    rows = RowMatcher(output, metrics_path, inputs, config)
+    for row in rows:
+        entry = row.entry
         scores.rows += 1
-        written = entry.get("written", True) and not entry.get("dropped")
-        produced = next(outputs, None) if written else None
-        if written:
+        if row.produced is not None:
             scores.tokens_before += int(entry.get("original_tokens") or 0)
             scores.tokens_after += int(entry.get("compressed_tokens") or 0)
-        if not entry.get("was_compressed") or produced is None:
+        if not entry.get("was_compressed") or row.produced is None:
             continue
         scores.compressed += 1
-        original = originals.find(int(entry.get("index", -1)))
-        scored = _score_row(entry, original, produced, model, config)
+        scored = _score_row(entry, row.original, row.produced, model, config)
         if isinstance(scored, str):
             scores.problems.append(scored)
         else:
             scores.scored.append(scored)
+    rows.check_totals(report, paths.report)
     return scores
 
 
 def _score_row(
-    entry: dict[str, Any], original: SourceRecord | None, produced: SourceRecord, model: str | None, config: RunConfig
+    entry: dict[str, Any], original: SourceRecord, produced: SourceRecord, model: str | None, config: RunConfig
 ) -> ScoredRow | str:
     where = f"{entry.get('source')}:{entry.get('line')}"
     region = entry.get("compression_region") or {}
-    if original is None:
-        return f"{where}: not found in the inputs (row {entry.get('index')}); were the same inputs given?"
     try:
-        before = _turns(original, config)
-        after = _turns(produced, config)
+        before = row_turns(original, config)
+        after = row_turns(produced, config)
         start, end = int(region["start_idx"]), int(region["end_idx"]) + 1
         summary = after[start].value
     except (RecordError, KeyError, IndexError, TypeError, ValueError) as exc:
@@ -217,49 +212,8 @@ def _score_row(
     )
 
 
-class _IndexedInputs:
-    """The input stream, read forward to the row a metrics line names (indexes only increase)."""
-
-    def __init__(self, inputs: Sequence[InputSource], config: RunConfig) -> None:
-        self._rows = iter(RowSelection(inputs, split=config.read.split))
-        self._last = -1
-
-    def find(self, index: int) -> SourceRecord | None:
-        if index <= self._last:
-            return None
-        for current, _, item in self._rows:
-            self._last = current
-            if current == index:
-                return item
-            if current > index:
-                return None
-        return None
-
-
-def _records(sources: Sequence[InputSource], config: RunConfig) -> Iterator[SourceRecord]:
-    for _, _, item in RowSelection(sources, split=config.read.split):
-        yield item
-
-
-def _turns(item: SourceRecord, config: RunConfig) -> list[Turn]:
-    if item.record is None:
-        raise RecordError(item.error or "not a record")
-    fmt = detect_format(item.record, config.read.conversation_key, config.read.format)
-    return to_turns(item.record, fmt)
-
-
-def _lines(path: Path) -> Iterator[bytes]:
-    with open(path, "rb") as handle:
-        for line in handle:
-            if line.strip():
-                yield line
-
-
-def _model_of(report: Path) -> str | None:
-    try:
-        settings = orjson.loads(report.read_bytes()).get("settings", {})
-    except (OSError, orjson.JSONDecodeError, AttributeError):
-        return None
+def _model_of(report: dict[str, Any] | None) -> str | None:
+    settings = (report or {}).get("settings", {})
     model = (settings.get("llm") or {}).get("model") if isinstance(settings, dict) else None
     return str(model) if model else None
 

@@ -111,6 +111,9 @@ def _merge_shards(report_paths: Sequence[Path], output: Path) -> dict[str, Any]:
     settings = [{k: v for k, v in r["settings"].items() if k != "shard_index"} for r in reports]
     if any(s != settings[0] for s in settings[1:]):
         raise MergeError("the shard reports were written with different settings")
+    contents = [[(i.get("bytes"), i.get("sha256")) for i in r.get("inputs") or ()] for r in reports]
+    if any(c != contents[0] for c in contents[1:]):
+        raise MergeError("the shard reports were made from different input files")
     indices = sorted(r["settings"]["shard_index"] for r in reports)
     if indices != list(range(settings[0]["num_shards"])):
         raise MergeError(
@@ -128,6 +131,8 @@ def _merge_shards(report_paths: Sequence[Path], output: Path) -> dict[str, Any]:
     target = OutputPaths.beside(output)
     shard_files = [NamedFile("a shard's file", p) for paths in shard_paths for p in paths.as_dict().values()]
     shard_files += [NamedFile("a shard's file", p) for p in report_paths]
+    inputs = reports[0].get("inputs")  # every shard reads the same inputs
+    shard_files += [NamedFile("the shards' input", i["path"]) for i in inputs or () if i.get("path")]
     refuse_overwrites(run_outputs(target.as_dict()), shard_files)
     target.data.parent.mkdir(parents=True, exist_ok=True)
     files: dict[str, dict[str, Any]] = {}
@@ -145,6 +150,8 @@ def _merge_shards(report_paths: Sequence[Path], output: Path) -> dict[str, Any]:
         summarizer_stats=_sum_stats([r["summaries"].get("endpoint") or {} for r in reports]),
     )
     merged["files"] = files
+    if inputs is not None:
+        merged["inputs"] = inputs
     write_json_atomically(target.report, merged)
     return merged
 

@@ -100,6 +100,7 @@ class CompressionRun:
         self.totals = RunTotals()
         self.on_message = on_message or (lambda text: print(text, file=sys.stderr))
         self._timings: dict[str, float] = {}
+        self._inputs: list[dict[str, Any]] = []  # name, size, mtime and sha256 of each input, once per run
 
     # ----------------------------------------------------------------------------- reading
     def _selection(self, skip: int) -> RowSelection:
@@ -148,9 +149,8 @@ class CompressionRun:
 
     async def _run_locked(self) -> RunResult:
         started = time.monotonic()
-        run_fingerprint = fingerprint(
-            {"settings": self.settings, "sources": [_source_fingerprint(s) for s in self.job.sources]}
-        )
+        self._inputs = [_source_fingerprint(s) for s in self.job.sources]
+        run_fingerprint = fingerprint({"settings": self.settings, "sources": self._inputs})
         files = RunFiles(self.paths, run_fingerprint, resume=self.config.output.resume, on_message=self.on_message)
         try:
             return await self._run_with(files, started)
@@ -198,6 +198,7 @@ class CompressionRun:
             report["message"] = message
         if status == "completed":
             report["files"] = files.files_written  # what `merge` checks each shard's files against
+            report["inputs"] = [input_record(entry) for entry in self._inputs]  # what `eval` checks --input against
         self._write_report(report)
         if status == "completed":
             files.cleanup()
@@ -280,6 +281,17 @@ def describe_os_error(exc: OSError, output: Path) -> str:
         f"cannot write {output}: {exc.strerror or exc}{where}; "
         "fix that and re-run the same command (the run resumes from its last checkpoint)"
     )
+
+
+def input_record(fingerprint: dict[str, Any]) -> dict[str, Any]:
+    """An input as the report records it: its name, resolved path, size and sha256 (None where not a file)."""
+    name = fingerprint["name"]
+    return {
+        "name": name,
+        "path": None if name.startswith("hf:") else os.path.realpath(name),
+        "bytes": fingerprint.get("size"),
+        "sha256": fingerprint.get("sha256"),
+    }
 
 
 def _source_fingerprint(source: InputSource) -> dict[str, Any]:

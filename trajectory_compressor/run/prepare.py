@@ -50,19 +50,23 @@ class PreparedRow:
 
     @property
     def record_id(self) -> Any:
-        record = self.item.record
-        if isinstance(record, dict):
-            for key in ("id", "uuid", "_id", "trajectory_id"):
-                value = record.get(key)
-                if isinstance(value, str):
-                    return printable_text(value)
-                if isinstance(value, int) and not isinstance(value, bool):
-                    return value
-        return None
+        return record_id(self.item.record)
 
     @property
     def roles(self) -> list[str]:
         return [turn.role for turn in self.turns or ()]
+
+
+def record_id(record: Any) -> Any:
+    """The id a metrics line names a record by (`id`, `uuid`, `_id` or `trajectory_id`), or None."""
+    if isinstance(record, dict):
+        for key in ("id", "uuid", "_id", "trajectory_id"):
+            value = record.get(key)
+            if isinstance(value, str):
+                return printable_text(value)
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
+    return None
 
 
 def printable_text(text: str) -> str:
