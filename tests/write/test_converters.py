@@ -275,3 +275,26 @@ def test_original_arrow_types_are_restored_and_a_value_that_does_not_fit_falls_b
     mixed = pq.read_table(tmp_path / "mixed.parquet")
     assert mixed.schema.field("blob").type == pa.string() and mixed.schema.field("price").type == pa.decimal128(5, 2)
     assert mixed.column("blob").to_pylist() == ["AP8=", None, "not base64!"]
+
+
+@pytest.fixture
+def umask_027():
+    """A umask that differs from the usual 022, so a mode that ignores it shows."""
+    previous = os.umask(0o027)
+    try:
+        yield 0o027
+    finally:
+        os.umask(previous)
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "jsonl.gz", "parquet", "hf"])
+def test_outputs_get_the_mode_the_umask_gives_like_any_new_file(tmp_path: Path, umask_027: int, fmt: str) -> None:
+    """Issue 20 F17: a Parquet output was 0600 (tempfile's mode, kept by the rename) beside 0644 side files."""
+    source = write_jsonl(tmp_path / "run.jsonl", DRIFTING_ROWS)
+    out = tmp_path / {"jsonl": "o.jsonl", "jsonl.gz": "o.jsonl.gz", "parquet": "o.parquet", "hf": "o_hf"}[fmt]
+    convert_jsonl(source, out, fmt)
+    files = [out] if out.is_file() else [p for p in out.iterdir()]
+    for path in files:
+        assert path.stat().st_mode & 0o777 == 0o666 & ~umask_027, path
+    if out.is_dir():
+        assert out.stat().st_mode & 0o777 == 0o777 & ~umask_027

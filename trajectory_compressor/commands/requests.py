@@ -11,7 +11,6 @@ that overshoots its budget, or a `--min-fidelity` retry, is asked for live by th
 from __future__ import annotations
 
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,7 +24,7 @@ from trajectory_compressor.run.row.summary_step import summary_request
 from trajectory_compressor.settings import ConfigError, RunConfig
 from trajectory_compressor.summarize.llm.request import batch_line, chat_request
 from trajectory_compressor.write.collisions import NamedFile, refuse_overwrites
-from trajectory_compressor.write.run_files import OutputError
+from trajectory_compressor.write.run_files import OutputError, new_file_beside
 
 
 @dataclass
@@ -61,8 +60,7 @@ def write_requests(
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
         # A name of its own: two runs writing one output never share a half-written file.
-        fd, partial_name = tempfile.mkstemp(prefix=f".{output.name}.", suffix=".partial", dir=output.parent)
-        partial = Path(partial_name)
+        fd, partial = new_file_beside(output, ".partial")
         with open(fd, "wb") as handle:
             for row in planned_rows(sources, config, counter):
                 written.rows += 1

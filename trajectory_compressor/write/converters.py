@@ -51,6 +51,7 @@ import pyarrow as pa
 from trajectory_compressor.read.arrow_values import DoesNotDecode, decoder
 from trajectory_compressor.read.jsonl import parse_json_line
 from trajectory_compressor.write.output_format import OUTPUT_FORMATS, ConversionError, output_format_for  # noqa: F401 (re-exported)
+from trajectory_compressor.write.run_files import new_file_beside
 
 CHUNK_BYTES = 32 << 20  # JSON text per Arrow chunk / parquet row group
 CHUNK_MAX_ROWS = 10_000
@@ -95,9 +96,8 @@ def convert_jsonl(
         writer: Any = lambda source, tmp: _write_parquet(source, tmp, types)  # noqa: E731
     else:
         writer = {"jsonl": _write_jsonl, "jsonl.gz": _write_jsonl_gz}[fmt]
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    fd, tmp = new_file_beside(target)
     os.close(fd)
-    tmp = Path(tmp_name)
     try:
         rows, json_columns = writer(source, tmp)
         os.replace(tmp, target)

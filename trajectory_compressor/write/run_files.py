@@ -22,6 +22,7 @@ import contextlib
 import hashlib
 import json
 import os
+import secrets
 import shutil
 import time
 from collections.abc import Callable
@@ -57,6 +58,20 @@ def fsync_dir(path: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def new_file_beside(target: Path, suffix: str = ".tmp") -> tuple[int, Path]:
+    """A new file under a unique hidden name beside `target`, open for writing (fd, path).
+
+    Its mode is what `open` gives any new file (0666 less the umask), so the output it is renamed
+    into gets the same mode as the side files; `tempfile.mkstemp` would make it 0600.
+    """
+    while True:
+        path = target.parent / f".{target.name}.{secrets.token_hex(6)}{suffix}"
+        try:
+            return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), path
+        except FileExistsError:  # pragma: no cover - 48 random bits
+            continue
 
 
 def write_json_atomically(path: Path, value: Any, *, durable: bool = False, hook: str | None = None) -> None:
