@@ -41,6 +41,7 @@ class RunTotals:
     rows_rejected: int = 0
     rows_summary_failed: int = 0
     rows_second_pass: int = 0
+    rows_planned: int = 0  # a dry run's rows the plan would compress
     rows_by_summarizer: dict[str, int] = field(default_factory=dict)
     tokens_before: int = 0
     tokens_after: int = 0
@@ -73,6 +74,8 @@ class RunTotals:
             self.summary_tokens += metrics.summary_tokens
             if metrics.summarizer:
                 self.rows_by_summarizer[metrics.summarizer] = self.rows_by_summarizer.get(metrics.summarizer, 0) + 1
+        elif metrics.planned_tokens is not None:
+            self.rows_planned += 1
         elif metrics.skipped_under_target:
             self.rows_skipped_under_target += 1
         else:
@@ -120,7 +123,12 @@ def build_report(
     timings: dict[str, float],
     summarizer_stats: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The `<stem>.report.json` document: totals, ratios, usage and where everything went."""
+    """The `<stem>.report.json` document: totals, ratios, usage and where everything went.
+
+    A dry run writes no dataset, so its path is not among the outputs listed.
+    """
+    if settings.get("dry_run"):
+        outputs = {name: path for name, path in outputs.items() if name != "data"}
     before = totals.tokens_before
     kept_rows = max(totals.rows_selected - totals.rows_rejected, 0)
     return {
@@ -138,6 +146,7 @@ def build_report(
             "rejected": totals.rows_rejected,
             "summary_failed": totals.rows_summary_failed,
             "second_pass": totals.rows_second_pass,
+            "planned": totals.rows_planned,
             "by_summarizer": dict(sorted(totals.rows_by_summarizer.items())),
             "compression_rate": round(totals.rows_compressed / kept_rows, 4) if kept_rows else 0.0,
         },
@@ -173,13 +182,16 @@ def build_report(
 def render_text_summary(report: dict[str, Any]) -> str:
     """A short human-readable account of the report for the end of a run."""
     rows, tokens = report["rows"], report["tokens"]
+    dry = bool(report.get("settings", {}).get("dry_run"))  # figures of a plan, not of a dataset
+    status = report["status"] + (" (dry run: planned only, no summaries asked for, no dataset written)" if dry else "")
+    done = f"{rows.get('planned', 0)} planned to compress" if dry else f"{rows['compressed']} compressed"
     lines = [
-        f"status: {report['status']}",
-        f"rows: {rows['selected']} processed, {rows['compressed']} compressed, "
+        f"status: {status}",
+        f"rows: {rows['selected']} processed, {done}, "
         f"{rows['skipped_under_target']} under target, {rows['unchanged_over_target']} unchanged over target, "
-        f"{rows['still_over_limit']} still over limit, {rows['rejected']} rejected",
-        f"tokens: {tokens['before']:,} -> {tokens['after']:,} "
-        f"(saved {tokens['saved']:,}, ratio {tokens['overall_ratio']:.3f})",
+        f"{rows['still_over_limit']} {'would stay' if dry else 'still'} over limit, {rows['rejected']} rejected",
+        f"{'tokens (planned)' if dry else 'tokens'}: {tokens['before']:,} -> {tokens['after']:,} "
+        f"({'would save' if dry else 'saved'} {tokens['saved']:,}, ratio {tokens['overall_ratio']:.3f})",
     ]
     if rows["by_summarizer"]:
         parts = ", ".join(f"{name}: {count}" for name, count in rows["by_summarizer"].items())
