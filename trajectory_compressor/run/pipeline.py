@@ -257,7 +257,9 @@ class CompressionRun:
             column_types = source_column_types(self.job.sources)  # every column's Arrow type
 
             def convert(jsonl_path: Path, final: Path) -> None:
-                convert_jsonl(jsonl_path, final, fmt, column_types)
+                note = convert_jsonl(jsonl_path, final, fmt, column_types).changed_columns_note()
+                if note:
+                    self.on_message(note)
 
         files.finalize(position, {"totals": self.totals.to_dict()}, convert, write_data=not self.config.dry_run)
         self._timings["finalize"] = time.monotonic() - started
