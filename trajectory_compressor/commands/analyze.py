@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from trajectory_compressor.count import TokenCounter
+from trajectory_compressor.messages import quoted
 from trajectory_compressor.read.sources import InputSource
 from trajectory_compressor.run.prepare import planned_rows
 from trajectory_compressor.settings import RunConfig
@@ -157,4 +158,4 @@ def write_analysis_html(path: Path, analysis: Analysis, price_in: float | None, 
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(analysis_html(analysis, price_in, price_out), encoding="utf-8")
     except OSError as exc:
-        raise OutputError(f"cannot write the HTML report {path}: {exc.strerror or exc}") from None
+        raise OutputError(f"cannot write the HTML report {quoted(path)}: {exc.strerror or exc}") from None

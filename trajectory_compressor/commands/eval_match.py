@@ -23,6 +23,7 @@ from typing import Any
 import orjson
 
 from trajectory_compressor.errors import UsageError
+from trajectory_compressor.messages import quoted
 from trajectory_compressor.read.formats import RecordError, detect_format, to_turns
 from trajectory_compressor.read.select import RowSelection
 from trajectory_compressor.read.sources import InputSource, expand_inputs
@@ -63,10 +64,11 @@ def check_inputs(report: dict[str, Any] | None, report_path: Path, inputs: Seque
     recorded = (report or {}).get("inputs")
     if not isinstance(recorded, list):
         return  # a report from before inputs were recorded, or from the Ray engine
+    report_named = quoted(report_path)
     if len(recorded) != len(inputs):
-        names = ", ".join(str(entry.get("name")) for entry in recorded if isinstance(entry, dict))
+        names = ", ".join(quoted(str(entry.get("name"))) for entry in recorded if isinstance(entry, dict))
         raise MismatchError(
-            f"--input names {len(inputs)} input file(s), but {report_path} records {len(recorded)}: {names}"
+            f"--input names {len(inputs)} input file(s), but {report_named} records {len(recorded)}: {names}"
         )
     for source, entry in zip(inputs, recorded, strict=True):
         if not isinstance(entry, dict) or not entry.get("sha256") or source.path is None:
@@ -75,10 +77,11 @@ def check_inputs(report: dict[str, Any] | None, report_path: Path, inputs: Seque
             digest, size, _ = file_record(Path(source.path))
         except OSError:
             continue
-        if (size, digest.hexdigest()) != (entry.get("bytes"), entry["sha256"]):
+        expected = str(entry["sha256"])
+        if (size, digest.hexdigest()) != (entry.get("bytes"), expected):
             raise MismatchError(
-                f"the input {source.name} is not the file the run read: {report_path} records "
-                f"{entry.get('name')} ({entry.get('bytes')} bytes, sha256 {str(entry['sha256'])[:12]}...), "
+                f"the input {quoted(source.name)} is not the file the run read: {report_named} records "
+                f"{quoted(str(entry.get('name')))} ({entry.get('bytes')} bytes, sha256 {expected[:12]}...), "
                 f"this one has {size} bytes, sha256 {digest.hexdigest()[:12]}...; pass the run's own input"
             )
 
@@ -96,6 +99,7 @@ class RowMatcher:
 
     def __init__(self, output: Path, metrics: Path, inputs: Sequence[InputSource], config: RunConfig) -> None:
         self.output, self.metrics, self.config = output, metrics, config
+        self._output_named, self._metrics_named = quoted(output), quoted(metrics)  # as messages show them
         self._inputs = iter(RowSelection(inputs, split=config.read.split))
         self._outputs = (item for _, _, item in RowSelection(expand_inputs([str(output)]), split=config.read.split))
         self.input_rows = 0  # input rows read so far
@@ -116,11 +120,11 @@ class RowMatcher:
         except orjson.JSONDecodeError:
             entry = None
         if not isinstance(entry, dict) or type(entry.get("index")) is not int:
-            raise MismatchError(f"{self.metrics}:{line_number} is not a metrics line of this tool")
+            raise MismatchError(f"{self._metrics_named}:{line_number} is not a metrics line of this tool")
         return entry
 
     def _input_row(self, line_number: int, entry: dict[str, Any]) -> SourceRecord:
-        where = f"{self.metrics}:{line_number}"
+        where = f"{self._metrics_named}:{line_number}"
         index = entry["index"]
         if index < self.input_rows:
             raise MismatchError(f"{where} names input row {index} out of order; is it a metrics file of this tool?")
@@ -134,7 +138,7 @@ class RowMatcher:
             raise MismatchError(
                 f"{where} names input row {index}, but --input has {self.input_rows} rows; pass the run's own input"
             )
-        row = f"input row {index} ({item.source}:{item.line})"
+        row = f"input row {index} ({quoted(item.source)}:{item.line})"
         if entry.get("line") not in (None, item.line):
             raise MismatchError(f"{where} says line {entry['line']}, but {row} is at line {item.line}{SAME_RUN}")
         found = record_id(item.record)
@@ -147,16 +151,16 @@ class RowMatcher:
         return item
 
     def _output_row(self, line_number: int, entry: dict[str, Any]) -> SourceRecord:
-        where = f"{self.metrics}:{line_number}"
+        where = f"{self._metrics_named}:{line_number}"
         produced = next(self._outputs, None)
         if produced is None:
             written = self.output_rows + 1 + sum(_written(_parsed(line)) for line in _rest(self.metrics, line_number))
             raise MismatchError(
-                f"{self.output} has {self.output_rows} rows, but its metrics ({self.metrics}) say {written} were "
-                "written; is the output complete?"
+                f"{self._output_named} has {self.output_rows} rows, but its metrics ({self._metrics_named}) say "
+                f"{written} were written; is the output complete?"
             )
         self.output_rows += 1
-        row = f"output row {self.output_rows} ({produced.source}:{produced.line})"
+        row = f"output row {self.output_rows} ({quoted(produced.source)}:{produced.line})"
         if not entry.get("rejected"):
             turns = self._turn_count(produced, where, row)
             if turns != entry.get("compressed_turns"):
@@ -175,20 +179,22 @@ class RowMatcher:
         """After the last metrics line: no output rows left over, and the report's counts agree."""
         if next(self._outputs, None) is not None:
             raise MismatchError(
-                f"{self.output} has more rows than the {self.output_rows} its metrics ({self.metrics}) say were "
-                f"written{SAME_RUN}"
+                f"{self._output_named} has more rows than the {self.output_rows} its metrics "
+                f"({self._metrics_named}) say were written{SAME_RUN}"
             )
         rows = (report or {}).get("rows")
         if not isinstance(rows, dict):
             return
+        report_named = quoted(report_path)
         if rows.get("selected") != self.metrics_lines:
             raise MismatchError(
-                f"{self.metrics} has {self.metrics_lines} lines, but {report_path} records {rows.get('selected')} "
-                "rows; pass the metrics file of this output"
+                f"{self._metrics_named} has {self.metrics_lines} lines, but {report_named} records "
+                f"{rows.get('selected')} rows; pass the metrics file of this output"
             )
         if rows.get("written") != self.output_rows:
             raise MismatchError(
-                f"{self.output} has {self.output_rows} rows, but {report_path} records {rows.get('written')} written"
+                f"{self._output_named} has {self.output_rows} rows, but {report_named} records "
+                f"{rows.get('written')} written"
             )
         read = rows.get("read")
         if ((report or {}).get("settings") or {}).get("limit") is None:
@@ -199,7 +205,7 @@ class RowMatcher:
             agrees = isinstance(read, int) and self.input_rows >= read
         if not agrees:
             raise MismatchError(
-                f"--input has {self.input_rows} rows, but {report_path} records {read} read; pass the run's own input"
+                f"--input has {self.input_rows} rows, but {report_named} records {read} read; pass the run's own input"
             )
 
     def _count_inputs_to(self, enough: int | None) -> None:

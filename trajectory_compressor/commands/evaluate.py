@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from trajectory_compressor.commands.eval_match import RowMatcher, check_inputs, load_report, row_turns
+from trajectory_compressor.messages import quoted
 from trajectory_compressor.read.formats import RecordError
 from trajectory_compressor.read.sources import InputSource
 from trajectory_compressor.settings import RunConfig
@@ -160,7 +161,9 @@ def score_output(
     paths = OutputPaths.beside(output)
     metrics_path = metrics or paths.metrics
     if not metrics_path.is_file():
-        raise OutputError(f"no metrics file for {output} (looked for {metrics_path}); pass --metrics PATH")
+        raise OutputError(
+            f"no metrics file for {quoted(output)} (looked for {quoted(metrics_path)}); pass --metrics PATH"
+        )
     report = load_report(paths.report)
     check_inputs(report, paths.report, inputs)
     model = _model_of(report)
@@ -187,7 +190,7 @@ def score_output(
 def _score_row(
     entry: dict[str, Any], original: SourceRecord, produced: SourceRecord, model: str | None, config: RunConfig
 ) -> ScoredRow | str:
-    where = f"{entry.get('source')}:{entry.get('line')}"
+    where = f"{quoted(str(entry.get('source')))}:{entry.get('line')}"
     region = entry.get("compression_region") or {}
     try:
         before = row_turns(original, config)

@@ -22,6 +22,7 @@ from typing import IO, Any
 import orjson
 
 from trajectory_compressor.errors import UsageError
+from trajectory_compressor.messages import quoted
 from trajectory_compressor.write.collisions import NamedFile, refuse_overwrites, run_outputs
 from trajectory_compressor.write.paths import OutputPaths
 from trajectory_compressor.write.report import RunTotals, build_report
@@ -36,11 +37,11 @@ def _load_report(path: Path) -> dict[str, Any]:
     try:
         report = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise MergeError(f"cannot read shard report {path}: {exc}") from None
+        raise MergeError(f"cannot read shard report {quoted(path)}: {exc}") from None
     if report.get("status") != "completed":
-        raise MergeError(f"shard report {path} is not from a completed run (status: {report.get('status')})")
+        raise MergeError(f"shard report {quoted(path)} is not from a completed run (status: {report.get('status')})")
     if "counters" not in report:
-        raise MergeError(f"shard report {path} has no counters (written by another version?)")
+        raise MergeError(f"shard report {quoted(path)} has no counters (written by another version?)")
     return report
 
 
@@ -76,22 +77,24 @@ def _check_shard_files(report_path: Path, report: dict[str, Any], names: Sequenc
     """Each shard file must still be exactly what its run wrote (size, lines and sha256)."""
     records = report.get("files")
     if not isinstance(records, dict):
-        raise MergeError(f"shard report {report_path} records no file hashes (written by an older version?); re-run it")
+        raise MergeError(
+            f"shard report {quoted(report_path)} records no file hashes (written by an older version?); re-run it"
+        )
     for name in names:
         record = records.get(name)
         if not isinstance(record, dict):
-            raise MergeError(f"shard report {report_path} has no record of its {name} file; re-run the shard")
+            raise MergeError(f"shard report {quoted(report_path)} has no record of its {name} file; re-run the shard")
         try:
             path, expected = Path(record["path"]), (record["bytes"], record["lines"], record["sha256"])
         except (KeyError, TypeError):
-            raise MergeError(f"shard report {report_path} has a malformed record of its {name} file") from None
+            raise MergeError(f"shard report {quoted(report_path)} has a malformed record of its {name} file") from None
         if not path.is_file():
-            raise MergeError(f"shard file {path} is missing (listed in {report_path})")
+            raise MergeError(f"shard file {quoted(path)} is missing (listed in {quoted(report_path)})")
         digest, size, lines = file_record(path)
         if (size, lines, digest.hexdigest()) != expected:
             raise MergeError(
-                f"shard file {path} changed since its run wrote it ({lines} lines, {size} bytes; "
-                f"{report_path} records {record['lines']} lines, {record['bytes']} bytes); re-run that shard"
+                f"shard file {quoted(path)} changed since its run wrote it ({lines} lines, {size} bytes; "
+                f"{quoted(report_path)} records {record['lines']} lines, {record['bytes']} bytes); re-run that shard"
             )
 
 
@@ -100,8 +103,8 @@ def merge_shards(report_paths: Sequence[Path], output: Path) -> dict[str, Any]:
     try:
         return _merge_shards(report_paths, output)
     except OSError as exc:
-        where = f" ({exc.filename})" if exc.filename else ""
-        raise MergeError(f"cannot merge into {output}: {exc.strerror or exc}{where}") from None
+        where = f" ({quoted(exc.filename)})" if exc.filename else ""
+        raise MergeError(f"cannot merge into {quoted(output)}: {exc.strerror or exc}{where}") from None
 
 
 def _merge_shards(report_paths: Sequence[Path], output: Path) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from pathlib import Path
 import orjson
 
 from trajectory_compressor.count import TokenCounter
+from trajectory_compressor.messages import quoted
 from trajectory_compressor.read.sources import InputSource
 from trajectory_compressor.run.prepare import planned_rows
 from trajectory_compressor.run.row.measure import RowMeasure
@@ -40,7 +41,7 @@ class RequestsWritten:
     def summary(self) -> str:
         return (
             f"{self.requests:,} requests for {self.rows:,} rows ({self.rejected:,} rejected, "
-            f"{self.duplicates:,} duplicate requests written once) in {self.path}"
+            f"{self.duplicates:,} duplicate requests written once) in {quoted(self.path)}"
         )
 
 
@@ -83,7 +84,7 @@ def write_requests(
             os.fsync(handle.fileno())
         os.replace(partial, output)
     except OSError as exc:
-        raise OutputError(f"cannot write {output}: {exc.strerror or exc}") from None
+        raise OutputError(f"cannot write {quoted(output)}: {exc.strerror or exc}") from None
     finally:
         if partial is not None:
             partial.unlink(missing_ok=True)  # gone already once renamed into place

@@ -14,6 +14,7 @@ from typing import Any
 
 from trajectory_compressor.errors import RunAborted
 from trajectory_compressor.exit_codes import ExitCode
+from trajectory_compressor.messages import quoted
 from trajectory_compressor.run.row import FinishedRow
 from trajectory_compressor.write.records import dumps
 from trajectory_compressor.write.report import RunTotals
@@ -76,7 +77,7 @@ class RowCommitter:
     def _report_reject(self, reject: dict[str, Any]) -> None:
         self._rejects_reported += 1
         if self._rejects_reported <= REJECTS_SHOWN:
-            self.on_message(f"warning: {reject['file']}:{reject['line']}: {reject['error']}")
+            self.on_message(f"warning: {quoted(reject['file'])}:{reject['line']}: {reject['error']}")
         elif self._rejects_reported == REJECTS_SHOWN + 1:
             self.on_message("warning: more bad records; see the rejects file")
         if self.strict:

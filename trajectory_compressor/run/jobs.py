@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from trajectory_compressor.messages import quoted
 from trajectory_compressor.read.sources import InputSource
 from trajectory_compressor.settings import ConfigError, OutputConfig, RunConfig, SelectConfig
 from trajectory_compressor.write.collisions import NamedFile, refuse_overwrites, run_outputs
@@ -59,13 +60,13 @@ def plan_jobs(
 
     if not mirror:
         if output.exists() and output.is_dir() and outputs.output_format != "hf":
-            raise ConfigError(f"output {output} is a directory")
+            raise ConfigError(f"output {quoted(output)} is a directory")
         return [job(sources, output)]
     roots = [Path(arg) for arg in inputs if not arg.startswith("hf:") and Path(arg).is_dir()]
     jobs = []
     for source in sources:
         if source.path is None:
-            raise ConfigError(f"{source.name}: a dataset source needs an output file, not a directory")
+            raise ConfigError(f"{quoted(source.name)}: a dataset source needs an output file, not a directory")
         jobs.append(job([source], output / mirrored_name(Path(source.path), roots)))
     return jobs
 
@@ -83,7 +84,7 @@ def check_output_paths(jobs: Sequence[CompressJob], sources: Sequence[InputSourc
 
 
 def _written_by(job: CompressJob) -> list[NamedFile]:
-    origin = f" (from {job.sources[0].name})" if len(job.sources) == 1 else ""
+    origin = f" (from {quoted(job.sources[0].name)})" if len(job.sources) == 1 else ""
     named = run_outputs(OutputPaths.beside(job.output, job.metrics).as_dict(), origin)
     if job.html_report is not None:
         named.append(NamedFile("the HTML report", job.html_report, origin))

@@ -24,6 +24,7 @@ from tqdm import tqdm
 from trajectory_compressor.count import TokenCounter
 from trajectory_compressor.errors import RunAborted
 from trajectory_compressor.exit_codes import ExitCode
+from trajectory_compressor.messages import quoted
 from trajectory_compressor.read.select import RowSelection, Selected
 from trajectory_compressor.read.sources import InputSource
 from trajectory_compressor.run.commit import RowCommitter
@@ -162,9 +163,9 @@ class CompressionRun:
         if files.resumed_state:
             self.totals = RunTotals.from_dict(files.resumed_state.get("totals", {}))
             if files.phase == "finalizing":
-                self.on_message(f"resuming: finishing the run whose work is in {files.work_dir}")
+                self.on_message(f"resuming: finishing the run whose work is in {quoted(files.work_dir)}")
             else:
-                self.on_message(f"resuming: {skip} input rows already committed in {files.work_dir}")
+                self.on_message(f"resuming: {skip} input rows already committed in {quoted(files.work_dir)}")
         status, exit_code, message = "completed", ExitCode.OK, None
         committer = RowCommitter(files, self.totals, skip, strict=self.config.strict, on_message=self.on_message)
         if files.phase != "finalizing":
@@ -278,9 +279,9 @@ class CompressionRun:
 
 def describe_os_error(exc: OSError, output: Path) -> str:
     """One line for a failed write (no permission, a full disk): what, where, and what to do."""
-    where = f" ({exc.filename})" if exc.filename else ""
+    where = f" ({quoted(exc.filename)})" if exc.filename else ""
     return (
-        f"cannot write {output}: {exc.strerror or exc}{where}; "
+        f"cannot write {quoted(output)}: {exc.strerror or exc}{where}; "
         "fix that and re-run the same command (the run resumes from its last checkpoint)"
     )
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from trajectory_compressor.count import TokenCounter
 from trajectory_compressor.count.counter import ChatTemplateError
+from trajectory_compressor.messages import quoted
 from trajectory_compressor.plan.region import Plan, plan_region
 from trajectory_compressor.read.formats import ConversationFormat, RecordError, detect_format, to_turns
 from trajectory_compressor.read.select import RowSelection
@@ -46,7 +47,7 @@ class PreparedRow:
 
     @property
     def label(self) -> str:
-        return f"{self.item.source}:{self.item.line}"
+        return f"{quoted(self.item.source)}:{self.item.line}"
 
     @property
     def record_id(self) -> Any:

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from trajectory_compressor.messages import quoted
 from trajectory_compressor.write.run_files import OutputError
 
 _ROLES = {
@@ -35,7 +36,7 @@ class NamedFile:
     note: str = ""  # e.g. " (from in/a.jsonl)": which of several outputs
 
     def __str__(self) -> str:
-        return f"{self.role} {os.fspath(self.path)}{self.note}"
+        return f"{self.role} {quoted(self.path)}{self.note}"
 
 
 def run_outputs(paths: Mapping[str, str], note: str = "") -> list[NamedFile]:

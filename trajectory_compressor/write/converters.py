@@ -52,6 +52,7 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
+from trajectory_compressor.messages import quoted
 from trajectory_compressor.read.arrow_values import DoesNotDecode, decoder
 from trajectory_compressor.read.jsonl import parse_json_line
 from trajectory_compressor.write.output_format import OUTPUT_FORMATS, ConversionError, output_format_for  # noqa: F401 (re-exported)
@@ -77,12 +78,12 @@ class ConversionResult:
         """One line naming every column stored with another type than its values had, or None."""
         parts = []
         if self.text_columns:
-            parts.append(f"{', '.join(self.text_columns)} as text (numbers and strings mixed)")
+            parts.append(f"{', '.join(map(quoted, self.text_columns))} as text (numbers and strings mixed)")
         if self.json_columns:
-            parts.append(f"{', '.join(self.json_columns)} as JSON text (values of several kinds)")
+            parts.append(f"{', '.join(map(quoted, self.json_columns))} as JSON text (values of several kinds)")
         if not parts:
             return None
-        return f"warning: columns stored with another type in {self.path}: {'; '.join(parts)}"
+        return f"warning: columns stored with another type in {quoted(self.path)}: {'; '.join(parts)}"
 
 
 def convert_jsonl(
@@ -100,10 +101,10 @@ def convert_jsonl(
     source, target = Path(jsonl_path), Path(out_path)
     fmt = output_format_for(str(target), fmt)
     if not source.is_file():
-        raise ConversionError(f"JSONL file to convert not found: {source}")
+        raise ConversionError(f"JSONL file to convert not found: {quoted(source)}")
     if source.resolve() == target.resolve():
         if fmt != "jsonl":
-            raise ConversionError(f"cannot convert {source} onto itself")
+            raise ConversionError(f"cannot convert {quoted(source)} onto itself")
         return ConversionResult(path=str(target), fmt=fmt, rows=_count_lines(source))
     target.parent.mkdir(parents=True, exist_ok=True)
     if fmt == "hf":
@@ -164,9 +165,9 @@ def _iter_chunks(source: Path) -> Iterator[list[dict[str, Any]]]:
             try:
                 row = parse_json_line(line)
             except (ValueError, UnicodeDecodeError) as exc:
-                raise ConversionError(f"{source}:{line_number}: invalid JSON: {exc}") from exc
+                raise ConversionError(f"{quoted(source)}:{line_number}: invalid JSON: {exc}") from exc
             if not isinstance(row, dict):
-                raise ConversionError(f"{source}:{line_number}: a row must be a JSON object")
+                raise ConversionError(f"{quoted(source)}:{line_number}: a row must be a JSON object")
             chunk.append(row)
             size += len(line)
             if size >= CHUNK_BYTES or len(chunk) >= CHUNK_MAX_ROWS:
@@ -391,7 +392,7 @@ def _write_hf(source: Path, target: Path, column_types: Mapping[str, pa.DataType
 def _replace_directory(new: Path, target: Path) -> None:
     """Move `new` to `target`; an existing `target` is set aside first and removed after."""
     if target.exists() and not target.is_dir():
-        raise ConversionError(f"output path exists and is not a directory: {target}")
+        raise ConversionError(f"output path exists and is not a directory: {quoted(target)}")
     old = None
     if target.exists():
         old = target.with_name(f".{target.name}.old-{os.getpid()}")

@@ -10,6 +10,7 @@ import bisect
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from trajectory_compressor.messages import quoted
 from trajectory_compressor.types import RowMetrics
 
 # Token-length histogram bin edges (upper bounds): fine enough for a report, fixed so that
@@ -205,5 +206,5 @@ def render_text_summary(report: dict[str, Any]) -> str:
     if duration is not None:
         lines.append(f"time: {duration:.1f}s")
     for name, path in report["outputs"].items():
-        lines.append(f"{name}: {path}")
+        lines.append(f"{name}: {quoted(path)}")
     return "\n".join(lines)

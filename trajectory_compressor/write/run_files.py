@@ -31,6 +31,7 @@ from typing import IO, Any
 
 from trajectory_compressor.errors import UsageError
 from trajectory_compressor.faults import boundary
+from trajectory_compressor.messages import quoted
 from trajectory_compressor.write.paths import OutputPaths
 
 STATE_VERSION = 2
@@ -196,7 +197,7 @@ class RunFiles:
             return self._damaged("its state.json was changed after it was written")
         if state.get("fingerprint") != self.fingerprint:
             raise ResumeMismatchError(
-                f"{self.work_dir} holds an unfinished run with other inputs or settings; "
+                f"{quoted(self.work_dir)} holds an unfinished run with other inputs or settings; "
                 "re-run with the same command to resume it, or pass --no-resume to start over"
             )
         problem = self._problem(state)
@@ -205,7 +206,7 @@ class RunFiles:
         return self._damaged(problem) if problem else state
 
     def _damaged(self, reason: str) -> None:
-        self._say(f"warning: the work folder {self.work_dir} is damaged ({reason}); starting over")
+        self._say(f"warning: the work folder {quoted(self.work_dir)} is damaged ({reason}); starting over")
         self._hashes.clear()
         self._lines.clear()
         return None

@@ -30,6 +30,7 @@ import aiohttp
 import orjson
 
 from trajectory_compressor.errors import UsageError
+from trajectory_compressor.messages import quoted
 from trajectory_compressor.settings import LLMConfig
 from trajectory_compressor.summarize.llm.client import AUTH_STATUSES, USER_AGENT, ChatClient, parse_retry_after
 from trajectory_compressor.summarize.llm.request import CHAT_COMPLETIONS_PATH
@@ -86,7 +87,7 @@ class BatchAPI:
         try:
             content = path.read_bytes()
         except OSError as exc:
-            raise BatchAPIError(f"cannot read the request file {path}: {exc.strerror or exc}") from None
+            raise BatchAPIError(f"cannot read the request file {quoted(path)}: {exc.strerror or exc}") from None
 
         def form() -> aiohttp.FormData:
             data = aiohttp.FormData()
@@ -137,7 +138,7 @@ class BatchAPI:
                     retry_after = parse_retry_after(response.headers.get("Retry-After"))
             except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
                 if isinstance(exc, OSError) and exc.filename:
-                    raise BatchAPIError(f"cannot write {exc.filename}: {exc.strerror or exc}") from None
+                    raise BatchAPIError(f"cannot write {quoted(exc.filename)}: {exc.strerror or exc}") from None
                 failure = self._chat.sanitize(f"download {file_id}: {type(exc).__name__}: {exc}")
             await self._pause_or_fail(attempt, failure, retry_after)
 
