@@ -158,3 +158,13 @@ def test_merged_shards_evaluate_and_merge_guards_their_input(runs: Path, tmp_pat
     onto_input = run_cli("merge", *reports, "-o", str(source))
     _refused(onto_input, "would overwrite the shards' input")
     assert source.read_bytes() == before
+
+
+def test_a_metrics_line_that_is_not_one_is_refused(runs: Path, tmp_path: Path) -> None:
+    output = _copy(runs, tmp_path)
+    metrics = output.parent / "x.metrics.jsonl"
+    lines = metrics.read_bytes().splitlines(keepends=True)
+    lines[3] = b'{"not": "a metrics line"}\n'
+    metrics.write_bytes(b"".join(lines))
+    result = run_cli("eval", str(output), "--input", str(runs / "a.jsonl"))
+    _refused(result, f"{metrics}:4 is not a metrics line of this tool")

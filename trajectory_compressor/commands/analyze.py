@@ -18,7 +18,7 @@ from trajectory_compressor.messages import quoted
 from trajectory_compressor.read.sources import InputSource
 from trajectory_compressor.run.prepare import planned_rows
 from trajectory_compressor.settings import RunConfig
-from trajectory_compressor.write.collisions import NamedFile, refuse_overwrites
+from trajectory_compressor.write.collisions import NamedFile, input_files, refuse_overwrites
 from trajectory_compressor.write.html_report import (
     percentiles,
     render_html_report,
@@ -80,8 +80,7 @@ def analyze_sources(
 ) -> Analysis:
     """Count and plan every row of `sources`; no summaries, no outputs (the HTML page is checked first)."""
     if config.output.html_report:
-        reads = [NamedFile("the input", source.path) for source in sources if source.path is not None]
-        refuse_overwrites([NamedFile("the HTML report", config.output.html_report)], reads)
+        refuse_overwrites([NamedFile("the HTML report", config.output.html_report)], input_files(sources))
     plan = config.plan
     result = Analysis(
         target=plan.target_max_tokens, summary_budget=plan.summary_target_tokens, batch_discount=config.batch.discount

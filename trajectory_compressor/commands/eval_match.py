@@ -115,11 +115,8 @@ class RowMatcher:
             yield MatchedRow(line_number, entry, original, produced)
 
     def _entry(self, line_number: int, line: bytes) -> dict[str, Any]:
-        try:
-            entry = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            entry = None
-        if not isinstance(entry, dict) or type(entry.get("index")) is not int:
+        entry = _parsed(line)
+        if entry is None or type(entry.get("index")) is not int:
             raise MismatchError(f"{self._metrics_named}:{line_number} is not a metrics line of this tool")
         return entry
 
@@ -154,7 +151,8 @@ class RowMatcher:
         where = f"{self._metrics_named}:{line_number}"
         produced = next(self._outputs, None)
         if produced is None:
-            written = self.output_rows + 1 + sum(_written(_parsed(line)) for line in _rest(self.metrics, line_number))
+            later = (_parsed(line) for line in _rest(self.metrics, line_number))
+            written = self.output_rows + 1 + sum(_written(entry) for entry in later if entry is not None)
             raise MismatchError(
                 f"{self._output_named} has {self.output_rows} rows, but its metrics ({self._metrics_named}) say "
                 f"{written} were written; is the output complete?"
@@ -220,12 +218,12 @@ def _written(entry: dict[str, Any]) -> bool:
     return bool(entry.get("written", True)) and not entry.get("dropped")
 
 
-def _parsed(line: bytes) -> dict[str, Any]:
+def _parsed(line: bytes) -> dict[str, Any] | None:
     try:
         entry = orjson.loads(line)
     except orjson.JSONDecodeError:
-        return {"written": False}
-    return entry if isinstance(entry, dict) else {"written": False}
+        return None
+    return entry if isinstance(entry, dict) else None
 
 
 def _lines(path: Path) -> Iterator[bytes]:

@@ -21,7 +21,7 @@ from trajectory_compressor.settings import RunConfig
 from trajectory_compressor.summarize.fidelity import KINDS, Fidelity, score_summary
 from trajectory_compressor.summarize.fidelity.score import score_histogram, shown_item
 from trajectory_compressor.types import SUMMARY_PREFIX, SourceRecord
-from trajectory_compressor.write.collisions import NamedFile, refuse_overwrites
+from trajectory_compressor.write.collisions import NamedFile, input_files, refuse_overwrites
 from trajectory_compressor.write.html_report import percentiles
 from trajectory_compressor.write.paths import OutputPaths
 from trajectory_compressor.write.run_files import OutputError
@@ -240,7 +240,7 @@ def _refuse_overwrites(
     """The HTML report must not land on a file `eval` reads: an input, an output, its metrics or report."""
     if not config.output.html_report:
         return
-    reads = [NamedFile("the input", source.path) for source in inputs if source.path is not None]
+    reads = input_files(inputs)
     for output, given in zip(outputs, metrics, strict=True):
         beside = OutputPaths.beside(output)
         reads += [

@@ -24,7 +24,7 @@ from trajectory_compressor.run.row.measure import RowMeasure
 from trajectory_compressor.run.row.summary_step import summary_request
 from trajectory_compressor.settings import ConfigError, RunConfig
 from trajectory_compressor.summarize.llm.request import batch_line, chat_request
-from trajectory_compressor.write.collisions import NamedFile, refuse_overwrites
+from trajectory_compressor.write.collisions import NamedFile, input_files, refuse_overwrites
 from trajectory_compressor.write.run_files import OutputError, new_file_beside
 
 
@@ -51,8 +51,7 @@ def write_requests(
     """Write the first-pass summary requests of `sources` to `output` (replaced whole at the end)."""
     if not config.llm.model:
         raise ConfigError("requests need the model they are for: pass --model")
-    reads = [NamedFile("the input", source.path) for source in sources if source.path is not None]
-    refuse_overwrites([NamedFile("the output", output)], reads)
+    refuse_overwrites([NamedFile("the output", output)], input_files(sources))
     plan = config.plan
     measure = RowMeasure(counter, plan, skip_under_target=config.skip_under_target)
     written = RequestsWritten(str(output))

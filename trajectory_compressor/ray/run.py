@@ -24,7 +24,7 @@ from trajectory_compressor.ray.inputs import is_uri, list_inputs
 from trajectory_compressor.ray.write import CompressedOutput, RayOutputLayout, filesystem_of
 from trajectory_compressor.settings import ConfigError, RunConfig, settings_record, with_values
 from trajectory_compressor.summarize.choose import resolve_endpoint
-from trajectory_compressor.write.collisions import NamedFile, refuse_overwrites, run_outputs
+from trajectory_compressor.write.collisions import input_files, refuse_overwrites, run_outputs
 from trajectory_compressor.write.output_format import output_format_for
 from trajectory_compressor.write.report import build_report, render_text_summary
 
@@ -92,8 +92,7 @@ def run_on_ray(
     layout = RayOutputLayout.beside(output)
     sources = list_inputs(inputs, config, exclude=[output] if not is_uri(output) else [])
     if not is_uri(output):
-        reads = [NamedFile("the input", s.path) for s in sources if s.path is not None and not is_uri(s.path)]
-        refuse_overwrites(run_outputs(layout.as_dict()), reads)
+        refuse_overwrites(run_outputs(layout.as_dict()), input_files(sources))
     counter = counter_for(config)
     uses_llm = False
     if not config.dry_run:  # the same checks and note as a local run, without opening a cache

@@ -16,7 +16,7 @@ from pathlib import Path
 from trajectory_compressor.messages import quoted
 from trajectory_compressor.read.sources import InputSource
 from trajectory_compressor.settings import ConfigError, OutputConfig, RunConfig, SelectConfig
-from trajectory_compressor.write.collisions import NamedFile, refuse_overwrites, run_outputs
+from trajectory_compressor.write.collisions import NamedFile, input_files, refuse_overwrites, run_outputs
 from trajectory_compressor.write.output_format import ConversionError, output_format_for
 from trajectory_compressor.write.paths import OutputPaths, mirrored_name, shard_path
 
@@ -77,7 +77,7 @@ def check_output_paths(jobs: Sequence[CompressJob], sources: Sequence[InputSourc
     Every file a run writes counts: the dataset, the metrics, the report, the over-limit list,
     the rejects and the HTML report (`write.collisions` compares them resolved).
     """
-    reads = [NamedFile("the input", source.path) for source in sources if source.path is not None]
+    reads = input_files(sources)
     if config.llm.responses:
         reads.append(NamedFile("the responses file", config.llm.responses))
     refuse_overwrites((named for job in jobs for named in _written_by(job)), reads)

@@ -1,9 +1,9 @@
 """The one guard every command that writes files passes first: no output lands on a file it reads
 or on another of its own outputs.
 
-`compress` (both engines), `eval`, `analyze`, `requests` and `merge` each name the files they will write and the
-files they read (inputs, metrics, reports, shard files, a responses file), and call
-`refuse_overwrites` before anything is written. Paths are compared resolved (symlinks followed),
+`compress` (both engines), `eval`, `analyze`, `requests` and `merge` each name the files they
+will write and the files they read (inputs, metrics, reports, shard files, a responses file),
+and call `refuse_overwrites` before anything is written. Paths are compared resolved (symlinks followed),
 and an output that is a directory holding a file read counts too (a `datasets` output directory
 is replaced whole). A collision is one line and exit 2 (`OutputError`), and nothing is touched.
 """
@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trajectory_compressor.messages import quoted
+from trajectory_compressor.read.sources import InputSource
 from trajectory_compressor.write.run_files import OutputError
 
 _ROLES = {
@@ -37,6 +38,11 @@ class NamedFile:
 
     def __str__(self) -> str:
         return f"{self.role} {quoted(self.path)}{self.note}"
+
+
+def input_files(sources: Iterable[InputSource]) -> list[NamedFile]:
+    """The local files among a command's inputs (an `hf:` dataset or a URI is no file here)."""
+    return [NamedFile("the input", s.path) for s in sources if s.path is not None and "://" not in s.path]
 
 
 def run_outputs(paths: Mapping[str, str], note: str = "") -> list[NamedFile]:

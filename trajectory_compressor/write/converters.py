@@ -21,8 +21,8 @@ its JSON text (``"0"``, ``"2.5"``, ``"true"``): what pandas and `datasets` users
 JSON text would read back as ``'"48"'``. Any other column whose values cannot share one type is
 stored as Arrow JSON text (``pa.json_()``, the parquet JSON logical type; `datasets` reads it as
 a ``Json`` feature and `read.sources` decodes it back to objects). The result names both kinds
-(`ConversionResult.changed_columns_note`), and the run prints that line. The second pass writes. Memory stays at
-one chunk of rows (`CHUNK_BYTES`), whatever the file size.
+(`ConversionResult.changed_columns_note`), and the run prints that line. The second pass
+writes. Memory stays at one chunk of rows (`CHUNK_BYTES`), whatever the file size.
 
 A key absent from a row comes back as null from a columnar file: parquet has no "missing".
 
@@ -261,13 +261,14 @@ def _infer_schema(source: Path, column_types: Mapping[str, pa.DataType]) -> tupl
             if name in schema.text_columns:
                 schema.mixed(name, values)  # stays text while its values are scalars
                 continue
-            known = schema.types.setdefault(name, pa.null())
+            known = schema.types.get(name)
             try:
                 chunk_type = pa.array(values).type
             except _ARROW_ERRORS:
-                schema.mixed(name, values, known)
+                schema.types.setdefault(name, pa.null())
+                schema.mixed(name, values, *([] if known is None else [known]))
                 continue
-            merged = _merge_types(known, chunk_type)
+            merged = chunk_type if known is None else _merge_types(known, chunk_type)
             if merged is None:
                 schema.mixed(name, values, known, chunk_type)
             else:
