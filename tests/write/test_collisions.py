@@ -111,3 +111,12 @@ def test_ray_engine_report_onto_its_input_is_refused(run: Path) -> None:
     result = run_cli("compress", str(source), "-o", str(run / "ray" / "y.jsonl"), "--engine", "ray", *SMALL)
     _assert_one_line_error(result, "the report", "would overwrite the input")
     assert _untouched(run) == before
+
+
+def test_compress_datasets_directory_holding_its_input_is_refused(tmp_path: Path) -> None:
+    """An `hf` output directory is replaced whole: an input inside it would go with it."""
+    folder = tmp_path / "data"
+    source = write_jsonl(folder / "a.jsonl", [make_trajectory(0, steps=2)])
+    result = run_cli("compress", str(source), "-o", str(folder), "--output-format", "hf", *SMALL)
+    _assert_one_line_error(result, f"the output {folder}", f"would overwrite the input {source}")
+    assert [p.name for p in folder.iterdir()] == ["a.jsonl"]
