@@ -189,6 +189,12 @@ def conversation_values(record: Any) -> list[str]:
     return [turn[key] for turn in turns if isinstance(turn, dict) and isinstance(turn.get(key), str)]
 
 
+def has_rows(path: Path) -> bool:
+    """Whether `path` holds at least one non-blank line: a bench over none measures nothing."""
+    with open(path, "rb") as handle:
+        return any(line.strip() for line in handle)
+
+
 def first_line(source: Path, target: Path) -> None:
     with open(source, "rb") as handle, open(target, "wb") as out:
         for line in handle:
@@ -1074,6 +1080,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             data = workdir / "main.jsonl"
             print(f"generating {args.rows} rows (seed {args.seed})", file=sys.stderr, flush=True)
             write_generated(data, args.rows, args.seed)
+        if data is not None and not has_rows(data):
+            print(f"error: {data} has no rows; nothing to measure", file=sys.stderr)
+            return 2
         if {"limit", "reference", "cli"} & set(args.stages):
             print("stages 1-3: limit, reference, cli", file=sys.stderr, flush=True)
             stage_main(args, data, workdir, figures)

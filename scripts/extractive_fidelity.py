@@ -6,7 +6,8 @@ Compresses every file of the folder with the extractive summarizer at targets of
 tokens (summary budget 750, bundled tokenizer), scores the output with `eval`, and prints the
 pooled recall of each kind. Rows are split by their position in each file: even rows are the
 development half (what the summarizer was tuned on), odd rows the held-out half. The data is
-read where it lies and never copied; without it the script says so and exits 0.
+read where it lies and never copied. A run that measured nothing (no data at `--data`, or no
+row compressed at a target) says why on stderr and exits 1, so no one takes it for a result.
 """
 
 from __future__ import annotations
@@ -34,8 +35,12 @@ def main() -> int:
     args = parser.parse_args()
     files = sorted(Path(args.data).glob("*.jsonl"))
     if not files:
-        print(f"no real trajectories under {args.data}; nothing to measure")
-        return 0
+        print(
+            f"error: no real trajectories (*.jsonl) under {args.data}; nothing measured. "
+            "Pass --data FOLDER (the project's ../shared/real_trajectories)",
+            file=sys.stderr,
+        )
+        return 1
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         for target in TARGETS:
@@ -51,6 +56,14 @@ def main() -> int:
                     halves["held_out" if row.index % 2 else "development"].append(row)
             results[target] = {name: fidelity_figures(rows) for name, rows in halves.items()}
             results[target]["all"] = fidelity_figures(halves["development"] + halves["held_out"])
+    unmeasured = [f"{target:,}" for target, figures in results.items() if not figures["all"]["scored"]]
+    if unmeasured:
+        print(
+            f"error: no row was compressed at target(s) {', '.join(unmeasured)} in {len(files)} file(s) under "
+            f"{args.data}; nothing measured there",
+            file=sys.stderr,
+        )
+        return 1
     if args.json:
         print(json.dumps(results, indent=2))
         return 0

@@ -160,6 +160,9 @@ def main() -> int:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="tc-fingerprints-") as folder:
         results = cases(Path(folder))
+    if not any(results.values()):
+        print("error: no output was fingerprinted (every case wrote nothing); nothing to compare", file=sys.stderr)
+        return 1
     if args.save:
         args.save.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     if args.compare:

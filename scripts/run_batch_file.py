@@ -6,7 +6,8 @@ Reads the OpenAI batch input format that `trajectory-compressor requests` writes
 batch output format (`{"id", "custom_id", "response": {"status_code", "body"}, "error"}`) that
 providers and `vllm run-batch` produce, for `compress --responses`. It exists to prove that round
 trip against a real local model (llama.cpp's server) without vLLM or a provider; the API key, if
-any, is read from `$OPENAI_API_KEY` and written nowhere.
+any, is read from `$OPENAI_API_KEY` and written nowhere. When every request failed it exits 1
+(the output file still holds each failure's line).
 """
 
 from __future__ import annotations
@@ -74,6 +75,9 @@ def main() -> int:
             handle.write(json.dumps(result, ensure_ascii=False) + "\n")
     failed = sum(1 for result in results if result["error"] is not None)
     print(f"{len(results)} requests, {failed} failed -> {args.output}", file=sys.stderr)
+    if results and failed == len(results):
+        print(f"error: no request was answered by {args.base_url}; see the error lines", file=sys.stderr)
+        return 1
     return 0
 
 

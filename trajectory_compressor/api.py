@@ -62,7 +62,7 @@ async def compress_async(
         list(inputs), data_files=config.read.data_files, streaming=config.read.streaming, exclude=[str(output)]
     )
     jobs = plan_jobs(inputs, sources, str(output), config.output, config.select)
-    check_output_paths(jobs, sources)
+    check_output_paths(jobs, sources, config)
     if counter is None:
         counter = counter_for(config)
     choice = None if config.dry_run else choose_summarizers(config, counter)

@@ -192,8 +192,6 @@ def requests(inputs: tuple[str, ...], output: str, config_file: str | None, **fl
 
     config = build_config(config_file, flags)
     sources = expand_inputs(list(inputs), data_files=config.read.data_files)
-    if any(Path(source.name).resolve() == Path(output).resolve() for source in sources):
-        raise UsageError(f"the output {output} is also an input")
     written = write_requests(sources, Path(output), config, counter_for(config))
     click.echo(written.summary(), err=True)
 

@@ -182,6 +182,32 @@ def test_dry_run_writes_metrics_and_report_but_no_dataset(tmp_path: Path) -> Non
     assert all(m["planned_tokens"] <= 2500 or m["still_over_limit"] for m in planned)
 
 
+def test_dry_run_summary_labels_planned_figures_and_names_only_files_written(tmp_path: Path) -> None:
+    """Issue 20 F18: it printed `data: o.jsonl` (never written) and `tokens -> N (saved ...)` as if done."""
+    source = _rows(tmp_path)
+    out = tmp_path / "o.jsonl"
+    result = run_cli("compress", str(source), "-o", str(out), "--dry-run", *SMALL[:-1])  # not quiet
+    assert result.returncode == 0, result.stderr
+    metrics = read_jsonl(tmp_path / "o.metrics.jsonl")
+    planned = sum(1 for m in metrics if m["compression_region"])
+    lines = result.stderr.splitlines()
+    assert "status: completed (dry run: planned only, no summaries asked for, no dataset written)" in lines
+    assert any(line.startswith("rows: 8 processed, ") and f"{planned} planned to compress" in line for line in lines)
+    (tokens,) = [line for line in lines if line.startswith("tokens")]
+    assert tokens.startswith("tokens (planned): ") and "would save" in tokens
+    named = [
+        line.split(": ", 1)[1]
+        for line in lines
+        if line.split(":")[0] in ("data", "metrics", "report", "over_limit", "rejects")
+    ]
+    assert named and all(Path(path).exists() for path in named), named
+    report = json.loads((tmp_path / "o.report.json").read_text())
+    assert "data" not in report["outputs"] and report["rows"]["planned"] == planned
+    assert report["rows"]["unchanged_over_target"] == sum(
+        1 for m in metrics if not m["compression_region"] and not m["skipped_under_target"] and not m["rejected"]
+    )
+
+
 def test_reference_yaml_config_and_flag_override(tmp_path: Path) -> None:
     config = tmp_path / "c.yaml"
     config.write_text(

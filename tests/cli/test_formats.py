@@ -414,3 +414,28 @@ def test_a_column_whose_values_no_longer_fit_its_type_is_inferred_without_an_err
     result = run_cli("compress", str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet"), "-o", str(out), *BUDGET)
     assert result.returncode == 0, result.stderr
     assert pq.read_table(out).column("x").to_pylist() == [1, 2, 1.5, 2.5]
+
+
+@pytest.mark.parametrize("output", ["x.parquet", "x_hf"])
+def test_an_id_column_of_ints_and_strings_is_written_as_strings_and_the_user_told(tmp_path: Path, output: str) -> None:
+    """Issue 20 F19: tau-bench's `task_id` (int in one file, str in the next) became Arrow JSON text,
+    which pandas reads as '"48"'. Now a string column ("0", "48"), and one warning line names it."""
+    first = write_jsonl(tmp_path / "tau.jsonl", [make_trajectory(i, extra={"task_id": i}) for i in range(2)])
+    second = write_jsonl(tmp_path / "tau2.jsonl", [make_trajectory(9, extra={"task_id": "48"})])
+    out = tmp_path / "out" / output
+    flags = ["--output-format", "hf"] if output == "x_hf" else []
+    result = run_cli("compress", str(first), str(second), "-o", str(out), *BUDGET, *flags)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.splitlines() == [
+        f"warning: columns stored with another type in {out}: task_id as text (numbers and strings mixed)"
+    ]
+    if output == "x.parquet":
+        import pyarrow.parquet as pq
+
+        assert pq.read_table(out).column("task_id").to_pylist() == ["0", "1", "48"]
+        pandas = pytest.importorskip("pandas")
+        assert pandas.read_parquet(out)["task_id"].tolist() == ["0", "1", "48"]
+    else:
+        import datasets
+
+        assert datasets.load_from_disk(str(out))["task_id"] == ["0", "1", "48"]

@@ -275,3 +275,76 @@ def test_original_arrow_types_are_restored_and_a_value_that_does_not_fit_falls_b
     mixed = pq.read_table(tmp_path / "mixed.parquet")
     assert mixed.schema.field("blob").type == pa.string() and mixed.schema.field("price").type == pa.decimal128(5, 2)
     assert mixed.column("blob").to_pylist() == ["AP8=", None, "not base64!"]
+
+
+@pytest.fixture
+def umask_027():
+    """A umask that differs from the usual 022, so a mode that ignores it shows."""
+    previous = os.umask(0o027)
+    try:
+        yield 0o027
+    finally:
+        os.umask(previous)
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "jsonl.gz", "parquet", "hf"])
+def test_outputs_get_the_mode_the_umask_gives_like_any_new_file(tmp_path: Path, umask_027: int, fmt: str) -> None:
+    """Issue 20 F17: a Parquet output was 0600 (tempfile's mode, kept by the rename) beside 0644 side files."""
+    source = write_jsonl(tmp_path / "run.jsonl", DRIFTING_ROWS)
+    out = tmp_path / {"jsonl": "o.jsonl", "jsonl.gz": "o.jsonl.gz", "parquet": "o.parquet", "hf": "o_hf"}[fmt]
+    convert_jsonl(source, out, fmt)
+    files = [out] if out.is_file() else [p for p in out.iterdir()]
+    for path in files:
+        assert path.stat().st_mode & 0o777 == 0o666 & ~umask_027, path
+    if out.is_dir():
+        assert out.stat().st_mode & 0o777 == 0o777 & ~umask_027
+
+
+# --- columns of mixed scalars (issue 20 F19) --------------------------------------------------
+
+TAU_ROWS: list[dict[str, Any]] = [  # tau-bench's task_id: an int in one file, a string in the next
+    {"task_id": 0, "trial": 1, "conversations": []},
+    {"task_id": 7, "trial": 2, "conversations": []},
+    {"task_id": "48", "trial": 3, "conversations": []},
+    {"task_id": None, "trial": 4, "conversations": []},
+    {"task_id": 2.5, "trial": 5, "conversations": [], "flag": True},
+    {"task_id": "x", "trial": 6, "conversations": [], "flag": "maybe"},
+]
+
+
+@pytest.mark.parametrize("chunk_rows", [10_000, 2], ids=["one-chunk", "across-chunks"])
+def test_a_column_of_numbers_and_strings_becomes_a_string_column(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk_rows: int
+) -> None:
+    """Not Arrow JSON text, which pandas reads as '"48"' and '0': numbers become their decimal text."""
+    monkeypatch.setattr(converters, "CHUNK_MAX_ROWS", chunk_rows)
+    source = write_jsonl(tmp_path / "run.jsonl", TAU_ROWS)
+    out = tmp_path / "o.parquet"
+    result = convert_jsonl(source, out, "parquet")
+    assert result.text_columns == ("task_id", "flag") and result.json_columns == ()
+    table = pq.read_table(out)
+    assert table.schema.field("task_id").type == pa.string() and table.schema.field("trial").type == pa.int64()
+    assert table.column("task_id").to_pylist() == ["0", "7", "48", None, "2.5", "x"]
+    assert table.column("flag").to_pylist() == [None, None, None, None, "true", "maybe"]
+    pandas = pytest.importorskip("pandas")
+    assert pandas.read_parquet(out)["task_id"].tolist()[:3] == ["0", "7", "48"]
+    assert result.changed_columns_note() == (
+        f"warning: columns stored with another type in {out}: task_id, flag as text (numbers and strings mixed)"
+    )
+
+
+def test_a_column_mixing_strings_and_objects_stays_json_text_and_is_named(tmp_path: Path) -> None:
+    rows = [{"meta": "plain"}, {"meta": {"k": 1}}, {"id": 5}, {"id": "a", "meta": None}]
+    out = tmp_path / "o.parquet"
+    result = convert_jsonl(write_jsonl(tmp_path / "run.jsonl", rows), out, "parquet")
+    assert (result.text_columns, result.json_columns) == (("id",), ("meta",))
+    assert read_back(out) == [
+        {"meta": "plain", "id": None}, {"meta": {"k": 1}, "id": None}, {"meta": None, "id": "5"},
+        {"meta": None, "id": "a"},
+    ]  # fmt: skip
+    assert result.changed_columns_note() == (
+        f"warning: columns stored with another type in {out}: id as text (numbers and strings mixed); "
+        "meta as JSON text (values of several kinds)"
+    )
+    unchanged = convert_jsonl(write_jsonl(tmp_path / "plain.jsonl", [{"id": 1}]), tmp_path / "p.parquet", "parquet")
+    assert unchanged.changed_columns_note() is None

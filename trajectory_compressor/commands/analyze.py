@@ -15,11 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from trajectory_compressor.count import TokenCounter
+from trajectory_compressor.messages import quoted
 from trajectory_compressor.plan.apply import carries_notice
 from trajectory_compressor.plan.windows import WindowReplay
 from trajectory_compressor.read.sources import InputSource
 from trajectory_compressor.run.prepare import notice_tokens, planned_rows
 from trajectory_compressor.settings import RunConfig
+from trajectory_compressor.write.collisions import NamedFile, input_files, refuse_overwrites
 from trajectory_compressor.write.html_report import (
     percentiles,
     render_html_report,
@@ -132,7 +134,9 @@ def analyze_sources(
     config: RunConfig,
     counter: TokenCounter,
 ) -> Analysis:
-    """Count and plan every row of `sources`; no summaries, no outputs."""
+    """Count and plan every row of `sources`; no summaries, no outputs (the HTML page is checked first)."""
+    if config.output.html_report:
+        refuse_overwrites([NamedFile("the HTML report", config.output.html_report)], input_files(sources))
     plan = config.plan
     result = Analysis(
         target=plan.target_max_tokens, summary_budget=plan.summary_target_tokens, batch_discount=config.batch.discount
@@ -243,4 +247,4 @@ def write_analysis_html(path: Path, analysis: Analysis, price_in: float | None, 
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(analysis_html(analysis, price_in, price_out), encoding="utf-8")
     except OSError as exc:
-        raise OutputError(f"cannot write the HTML report {path}: {exc.strerror or exc}") from None
+        raise OutputError(f"cannot write the HTML report {quoted(path)}: {exc.strerror or exc}") from None

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from trajectory_compressor.errors import UsageError
+from trajectory_compressor.messages import quoted
 from trajectory_compressor.run.batch.driver import batch_status
 from trajectory_compressor.run.batch.state import STATE_NAME, BatchState
 from trajectory_compressor.settings import LLMConfig
@@ -35,7 +36,9 @@ def find_batches(output: Path) -> list[RunBatches]:
         folders = sorted(path.parent for path in output.rglob(f".*.batches/{STATE_NAME}"))
     found = [RunBatches(folder, BatchState.load(folder)) for folder in folders if (folder / STATE_NAME).exists()]
     if not found:
-        raise UsageError(f"no batches are recorded for {output} (a `compress --batch` run keeps them until it is done)")
+        raise UsageError(
+            f"no batches are recorded for {quoted(output)} (a `compress --batch` run keeps them until it is done)"
+        )
     return found
 
 

@@ -8,21 +8,21 @@ an LLM. Rows are streamed; only the scores (a few numbers a row) are kept.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
-
+from trajectory_compressor.commands.eval_match import RowMatcher, check_inputs, load_report, row_turns
+from trajectory_compressor.messages import quoted
 from trajectory_compressor.ray.layout import RayOutputLayout, is_ray_output_folder, part_files
-from trajectory_compressor.read.formats import RecordError, detect_format, to_turns
-from trajectory_compressor.read.select import RowSelection
-from trajectory_compressor.read.sources import InputSource, expand_inputs
+from trajectory_compressor.read.formats import RecordError
+from trajectory_compressor.read.sources import InputSource
 from trajectory_compressor.settings import RunConfig
 from trajectory_compressor.summarize.fidelity import KINDS, Fidelity, score_summary
 from trajectory_compressor.summarize.fidelity.score import score_histogram, shown_item
 from trajectory_compressor.types import SUMMARY_PREFIX, SourceRecord, Turn
+from trajectory_compressor.write.collisions import NamedFile, input_files, refuse_overwrites
 from trajectory_compressor.write.html_report import percentiles
 from trajectory_compressor.write.paths import OutputPaths
 from trajectory_compressor.write.run_files import OutputError
@@ -157,49 +157,44 @@ def score_output(
     """Score every compressed row of `output` against `inputs`, using the run's metrics.
 
     `output` is a local run's dataset file, or a Ray run's folder of parts (its metrics are the
-    parts of the `<stem>.metrics/` folder beside it); `metrics` a file or a folder of parts.
+    parts of the `<stem>.metrics/` folder beside it); `metrics` a file or a folder of parts. The
+    three must belong together (`eval_match`): the first row where they do not is a
+    `MismatchError`, never a score.
     """
     paths = OutputPaths.beside(output)
-    model = _model_of(paths.report)
-    scores = OutputScores(str(output))
     metrics_files = _metrics_files(output, metrics)
-    dataset = [str(part) for part in part_files(output)] if is_ray_output_folder(output) else [str(output)]
-    outputs = _records(expand_inputs(dataset, data_files=None), config)
-    originals = _IndexedInputs(inputs, config)
-    for metrics_path, line_number, line in _lines(metrics_files):
-        try:
-            entry = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            scores.problems.append(f"{metrics_path}:{line_number}: not JSON, skipped")
-            continue
+    dataset = part_files(output) if is_ray_output_folder(output) else [output]
+    report = load_report(paths.report)
+    check_inputs(report, paths.report, inputs)
+    model = _model_of(report)
+    scores = OutputScores(str(output))
+    rows = RowMatcher(output, metrics_files, inputs, config, dataset=dataset)
+    for row in rows:
+        entry = row.entry
         scores.rows += 1
-        written = entry.get("written", True) and not entry.get("dropped")
-        produced = next(outputs, None) if written else None
-        if written:
+        if row.produced is not None:
             scores.tokens_before += int(entry.get("original_tokens") or 0)
             scores.tokens_after += int(entry.get("compressed_tokens") or 0)
-        if not entry.get("was_compressed") or produced is None:
+        if not entry.get("was_compressed") or row.produced is None:
             continue
         scores.compressed += 1
-        original = originals.find(int(entry.get("index", -1)))
-        scored = _score_row(entry, original, produced, model, config)
+        scored = _score_row(entry, row.original, row.produced, model, config)
         if isinstance(scored, str):
             scores.problems.append(scored)
         else:
             scores.scored.append(scored)
+    rows.check_totals(report, paths.report)
     return scores
 
 
 def _score_row(
-    entry: dict[str, Any], original: SourceRecord | None, produced: SourceRecord, model: str | None, config: RunConfig
+    entry: dict[str, Any], original: SourceRecord, produced: SourceRecord, model: str | None, config: RunConfig
 ) -> ScoredRow | str:
-    where = f"{entry.get('source')}:{entry.get('line')}"
+    where = f"{quoted(str(entry.get('source')))}:{entry.get('line')}"
     region = entry.get("compression_region") or {}
-    if original is None:
-        return f"{where}: not found in the inputs (row {entry.get('index')}); were the same inputs given?"
     try:
-        before = _turns(original, config)
-        after = _turns(produced, config)
+        before = row_turns(original, config)
+        after = row_turns(produced, config)
         start, end = int(region["start_idx"]), int(region["end_idx"]) + 1
         summary = after[_summary_index(after, start)].value
     except (RecordError, KeyError, IndexError, TypeError, ValueError) as exc:
@@ -228,37 +223,6 @@ def _summary_index(after: list[Turn], start: int) -> int:
     return next((i for i in range(start, len(after)) if after[i].value.startswith(SUMMARY_PREFIX)), start)
 
 
-class _IndexedInputs:
-    """The input stream, read forward to the row a metrics line names (indexes only increase)."""
-
-    def __init__(self, inputs: Sequence[InputSource], config: RunConfig) -> None:
-        self._rows = iter(RowSelection(inputs, split=config.read.split))
-        self._last = -1
-
-    def find(self, index: int) -> SourceRecord | None:
-        if index <= self._last:
-            return None
-        for current, _, item in self._rows:
-            self._last = current
-            if current == index:
-                return item
-            if current > index:
-                return None
-        return None
-
-
-def _records(sources: Sequence[InputSource], config: RunConfig) -> Iterator[SourceRecord]:
-    for _, _, item in RowSelection(sources, split=config.read.split):
-        yield item
-
-
-def _turns(item: SourceRecord, config: RunConfig) -> list[Turn]:
-    if item.record is None:
-        raise RecordError(item.error or "not a record")
-    fmt = detect_format(item.record, config.read.conversation_key, config.read.format)
-    return to_turns(item.record, fmt)
-
-
 def _metrics_files(output: Path, metrics: Path | None) -> list[Path]:
     """The metrics files of `output`, in order: the one given (a file, or a folder of parts), the
     local run's file beside the output, or a Ray run's metrics folder of parts."""
@@ -271,23 +235,11 @@ def _metrics_files(output: Path, metrics: Path | None) -> list[Path]:
         looked = Path(RayOutputLayout.beside(str(output)).metrics)
         if looked.is_dir():
             return part_files(looked)
-    raise OutputError(f"no metrics file for {output} (looked for {looked}); pass --metrics PATH")
+    raise OutputError(f"no metrics file for {quoted(output)} (looked for {quoted(looked)}); pass --metrics PATH")
 
 
-def _lines(paths: Sequence[Path]) -> Iterator[tuple[Path, int, bytes]]:
-    """(file, line number, line) of every non-blank line of `paths`, in order."""
-    for path in paths:
-        with open(path, "rb") as handle:
-            for number, line in enumerate(handle, start=1):
-                if line.strip():
-                    yield path, number, line
-
-
-def _model_of(report: Path) -> str | None:
-    try:
-        settings = orjson.loads(report.read_bytes()).get("settings", {})
-    except (OSError, orjson.JSONDecodeError, AttributeError):
-        return None
+def _model_of(report: dict[str, Any] | None) -> str | None:
+    settings = (report or {}).get("settings", {})
     model = (settings.get("llm") or {}).get("model") if isinstance(settings, dict) else None
     return str(model) if model else None
 
@@ -297,8 +249,26 @@ def evaluate(
 ) -> dict[str, Any]:
     """The `eval` result: figures for each output, and the row-by-row comparison of two."""
     given = list(metrics) + [None] * (len(outputs) - len(metrics))
+    _refuse_overwrites(outputs, inputs, given, config)
     scored = [score_output(path, inputs, config, given[i]) for i, path in enumerate(outputs)]
     result: dict[str, Any] = {"outputs": [scores.summary() for scores in scored]}
     if len(scored) == 2:
         result["comparison"] = compare(scored[0], scored[1])
     return result
+
+
+def _refuse_overwrites(
+    outputs: Sequence[Path], inputs: Sequence[InputSource], metrics: Sequence[Path | None], config: RunConfig
+) -> None:
+    """The HTML report must not land on a file `eval` reads: an input, an output, its metrics or report."""
+    if not config.output.html_report:
+        return
+    reads = input_files(inputs)
+    for output, given in zip(outputs, metrics, strict=True):
+        beside = OutputPaths.beside(output)
+        reads += [
+            NamedFile("the output", output),
+            NamedFile("the metrics file", given or beside.metrics),
+            NamedFile("the report", beside.report),
+        ]
+    refuse_overwrites([NamedFile("the HTML report", config.output.html_report)], reads)

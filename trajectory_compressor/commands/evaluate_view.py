@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from trajectory_compressor.messages import quoted
 from trajectory_compressor.summarize.fidelity import KINDS
 from trajectory_compressor.summarize.fidelity.score import KIND_LABELS
 
@@ -23,7 +24,7 @@ def _output_block(summary: dict[str, Any]) -> str:
     compression = summary["compression"]
     ratio = compression["ratio"]
     lines = [
-        f"{summary['output']}: {summary['rows']:,} rows, {summary['compressed']:,} compressed, "
+        f"{quoted(summary['output'])}: {summary['rows']:,} rows, {summary['compressed']:,} compressed, "
         f"{summary['scored']:,} scored; tokens {compression['tokens_before']:,} -> {compression['tokens_after']:,}"
         + (f" (ratio {ratio:.3f})" if ratio is not None else ""),
         "  " + figures_line(summary),
@@ -70,7 +71,7 @@ def worst_line(entry: dict[str, Any]) -> str:
 
 
 def _comparison_block(comparison: dict[str, Any], outputs: list[dict[str, Any]]) -> str:
-    first, second = outputs[0]["output"], outputs[1]["output"]
+    first, second = quoted(outputs[0]["output"]), quoted(outputs[1]["output"])
     mean = comparison["mean_difference"]
     lines = [
         f"side by side ({first} = first, {second} = second): {comparison['rows_in_both']:,} rows compressed in both",

@@ -22,6 +22,8 @@ from typing import IO, Any
 import orjson
 
 from trajectory_compressor.errors import UsageError
+from trajectory_compressor.messages import quoted
+from trajectory_compressor.write.collisions import NamedFile, refuse_overwrites, run_outputs
 from trajectory_compressor.write.paths import OutputPaths
 from trajectory_compressor.write.report import RunTotals, build_report
 from trajectory_compressor.write.run_files import file_record, write_json_atomically
@@ -35,11 +37,11 @@ def _load_report(path: Path) -> dict[str, Any]:
     try:
         report = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise MergeError(f"cannot read shard report {path}: {exc}") from None
+        raise MergeError(f"cannot read shard report {quoted(path)}: {exc}") from None
     if report.get("status") != "completed":
-        raise MergeError(f"shard report {path} is not from a completed run (status: {report.get('status')})")
+        raise MergeError(f"shard report {quoted(path)} is not from a completed run (status: {report.get('status')})")
     if "counters" not in report:
-        raise MergeError(f"shard report {path} has no counters (written by another version?)")
+        raise MergeError(f"shard report {quoted(path)} has no counters (written by another version?)")
     return report
 
 
@@ -75,22 +77,24 @@ def _check_shard_files(report_path: Path, report: dict[str, Any], names: Sequenc
     """Each shard file must still be exactly what its run wrote (size, lines and sha256)."""
     records = report.get("files")
     if not isinstance(records, dict):
-        raise MergeError(f"shard report {report_path} records no file hashes (written by an older version?); re-run it")
+        raise MergeError(
+            f"shard report {quoted(report_path)} records no file hashes (written by an older version?); re-run it"
+        )
     for name in names:
         record = records.get(name)
         if not isinstance(record, dict):
-            raise MergeError(f"shard report {report_path} has no record of its {name} file; re-run the shard")
+            raise MergeError(f"shard report {quoted(report_path)} has no record of its {name} file; re-run the shard")
         try:
             path, expected = Path(record["path"]), (record["bytes"], record["lines"], record["sha256"])
         except (KeyError, TypeError):
-            raise MergeError(f"shard report {report_path} has a malformed record of its {name} file") from None
+            raise MergeError(f"shard report {quoted(report_path)} has a malformed record of its {name} file") from None
         if not path.is_file():
-            raise MergeError(f"shard file {path} is missing (listed in {report_path})")
+            raise MergeError(f"shard file {quoted(path)} is missing (listed in {quoted(report_path)})")
         digest, size, lines = file_record(path)
         if (size, lines, digest.hexdigest()) != expected:
             raise MergeError(
-                f"shard file {path} changed since its run wrote it ({lines} lines, {size} bytes; "
-                f"{report_path} records {record['lines']} lines, {record['bytes']} bytes); re-run that shard"
+                f"shard file {quoted(path)} changed since its run wrote it ({lines} lines, {size} bytes; "
+                f"{quoted(report_path)} records {record['lines']} lines, {record['bytes']} bytes); re-run that shard"
             )
 
 
@@ -99,8 +103,8 @@ def merge_shards(report_paths: Sequence[Path], output: Path) -> dict[str, Any]:
     try:
         return _merge_shards(report_paths, output)
     except OSError as exc:
-        where = f" ({exc.filename})" if exc.filename else ""
-        raise MergeError(f"cannot merge into {output}: {exc.strerror or exc}{where}") from None
+        where = f" ({quoted(exc.filename)})" if exc.filename else ""
+        raise MergeError(f"cannot merge into {quoted(output)}: {exc.strerror or exc}{where}") from None
 
 
 def _merge_shards(report_paths: Sequence[Path], output: Path) -> dict[str, Any]:
@@ -110,6 +114,9 @@ def _merge_shards(report_paths: Sequence[Path], output: Path) -> dict[str, Any]:
     settings = [{k: v for k, v in r["settings"].items() if k != "shard_index"} for r in reports]
     if any(s != settings[0] for s in settings[1:]):
         raise MergeError("the shard reports were written with different settings")
+    contents = [[(i.get("bytes"), i.get("sha256")) for i in r.get("inputs") or ()] for r in reports]
+    if any(c != contents[0] for c in contents[1:]):
+        raise MergeError("the shard reports were made from different input files")
     indices = sorted(r["settings"]["shard_index"] for r in reports)
     if indices != list(range(settings[0]["num_shards"])):
         raise MergeError(
@@ -125,11 +132,11 @@ def _merge_shards(report_paths: Sequence[Path], output: Path) -> dict[str, Any]:
     for path, report in zip(report_paths, reports, strict=True):
         _check_shard_files(path, report, names)
     target = OutputPaths.beside(output)
-    shard_files = {os.path.realpath(p) for paths in shard_paths for p in paths.as_dict().values()}
-    shard_files |= {os.path.realpath(p) for p in report_paths}
-    for path in target.as_dict().values():
-        if os.path.realpath(path) in shard_files:
-            raise MergeError(f"the merged file {path} would overwrite a shard's file; choose another -o")
+    shard_files = [NamedFile("a shard's file", p) for paths in shard_paths for p in paths.as_dict().values()]
+    shard_files += [NamedFile("a shard's file", p) for p in report_paths]
+    inputs = reports[0].get("inputs")  # every shard reads the same inputs
+    shard_files += [NamedFile("the shards' input", i["path"]) for i in inputs or () if i.get("path")]
+    refuse_overwrites(run_outputs(target.as_dict()), shard_files)
     target.data.parent.mkdir(parents=True, exist_ok=True)
     files: dict[str, dict[str, Any]] = {}
     for name in ("metrics", "over_limit", "rejects"):
@@ -146,6 +153,8 @@ def _merge_shards(report_paths: Sequence[Path], output: Path) -> dict[str, Any]:
         summarizer_stats=_sum_stats([r["summaries"].get("endpoint") or {} for r in reports]),
     )
     merged["files"] = files
+    if inputs is not None:
+        merged["inputs"] = inputs
     write_json_atomically(target.report, merged)
     return merged
 

@@ -12,13 +12,13 @@ that overshoots its budget, or a `--min-fidelity` retry, is asked for live by th
 from __future__ import annotations
 
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
 
 from trajectory_compressor.count import TokenCounter
+from trajectory_compressor.messages import quoted
 from trajectory_compressor.read.sources import InputSource
 from trajectory_compressor.run.prepare import PreparedRow, planned_rows
 from trajectory_compressor.run.row.measure import RowMeasure
@@ -27,7 +27,8 @@ from trajectory_compressor.run.row.windows import first_window_request
 from trajectory_compressor.settings import ConfigError, RunConfig
 from trajectory_compressor.summarize.llm.request import batch_line, chat_request
 from trajectory_compressor.types import SummaryRequest
-from trajectory_compressor.write.run_files import OutputError
+from trajectory_compressor.write.collisions import NamedFile, input_files, refuse_overwrites
+from trajectory_compressor.write.run_files import OutputError, new_file_beside
 
 
 @dataclass
@@ -43,7 +44,7 @@ class RequestsWritten:
     def summary(self) -> str:
         return (
             f"{self.requests:,} requests for {self.rows:,} rows ({self.rejected:,} rejected, "
-            f"{self.duplicates:,} duplicate requests written once) in {self.path}"
+            f"{self.duplicates:,} duplicate requests written once) in {quoted(self.path)}"
         )
 
 
@@ -53,6 +54,7 @@ def write_requests(
     """Write the first-pass summary requests of `sources` to `output` (replaced whole at the end)."""
     if not config.llm.model:
         raise ConfigError("requests need the model they are for: pass --model")
+    refuse_overwrites([NamedFile("the output", output)], input_files(sources))
     plan = config.plan
     measure = RowMeasure(counter, plan, skip_under_target=config.skip_under_target)
     written = RequestsWritten(str(output))
@@ -61,8 +63,7 @@ def write_requests(
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
         # A name of its own: two runs writing one output never share a half-written file.
-        fd, partial_name = tempfile.mkstemp(prefix=f".{output.name}.", suffix=".partial", dir=output.parent)
-        partial = Path(partial_name)
+        fd, partial = new_file_beside(output, ".partial")
         with open(fd, "wb") as handle:
             for row in planned_rows(sources, config, counter):
                 written.rows += 1
@@ -83,7 +84,7 @@ def write_requests(
             os.fsync(handle.fileno())
         os.replace(partial, output)
     except OSError as exc:
-        raise OutputError(f"cannot write {output}: {exc.strerror or exc}") from None
+        raise OutputError(f"cannot write {quoted(output)}: {exc.strerror or exc}") from None
     finally:
         if partial is not None:
             partial.unlink(missing_ok=True)  # gone already once renamed into place

@@ -2,6 +2,7 @@
 
 from trajectory_compressor.count.counter import ChatTemplateCounter, TokenCounter
 from trajectory_compressor.count.tokenizer import TokenizerLoadError, load_tokenizer, load_tokenizer_json
+from trajectory_compressor.messages import quoted
 
 __all__ = [
     "ChatTemplateCounter",
@@ -31,9 +32,13 @@ def build_counter(
             with open(chat_template, encoding="utf-8") as handle:
                 tokenizer.chat_template = handle.read()
         except OSError as exc:
-            raise TokenizerLoadError(f"cannot read chat template {chat_template}: {exc.strerror or exc}") from None
+            raise TokenizerLoadError(
+                f"cannot read chat template {quoted(chat_template)}: {exc.strerror or exc}"
+            ) from None
         except UnicodeDecodeError as exc:
-            raise TokenizerLoadError(f"chat template {chat_template} is not valid UTF-8 (byte {exc.start})") from None
+            raise TokenizerLoadError(
+                f"chat template {quoted(chat_template)} is not valid UTF-8 (byte {exc.start})"
+            ) from None
         check_template_syntax(tokenizer.chat_template, chat_template)
     if count_mode == "chat-template":
         return ChatTemplateCounter(tokenizer)
@@ -56,4 +61,4 @@ def check_template_syntax(template: str, path: str) -> None:
         _compile_jinja_template(template)
     except jinja2.TemplateError as exc:
         line = f" line {exc.lineno}" if getattr(exc, "lineno", None) else ""
-        raise TokenizerLoadError(f"chat template {path}{line} is not a valid Jinja template: {exc}") from None
+        raise TokenizerLoadError(f"chat template {quoted(path)}{line} is not a valid Jinja template: {exc}") from None

@@ -11,6 +11,7 @@ import bisect
 from collections.abc import Sequence
 from typing import Any
 
+from trajectory_compressor.messages import quoted
 from trajectory_compressor.types import Turn
 
 
@@ -113,7 +114,7 @@ class ChatTemplateCounter(TokenCounter):
             from trajectory_compressor.count.tokenizer import TokenizerLoadError
 
             raise TokenizerLoadError(
-                f"tokenizer '{self.name}' has no chat template; use --count-mode values (the default)"
+                f"tokenizer {quoted(self.name)} has no chat template; use --count-mode values (the default)"
             )
 
     def _render(self, turns: Sequence[Turn]) -> str:

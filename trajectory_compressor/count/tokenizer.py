@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from trajectory_compressor.errors import UsageError
+from trajectory_compressor.messages import quoted
 from trajectory_compressor.types import one_line
 
 BUNDLED_TOKENIZER = "bundled:deepseek"
@@ -57,7 +58,7 @@ def load_tokenizer_json(name_or_path: str | None = None) -> tuple[Any, str] | No
         return tokenizers.Tokenizer.from_file(str(path)), name
     except Exception as exc:  # tokenizers raises a bare Exception for a malformed file
         detail = one_line(exc)
-        raise TokenizerLoadError(f"cannot load tokenizer '{target}': {detail}") from None
+        raise TokenizerLoadError(f"cannot load tokenizer {quoted(target)}: {detail}") from None
 
 
 def load_tokenizer(name_or_path: str | None = None, *, trust_remote_code: bool = False) -> Any:
@@ -83,7 +84,7 @@ def load_tokenizer(name_or_path: str | None = None, *, trust_remote_code: bool =
     except Exception as exc:  # transformers raises many types for "not found / offline / corrupt"
         detail = one_line(exc)
         hint = "" if Path(target).exists() else " (not a local path; as a Hub id it needs network access)"
-        raise TokenizerLoadError(f"cannot load tokenizer '{target}'{hint}: {detail}") from None
+        raise TokenizerLoadError(f"cannot load tokenizer {quoted(target)}{hint}: {detail}") from None
     if not getattr(tokenizer, "is_fast", False) and getattr(tokenizer, "backend_tokenizer", None) is None:
-        raise TokenizerLoadError(f"tokenizer '{target}' has no fast (Rust) implementation")
+        raise TokenizerLoadError(f"tokenizer {quoted(target)} has no fast (Rust) implementation")
     return tokenizer

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from trajectory_compressor.messages import quoted
 from trajectory_compressor.read.sources import (
     HF_PREFIX,
     JSONL_SUFFIXES,
@@ -36,7 +37,9 @@ def list_inputs(paths: Sequence[str], config: RunConfig, *, exclude: Sequence[st
     seen: set[str] = set()
     for path in paths:
         if path.startswith(HF_PREFIX):
-            raise InputError(f"{path}: --engine ray reads files (JSONL, Parquet, JSON); load {path} yourself")
+            raise InputError(
+                f"{quoted(path)}: --engine ray reads files (JSONL, Parquet, JSON); load {quoted(path)} yourself"
+            )
         found = _remote_files(path) if is_uri(path) else expand_inputs([path], exclude=exclude, streaming=False)
         for source in found:
             if source.name not in seen:
@@ -53,13 +56,13 @@ def _remote_files(uri: str) -> list[InputSource]:
         filesystem, root = pafs.FileSystem.from_uri(uri)
         info = filesystem.get_file_info(root)
         if info.type == pafs.FileType.NotFound:
-            raise InputError(f"input not found: {uri}")
+            raise InputError(f"input not found: {quoted(uri)}")
         if info.type == pafs.FileType.File:
             infos = [info]
         else:
             infos = filesystem.get_file_info(pafs.FileSelector(root, recursive=True))
     except (OSError, ValueError) as exc:  # pyarrow's errors for an unknown scheme or no access
-        raise InputError(f"cannot list {uri}: {exc}") from None
+        raise InputError(f"cannot list {quoted(uri)}: {exc}") from None
     scheme = uri.split("://", 1)[0]
     sources: list[InputSource] = []
     for item in sorted(infos, key=lambda entry: entry.path):
@@ -72,5 +75,5 @@ def _remote_files(uri: str) -> list[InputSource]:
             full = f"{scheme}://{item.path}"
             sources.append(InputSource(name=full, kind=kind, path=full))
     if not sources:
-        raise InputError(f"no JSONL or Parquet files at {uri}")
+        raise InputError(f"no JSONL or Parquet files at {quoted(uri)}")
     return sources

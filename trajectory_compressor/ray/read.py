@@ -21,6 +21,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from trajectory_compressor.messages import quoted
 from trajectory_compressor.read.jsonl import record_lines
 from trajectory_compressor.read.select import records_of, sampled
 from trajectory_compressor.read.sources import InputSource, iter_parquet_handle
@@ -134,7 +135,7 @@ def iter_records(source: InputSource, split: str) -> Iterator[SourceRecord]:
             for line, raw in record_lines(handle):
                 yield SourceRecord(source=source.name, line=line, raw=raw)
     except (OSError, EOFError, zlib.error, pa.ArrowException, ValueError) as exc:
-        message = f"unreadable from here on: cannot read {source.name} after line {line}: {exc}"
+        message = f"unreadable from here on: cannot read {quoted(source.name)} after line {line}: {exc}"
         yield SourceRecord(source=source.name, line=line + 1, error=message)
 
 

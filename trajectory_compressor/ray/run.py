@@ -29,6 +29,7 @@ from trajectory_compressor.read.sources import InputSource
 from trajectory_compressor.run.commit import MORE_REJECTS, REJECTS_SHOWN, reject_warning
 from trajectory_compressor.settings import ConfigError, RunConfig, settings_record, with_values
 from trajectory_compressor.summarize.choose import resolve_endpoint
+from trajectory_compressor.write.collisions import input_files, refuse_overwrites, run_outputs
 from trajectory_compressor.write.output_format import output_format_for
 from trajectory_compressor.write.report import build_report, render_text_summary
 
@@ -117,6 +118,8 @@ def run_on_ray(
     check_output_folders(layout)
     own = [] if is_uri(output) else list(layout.folders().values())  # in an input folder: not inputs
     sources = list_inputs(inputs, config, exclude=own)
+    if not is_uri(output):
+        refuse_overwrites(run_outputs(layout.as_dict()), input_files(sources))
     counter = counter_for(config)
     uses_llm = False
     if not config.dry_run:  # the same checks and note as a local run, without opening a cache

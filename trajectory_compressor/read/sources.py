@@ -47,6 +47,7 @@ from typing import Any, Literal
 import orjson
 
 from trajectory_compressor.errors import UsageError
+from trajectory_compressor.messages import quoted
 from trajectory_compressor.read.jsonl import BOM, iter_jsonl, json_spans, parse_json_line, parse_record
 from trajectory_compressor.types import SourceRecord, one_line
 
@@ -129,7 +130,7 @@ def expand_inputs(
             continue
         path = Path(arg)
         if not path.exists():
-            raise InputError(f"input not found: {arg}")
+            raise InputError(f"input not found: {quoted(arg)}")
         if path.is_dir():
             if _is_save_to_disk_dir(path):
                 add(InputSource(name=arg, kind="hf_disk", path=arg))
@@ -137,19 +138,20 @@ def expand_inputs(
             found = list(_walk_directory(path, skipped, excluded))
             if not found:
                 supported = ", ".join(SUPPORTED_SUFFIXES)
-                raise InputError(f"no input files ({supported}) in directory: {arg}")
+                raise InputError(f"no input files ({supported}) in directory: {quoted(arg)}")
             for source in found:
                 add(source)
             continue
         kind = _file_kind(arg)
         if kind is None:
             supported = ", ".join(SUPPORTED_SUFFIXES)
-            raise InputError(f"unsupported input file type (expected {supported}): {arg}")
+            raise InputError(f"unsupported input file type (expected {supported}): {quoted(arg)}")
         add(InputSource(name=arg, kind=kind, path=arg))
     if skipped:
         say = on_message or (lambda text: print(text, file=sys.stderr))
         more = f" and {len(skipped) - 1} more" if len(skipped) > 1 else ""
-        say(f"note: skipped {len(skipped)} file(s) named like this tool's outputs in input folders: {skipped[0]}{more}")
+        example = quoted(skipped[0])
+        say(f"note: skipped {len(skipped)} file(s) named like this tool's outputs in input folders: {example}{more}")
     return sources
 
 
@@ -170,7 +172,7 @@ def iter_source(source: InputSource, *, split: str = "train") -> Iterator[Source
     }
     reader = readers.get(source.kind)
     if reader is None:
-        raise InputError(f"unknown input kind {source.kind!r}: {source.name}")
+        raise InputError(f"unknown input kind {source.kind!r}: {quoted(source.name)}")
     yield from reader(source, split)
 
 
@@ -214,7 +216,7 @@ def _json_file_is_jsonl(path: str) -> bool:
                 if line.strip():
                     return line.lstrip().startswith(b"{") and _parses_as_object(line)
     except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        raise InputError(f"cannot read {quoted(path)}: {exc.strerror or exc}") from exc
     return False
 
 
@@ -275,12 +277,12 @@ def _hf_source(spec: str, data_files: Sequence[str] | None, streaming: bool) -> 
     body = spec[len(HF_PREFIX) :]
     dataset, _, config = body.partition(":")
     if not dataset:
-        raise InputError(f"empty dataset name in {spec!r} (expected hf:NAME or hf:NAME:CONFIG)")
+        raise InputError(f"empty dataset name in {quoted(spec)} (expected hf:NAME or hf:NAME:CONFIG)")
     files: tuple[str, ...] | None = None
     if data_files:
         for pattern in data_files:
             if not _is_remote(pattern) and not glob.glob(pattern, recursive=True):
-                raise InputError(f"data file not found for {spec}: {pattern}")
+                raise InputError(f"data file not found for {quoted(spec)}: {quoted(pattern)}")
         files = tuple(data_files)
     _check_hub_dataset(spec, dataset, config or None)
     return InputSource(
@@ -320,7 +322,7 @@ def _check_hub_dataset(spec: str, dataset: str, config: str | None) -> None:
             datasets.load_dataset_builder(dataset, config)
         except Exception as exc:  # datasets raises many unrelated types for a dataset it cannot find
             raise InputError(
-                f"{spec}: not in the local cache and the Hugging Face Hub is off (HF_HUB_OFFLINE is set): "
+                f"{quoted(spec)}: not in the local cache and the Hugging Face Hub is off (HF_HUB_OFFLINE is set): "
                 f"{one_line(exc)}"
             ) from None
         return
@@ -333,11 +335,11 @@ def _check_hub_dataset(spec: str, dataset: str, config: str | None) -> None:
         return  # it exists; the loader will say what access it needs
     except RepositoryNotFoundError:
         raise InputError(
-            f"{spec}: no such dataset on the Hugging Face Hub (or it is private and no token is set)"
+            f"{quoted(spec)}: no such dataset on the Hugging Face Hub (or it is private and no token is set)"
         ) from None
     except Exception as exc:  # connection, DNS, TLS, proxy and HTTP errors of several libraries
         raise InputError(
-            f"{spec}: cannot reach the Hugging Face Hub ({one_line(exc)}); "
+            f"{quoted(spec)}: cannot reach the Hugging Face Hub ({one_line(exc)}); "
             "set HF_HUB_OFFLINE=1 to read it from the local cache"
         ) from None
 
@@ -354,7 +356,7 @@ def _iter_jsonl_checked(source: InputSource, split: str) -> Iterator[SourceRecor
             yield item if item.source == source.name else dataclasses.replace(item, source=source.name)
     except (OSError, EOFError, zlib.error) as exc:
         raise InputError(
-            f"cannot read {source.name} after line {last_line}: {one_line(exc)}"
+            f"cannot read {quoted(source.name)} after line {last_line}: {one_line(exc)}"
             + (" (truncated or corrupt gzip?)" if isinstance(exc, EOFError | gzip.BadGzipFile) else "")
         ) from exc
 
@@ -370,7 +372,7 @@ def _iter_json_array(source: InputSource, split: str) -> Iterator[SourceRecord]:
     try:
         text = Path(path).read_bytes().removeprefix(BOM)
     except OSError as exc:
-        raise InputError(f"cannot read {source.name}: {exc.strerror or exc}") from exc
+        raise InputError(f"cannot read {quoted(source.name)}: {exc.strerror or exc}") from exc
     if not text.strip():  # an empty file holds no records, as an empty JSON Lines file
         return
     try:
@@ -378,7 +380,7 @@ def _iter_json_array(source: InputSource, split: str) -> Iterator[SourceRecord]:
     except (ValueError, UnicodeDecodeError) as exc:
         spans = json_spans(text)
         if spans is None:
-            raise InputError(f"{source.name} is neither a JSON array of records nor JSON Lines: {exc}") from exc
+            raise InputError(f"{quoted(source.name)} is neither a JSON array of records nor JSON Lines: {exc}") from exc
         yield from _json_elements(source.name, text, spans)
         return
     records = data if isinstance(data, list) else [data]
@@ -410,7 +412,7 @@ def _iter_parquet(source: InputSource, split: str, handle: Any = None) -> Iterat
         parquet_file = pq.ParquetFile(handle if handle is not None else path)
         schema = parquet_file.schema_arrow
     except (OSError, pa.ArrowException) as exc:
-        raise InputError(f"cannot open parquet file {source.name}: {one_line(exc)}") from exc
+        raise InputError(f"cannot open parquet file {quoted(source.name)}: {one_line(exc)}") from exc
     json_fields = [field.name for field in schema if _contains_json_type(field.type)]
     decoders = {name: _json_decoder(schema.field(name).type) for name in json_fields}
     encoded = [name for name in special_columns(schema) if name not in decoders]
@@ -428,7 +430,7 @@ def _iter_parquet(source: InputSource, split: str, handle: Any = None) -> Iterat
                     row[name] = to_json(row[name])
                 yield SourceRecord(source=source.name, line=number, record=row)
     except (OSError, pa.ArrowException) as exc:
-        raise InputError(f"cannot read parquet file {source.name} after row {number}: {one_line(exc)}") from exc
+        raise InputError(f"cannot read parquet file {quoted(source.name)} after row {number}: {one_line(exc)}") from exc
     finally:
         parquet_file.close()
 
@@ -537,11 +539,11 @@ def _iter_hf_disk(source: InputSource, split: str) -> Iterator[SourceRecord]:
     try:
         loaded = datasets.load_from_disk(source.path or source.name)
     except (OSError, ValueError) as exc:
-        raise InputError(f"cannot load dataset directory {source.name}: {one_line(exc)}") from exc
+        raise InputError(f"cannot load dataset directory {quoted(source.name)}: {one_line(exc)}") from exc
     if isinstance(loaded, datasets.DatasetDict):
         if split not in loaded:
             splits = ", ".join(sorted(loaded)) or "none"
-            raise InputError(f"split {split!r} not in {source.name} (splits: {splits})")
+            raise InputError(f"split {split!r} not in {quoted(source.name)} (splits: {splits})")
         loaded = loaded[split]
     yield from _iter_rows(source, loaded.iter(batch_size=HF_DISK_BATCH_ROWS), batched=True)
 
@@ -560,7 +562,7 @@ def _iter_hf_load(source: InputSource, split: str) -> Iterator[SourceRecord]:
     try:
         loaded = datasets.load_dataset(source.dataset, source.config, **kwargs)
     except Exception as exc:  # datasets raises many unrelated types (hub, builder, split errors)
-        raise InputError(f"cannot load {source.name}: {one_line(exc)}") from exc
+        raise InputError(f"cannot load {quoted(source.name)}: {one_line(exc)}") from exc
     yield from _iter_rows(source, iter(loaded), batched=False)
 
 
@@ -583,7 +585,7 @@ def _iter_rows(source: InputSource, rows: Iterator[Any], *, batched: bool) -> It
                 # Binary, decimal and temporal values become JSON (see `arrow_values`).
                 yield SourceRecord(source=source.name, line=number, record=to_json(dict(row)))
     except Exception as exc:  # a streamed dataset surfaces file, parse and network errors here
-        raise InputError(f"cannot read {source.name} after record {number}: {one_line(exc)}") from exc
+        raise InputError(f"cannot read {quoted(source.name)} after record {number}: {one_line(exc)}") from exc
 
 
 def _unbatch(batch: dict[str, list[Any]]) -> Iterator[dict[str, Any]]:

@@ -14,6 +14,7 @@ from typing import Any
 
 from trajectory_compressor.errors import RunAborted
 from trajectory_compressor.exit_codes import ExitCode
+from trajectory_compressor.messages import quoted
 from trajectory_compressor.run.row import FinishedRow
 from trajectory_compressor.write.records import dumps
 from trajectory_compressor.write.report import RunTotals
@@ -25,7 +26,7 @@ MORE_REJECTS = "warning: more bad records; see the rejects file"
 
 def reject_warning(reject: dict[str, Any]) -> str:
     """The stderr line naming one bad record (both engines print it)."""
-    return f"warning: {reject['file']}:{reject['line']}: {reject['error']}"
+    return f"warning: {quoted(reject['file'])}:{reject['line']}: {reject['error']}"
 
 
 class RowCommitter:

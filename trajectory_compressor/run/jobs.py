@@ -2,7 +2,8 @@
 
 An output file takes every input in order (one job); an output directory mirrors each input
 file to the same relative name under it (one job each). Every path a job writes is compared,
-resolved, with the inputs and with every other job's paths before anything is written.
+resolved, with the inputs and with every other job's paths before anything is written
+(`write.collisions`, the guard every command shares).
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from trajectory_compressor.messages import quoted
 from trajectory_compressor.read.sources import InputSource
-from trajectory_compressor.settings import ConfigError, OutputConfig, SelectConfig
+from trajectory_compressor.settings import ConfigError, OutputConfig, RunConfig, SelectConfig
+from trajectory_compressor.write.collisions import NamedFile, input_files, refuse_overwrites, run_outputs
 from trajectory_compressor.write.output_format import ConversionError, output_format_for
 from trajectory_compressor.write.paths import OutputPaths, mirrored_name, shard_path
 
@@ -57,50 +60,32 @@ def plan_jobs(
 
     if not mirror:
         if output.exists() and output.is_dir() and outputs.output_format != "hf":
-            raise ConfigError(f"output {output} is a directory")
+            raise ConfigError(f"output {quoted(output)} is a directory")
         return [job(sources, output)]
     roots = [Path(arg) for arg in inputs if not arg.startswith("hf:") and Path(arg).is_dir()]
     jobs = []
     for source in sources:
         if source.path is None:
-            raise ConfigError(f"{source.name}: a dataset source needs an output file, not a directory")
+            raise ConfigError(f"{quoted(source.name)}: a dataset source needs an output file, not a directory")
         jobs.append(job([source], output / mirrored_name(Path(source.path), roots)))
     return jobs
 
 
-def check_output_paths(jobs: Sequence[CompressJob], sources: Sequence[InputSource]) -> None:
-    """Refuse outputs that would overwrite an input or one another.
+def check_output_paths(jobs: Sequence[CompressJob], sources: Sequence[InputSource], config: RunConfig) -> None:
+    """Refuse outputs that would overwrite an input, the responses file, or one another.
 
-    Paths are compared resolved (symlinks followed), and every file a run writes counts: the
-    dataset, the metrics, the report, the over-limit list, the rejects and the HTML report.
+    Every file a run writes counts: the dataset, the metrics, the report, the over-limit list,
+    the rejects and the HTML report (`write.collisions` compares them resolved).
     """
-    inputs = {_real(source.path): source.name for source in sources if source.path is not None}
-    taken: dict[Path, str] = {}
-    for job in jobs:
-        paths = OutputPaths.beside(job.output, job.metrics)
-        origin = f" (from {job.sources[0].name})" if len(job.sources) == 1 else ""
-        named = [
-            ("the output", paths.data),
-            ("the metrics file", paths.metrics),
-            ("the report", paths.report),
-            ("the over-limit list", paths.over_limit),
-            ("the rejects file", paths.rejects),
-        ]
-        if job.html_report is not None:
-            named.append(("the HTML report", job.html_report))
-        for role, path in named:
-            real = _real(path)
-            if real in inputs:
-                raise ConfigError(f"{role} {path} would overwrite the input {inputs[real]}; choose another path")
-            if real in taken:
-                raise ConfigError(f"{role} {path}{origin} would overwrite {taken[real]}; choose distinct output paths")
-            taken[real] = f"{role} {path}{origin}"
-        if job.output_format == "hf":  # the dataset directory is replaced as a whole
-            data = _real(paths.data)
-            for real, name in inputs.items():
-                if data in real.parents:
-                    raise ConfigError(f"the output {paths.data} would overwrite the input {name}; choose another path")
+    reads = input_files(sources)
+    if config.llm.responses:
+        reads.append(NamedFile("the responses file", config.llm.responses))
+    refuse_overwrites((named for job in jobs for named in _written_by(job)), reads)
 
 
-def _real(path: str | Path) -> Path:
-    return Path(os.path.realpath(path))
+def _written_by(job: CompressJob) -> list[NamedFile]:
+    origin = f" (from {quoted(job.sources[0].name)})" if len(job.sources) == 1 else ""
+    named = run_outputs(OutputPaths.beside(job.output, job.metrics).as_dict(), origin)
+    if job.html_report is not None:
+        named.append(NamedFile("the HTML report", job.html_report, origin))
+    return named

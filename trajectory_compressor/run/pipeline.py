@@ -24,6 +24,7 @@ from tqdm import tqdm
 from trajectory_compressor.count import TokenCounter
 from trajectory_compressor.errors import RunAborted
 from trajectory_compressor.exit_codes import ExitCode
+from trajectory_compressor.messages import quoted
 from trajectory_compressor.read.select import RowSelection, Selected
 from trajectory_compressor.read.sources import InputSource
 from trajectory_compressor.run.commit import RowCommitter
@@ -100,6 +101,7 @@ class CompressionRun:
         self.totals = RunTotals()
         self.on_message = on_message or (lambda text: print(text, file=sys.stderr))
         self._timings: dict[str, float] = {}
+        self._inputs: list[dict[str, Any]] = []  # name, size, mtime and sha256 of each input, once per run
 
     # ----------------------------------------------------------------------------- reading
     def _selection(self, skip: int) -> RowSelection:
@@ -148,9 +150,8 @@ class CompressionRun:
 
     async def _run_locked(self) -> RunResult:
         started = time.monotonic()
-        run_fingerprint = fingerprint(
-            {"settings": self.settings, "sources": [_source_fingerprint(s) for s in self.job.sources]}
-        )
+        self._inputs = [_source_fingerprint(s) for s in self.job.sources]
+        run_fingerprint = fingerprint({"settings": self.settings, "sources": self._inputs})
         files = RunFiles(self.paths, run_fingerprint, resume=self.config.output.resume, on_message=self.on_message)
         try:
             return await self._run_with(files, started)
@@ -162,9 +163,9 @@ class CompressionRun:
         if files.resumed_state:
             self.totals = RunTotals.from_dict(files.resumed_state.get("totals", {}))
             if files.phase == "finalizing":
-                self.on_message(f"resuming: finishing the run whose work is in {files.work_dir}")
+                self.on_message(f"resuming: finishing the run whose work is in {quoted(files.work_dir)}")
             else:
-                self.on_message(f"resuming: {skip} input rows already committed in {files.work_dir}")
+                self.on_message(f"resuming: {skip} input rows already committed in {quoted(files.work_dir)}")
         status, exit_code, message = "completed", ExitCode.OK, None
         committer = RowCommitter(files, self.totals, skip, strict=self.config.strict, on_message=self.on_message)
         if files.phase != "finalizing":
@@ -198,6 +199,7 @@ class CompressionRun:
             report["message"] = message
         if status == "completed":
             report["files"] = files.files_written  # what `merge` checks each shard's files against
+            report["inputs"] = [input_record(entry) for entry in self._inputs]  # what `eval` checks --input against
         self._write_report(report)
         if status == "completed":
             files.cleanup()
@@ -256,7 +258,9 @@ class CompressionRun:
             column_types = source_column_types(self.job.sources)  # every column's Arrow type
 
             def convert(jsonl_path: Path, final: Path) -> None:
-                convert_jsonl(jsonl_path, final, fmt, column_types)
+                note = convert_jsonl(jsonl_path, final, fmt, column_types).changed_columns_note()
+                if note:
+                    self.on_message(note)
 
         files.finalize(position, {"totals": self.totals.to_dict()}, convert, write_data=not self.config.dry_run)
         self._timings["finalize"] = time.monotonic() - started
@@ -275,11 +279,22 @@ class CompressionRun:
 
 def describe_os_error(exc: OSError, output: Path) -> str:
     """One line for a failed write (no permission, a full disk): what, where, and what to do."""
-    where = f" ({exc.filename})" if exc.filename else ""
+    where = f" ({quoted(exc.filename)})" if exc.filename else ""
     return (
-        f"cannot write {output}: {exc.strerror or exc}{where}; "
+        f"cannot write {quoted(output)}: {exc.strerror or exc}{where}; "
         "fix that and re-run the same command (the run resumes from its last checkpoint)"
     )
+
+
+def input_record(fingerprint: dict[str, Any]) -> dict[str, Any]:
+    """An input as the report records it: its name, resolved path, size and sha256 (None where not a file)."""
+    name = fingerprint["name"]
+    return {
+        "name": name,
+        "path": None if name.startswith("hf:") else os.path.realpath(name),
+        "bytes": fingerprint.get("size"),
+        "sha256": fingerprint.get("sha256"),
+    }
 
 
 def _source_fingerprint(source: InputSource) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from typing import Any
 
 from trajectory_compressor.count import TokenCounter
 from trajectory_compressor.count.counter import ChatTemplateError
+from trajectory_compressor.messages import quoted
 from trajectory_compressor.plan.apply import carries_notice
 from trajectory_compressor.plan.region import Plan, plan_region
 from trajectory_compressor.read.formats import ConversationFormat, RecordError, detect_format, to_turns
@@ -47,23 +48,27 @@ class PreparedRow:
 
     @property
     def label(self) -> str:
-        return f"{self.item.source}:{self.item.line}"
+        return f"{quoted(self.item.source)}:{self.item.line}"
 
     @property
     def record_id(self) -> Any:
-        record = self.item.record
-        if isinstance(record, dict):
-            for key in ("id", "uuid", "_id", "trajectory_id"):
-                value = record.get(key)
-                if isinstance(value, str):
-                    return printable_text(value)
-                if isinstance(value, int) and not isinstance(value, bool):
-                    return value
-        return None
+        return record_id(self.item.record)
 
     @property
     def roles(self) -> list[str]:
         return [turn.role for turn in self.turns or ()]
+
+
+def record_id(record: Any) -> Any:
+    """The id a metrics line names a record by (`id`, `uuid`, `_id` or `trajectory_id`), or None."""
+    if isinstance(record, dict):
+        for key in ("id", "uuid", "_id", "trajectory_id"):
+            value = record.get(key)
+            if isinstance(value, str):
+                return printable_text(value)
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
+    return None
 
 
 def printable_text(text: str) -> str:

@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from trajectory_compressor.messages import quoted
 from trajectory_compressor.settings.build import Overrides, empty_overrides, walk
 from trajectory_compressor.settings.declare import ConfigError, coerce_value
 
@@ -56,34 +57,34 @@ def load_yaml_overrides(path: str | Path) -> Overrides:
         with open(path, encoding="utf-8") as handle:
             data = yaml.load(handle, Loader=_UniqueKeyLoader) or {}
     except OSError as exc:
-        raise ConfigError(f"cannot read config {path}: {exc.strerror or exc}") from None
+        raise ConfigError(f"cannot read config {quoted(path)}: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
-        raise ConfigError(f"config {path} is not valid UTF-8 (byte {exc.start})") from None
+        raise ConfigError(f"config {quoted(path)} is not valid UTF-8 (byte {exc.start})") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"config {path} is not valid YAML: {' '.join(str(exc).split())}") from None
+        raise ConfigError(f"config {quoted(path)} is not valid YAML: {' '.join(str(exc).split())}") from None
     if not isinstance(data, dict):
-        raise ConfigError(f"config {path}: expected a mapping of sections")
+        raise ConfigError(f"config {quoted(path)}: expected a mapping of sections")
     keys = yaml_keys()
     sections = {key.split(".", 1)[0] for key in (*keys, *IGNORED_KEYS)}
     overrides = empty_overrides()
     for section, values in data.items():
         if section not in sections:
-            raise ConfigError(f"config {path}: unknown section '{section}'")
+            raise ConfigError(f"config {quoted(path)}: unknown section '{section}'")
         if values is None:
             continue
         if not isinstance(values, dict):
-            raise ConfigError(f"config {path}: section '{section}' must be a mapping")
+            raise ConfigError(f"config {quoted(path)}: section '{section}' must be a mapping")
         for key, value in values.items():
             dotted = f"{section}.{key}"
             if dotted in IGNORED_KEYS:
                 continue
             if dotted not in keys:
-                raise ConfigError(f"config {path}: unknown key '{dotted}'")
+                raise ConfigError(f"config {quoted(path)}: unknown key '{dotted}'")
             part, name, spec = keys[dotted]
             if value is None:
                 continue
             try:
                 overrides[part][name] = coerce_value(spec, value)
             except ValueError as exc:
-                raise ConfigError(f"config {path}: {dotted}: {exc}") from None
+                raise ConfigError(f"config {quoted(path)}: {dotted}: {exc}") from None
     return overrides

@@ -15,10 +15,14 @@ of parts in the next. `datasets`' JSON loader guesses a schema from the first bl
 later (huggingface/datasets#6162, #7092, #7222). So the conversion makes two streaming passes:
 the first infers each top-level column's Arrow type chunk by chunk and merges them
 (``unify_schemas(promote_options="permissive")``: missing struct fields are added, null takes
-any type, int widens to float); a column whose values cannot share one type is stored as Arrow
-JSON text (``pa.json_()``, the parquet JSON logical type; `datasets` reads it as a ``Json``
-feature and `read.sources` decodes it back to objects). The second pass writes. Memory stays at
-one chunk of rows (`CHUNK_BYTES`), whatever the file size.
+any type, int widens to float). A column of strings mixed with numbers or booleans (tau-bench's
+``task_id``: ``0`` in one file, ``"48"`` in the next) becomes a string column, each number as
+its JSON text (``"0"``, ``"2.5"``, ``"true"``): what pandas and `datasets` users expect, where
+JSON text would read back as ``'"48"'``. Any other column whose values cannot share one type is
+stored as Arrow JSON text (``pa.json_()``, the parquet JSON logical type; `datasets` reads it as
+a ``Json`` feature and `read.sources` decodes it back to objects). The result names both kinds
+(`ConversionResult.changed_columns_note`), and the run prints that line. The second pass
+writes. Memory stays at one chunk of rows (`CHUNK_BYTES`), whatever the file size.
 
 A key absent from a row comes back as null from a columnar file: parquet has no "missing".
 
@@ -48,9 +52,11 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
+from trajectory_compressor.messages import quoted
 from trajectory_compressor.read.arrow_values import DoesNotDecode, decoder
 from trajectory_compressor.read.jsonl import parse_json_line
 from trajectory_compressor.write.output_format import OUTPUT_FORMATS, ConversionError, output_format_for  # noqa: F401 (re-exported)
+from trajectory_compressor.write.run_files import new_file_beside
 
 CHUNK_BYTES = 32 << 20  # JSON text per Arrow chunk / parquet row group
 CHUNK_MAX_ROWS = 10_000
@@ -60,12 +66,24 @@ _ARROW_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError
 
 @dataclass(frozen=True)
 class ConversionResult:
-    """What was written: where, in which format, how many rows, which columns became JSON text."""
+    """What was written: where, in which format, how many rows, which columns became text or JSON text."""
 
     path: str
     fmt: str
     rows: int
     json_columns: tuple[str, ...] = ()
+    text_columns: tuple[str, ...] = ()
+
+    def changed_columns_note(self) -> str | None:
+        """One line naming every column stored with another type than its values had, or None."""
+        parts = []
+        if self.text_columns:
+            parts.append(f"{', '.join(map(quoted, self.text_columns))} as text (numbers and strings mixed)")
+        if self.json_columns:
+            parts.append(f"{', '.join(map(quoted, self.json_columns))} as JSON text (values of several kinds)")
+        if not parts:
+            return None
+        return f"warning: columns stored with another type in {quoted(self.path)}: {'; '.join(parts)}"
 
 
 def convert_jsonl(
@@ -83,10 +101,10 @@ def convert_jsonl(
     source, target = Path(jsonl_path), Path(out_path)
     fmt = output_format_for(str(target), fmt)
     if not source.is_file():
-        raise ConversionError(f"JSONL file to convert not found: {source}")
+        raise ConversionError(f"JSONL file to convert not found: {quoted(source)}")
     if source.resolve() == target.resolve():
         if fmt != "jsonl":
-            raise ConversionError(f"cannot convert {source} onto itself")
+            raise ConversionError(f"cannot convert {quoted(source)} onto itself")
         return ConversionResult(path=str(target), fmt=fmt, rows=_count_lines(source))
     target.parent.mkdir(parents=True, exist_ok=True)
     if fmt == "hf":
@@ -95,26 +113,26 @@ def convert_jsonl(
         writer: Any = lambda source, tmp: _write_parquet(source, tmp, types)  # noqa: E731
     else:
         writer = {"jsonl": _write_jsonl, "jsonl.gz": _write_jsonl_gz}[fmt]
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    fd, tmp = new_file_beside(target)
     os.close(fd)
-    tmp = Path(tmp_name)
     try:
-        rows, json_columns = writer(source, tmp)
+        rows, schema = writer(source, tmp)
         os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
-    return ConversionResult(path=str(target), fmt=fmt, rows=rows, json_columns=json_columns)
+    json_columns, text_columns = schema.changed() if schema is not None else ((), ())
+    return ConversionResult(str(target), fmt, rows, json_columns, text_columns)
 
 
 # --- JSON Lines --------------------------------------------------------------------------------
 
 
-def _write_jsonl(source: Path, tmp: Path) -> tuple[int, tuple[str, ...]]:
+def _write_jsonl(source: Path, tmp: Path) -> tuple[int, None]:
     shutil.copyfile(source, tmp)
-    return _count_lines(source), ()
+    return _count_lines(source), None
 
 
-def _write_jsonl_gz(source: Path, tmp: Path) -> tuple[int, tuple[str, ...]]:
+def _write_jsonl_gz(source: Path, tmp: Path) -> tuple[int, None]:
     rows = 0
     # filename="" leaves the name out of the header and mtime=0 fixes the time: same bytes every run.
     with (
@@ -125,7 +143,7 @@ def _write_jsonl_gz(source: Path, tmp: Path) -> tuple[int, tuple[str, ...]]:
         for line in src:
             rows += bool(line.strip())
             out.write(line)
-    return rows, ()
+    return rows, None
 
 
 def _count_lines(path: Path) -> int:
@@ -147,9 +165,9 @@ def _iter_chunks(source: Path) -> Iterator[list[dict[str, Any]]]:
             try:
                 row = parse_json_line(line)
             except (ValueError, UnicodeDecodeError) as exc:
-                raise ConversionError(f"{source}:{line_number}: invalid JSON: {exc}") from exc
+                raise ConversionError(f"{quoted(source)}:{line_number}: invalid JSON: {exc}") from exc
             if not isinstance(row, dict):
-                raise ConversionError(f"{source}:{line_number}: a row must be a JSON object")
+                raise ConversionError(f"{quoted(source)}:{line_number}: a row must be a JSON object")
             chunk.append(row)
             size += len(line)
             if size >= CHUNK_BYTES or len(chunk) >= CHUNK_MAX_ROWS:
@@ -181,21 +199,50 @@ def _merge_types(old: pa.DataType, new: pa.DataType) -> pa.DataType | None:
     return merged.field("c").type
 
 
+_SCALARS = (str, int, float, bool)
+
+
+def _is_scalar_type(arrow_type: pa.DataType) -> bool:
+    t = pa.types
+    return t.is_integer(arrow_type) or t.is_floating(arrow_type) or t.is_boolean(arrow_type) or _is_text(arrow_type)
+
+
+def _is_text(arrow_type: pa.DataType) -> bool:
+    return pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type)
+
+
 @dataclass
 class _Schema:
-    """Top-level columns in first-seen order, with their merged types; JSON-text columns apart."""
+    """Top-level columns in first-seen order, with their merged types; text and JSON-text columns apart."""
 
     types: dict[str, pa.DataType]
     json_columns: set[str]
+    text_columns: set[str] = field(default_factory=set)  # strings mixed with numbers: stored as strings
     typed: dict[str, pa.DataType] = field(default_factory=dict)  # restored original types
 
     def arrow_schema(self) -> pa.Schema:
         return pa.schema(
-            [
-                pa.field(name, pa.json_() if name in self.json_columns else arrow_type)
-                for name, arrow_type in self.types.items()
-            ]
+            [pa.field(name, self._stored_type(name, arrow_type)) for name, arrow_type in self.types.items()]
         )
+
+    def _stored_type(self, name: str, arrow_type: pa.DataType) -> pa.DataType:
+        if name in self.json_columns:
+            return pa.json_()
+        return pa.string() if name in self.text_columns else arrow_type
+
+    def changed(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(JSON-text columns, text columns), in column order."""
+        json_text = tuple(name for name in self.types if name in self.json_columns)
+        return json_text, tuple(name for name in self.types if name in self.text_columns and name not in json_text)
+
+    def mixed(self, name: str, values: list[Any], *types: pa.DataType) -> None:
+        """`name`'s values share no Arrow type: text when they are strings and other scalars, else JSON text."""
+        scalars = all(_is_scalar_type(t) or pa.types.is_null(t) for t in types)
+        strings = any(_is_text(t) for t in types) or any(isinstance(v, str) for v in values)
+        if scalars and strings and all(v is None or isinstance(v, _SCALARS) for v in values):
+            self.text_columns.add(name)
+        else:
+            self.json_columns.add(name)
 
 
 def _infer_schema(source: Path, column_types: Mapping[str, pa.DataType]) -> tuple[_Schema, int]:
@@ -210,21 +257,27 @@ def _infer_schema(source: Path, column_types: Mapping[str, pa.DataType]) -> tupl
             if name in schema.json_columns:
                 schema.types.setdefault(name, pa.null())
                 continue
+            values = [row.get(name) for row in chunk]
+            if name in schema.text_columns:
+                schema.mixed(name, values)  # stays text while its values are scalars
+                continue
+            known = schema.types.get(name)
             try:
-                chunk_type = pa.array([row.get(name) for row in chunk]).type
+                chunk_type = pa.array(values).type
             except _ARROW_ERRORS:
                 schema.types.setdefault(name, pa.null())
-                schema.json_columns.add(name)
+                schema.mixed(name, values, *([] if known is None else [known]))
                 continue
-            merged = chunk_type if name not in schema.types else _merge_types(schema.types[name], chunk_type)
+            merged = chunk_type if known is None else _merge_types(known, chunk_type)
             if merged is None:
-                schema.json_columns.add(name)
+                schema.mixed(name, values, known, chunk_type)
             else:
                 schema.types[name] = merged
     for name, arrow_type in schema.types.items():
         if name in column_types:
             schema.types[name] = schema.typed[name] = column_types[name]
             schema.json_columns.discard(name)
+            schema.text_columns.discard(name)
         elif not _writable(arrow_type):
             schema.json_columns.add(name)
     return schema, rows
@@ -254,6 +307,10 @@ def _iter_tables(source: Path, schema: _Schema) -> Iterator[pa.Table]:
                 text = [None if v is None else _json_text(v) for v in values]
                 arrays.append(pa.array(text, type=pa.json_()))
                 continue
+            if column.name in schema.text_columns:
+                text = [v if v is None or isinstance(v, str) else _json_text(v) for v in values]
+                arrays.append(pa.array(text, type=pa.string()))
+                continue
             try:
                 if column.name in schema.typed:
                     decode = decoder(column.type)
@@ -264,9 +321,7 @@ def _iter_tables(source: Path, schema: _Schema) -> Iterator[pa.Table]:
         yield pa.Table.from_arrays(arrays, schema=arrow_schema)
 
 
-def _with_json_fallback(
-    source: Path, write: Any, column_types: Mapping[str, pa.DataType]
-) -> tuple[int, tuple[str, ...]]:
+def _with_json_fallback(source: Path, write: Any, column_types: Mapping[str, pa.DataType]) -> tuple[int, _Schema]:
     """Infer, then `write(tables, schema)`; a column that still does not fit becomes JSON text.
 
     Type merging is an inference; should a value still not convert in the writing pass, that
@@ -284,13 +339,13 @@ def _with_json_fallback(
             else:
                 schema.json_columns.add(exc.column)
             continue
-        return rows, tuple(name for name in schema.types if name in schema.json_columns)
+        return rows, schema
 
 
 # --- parquet and datasets ----------------------------------------------------------------------
 
 
-def _write_parquet(source: Path, tmp: Path, column_types: Mapping[str, pa.DataType]) -> tuple[int, tuple[str, ...]]:
+def _write_parquet(source: Path, tmp: Path, column_types: Mapping[str, pa.DataType]) -> tuple[int, _Schema]:
     import pyarrow.parquet as pq
 
     def write(tables: Iterator[pa.Table], arrow_schema: pa.Schema) -> None:
@@ -318,7 +373,7 @@ def _write_hf(source: Path, target: Path, column_types: Mapping[str, pa.DataType
                 for table in tables:
                     writer.write_table(table)
 
-        rows, json_columns = _with_json_fallback(source, write, column_types)
+        rows, schema = _with_json_fallback(source, write, column_types)
         dataset = datasets.Dataset.from_file(str(stream_path))
         built = scratch / "dataset"
         bars_were_on = datasets.is_progress_bar_enabled()
@@ -332,13 +387,13 @@ def _write_hf(source: Path, target: Path, column_types: Mapping[str, pa.DataType
         _replace_directory(built, target)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    return ConversionResult(path=str(target), fmt="hf", rows=rows, json_columns=json_columns)
+    return ConversionResult(str(target), "hf", rows, *schema.changed())
 
 
 def _replace_directory(new: Path, target: Path) -> None:
     """Move `new` to `target`; an existing `target` is set aside first and removed after."""
     if target.exists() and not target.is_dir():
-        raise ConversionError(f"output path exists and is not a directory: {target}")
+        raise ConversionError(f"output path exists and is not a directory: {quoted(target)}")
     old = None
     if target.exists():
         old = target.with_name(f".{target.name}.old-{os.getpid()}")

@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 from types import TracebackType
 
+from trajectory_compressor.messages import quoted
 from trajectory_compressor.write.paths import OutputPaths
 from trajectory_compressor.write.run_files import OutputError
 
@@ -54,7 +55,7 @@ class OutputLock:
             except BlockingIOError:
                 os.close(fd)
                 raise OutputLockedError(
-                    f"another run is writing {self.data} or a file beside it (it holds {path}); "
+                    f"another run is writing {quoted(self.data)} or a file beside it (it holds {quoted(path)}); "
                     "wait for it to finish or choose another -o"
                 ) from None
             try:

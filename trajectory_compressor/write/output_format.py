@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from trajectory_compressor.errors import UsageError
+from trajectory_compressor.messages import quoted
 
 OUTPUT_FORMATS: tuple[str, ...] = ("jsonl", "jsonl.gz", "parquet", "hf")
 
@@ -35,6 +36,6 @@ def output_format_for(path: str, explicit: str | None = None) -> str:
     if path.endswith(("/", os.sep)) or Path(path).is_dir() or not Path(path).suffix:
         return "hf"
     raise ConversionError(
-        f"cannot tell the output format of {path!r} from its suffix "
+        f"cannot tell the output format of {quoted(path)} from its suffix "
         "(use .jsonl, .jsonl.gz, .parquet, a directory for a datasets save_to_disk, or --output-format)"
     )

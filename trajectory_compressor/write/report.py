@@ -10,6 +10,7 @@ import bisect
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from trajectory_compressor.messages import quoted
 from trajectory_compressor.types import RowMetrics
 
 # Token-length histogram bin edges (upper bounds): fine enough for a report, fixed so that
@@ -50,6 +51,7 @@ class RunTotals:
     rows_rejected: int = 0
     rows_summary_failed: int = 0
     rows_second_pass: int = 0
+    rows_planned: int = 0  # a dry run's rows the plan would compress
     rows_by_summarizer: dict[str, int] = field(default_factory=dict)
     tokens_before: int = 0
     tokens_after: int = 0
@@ -107,6 +109,8 @@ class RunTotals:
             self.summary_tokens += metrics.summary_tokens
             if metrics.summarizer:
                 self.rows_by_summarizer[metrics.summarizer] = self.rows_by_summarizer.get(metrics.summarizer, 0) + 1
+        elif metrics.planned_tokens is not None:
+            self.rows_planned += 1
         elif metrics.skipped_under_target:
             self.rows_skipped_under_target += 1
         else:
@@ -151,7 +155,9 @@ class RunTotals:
                     self.windows_by_summarizer[m.summarizer] = self.windows_by_summarizer.get(m.summarizer, 0) + 1
             self.summary_calls += m.summary_calls
             self.summary_errors += m.summary_errors
-        if len(windows) > 1:
+        if len(windows) > 1 and any(m.planned_tokens is not None for m in windows):
+            self.rows_planned += 1  # a dry run: split as planned, no summary asked for
+        elif len(windows) > 1:
             self.rows_compressed += 1
         elif first.skipped_under_target:
             self.rows_skipped_under_target += 1
@@ -194,7 +200,12 @@ def build_report(
     timings: dict[str, float],
     summarizer_stats: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The `<stem>.report.json` document: totals, ratios, usage and where everything went."""
+    """The `<stem>.report.json` document: totals, ratios, usage and where everything went.
+
+    A dry run writes no dataset, so its path is not among the outputs listed.
+    """
+    if settings.get("dry_run"):
+        outputs = {name: path for name, path in outputs.items() if name != "data"}
     before = totals.tokens_before
     kept_rows = max(totals.rows_selected - totals.rows_rejected, 0)
     warning = low_fidelity_warning(totals)
@@ -213,6 +224,7 @@ def build_report(
             "rejected": totals.rows_rejected,
             "summary_failed": totals.rows_summary_failed,
             "second_pass": totals.rows_second_pass,
+            "planned": totals.rows_planned,
             "by_summarizer": dict(sorted(totals.rows_by_summarizer.items())),
             "compression_rate": round(totals.rows_compressed / kept_rows, 4) if kept_rows else 0.0,
         },
@@ -298,13 +310,16 @@ def low_fidelity_warning(totals: RunTotals) -> str | None:
 def render_text_summary(report: dict[str, Any]) -> str:
     """A short human-readable account of the report for the end of a run."""
     rows, tokens = report["rows"], report["tokens"]
+    dry = bool(report.get("settings", {}).get("dry_run"))  # figures of a plan, not of a dataset
+    status = report["status"] + (" (dry run: planned only, no summaries asked for, no dataset written)" if dry else "")
+    done = f"{rows.get('planned', 0)} planned to compress" if dry else f"{rows['compressed']} compressed"
     lines = [
-        f"status: {report['status']}",
-        f"rows: {rows['selected']} processed, {rows['compressed']} compressed, "
+        f"status: {status}",
+        f"rows: {rows['selected']} processed, {done}, "
         f"{rows['skipped_under_target']} under target, {rows['unchanged_over_target']} unchanged over target, "
-        f"{rows['still_over_limit']} still over limit, {rows['rejected']} rejected",
-        f"tokens: {tokens['before']:,} -> {tokens['after']:,} "
-        f"(saved {tokens['saved']:,}, ratio {tokens['overall_ratio']:.3f})",
+        f"{rows['still_over_limit']} {'would stay' if dry else 'still'} over limit, {rows['rejected']} rejected",
+        f"{'tokens (planned)' if dry else 'tokens'}: {tokens['before']:,} -> {tokens['after']:,} "
+        f"({'would save' if dry else 'saved'} {tokens['saved']:,}, ratio {tokens['overall_ratio']:.3f})",
     ]
     windows = report.get("windows")
     if windows:
@@ -337,5 +352,5 @@ def render_text_summary(report: dict[str, Any]) -> str:
     if duration is not None:
         lines.append(f"time: {duration:.1f}s")
     for name, path in report["outputs"].items():
-        lines.append(f"{name}: {path}")
+        lines.append(f"{name}: {quoted(path)}")
     return "\n".join(lines)

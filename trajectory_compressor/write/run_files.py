@@ -22,6 +22,7 @@ import contextlib
 import hashlib
 import json
 import os
+import secrets
 import shutil
 import time
 from collections.abc import Callable
@@ -30,6 +31,7 @@ from typing import IO, Any
 
 from trajectory_compressor.errors import UsageError
 from trajectory_compressor.faults import boundary
+from trajectory_compressor.messages import quoted
 from trajectory_compressor.write.paths import OutputPaths
 
 STATE_VERSION = 2
@@ -57,6 +59,20 @@ def fsync_dir(path: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def new_file_beside(target: Path, suffix: str = ".tmp") -> tuple[int, Path]:
+    """A new file under a unique hidden name beside `target`, open for writing (fd, path).
+
+    Its mode is what `open` gives any new file (0666 less the umask), so the output it is renamed
+    into gets the same mode as the side files; `tempfile.mkstemp` would make it 0600.
+    """
+    while True:
+        path = target.parent / f".{target.name}.{secrets.token_hex(6)}{suffix}"
+        try:
+            return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), path
+        except FileExistsError:  # pragma: no cover - 48 random bits
+            continue
 
 
 def write_json_atomically(path: Path, value: Any, *, durable: bool = False, hook: str | None = None) -> None:
@@ -181,7 +197,7 @@ class RunFiles:
             return self._damaged("its state.json was changed after it was written")
         if state.get("fingerprint") != self.fingerprint:
             raise ResumeMismatchError(
-                f"{self.work_dir} holds an unfinished run with other inputs or settings; "
+                f"{quoted(self.work_dir)} holds an unfinished run with other inputs or settings; "
                 "re-run with the same command to resume it, or pass --no-resume to start over"
             )
         problem = self._problem(state)
@@ -190,7 +206,7 @@ class RunFiles:
         return self._damaged(problem) if problem else state
 
     def _damaged(self, reason: str) -> None:
-        self._say(f"warning: the work folder {self.work_dir} is damaged ({reason}); starting over")
+        self._say(f"warning: the work folder {quoted(self.work_dir)} is damaged ({reason}); starting over")
         self._hashes.clear()
         self._lines.clear()
         return None

@@ -29,6 +29,7 @@ from tqdm import tqdm
 
 from trajectory_compressor.count import TokenCounter
 from trajectory_compressor.faults import boundary
+from trajectory_compressor.messages import quoted
 from trajectory_compressor.read.sources import InputSource
 from trajectory_compressor.run.batch.collect import RequestFiles, collect_round, settled_by_cancel
 from trajectory_compressor.run.batch.state import BatchState, BatchStateError, Submission
@@ -352,5 +353,5 @@ def _request_keys(path: Path) -> list[str]:
                 if line.strip():
                     keys.append(str(orjson.loads(line)["custom_id"]))
     except (OSError, orjson.JSONDecodeError, KeyError, TypeError) as exc:
-        raise BatchStateError(f"the request file {path} of a submitted batch cannot be read ({exc})") from None
+        raise BatchStateError(f"the request file {quoted(path)} of a submitted batch cannot be read ({exc})") from None
     return keys

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from trajectory_compressor.errors import UsageError
+from trajectory_compressor.messages import quoted
 from trajectory_compressor.write.run_files import write_json_atomically
 
 STATE_NAME = "batches.json"
@@ -128,6 +129,6 @@ def _checksum(body: dict[str, Any]) -> str:
 
 def _damaged(path: Path, why: str) -> BatchStateError:
     return BatchStateError(
-        f"the batch record {path} cannot be trusted ({why}); see `trajectory-compressor batches status`, "
+        f"the batch record {quoted(path)} cannot be trusted ({why}); see `trajectory-compressor batches status`, "
         "or remove that folder to start the batches over (batches already submitted would be paid again)"
     )

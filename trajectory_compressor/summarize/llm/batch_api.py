@@ -35,6 +35,7 @@ import aiohttp
 import orjson
 
 from trajectory_compressor.errors import UsageError
+from trajectory_compressor.messages import quoted
 from trajectory_compressor.settings import LLMConfig
 from trajectory_compressor.summarize.llm.client import AUTH_STATUSES, USER_AGENT, ChatClient
 from trajectory_compressor.summarize.llm.reply import parse_retry_after
@@ -99,7 +100,7 @@ class BatchAPI:
         try:
             content = path.read_bytes()
         except OSError as exc:
-            raise BatchAPIError(f"cannot read the request file {path}: {exc.strerror or exc}") from None
+            raise BatchAPIError(f"cannot read the request file {quoted(path)}: {exc.strerror or exc}") from None
 
         def form() -> aiohttp.FormData:
             data = aiohttp.FormData()
@@ -151,7 +152,7 @@ class BatchAPI:
                     retry_after = parse_retry_after(response.headers.get("Retry-After"))
             except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
                 if isinstance(exc, OSError) and exc.filename:
-                    raise BatchAPIError(f"cannot write {exc.filename}: {exc.strerror or exc}") from None
+                    raise BatchAPIError(f"cannot write {quoted(exc.filename)}: {exc.strerror or exc}") from None
                 failure = self._chat.sanitize(f"download {file_id}: {type(exc).__name__}: {exc}")
                 self._chat.contact.no_response(self, failure)
             await self._pause_or_fail(attempt, failure, retry_after)

@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from trajectory_compressor.messages import quoted
 from trajectory_compressor.summarize.llm.client import LENGTH_RETRY_MAX_FACTOR
 from trajectory_compressor.summarize.llm.reply import reply_byte_limit
 from trajectory_compressor.summarize.llm.request import max_tokens_for
@@ -48,11 +49,11 @@ class ResponsesLoaded:
 
     def problem(self, line: int, text: str) -> None:
         if len(self.problems) < _PROBLEMS_KEPT:
-            self.problems.append(f"{self.path}:{line}: {text}")
+            self.problems.append(f"{quoted(self.path)}:{line}: {text}")
 
     def summary(self) -> str:
         return (
-            f"responses {self.path}: {self.stored:,} answers stored in the cache, "
+            f"responses {quoted(self.path)}: {self.stored:,} answers stored in the cache, "
             f"{self.failed:,} failed, {self.malformed:,} malformed lines"
             + (f", {self.repeated:,} repeated" if self.repeated else "")
         )

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from trajectory_compressor.count.counter import TokenCounter
+from trajectory_compressor.messages import quoted
 from trajectory_compressor.settings import ConfigError, LLMConfig
 from trajectory_compressor.summarize.llm.batch_file import ResponsesLoaded, read_batch_output
 from trajectory_compressor.summarize.llm.cache import CachedSummary, SummaryCache
@@ -211,7 +212,7 @@ class LLMSummarizer:
         try:
             await self.store_answers(path, loaded, line_limit=line_limit)
         except OSError as exc:
-            raise ConfigError(f"cannot read --responses {path}: {exc.strerror or exc}") from None
+            raise ConfigError(f"cannot read --responses {quoted(path)}: {exc.strerror or exc}") from None
         return loaded
 
     async def store_answers(

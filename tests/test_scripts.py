@@ -1,0 +1,79 @@
+"""A script under `scripts/` that measured (or did) nothing says why and exits non-zero (issue 20 F22).
+
+`extractive_fidelity.py` run from a clone outside the project tree printed "no real trajectories"
+and exited 0, which a CI step or a results table would take for a measurement.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import make_trajectory, write_jsonl
+from tests.fake_openai_server import FakeServerThread
+
+SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
+
+
+def _script(name: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(SCRIPTS / name), *args], capture_output=True, text=True, timeout=600, check=False
+    )
+
+
+def test_extractive_fidelity_without_data_exits_non_zero_and_says_where_it_looked(tmp_path: Path) -> None:
+    done = _script("extractive_fidelity.py", "--data", str(tmp_path / "nowhere"))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "no real trajectories" in done.stderr and str(tmp_path / "nowhere") in done.stderr
+    assert "--data" in done.stderr and done.stdout == ""
+
+
+def test_extractive_fidelity_that_scored_no_row_exits_non_zero(tmp_path: Path) -> None:
+    write_jsonl(tmp_path / "short.jsonl", [make_trajectory(i, steps=1, output_lines=2) for i in range(2)])  # all under
+    done = _script("extractive_fidelity.py", "--data", str(tmp_path), "--json")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "no row was compressed" in done.stderr
+
+
+def test_run_batch_file_whose_every_request_failed_exits_non_zero(tmp_path: Path) -> None:
+    requests = tmp_path / "requests.jsonl"
+    line = {"custom_id": "k1", "method": "POST", "url": "/v1/chat/completions", "body": {"model": "m", "messages": []}}
+    write_jsonl(requests, [line, {**line, "custom_id": "k2"}])
+    with FakeServerThread(default="500") as server:
+        done = _script(
+            "run_batch_file.py", "-i", str(requests), "-o", str(tmp_path / "out.jsonl"), "--base-url", server.base_url
+        )
+    assert done.returncode == 1, done.stderr
+    assert "2 requests, 2 failed" in done.stderr and "no request was answered" in done.stderr
+    assert len((tmp_path / "out.jsonl").read_text().splitlines()) == 2  # the error lines are still written
+
+
+def test_bench_with_an_input_without_rows_exits_non_zero(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    done = _script("bench.py", "--input", str(empty), "--only", "limit", "--workdir", str(tmp_path / "w"))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "no rows" in done.stderr and str(empty) in done.stderr
+
+
+def test_output_fingerprints_that_fingerprinted_nothing_exits_non_zero(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = importlib.util.spec_from_file_location("output_fingerprints", SCRIPTS / "output_fingerprints.py")
+    assert spec is not None and spec.loader is not None
+    module: Any = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setattr(module, "cases", lambda folder: {"compress": {}})  # every case wrote nothing
+    before = tmp_path / "before.json"
+    before.write_text(json.dumps({"compress": {}}))
+    monkeypatch.setattr(sys, "argv", ["output_fingerprints.py", "--compare", str(before)])
+    assert module.main() == 1
+    assert "no output was fingerprinted" in capsys.readouterr().err
+    monkeypatch.setattr(sys, "argv", ["output_fingerprints.py"])
+    assert module.main() == 1

@@ -1,0 +1,122 @@
+"""The one output guard: every command that writes refuses an output that is a file it reads, or
+another of its own outputs (symlinks followed), with one line and exit 2, touching nothing.
+
+`compress`'s own cases are in `test_paths.py`; `merge` onto a shard's file in `test_merge.py`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import make_trajectory, run_cli, write_jsonl
+from tests.write.test_paths import SMALL, _assert_one_line_error
+from trajectory_compressor.write.collisions import NamedFile, refuse_overwrites
+from trajectory_compressor.write.run_files import OutputError
+
+BUDGET = ["--target-max-tokens", "2500", "--summary-target-tokens", "200"]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An input and the compress run made from it (out/x.*), plus a symlink to the input."""
+    root = tmp_path_factory.mktemp("collisions")
+    source = write_jsonl(root / "in.jsonl", [make_trajectory(i, steps=2 + i % 5, output_lines=30) for i in range(8)])
+    (root / "link.jsonl").symlink_to(source)
+    result = run_cli("compress", str(source), "-o", str(root / "out" / "x.jsonl"), *SMALL)
+    assert result.returncode == 0, result.stderr
+    return root
+
+
+def _untouched(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize(
+    ("target", "named"),
+    [
+        ("in.jsonl", "the input"),
+        ("link.jsonl", "the input"),  # a symlink to the input is the input
+        ("out/x.metrics.jsonl", "the metrics file"),
+        ("out/x.jsonl", "the output"),
+        ("out/x.report.json", "the report"),
+    ],
+)
+def test_eval_html_report_onto_a_file_it_reads_is_refused(run: Path, target: str, named: str) -> None:
+    before = _untouched(run)
+    result = run_cli(
+        "eval", str(run / "out" / "x.jsonl"), "--input", str(run / "in.jsonl"), "--html-report", str(run / target)
+    )
+    line = _assert_one_line_error(result, "the HTML report", "would overwrite", named)
+    assert "choose another path" in line
+    assert _untouched(run) == before
+
+
+def test_eval_html_report_onto_a_given_metrics_file_is_refused(run: Path) -> None:
+    metrics = run / "out" / "x.metrics.jsonl"
+    before = _untouched(run)
+    result = run_cli(
+        "eval", str(run / "out" / "x.jsonl"), "--input", str(run / "in.jsonl"), "--metrics", str(metrics),
+        "--html-report", str(metrics),
+    )  # fmt: skip
+    _assert_one_line_error(result, "would overwrite the metrics file")
+    assert _untouched(run) == before
+
+
+@pytest.mark.parametrize("target", ["in.jsonl", "link.jsonl"])
+def test_analyze_html_report_onto_its_input_is_refused(run: Path, target: str) -> None:
+    before = _untouched(run)
+    result = run_cli("analyze", str(run / "in.jsonl"), "--html-report", str(run / target), *BUDGET, "-q")
+    _assert_one_line_error(result, "the HTML report", "would overwrite the input")
+    assert _untouched(run) == before
+
+
+def test_requests_output_onto_its_input_through_a_symlink_is_refused(run: Path) -> None:
+    before = _untouched(run)
+    result = run_cli("requests", str(run / "in.jsonl"), "-o", str(run / "link.jsonl"), *BUDGET, "--model", "m")
+    _assert_one_line_error(result, "would overwrite the input")
+    assert _untouched(run) == before
+
+
+def test_compress_output_onto_its_responses_file_is_refused(run: Path) -> None:
+    responses = write_jsonl(run / "responses.jsonl", [])
+    before = _untouched(run)
+    result = run_cli(
+        "compress", str(run / "in.jsonl"), "-o", str(responses), "--responses", str(responses),
+        "--base-url", "http://127.0.0.1:9/v1", "--model", "m", *BUDGET,
+    )  # fmt: skip
+    _assert_one_line_error(result, "would overwrite the responses file")
+    assert _untouched(run) == before
+    responses.unlink()
+
+
+def test_the_guard_names_the_first_collision(tmp_path: Path) -> None:
+    data = tmp_path / "d" / "x.jsonl"
+    with pytest.raises(OutputError, match=r"^the HTML report .*x\.jsonl would overwrite the output .*x\.jsonl;"):
+        refuse_overwrites([NamedFile("the output", data), NamedFile("the HTML report", data)])
+    # A directory output (a datasets save_to_disk folder) holding a file read.
+    with pytest.raises(OutputError, match=r"the output .* would overwrite the input .*in\.jsonl"):
+        refuse_overwrites([NamedFile("the output", tmp_path)], [NamedFile("the input", tmp_path / "s" / "in.jsonl")])
+    refuse_overwrites([NamedFile("the output", data)], [NamedFile("the input", tmp_path / "in.jsonl")])  # apart: fine
+
+
+def test_ray_engine_report_onto_its_input_is_refused(run: Path) -> None:
+    pytest.importorskip("ray")
+    source = run / "ray" / "y.report.json"  # a JSON array input, named as the run's report would be
+    source.parent.mkdir()
+    source.write_text(json.dumps([make_trajectory(0, steps=2)]))
+    before = _untouched(run)
+    result = run_cli("compress", str(source), "-o", str(run / "ray" / "y.jsonl"), "--engine", "ray", *SMALL)
+    _assert_one_line_error(result, "the report", "would overwrite the input")
+    assert _untouched(run) == before
+
+
+def test_compress_datasets_directory_holding_its_input_is_refused(tmp_path: Path) -> None:
+    """An `hf` output directory is replaced whole: an input inside it would go with it."""
+    folder = tmp_path / "data"
+    source = write_jsonl(folder / "a.jsonl", [make_trajectory(0, steps=2)])
+    result = run_cli("compress", str(source), "-o", str(folder), "--output-format", "hf", *SMALL)
+    _assert_one_line_error(result, f"the output {folder}", f"would overwrite the input {source}")
+    assert [p.name for p in folder.iterdir()] == ["a.jsonl"]

@@ -1,0 +1,74 @@
+"""The one guard every command that writes files passes first: no output lands on a file it reads
+or on another of its own outputs.
+
+`compress` (both engines), `eval`, `analyze`, `requests` and `merge` each name the files they
+will write and the files they read (inputs, metrics, reports, shard files, a responses file),
+and call `refuse_overwrites` before anything is written. Paths are compared resolved (symlinks followed),
+and an output that is a directory holding a file read counts too (a `datasets` output directory
+is replaced whole). A collision is one line and exit 2 (`OutputError`), and nothing is touched.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from trajectory_compressor.messages import quoted
+from trajectory_compressor.read.sources import InputSource
+from trajectory_compressor.write.run_files import OutputError
+
+_ROLES = {
+    "data": "the output",
+    "metrics": "the metrics file",
+    "report": "the report",
+    "over_limit": "the over-limit list",
+    "rejects": "the rejects file",
+}
+
+
+@dataclass(frozen=True)
+class NamedFile:
+    """A file a command reads or writes, with what it is to the user ("the metrics file")."""
+
+    role: str
+    path: str | os.PathLike[str]
+    note: str = ""  # e.g. " (from in/a.jsonl)": which of several outputs
+
+    def __str__(self) -> str:
+        return f"{self.role} {quoted(self.path)}{self.note}"
+
+
+def input_files(sources: Iterable[InputSource]) -> list[NamedFile]:
+    """The local files among a command's inputs (an `hf:` dataset or a URI is no file here)."""
+    return [NamedFile("the input", s.path) for s in sources if s.path is not None and "://" not in s.path]
+
+
+def run_outputs(paths: Mapping[str, str], note: str = "") -> list[NamedFile]:
+    """The files of a run's output set (`OutputPaths.as_dict()`, a Ray layout's), each with its role."""
+    return [NamedFile(_ROLES[name], path, note) for name, path in paths.items()]
+
+
+def refuse_overwrites(writes: Iterable[NamedFile], reads: Iterable[NamedFile] = ()) -> None:
+    """Raise `OutputError` naming the first file written that is a file read, or that two outputs share."""
+    read_at: dict[Path, NamedFile] = {}
+    for named in reads:
+        read_at.setdefault(_real(named.path), named)
+    holding: dict[Path, NamedFile] = {}  # the folders holding a file read
+    for real, named in read_at.items():
+        for folder in real.parents:
+            holding.setdefault(folder, named)
+    written: dict[Path, NamedFile] = {}
+    for named in writes:
+        real = _real(named.path)
+        read = read_at.get(real) or holding.get(real)
+        if read is not None:
+            raise OutputError(f"{named} would overwrite {read}; choose another path")
+        if real in written:
+            raise OutputError(f"{named} would overwrite {written[real]}; choose distinct output paths")
+        written[real] = named
+
+
+def _real(path: str | os.PathLike[str]) -> Path:
+    return Path(os.path.realpath(path))
