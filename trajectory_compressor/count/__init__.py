@@ -1,6 +1,7 @@
 """Counting tokens with a real Hugging Face tokenizer."""
 
-from trajectory_compressor.count.counter import ChatTemplateCounter, TokenCounter
+from trajectory_compressor.count.chat_template import ChatTemplateCounter
+from trajectory_compressor.count.counter import TokenCounter
 from trajectory_compressor.count.tokenizer import TokenizerLoadError, load_tokenizer, load_tokenizer_json
 
 __all__ = [

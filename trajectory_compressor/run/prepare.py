@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trajectory_compressor.count import TokenCounter
-from trajectory_compressor.count.counter import ChatTemplateError
+from trajectory_compressor.count.chat_template import ChatTemplateError
 from trajectory_compressor.plan.region import Plan, plan_region
 from trajectory_compressor.read.formats import ConversationFormat, RecordError, detect_format, to_turns
 from trajectory_compressor.read.select import RowSelection
