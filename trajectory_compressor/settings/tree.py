@@ -294,7 +294,15 @@ class RunConfig:
     )  # fmt: skip
     chat_template: str | None = setting(
         None, "path", optional=True, yaml="tokenizer.chat_template", commands=BOTH, record=True,
-        help="Jinja chat template file to use.",
+        help="Jinja chat template file, or a shipped one by name: qwen2.5, qwen3, deepseek-v3.1.",
+    )  # fmt: skip
+    chat_template_kwargs: dict[str, Any] = setting(
+        {}, "dict", yaml="tokenizer.chat_template_kwargs", commands=BOTH, record=True, metavar="JSON",
+        help='Variables for the chat template, as apply_chat_template\'s kwargs: \'{"enable_thinking": false}\'.',
+    )  # fmt: skip
+    tools_key: str = setting(
+        "tools", "str", yaml="tokenizer.tools_key", commands=BOTH, record=True,
+        help="Record key of the tool schemas the chat template renders (a list, or a JSON string of one).",
     )  # fmt: skip
     summarizer: str = setting(
         "auto", "choice", choices=("auto", "llm", "extractive"), yaml="summarization.summarizer", record=True,
