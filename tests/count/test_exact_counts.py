@@ -245,3 +245,50 @@ def test_a_shipped_template_by_name_counts_with_the_bundled_tokenizer(tmp_path: 
             _trainer_total(tokenizer, line),
         )
     assert any(m["was_compressed"] for m in metrics)
+
+
+# Roles must alternate (Llama 2, Mistral, Gemma): a summary turn (user) followed by a kept user
+# turn makes a row the template, and so the trainer, refuses.
+ALTERNATING = (
+    "{%- if messages[0]['role'] == 'system' %}{%- set loop_messages = messages[1:] %}"
+    "{%- else %}{%- set loop_messages = messages %}{%- endif %}"
+    "{%- for message in loop_messages %}"
+    "{%- if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}"
+    "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}"
+    "{{- '[' + message['role'] + '] ' + message['content'] + '\\n' }}{%- endfor %}"
+)
+
+
+@pytest.mark.parametrize("over_limit", ["keep", "truncate"])
+def test_a_rewrite_the_template_refuses_is_not_written(tmp_path: Path, over_limit: str) -> None:
+    """A summary turn can break a rule the template enforces; that row is then a failed summary
+    (written unchanged, flagged), not an internal error that stops the run."""
+    from trajectory_compressor.count import load_tokenizer
+
+    template = tmp_path / "t.jinja"
+    template.write_text(ALTERNATING)
+    rows = []
+    for index in range(6):
+        turns = [{"from": "system", "value": "You are helpful."}]
+        for k in range(18 + index):
+            turns.append({"from": "human", "value": f"Question {k}: " + "what about the weather in Paris? " * 8})
+            answer = "it is sunny with a light breeze. " * (10 + 4 * (index % 2))  # odd rows: the cut moves
+            turns.append({"from": "gpt", "value": f"Answer {k}: " + answer})
+        rows.append({"id": f"r{index}", "conversations": turns})
+    source = write_jsonl(tmp_path / "in.jsonl", rows)
+    out = tmp_path / "o.jsonl"
+    result = run_cli(
+        "compress", str(source), "-o", str(out), "--count-mode", "chat-template", "--chat-template", str(template),
+        "--target-max-tokens", "1400", "--summary-target-tokens", "200", "--summarizer", "extractive", "-q",
+        "--over-limit", over_limit,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    tokenizer = load_tokenizer()
+    tokenizer.chat_template = ALTERNATING
+    metrics = read_jsonl(tmp_path / "o.metrics.jsonl")
+    refused = [m for m in metrics if "the chat template refuses the rewritten row" in (m["reason"] or "")]
+    assert refused and any(m["was_compressed"] for m in metrics), [m["reason"] for m in metrics]
+    for row, line, m in zip(rows, read_jsonl(out), metrics, strict=True):
+        assert m["compressed_tokens"] == _trainer_total(tokenizer, line), m  # every row written renders
+        if m in refused:
+            assert line == row and not m["was_compressed"] and m["summary_failed"]

@@ -16,7 +16,21 @@ from trajectory_compressor.plan.apply import compressed_layout, summary_value
 from trajectory_compressor.plan.region import Plan, plan_region, system_turn_in_head
 from trajectory_compressor.run.prepare import PreparedRow, summary_tokens
 from trajectory_compressor.settings import PlanConfig
-from trajectory_compressor.types import EditedTurn, KeptTurn, NewTurn, OutputTurn, SummaryResult, Turn
+from trajectory_compressor.types import (
+    EditedTurn,
+    KeptTurn,
+    NewTurn,
+    OutputTurn,
+    SummaryError,
+    SummaryResult,
+    Turn,
+)
+
+
+class RewriteRefused(SummaryError):
+    """The chat template refuses a rewritten row (a rule it enforces, such as alternating roles,
+    broken by the summary turn or a cut): the row cannot be written that way, and a trainer
+    could not render it either."""
 
 
 class RowMeasure:
@@ -80,7 +94,10 @@ class RowMeasure:
             counts = self.chat.count_chats([self.chat.chat_of(record, row.fmt, layout) for layout in (before, after)])
         except ChatTemplateError:
             whole = [EditedTurn(index, edited.value) if i == index else KeptTurn(i) for i in range(len(row.turns))]
-            return self.size(row, whole) - sum(row.token_counts)
+            try:
+                return self.size(row, whole) - sum(row.token_counts)
+            except RewriteRefused:  # the rewritten row is measured (and refused) when written
+                return self._count_value(self.notice_text)
         return sum(counts[1]) - sum(counts[0])
 
     def layout(self, row: PreparedRow, plan: Plan, body: str) -> list[OutputTurn]:
@@ -92,6 +109,8 @@ class RowMeasure:
     def size(self, row: PreparedRow, layout: list[OutputTurn]) -> int:
         """The exact token count of a rewritten row, as an independent recount would find it.
 
+        Raises `RewriteRefused` when the chat template refuses the rewritten row.
+
         Per-value counts: kept turns keep their counts, new and edited turns (the summary, the
         system turn with the notice appended) are counted whole. Chat-template counts: the
         rewritten record, as the writer writes it (its tools, its message objects), is rendered
@@ -100,7 +119,11 @@ class RowMeasure:
         assert row.turns is not None and row.token_counts is not None
         if self.chat is not None:
             assert row.fmt is not None
-            return sum(self.chat.count_chats([self.chat.chat_of(row.item.record, row.fmt, layout)])[0])
+            try:
+                return sum(self.chat.count_chats([self.chat.chat_of(row.item.record, row.fmt, layout)])[0])
+            except ChatTemplateError as exc:
+                reason = str(exc).removeprefix("chat template failed: ")
+                raise RewriteRefused(f"the chat template refuses the rewritten row: {reason}") from None
         kept = sum(row.token_counts[item.index] for item in layout if isinstance(item, KeptTurn))
         edited = sum(self._count_value(item.value) for item in layout if isinstance(item, EditedTurn))
         new_values = [item.turn.value for item in layout if isinstance(item, NewTurn)]
