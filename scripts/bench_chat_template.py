@@ -72,7 +72,7 @@ def main() -> None:
     for template in templates:
         counters[template] = build_counter(count_mode="chat-template", chat_template=template)
     seconds: dict[str, list[float]] = {name: [] for name in counters}
-    for name, counter in counters.items():  # warm-up: first-use costs (compiling, probes) left out
+    for counter in counters.values():  # warm-up: first-use costs (compiling, probes) left out
         prepare_all(rows[: args.chunk], counter, args.chunk)
     for _ in range(args.repeat):
         for name, counter in counters.items():

@@ -111,6 +111,19 @@ def test_the_kwarg_changes_the_count_as_it_changes_the_trainers() -> None:
     assert without < with_reasoning
 
 
+def test_add_generation_prompt_is_taken_as_apply_chat_template_takes_it() -> None:
+    counter = _counter("qwen", QWEN25, template_kwargs={"add_generation_prompt": True})
+    record = openai_record(tools=TOOLS)
+    expected = _expected(counter, record, {"add_generation_prompt": True})
+    assert sum(_counts(counter, record)) == expected > _expected(counter, record)  # + <|im_start|>assistant\n
+
+
+def test_an_argument_of_apply_chat_template_is_not_a_template_kwarg() -> None:
+    with pytest.raises(TokenizerLoadError, match="chat_template_kwargs: 'tokenize' is an argument") as caught:
+        _counter("qwen", QWEN25, template_kwargs={"tokenize": False, "enable_thinking": False})
+    assert "\n" not in str(caught.value)
+
+
 def _rewrites(record: dict[str, Any]) -> list[list[Any]]:
     """Layouts as the planner makes them: notice on the system turn, a summary for a middle run."""
     total = len(_trainer_messages(record))

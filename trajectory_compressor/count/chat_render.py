@@ -24,6 +24,14 @@ from typing import Any
 MESSAGES_NAME = "messages"
 MARK_FUNCTION = "tc_turn_mark"  # the name the instrumented loops call; passed with each render
 
+# apply_chat_template's own arguments: not template variables, so not chat_template_kwargs (a
+# trainer's count has no generation prompt, but one can be asked for: add_generation_prompt).
+_NOT_TEMPLATE_VARIABLES = frozenset(
+    {"conversation", "messages", "tools", "documents", "chat_template", "continue_final_message", "tokenize",
+     "sanitize_control_tokens", "padding", "truncation", "max_length", "return_tensors", "return_dict",
+     "return_assistant_tokens_mask", "tokenizer_kwargs", MARK_FUNCTION}
+)  # fmt: skip
+
 PROBE_MESSAGES = (
     {"role": "system", "content": "You are a helpful assistant."},
     {"role": "user", "content": "Hello."},
@@ -49,8 +57,14 @@ class ChatRenderer:
     """Renders conversations with one tokenizer's chat template and the run's template kwargs."""
 
     def __init__(self, tokenizer: Any, template_kwargs: Mapping[str, Any]) -> None:
+        """Raises `ValueError` for a kwarg that is one of apply_chat_template's own arguments,
+        and `jinja2.TemplateError` for a template that does not compile."""
+        misplaced = sorted(_NOT_TEMPLATE_VARIABLES.intersection(template_kwargs))
+        if misplaced:
+            raise ValueError(f"{misplaced[0]!r} is an argument of apply_chat_template, not a template variable")
         self.tokenizer = tokenizer
         self.template_kwargs = dict(template_kwargs)
+        self.add_generation_prompt = bool(self.template_kwargs.pop("add_generation_prompt", False))
         # What apply_chat_template hands the template besides the conversation: the special
         # tokens by name (bos_token...), overridden by the caller's kwargs.
         self._kwargs = {**tokenizer.special_tokens_map, **self.template_kwargs}
@@ -82,6 +96,7 @@ class ChatRenderer:
             [dict(message) for message in messages],
             tools=None if tools is None else list(tools),
             tokenize=False,
+            add_generation_prompt=self.add_generation_prompt,
             **self.template_kwargs,
         )
 
@@ -101,7 +116,7 @@ class ChatRenderer:
             messages=chat,
             tools=tools,
             documents=None,
-            add_generation_prompt=False,
+            add_generation_prompt=self.add_generation_prompt,
             **kwargs,
             **{MARK_FUNCTION: lambda message: marks.get(id(message), "")},
         )

@@ -92,6 +92,8 @@ class ChatTemplateCounter(TokenCounter):
             raise TokenizerLoadError(
                 f"the chat template of '{self.name}'{line} is not a valid Jinja template: {one_line(exc)}"
             ) from None
+        except ValueError as exc:
+            raise TokenizerLoadError(f"chat_template_kwargs: {exc}") from None
         self.tools_key = tools_key
         self.cut_points = CutPoints.of(getattr(tokenizer, "backend_tokenizer", tokenizer))
         self._turn_overhead: int | None = None
