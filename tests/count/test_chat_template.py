@@ -262,6 +262,19 @@ def test_a_local_model_directory_brings_its_template_offline(tmp_path: Path) -> 
     assert sum(_counts(other, record)) == _expected(other, record)
 
 
+def test_a_tokenizer_with_named_templates_uses_the_one_apply_chat_template_picks() -> None:
+    """A tokenizer_config.json may hold several templates: "tool_use" for rows with tools."""
+    templates = {"default": PARTS_CHATML, "tool_use": QWEN25}  # the default one writes no tools
+    for record, not_picked in ((openai_record(tools=TOOLS), PARTS_CHATML), (openai_record(), QWEN25)):
+        counter = _counter("qwen", templates)  # type: ignore[arg-type]
+        expected = _expected(counter, record)
+        assert sum(_counts(counter, record)) == expected
+        assert sum(_counts(_counter("qwen", not_picked), record)) != expected  # picking matters here
+    with pytest.raises(TokenizerLoadError, match="multiple chat templates with no default") as caught:
+        _counter("qwen", {"tool_use": QWEN25, "rag": QWEN25})  # type: ignore[arg-type]
+    assert "\n" not in str(caught.value) and "chat_template_kwargs" not in str(caught.value)
+
+
 @pytest.mark.parametrize("name", ["qwen2.5", "qwen3", "deepseek-v3.1"])
 def test_shipped_templates_load_by_name(name: str) -> None:
     counter = build_counter(count_mode="chat-template", chat_template=name)

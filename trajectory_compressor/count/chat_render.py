@@ -57,11 +57,9 @@ class ChatRenderer:
     """Renders conversations with one tokenizer's chat template and the run's template kwargs."""
 
     def __init__(self, tokenizer: Any, template_kwargs: Mapping[str, Any]) -> None:
-        """Raises `ValueError` for a kwarg that is one of apply_chat_template's own arguments,
-        and `jinja2.TemplateError` for a template that does not compile."""
-        misplaced = sorted(_NOT_TEMPLATE_VARIABLES.intersection(template_kwargs))
-        if misplaced:
-            raise ValueError(f"{misplaced[0]!r} is an argument of apply_chat_template, not a template variable")
+        """Raises `ValueError` for kwargs `check_template_kwargs` refuses or a tokenizer with no
+        template to pick, and `jinja2.TemplateError` for a template that does not compile."""
+        check_template_kwargs(template_kwargs)
         self.tokenizer = tokenizer
         self.template_kwargs = dict(template_kwargs)
         self.add_generation_prompt = bool(self.template_kwargs.pop("add_generation_prompt", False))
@@ -146,6 +144,13 @@ class ChatRenderer:
         except Exception:  # a template that refuses the probe: keep the single render, rows will tell
             return True
         return self._render_once(PROBE_MESSAGES, None).text == expected
+
+
+def check_template_kwargs(template_kwargs: Mapping[str, Any]) -> None:
+    """Raises `ValueError` for a kwarg that is one of apply_chat_template's own arguments."""
+    misplaced = sorted(_NOT_TEMPLATE_VARIABLES.intersection(template_kwargs))
+    if misplaced:
+        raise ValueError(f"{misplaced[0]!r} is an argument of apply_chat_template, not a template variable")
 
 
 @functools.lru_cache(maxsize=16)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trajectory_compressor.count.chat_pieces import CutPoints, count_groups, group_pieces
-from trajectory_compressor.count.chat_render import ChatRenderer
+from trajectory_compressor.count.chat_render import ChatRenderer, check_template_kwargs
 from trajectory_compressor.count.counter import TokenCounter
 from trajectory_compressor.read.formats import (
     ConversationFormat,
@@ -86,14 +86,18 @@ class ChatTemplateCounter(TokenCounter):
         import jinja2
 
         try:
+            check_template_kwargs(template_kwargs or {})
+        except ValueError as exc:
+            raise TokenizerLoadError(f"chat_template_kwargs: {exc}") from None
+        try:
             self.renderer = ChatRenderer(tokenizer, template_kwargs or {})
         except jinja2.TemplateError as exc:
             line = f" line {exc.lineno}" if getattr(exc, "lineno", None) else ""
             raise TokenizerLoadError(
                 f"the chat template of '{self.name}'{line} is not a valid Jinja template: {one_line(exc)}"
             ) from None
-        except ValueError as exc:
-            raise TokenizerLoadError(f"chat_template_kwargs: {exc}") from None
+        except ValueError as exc:  # several templates, none named "default": nothing to pick
+            raise TokenizerLoadError(f"tokenizer '{self.name}': {one_line(exc)}") from None
         self.tools_key = tools_key
         self.cut_points = CutPoints.of(getattr(tokenizer, "backend_tokenizer", tokenizer))
         self._turn_overhead: int | None = None
