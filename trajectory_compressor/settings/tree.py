@@ -290,10 +290,10 @@ class RunConfig:
     )  # fmt: skip
     count_mode: str = setting(
         "values", "choice", choices=("values", "chat-template"), yaml="tokenizer.count_mode", commands=BOTH,
-        record=True, help="Count turn values (reference measure) or turns rendered by the chat template.",
+        record=True, help="Count turn values (reference measure) or rows as apply_chat_template renders them.",
     )  # fmt: skip
     chat_template: str | None = setting(
-        None, "path", optional=True, yaml="tokenizer.chat_template", commands=BOTH, record=True,
+        None, "path", optional=True, yaml="tokenizer.chat_template", commands=BOTH, record=True, metavar="FILE|NAME",
         help="Jinja chat template file, or a shipped one by name: qwen2.5, qwen3, deepseek-v3.1.",
     )  # fmt: skip
     chat_template_kwargs: dict[str, Any] = setting(
