@@ -137,4 +137,6 @@ def counter_for(config: RunConfig) -> TokenCounter:
         trust_remote_code=config.trust_remote_code,
         count_mode=config.count_mode,
         chat_template=config.chat_template,
+        chat_template_kwargs=config.chat_template_kwargs,
+        tools_key=config.tools_key,
     )

@@ -196,3 +196,21 @@ def test_windows_come_out_as_messages_with_their_marks(tmp_path: Path) -> None:
         trained = [m for w in by_row[index] for m in w["messages"] if m["role"] == "assistant" and m["train"]]
         assert len(trained) == sum(t["from"] == "gpt" for t in row["conversations"])
         assert all(m["tool_calls"][0]["function"]["name"] == "bash" for m in trained[:-1])
+
+
+def test_windows_counted_as_the_trainer_counts_them(tmp_path: Path) -> None:
+    """--count-mode chat-template: every window's size is the trainer's apply_chat_template count."""
+    from trajectory_compressor.count import load_tokenizer
+    from trajectory_compressor.count.named_templates import read_chat_template
+
+    out = _compress(tmp_path, "--summarizer", "extractive", "--count-mode", "chat-template",
+                    "--chat-template", "deepseek-v3.1", rows=[make_trajectory(i, steps=10, output_lines=30) for i in range(3)])  # fmt: skip
+    tokenizer = load_tokenizer()
+    tokenizer.chat_template = read_chat_template("deepseek-v3.1")
+    roles = {"system": "system", "human": "user", "gpt": "assistant", "tool": "tool"}
+    metrics = read_jsonl(out.parent / "x.metrics.jsonl")
+    assert max(m["window"]["count"] for m in metrics) >= 3
+    for record, m in zip(read_jsonl(out), metrics, strict=True):
+        messages = [{"role": roles[t["from"]], "content": t["value"]} for t in record["conversations"]]
+        rendered = tokenizer.apply_chat_template(messages, tokenize=True, return_dict=True)
+        assert len(rendered["input_ids"]) == m["compressed_tokens"] <= TARGET

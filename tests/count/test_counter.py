@@ -1,4 +1,7 @@
-"""Token counting with the real (bundled) tokenizer: counts, truncation, loading, chat-template counts."""
+"""Token counting with the real (bundled) tokenizer: counts, truncation, loading.
+
+Chat-template counts: test_chat_template.py.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from trajectory_compressor.count import ChatTemplateCounter, TokenCounter, TokenizerLoadError, build_counter
+from trajectory_compressor.count import TokenCounter, TokenizerLoadError, build_counter
 from trajectory_compressor.count.tokenizer import bundled_tokenizer_dir, load_tokenizer
-from trajectory_compressor.read.formats import chat_messages
-from trajectory_compressor.run.prepare import prepare_rows
-from trajectory_compressor.settings import PlanConfig, ReadConfig
-from trajectory_compressor.types import SourceRecord, Turn
+from trajectory_compressor.types import Turn
 
 TEXTS = [
     "",
@@ -117,111 +117,6 @@ def test_unreadable_tokenizer_and_template_paths_raise_tokenizer_load_error(tmp_
         load_tokenizer(str(broken))
     with pytest.raises(TokenizerLoadError, match="cannot read chat template"):
         build_counter(chat_template=str(tmp_path / "missing.jinja"))
-
-
-# --- chat-template counting ------------------------------------------------------------------------
-
-TEMPLATE = (
-    "<|begin|>{% for m in messages %}"
-    "{% if 'FORBIDDEN' in m['content'] %}{{ raise_exception('forbidden content in turn') }}{% endif %}"
-    "<|{{ m['role'] }}|>\n{{ m['content'] }}<|end|>\n{% endfor %}"
-)
-# Real templates (Gemma, Mistral, Llama 2) insist on user/assistant alternation starting with a user.
-ALTERNATING_TEMPLATE = (
-    "{% for m in messages %}{% if (m['role'] == 'user') != (loop.index0 % 2 == 0) %}"
-    "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant') }}{% endif %}"
-    "[{{ m['role'] }}] {{ m['content'] }}\n{% endfor %}"
-)
-# Qwen-style: a default system prompt when the conversation has none.
-DEFAULT_SYSTEM_TEMPLATE = (
-    "{% if messages[0]['role'] != 'system' %}<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n{% endif %}"
-    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-)
-
-
-def _template_counter(tmp_path: Path, template: str) -> ChatTemplateCounter:
-    path = tmp_path / "template.jinja"
-    path.write_text(template, encoding="utf-8")
-    counter = build_counter(count_mode="chat-template", chat_template=str(path))
-    assert isinstance(counter, ChatTemplateCounter) and counter.counts_chat_template
-    return counter
-
-
-def _rendered_count(counter: TokenCounter, turns: list[Turn]) -> int:
-    text = counter.tokenizer.apply_chat_template(chat_messages(turns), tokenize=False)
-    return _reference_count(counter.tokenizer, text)
-
-
-def _agent_conversation(index: int, steps: int) -> list[Turn]:
-    turns = [Turn("system", "You are an agent."), Turn("human", f"Task {index}: fix café 日本 🤖")]
-    for step in range(steps):
-        turns.append(Turn("gpt", f'<tool_call>\n{{"name": "bash", "arguments": {{"step": {step}}}}}\n</tool_call>'))
-        turns.append(Turn("tool", f"<tool_response>\nline {step}\n" * (step + 1) + "</tool_response>"))
-    turns.append(Turn("gpt", "Done."))
-    return turns
-
-
-def test_chat_template_mode_needs_a_template() -> None:
-    with pytest.raises(TokenizerLoadError, match="no chat template") as caught:
-        build_counter(count_mode="chat-template")
-    assert "\n" not in str(caught.value)
-
-
-def test_chat_template_turn_counts_sum_to_the_rendered_conversation(tmp_path: Path) -> None:
-    counter = _template_counter(tmp_path, TEMPLATE)
-    conversations = [_agent_conversation(0, 1), _agent_conversation(1, 4), [Turn("human", "only one turn")]]
-    counts = counter.count_conversations(conversations)
-    assert [len(c) for c in counts] == [len(turns) for turns in conversations]
-    for turns, per_turn in zip(conversations, counts, strict=True):
-        assert sum(per_turn) == _rendered_count(counter, turns)
-    # The summary turn is counted as the template renders it alone, markers included.
-    summary = Turn("human", "[CONTEXT SUMMARY]: it went well")
-    assert counter.count_turn(summary) == _rendered_count(counter, [summary]) > counter.count(summary.value)
-
-
-def _records(values: list[str]) -> list[tuple[int, int, SourceRecord]]:
-    rows = []
-    for index, value in enumerate(values):
-        record = {"conversations": [{"from": "human", "value": value}, {"from": "gpt", "value": "ok"}]}
-        rows.append((index, index + 1, SourceRecord(source="t.jsonl", line=index + 1, record=record)))
-    return rows
-
-
-def _prepare(counter: TokenCounter, rows: list[tuple[int, int, SourceRecord]]):
-    return prepare_rows(rows, counter, PlanConfig(), notice_tokens=0, skip_under_target=True, reading=ReadConfig())
-
-
-def test_a_conversation_the_template_refuses_rejects_only_that_row(tmp_path: Path) -> None:
-    counter = _template_counter(tmp_path, TEMPLATE)
-    prepared = _prepare(counter, _records(["first", "has FORBIDDEN text", "third", "FORBIDDEN again", "fifth"]))
-    assert [row.error is None for row in prepared] == [True, False, True, False, True]
-    for row in prepared:
-        if row.error is not None:
-            assert row.error == "chat template failed: forbidden content in turn"
-            assert row.plan is None and row.token_counts is None
-        else:
-            assert row.plan is not None
-            assert sum(row.token_counts) == _rendered_count(counter, row.turns) == row.plan.total_tokens
-
-
-def test_an_alternating_template_counts_the_conversations_it_renders(tmp_path: Path) -> None:
-    counter = _template_counter(tmp_path, ALTERNATING_TEMPLATE)
-    turns = [Turn("human", "question"), Turn("gpt", "answer"), Turn("human", "more"), Turn("gpt", "done")]
-    assert _rendered_count(counter, turns) > 0  # the template accepts the conversation as a whole
-    [row] = _prepare(counter, _records(["question"]))
-    assert row.error is None
-    assert sum(row.token_counts) == _rendered_count(counter, row.turns)
-
-
-def test_chat_template_turn_shares_are_what_removing_them_saves(tmp_path: Path) -> None:
-    counter = _template_counter(tmp_path, DEFAULT_SYSTEM_TEMPLATE)
-    turns = [Turn("human" if i % 2 == 0 else "gpt", f"message {i}: some words about the task") for i in range(12)]
-    [per_turn] = counter.count_conversations([turns])
-    assert sum(per_turn) == _rendered_count(counter, turns)
-    assert min(per_turn) > 0, per_turn
-    kept = turns[:3] + turns[9:]
-    predicted = sum(per_turn) - sum(per_turn[3:9])
-    assert abs(predicted - _rendered_count(counter, kept)) <= 2, (predicted, _rendered_count(counter, kept))
 
 
 def test_counts_ignore_truncation_and_padding_saved_in_tokenizer_json(tmp_path: Path) -> None:

@@ -100,3 +100,195 @@ def test_chat_template_counts_equal_a_recount(tmp_path: Path, counter) -> None:
     for row, m in zip(rows, metrics, strict=True):
         turns = [Turn(t["from"], t["value"]) for t in row["conversations"]]
         assert sum(recounter.count_conversations([turns])[0]) == m["compressed_tokens"], m
+
+
+# --- chat-template counts are the trainer's own counts (rows with tools, OpenAI tool calls) ---------
+
+CHAT_SMALL = ["--target-max-tokens", "3000", "--summary-target-tokens", "200", "-q", "--summarizer", "extractive"]
+
+
+@pytest.fixture(scope="module")
+def qwen_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A local model directory: the bundled tokenizer with Qwen's added tokens and Qwen2.5's template."""
+    from tests.count.chat_fixtures import QWEN25, family_tokenizer
+
+    directory = tmp_path_factory.mktemp("qwen") / "model"
+    family_tokenizer("qwen", QWEN25).save_pretrained(str(directory))
+    return directory
+
+
+def _agent_messages(index: int, steps: int, lines: int) -> list[dict]:
+    messages = [
+        {"role": "system", "content": "You are an airline agent. Follow the policy."},
+        {"role": "user", "content": f"Task {index}: change reservation EHGLP{index} for mia_li_3668."},
+    ]
+    for step in range(steps):
+        call_id = f"call_{index}_{step}"
+        arguments = json.dumps({"reservation_id": f"EHGLP{index}", "step": step})
+        call = {"id": call_id, "type": "function", "function": {"name": f"tool_{step % 14}", "arguments": arguments}}
+        messages.append({"role": "assistant", "content": None if step % 2 else f"Step {step}.", "tool_calls": [call]})
+        body = "\n".join(f"flight HAT{step}{line:03d}: available, 3 seats, $1{line:02d}" for line in range(lines))
+        messages.append({"role": "tool", "tool_call_id": call_id, "name": f"tool_{step % 14}", "content": body})
+    messages.append({"role": "assistant", "content": f"Reservation EHGLP{index} is changed."})
+    return messages
+
+
+def _trainer_total(tokenizer, row: dict, tools_key: str = "tools", **kwargs) -> int:
+    from tests.count.chat_fixtures import trainer_count
+
+    if "messages" in row:
+        messages = row["messages"]
+    else:
+        roles = {"human": "user", "gpt": "assistant"}
+        messages = [{"role": roles.get(t["from"], t["from"]), "content": t["value"]} for t in row["conversations"]]
+    tools = row.get(tools_key)
+    return trainer_count(tokenizer, messages, json.loads(tools) if isinstance(tools, str) else tools, **kwargs)
+
+
+def test_chat_template_counts_are_the_trainers_on_openai_rows_with_tools(tmp_path: Path, qwen_model: Path) -> None:
+    """The issue's case: 14 tool schemas cost a row ~1,000 tokens the old count left out, so a row
+    reported under the target was over it for a trainer that renders tools. Every metrics line now
+    equals `apply_chat_template(messages, tools=tools)` on the row read and on the row written."""
+    from tests.count.chat_fixtures import weather_tools
+    from trajectory_compressor.count import load_tokenizer
+
+    tokenizer = load_tokenizer(str(qwen_model))
+    tools = weather_tools(14)
+    rows = [
+        {"id": f"r{index}", "messages": _agent_messages(index, steps, lines), "tools": tools if index % 3 else None}
+        for index, (steps, lines) in enumerate([(8, 12), (4, 12), (14, 10), (6, 2), (20, 6), (3, 40)])
+    ]
+    rows[4]["tools"] = json.dumps(tools)  # a JSON string, as Parquet datasets often hold them
+    under_without_tools = {"id": "premise", "messages": _agent_messages(9, 10, 12), "tools": tools}
+    without = _trainer_total(tokenizer, {**under_without_tools, "tools": None})
+    assert without <= 3000 < _trainer_total(tokenizer, under_without_tools)
+    rows.append(under_without_tools)
+    source = write_jsonl(tmp_path / "in.jsonl", rows)
+    out = tmp_path / "o.jsonl"
+    result = run_cli(
+        "compress", str(source), "-o", str(out), "--tokenizer", str(qwen_model), "--count-mode", "chat-template",
+        *CHAT_SMALL,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    written, metrics = read_jsonl(out), read_jsonl(tmp_path / "o.metrics.jsonl")
+    assert len(written) == len(metrics) == len(rows)
+    for row, line, m in zip(rows, written, metrics, strict=True):
+        assert m["original_tokens"] == _trainer_total(tokenizer, row), m
+        assert m["compressed_tokens"] == _trainer_total(tokenizer, line), m
+        if m["was_compressed"] and not m["still_over_limit"]:
+            assert m["compressed_tokens"] <= 3000
+    assert metrics[-1]["skipped_under_target"] is False and metrics[-1]["was_compressed"], metrics[-1]
+    assert sum(m["was_compressed"] for m in metrics) >= 3
+
+
+# A template that renders tools and reads a kwarg, for the settings' own test.
+TOOLS_AND_THINKING = (
+    "{%- if tools %}<|im_start|>system\n{% for t in tools %}{{ t | tojson }}\n{% endfor %}<|im_end|>\n{% endif %}"
+    "{%- for m in messages %}{%- set content = m.content %}"
+    "{%- if m.role == 'assistant' and enable_thinking is defined and not enable_thinking %}"
+    "{%- set content = content.split('</think>')[-1].lstrip('\\n') %}{%- endif %}"
+    "{{- '<|im_start|>' + m.role + '\\n' + content + '<|im_end|>\\n' }}{%- endfor %}"
+)
+
+
+@pytest.mark.parametrize("given_by", ["flags", "yaml"])
+def test_tools_key_and_template_kwargs_reach_the_template(tmp_path: Path, given_by: str) -> None:
+    from tests.count.chat_fixtures import sharegpt_record, weather_tools
+    from trajectory_compressor.count import load_tokenizer
+
+    template = tmp_path / "t.jinja"
+    template.write_text(TOOLS_AND_THINKING)
+    tools = json.dumps(weather_tools(5))
+    rows = [{**sharegpt_record(steps), "id": f"r{steps}"} for steps in (2, 30, 60)]
+    for row in rows:
+        row["functions"] = tools
+    source = write_jsonl(tmp_path / "in.jsonl", rows)
+    if given_by == "flags":
+        settings = ["--tools-key", "functions", "--chat-template-kwargs", '{"enable_thinking": false}']
+    else:
+        config = tmp_path / "c.yaml"
+        config.write_text("tokenizer:\n  tools_key: functions\n  chat_template_kwargs: {enable_thinking: false}\n")
+        settings = ["--config", str(config)]
+    out = tmp_path / "o.jsonl"
+    result = run_cli(
+        "compress", str(source), "-o", str(out), "--count-mode", "chat-template", "--chat-template", str(template),
+        *settings, *CHAT_SMALL,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    tokenizer = load_tokenizer()
+    tokenizer.chat_template = TOOLS_AND_THINKING
+    metrics, written = read_jsonl(tmp_path / "o.metrics.jsonl"), read_jsonl(out)
+    assert any(m["was_compressed"] for m in metrics)
+    for row, line, m in zip(rows, written, metrics, strict=True):
+        assert m["original_tokens"] == _trainer_total(tokenizer, row, "functions", enable_thinking=False)
+        assert m["compressed_tokens"] == _trainer_total(tokenizer, line, "functions", enable_thinking=False)
+    report = json.loads((tmp_path / "o.report.json").read_text())
+    assert report["settings"]["tools_key"] == "functions"
+    assert report["settings"]["chat_template_kwargs"] == {"enable_thinking": False}
+
+
+def test_a_shipped_template_by_name_counts_with_the_bundled_tokenizer(tmp_path: Path) -> None:
+    from trajectory_compressor.count import load_tokenizer
+    from trajectory_compressor.count.named_templates import read_chat_template
+
+    source = write_jsonl(tmp_path / "in.jsonl", _hermes_rows(4)[:4])
+    out = tmp_path / "o.jsonl"
+    result = run_cli("compress", str(source), "-o", str(out), "--count-mode", "chat-template",
+                     "--chat-template", "deepseek-v3.1", *CHAT_SMALL)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    tokenizer = load_tokenizer()
+    tokenizer.chat_template = read_chat_template("deepseek-v3.1")
+    metrics = read_jsonl(tmp_path / "o.metrics.jsonl")
+    for row, line, m in zip(read_jsonl(source), read_jsonl(out), metrics, strict=True):
+        assert (m["original_tokens"], m["compressed_tokens"]) == (
+            _trainer_total(tokenizer, row),
+            _trainer_total(tokenizer, line),
+        )
+    assert any(m["was_compressed"] for m in metrics)
+
+
+# Roles must alternate (Llama 2, Mistral, Gemma): a summary turn (user) followed by a kept user
+# turn makes a row the template, and so the trainer, refuses.
+ALTERNATING = (
+    "{%- if messages[0]['role'] == 'system' %}{%- set loop_messages = messages[1:] %}"
+    "{%- else %}{%- set loop_messages = messages %}{%- endif %}"
+    "{%- for message in loop_messages %}"
+    "{%- if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}"
+    "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}"
+    "{{- '[' + message['role'] + '] ' + message['content'] + '\\n' }}{%- endfor %}"
+)
+
+
+@pytest.mark.parametrize("over_limit", ["keep", "truncate"])
+def test_a_rewrite_the_template_refuses_is_not_written(tmp_path: Path, over_limit: str) -> None:
+    """A summary turn can break a rule the template enforces; that row is then a failed summary
+    (written unchanged, flagged), not an internal error that stops the run."""
+    from trajectory_compressor.count import load_tokenizer
+
+    template = tmp_path / "t.jinja"
+    template.write_text(ALTERNATING)
+    rows = []
+    for index in range(6):
+        turns = [{"from": "system", "value": "You are helpful."}]
+        for k in range(18 + index):
+            turns.append({"from": "human", "value": f"Question {k}: " + "what about the weather in Paris? " * 8})
+            answer = "it is sunny with a light breeze. " * (10 + 4 * (index % 2))  # odd rows: the cut moves
+            turns.append({"from": "gpt", "value": f"Answer {k}: " + answer})
+        rows.append({"id": f"r{index}", "conversations": turns})
+    source = write_jsonl(tmp_path / "in.jsonl", rows)
+    out = tmp_path / "o.jsonl"
+    result = run_cli(
+        "compress", str(source), "-o", str(out), "--count-mode", "chat-template", "--chat-template", str(template),
+        "--target-max-tokens", "1400", "--summary-target-tokens", "200", "--summarizer", "extractive", "-q",
+        "--over-limit", over_limit,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    tokenizer = load_tokenizer()
+    tokenizer.chat_template = ALTERNATING
+    metrics = read_jsonl(tmp_path / "o.metrics.jsonl")
+    refused = [m for m in metrics if "the chat template refuses the rewritten row" in (m["reason"] or "")]
+    assert refused and any(m["was_compressed"] for m in metrics), [m["reason"] for m in metrics]
+    for row, line, m in zip(rows, read_jsonl(out), metrics, strict=True):
+        assert m["compressed_tokens"] == _trainer_total(tokenizer, line), m  # every row written renders
+        if m in refused:
+            assert line == row and not m["was_compressed"] and m["summary_failed"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import orjson
@@ -17,6 +18,8 @@ from trajectory_compressor.read.formats import (
     chat_messages,
     detect_format,
     from_turns,
+    record_tools,
+    template_messages,
     to_turns,
 )
 from trajectory_compressor.types import Turn
@@ -285,3 +288,38 @@ def test_chat_messages_for_chat_templates() -> None:
         {"role": "assistant", "content": "g"},
         {"role": "tool", "content": "t"},
     ]
+
+
+def test_template_messages_are_the_records_own_messages_as_written() -> None:
+    record = openai_record()
+    assert template_messages(record, OPENAI) == record["messages"]
+    assert all(a is b for a, b in zip(template_messages(record, OPENAI), record["messages"], strict=True))
+    turns = [("system", "s"), ("human", "h"), ("gpt", "g"), ("tool", "t")]
+    sharegpt = {"conversations": [{"from": role, "value": value, "weight": 0} for role, value in turns]}
+    assert template_messages(sharegpt, SHAREGPT) == [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "h"},
+        {"role": "assistant", "content": "g"},
+        {"role": "tool", "content": "t"},
+    ]
+    # A rewritten row's messages are those the writer writes: the summary a new user message.
+    summary = NewTurn(Turn("human", "[CONTEXT SUMMARY]: x"))
+    rebuilt = from_turns(record, OPENAI, [EditedTurn(0, "sys + notice"), summary])
+    assert template_messages(rebuilt, OPENAI) == [
+        {"role": "system", "content": "sys + notice"},
+        {"role": "user", "content": "[CONTEXT SUMMARY]: x"},
+    ]
+
+
+def test_record_tools_reads_a_list_or_a_json_string_of_one() -> None:
+    tools = [{"type": "function", "function": {"name": "bash"}}]
+    assert record_tools({"tools": tools}) == tools
+    assert record_tools({"tools": json.dumps(tools)}) == tools
+    assert record_tools({"functions": json.dumps(tools)}, "functions") == tools
+    for absent in ({}, {"tools": None}, {"tools": ""}, {"tools": "null"}):
+        assert record_tools(absent) is None
+    assert record_tools({"tools": []}) == []
+    for bad, message in [("{x", "'tools' is not valid JSON"), ('"bash"', "not a list of tool schemas (got string)"),
+                         ([1], "'tools'[0] is not an object (got int)")]:  # fmt: skip
+        with pytest.raises(RecordError, match=re.escape(message)):
+            record_tools({"tools": bad})

@@ -1,10 +1,16 @@
 """Counting tokens with a real Hugging Face tokenizer."""
 
-from trajectory_compressor.count.counter import ChatTemplateCounter, TokenCounter
+from collections.abc import Mapping
+from typing import Any
+
+from trajectory_compressor.count.chat_template import ChatTemplateCounter
+from trajectory_compressor.count.counter import TokenCounter
+from trajectory_compressor.count.named_templates import SHIPPED_TEMPLATES, read_chat_template
 from trajectory_compressor.count.tokenizer import TokenizerLoadError, load_tokenizer, load_tokenizer_json
 from trajectory_compressor.messages import quoted
 
 __all__ = [
+    "SHIPPED_TEMPLATES",
     "ChatTemplateCounter",
     "TokenCounter",
     "TokenizerLoadError",
@@ -20,28 +26,24 @@ def build_counter(
     trust_remote_code: bool = False,
     count_mode: str = "values",
     chat_template: str | None = None,
+    chat_template_kwargs: Mapping[str, Any] | None = None,
+    tools_key: str = "tools",
 ) -> TokenCounter:
-    """The counter a run asks for: per-value counts (default) or chat-template counts."""
+    """The counter a run asks for: per-value counts (default) or chat-template counts.
+
+    `chat_template` is a template file or the name of a shipped one (`named_templates`);
+    `chat_template_kwargs` and `tools_key` only matter to chat-template counts.
+    """
     if count_mode != "chat-template" and chat_template is None:
         bare = load_tokenizer_json(name_or_path)
         if bare is not None:
             return TokenCounter(bare[0], name=bare[1])
     tokenizer = load_tokenizer(name_or_path, trust_remote_code=trust_remote_code)
     if chat_template is not None:
-        try:
-            with open(chat_template, encoding="utf-8") as handle:
-                tokenizer.chat_template = handle.read()
-        except OSError as exc:
-            raise TokenizerLoadError(
-                f"cannot read chat template {quoted(chat_template)}: {exc.strerror or exc}"
-            ) from None
-        except UnicodeDecodeError as exc:
-            raise TokenizerLoadError(
-                f"chat template {quoted(chat_template)} is not valid UTF-8 (byte {exc.start})"
-            ) from None
+        tokenizer.chat_template = read_chat_template(chat_template)
         check_template_syntax(tokenizer.chat_template, chat_template)
     if count_mode == "chat-template":
-        return ChatTemplateCounter(tokenizer)
+        return ChatTemplateCounter(tokenizer, template_kwargs=chat_template_kwargs, tools_key=tools_key)
     return TokenCounter(tokenizer)
 
 

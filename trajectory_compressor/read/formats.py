@@ -167,6 +167,51 @@ def chat_messages(turns: Sequence[Turn]) -> list[dict[str, str]]:
     return [{"role": _ROLE_TO_OPENAI[turn.role], "content": turn.value} for turn in turns]
 
 
+def template_messages(record: Any, fmt: ConversationFormat) -> list[Any]:
+    """The record's conversation as a trainer hands it to `tokenizer.apply_chat_template`.
+
+    OpenAI: the message objects themselves, as written (``tool_calls``, tool messages with
+    ``tool_call_id`` / ``name``, content as a list of parts), not this module's text rendering
+    of them. ShareGPT: ``from`` / ``value`` as ``role`` / ``content`` (human → user, gpt →
+    assistant). For a rewritten row, pass the record `from_turns` returns: what is written is
+    what is counted.
+    """
+    messages = _conversation(record, fmt)
+    if fmt.name == "openai":
+        return list(messages)
+    return [
+        {"role": _ROLE_TO_OPENAI.get(message.get("from"), message.get("from")), "content": message.get("value")}
+        if isinstance(message, dict)
+        else message
+        for message in messages
+    ]
+
+
+def record_tools(record: Any, key: str = "tools") -> list[Any] | None:
+    """The record's tool schemas for the chat template: a list of objects, or a JSON string of one.
+
+    None when the key is absent, null or an empty string. Raises `RecordError` for anything
+    `apply_chat_template` would refuse (text that is not JSON, a value that is not a list of
+    objects), naming the key.
+    """
+    value = record.get(key) if isinstance(record, dict) else None
+    if isinstance(value, str):
+        if not value.strip():
+            return None
+        try:
+            value = json.loads(value)
+        except ValueError as exc:
+            raise RecordError(f"{key!r} is not valid JSON: {exc}") from None
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise RecordError(f"{key!r} is not a list of tool schemas (got {_type_name(value)})")
+    for index, tool in enumerate(value):
+        if not isinstance(tool, dict):
+            raise RecordError(f"{key!r}[{index}] is not an object (got {_type_name(tool)})")
+    return value
+
+
 # --- reading -----------------------------------------------------------------------------------
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trajectory_compressor.count import TokenCounter
-from trajectory_compressor.count.counter import ChatTemplateError
+from trajectory_compressor.count.chat_template import Chat, ChatTemplateCounter, ChatTemplateError
 from trajectory_compressor.messages import quoted
 from trajectory_compressor.plan.apply import carries_notice
 from trajectory_compressor.plan.region import Plan, plan_region
@@ -31,6 +31,14 @@ CHUNK_BYTES = 8_000_000
 def notice_tokens(counter: TokenCounter, plan: PlanConfig) -> int:
     """What the planner charges a compressed row for the notice: the notice counted alone."""
     return counter.count(plan.notice) if plan.notice else 0
+
+
+def summary_tokens(counter: TokenCounter, plan: PlanConfig) -> int:
+    """What the planner charges a compressed row for the summary turn: its budget, plus, when
+    rows are counted by a chat template, what the template writes around a new turn."""
+    if isinstance(counter, ChatTemplateCounter):
+        return plan.summary_target_tokens + counter.turn_overhead
+    return plan.summary_target_tokens
 
 
 @dataclass
@@ -108,13 +116,22 @@ def prepare_rows(
             row.error = "nested too deeply to read"
             continue
     valid = [row for row in prepared if row.turns is not None]
+    chats: list[Chat] | None = None
+    if isinstance(counter, ChatTemplateCounter):
+        valid, chats = _chats(valid, counter)
     while True:
         try:
-            all_counts = counter.count_conversations([row.turns for row in valid])
+            if isinstance(counter, ChatTemplateCounter) and chats is not None:
+                all_counts = counter.count_chats(chats)
+            else:
+                all_counts = counter.count_conversations([row.turns or [] for row in valid])
             break
         except ChatTemplateError as exc:  # reject that row, count the others
             failed = valid.pop(exc.position)
-            failed.error, failed.turns = str(exc), None
+            if chats is not None:
+                chats.pop(exc.position)
+            failed.error, failed.turns = printable_text(str(exc)), None
+    summary = summary_tokens(counter, plan_config)
     for row, counts in zip(valid, all_counts, strict=True):
         row.token_counts = counts
         row.plan = plan_region(
@@ -122,9 +139,26 @@ def prepare_rows(
             row.token_counts,
             plan_config,
             notice_tokens=0 if carries_notice(row.turns, plan_config.notice) else notice_tokens,
+            summary_tokens=summary,
             skip_under_target=skip_under_target,
         )
     return prepared
+
+
+def _chats(valid: list[PreparedRow], counter: ChatTemplateCounter) -> tuple[list[PreparedRow], list[Chat]]:
+    """The rows whose tools can be read, and what the chat template renders for each; the others
+    are rejected with the reason."""
+    rows: list[PreparedRow] = []
+    chats: list[Chat] = []
+    for row in valid:
+        assert row.fmt is not None
+        try:
+            chats.append(counter.chat_of(row.item.record, row.fmt))
+        except RecordError as exc:
+            row.error, row.turns = printable_text(str(exc)), None
+            continue
+        rows.append(row)
+    return rows, chats
 
 
 def prepare_for_run(

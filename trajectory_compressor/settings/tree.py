@@ -312,11 +312,19 @@ class RunConfig:
     )  # fmt: skip
     count_mode: str = setting(
         "values", "choice", choices=("values", "chat-template"), yaml="tokenizer.count_mode", commands=BOTH,
-        record=True, help="Count turn values (reference measure) or turns rendered by the chat template.",
+        record=True, help="Count turn values (reference measure) or rows as apply_chat_template renders them.",
     )  # fmt: skip
     chat_template: str | None = setting(
-        None, "path", optional=True, yaml="tokenizer.chat_template", commands=BOTH, record=True,
-        help="Jinja chat template file to use.",
+        None, "path", optional=True, yaml="tokenizer.chat_template", commands=BOTH, record=True, metavar="FILE|NAME",
+        help="Jinja chat template file, or a shipped one by name: qwen2.5, qwen3, deepseek-v3.1.",
+    )  # fmt: skip
+    chat_template_kwargs: dict[str, Any] = setting(
+        {}, "dict", yaml="tokenizer.chat_template_kwargs", commands=BOTH, record=True, metavar="JSON",
+        help='Variables for the chat template, as apply_chat_template\'s kwargs: \'{"enable_thinking": false}\'.',
+    )  # fmt: skip
+    tools_key: str = setting(
+        "tools", "str", yaml="tokenizer.tools_key", commands=BOTH, record=True,
+        help="Record key of the tool schemas the chat template renders (a list, or a JSON string of one).",
     )  # fmt: skip
     summarizer: str = setting(
         "auto", "choice", choices=("auto", "llm", "extractive"), yaml="summarization.summarizer", record=True,

@@ -11,11 +11,26 @@ from __future__ import annotations
 import functools
 
 from trajectory_compressor.count import TokenCounter
+from trajectory_compressor.count.chat_template import ChatTemplateCounter, ChatTemplateError
 from trajectory_compressor.plan.apply import carries_notice, compressed_layout, summary_value
 from trajectory_compressor.plan.region import Plan, plan_region, system_turn_in_head
-from trajectory_compressor.run.prepare import PreparedRow
+from trajectory_compressor.run.prepare import PreparedRow, summary_tokens
 from trajectory_compressor.settings import PlanConfig
-from trajectory_compressor.types import EditedTurn, KeptTurn, NewTurn, OutputTurn, SummaryResult, Turn
+from trajectory_compressor.types import (
+    EditedTurn,
+    KeptTurn,
+    NewTurn,
+    OutputTurn,
+    SummaryError,
+    SummaryResult,
+    Turn,
+)
+
+
+class RewriteRefused(SummaryError):
+    """The chat template refuses a rewritten row (a rule it enforces, such as alternating roles,
+    broken by the summary turn or a cut): the row cannot be written that way, and a trainer
+    could not render it either."""
 
 
 class RowMeasure:
@@ -26,6 +41,8 @@ class RowMeasure:
         self.plan_config = plan_config
         self.skip_under_target = skip_under_target
         self.notice_text = plan_config.notice
+        self.chat = counter if isinstance(counter, ChatTemplateCounter) else None
+        self.summary_cost = summary_tokens(counter, plan_config)  # the planner's charge for the summary turn
         # Rows of one dataset mostly share their system prompt: count each edited one once.
         self._count_value = functools.lru_cache(maxsize=64)(counter.count)
 
@@ -37,7 +54,7 @@ class RowMeasure:
             row.token_counts,
             self.plan_config,
             notice_tokens=notice_tokens,
-            summary_tokens=summary_tokens,
+            summary_tokens=self.summary_cost if summary_tokens is None else summary_tokens,
             skip_under_target=self.skip_under_target,
         )
 
@@ -52,7 +69,7 @@ class RowMeasure:
         index = system_turn_in_head(row.roles, plan.region.start)
         if index is None or not self.notice_for(row):
             return plan
-        cost = self.notice_cost(row, index)
+        cost = self.notice_cost(row, index, head_end=plan.region.start)
         if cost <= plan.notice_tokens:
             return plan
         return self.replan(row, notice_tokens=cost, summary_tokens=plan.summary_tokens)
@@ -62,16 +79,30 @@ class RowMeasure:
         assert row.turns is not None
         return "" if carries_notice(row.turns, self.notice_text) else self.notice_text
 
-    def notice_cost(self, row: PreparedRow, index: int) -> int:
-        """Tokens the notice adds to turn `index` of this row, measured in place."""
+    def notice_cost(self, row: PreparedRow, index: int, *, head_end: int | None = None) -> int:
+        """Tokens the notice adds to turn `index` of this row, measured in place.
+
+        Chat-template counts: the head (turns before `head_end`) rendered with the row's tools,
+        with and without the notice; the whole row if the template refuses the head alone.
+        """
         assert row.turns is not None and row.token_counts is not None
         turn = row.turns[index]
         edited = Turn(turn.role, turn.value + self.notice_text)
-        if not self.counter.counts_chat_template:
+        if self.chat is None:
             return self._count_value(edited.value) - row.token_counts[index]
-        before = list(row.turns[: index + 1])
-        after = [*before[:-1], edited]
-        counts = self.counter.count_conversations([before, after])
+        assert row.fmt is not None
+        end = len(row.turns) if head_end is None else max(head_end, index + 1)
+        before: list[OutputTurn] = [KeptTurn(i) for i in range(end)]
+        after = [EditedTurn(index, edited.value) if i == index else item for i, item in enumerate(before)]
+        record = row.item.record
+        try:
+            counts = self.chat.count_chats([self.chat.chat_of(record, row.fmt, layout) for layout in (before, after)])
+        except ChatTemplateError:
+            whole = [EditedTurn(index, edited.value) if i == index else KeptTurn(i) for i in range(len(row.turns))]
+            try:
+                return self.size(row, whole) - sum(row.token_counts)
+            except RewriteRefused:  # the rewritten row is measured (and refused) when written
+                return self._count_value(self.notice_text)
         return sum(counts[1]) - sum(counts[0])
 
     def layout(self, row: PreparedRow, plan: Plan, body: str) -> list[OutputTurn]:
@@ -83,14 +114,21 @@ class RowMeasure:
     def size(self, row: PreparedRow, layout: list[OutputTurn]) -> int:
         """The exact token count of a rewritten row, as an independent recount would find it.
 
+        Raises `RewriteRefused` when the chat template refuses the rewritten row.
+
         Per-value counts: kept turns keep their counts, new and edited turns (the summary, the
         system turn with the notice appended) are counted whole. Chat-template counts: the
-        rewritten conversation is rendered and counted whole.
+        rewritten record, as the writer writes it (its tools, its message objects), is rendered
+        and counted whole.
         """
         assert row.turns is not None and row.token_counts is not None
-        if self.counter.counts_chat_template:
-            rebuilt = [_turn_of(row.turns, item) for item in layout]
-            return sum(self.counter.count_conversations([rebuilt])[0]) if rebuilt else 0
+        if self.chat is not None:
+            assert row.fmt is not None
+            try:
+                return sum(self.chat.count_chats([self.chat.chat_of(row.item.record, row.fmt, layout)])[0])
+            except ChatTemplateError as exc:
+                reason = str(exc).removeprefix("chat template failed: ")
+                raise RewriteRefused(f"the chat template refuses the rewritten row: {reason}") from None
         kept = sum(row.token_counts[item.index] for item in layout if isinstance(item, KeptTurn))
         edited = sum(self._count_value(item.value) for item in layout if isinstance(item, EditedTurn))
         new_values = [item.turn.value for item in layout if isinstance(item, NewTurn)]
@@ -101,12 +139,3 @@ class RowMeasure:
         if result.tokens is not None and not self.counter.counts_chat_template and result.text == result.text.strip():
             return result.tokens
         return self.counter.count_turn(Turn("human", summary_value(result.text)))
-
-
-def _turn_of(turns: list[Turn] | tuple[Turn, ...], item: OutputTurn) -> Turn:
-    """The turn a layout item stands for."""
-    if isinstance(item, KeptTurn):
-        return turns[item.index]
-    if isinstance(item, EditedTurn):
-        return Turn(turns[item.index].role, item.value)
-    return item.turn

@@ -14,7 +14,7 @@ from trajectory_compressor.plan.protect import head_end, tail_start
 from trajectory_compressor.plan.region import Plan
 from trajectory_compressor.plan.truncate import truncate_middle
 from trajectory_compressor.run.prepare import PreparedRow
-from trajectory_compressor.run.row.measure import RowMeasure
+from trajectory_compressor.run.row.measure import RewriteRefused, RowMeasure
 from trajectory_compressor.types import KeptTurn, OutputTurn
 
 
@@ -45,9 +45,10 @@ def truncate_row(
     start = min(start, tail)
     cut = truncate_middle(roles, row.token_counts, start, tail, size - plan_config.target_max_tokens)
     removed = set(range(cut, tail))
-    layout = [item for item in layout if not (isinstance(item, KeptTurn) and item.index in removed)]
-    if measure.counter.counts_chat_template:
-        size = measure.size(row, layout)
-    else:
-        size -= sum(row.token_counts[i] for i in removed)
-    return Truncation(layout, size, len(removed))
+    kept = [item for item in layout if not (isinstance(item, KeptTurn) and item.index in removed)]
+    if not measure.counter.counts_chat_template:
+        return Truncation(kept, size - sum(row.token_counts[i] for i in removed), len(removed))
+    try:
+        return Truncation(kept, measure.size(row, kept), len(removed))
+    except RewriteRefused:  # the chat template refuses the cut row: it stays as it was
+        return Truncation(layout, size, 0)

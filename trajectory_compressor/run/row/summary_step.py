@@ -19,7 +19,7 @@ from trajectory_compressor.plan.apply import earlier_summary
 from trajectory_compressor.plan.region import Plan
 from trajectory_compressor.run.prepare import PreparedRow
 from trajectory_compressor.run.row.fidelity_gate import FidelityGate, LowFidelityError
-from trajectory_compressor.run.row.measure import RowMeasure
+from trajectory_compressor.run.row.measure import RewriteRefused, RowMeasure
 from trajectory_compressor.summarize.fidelity import row_text, salient_items, score_items
 from trajectory_compressor.summarize.tally import CURRENT_TALLY, CallTally
 from trajectory_compressor.types import (
@@ -84,7 +84,11 @@ class SummaryStep:
         first = await self._summarize(row, plan, deadline)
         if isinstance(first, SummaryFailure):
             return first
-        summarized = await self._second_pass_if_due(row, plan, first, deadline)
+        try:
+            summarized = await self._second_pass_if_due(row, plan, first, deadline)
+        except RewriteRefused as exc:  # any summary would be refused alike: the policy, no fallback
+            failure = SummaryFailure(str(exc), first.calls, first.errors)
+            return await self.by_policy(row, self._request(row, plan), failure, from_fallback=True)
         refusal = self._refusal(plan, summarized)
         if refusal is None:
             return summarized
@@ -116,7 +120,11 @@ class SummaryStep:
             return summarized
         second.calls += result.calls
         second.errors += result.errors
-        return self._written(row, replanned, second, passes=2)
+        try:
+            return self._written(row, replanned, second, passes=2)
+        except RewriteRefused:  # the second region's rewrite is refused: the first pass stands
+            result.calls, result.errors = second.calls, second.errors
+            return summarized
 
     def _written(
         self, row: PreparedRow, plan: Plan, result: SummaryResult, *, passes: int, refused: str | None = None
