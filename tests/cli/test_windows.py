@@ -203,8 +203,9 @@ def test_windows_counted_as_the_trainer_counts_them(tmp_path: Path) -> None:
     from trajectory_compressor.count import load_tokenizer
     from trajectory_compressor.count.named_templates import read_chat_template
 
-    out = _compress(tmp_path, "--summarizer", "extractive", "--count-mode", "chat-template",
-                    "--chat-template", "deepseek-v3.1", rows=[make_trajectory(i, steps=10, output_lines=30) for i in range(3)])  # fmt: skip
+    rows = [make_trajectory(i, steps=10, output_lines=30) for i in range(3)]
+    template = ["--count-mode", "chat-template", "--chat-template", "deepseek-v3.1"]
+    out = _compress(tmp_path, "--summarizer", "extractive", *template, rows=rows)
     tokenizer = load_tokenizer()
     tokenizer.chat_template = read_chat_template("deepseek-v3.1")
     roles = {"system": "system", "human": "user", "gpt": "assistant", "tool": "tool"}
