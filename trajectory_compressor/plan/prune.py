@@ -49,6 +49,13 @@ def prunable_turns(roles: Sequence[str], chars: Sequence[int], config: PlanConfi
     return [i for i in range(head, tail) if roles[i] == "tool" and chars[i] > config.prune_min_chars]
 
 
+def window_prunable_turns(roles: Sequence[str], chars: Sequence[int], config: PlanConfig) -> list[int]:
+    """`--windows`: every tool turn after the head longer than `--prune-min-chars`, oldest first.
+    Which of them a window may clear (its context's, never its new turns') is the replay's call."""
+    head = head_end(roles, config)
+    return [i for i in range(head, len(roles)) if roles[i] == "tool" and chars[i] > config.prune_min_chars]
+
+
 @dataclass(frozen=True)
 class PrunePlan:
     """The tool turns to clear (in order) and what the row then counts.

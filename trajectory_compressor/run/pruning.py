@@ -15,13 +15,13 @@ The turns as read stay in `Pruning.source_turns`, for the fidelity measures and 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from trajectory_compressor.count import TokenCounter
 from trajectory_compressor.count.counter import ChatTemplateError
-from trajectory_compressor.plan.prune import placeholder, plan_prune, prunable_turns
+from trajectory_compressor.plan.prune import placeholder, plan_prune, prunable_turns, window_prunable_turns
 from trajectory_compressor.read.formats import ConversationFormat, text_of, with_text
 from trajectory_compressor.read.hermes import split_tool
 from trajectory_compressor.settings import PlanConfig
@@ -33,20 +33,24 @@ if TYPE_CHECKING:  # prepare imports this module
 
 @dataclass(frozen=True)
 class Pruning:
-    """What pruning did to one row: each cleared turn as written, and the row as read.
-
-    `saved_tokens` is the row's size as read less its size pruned (what the cleared results
-    held, less their placeholders).
-    """
+    """What pruning makes of one row: each cleared turn as written, the row as the planner then
+    sees it (`turns`, `counts`: the placeholders in place, counted exactly), and the row as read."""
 
     edits: dict[int, EditedTurn]
+    turns: list[Turn]
+    counts: list[int]
     source_turns: list[Turn]
-    source_tokens: int
-    saved_tokens: int
+    source_counts: list[int]
 
     @property
-    def turns(self) -> list[int]:
-        return sorted(self.edits)
+    def source_tokens(self) -> int:
+        return sum(self.source_counts)
+
+    @property
+    def saved_tokens(self) -> int:
+        """The row's size as read less its size pruned: what the cleared results held, less
+        their placeholders."""
+        return self.source_tokens - sum(self.counts)
 
 
 def cleared_chars(record: Any, fmt: ConversationFormat, index: int, turn: Turn) -> int:
@@ -67,70 +71,79 @@ def placeholder_edit(record: Any, fmt: ConversationFormat, index: int, turn: Tur
     return EditedTurn(index, line)
 
 
-def candidate_edits(row: PreparedRow, config: PlanConfig) -> dict[int, EditedTurn]:
-    """The placeholder of every tool turn outside the protected head and tail that is long
-    enough to clear."""
+@dataclass(frozen=True)
+class Placeholders:
+    """`--windows`: the tool turns a window may clear, each as it is then written, and the
+    tokens it then counts (the replay decides which, window by window)."""
+
+    edits: dict[int, EditedTurn]
+    tokens: dict[int, int]
+
+
+def candidate_edits(row: PreparedRow, choose: Callable[..., list[int]], config: PlanConfig) -> dict[int, EditedTurn]:
+    """The placeholder of every tool turn `choose` (`plan.prune`'s rule) offers for clearing."""
     assert row.turns is not None and row.fmt is not None
     record, fmt, turns = row.item.record, row.fmt, row.turns
     chars = [cleared_chars(record, fmt, i, turn) if turn.role == "tool" else 0 for i, turn in enumerate(turns)]
     return {
         index: placeholder_edit(record, fmt, index, turns[index], chars[index])
-        for index in prunable_turns(row.roles, chars, config)
+        for index in choose(row.roles, chars, config)
     }
 
 
-def prune_rows(rows: Sequence[PreparedRow], counter: TokenCounter, config: PlanConfig) -> None:
-    """Prune each row over the target as far as the plan says, in place (`row.pruning` set).
+def placeholder_tokens(row: PreparedRow, edits: dict[int, EditedTurn], counter: TokenCounter) -> dict[int, int]:
+    """What each turn of `edits` counts once cleared: its placeholder's value, exactly (per-value
+    counts); with chat-template counts, the turn's count less the difference its text makes."""
+    assert row.turns is not None and row.token_counts is not None
+    counts = counter.count_many([edit.value for edit in edits.values()])
+    if not counter.counts_chat_template:
+        return dict(zip(edits, counts, strict=True))
+    originals = counter.count_many([row.turns[i].value for i in edits])
+    return {
+        index: row.token_counts[index] - original + cost
+        for index, original, cost in zip(edits, originals, counts, strict=True)
+    }
 
-    Placeholders are counted in one batch. With per-value counts each is exact; with chat-template
-    counts the plan uses the value's difference, and the pruned rows are then counted whole
-    again, so the counts the planner goes on with are exact either way.
+
+def offer_placeholders(rows: Sequence[PreparedRow], counter: TokenCounter, config: PlanConfig) -> None:
+    """`--windows`: give each row over the target the placeholders its windows may use."""
+    for row in rows:
+        if sum(row.token_counts or ()) > config.target_max_tokens:
+            edits = candidate_edits(row, window_prunable_turns, config)
+            if edits:
+                row.placeholders = Placeholders(edits, placeholder_tokens(row, edits, counter))
+
+
+def pruned_view(row: PreparedRow, counter: TokenCounter, config: PlanConfig) -> Pruning | None:
+    """What pruning would make of `row` (as read), without changing it; None when the row is
+    within the target or has nothing worth clearing.
+
+    With per-value counts each placeholder's count is exact; with chat-template counts the plan
+    uses the difference its text makes, and the pruned row is then counted whole again, so the
+    counts the planner goes on with are exact either way.
     """
-    over = [row for row in rows if sum(row.token_counts or ()) > config.target_max_tokens]
-    candidates = [candidate_edits(row, config) for row in over]
-    values = [edit.value for edits in candidates for edit in edits.values()]
-    originals = [row.turns[i].value for row, edits in zip(over, candidates, strict=True) for i in edits]  # type: ignore[index]
-    placeholder_tokens = iter(counter.count_many(values))
-    original_tokens = iter(counter.count_many(originals) if counter.counts_chat_template else [])
-    pruned: list[PreparedRow] = []
-    for row, edits in zip(over, candidates, strict=True):
-        assert row.turns is not None and row.token_counts is not None
-        costs = {}
-        for index in edits:
-            cost = next(placeholder_tokens)
-            if counter.counts_chat_template:  # the turn's own markers stay: only its text changes
-                cost = row.token_counts[index] - next(original_tokens) + cost
-            costs[index] = cost
-        plan = plan_prune(row.roles, row.token_counts, costs, config)
-        if not plan.turns:
-            continue
-        source_tokens = sum(row.token_counts)
-        kept = {index: edits[index] for index in plan.turns}
-        row.pruning = Pruning(kept, list(row.turns), source_tokens, plan.saved_tokens)
-        row.turns = [Turn(turn.role, kept[i].value) if i in kept else turn for i, turn in enumerate(row.turns)]
-        row.token_counts = [costs[i] if i in kept else count for i, count in enumerate(row.token_counts)]
-        pruned.append(row)
-    if counter.counts_chat_template and pruned:
-        _recount(pruned, counter)
-
-
-def _recount(rows: list[PreparedRow], counter: TokenCounter) -> None:
-    """Chat-template counts of the pruned rows, rendered whole: exact, as a recount finds them.
-    A row the template refuses pruned keeps the counts as read and is not pruned."""
-    while rows:
+    if row.turns is None or row.token_counts is None or sum(row.token_counts) <= config.target_max_tokens:
+        return None
+    edits = candidate_edits(row, prunable_turns, config)
+    costs = placeholder_tokens(row, edits, counter) if edits else {}
+    plan = plan_prune(row.roles, row.token_counts, costs, config)
+    if not plan.turns:
+        return None
+    kept = {index: edits[index] for index in plan.turns}
+    turns = [Turn(turn.role, kept[i].value) if i in kept else turn for i, turn in enumerate(row.turns)]
+    counts = [costs[i] if i in kept else count for i, count in enumerate(row.token_counts)]
+    if counter.counts_chat_template:
         try:
-            all_counts = counter.count_conversations([row.turns for row in rows])  # type: ignore[misc]
-            break
-        except ChatTemplateError as exc:
-            failed = rows.pop(exc.position)
-            assert failed.pruning is not None
-            failed.turns = list(failed.pruning.source_turns)
-            failed.token_counts = counter.count_conversations([failed.turns])[0]
-            failed.pruning = None
-    else:
-        return
-    for row, counts in zip(rows, all_counts, strict=True):
-        assert row.pruning is not None
-        row.token_counts = counts
-        saved = row.pruning.source_tokens - sum(counts)
-        row.pruning = Pruning(row.pruning.edits, row.pruning.source_turns, row.pruning.source_tokens, saved)
+            counts = counter.count_conversations([turns])[0]
+        except ChatTemplateError:  # the template refuses the pruned row: it is not pruned
+            return None
+    return Pruning(kept, turns, counts, list(row.turns), list(row.token_counts))
+
+
+def prune_rows(rows: Sequence[PreparedRow], counter: TokenCounter, config: PlanConfig) -> None:
+    """Prune each row over the target as far as the plan says, in place: `row.pruning` set,
+    `turns` and `token_counts` the pruned row's."""
+    for row in rows:
+        pruning = pruned_view(row, counter, config)
+        if pruning is not None:
+            row.pruning, row.turns, row.token_counts = pruning, pruning.turns, pruning.counts

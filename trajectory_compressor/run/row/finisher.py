@@ -91,6 +91,7 @@ class RowFinisher:
                 writes_data=not config.dry_run,
                 over_limit=over_limit,
                 write_format=self.write_format,
+                summaries=config.summarizer != "none",
             )
             if config.plan.windows
             else None
