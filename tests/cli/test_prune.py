@@ -8,9 +8,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.cli.test_formats import openai_trajectory
 from tests.conftest import make_trajectory, read_jsonl, run_cli, write_jsonl
 from tests.fake_openai_server import FakeServerThread, prompt_text
+from trajectory_compressor.read.formats import detect_format, to_turns
 from trajectory_compressor.run.row.finisher import FITTED_BY_PRUNING, NO_SUMMARIZER
 
 PLACEHOLDER = "[tool output cleared: "
@@ -160,3 +163,48 @@ def test_openai_tool_messages_keep_their_keys_and_only_their_content_is_cleared(
 def _in_region(index: int, metrics: dict[str, Any]) -> bool:
     region = metrics.get("compression_region")
     return region is not None and region["start_idx"] <= index <= region["end_idx"]
+
+
+@pytest.mark.parametrize("summarizer", ["extractive", "none"])
+def test_windows_clear_only_context_results_and_train_every_gpt_turn_once(
+    tmp_path: Path, counter: Any, summarizer: str
+) -> None:
+    from tests.cli.test_windows import TARGET, _is_assistant, _messages, _rows, _windows_by_row
+
+    rows = _rows()
+    source = write_jsonl(tmp_path / "in.jsonl", rows)
+    budget = ["--target-max-tokens", str(TARGET), "--summary-target-tokens", "300", "-q", "--windows"]
+    outs = {}
+    for name, flags in (("plain", []), ("pruned", ["--prune-tool-outputs"])):
+        if summarizer == "none" and not flags:
+            continue
+        outs[name] = tmp_path / name / "x.jsonl"
+        result = run_cli("compress", str(source), "-o", str(outs[name]), *budget, "--summarizer", summarizer, *flags)
+        assert result.returncode == 0, result.stderr
+    out = outs["pruned"]
+    by_row, metrics = _windows_by_row(out), read_jsonl(out.parent / "x.metrics.jsonl")
+    records = read_jsonl(out)
+    assert sum(bool(m.get("pruned_turns")) for m in metrics) >= 3
+    for index, row in enumerate(rows):
+        # Every assistant turn trained exactly once, verbatim, in order.
+        trained = [m for w in by_row[index] for m in _messages(w) if _is_assistant(m) and m["train"] is True]
+        assert [{k: v for k, v in m.items() if k != "train"} for m in trained] == [
+            m for m in _messages(row) if _is_assistant(m)
+        ]
+    for record, m in zip(records, metrics, strict=True):
+        messages = _messages(record)
+        texts = [str(message.get("value", message.get("content"))) for message in messages]
+        cleared = [i for i, text in enumerate(texts) if text.startswith(PLACEHOLDER)]
+        assert len(cleared) == (m.get("pruned_turns") or 0)
+        first_new = next((i for i, message in enumerate(messages) if message.get("train") is True), len(messages))
+        assert all(i < first_new for i in cleared)  # context only: never before a trained turn of this window
+        assert all(not text.startswith("[CONTEXT SUMMARY]") for text in texts) or summarizer != "none"
+        recount = sum(counter.count_many([turn.value for turn in to_turns(record, detect_format(record))]))
+        assert recount == m["compressed_tokens"] and (recount > TARGET) == m["still_over_limit"]
+        if record["window"]["index"] and summarizer == "none":
+            assert not m["was_compressed"] and "future" in m["fidelity"]  # what left the context, judged
+    report = json.loads((out.parent / "x.report.json").read_text())
+    assert report["training"]["trainable_share"] == 1.0
+    assert report["pruning"]["turns_pruned"] == sum(m.get("pruned_turns") or 0 for m in metrics)
+    if "plain" in outs:  # pruning makes room: fewer windows, so fewer summaries, than without it
+        assert len(records) < len(read_jsonl(outs["plain"]))
