@@ -93,10 +93,10 @@ async def compress_async(
             if result.exit_code not in FINISHED and result.exit_code != ExitCode.PENDING:
                 break  # pending: the next output's batches are submitted too
     finally:
-        if choice is not None:
+        if choice is not None and choice.primary is not None:
             await choice.primary.aclose()
-            if choice.fallback is not choice.primary:
-                await choice.fallback.aclose()
+        if choice is not None and choice.fallback is not None and choice.fallback is not choice.primary:
+            await choice.fallback.aclose()
     return results
 
 

@@ -221,6 +221,8 @@ class RowMetrics:
     train_turns: int | None = None  # of them, those this record holds verbatim as training targets
     window: dict[str, int] | None = None  # --windows: {"index", "count", "input_index"} of this record
     elided_turns: int | None = None  # --windows: tool results cut in the middle so the window fits
+    pruned_turns: int | None = None  # --prune-tool-outputs: tool results this record shows as placeholders
+    pruned_tokens: int | None = None  # what those results held, less their placeholders
 
     def to_dict(self) -> dict[str, Any]:
         data = {k: v for k, v in self.__dict__.items() if k not in _OPTIONAL_METRICS}
@@ -259,4 +261,6 @@ _OPTIONAL_METRICS = (
     "train_turns",
     "window",
     "elided_turns",
+    "pruned_turns",
+    "pruned_tokens",
 )

@@ -190,3 +190,32 @@ def test_an_answer_given_twice_is_stored_and_counted_once(tmp_path: Path) -> Non
     assert f"twice.jsonl:{len(lines) + 1}: a second answer to a request answered on line 1: ignored" in run.stderr
     for name in ("x.jsonl", "x.metrics.jsonl"):
         assert (tmp_path / "twice" / name).read_bytes() == (tmp_path / "once" / name).read_bytes(), name
+
+
+def test_requests_with_pruning_ask_only_what_the_pruned_rows_need(tmp_path: Path) -> None:
+    """`requests --prune-tool-outputs` plans as a pruning run plans: no request for a row pruning
+    fits, the others on the pruned row; its answers then finish the run with no live call."""
+    rows = [make_trajectory(i, steps=2 + i % 8, output_lines=40) for i in range(8)]
+    rows += [make_trajectory(20 + i, steps=30 + 10 * i, output_lines=12) for i in range(2)]  # pruning cannot fit
+    source = write_jsonl(tmp_path / "in.jsonl", rows)
+    requests, results = tmp_path / "requests.jsonl", tmp_path / "results.jsonl"
+    prune = ["--prune-tool-outputs"]
+    with FakeServerThread() as server:
+        live = run_cli("compress", str(source), "-o", str(tmp_path / "live" / "x.jsonl"),
+                       *_llm(server.base_url, tmp_path / "live.sqlite3", *prune))  # fmt: skip
+        assert live.returncode == 0, live.stderr
+        live_requests = len(server.requests)
+        plain = run_cli("requests", str(source), "-o", str(tmp_path / "plain.jsonl"), *BUDGET, "--model", "m")
+        written = run_cli("requests", str(source), "-o", str(requests), *BUDGET, "--model", "batch-model", *prune)
+        assert plain.returncode == written.returncode == 0, written.stderr
+        _run_batch(requests, results, server.base_url)
+    lines = read_jsonl(requests)
+    assert 0 < len(lines) == live_requests < len(read_jsonl(tmp_path / "plain.jsonl"))
+    assert all("[tool output cleared: " in json.dumps(line["body"]) for line in lines)
+    with FakeServerThread(default="500") as dead:  # any live request would fail and show
+        offline = run_cli("compress", str(source), "-o", str(tmp_path / "batch" / "x.jsonl"), "--responses",
+                          str(results), *_llm(dead.base_url, tmp_path / "batch.sqlite3", *prune))  # fmt: skip
+        assert offline.returncode == 0, offline.stderr
+        assert len(dead.requests) == 0
+    for name in ("x.jsonl", "x.metrics.jsonl", "x.over_limit.jsonl"):
+        assert (tmp_path / "batch" / name).read_bytes() == (tmp_path / "live" / name).read_bytes(), name

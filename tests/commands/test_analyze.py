@@ -137,3 +137,41 @@ def test_analyze_honours_sample_percent(data: Path) -> None:
     expected = sum(sampled(index, 40, 7) for index in range(len(_records())))
     assert 0 < expected < len(_records())
     assert json.loads(result.stdout)["rows"] == expected
+
+
+def test_the_pruning_estimate_agrees_with_a_pruning_dry_run(tmp_path: Path) -> None:
+    """`analyze` always says what `--prune-tool-outputs` would do; with the flag its plan is the
+    pruned one. Both agree with `compress --dry-run --prune-tool-outputs` row for row."""
+    from trajectory_compressor.run.row.finisher import FITTED_BY_PRUNING
+
+    rows = [make_trajectory(i, steps=2 + (i * 7) % 30, output_lines=20 + i % 4 * 10) for i in range(14)]
+    data = write_jsonl(tmp_path / "in.jsonl", rows)
+    out = tmp_path / "pruned" / "x.jsonl"
+    result = run_cli("compress", str(data), "-o", str(out), "--dry-run", "--prune-tool-outputs", *BUDGET, "-q")
+    assert result.returncode == 0, result.stderr
+    metrics = read_jsonl(out.parent / "x.metrics.jsonl")
+    fitted = sum(m["reason"] == FITTED_BY_PRUNING for m in metrics)
+    pruned = [m for m in metrics if m.get("pruned_turns")]
+    assert 0 < fitted < len(pruned), "the data must hold rows pruning fits and rows it does not"
+    plain, flagged = (
+        json.loads(run_cli("analyze", str(data), *BUDGET, "--json", *flag).stdout)
+        for flag in ([], ["--prune-tool-outputs"])
+    )
+    for analysis in (plain, flagged):
+        estimate = analysis["pruning"]
+        assert estimate["rows_fitted_by_pruning"] == fitted and estimate["rows_pruned"] == len(pruned)
+        assert estimate["share_of_rows_over_target"] == round(fitted / analysis["over_target"], 4)
+        assert estimate["turns_pruned"] == sum(m["pruned_turns"] for m in pruned)
+        assert estimate["tokens_cleared"] == sum(m["pruned_tokens"] for m in pruned)
+    estimate = plain["pruning"]
+    # With the flag, the plan is the pruned one, as the dry run plans it ...
+    assert flagged["would_compress"] == sum(bool(m["compression_region"]) for m in metrics)
+    assert flagged["tokens_after_estimate"] == sum(m.get("planned_tokens", m["compressed_tokens"]) for m in metrics)
+    # ... and what it spares is the difference between the two plans.
+    assert plain["would_compress"] - flagged["would_compress"] == estimate["summary_requests_saved"] == fitted
+    assert plain["summary_prompt_tokens"] - flagged["summary_prompt_tokens"] == estimate["summary_prompt_tokens_saved"]
+    completion_saved = plain["summary_completion_tokens"] - flagged["summary_completion_tokens"]
+    assert completion_saved == estimate["summary_completion_tokens_saved"] == fitted * SUMMARY_BUDGET
+    assert flagged["gpt_turns_trainable"] - plain["gpt_turns_trainable"] == estimate["gpt_turns_kept_gained"] > 0
+    text = run_cli("analyze", str(data), *BUDGET).stdout
+    assert f"{fitted} of {plain['over_target']} rows over the target fit with no summary" in text

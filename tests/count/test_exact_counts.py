@@ -292,3 +292,42 @@ def test_a_rewrite_the_template_refuses_is_not_written(tmp_path: Path, over_limi
         assert m["compressed_tokens"] == _trainer_total(tokenizer, line), m  # every row written renders
         if m in refused:
             assert line == row and not m["was_compressed"] and m["summary_failed"]
+
+
+@pytest.mark.parametrize("mode", ["values", "chat-template"])
+def test_pruned_rows_equal_a_recount(tmp_path: Path, mode: str) -> None:
+    """`--prune-tool-outputs`: rows fitted by pruning alone and rows summarized on the pruned row,
+    ShareGPT and OpenAI, count as written whatever the mode (placeholders counted in place)."""
+    from tests.cli.test_formats import openai_trajectory
+    from trajectory_compressor.count import build_counter
+    from trajectory_compressor.read.formats import detect_format, to_turns
+
+    template = tmp_path / "t.jinja"
+    template.write_text(
+        "{% for m in messages %}<|{{ m.role }}|>\n{{ m.content }}<|end|>\n{% endfor %}"
+        "{% if add_generation_prompt %}<|assistant|>\n{% endif %}"
+    )
+    rows = [make_trajectory(i, steps=3 + 2 * i, output_lines=30) for i in range(6)]
+    rows += [openai_trajectory(7, steps=5), openai_trajectory(8, steps=12)]
+    source = write_jsonl(tmp_path / "in.jsonl", rows)
+    out = tmp_path / "o.jsonl"
+    counting = ["--count-mode", "chat-template", "--chat-template", str(template)] if mode == "chat-template" else []
+    result = run_cli(
+        "compress", str(source), "-o", str(out), "--prune-tool-outputs", "--target-max-tokens", "2500",
+        "--summary-target-tokens", "200", "-q", "--summarizer", "extractive", *counting,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    recounter = build_counter(count_mode=mode, chat_template=str(template) if counting else None)
+    written, metrics = read_jsonl(out), read_jsonl(tmp_path / "o.metrics.jsonl")
+    kinds = set()
+    for row, m in zip(written, metrics, strict=True):
+        fmt = detect_format(row)
+        if mode == "chat-template":  # the trainer's count: the record's own messages, as written
+            recount = sum(recounter.count_chats([recounter.chat_of(row, fmt)])[0])
+        else:
+            recount = sum(recounter.count_conversations([to_turns(row, fmt)])[0])
+        assert recount == m["compressed_tokens"], m
+        kinds.add(("pruned" if m.get("pruned_turns") else "") + ("+summary" if m["was_compressed"] else ""))
+        if not m["still_over_limit"]:
+            assert m["compressed_tokens"] <= 2500
+    assert {"pruned", "pruned+summary", ""} <= kinds

@@ -138,3 +138,73 @@ def test_layout_marks_train_only_the_turns_new_in_the_window() -> None:
     trained = [item.index for item, mark in zip(layout, marks, strict=True) if mark]
     assert trained == [i for i in range(second.new_start, second.end) if roles[i] == "gpt"]
     assert all(roles[i] != "gpt" or i in trained or i < second.new_start for i in kept)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    rows(),
+    st.integers(1500, 9000),
+    st.sampled_from([0.1, 0.2, 0.4]),
+    st.integers(0, 6),
+    st.booleans(),
+    st.data(),
+)
+def test_pruning_clears_only_context_results_oldest_first_and_only_as_far_as_needed(
+    row: tuple[list[str], list[int]], target: int, ratio: float, last_n: int, summaries: bool, data: st.DataObject
+) -> None:
+    roles, counts = row
+    config = _config(target, ratio, last_n)
+    # A placeholder cost for some turns of any role: only tool results after the head that it
+    # makes cheaper may ever be cleared.
+    costs = {i: data.draw(st.integers(1, 80)) for i in range(len(roles)) if data.draw(st.booleans())}
+    replay = WindowReplay(roles, counts, config, notice_tokens=7, placeholders=costs, summaries=summaries)
+    windows = replay.replay_at_budget()
+    if replay.fits_whole():
+        assert len(windows) == 1 and not windows[0].cleared
+        return
+    new_turns: list[int] = list(range(replay.head))
+    for k, window in enumerate(windows):
+        new_turns.extend(range(window.new_start, window.end))
+        assert window.end > window.new_start
+        # Only context results, each a saving: never a new turn, never a gpt turn, never the head.
+        for index in window.cleared:
+            assert roles[index] == "tool" and window.context_start <= index < window.new_start
+            assert index >= replay.head and costs[index] < counts[index]
+        fixed = (7 + window.summary_tokens) if k and summaries else 0
+        assert window.summary_tokens == 0 or summaries
+        assert window.tokens == replay.tokens(0, replay.head) + fixed + replay.shown(
+            window.context_start, window.end, window.cleared
+        )
+        assert window.over == (window.tokens > target)
+        if window.over:
+            assert replay.group_end(window.new_start) == window.end
+        if not k:
+            assert not window.cleared  # window 0 has no context: nothing of it is cleared
+            continue
+        before = windows[k - 1]
+        # A result once cleared stays cleared while it is context; the rest are cleared oldest first.
+        inherited = [i for i in before.cleared if window.context_start <= i]
+        assert set(inherited) <= set(window.cleared)
+        fresh = [i for i in window.cleared if i not in inherited]
+        candidates = [i for i in replay.savings if window.context_start <= i < window.new_start and i not in inherited]
+        assert fresh == candidates[: len(fresh)]
+        # Only as far as needed: without the last one cleared, the window would be over the target
+        # (or clearing every candidate could not even fit its first group).
+        if fresh and not window.over:
+            assert window.tokens + replay.savings[fresh[-1]] > target
+    assert new_turns == list(range(len(roles)))
+
+
+def test_without_summaries_a_cut_keeps_the_tail_and_adds_no_summary() -> None:
+    roles = ["system", "human", "gpt", "tool", *(["gpt", "tool"] * 12), "gpt"]
+    counts = [50, 50, 30, 300, *([30, 300] * 12), 30]
+    config = _config(1500, 0.2, 2)
+    tools = [i for i, role in enumerate(roles) if role == "tool"]
+    placeholders = dict.fromkeys(tools, 10)
+    replay = WindowReplay(roles, counts, config, notice_tokens=9, placeholders=placeholders, summaries=False)
+    windows = replay.replay_at_budget()
+    assert len(windows) >= 3 and all(window.summary_tokens == 0 for window in windows)
+    assert any(window.cleared for window in windows[1:])
+    head = replay.tokens(0, replay.head)
+    for window in windows:  # head + what the window shows: no summary, no notice
+        assert window.tokens == head + replay.shown(window.context_start, window.end, window.cleared) <= 1500

@@ -39,6 +39,7 @@ def _run(
     *,
     dry_run: bool = False,
     windows: bool = False,
+    prune: bool = False,
     env: dict[str, str] | None = None,
 ) -> int:
     """Run compress in a forked child; its exit code, or minus the signal that killed it."""
@@ -56,7 +57,9 @@ def _run(
             os.environ.update(env or {})
             os.environ.update(TC_CHECKPOINT_ROWS=str(CHECKPOINT_ROWS), TC_CHECKPOINT_SECONDS="1e9")
             config = RunConfig(
-                plan=PlanConfig(target_max_tokens=2500, summary_target_tokens=200, windows=windows),
+                plan=PlanConfig(
+                    target_max_tokens=2500, summary_target_tokens=200, windows=windows, prune_tool_outputs=prune
+                ),
                 summarizer="extractive",
                 dry_run=dry_run,
                 quiet=True,
@@ -98,34 +101,40 @@ def fixture_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _reference(
-    root: Path, source: Path, counter: Any, dry_run: bool, windows: bool = False
+    root: Path, source: Path, counter: Any, dry_run: bool, windows: bool = False, prune: bool = False
 ) -> tuple[dict[str, bytes], list[str]]:
     """The uninterrupted run's bytes and the boundaries it passes (recorded by the hook)."""
     out = root / f"reference-{dry_run}" / "x.jsonl"
     log = root / f"boundaries-{dry_run}.txt"
-    assert _run(source, out, counter, dry_run=dry_run, windows=windows, env={"TC_CRASH_LOG": str(log)}) == 0
+    env = {"TC_CRASH_LOG": str(log)}
+    assert _run(source, out, counter, dry_run=dry_run, windows=windows, prune=prune, env=env) == 0
     return _outputs(out.parent, dry_run=dry_run), _boundaries(log)
 
 
 @pytest.mark.parametrize(
-    ("dry_run", "windows"), [(False, False), (True, False), (False, True)], ids=["compress", "dry-run", "windows"]
+    ("dry_run", "windows", "prune"),
+    [(False, False, False), (True, False, False), (False, True, False), (False, True, True)],
+    ids=["compress", "dry-run", "windows", "windows-pruned"],
 )
 def test_a_kill_at_every_boundary_then_a_rerun_gives_the_uninterrupted_bytes(
-    tmp_path: Path, counter: Any, dry_run: bool, windows: bool
+    tmp_path: Path, counter: Any, dry_run: bool, windows: bool, prune: bool
 ) -> None:
     source = _input(tmp_path)
-    reference, boundaries = _reference(tmp_path, source, counter, dry_run, windows)
+    reference, boundaries = _reference(tmp_path, source, counter, dry_run, windows, prune)
     if windows:  # the windows mode writes several records for some rows
         assert reference["x.jsonl"].count(b"\n") > ROWS + 5
+    if prune:  # --prune-tool-outputs: some windows show cleared results
+        assert reference["x.metrics.jsonl"].count(b'"pruned_turns"') >= 3
     names = {point.rpartition(":")[0] for point in boundaries}
     assert {"checkpoint-write", "checkpoint-renamed", "finalize-move", "finalize-done", "cleanup"} <= names
     assert sum(point.startswith("checkpoint-renamed") for point in boundaries) >= 4, "several checkpoints"
     for point in boundaries:
         out = tmp_path / f"crash-{point.replace(':', '-')}" / "x.jsonl"
-        assert _run(source, out, counter, dry_run=dry_run, windows=windows, env={"TC_CRASH_AT": point}) == -9, point
+        crash = {"TC_CRASH_AT": point}
+        assert _run(source, out, counter, dry_run=dry_run, windows=windows, prune=prune, env=crash) == -9, point
         for name, content in _outputs_present(out.parent).items():  # what exists is whole, never partial
             assert content == reference[name], (point, name)
-        assert _run(source, out, counter, dry_run=dry_run, windows=windows) == 0, point
+        assert _run(source, out, counter, dry_run=dry_run, windows=windows, prune=prune) == 0, point
         _assert_complete(out.parent, reference, dry_run=dry_run)
 
 

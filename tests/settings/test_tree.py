@@ -113,6 +113,7 @@ def test_each_flag_sets_its_setting_on_every_command_that_declares_it(part, name
             args, expected = [flag, text], good
         extra = ["--num-shards", "100000"] if name == "shard_index" else []
         extra += ["--target-max-tokens", "1000000"] if name == "summary_target_tokens" else []
+        extra += ["--prune-tool-outputs"] if name == "summarizer" else []  # none: pruning only
         config = _parsed(command, [*extra, *args])
         assert _value_of(config, part, name) == expected, (command, args)
 

@@ -3,7 +3,10 @@
 It streams the inputs through the same validate → count → plan steps as `compress`, keeps one
 8-byte token count per row (for exact percentiles), and estimates the summary requests a
 compress run would make: one per row the planner would compress, with the region's tokens
-(plus the prompt's instructions) in and about the summary budget out.
+(plus the prompt's instructions) in and about the summary budget out. Beside that, always,
+what `--prune-tool-outputs` would do to the same rows: the rows pruning alone fits, with no
+summary, and the summary requests and tokens it spares (the main figures are the pruned
+plan's when the flag is given).
 """
 
 from __future__ import annotations
@@ -17,10 +20,12 @@ from typing import Any
 from trajectory_compressor.count import TokenCounter
 from trajectory_compressor.messages import quoted
 from trajectory_compressor.plan.apply import carries_notice
+from trajectory_compressor.plan.region import Plan, plan_region
 from trajectory_compressor.plan.windows import WindowReplay
 from trajectory_compressor.read.sources import InputSource
-from trajectory_compressor.run.prepare import notice_tokens, planned_rows
-from trajectory_compressor.settings import RunConfig
+from trajectory_compressor.run.prepare import PreparedRow, notice_tokens, planned_rows
+from trajectory_compressor.run.pruning import Pruning, pruned_view
+from trajectory_compressor.settings import PlanConfig, RunConfig
 from trajectory_compressor.write.collisions import NamedFile, input_files, refuse_overwrites
 from trajectory_compressor.write.html_report import (
     percentiles,
@@ -52,6 +57,7 @@ class Analysis:
     gpt_turns: int = 0
     gpt_turns_kept: int = 0  # verbatim in the single-row plan (outside its region)
     windows: WindowsEstimate | None = None  # --windows: the same rows cut into context windows
+    pruning: PruningEstimate = field(default_factory=lambda: PruningEstimate())
 
     def cost(self, price_in: float | None, price_out: float | None) -> float | None:
         """Estimated cost in the prices' currency (prices per million tokens)."""
@@ -79,7 +85,36 @@ class Analysis:
             "estimated_cost_batch": _share(self.cost(price_in, price_out), self.batch_discount),
             "gpt_turns": self.gpt_turns,
             "gpt_turns_trainable": self.gpt_turns_kept,
+            "pruning": self.pruning.to_dict(self.over_target),
             **windows,
+        }
+
+
+@dataclass
+class PruningEstimate:
+    """What `--prune-tool-outputs` does to the rows (single-row plans, each summary at its budget):
+    the rows it prunes, those it fits with no summary, what it clears, the summaries it spares."""
+
+    rows_pruned: int = 0
+    rows_fitted: int = 0
+    turns_pruned: int = 0
+    tokens_cleared: int = 0
+    summary_requests_saved: int = 0
+    summary_prompt_tokens_saved: int = 0
+    summary_completion_tokens_saved: int = 0
+    gpt_turns_kept_gained: int = 0  # more gpt turns verbatim (outside a summarized region) than without pruning
+
+    def to_dict(self, over_target: int) -> dict[str, Any]:
+        return {
+            "rows_pruned": self.rows_pruned,
+            "rows_fitted_by_pruning": self.rows_fitted,
+            "share_of_rows_over_target": round(self.rows_fitted / over_target, 4) if over_target else None,
+            "turns_pruned": self.turns_pruned,
+            "tokens_cleared": self.tokens_cleared,
+            "summary_requests_saved": self.summary_requests_saved,
+            "summary_prompt_tokens_saved": self.summary_prompt_tokens_saved,
+            "summary_completion_tokens_saved": self.summary_completion_tokens_saved,
+            "gpt_turns_kept_gained": self.gpt_turns_kept_gained,
         }
 
 
@@ -144,33 +179,95 @@ def analyze_sources(
     if plan.windows:
         result.windows = WindowsEstimate()
     notice = notice_tokens(counter, plan)
+    max_prompt_tokens = config.llm.max_prompt_chars // 3  # the transcript sent is capped (~3 characters a token)
     for row in planned_rows(sources, config, counter):
         result.rows += 1
         if row.plan is None:
             result.rejected += 1
             continue
         assert row.token_counts is not None and row.turns is not None
-        region = row.plan.region
+        row_notice = 0 if carries_notice(row.turns, plan.notice) else notice
+        plain, pruned, pruning = _plans(row, counter, config, row_notice)
+        chosen = pruned if plan.prune_tool_outputs else plain
         result.gpt_turns += row.roles.count("gpt")
-        result.gpt_turns_kept += sum(
-            role == "gpt" and (region is None or not region.start <= i < region.end) for i, role in enumerate(row.roles)
-        )
+        result.gpt_turns_kept += _gpt_kept(row.roles, chosen)
         if result.windows is not None:
-            row_notice = 0 if carries_notice(row.turns, plan.notice) else notice
-            replay = WindowReplay(row.roles, row.token_counts, plan, notice_tokens=row_notice)
-            result.windows.add(replay, config.llm.max_prompt_chars // 3)
-        total = row.plan.total_tokens
+            placeholders = row.placeholders.tokens if row.placeholders is not None else None
+            replay = WindowReplay(
+                row.roles, row.token_counts, plan, notice_tokens=row_notice, placeholders=placeholders
+            )
+            result.windows.add(replay, max_prompt_tokens)
+        total = row.source_tokens
         result.before.append(total)
         result.over_target += total > plan.target_max_tokens
-        result.after.append(row.plan.estimated_tokens)
-        result.would_stay_over += row.plan.still_over_limit
-        if row.plan.region is not None:
-            result.would_compress += 1
-            # The transcript sent is capped at max_prompt_chars (about 3 characters a token).
-            sent = min(row.plan.region_tokens, config.llm.max_prompt_chars // 3)
-            result.summary_prompt_tokens += sent + PROMPT_OVERHEAD_TOKENS
-            result.summary_completion_tokens += plan.summary_target_tokens
+        result.after.append(chosen.estimated_tokens)
+        result.would_stay_over += chosen.still_over_limit
+        prompt, completion = _request_tokens(chosen, plan.summary_target_tokens, max_prompt_tokens)
+        result.would_compress += chosen.region is not None
+        result.summary_prompt_tokens += prompt
+        result.summary_completion_tokens += completion
+        if pruning is not None:
+            _add_pruning(result.pruning, row.roles, plain, pruned, pruning, plan, max_prompt_tokens)
     return result
+
+
+def _plans(
+    row: PreparedRow, counter: TokenCounter, config: RunConfig, notice: int
+) -> tuple[Plan, Plan, Pruning | None]:
+    """The row's plan without pruning, its plan pruned, and the pruning (None: nothing to clear).
+
+    A run with `--prune-tool-outputs` prepared the row pruned; otherwise (and with `--windows`,
+    which prunes per window) the pruned view is made here, so the estimate is always there.
+    """
+    assert row.plan is not None
+    pruning = row.pruning or pruned_view(row, counter, config.plan)
+    if pruning is None:
+        return row.plan, row.plan, None
+
+    def planned(counts: list[int]) -> Plan:
+        return plan_region(
+            row.roles, counts, config.plan, notice_tokens=notice, skip_under_target=config.skip_under_target
+        )
+
+    if row.pruning is not None:
+        return planned(pruning.source_counts), row.plan, pruning
+    return row.plan, planned(pruning.counts), pruning
+
+
+def _gpt_kept(roles: list[str], plan: Plan) -> int:
+    """gpt turns a single-row plan keeps verbatim (outside its region)."""
+    region = plan.region
+    return sum(role == "gpt" and (region is None or not region.start <= i < region.end) for i, role in enumerate(roles))
+
+
+def _request_tokens(plan: Plan, budget: int, max_prompt_tokens: int) -> tuple[int, int]:
+    """The summary request a plan asks for: the region's tokens (capped) and the instructions in,
+    the budget out; nothing without a region."""
+    if plan.region is None:
+        return 0, 0
+    return min(plan.region_tokens, max_prompt_tokens) + PROMPT_OVERHEAD_TOKENS, budget
+
+
+def _add_pruning(
+    estimate: PruningEstimate,
+    roles: list[str],
+    plain: Plan,
+    pruned: Plan,
+    pruning: Pruning,
+    plan: PlanConfig,
+    max_prompt_tokens: int,
+) -> None:
+    """One pruned row in the estimate: fitted with no summary or not, what it spares."""
+    estimate.rows_pruned += 1
+    estimate.rows_fitted += pruned.region is None and pruned.total_tokens <= plan.target_max_tokens
+    estimate.turns_pruned += len(pruning.edits)
+    estimate.tokens_cleared += pruning.saved_tokens
+    before = _request_tokens(plain, plan.summary_target_tokens, max_prompt_tokens)
+    after = _request_tokens(pruned, plan.summary_target_tokens, max_prompt_tokens)
+    estimate.summary_requests_saved += (plain.region is not None) - (pruned.region is not None)
+    estimate.summary_prompt_tokens_saved += before[0] - after[0]
+    estimate.summary_completion_tokens_saved += before[1] - after[1]
+    estimate.gpt_turns_kept_gained += _gpt_kept(roles, pruned) - _gpt_kept(roles, plain)
 
 
 def _share(cost: float | None, share: float) -> float | None:
@@ -196,12 +293,29 @@ def render_analysis(analysis: Analysis, price_in: float | None, price_out: float
             else ""
         ),
         f"gpt turns kept as training targets: {data['gpt_turns_trainable']:,} of {data['gpt_turns']:,}",
+        *_pruning_lines(data),
         *_windows_lines(data),
         "",
         "tokens per row:",
         render_terminal_histogram(token_histogram(analysis.before, 20)) if analysis.before else "(no rows)",
     ]
     return "\n".join(lines)
+
+
+def _pruning_lines(data: dict[str, Any]) -> list[str]:
+    """What pruning tool outputs alone would do (the plan above includes it with --prune-tool-outputs)."""
+    pruning = data["pruning"]
+    share = pruning["share_of_rows_over_target"]
+    return [
+        f"pruning tool outputs (--prune-tool-outputs): {pruning['rows_fitted_by_pruning']:,} of "
+        f"{data['over_target']:,} rows over the target fit with no summary"
+        + (f" ({share:.0%})" if share is not None else "")
+        + f"; {pruning['turns_pruned']:,} tool results cleared in {pruning['rows_pruned']:,} rows "
+        f"({pruning['tokens_cleared']:,} tokens)",
+        f"pruning tool outputs: {pruning['summary_requests_saved']:,} fewer summary requests, about "
+        f"{pruning['summary_prompt_tokens_saved']:,} prompt and {pruning['summary_completion_tokens_saved']:,} "
+        f"completion tokens saved, {pruning['gpt_turns_kept_gained']:,} more gpt turns kept verbatim",
+    ]
 
 
 def _windows_lines(data: dict[str, Any]) -> list[str]:
@@ -232,6 +346,7 @@ def analysis_html(analysis: Analysis, price_in: float | None, price_out: float |
         "would stay over": data["would_stay_over_limit"],
         "tokens": data["tokens_total"],
         "summary requests": data["summary_requests"],
+        "fit by pruning alone": data["pruning"]["rows_fitted_by_pruning"],
     }
     if data["estimated_cost"] is not None:
         headline["estimated cost"] = round(data["estimated_cost"], 2)

@@ -14,6 +14,12 @@ path (`run/row/windows.py`) asks for the summaries, measures them, and writes th
 
     window 0:  head | groups ... (until the next group would pass the target)
     window k:  head | summary of [head, context_start) | context (the closed window's tail) | new groups ...
+
+With `--prune-tool-outputs` (`placeholders` given), a window's context turns can be pruned, never
+its new ones: when the next group would not fit, the context's tool results are cleared, oldest
+first and only as far as needed, before the window closes; a result once cleared stays cleared
+in every later window that shows it. Without summaries (`--summarizer none`), a compaction keeps
+the tail and lets the turns before it leave the context with no summary.
 """
 
 from __future__ import annotations
@@ -59,6 +65,7 @@ class Window:
 
     `tokens` is the size the plan expects with a summary of `summary_tokens` tokens (0 for
     window 0); `over` says it exceeds the target (one group that alone does not fit).
+    `cleared` are the context's tool results shown as placeholders (`--prune-tool-outputs`).
     """
 
     index: int
@@ -68,6 +75,7 @@ class Window:
     summary_tokens: int
     tokens: int
     over: bool
+    cleared: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -85,11 +93,20 @@ class WindowReplay:
     """The compaction points of one row: the first window, then each cut and the window after it.
 
     `notice_tokens` is what the notice costs the head's system turn once the row carries a
-    summary (0 if it has none, or already carries the notice).
+    summary (0 if it has none, or already carries the notice). `placeholders` gives the tool
+    turns that may be cleared when they are context (`--prune-tool-outputs`) and what each
+    placeholder costs; `summaries` is off for `--summarizer none` (compactions keep the tail only).
     """
 
     def __init__(
-        self, roles: Sequence[str], counts: Sequence[int], config: PlanConfig, *, notice_tokens: int = 0
+        self,
+        roles: Sequence[str],
+        counts: Sequence[int],
+        config: PlanConfig,
+        *,
+        notice_tokens: int = 0,
+        placeholders: Mapping[int, int] | None = None,
+        summaries: bool = True,
     ) -> None:
         if len(roles) != len(counts):
             raise ValueError("roles and counts must have the same length")
@@ -99,8 +116,15 @@ class WindowReplay:
         self.target = config.target_max_tokens
         self.head = head_end(self.roles, config)
         self.head_tokens = sum(self.counts[: self.head])
-        self.notice_tokens = notice_tokens
+        self.notice_tokens = notice_tokens if summaries else 0
+        self.summaries = summaries
         self.starts = group_starts(self.roles, self.head)
+        # What clearing each prunable tool result saves: only tool turns after the head, each a saving.
+        self.savings = {
+            index: self.counts[index] - cost
+            for index, cost in sorted((placeholders or {}).items())
+            if self.head <= index < len(self.roles) and self.roles[index] == "tool" and cost < self.counts[index]
+        }
         self._prefix = [0]
         for count in self.counts:
             self._prefix.append(self._prefix[-1] + count)
@@ -112,6 +136,10 @@ class WindowReplay:
     def tokens(self, start: int, end: int) -> int:
         """Tokens of turns [start, end)."""
         return self._prefix[end] - self._prefix[start]
+
+    def shown(self, start: int, end: int, cleared: Sequence[int]) -> int:
+        """Tokens of turns [start, end) with the `cleared` ones among them as their placeholders."""
+        return self.tokens(start, end) - sum(self.savings[i] for i in cleared if start <= i < end)
 
     def group_end(self, start: int) -> int:
         """End of the group that begins at turn `start`."""
@@ -127,24 +155,47 @@ class WindowReplay:
         """Window 0: the head and the groups after it, as long as they fit."""
         return self.grow(Cut(0, self.head, self.head, 0), summary_tokens=0)
 
-    def grow(self, cut: Cut, summary_tokens: int, *, end_before: int | None = None) -> Window:
+    def grow(
+        self, cut: Cut, summary_tokens: int, *, end_before: int | None = None, cleared: Sequence[int] = ()
+    ) -> Window:
         """The window after `cut`, its summary measured at `summary_tokens`: the context kept
         from the closed window, then new groups while they fit (always at least one).
 
         `end_before` is the closed window's end (where the new turns start); None for window 0.
+        `cleared` are the results the closed window showed as placeholders: those still in the
+        context stay so, and more of the context's are cleared, oldest first, when the next group
+        needs the room (the first group takes what clearing all of them gives).
         """
         new_start = cut.context_start if end_before is None else end_before
-        fixed = self.head_tokens + (self.notice_tokens + summary_tokens if cut.index else 0)
-        size = fixed + self.tokens(cut.context_start, new_start)
+        fixed = self.head_tokens + (self.notice_tokens + summary_tokens if cut.index and self.summaries else 0)
+        shown = [i for i in cleared if cut.context_start <= i < new_start]
+        open_ = [i for i in self.savings if cut.context_start <= i < new_start and i not in shown]
+        size = fixed + self.shown(cut.context_start, new_start, shown)
         end = new_start
         while end < len(self.roles):
             stop = self.group_end(end)
             group = self.tokens(end, stop)
-            if end > new_start and size + group > self.target:
-                break
+            if size + group > self.target:
+                take = self._room(open_, size + group - self.target)
+                if take is None and end > new_start:
+                    break
+                for index in open_[: len(open_) if take is None else take]:
+                    shown.append(index)
+                    size -= self.savings[index]
+                del open_[: len(open_) if take is None else take]
             size += group
             end = stop
-        return Window(cut.index, cut.context_start, new_start, end, summary_tokens, size, size > self.target)
+        window = Window(cut.index, cut.context_start, new_start, end, summary_tokens, size, size > self.target)
+        return replace(window, cleared=tuple(sorted(shown)))
+
+    def _room(self, open_: Sequence[int], excess: int) -> int | None:
+        """How many of `open_` (oldest first) clearing frees `excess` tokens; None if all cannot."""
+        freed = 0
+        for count, index in enumerate(open_, start=1):
+            freed += self.savings[index]
+            if freed >= excess:
+                return count
+        return None
 
     def shrink(self, window: Window) -> Window:
         """`window` without its last group (the exact count of a chat-template rendering can
@@ -169,26 +220,31 @@ class WindowReplay:
             bisect.bisect_left(self.starts, window.context_start) : bisect.bisect_left(self.starts, window.end)
         ]
         next_group = self.tokens(window.end, self.group_end(window.end)) if window.end < len(self.roles) else 0
-        tail = self._tail_by_ratio(body, window.end)
+        tail = self._tail_by_ratio(body, window)
         # Progress: the first group of the closed window always goes into the summary.
         while tail and tail[0] <= window.context_start:
             tail.pop(0)
         while True:
             context_start = tail[0] if tail else window.end
             budget = summary_budget(self.tokens(self.head, context_start), self.config.summary_target_tokens)
+            if not self.summaries:  # --summarizer none: the turns before the tail leave with no summary
+                budget = 0
             summary = budget if summary_tokens is None else max(budget, summary_tokens)
-            size = self.head_tokens + self.notice_tokens + summary + self.tokens(context_start, window.end) + next_group
+            kept = self.shown(context_start, window.end, window.cleared)
+            size = self.head_tokens + self.notice_tokens + summary + kept + next_group
             if size <= self.target or not tail:
                 return Cut(window.index + 1, window.context_start, context_start, budget)
             tail.pop(0)
 
-    def _tail_by_ratio(self, body: list[int], end: int) -> list[int]:
-        """Group starts of the tail: from the end, while within the ratio's tokens, then more
-        groups until it holds the protected number of turns."""
+    def _tail_by_ratio(self, body: list[int], window: Window) -> list[int]:
+        """Group starts of the tail: from the end, while within the ratio's tokens (results the
+        closed window cleared counted as their placeholders), then more groups until it holds
+        the protected number of turns."""
         limit = self.config.tail_ratio * self.target
+        end = window.end
         tail: list[int] = []
         for start in reversed(body):
-            if self.tokens(start, end) > limit:
+            if self.shown(start, end, window.cleared) > limit:
                 break
             tail.insert(0, start)
         for start in reversed(body[: len(body) - len(tail)]):
@@ -206,7 +262,7 @@ class WindowReplay:
         windows = [window]
         while window.end < len(self.roles):
             cut = self.cut_after(window)
-            window = self.grow(cut, cut.budget, end_before=window.end)
+            window = self.grow(cut, cut.budget, end_before=window.end, cleared=window.cleared)
             windows.append(window)
         return windows
 

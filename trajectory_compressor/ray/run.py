@@ -124,7 +124,7 @@ def run_on_ray(
     uses_llm = False
     if not config.dry_run:  # the same checks and note as a local run, without opening a cache
         choice = choose_summarizers(with_values(config, "llm", use_cache=False), counter)
-        uses_llm = choice.primary.name == "llm"
+        uses_llm = choice.primary is not None and choice.primary.name == "llm"
         say(choice.note)
     cache_folder = None
     if config.llm.use_cache and uses_llm:

@@ -19,6 +19,7 @@ from trajectory_compressor.plan.region import Plan, plan_region
 from trajectory_compressor.read.formats import ConversationFormat, RecordError, detect_format, to_turns
 from trajectory_compressor.read.select import RowSelection
 from trajectory_compressor.read.sources import InputSource
+from trajectory_compressor.run.pruning import Placeholders, Pruning, offer_placeholders, prune_rows
 from trajectory_compressor.settings import PlanConfig, ReadConfig, RunConfig
 from trajectory_compressor.types import SourceRecord, Turn
 
@@ -53,6 +54,18 @@ class PreparedRow:
     token_counts: list[int] | None = None
     plan: Plan | None = None
     error: str | None = None
+    pruning: Pruning | None = None  # --prune-tool-outputs: `turns` and `token_counts` are then the pruned row's
+    placeholders: Placeholders | None = None  # --prune-tool-outputs with --windows: what windows may clear
+
+    @property
+    def source_turns(self) -> list[Turn] | None:
+        """The turns as read (`turns` holds the placeholders of a pruned row)."""
+        return self.pruning.source_turns if self.pruning is not None else self.turns
+
+    @property
+    def source_tokens(self) -> int:
+        """The row's size as read."""
+        return self.pruning.source_tokens if self.pruning is not None else sum(self.token_counts or ())
 
     @property
     def label(self) -> str:
@@ -134,6 +147,12 @@ def prepare_rows(
     summary = summary_tokens(counter, plan_config)
     for row, counts in zip(valid, all_counts, strict=True):
         row.token_counts = counts
+    if plan_config.prune_tool_outputs and plan_config.windows:  # windows prune each window's context
+        offer_placeholders(valid, counter, plan_config)
+    elif plan_config.prune_tool_outputs:
+        prune_rows(valid, counter, plan_config)
+    for row in valid:
+        assert row.turns is not None and row.token_counts is not None
         row.plan = plan_region(
             row.roles,
             row.token_counts,

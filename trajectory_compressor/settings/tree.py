@@ -73,6 +73,15 @@ class PlanConfig:
         0.2, "number", above=0, maximum=0.9, yaml="compression.tail_ratio", commands=BOTH, record=True,
         help="--windows: share of the budget the recent turns kept verbatim after each compaction may take.",
     )  # fmt: skip
+    prune_tool_outputs: bool = setting(
+        False, "bool", yaml="compression.prune_tool_outputs", flag_style="flag", commands=BOTH, record=True,
+        help="Before summarizing, replace old tool results (outside the protected head and tail), oldest first and "
+        "only as far as needed, by a one-line placeholder naming the tool and the size cleared.",
+    )  # fmt: skip
+    prune_min_chars: int = setting(
+        200, "int", minimum=0, yaml="compression.prune_min_chars", commands=BOTH, record=True,
+        help="--prune-tool-outputs: only tool results longer than this many characters are cleared.",
+    )  # fmt: skip
 
     @property
     def notice(self) -> str:
@@ -327,8 +336,9 @@ class RunConfig:
         help="Record key of the tool schemas the chat template renders (a list, or a JSON string of one).",
     )  # fmt: skip
     summarizer: str = setting(
-        "auto", "choice", choices=("auto", "llm", "extractive"), yaml="summarization.summarizer", record=True,
-        help="auto: the LLM when an endpoint is set, else extractive.",
+        "auto", "choice", choices=("auto", "llm", "extractive", "none"), yaml="summarization.summarizer", record=True,
+        help="auto: the LLM when an endpoint is set, else extractive; none: prune tool outputs only "
+        "(needs --prune-tool-outputs).",
     )  # fmt: skip
     on_summary_failure: str = setting(
         "extractive", "choice", choices=("extractive", "keep", "fail"), yaml="summarization.on_summary_failure",
@@ -380,6 +390,18 @@ class RunConfig:
                 "--over-limit truncate does not apply to --windows: a window over the budget holds one turn group "
                 "that alone exceeds it (use keep or drop)"
             )
+        if self.summarizer == "none":
+            self._check_no_summarizer()
+
+    def _check_no_summarizer(self) -> None:
+        """`--summarizer none` writes no summary: it means pruning only, so it must be asked for."""
+        if not self.plan.prune_tool_outputs:
+            raise ConfigError(
+                "--summarizer none writes no summary: add --prune-tool-outputs to fit rows by pruning tool outputs "
+                "(or use --dry-run to count and plan only)"
+            )
+        if self.batch.enabled or self.llm.responses:
+            raise ConfigError("--batch and --responses need the llm summarizer, not --summarizer none")
 
     @property
     def effective_window(self) -> int:

@@ -1,8 +1,9 @@
-"""Choosing the summarizers for a run: `--summarizer auto|llm|extractive`.
+"""Choosing the summarizers for a run: `--summarizer auto|llm|extractive|none`.
 
 `auto` uses the LLM when an endpoint is configured and the offline extractive summarizer
 otherwise, and says which once. The extractive summarizer is also the fallback of the
-`extractive` failure policy, so it is built for every run that compresses.
+`extractive` failure policy, so it is built for every run that summarizes; `none` (pruning
+only, with `--prune-tool-outputs`) builds neither.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from trajectory_compressor.types import Summarizer
 class SummarizerChoice:
     """The primary summarizer, the offline fallback, and a one-line note for the user."""
 
-    primary: Summarizer
-    fallback: Summarizer
+    primary: Summarizer | None  # None: `--summarizer none` (pruning only)
+    fallback: Summarizer | None
     note: str
 
 
@@ -44,6 +45,8 @@ def choose_summarizers(
     `cache` and `gate` go to the LLM summarizer (the Ray engine's shared-folder cache and
     cluster-wide limits); None keeps the configured cache and the client's own limits.
     """
+    if config.summarizer == "none":
+        return SummarizerChoice(None, None, "summarizer: none (tool outputs pruned only; rows still over are flagged)")
     # The same `--redact-secrets` for both: a summary is redacted whichever summarizer writes it.
     extractive = ExtractiveSummarizer(counter, redact=config.llm.redact_secrets)
     wants_llm = config.summarizer == "llm" or (config.summarizer == "auto" and bool(config.llm.base_url))

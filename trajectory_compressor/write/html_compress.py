@@ -50,6 +50,9 @@ def write_compress_html_report(
         "tokens after": tokens["after"],
         "overall ratio": tokens["overall_ratio"],
     }
+    pruning = report.get("pruning")
+    if pruning:
+        headline["fitted by pruning alone"] = pruning["rows_fitted_by_pruning"]
     windows, training = report.get("windows"), report.get("training") or {}
     if windows:
         headline["windows"] = windows["windows"]

@@ -72,6 +72,10 @@ class RunTotals:
     windows_by_summarizer: dict[str, int] = field(default_factory=dict)
     future_anchors: int = 0  # anchors the kept turns need from summarized regions (fidelity.future)
     future_kept: int = 0  # of them, those the summaries hold
+    rows_pruned: int = 0  # --prune-tool-outputs: rows written with tool results cleared
+    rows_fitted_by_pruning: int = 0  # of them, those pruning alone fitted (no summary)
+    turns_pruned: int = 0  # tool results shown as placeholders (in every record that shows them)
+    tokens_pruned: int = 0  # what those results held, less their placeholders
 
     def _add_summary_scores(self, metrics: RowMetrics) -> None:
         """A written summary's fidelity: future-grounded anchors, and near-zero LLM scores."""
@@ -84,6 +88,10 @@ class RunTotals:
         if metrics.summarizer == "llm" and score is not None:
             self.llm_summaries_scored += 1
             self.llm_summaries_near_zero += score < NEAR_ZERO_FIDELITY
+
+    def _add_pruned(self, metrics: RowMetrics) -> None:
+        self.turns_pruned += metrics.pruned_turns or 0
+        self.tokens_pruned += metrics.pruned_tokens or 0
 
     def add(self, metrics: RowMetrics) -> None:
         """Count one finished row (its metrics line is the single source of truth)."""
@@ -103,9 +111,12 @@ class RunTotals:
             self.tokens_after += metrics.compressed_tokens
             self.turns_after += metrics.compressed_turns
             self.histogram_after[histogram_bin(metrics.compressed_tokens)] += 1
+        self._add_summary_scores(metrics)  # a summary's, or a pruned row's placeholders'
+        if metrics.pruned_turns:
+            self.rows_pruned += 1
+            self._add_pruned(metrics)
         if metrics.was_compressed:
             self.rows_compressed += 1
-            self._add_summary_scores(metrics)
             self.summary_tokens += metrics.summary_tokens
             if metrics.summarizer:
                 self.rows_by_summarizer[metrics.summarizer] = self.rows_by_summarizer.get(metrics.summarizer, 0) + 1
@@ -113,6 +124,8 @@ class RunTotals:
             self.rows_planned += 1
         elif metrics.skipped_under_target:
             self.rows_skipped_under_target += 1
+        elif metrics.pruned_turns and not metrics.still_over_limit:
+            self.rows_fitted_by_pruning += 1
         else:
             self.rows_unchanged_over_target += 1
         if metrics.still_over_limit:
@@ -148,8 +161,9 @@ class RunTotals:
                 self.histogram_after[histogram_bin(m.compressed_tokens)] += 1
             self.gpt_turns_trained += 0 if m.dropped else (m.train_turns or 0)
             self.windows_over_limit += m.still_over_limit
+            self._add_summary_scores(m)
+            self._add_pruned(m)
             if m.was_compressed:
-                self._add_summary_scores(m)
                 self.summary_tokens += m.summary_tokens
                 if m.summarizer:
                     self.windows_by_summarizer[m.summarizer] = self.windows_by_summarizer.get(m.summarizer, 0) + 1
@@ -164,6 +178,7 @@ class RunTotals:
         else:
             self.rows_unchanged_over_target += 1
         self.rows_still_over_limit += any(m.still_over_limit for m in windows)
+        self.rows_pruned += any(m.pruned_turns for m in windows)
         self.rows_dropped_over_limit += any(m.dropped for m in windows)
         self.rows_summary_failed += any(m.summary_failed for m in windows)
         self.rows_second_pass += any(m.passes > 1 for m in windows)
@@ -256,6 +271,7 @@ def build_report(
             "trainable_share": round(totals.gpt_turns_trained / totals.gpt_turns, 4) if totals.gpt_turns else None,
         },
         **({"windows": windows_report(totals)} if totals.windows else {}),
+        **({"pruning": pruning_report(totals)} if totals.rows_pruned else {}),
         "fidelity": {
             "future_anchors": totals.future_anchors,
             "future_kept": totals.future_kept,
@@ -307,6 +323,16 @@ def low_fidelity_warning(totals: RunTotals) -> str | None:
     )
 
 
+def pruning_report(totals: RunTotals) -> dict[str, Any]:
+    """`--prune-tool-outputs`: the rows pruned, those pruning alone fitted, what was cleared."""
+    return {
+        "rows_pruned": totals.rows_pruned,
+        "rows_fitted_by_pruning": totals.rows_fitted_by_pruning,
+        "turns_pruned": totals.turns_pruned,
+        "tokens_cleared": totals.tokens_pruned,
+    }
+
+
 def render_text_summary(report: dict[str, Any]) -> str:
     """A short human-readable account of the report for the end of a run."""
     rows, tokens = report["rows"], report["tokens"]
@@ -328,6 +354,13 @@ def render_text_summary(report: dict[str, Any]) -> str:
             f"({windows['windows_per_split_row']} windows each), {windows['over_limit']} over the limit, "
             f"{windows['tokens_written_per_input_token']:.2f} tokens written per input token"
         )
+    pruning = report.get("pruning")
+    if pruning:
+        lines.append(
+            f"pruning: {pruning['rows_pruned']} rows pruned, {pruning['rows_fitted_by_pruning']} fitted by pruning "
+            f"alone (no summary); {pruning['turns_pruned']:,} tool results cleared, "
+            f"{pruning['tokens_cleared']:,} tokens"
+        )
     training = report.get("training")
     if training and training["gpt_turns"]:
         lines.append(
@@ -338,7 +371,8 @@ def render_text_summary(report: dict[str, Any]) -> str:
     if fidelity.get("future") is not None:
         lines.append(
             f"future-grounded fidelity: {fidelity['future']:.3f} ({fidelity['future_kept']:,} of "
-            f"{fidelity['future_anchors']:,} anchors the kept turns need are in the summaries)"
+            f"{fidelity['future_anchors']:,} anchors the kept turns need are in the summaries"
+            + (" or the placeholders)" if pruning else ")")
         )
     if rows["by_summarizer"]:
         parts = ", ".join(f"{name}: {count}" for name, count in rows["by_summarizer"].items())

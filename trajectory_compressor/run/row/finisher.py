@@ -11,6 +11,8 @@ its budget, and the outcome writes no dataset line.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from trajectory_compressor.count import TokenCounter
 from trajectory_compressor.plan.region import Plan
 from trajectory_compressor.run.prepare import PreparedRow
@@ -22,7 +24,7 @@ from trajectory_compressor.run.row.summary_step import Summarized, SummaryFailur
 from trajectory_compressor.run.row.windows import WindowFinisher
 from trajectory_compressor.settings import RunConfig
 from trajectory_compressor.summarize.fidelity import score_summary
-from trajectory_compressor.summarize.fidelity.anchors import future_fidelity
+from trajectory_compressor.summarize.fidelity.anchors import FutureFidelity, future_fidelity, hidden_future_fidelity
 from trajectory_compressor.types import (
     CompressionRegion,
     EditedTurn,
@@ -36,6 +38,8 @@ from trajectory_compressor.types import (
 from trajectory_compressor.write.records import rewritten_bytes
 
 SUMMARY_FAILED = "summary failed"
+FITTED_BY_PRUNING = "fitted by pruning tool outputs alone"
+NO_SUMMARIZER = "no summary (--summarizer none) and pruning tool outputs is not enough"
 EXAMPLE_TURNS = 30  # of the example row kept for the HTML report
 EXAMPLE_TURN_CHARS = 2000
 
@@ -54,13 +58,14 @@ class RowFinisher:
         keep_rejects_in_data: bool = True,
     ) -> None:
         self.target = config.plan.target_max_tokens
+        self.dry_run = config.dry_run
         self.measure = RowMeasure(counter, config.plan, skip_under_target=config.skip_under_target)
         self.primary_name = getattr(summarizer, "name", None)
         self.keep_rejects_in_data = keep_rejects_in_data
         # A dry run has no summary step and writes no dataset (so nothing to truncate).
         self.summary_step = (
             None
-            if config.dry_run
+            if config.dry_run or config.summarizer == "none"
             else SummaryStep(
                 self.measure,
                 summarizer,
@@ -86,6 +91,7 @@ class RowFinisher:
                 writes_data=not config.dry_run,
                 over_limit=over_limit,
                 write_format=self.write_format,
+                summaries=config.summarizer != "none",
             )
             if config.plan.windows
             else None
@@ -100,7 +106,9 @@ class RowFinisher:
         plan = row.plan
         assert plan is not None
         if plan.region is not None and self.summary_step is None:
-            return self._planned(row, metrics, plan)
+            if self.dry_run:
+                return self._planned(row, metrics, plan)
+            return self._unchanged(row, metrics, plan, reason=NO_SUMMARIZER)  # --summarizer none
         if plan.region is not None:
             plan = self.measure.with_exact_notice(row, plan)
         if plan.region is None:
@@ -111,15 +119,37 @@ class RowFinisher:
             return self._kept_after_failure(row, metrics, plan, summarized)
         return self._compressed(row, metrics, summarized)
 
-    def _unchanged(self, row: PreparedRow, metrics: RowMetrics, plan: Plan) -> FinishedRow:
-        """A row the plan leaves alone: under the target, or nothing worth summarizing."""
-        metrics.skipped_under_target = plan.total_tokens <= self.target
-        metrics.reason = plan.reason
-        metrics.still_over_limit = plan.total_tokens > self.target
+    def _unchanged(
+        self, row: PreparedRow, metrics: RowMetrics, plan: Plan, *, reason: str | None = None
+    ) -> FinishedRow:
+        """A row with no summary: under the target, nothing worth summarizing, or (`reason`) no
+        summarizer. A pruned row goes out pruned: fitted by pruning alone, or flagged."""
+        over = plan.total_tokens > self.target
+        metrics.skipped_under_target = not over and row.pruning is None
+        metrics.reason = reason or (FITTED_BY_PRUNING if row.pruning is not None and not over else plan.reason)
+        metrics.still_over_limit = over
+        if row.pruning is not None:
+            return self._pruned(row, metrics, plan)
         fill_sizes(metrics, plan.total_tokens, len(row.turns or ()))
         if metrics.still_over_limit and self.truncates:
             return self._truncated(row, metrics, plan, None, 0)
         return self.outcome.finish(row, metrics, None)
+
+    def _pruned(self, row: PreparedRow, metrics: RowMetrics, plan: Plan) -> FinishedRow:
+        """A pruned row written with no summary, measured exactly; its fidelity is what the kept
+        turns need from the cleared results that the placeholders still say."""
+        assert row.pruning is not None and row.source_turns is not None
+        layout = self.measure.pruned_layout(row)
+        size = self.measure.size(row, layout)
+        metrics.still_over_limit = size > self.target
+        fill_sizes(metrics, size, len(layout))
+        placeholders = "\n".join(edit.value for edit in row.pruning.edits.values())
+        future = hidden_future_fidelity(row.source_turns, row.pruning.edits, placeholders)
+        metrics.fidelity = {"future": future.to_metrics()}
+        if metrics.still_over_limit and self.truncates:  # no summary: the cut starts after the head
+            return self._truncated(row, metrics, replace(plan, region=None), layout, size)
+        data = self._rewritten(row, layout) if self.outcome.writes_data else None
+        return self.outcome.finish(row, metrics, data)
 
     def _planned(self, row: PreparedRow, metrics: RowMetrics, plan: Plan) -> FinishedRow:
         """A dry run's row to compress: the planned sizes, as if the summary were exactly its budget."""
@@ -145,12 +175,15 @@ class RowFinisher:
         metrics.last_error = result.last_error
         metrics.passes = summarized.passes
         metrics.fidelity_retried = result.fidelity_retried or None
-        assert row.turns is not None
-        fidelity = result.fidelity  # measured by the fidelity gate, or not yet
-        if fidelity is None:
-            fidelity = score_summary(row.turns[plan.region.start : plan.region.end], result.text, row.turns)
+        source = row.source_turns
+        assert row.turns is not None and source is not None
         start, end = plan.region.start, plan.region.end
-        future = future_fidelity(row.turns[:start], row.turns[start:end], row.turns[end:], result.text)
+        # Judged against the turns as read (as `eval` judges it): the gate, when it measured, saw
+        # what the summarizer was sent, pruned.
+        fidelity = result.fidelity if row.pruning is None else None
+        if fidelity is None:
+            fidelity = score_summary(source[start:end], result.text, source)
+        future = _future(row, start, end, result.text)
         metrics.fidelity = {**fidelity.to_metrics(), "future": future.to_metrics()}
         metrics.unsupported = fidelity.shown_unsupported()
         if self.example is None or row.index < self.example.index:
@@ -179,6 +212,8 @@ class RowFinisher:
         metrics.summary_failed = True
         metrics.fidelity_retried = failure.fidelity_retried or None
         metrics.still_over_limit = plan.total_tokens > self.target
+        if row.pruning is not None:  # pruning is local and did not fail: the row stays pruned
+            return self._pruned(row, metrics, plan)
         fill_sizes(metrics, plan.total_tokens, len(row.turns or ()))
         return self.outcome.finish(row, metrics, None)
 
@@ -192,7 +227,7 @@ class RowFinisher:
         if not metrics.still_over_limit:
             metrics.reason = None
         fill_sizes(metrics, cut.size, len(cut.layout))
-        rewritten = cut.turns_removed > 0 or metrics.was_compressed
+        rewritten = cut.turns_removed > 0 or metrics.was_compressed or row.pruning is not None
         return self.outcome.finish(
             row, metrics, self._rewritten(row, cut.layout) if rewritten else None, kept=_kept(cut.layout)
         )
@@ -200,6 +235,18 @@ class RowFinisher:
     def _rewritten(self, row: PreparedRow, layout: list[OutputTurn]) -> bytes:
         assert row.fmt is not None
         return rewritten_bytes(row.item, row.fmt, layout, self.write_format)
+
+
+def _future(row: PreparedRow, start: int, end: int, summary: str) -> FutureFidelity:
+    """What the kept turns need from the summarized region [start, end) and, on a pruned row, the
+    cleared tool results outside it, that the summary (and those results' placeholders) still say."""
+    source = row.source_turns
+    assert source is not None
+    if row.pruning is None:
+        return future_fidelity(source[:start], source[start:end], source[end:], summary)
+    outside = {i: edit for i, edit in row.pruning.edits.items() if not start <= i < end}
+    hidden = set(range(start, end)) | set(outside)
+    return hidden_future_fidelity(source, hidden, "\n".join([summary, *(edit.value for edit in outside.values())]))
 
 
 def _kept(layout: list[OutputTurn]) -> list[int]:

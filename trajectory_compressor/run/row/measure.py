@@ -106,10 +106,16 @@ class RowMeasure:
         return sum(counts[1]) - sum(counts[0])
 
     def layout(self, row: PreparedRow, plan: Plan, body: str) -> list[OutputTurn]:
-        """The compressed row's layout: the head (notice appended), the summary, the rest."""
+        """The compressed row's layout: the head (notice appended), the summary, the rest (its
+        cleared tool results as their placeholders)."""
         assert row.turns is not None and plan.region is not None
         notice_index = system_turn_in_head(row.roles, plan.region.start)
-        return compressed_layout(row.turns, plan.region, body, self.notice_for(row) or None, notice_index)
+        layout = compressed_layout(row.turns, plan.region, body, self.notice_for(row) or None, notice_index)
+        return with_pruned(row, layout)
+
+    def pruned_layout(self, row: PreparedRow) -> list[OutputTurn]:
+        """A pruned row with no summary: every turn, the cleared tool results as their placeholders."""
+        return with_pruned(row, [KeptTurn(index) for index in range(len(row.turns or ()))])
 
     def size(self, row: PreparedRow, layout: list[OutputTurn]) -> int:
         """The exact token count of a rewritten row, as an independent recount would find it.
@@ -139,3 +145,11 @@ class RowMeasure:
         if result.tokens is not None and not self.counter.counts_chat_template and result.text == result.text.strip():
             return result.tokens
         return self.counter.count_turn(Turn("human", summary_value(result.text)))
+
+
+def with_pruned(row: PreparedRow, layout: list[OutputTurn]) -> list[OutputTurn]:
+    """`layout` with each tool result `--prune-tool-outputs` cleared written as its placeholder."""
+    if row.pruning is None:
+        return layout
+    edits = row.pruning.edits
+    return [edits.get(item.index, item) if isinstance(item, KeptTurn) else item for item in layout]

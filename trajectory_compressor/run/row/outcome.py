@@ -48,8 +48,11 @@ def new_metrics(row: PreparedRow) -> RowMetrics:
     """The metrics of a row before anything is decided: where it came from, and its size as read."""
     metrics = RowMetrics(index=row.index, source=row.item.source, line=row.item.line, id=row.record_id)
     if row.plan is not None:
-        metrics.original_tokens = row.plan.total_tokens
+        metrics.original_tokens = row.source_tokens
         metrics.original_turns = len(row.turns or ())
+    if row.pruning is not None:
+        metrics.pruned_turns = len(row.pruning.edits)
+        metrics.pruned_tokens = row.pruning.saved_tokens
     return metrics
 
 

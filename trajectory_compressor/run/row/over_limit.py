@@ -15,7 +15,7 @@ from trajectory_compressor.plan.region import Plan
 from trajectory_compressor.plan.truncate import truncate_middle
 from trajectory_compressor.run.prepare import PreparedRow
 from trajectory_compressor.run.row.measure import RewriteRefused, RowMeasure
-from trajectory_compressor.types import KeptTurn, OutputTurn
+from trajectory_compressor.types import EditedTurn, KeptTurn, OutputTurn
 
 
 @dataclass(frozen=True)
@@ -30,22 +30,22 @@ class Truncation:
 def truncate_row(
     row: PreparedRow, plan: Plan, layout: list[OutputTurn] | None, size: int, measure: RowMeasure
 ) -> Truncation:
-    """Cut the row (its compressed `layout` of `size` tokens, or the unchanged row when None) to fit."""
+    """Cut the row (its `layout` of `size` tokens: compressed, or pruned; the unchanged row when
+    None) to fit. Pruned turns are cut like kept ones, at their pruned size."""
     assert row.turns is not None and row.token_counts is not None
     plan_config = measure.plan_config
     roles = row.roles
     tail = tail_start(roles, plan_config)
+    start = head_end(roles, plan_config)
     if layout is None:
         layout = [KeptTurn(i) for i in range(len(row.turns))]
         size = plan.total_tokens
-        start = head_end(roles, plan_config)
-    else:
-        assert plan.region is not None
+    elif plan.region is not None:  # compressed: the cut starts after the summary
         start = plan.region.end
     start = min(start, tail)
     cut = truncate_middle(roles, row.token_counts, start, tail, size - plan_config.target_max_tokens)
     removed = set(range(cut, tail))
-    kept = [item for item in layout if not (isinstance(item, KeptTurn) and item.index in removed)]
+    kept = [item for item in layout if not (isinstance(item, (KeptTurn, EditedTurn)) and item.index in removed)]
     if not measure.counter.counts_chat_template:
         return Truncation(kept, size - sum(row.token_counts[i] for i in removed), len(removed))
     try:

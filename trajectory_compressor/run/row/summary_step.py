@@ -11,6 +11,7 @@ or the run stops.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from trajectory_compressor.errors import RunAborted
@@ -30,6 +31,7 @@ from trajectory_compressor.types import (
     SummaryError,
     SummaryRequest,
     SummaryResult,
+    Turn,
 )
 
 
@@ -242,22 +244,29 @@ def summary_request(row: PreparedRow, plan: Plan, budget: int) -> SummaryRequest
 
 
 def region_request(
-    row: PreparedRow, start: int, end: int, budget: int, *, previous: str = "", structured: bool = False
+    row: PreparedRow,
+    start: int,
+    end: int,
+    budget: int,
+    *,
+    previous: str = "",
+    structured: bool = False,
+    turns: Sequence[Turn] | None = None,
 ) -> SummaryRequest:
-    """The request for turns [start, end) of `row`, on top of the `previous` summary if any.
+    """The request for turns [start, end) of `row` (of `turns`, the row as a window shows it,
+    when given), on top of the `previous` summary if any.
 
     A summary turn of an earlier compaction inside the region (a re-compressed dataset, or a
     Hermes run that compacted itself) is not a turn to condense with the others: it is the
     summary to update, carried whole, so its lists survive.
     """
-    assert row.turns is not None
-    region = row.turns[start:end]
+    source = row.turns if turns is None else turns
+    assert source is not None
+    region = source[start:end]
     earlier = [body for turn in region if (body := earlier_summary(turn)) is not None]
-    turns = tuple(turn for turn in region if earlier_summary(turn) is None)
-    task = next(
-        (turn.value for turn in row.turns[:start] if turn.role == "human" and earlier_summary(turn) is None), ""
-    )
+    kept = tuple(turn for turn in region if earlier_summary(turn) is None)
+    task = next((turn.value for turn in source[:start] if turn.role == "human" and earlier_summary(turn) is None), "")
     previous = "\n\n".join(part for part in (previous, *earlier) if part)
     return SummaryRequest(
-        turns=turns, budget_tokens=budget, label=row.label, task=task, previous_summary=previous, structured=structured
+        turns=kept, budget_tokens=budget, label=row.label, task=task, previous_summary=previous, structured=structured
     )

@@ -7,43 +7,29 @@ k-1's with only the turns that left the context since; the extractive summarizer
 deterministic, digests everything from the head to the cut each time (its lists are then
 cumulative by construction). The second pass, the fidelity gate and the failure policy apply
 per window; a failure under `--on-summary-failure keep` leaves the whole row as one window,
-unchanged but for its marks, flagged.
+unchanged but for its marks, flagged. With `--prune-tool-outputs`, the replay clears context
+tool results before a window closes (the summarizer is then sent them as placeholders too);
+with `--summarizer none`, a cut keeps the tail and asks for no summary.
 """
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from trajectory_compressor.plan.protect import head_end
-from trajectory_compressor.plan.region import PROTECTED_OVER_BUDGET, UNDER_TARGET, system_turn_in_head
-from trajectory_compressor.plan.windows import Cut, Window, WindowReplay, window_layout
+from trajectory_compressor.plan.region import system_turn_in_head
+from trajectory_compressor.plan.windows import Cut, Window, WindowReplay
 from trajectory_compressor.read.formats import text_of, with_text
 from trajectory_compressor.run.prepare import PreparedRow
 from trajectory_compressor.run.row.measure import RowMeasure
-from trajectory_compressor.run.row.outcome import FinishedRow, OutputRecord, fill_sizes, new_metrics
+from trajectory_compressor.run.row.outcome import FinishedRow
 from trajectory_compressor.run.row.summary_step import SummaryFailure, SummaryStep, region_request
-from trajectory_compressor.summarize.fidelity import score_summary
-from trajectory_compressor.summarize.fidelity.anchors import future_fidelity
+from trajectory_compressor.run.row.window_records import SUMMARY_FAILED, BuiltWindow, WindowRecords
 from trajectory_compressor.summarize.llm.prompt import elide_middle
-from trajectory_compressor.types import EditedTurn, OutputTurn, RowMetrics, SummaryRequest, SummaryResult
-from trajectory_compressor.write.records import window_bytes
+from trajectory_compressor.types import EditedTurn, SummaryRequest, Turn
 
-GROUP_OVER_BUDGET = "one turn group alone exceeds the budget"
 MIN_ELIDED_TOKENS = 64  # a tool result is never cut below this: its head and tail still say something
-SUMMARY_FAILED = "summary failed"
-
-
-@dataclass(frozen=True)
-class BuiltWindow:
-    """A window with its summary (None for window 0), as it will be written."""
-
-    window: Window
-    cut: Cut | None = None
-    result: SummaryResult | None = None
-    passes: int = 0
-    refused: str | None = None  # why the primary's summary was refused and the fallback's used
-    elided: tuple[tuple[int, EditedTurn], ...] = ()  # tool results shortened so the window fits
 
 
 class WindowFinisher:
@@ -60,32 +46,50 @@ class WindowFinisher:
         writes_data: bool,
         over_limit: str,
         write_format: str | None = None,
+        summaries: bool = True,
     ) -> None:
         self.measure = measure
         self.step = step
         self.iterative = iterative
         self.row_timeout = row_timeout
         self.primary_name = primary_name
-        self.writes_data = writes_data
-        self.drops = over_limit == "drop"
-        self.write_format = write_format  # --write-format: windows of a row read in the other format, converted
+        self.summaries = summaries  # off for --summarizer none: windows grow by pruning only
+        self.records = WindowRecords(
+            measure,
+            summaries=summaries,
+            primary_name=primary_name,
+            writes_data=writes_data,
+            drops=over_limit == "drop",
+            write_format=write_format,
+        )
         self.target = measure.plan_config.target_max_tokens
 
     async def finish(self, row: PreparedRow) -> FinishedRow:
         """Every window of `row` (a valid one), in order, as one finished row."""
-        assert row.turns is not None and row.token_counts is not None
-        replay = WindowReplay(row.roles, row.token_counts, self.measure.plan_config, notice_tokens=self._notice(row))
+        replay = self.replay(row)
         if replay.fits_whole():
-            return self._finished(row, replay, [BuiltWindow(replay.whole())])
-        if self.step is None:  # a dry run: every summary at its budget
+            return self.records.finished(row, replay, [BuiltWindow(replay.whole())])
+        if self.step is None and self.summaries:  # a dry run: every summary at its budget
             windows = replay.replay_at_budget()
             built = [BuiltWindow(windows[0])]
             built += [BuiltWindow(w, cut=Cut(w.index, 0, w.context_start, w.summary_tokens)) for w in windows[1:]]
-            return self._finished(row, replay, built)
+            return self.records.finished(row, replay, built)
         built_or_failure = await self._replay(row, replay)
         if isinstance(built_or_failure, SummaryFailure):
             return self._kept_after_failure(row, replay, built_or_failure)
-        return self._finished(row, replay, built_or_failure)
+        return self.records.finished(row, replay, built_or_failure)
+
+    def replay(self, row: PreparedRow) -> WindowReplay:
+        """The row's replay: its counts, the notice's cost, the placeholders its windows may use."""
+        assert row.turns is not None and row.token_counts is not None
+        return WindowReplay(
+            row.roles,
+            row.token_counts,
+            self.measure.plan_config,
+            notice_tokens=self._notice(row) if self.summaries else 0,
+            placeholders=row.placeholders.tokens if row.placeholders is not None else None,
+            summaries=self.summaries,
+        )
 
     def _notice(self, row: PreparedRow) -> int:
         """The notice's exact cost in this row's head (0: no system turn in it, or it has it already)."""
@@ -99,8 +103,17 @@ class WindowFinisher:
         loop = asyncio.get_running_loop()
         built = [self._exact(row, replay, BuiltWindow(replay.first()))]
         previous = ""
+        cleared: set[int] = set()  # every result cleared so far: the summaries are sent them so
         while built[-1].window.end < len(replay.roles):
-            got = await self._summary(row, replay, built[-1].window, previous, loop.time() + self.row_timeout)
+            closed = built[-1].window
+            cleared.update(closed.cleared)
+            if not self.summaries:  # --summarizer none: the next window keeps the tail, no summary
+                cut = replay.cut_after(closed)
+                window = replay.grow(cut, 0, end_before=closed.end, cleared=closed.cleared)
+                built.append(self._exact(row, replay, BuiltWindow(window, cut)))
+                continue
+            deadline = loop.time() + self.row_timeout
+            got = await self._summary(row, replay, closed, previous, deadline, cleared)
             if isinstance(got, SummaryFailure):
                 return got
             built.append(self._exact(row, replay, got))
@@ -160,53 +173,46 @@ class WindowFinisher:
         return edited
 
     def _size(self, row: PreparedRow, replay: WindowReplay, item: BuiltWindow) -> int:
-        return self.measure.size(row, self._layout(row, replay, item)[0])
-
-    def _layout(
-        self, row: PreparedRow, replay: WindowReplay, item: BuiltWindow
-    ) -> tuple[list[OutputTurn], list[bool | None]]:
-        assert row.turns is not None
-        return window_layout(
-            row.turns,
-            replay.head,
-            item.window,
-            item.result.text if item.result is not None else None,
-            notice_text=self.measure.notice_for(row),
-            notice_index=system_turn_in_head(row.roles, replay.head),
-            replaced=dict(item.elided),
-        )
+        return self.measure.size(row, self.records.layout(row, replay, item)[0])
 
     async def _summary(
-        self, row: PreparedRow, replay: WindowReplay, closed: Window, previous: str, deadline: float
+        self,
+        row: PreparedRow,
+        replay: WindowReplay,
+        closed: Window,
+        previous: str,
+        deadline: float,
+        cleared: set[int] | frozenset[int] = frozenset(),
     ) -> BuiltWindow | SummaryFailure:
         """The window after `closed`: its summary (a second pass if the first overshoots so far
-        that the next group no longer fits), and how far it then grows."""
+        that the next group no longer fits), and how far it then grows. The summarizer is sent
+        the `cleared` results as their placeholders."""
         assert self.step is not None
         cut = replay.cut_after(closed)
-        request = self._request(row, replay, cut, previous)
+        request = self._request(row, replay, cut, previous, cleared)
         result = await self.step.ask(row, request, deadline)
         if isinstance(result, SummaryFailure):
             return result
         tokens = self.measure.summary_tokens(result)
-        window = replay.grow(cut, tokens, end_before=closed.end)
+        window = replay.grow(cut, tokens, end_before=closed.end, cleared=closed.cleared)
         if not window.over or tokens <= cut.budget:
             return BuiltWindow(window, cut, result, passes=1)
         second_cut = replay.cut_after(closed, summary_tokens=tokens)
         if second_cut.context_start != cut.context_start:
             second = await self.step.ask(
-                row, self._request(row, replay, second_cut, previous), deadline, second_pass=True
+                row, self._request(row, replay, second_cut, previous, cleared), deadline, second_pass=True
             )
             if not isinstance(second, SummaryFailure):
                 second.calls += result.calls
                 second.errors += result.errors
                 second_tokens = self.measure.summary_tokens(second)
-                second_window = replay.grow(second_cut, second_tokens, end_before=closed.end)
+                second_window = replay.grow(second_cut, second_tokens, end_before=closed.end, cleared=closed.cleared)
                 if not second_window.over:
                     return BuiltWindow(second_window, second_cut, second, passes=2)
             else:
                 result.calls += second.calls
                 result.errors += second.errors
-        if not replay.grow(cut, cut.budget, end_before=closed.end).over:
+        if not replay.grow(cut, cut.budget, end_before=closed.end, cleared=closed.cleared).over:
             # At its budget the next group would fit: the overshoot is the summary's fault.
             refusal = f"summary of {tokens} tokens (budget {cut.budget}) leaves no room for the next turns"
             failure = SummaryFailure(refusal, result.calls, result.errors)
@@ -216,92 +222,40 @@ class WindowFinisher:
             if isinstance(fallback, SummaryFailure):
                 return fallback
             fallback_tokens = self.measure.summary_tokens(fallback)
-            return BuiltWindow(replay.grow(cut, fallback_tokens, end_before=closed.end), cut, fallback, 1, refusal)
+            grown = replay.grow(cut, fallback_tokens, end_before=closed.end, cleared=closed.cleared)
+            return BuiltWindow(grown, cut, fallback, 1, refusal)
         return BuiltWindow(window, cut, result, passes=1)
 
-    def _request(self, row: PreparedRow, replay: WindowReplay, cut: Cut, previous: str) -> SummaryRequest:
+    def _request(
+        self,
+        row: PreparedRow,
+        replay: WindowReplay,
+        cut: Cut,
+        previous: str,
+        cleared: set[int] | frozenset[int] = frozenset(),
+    ) -> SummaryRequest:
         """An update of `previous` with the turns that left the context (iterative summarizers),
-        or a digest of everything from the head to the cut."""
+        or a digest of everything from the head to the cut; `cleared` results as placeholders."""
+        assert row.turns is not None
         start = cut.previous_start if self.iterative else replay.head
+        turns = row.turns
+        if cleared:
+            assert row.placeholders is not None
+            edits = row.placeholders.edits
+            turns = [Turn(turn.role, edits[i].value) if i in cleared else turn for i, turn in enumerate(turns)]
         return region_request(
-            row, start, cut.context_start, cut.budget, previous=previous if self.iterative else "", structured=True
+            row,
+            start,
+            cut.context_start,
+            cut.budget,
+            previous=previous if self.iterative else "",
+            structured=True,
+            turns=turns,
         )
-
-    def _finished(self, row: PreparedRow, replay: WindowReplay, built: list[BuiltWindow]) -> FinishedRow:
-        records = [self._record(row, replay, item, len(built)) for item in built]
-        first = records[0]
-        return FinishedRow(row.position, first.metrics, first.data, first.over_limit, more=tuple(records[1:]))
-
-    def _record(self, row: PreparedRow, replay: WindowReplay, item: BuiltWindow, count: int) -> OutputRecord:
-        window = item.window
-        layout, marks = self._layout(row, replay, item)
-        metrics = new_metrics(row)
-        metrics.window = {"index": window.index, "count": count, "input_index": row.index}
-        metrics.gpt_turns = row.roles.count("gpt")
-        metrics.train_turns = sum(1 for mark in marks if mark)
-        metrics.elided_turns = len(item.elided) or None
-        planned = item.cut is not None and item.result is None  # a dry run's window: no summary yet
-        size = window.tokens if planned else self.measure.size(row, layout)
-        if item.cut is not None:
-            self._summarized(row, replay, metrics, item)
-            if item.result is None:
-                metrics.planned_tokens = window.tokens
-                metrics.summary_tokens = item.cut.budget
-        metrics.skipped_under_target = count == 1 and replay.total <= self.target
-        metrics.still_over_limit = size > self.target
-        if metrics.skipped_under_target:
-            metrics.reason = UNDER_TARGET
-        elif metrics.still_over_limit:
-            metrics.reason = PROTECTED_OVER_BUDGET if replay.head_tokens > self.target else GROUP_OVER_BUDGET
-        if item.refused is not None:
-            metrics.reason = f"{SUMMARY_FAILED}: {item.refused}; used the {metrics.summarizer} summary"
-        fill_sizes(metrics, size, len(layout) + planned)
-        data = None
-        if self.writes_data:
-            data = window_bytes(row.item, row.fmt, layout, marks, metrics.window, self.write_format)  # type: ignore[arg-type]
-        over = None
-        if metrics.still_over_limit:
-            over = self._over_limit_entry(row, metrics)
-            if self.drops:
-                metrics.dropped = True
-                data = None
-        return OutputRecord(metrics, data, over)
-
-    def _summarized(self, row: PreparedRow, replay: WindowReplay, metrics: RowMetrics, item: BuiltWindow) -> None:
-        """A window's summary in its metrics: what it covers, who wrote it, what it cost, its fidelity."""
-        assert item.cut is not None and row.turns is not None
-        cut = item.cut
-        metrics.was_compressed = True
-        metrics.compression_region = {
-            "start_idx": replay.head,
-            "end_idx": cut.context_start - 1,
-            "turns_count": cut.context_start - replay.head,
-        }
-        result = item.result
-        if result is None:
-            return
-        metrics.summary_tokens = self.measure.summary_tokens(result)
-        metrics.summarizer = result.summarizer
-        metrics.summary_calls = result.calls
-        metrics.summary_errors = result.errors
-        metrics.last_error = result.last_error
-        metrics.passes = item.passes
-        metrics.fidelity_retried = result.fidelity_retried or None
-        if result.summarizer != self.primary_name:
-            metrics.summary_failed = result.last_error is not None
-        # Judged against everything it stands for: an updated summary must still carry the
-        # earlier windows' facts.
-        region = row.turns[replay.head : cut.context_start]
-        fidelity = score_summary(region, result.text, row.turns)
-        # The window's own turns are its future: what they use, the summary must hold.
-        after = row.turns[cut.context_start : item.window.end]
-        future = future_fidelity(row.turns[: replay.head], region, after, result.text)
-        metrics.fidelity = {**fidelity.to_metrics(), "future": future.to_metrics()}
-        metrics.unsupported = fidelity.shown_unsupported()
 
     def _kept_after_failure(self, row: PreparedRow, replay: WindowReplay, failure: SummaryFailure) -> FinishedRow:
         """`--on-summary-failure keep`: the row as one window, unchanged but for its marks, flagged."""
-        finished = self._finished(row, replay, [BuiltWindow(replay.whole())])
+        finished = self.records.finished(row, replay, [BuiltWindow(replay.whole())])
         metrics = finished.metrics
         metrics.reason = f"{SUMMARY_FAILED}: {failure.error}"
         metrics.last_error = failure.error
@@ -313,18 +267,6 @@ class WindowFinisher:
             finished.over_limit["reason"] = metrics.reason
         return finished
 
-    def _over_limit_entry(self, row: PreparedRow, metrics: RowMetrics) -> dict[str, object]:
-        return {
-            "index": row.index,
-            **({"id": metrics.id} if metrics.id is not None else {}),
-            "file": row.item.source,
-            "line": row.item.line,
-            "window": metrics.window,
-            "tokens": metrics.compressed_tokens,
-            "target": self.target,
-            "reason": metrics.reason or "over target",
-        }
-
 
 def first_window_request(row: PreparedRow, measure: RowMeasure) -> SummaryRequest | None:
     """The one summary request of a row's windows known before any answer: the first cut's
@@ -333,7 +275,7 @@ def first_window_request(row: PreparedRow, measure: RowMeasure) -> SummaryReques
     finisher = WindowFinisher(
         measure, None, iterative=True, row_timeout=0, primary_name=None, writes_data=False, over_limit="keep"
     )
-    replay = WindowReplay(row.roles, row.token_counts, measure.plan_config, notice_tokens=finisher._notice(row))
+    replay = finisher.replay(row)
     if replay.fits_whole():
         return None
     return finisher._request(row, replay, replay.cut_after(replay.first()), "")

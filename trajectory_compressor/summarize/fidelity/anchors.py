@@ -24,7 +24,7 @@ or what replaced the region). Pure functions over strings, deterministic.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -133,14 +133,26 @@ def anchors_in(text: str) -> dict[str, None]:
 def needed_anchors(head: Sequence[Turn], region: Sequence[Turn], after: Sequence[Turn]) -> tuple[str, ...]:
     """The anchors of `region` the kept turns `after` it need (see the module docstring), in
     order of first use."""
-    introduced = _anchors_of(region)
-    if not introduced:
-        return ()
-    visible = _anchors_of(head)
+    return hidden_needed_anchors([*head, *region, *after], range(len(head), len(head) + len(region)))
+
+
+def hidden_needed_anchors(turns: Sequence[Turn], hidden: Container[int]) -> tuple[str, ...]:
+    """The anchors the kept turns of `turns` need from the `hidden` ones (a summarized region,
+    cleared tool results, or both), in order of first use.
+
+    The rule of `needed_anchors`, read along the row: a hidden turn introduces its anchors; a
+    kept turn makes its anchors visible, and a kept user or assistant turn needs those it uses
+    that a hidden turn before it introduced and no kept turn before it showed.
+    """
+    introduced: dict[str, None] = {}
+    visible: dict[str, None] = {}
     needed: dict[str, None] = {}
-    for turn in after:
+    for index, turn in enumerate(turns):
         anchors = anchors_in(_value(turn))
-        if turn.role in ("human", "gpt"):
+        if index in hidden:
+            introduced.update(anchors)
+            continue
+        if turn.role in ("human", "gpt") and introduced:
             needed.update((a, None) for a in anchors if a in introduced and a not in visible and a not in needed)
         visible.update(anchors)
     return tuple(needed)
@@ -184,17 +196,16 @@ def future_fidelity(
     return score_future(needed_anchors(head, region, after), context)
 
 
+def hidden_future_fidelity(turns: Sequence[Turn], hidden: Container[int], context: str) -> FutureFidelity:
+    """The future-grounded fidelity of `context` (a summary, the placeholders of cleared tool
+    results, or both) standing for the `hidden` turns of `turns`."""
+    return score_future(hidden_needed_anchors(turns, hidden), context)
+
+
 def _present(anchor: str, context: str, paths: Sequence[str]) -> bool:
     if occurs(anchor, context):
         return True
     return "/" in anchor and any(occurs(tail, context) for tail in unique_tails(anchor, paths) if "." in tail)
-
-
-def _anchors_of(turns: Iterable[Turn]) -> dict[str, None]:
-    found: dict[str, None] = {}
-    for turn in turns:
-        found.update(anchors_in(_value(turn)))
-    return found
 
 
 def _value(turn: Turn) -> str:

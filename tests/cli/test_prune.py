@@ -1,0 +1,210 @@
+"""`--prune-tool-outputs` end to end: rows fitted by clearing old tool results alone, with every
+gpt turn verbatim; rows summarized on the pruned row, the summarizer sent less; `--summarizer
+none`; OpenAI rows; exact counts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cli.test_formats import openai_trajectory
+from tests.conftest import make_trajectory, read_jsonl, run_cli, write_jsonl
+from tests.fake_openai_server import FakeServerThread, prompt_text
+from trajectory_compressor.read.formats import detect_format, to_turns
+from trajectory_compressor.run.row.finisher import FITTED_BY_PRUNING, NO_SUMMARIZER
+
+PLACEHOLDER = "[tool output cleared: "
+RESPONSE = ("<tool_response>\n", "\n</tool_response>")
+
+
+def _values(row: dict[str, Any]) -> list[str]:
+    return [turn["value"] for turn in row["conversations"]]
+
+
+def _tokens(counter: Any, row: dict[str, Any]) -> list[int]:
+    return counter.count_many(_values(row))
+
+
+def _cleared(value: str) -> int:
+    """Characters a placeholder of this tool value says were cleared (its block's content)."""
+    return len(value) - len(RESPONSE[0]) - len(RESPONSE[1])
+
+
+def _run(tmp_path: Path, rows: list[dict[str, Any]], *flags: str, name: str = "o") -> tuple[list[Any], list[Any], Any]:
+    source = write_jsonl(tmp_path / f"{name}.in.jsonl", rows)
+    out = tmp_path / f"{name}.jsonl"
+    result = run_cli("compress", str(source), "-o", str(out), "-q", "--summary-target-tokens", "200", *flags)
+    assert result.returncode == 0, result.stderr
+    report = json.loads((tmp_path / f"{name}.report.json").read_text())
+    return read_jsonl(out), read_jsonl(tmp_path / f"{name}.metrics.jsonl"), report
+
+
+def test_pruning_alone_fits_a_row_oldest_results_first_and_only_as_far_as_needed(tmp_path: Path, counter) -> None:
+    row = make_trajectory(1, steps=8, output_lines=40)
+    small = make_trajectory(2, steps=1, output_lines=3)
+    counts = _tokens(counter, row)
+    first, second = 5, 7  # the middle's first two tool results (the head holds the first call and its result)
+    target = sum(counts) - counts[first] - counts[second] + 30  # two placeholders (~12 tokens each) fit in 30
+    rows, metrics, report = _run(tmp_path, [row, small], "--prune-tool-outputs", "--target-max-tokens", str(target))
+    pruned, m = rows[0], metrics[0]
+    assert m["was_compressed"] is False and m["reason"] == FITTED_BY_PRUNING and not m["still_over_limit"]
+    assert m["pruned_turns"] == 2 and m["pruned_tokens"] == sum(counts) - m["compressed_tokens"]
+    before, after = _values(row), _values(pruned)
+    assert len(after) == len(before) and m["train_turns"] == m["gpt_turns"] == 9
+    changed = [i for i, (a, b) in enumerate(zip(before, after, strict=True)) if a != b]
+    assert changed == [first, second]  # the oldest middle results, nothing else: every gpt turn verbatim
+    for index in changed:
+        assert after[index] == f"{PLACEHOLDER}{_cleared(before[index]):,} characters]"
+    # Exact, within the target, and only as far as needed: one placeholder fewer would not fit.
+    assert sum(_tokens(counter, pruned)) == m["compressed_tokens"] <= target
+    assert m["compressed_tokens"] - counter.count(after[second]) + counts[second] > target
+    assert m["fidelity"]["future"]["anchors"] >= 0 and "score" not in m["fidelity"]
+    assert rows[1] == small and metrics[1]["skipped_under_target"] and "pruned_turns" not in metrics[1]
+    assert report["pruning"] == {
+        "rows_pruned": 1,
+        "rows_fitted_by_pruning": 1,
+        "turns_pruned": 2,
+        "tokens_cleared": m["pruned_tokens"],
+    }
+    assert report["rows"]["compressed"] == 0 and report["rows"]["unchanged_over_target"] == 0
+
+
+def test_a_row_pruning_cannot_fit_is_summarized_pruned_and_the_llm_is_sent_less(tmp_path: Path, counter) -> None:
+    row = make_trajectory(3, steps=20, output_lines=30)
+    budget = ["--target-max-tokens", "1800", "--summarizer", "llm", "--model", "m", "--no-cache"]
+    with FakeServerThread() as server:
+        _, plain_metrics, _ = _run(tmp_path, [row], *budget, "--base-url", server.base_url, name="plain")
+        rows, metrics, report = _run(
+            tmp_path, [row], *budget, "--base-url", server.base_url, "--prune-tool-outputs", name="pruned"
+        )
+        plain_prompt, pruned_prompt = (prompt_text(request.body) for request in server.requests)
+    m = metrics[0]
+    assert m["was_compressed"] and m["pruned_turns"] >= 10 and not m["still_over_limit"]
+    values, original = _values(rows[0]), _values(row)
+    region = m["compression_region"]
+    assert values[region["start_idx"]].startswith("[CONTEXT SUMMARY]:")
+    kept = values[region["start_idx"] + 1 :]
+    tail = original[region["end_idx"] + 1 :]
+    assert len(kept) == len(tail)
+    # After the summary: every gpt turn verbatim, every cleared result a placeholder, the last 4 turns verbatim.
+    for mine, theirs in zip(kept, tail, strict=True):
+        assert mine == theirs or (mine.startswith(PLACEHOLDER) and theirs.startswith(RESPONSE[0]))
+    assert kept[-4:] == tail[-4:] and any(value.startswith(PLACEHOLDER) for value in kept)
+    # The summarizer was sent the pruned turns: placeholders, none of the cleared outputs.
+    summarized = original[region["start_idx"] : region["end_idx"] + 1]
+    assert PLACEHOLDER in pruned_prompt and len(pruned_prompt) < len(plain_prompt)
+    cleared_steps = [value for value in summarized if value.startswith(RESPONSE[0])]
+    assert cleared_steps and not any(value.split("\n")[1] in pruned_prompt for value in cleared_steps)
+    # More of the run stays verbatim than without pruning: more gpt turns trained.
+    assert m["train_turns"] > plain_metrics[0]["train_turns"]
+    assert sum(_tokens(counter, rows[0])) == m["compressed_tokens"]
+    assert m["fidelity"]["future"]["anchors"] >= m["fidelity"]["future"]["kept"]
+    assert report["pruning"]["rows_pruned"] == 1 and report["pruning"]["rows_fitted_by_pruning"] == 0
+
+
+def test_summarizer_none_prunes_only_and_flags_the_rows_still_over(tmp_path: Path, counter) -> None:
+    fits, too_long = make_trajectory(1, steps=8, output_lines=40), make_trajectory(2, steps=200, output_lines=8)
+    counts = _tokens(counter, fits)
+    target = str(sum(counts) - counts[5] - counts[7] + 30)
+    flags = ["--prune-tool-outputs", "--summarizer", "none", "--target-max-tokens", target]
+    rows, metrics, report = _run(tmp_path, [fits, too_long], *flags)
+    assert metrics[0]["reason"] == FITTED_BY_PRUNING and not metrics[0]["still_over_limit"]
+    over = metrics[1]
+    assert over["still_over_limit"] and over["reason"] == NO_SUMMARIZER and not over["was_compressed"]
+    assert over["summary_calls"] == 0 and over["pruned_turns"] > 0
+    assert not any(value.startswith("[CONTEXT SUMMARY]") for row in rows for value in _values(row))
+    assert sum(_tokens(counter, rows[1])) == over["compressed_tokens"] < over["original_tokens"]
+    listed = read_jsonl(tmp_path / "o.over_limit.jsonl")
+    assert [entry["index"] for entry in listed] == [1] and listed[0]["reason"] == NO_SUMMARIZER
+    assert report["rows"]["still_over_limit"] == 1 and report["summaries"]["calls"] == 0
+    # --over-limit truncate then cuts the pruned row's middle, from its end, until it fits.
+    rows, metrics, _ = _run(tmp_path, [too_long], *flags, "--over-limit", "truncate", name="cut")
+    cut = metrics[0]
+    assert cut["truncated"] and not cut["still_over_limit"] and cut["compressed_tokens"] <= int(target)
+    assert sum(_tokens(counter, rows[0])) == cut["compressed_tokens"]
+    assert _values(rows[0])[:4] == _values(too_long)[:4] and _values(rows[0])[-4:] == _values(too_long)[-4:]
+
+
+def test_summarizer_none_without_pruning_or_with_batch_is_refused_in_one_line(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "in.jsonl", [make_trajectory(1)])
+    out = str(tmp_path / "o.jsonl")
+    for extra, message in (
+        ([], "--summarizer none writes no summary: add --prune-tool-outputs"),
+        (["--prune-tool-outputs", "--batch", "--base-url", "http://127.0.0.1:9/v1"], "need the llm summarizer"),
+    ):
+        result = run_cli("compress", str(source), "-o", out, "--summarizer", "none", *extra)
+        assert result.returncode == 2 and message in result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+
+
+def test_openai_tool_messages_keep_their_keys_and_only_their_content_is_cleared(tmp_path: Path, counter) -> None:
+    row = openai_trajectory(4, steps=10)
+    flags = ["--prune-tool-outputs", "--target-max-tokens", "3500", "--summarizer", "extractive"]
+    rows, metrics, _ = _run(tmp_path, [row], *flags)
+    m = metrics[0]
+    assert m["pruned_turns"] > 0
+    messages = rows[0]["messages"]
+    cleared = [message for message in messages if str(message.get("content", "")).startswith(PLACEHOLDER)]
+    assert len(cleared) == m["pruned_turns"] - sum(
+        1 for i, turn in enumerate(row["messages"]) if turn["role"] == "tool" and _in_region(i, m)
+    )
+    originals = {message.get("tool_call_id"): message for message in row["messages"] if message["role"] == "tool"}
+    for message in cleared:
+        original = originals[message["tool_call_id"]]
+        # Every key kept (the call it answers, `weight`); the name comes from the call it answers.
+        assert {**message, "content": original["content"]} == original
+        assert message["content"] == f"{PLACEHOLDER}bash, {len(original['content']):,} characters]"
+    assert m["compressed_tokens"] <= 3500
+
+
+def _in_region(index: int, metrics: dict[str, Any]) -> bool:
+    region = metrics.get("compression_region")
+    return region is not None and region["start_idx"] <= index <= region["end_idx"]
+
+
+@pytest.mark.parametrize("summarizer", ["extractive", "none"])
+def test_windows_clear_only_context_results_and_train_every_gpt_turn_once(
+    tmp_path: Path, counter: Any, summarizer: str
+) -> None:
+    from tests.cli.test_windows import TARGET, _is_assistant, _messages, _rows, _windows_by_row
+
+    rows = _rows()
+    source = write_jsonl(tmp_path / "in.jsonl", rows)
+    budget = ["--target-max-tokens", str(TARGET), "--summary-target-tokens", "300", "-q", "--windows"]
+    outs = {}
+    for name, flags in (("plain", []), ("pruned", ["--prune-tool-outputs"])):
+        if summarizer == "none" and not flags:
+            continue
+        outs[name] = tmp_path / name / "x.jsonl"
+        result = run_cli("compress", str(source), "-o", str(outs[name]), *budget, "--summarizer", summarizer, *flags)
+        assert result.returncode == 0, result.stderr
+    out = outs["pruned"]
+    by_row, metrics = _windows_by_row(out), read_jsonl(out.parent / "x.metrics.jsonl")
+    records = read_jsonl(out)
+    assert sum(bool(m.get("pruned_turns")) for m in metrics) >= 3
+    for index, row in enumerate(rows):
+        # Every assistant turn trained exactly once, verbatim, in order.
+        trained = [m for w in by_row[index] for m in _messages(w) if _is_assistant(m) and m["train"] is True]
+        assert [{k: v for k, v in m.items() if k != "train"} for m in trained] == [
+            m for m in _messages(row) if _is_assistant(m)
+        ]
+    for record, m in zip(records, metrics, strict=True):
+        messages = _messages(record)
+        texts = [str(message.get("value", message.get("content"))) for message in messages]
+        cleared = [i for i, text in enumerate(texts) if text.startswith(PLACEHOLDER)]
+        assert len(cleared) == (m.get("pruned_turns") or 0)
+        first_new = next((i for i, message in enumerate(messages) if message.get("train") is True), len(messages))
+        assert all(i < first_new for i in cleared)  # context only: never before a trained turn of this window
+        assert all(not text.startswith("[CONTEXT SUMMARY]") for text in texts) or summarizer != "none"
+        recount = sum(counter.count_many([turn.value for turn in to_turns(record, detect_format(record))]))
+        assert recount == m["compressed_tokens"] and (recount > TARGET) == m["still_over_limit"]
+        if record["window"]["index"] and summarizer == "none":
+            assert not m["was_compressed"] and "future" in m["fidelity"]  # what left the context, judged
+    report = json.loads((out.parent / "x.report.json").read_text())
+    assert report["training"]["trainable_share"] == 1.0
+    assert report["pruning"]["turns_pruned"] == sum(m.get("pruned_turns") or 0 for m in metrics)
+    if "plain" in outs:  # pruning makes room: fewer windows, so fewer summaries, than without it
+        assert len(records) < len(read_jsonl(outs["plain"]))

@@ -1,0 +1,101 @@
+"""`--prune-tool-outputs`: which old tool results to clear before any summary. Pure.
+
+A long agent run is mostly tool output: files read, test logs, listings. The turns a model is
+trained to write are the assistant's; a tool result older than the protected tail is context
+it has already acted on. Replacing such results by a one-line placeholder that says what was
+cleared (`[tool output cleared: bash, 12,345 characters]`) keeps every assistant turn verbatim,
+and often fits the row with no summary at all; when it does not, the summary is planned on the
+pruned row, so the summarizer is sent less.
+
+The plan is numbers only: roles, per-turn counts, and what each candidate's placeholder would
+cost. Candidates are tool turns outside the protected head and tail (the same head and tail as
+the region planner's) whose output is longer than `--prune-min-chars`; they are cleared oldest
+first, and only while the row is still over the target. A turn whose placeholder would cost as
+much as the turn itself is never cleared. When clearing every candidate cannot fit the row, every
+candidate is cleared: the summary that must follow then covers fewer turns (more assistant turns
+stay verbatim) and is sent less.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from trajectory_compressor.plan.protect import head_end, tail_start
+from trajectory_compressor.settings import PlanConfig
+
+PLACEHOLDER_PREFIX = "[tool output cleared"
+
+
+def placeholder(names: Sequence[str], chars: int) -> str:
+    """The one line that replaces a cleared tool result: the tools it came from, and its size."""
+    named = ", ".join(dict.fromkeys(name for name in names if name))
+    return f"{PLACEHOLDER_PREFIX}: {named + ', ' if named else ''}{chars:,} characters]"
+
+
+def protected_bounds(roles: Sequence[str], config: PlanConfig) -> tuple[int, int]:
+    """(head end, tail start): the turns before and from which nothing is ever cleared.
+
+    The region planner's own: a first occurrence inside the tail belongs to the tail.
+    """
+    tail = tail_start(roles, config)
+    return head_end(roles[:tail], config), tail
+
+
+def prunable_turns(roles: Sequence[str], chars: Sequence[int], config: PlanConfig) -> list[int]:
+    """Tool turns outside the protected head and tail whose output holds more than
+    `--prune-min-chars` characters, oldest first."""
+    head, tail = protected_bounds(roles, config)
+    return [i for i in range(head, tail) if roles[i] == "tool" and chars[i] > config.prune_min_chars]
+
+
+def window_prunable_turns(roles: Sequence[str], chars: Sequence[int], config: PlanConfig) -> list[int]:
+    """`--windows`: every tool turn after the head longer than `--prune-min-chars`, oldest first.
+    Which of them a window may clear (its context's, never its new turns') is the replay's call."""
+    head = head_end(roles, config)
+    return [i for i in range(head, len(roles)) if roles[i] == "tool" and chars[i] > config.prune_min_chars]
+
+
+@dataclass(frozen=True)
+class PrunePlan:
+    """The tool turns to clear (in order) and what the row then counts.
+
+    `saved_tokens` is what the cleared turns held less what their placeholders cost;
+    `total_tokens` the row's size once they are cleared.
+    """
+
+    turns: tuple[int, ...]
+    saved_tokens: int
+    total_tokens: int
+
+
+def plan_prune(
+    roles: Sequence[str],
+    counts: Sequence[int],
+    placeholder_counts: Mapping[int, int],
+    config: PlanConfig,
+) -> PrunePlan:
+    """Clear candidates (the keys of `placeholder_counts`, each with its placeholder's tokens)
+    oldest first until the row fits `target_max_tokens`; all of them if it cannot.
+
+    A key that is not a tool turn outside the protected head and tail is ignored, as is one whose
+    placeholder does not cost less than the turn: the plan never touches anything else.
+    """
+    if len(roles) != len(counts):
+        raise ValueError("roles and counts must have the same length")
+    total = sum(counts)
+    target = config.target_max_tokens
+    head, tail = protected_bounds(roles, config)
+    cleared: list[int] = []
+    saved = 0
+    for index in sorted(placeholder_counts):
+        if total - saved <= target:
+            break
+        if not head <= index < tail or roles[index] != "tool":
+            continue
+        saving = counts[index] - placeholder_counts[index]
+        if saving <= 0:
+            continue
+        cleared.append(index)
+        saved += saving
+    return PrunePlan(tuple(cleared), saved, total - saved)

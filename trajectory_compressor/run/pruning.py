@@ -1,0 +1,151 @@
+"""`--prune-tool-outputs` on a prepared row: the placeholders, their exact counts, the pruned row.
+
+The pure plan (`plan.prune`) says which tool turns to clear from numbers; this module makes
+the numbers and applies the plan. A tool turn's placeholder names the tools its results came
+from (a Hermes `<tool_response>` block's JSON `name`, an OpenAI tool message's `name` or the call
+it answers, as the reader renders it) and the characters cleared. A ShareGPT tool turn's value
+becomes the placeholder line; an OpenAI tool message keeps its keys (`tool_call_id`, `name`) and
+only its `content` becomes the placeholder (`read.formats.with_text`), so a trainer still pairs
+it with its call.
+
+Once pruned, a row's `turns` and `token_counts` are what the planner, the summarizer and the
+exact measure see: the placeholders in place of the cleared results, each counted exactly.
+The turns as read stay in `Pruning.source_turns`, for the fidelity measures and the metrics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from trajectory_compressor.count import TokenCounter
+from trajectory_compressor.count.chat_template import ChatTemplateCounter, ChatTemplateError
+from trajectory_compressor.plan.prune import placeholder, plan_prune, prunable_turns, window_prunable_turns
+from trajectory_compressor.read.formats import ConversationFormat, text_of, with_text
+from trajectory_compressor.read.hermes import split_tool
+from trajectory_compressor.settings import PlanConfig
+from trajectory_compressor.types import EditedTurn, KeptTurn, Turn
+
+if TYPE_CHECKING:  # prepare imports this module
+    from trajectory_compressor.run.prepare import PreparedRow
+
+
+@dataclass(frozen=True)
+class Pruning:
+    """What pruning makes of one row: each cleared turn as written, the row as the planner then
+    sees it (`turns`, `counts`: the placeholders in place, counted exactly), and the row as read."""
+
+    edits: dict[int, EditedTurn]
+    turns: list[Turn]
+    counts: list[int]
+    source_turns: list[Turn]
+    source_counts: list[int]
+
+    @property
+    def source_tokens(self) -> int:
+        return sum(self.source_counts)
+
+    @property
+    def saved_tokens(self) -> int:
+        """The row's size as read less its size pruned: what the cleared results held, less
+        their placeholders."""
+        return self.source_tokens - sum(self.counts)
+
+
+def cleared_chars(record: Any, fmt: ConversationFormat, index: int, turn: Turn) -> int:
+    """Characters of tool output a placeholder of turn `index` would clear: the results'
+    contents (an OpenAI tool message's `content`; a ShareGPT turn's `<tool_response>` contents,
+    or its whole value when it is not that markup)."""
+    if fmt.name == "openai":
+        return len(text_of(record, fmt, index, turn))
+    return sum(len(result.content) for result in split_tool(turn.value))
+
+
+def placeholder_edit(record: Any, fmt: ConversationFormat, index: int, turn: Turn, chars: int) -> EditedTurn:
+    """Tool turn `index` (as read: `turn`) with its output replaced by its one-line placeholder."""
+    names = [result.name for result in split_tool(turn.value) if result.name]
+    line = placeholder(names, chars)
+    if fmt.name == "openai":
+        return with_text(record, fmt, index, turn, line)
+    return EditedTurn(index, line)
+
+
+@dataclass(frozen=True)
+class Placeholders:
+    """`--windows`: the tool turns a window may clear, each as it is then written, and the
+    tokens it then counts (the replay decides which, window by window)."""
+
+    edits: dict[int, EditedTurn]
+    tokens: dict[int, int]
+
+
+def candidate_edits(row: PreparedRow, choose: Callable[..., list[int]], config: PlanConfig) -> dict[int, EditedTurn]:
+    """The placeholder of every tool turn `choose` (`plan.prune`'s rule) offers for clearing."""
+    assert row.turns is not None and row.fmt is not None
+    record, fmt, turns = row.item.record, row.fmt, row.turns
+    chars = [cleared_chars(record, fmt, i, turn) if turn.role == "tool" else 0 for i, turn in enumerate(turns)]
+    return {
+        index: placeholder_edit(record, fmt, index, turns[index], chars[index])
+        for index in choose(row.roles, chars, config)
+    }
+
+
+def placeholder_tokens(row: PreparedRow, edits: dict[int, EditedTurn], counter: TokenCounter) -> dict[int, int]:
+    """What each turn of `edits` counts once cleared: its placeholder's value, exactly (per-value
+    counts); with chat-template counts, the turn's count less the difference its text makes."""
+    assert row.turns is not None and row.token_counts is not None
+    counts = counter.count_many([edit.value for edit in edits.values()])
+    if not counter.counts_chat_template:
+        return dict(zip(edits, counts, strict=True))
+    originals = counter.count_many([row.turns[i].value for i in edits])
+    return {
+        index: row.token_counts[index] - original + cost
+        for index, original, cost in zip(edits, originals, counts, strict=True)
+    }
+
+
+def offer_placeholders(rows: Sequence[PreparedRow], counter: TokenCounter, config: PlanConfig) -> None:
+    """`--windows`: give each row over the target the placeholders its windows may use."""
+    for row in rows:
+        if sum(row.token_counts or ()) > config.target_max_tokens:
+            edits = candidate_edits(row, window_prunable_turns, config)
+            if edits:
+                row.placeholders = Placeholders(edits, placeholder_tokens(row, edits, counter))
+
+
+def pruned_view(row: PreparedRow, counter: TokenCounter, config: PlanConfig) -> Pruning | None:
+    """What pruning would make of `row` (as read), without changing it; None when the row is
+    within the target or has nothing worth clearing.
+
+    With per-value counts each placeholder's count is exact; with chat-template counts the plan
+    uses the difference its text makes, and the pruned row is then counted whole again, so the
+    counts the planner goes on with are exact either way.
+    """
+    if row.turns is None or row.token_counts is None or sum(row.token_counts) <= config.target_max_tokens:
+        return None
+    edits = candidate_edits(row, prunable_turns, config)
+    costs = placeholder_tokens(row, edits, counter) if edits else {}
+    plan = plan_prune(row.roles, row.token_counts, costs, config)
+    if not plan.turns:
+        return None
+    kept = {index: edits[index] for index in plan.turns}
+    turns = [Turn(turn.role, kept[i].value) if i in kept else turn for i, turn in enumerate(row.turns)]
+    counts = [costs[i] if i in kept else count for i, count in enumerate(row.token_counts)]
+    if isinstance(counter, ChatTemplateCounter):  # the record as written, its tools included
+        assert row.fmt is not None
+        layout = [kept.get(index) or KeptTurn(index) for index in range(len(row.turns))]
+        try:
+            counts = counter.count_chats([counter.chat_of(row.item.record, row.fmt, layout)])[0]
+        except ChatTemplateError:  # the template refuses the pruned row: it is not pruned
+            return None
+    return Pruning(kept, turns, counts, list(row.turns), list(row.token_counts))
+
+
+def prune_rows(rows: Sequence[PreparedRow], counter: TokenCounter, config: PlanConfig) -> None:
+    """Prune each row over the target as far as the plan says, in place: `row.pruning` set,
+    `turns` and `token_counts` the pruned row's."""
+    for row in rows:
+        pruning = pruned_view(row, counter, config)
+        if pruning is not None:
+            row.pruning, row.turns, row.token_counts = pruning, pruning.turns, pruning.counts

@@ -1,0 +1,177 @@
+"""`--windows`: the records of a row's windows once they are built: layout, metrics, dataset line.
+
+`run/row/windows.py` decides each window and gets its summary; this module writes each one down:
+its turns (the summary, the tool results shortened or cleared), its training marks, its exact
+size, its metrics (the summary's cost and fidelity, the results cleared) and its over-limit entry.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from trajectory_compressor.plan.region import PROTECTED_OVER_BUDGET, UNDER_TARGET, system_turn_in_head
+from trajectory_compressor.plan.windows import Cut, Window, WindowReplay, window_layout
+from trajectory_compressor.run.prepare import PreparedRow
+from trajectory_compressor.run.row.measure import RowMeasure
+from trajectory_compressor.run.row.outcome import FinishedRow, OutputRecord, fill_sizes, new_metrics
+from trajectory_compressor.summarize.fidelity import score_summary
+from trajectory_compressor.summarize.fidelity.anchors import hidden_future_fidelity
+from trajectory_compressor.types import EditedTurn, OutputTurn, RowMetrics, SummaryResult
+from trajectory_compressor.write.records import window_bytes
+
+GROUP_OVER_BUDGET = "one turn group alone exceeds the budget"
+SUMMARY_FAILED = "summary failed"
+
+
+@dataclass(frozen=True)
+class BuiltWindow:
+    """A window with its summary (None for window 0, a dry run's planned window, or
+    `--summarizer none`), as it will be written."""
+
+    window: Window
+    cut: Cut | None = None
+    result: SummaryResult | None = None
+    passes: int = 0
+    refused: str | None = None  # why the primary's summary was refused and the fallback's used
+    elided: tuple[tuple[int, EditedTurn], ...] = ()  # tool results shortened so the window fits
+
+
+def cleared_edits(row: PreparedRow, window: Window) -> dict[int, EditedTurn]:
+    """The context results `window` shows as placeholders (`--prune-tool-outputs`), as written."""
+    if not window.cleared:
+        return {}
+    assert row.placeholders is not None
+    return {index: row.placeholders.edits[index] for index in window.cleared}
+
+
+class WindowRecords:
+    """Writes a row's built windows as records, in order."""
+
+    def __init__(
+        self,
+        measure: RowMeasure,
+        *,
+        summaries: bool,
+        primary_name: str | None,
+        writes_data: bool,
+        drops: bool,
+        write_format: str | None,
+    ) -> None:
+        self.measure = measure
+        self.summaries = summaries  # off for --summarizer none: a cut then carries no summary
+        self.primary_name = primary_name
+        self.writes_data = writes_data
+        self.drops = drops
+        self.write_format = write_format  # --write-format: windows of a row read in the other format, converted
+        self.target = measure.plan_config.target_max_tokens
+
+    def layout(
+        self, row: PreparedRow, replay: WindowReplay, item: BuiltWindow
+    ) -> tuple[list[OutputTurn], list[bool | None]]:
+        assert row.turns is not None
+        replaced = {**cleared_edits(row, item.window), **dict(item.elided)}
+        return window_layout(
+            row.turns,
+            replay.head,
+            item.window,
+            item.result.text if item.result is not None else None,
+            notice_text=self.measure.notice_for(row),
+            notice_index=system_turn_in_head(row.roles, replay.head),
+            replaced=replaced,
+        )
+
+    def finished(self, row: PreparedRow, replay: WindowReplay, built: list[BuiltWindow]) -> FinishedRow:
+        records = [self._record(row, replay, item, len(built)) for item in built]
+        first = records[0]
+        return FinishedRow(row.position, first.metrics, first.data, first.over_limit, more=tuple(records[1:]))
+
+    def _record(self, row: PreparedRow, replay: WindowReplay, item: BuiltWindow, count: int) -> OutputRecord:
+        window = item.window
+        layout, marks = self.layout(row, replay, item)
+        metrics = new_metrics(row)
+        metrics.window = {"index": window.index, "count": count, "input_index": row.index}
+        metrics.gpt_turns = row.roles.count("gpt")
+        metrics.train_turns = sum(1 for mark in marks if mark)
+        metrics.elided_turns = len(item.elided) or None
+        if window.cleared:
+            metrics.pruned_turns = len(window.cleared)
+            metrics.pruned_tokens = sum(replay.savings[index] for index in window.cleared)
+        # A dry run's window: its summary is planned at its budget, not written yet.
+        planned = self.summaries and item.cut is not None and item.result is None
+        size = window.tokens if planned else self.measure.size(row, layout)
+        if item.cut is not None:
+            self._summarized(row, replay, metrics, item)
+            if planned:
+                metrics.planned_tokens = window.tokens
+                metrics.summary_tokens = item.cut.budget
+        metrics.skipped_under_target = count == 1 and replay.total <= self.target
+        metrics.still_over_limit = size > self.target
+        if metrics.skipped_under_target:
+            metrics.reason = UNDER_TARGET
+        elif metrics.still_over_limit:
+            metrics.reason = PROTECTED_OVER_BUDGET if replay.head_tokens > self.target else GROUP_OVER_BUDGET
+        if item.refused is not None:
+            metrics.reason = f"{SUMMARY_FAILED}: {item.refused}; used the {metrics.summarizer} summary"
+        fill_sizes(metrics, size, len(layout) + planned)
+        data = None
+        if self.writes_data:
+            data = window_bytes(row.item, row.fmt, layout, marks, metrics.window, self.write_format)  # type: ignore[arg-type]
+        over = None
+        if metrics.still_over_limit:
+            over = self._over_limit_entry(row, metrics)
+            if self.drops:
+                metrics.dropped = True
+                data = None
+        return OutputRecord(metrics, data, over)
+
+    def _summarized(self, row: PreparedRow, replay: WindowReplay, metrics: RowMetrics, item: BuiltWindow) -> None:
+        """What left the context at the cut before the window: the summary that stands for it
+        (what it covers, who wrote it, what it cost, its fidelity) or, with no summarizer, only
+        the fidelity of what the window still shows (its placeholders)."""
+        assert item.cut is not None and row.turns is not None
+        cut, window = item.cut, item.window
+        # The window's own turns are its future: what they use, the summary (and the placeholders
+        # of the results it cleared) must hold.
+        hidden = set(range(replay.head, cut.context_start)) | set(window.cleared)
+        placeholders = [edit.value for edit in cleared_edits(row, window).values()]
+        if not self.summaries:
+            future = hidden_future_fidelity(row.turns[: window.end], hidden, "\n".join(placeholders))
+            metrics.fidelity = {"future": future.to_metrics()}
+            return
+        metrics.was_compressed = True
+        metrics.compression_region = {
+            "start_idx": replay.head,
+            "end_idx": cut.context_start - 1,
+            "turns_count": cut.context_start - replay.head,
+        }
+        result = item.result
+        if result is None:
+            return
+        metrics.summary_tokens = self.measure.summary_tokens(result)
+        metrics.summarizer = result.summarizer
+        metrics.summary_calls = result.calls
+        metrics.summary_errors = result.errors
+        metrics.last_error = result.last_error
+        metrics.passes = item.passes
+        metrics.fidelity_retried = result.fidelity_retried or None
+        if result.summarizer != self.primary_name:
+            metrics.summary_failed = result.last_error is not None
+        # Judged against everything it stands for: an updated summary must still carry the
+        # earlier windows' facts.
+        region = row.turns[replay.head : cut.context_start]
+        fidelity = score_summary(region, result.text, row.turns)
+        future = hidden_future_fidelity(row.turns[: window.end], hidden, "\n".join([result.text, *placeholders]))
+        metrics.fidelity = {**fidelity.to_metrics(), "future": future.to_metrics()}
+        metrics.unsupported = fidelity.shown_unsupported()
+
+    def _over_limit_entry(self, row: PreparedRow, metrics: RowMetrics) -> dict[str, object]:
+        return {
+            "index": row.index,
+            **({"id": metrics.id} if metrics.id is not None else {}),
+            "file": row.item.source,
+            "line": row.item.line,
+            "window": metrics.window,
+            "tokens": metrics.compressed_tokens,
+            "target": self.target,
+            "reason": metrics.reason or "over target",
+        }
