@@ -12,7 +12,7 @@ def _row() -> tuple[list[Turn], list[Turn], list[Turn]]:
     head = [Turn("system", "You are an airline agent."), Turn("human", "Change my flight, I am mia_li_3668.")]
     region = [
         Turn("gpt", 'Looking up the user.\n<tool_call>\n{"name": "get_user_details", "arguments": {}}\n</tool_call>'),
-        Turn("tool", '<tool_response>\n{"reservations": ["EHGLP3", "K9QX21"], "payment": "gift_card_7219"}\n</tool_response>'),
+        Turn("tool", '{"reservations": ["EHGLP3", "K9QX21"], "payment": "gift_card_7219"}'),
         Turn("gpt", "Checking the second reservation."),
         Turn("tool", "status of K9QX21: cancelled\nstatus line two"),
     ]
