@@ -147,7 +147,7 @@ def _source_line(entry: dict[str, Any], names: dict[str, str]) -> str:
     future = "-" if entry["future"] is None else f"{entry['future']:.2f}"
     fidelity = "-" if entry["fidelity"] is None else f"{entry['fidelity']:.2f}"
     return (
-        f"{names[entry['source']]}: {entry['rows']:,} rows, {entry['compressed']:,} compressed, future fidelity "
+        f"{names[entry['source']]}: {entry['rows']:,} rows, {entry['compressed']:,} summaries, future fidelity "
         f"{future}, item fidelity {fidelity}, gpt turns trained {_share(entry['trained'], entry['gpt_turns'])}"
     )
 

@@ -178,7 +178,7 @@ def _sources_table(sources: dict[str, _SourceRows]) -> str:
                 trained,
             ]
         )
-    headers = ["input file", "rows", "compressed", "future-grounded fidelity", "item recall", "gpt turns trained"]
+    headers = ["input file", "rows", "summaries", "future-grounded fidelity", "item recall", "gpt turns trained"]
     return table_html(headers, rows)
 
 

@@ -37,15 +37,16 @@ def evaluation_page(figures: dict[str, Any], examples: list[list[RowExample]]) -
     for tag, summary in zip(tags, outputs, strict=True):
         mean = summary["fidelity"]["mean"]
         headline[f"{tag}: item recall (mean)"] = "–" if mean is None else mean
+    shares = len(outputs) > 1  # outputs of different sizes: each bar a share of its output's rows
     sections = [
         ("Outputs compared", _outputs_table(figures["table"], tags, names)),
-        ("Future-grounded fidelity", fidelity_svg(_series(tags, outputs, "future"), _FUTURE_AXIS)),
-        ("Item recall", fidelity_svg(_series(tags, outputs, "fidelity"), _ITEM_AXIS)),
+        ("Future-grounded fidelity", fidelity_svg(_series(tags, outputs, "future"), _FUTURE_AXIS, shares=shares)),
+        ("Item recall", fidelity_svg(_series(tags, outputs, "fidelity"), _ITEM_AXIS, shares=shares)),
         ("Recall by kind and summarizer", _figures_table(outputs)),
         ("By input file", _sources_table(outputs, sources)),
     ]
     comparison = figures.get("comparison")
-    if comparison is not None:
+    if comparison is not None and comparison["rows_in_both"]:  # none: single rows against windows
         sections.append(("Row by row (largest differences)", _comparison_table(comparison, tags, sources)))
     side = _side_by_side(tags, examples, sources)
     if side:
@@ -150,7 +151,7 @@ def _sources_table(outputs: list[dict[str, Any]], sources: dict[str, str]) -> st
                     f"{entry['trained']:,} of {entry['gpt_turns']:,}" + ("" if share is None else f" ({share:.0%})"),
                 ]
             )
-    headers = ["output", "input file", "rows", "compressed", "future-grounded", "item recall", "gpt turns trained"]
+    headers = ["output", "input file", "rows", "summaries", "future-grounded", "item recall", "gpt turns trained"]
     return table_html(headers, rows, text_columns=2)
 
 

@@ -87,14 +87,16 @@ def table_html(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, text_co
 _ITEM_AXIS = "fidelity (mean recall of tool names, paths, errors, identifiers)"
 
 
-def fidelity_svg(series: Sequence[tuple[str, Sequence[int]]], axis: str = _ITEM_AXIS) -> str:
-    """Grouped bars of fidelity scores in ten bins from 0 to 1, one colour per series."""
+def fidelity_svg(series: Sequence[tuple[str, Sequence[int]]], axis: str = _ITEM_AXIS, *, shares: bool = False) -> str:
+    """Grouped bars of fidelity scores in ten bins from 0 to 1, one colour per series; with
+    `shares`, each bar is its share of its series' rows (outputs of different sizes side by side)."""
     legend = 18 * max(0, len(series) - 1)  # the legend's lines stack above the bars
     width, height = 960, 300 + legend
     left, right, top, bottom = 60, 24, 36 + legend, 56
     plot_w, plot_h = width - left - right, height - top - bottom
     bins = len(series[0][1]) if series else 10
-    peak = max([max(counts, default=0) for _, counts in series] + [1])
+    totals = [max(1, sum(counts)) if shares else 1 for _, counts in series]
+    peak = max([max(counts, default=0) / total for (_, counts), total in zip(series, totals, strict=True)] + [1e-9])
     bin_w = plot_w / bins
     bar_w = (bin_w - 4) / max(1, len(series))
     parts = [
@@ -106,11 +108,12 @@ def fidelity_svg(series: Sequence[tuple[str, Sequence[int]]], axis: str = _ITEM_
         for i, count in enumerate(counts):
             if not count:
                 continue
-            bar_h = count / peak * plot_h
+            bar_h = count / totals[s] / peak * plot_h
+            share = f" ({count / totals[s]:.0%})" if shares else ""
             x = left + i * bin_w + 2 + s * bar_w
             parts.append(
                 f'<rect class="bar" x="{x:.1f}" y="{top + plot_h - bar_h:.1f}" width="{bar_w:.1f}" '
-                f'height="{bar_h:.1f}" fill="{color}"><title>{esc(name)}: {count:,} rows with fidelity '
+                f'height="{bar_h:.1f}" fill="{color}"><title>{esc(name)}: {count:,} rows{share} with fidelity '
                 f"{i / bins:.1f}–{(i + 1) / bins:.1f}</title></rect>"
             )
         parts.append(
@@ -126,7 +129,8 @@ def fidelity_svg(series: Sequence[tuple[str, Sequence[int]]], axis: str = _ITEM_
     parts.append(
         f'<text x="{left + plot_w / 2}" y="{height - 12}" text-anchor="middle" class="axis-label">{esc(axis)}</text>'
     )
-    parts.append(f'<text x="{left - 8}" y="{top + 4}" text-anchor="end" class="tick">{peak:,}</text>')
+    top_label = f"{peak:.0%}" if shares else f"{round(peak):,}"
+    parts.append(f'<text x="{left - 8}" y="{top + 4}" text-anchor="end" class="tick">{top_label}</text>')
     parts.append("</svg>")
     return "\n".join(parts)
 

@@ -396,6 +396,7 @@ _PAGE = """<!DOCTYPE html>
   section {{ overflow-x: auto; }}
   h3 {{ font-size: 13px; font-weight: 600; margin: 10px 0 6px; color: #5d677a; }}
   table {{ max-width: 100%; }}
+  td:not(.text) {{ white-space: nowrap; }}
   td.long {{ overflow-wrap: anywhere; min-width: 10em; }}
   section p {{ font-size: 13px; }}
   .cols pre {{ max-height: 520px; overflow: auto; }}

@@ -1,9 +1,10 @@
 """The compress page's example rows, read back from the files the run just wrote.
 
 The row path keeps one example in memory (the first compressed row's replaced turns); the page's
-picker wants a few rows and, for each, the kept turns after its summary. Those are in the files
-once the run is written: the metrics say which lines were compressed and where they were written,
-so the first few are read back (the inputs and the dataset are read only up to them).
+picker wants a few rows (one of each input file first) and, for each, the kept turns after its
+summary. Those are in the files once the run is written: the metrics say which lines were
+compressed and where they were written, so those rows are read back (the inputs and the dataset
+are read up to the last of them, parsed, not counted).
 """
 
 from __future__ import annotations
@@ -33,8 +34,8 @@ def examples_from_files(
     conversation_key: str | None = None,
     count: int = EXAMPLE_ROWS,
 ) -> list[RowExample]:
-    """The first `count` compressed rows (a `--windows` row's first compressed window), or fewer;
-    [] when the files cannot be read back as written (they are the run's own: it never guesses)."""
+    """Up to `count` compressed rows (a `--windows` row's first compressed window): the first of
+    each input file, then the earliest; [] when the files cannot be read back as written."""
     wanted = _first_compressed(metrics, count)
     if not wanted:
         return []
@@ -53,10 +54,12 @@ def examples_from_files(
 
 
 def _first_compressed(metrics: Path, count: int) -> list[tuple[int, int, dict[str, Any]]]:
-    """(input index, output row number, metrics line) of the first compressed line of each of
-    the first `count` rows that have one."""
-    wanted: list[tuple[int, int, dict[str, Any]]] = []
-    seen: set[int] = set()
+    """(input index, output row number, metrics line) of the first compressed line of up to
+    `count` rows: the first such row of each input file, then the earliest others, in input order."""
+    firsts: list[tuple[int, int, dict[str, Any]]] = []  # one row per input file
+    others: list[tuple[int, int, dict[str, Any]]] = []  # the earliest other rows
+    sources: set[str] = set()
+    rows: set[int] = set()
     written = 0
     with open(metrics, "rb") as handle:
         for line in handle:
@@ -64,12 +67,15 @@ def _first_compressed(metrics: Path, count: int) -> list[tuple[int, int, dict[st
             if not entry.get("written", True) or entry.get("dropped"):
                 continue
             number, written = written, written + 1
-            if entry.get("was_compressed") and entry.get("index") not in seen:
-                seen.add(entry["index"])
-                wanted.append((entry["index"], number, entry))
-                if len(wanted) >= count:
-                    break
-    return wanted
+            if not entry.get("was_compressed") or entry.get("index") in rows:
+                continue
+            rows.add(entry["index"])
+            if str(entry.get("source")) not in sources and len(firsts) < count:
+                sources.add(str(entry.get("source")))
+                firsts.append((entry["index"], number, entry))
+            elif len(others) < count:
+                others.append((entry["index"], number, entry))
+    return sorted(firsts + others[: count - len(firsts)], key=lambda wanted: wanted[0])
 
 
 def _rows_at(rows: RowSelection, positions: set[int]) -> dict[int, SourceRecord]:
