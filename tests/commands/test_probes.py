@@ -137,4 +137,4 @@ def test_failed_answers_are_counted_and_a_dead_endpoint_stops_eval(run: Path) ->
     assert dead.returncode == 2 and dead.stderr.startswith("error: ") and len(dead.stderr.splitlines()) == 1
     assert "never answered" in dead.stderr and SECRET[:12] not in dead.stderr and "Traceback" not in dead.stderr
     unset = run_cli("eval", str(run / "single" / "x.jsonl"), "--input", str(run / "in.jsonl"), "--probes")
-    assert unset.returncode == 2 and "--base-url and --model" in unset.stderr
+    assert unset.returncode == 2 and "give --base-url (or set OPENAI_BASE_URL) and --model" in unset.stderr

@@ -9,8 +9,8 @@ serve (in `--windows` mode, the window's own turns after its summary: its future
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from trajectory_compressor.commands.eval_match import row_turns
@@ -20,6 +20,7 @@ from trajectory_compressor.settings import RunConfig
 from trajectory_compressor.summarize.fidelity import KINDS, Fidelity, score_summary
 from trajectory_compressor.summarize.fidelity.anchors import FutureFidelity, future_fidelity
 from trajectory_compressor.summarize.fidelity.score import shown_item
+from trajectory_compressor.summarize.redact import REDACTED, redact_secrets
 from trajectory_compressor.types import SUMMARY_PREFIX, SourceRecord, Turn
 from trajectory_compressor.write.html_examples import row_label
 
@@ -141,7 +142,7 @@ class ScoredRow:
         """The row as the worst-rows list shows it: both scores, what it missed, what it invented."""
         score, future = self.fidelity.score, self.future.score
         missed = {
-            kind: [shown_item(item) for item in self.fidelity.missed.get(kind, ())[:_MISSED_SHOWN]]
+            kind: _distinct(shown_item(item) for item in self.fidelity.missed.get(kind, ()))[:_MISSED_SHOWN]
             for kind in KINDS
             if self.fidelity.missed.get(kind)
         }
@@ -153,10 +154,14 @@ class ScoredRow:
             "summarizer": self.summarizer,
             "future": None if future is None else round(future, 4),
             "score": None if score is None else round(score, 4),
-            "needed_missed": [shown_item(anchor) for anchor in self.future.missed[:_MISSED_SHOWN]],
+            "needed_missed": _distinct(shown_item(anchor) for anchor in self.future.missed)[:_MISSED_SHOWN],
             "missed": missed,
             "unsupported": self.fidelity.shown_unsupported(),
         }
+
+
+def _distinct(items: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(items))
 
 
 def score_view(view: CompressedView, entry: dict[str, Any]) -> ScoredRow:
@@ -165,6 +170,8 @@ def score_view(view: CompressedView, entry: dict[str, Any]) -> ScoredRow:
     summary = view.summary
     fidelity = score_summary(view.region, summary, view.input_turns)
     future = future_fidelity(view.head, view.region, view.after, summary)
+    if future.missed or any(fidelity.missed.values()):
+        fidelity, future = _masked_in_context(fidelity, future, view.region)
     return ScoredRow(
         key=view.key,
         where=view.where,
@@ -175,6 +182,24 @@ def score_view(view: CompressedView, entry: dict[str, Any]) -> ScoredRow:
         original_tokens=int(entry.get("original_tokens") or 0),
         compressed_tokens=int(entry.get("compressed_tokens") or 0),
     )
+
+
+def _masked_in_context(
+    fidelity: Fidelity, future: FutureFidelity, region: Sequence[Turn]
+) -> tuple[Fidelity, FutureFidelity]:
+    """The missed items and anchors as `eval` may show them: one that the region holds only inside
+    a credential (a piece of a key its JSON was cut into) is `[REDACTED]`. Masking an item alone
+    cannot tell: a credential's pattern needs its context (`aws_secret_access_key = ...`)."""
+    raw = "\n".join(turn.value for turn in region)
+    masked = redact_secrets(raw)
+    if masked == raw:
+        return fidelity, future
+
+    def shown(items: Sequence[str]) -> tuple[str, ...]:  # one for one: the scores count them
+        return tuple(item if item in masked or item not in raw else REDACTED for item in items)
+
+    missed = {kind: shown(items) for kind, items in fidelity.missed.items()}
+    return replace(fidelity, missed=missed), replace(future, missed=shown(future.missed))
 
 
 def gpt_turns_of(item: SourceRecord, config: RunConfig) -> int:

@@ -27,6 +27,7 @@ from trajectory_compressor.commands.eval_rows import CompressedView, read_view
 from trajectory_compressor.errors import UsageError
 from trajectory_compressor.read.sources import InputSource
 from trajectory_compressor.settings import RunConfig
+from trajectory_compressor.summarize.choose import resolve_endpoint
 from trajectory_compressor.summarize.fidelity.probes import NOT_IN_CONTEXT, Probe, answered, probes_for
 from trajectory_compressor.summarize.fidelity.score import shown_item
 from trajectory_compressor.summarize.llm.probe_answers import ProbeAnswer, ProbeAnswerer
@@ -99,8 +100,9 @@ def run_probes(
     outputs: Sequence[Path], inputs: Sequence[InputSource], config: RunConfig, metrics: Sequence[Path | None]
 ) -> dict[str, Any]:
     """Ask every output's questions; the figures per output and what the asking cost."""
+    config = resolve_endpoint(config)  # OPENAI_BASE_URL, as for summaries
     if not config.llm.base_url or not config.llm.model:
-        raise UsageError("eval --probes asks a model: give --base-url and --model")
+        raise UsageError("eval --probes asks a model: give --base-url (or set OPENAI_BASE_URL) and --model")
     return asyncio.run(_probe_all(outputs, inputs, config, metrics))
 
 
