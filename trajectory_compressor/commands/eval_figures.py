@@ -107,7 +107,7 @@ def frontier_row(summary: dict[str, Any]) -> dict[str, Any]:
     return {
         "output": summary["output"],
         "rows": summary["rows"],
-        "records": (summary.get("windows") or {}).get("windows", summary["rows"]),
+        "records": summary["records"],
         "compressed": summary["compressed"],
         "tokens_in": compression["tokens_before"],
         "tokens_written": compression["tokens_after"],

@@ -58,6 +58,7 @@ class OutputScores:
     windows: int = 0  # lines of a --windows output
     rows_split: int = 0
     compressed: int = 0  # compressed lines: rows, or windows
+    records: int = 0  # records in the output (rows or windows written)
     tokens_in: int = 0  # of the valid rows, once each
     tokens_written: int = 0  # of every record written
     gpt_turns: int = 0
@@ -111,6 +112,7 @@ class OutputScores:
         return {
             "output": self.output,
             "rows": self.rows,
+            "records": self.records,
             "compressed": self.compressed,
             **({"windows": {"windows": self.windows, "rows_split": self.rows_split}} if self.windows else {}),
             "compression": {
@@ -169,6 +171,7 @@ def _count(scores: OutputScores, row: MatchedRow, config: RunConfig) -> None:
     window = entry.get("window") if isinstance(entry.get("window"), dict) else None
     first_of_row = window is None or int(window.get("index", 0)) == 0
     scores.lines += 1
+    scores.records += row.produced is not None  # a rejected row written unchanged is a record too
     source = scores.sources.setdefault(str(entry.get("source")), SourceFigures(str(entry.get("source"))))
     if window is not None:
         scores.windows += 1
