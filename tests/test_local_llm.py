@@ -114,3 +114,36 @@ def test_batch_file_round_trip_through_a_real_local_model(tmp_path: Path, local_
     assert len(compressed) == len(answers)
     # The model's own replies, not the extractive fallback (a live call to port 9 would fail).
     assert all(m["summarizer"] == "llm" and "summary_failed" not in m for m in compressed)
+
+
+def test_eval_probes_through_a_real_local_model(tmp_path: Path, local_llm_url: str) -> None:
+    """`eval --probes` against llama.cpp: questions asked from both contexts and scored, answers
+    read from a real server's replies. The 270M base model's answers are not a quality measure, so
+    only the structure of the figures is asserted, not their values."""
+    rows = read_jsonl(SAMPLE)[:6]
+    source = write_jsonl(tmp_path / "in.jsonl", rows)
+    out = tmp_path / "out" / "x.jsonl"
+    budget = ["--target-max-tokens", "3000", "--summary-target-tokens", "200"]
+    assert run_cli("compress", str(source), "-o", str(out), *budget, "--summarizer", "extractive", "-q").returncode == 0
+    # One short line per answer: stop at a newline, a grammar caps it below max_tokens (64).
+    extra_body = {
+        "stop": ["\n", "<|im_end|>", "<end_of_turn>"],
+        "grammar": "root ::= [^ \\t\\n\\r<] [^\\n]{0,80}",
+        "seed": 0,
+    }
+    result = run_cli(
+        "eval", str(out), "--input", str(source), "--probes", "--probe-questions", "2",
+        "--base-url", local_llm_url, "--model", "gemma", "--max-concurrency", "4", "--request-timeout", "300",
+        "--max-retries", "2", "--max-prompt-chars", "6000", "--no-cache", "--extra-body", json.dumps(extra_body),
+        "--json", timeout=1500,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    asked, endpoint = data["outputs"][0]["probes"], data["probes"]["endpoint"]
+    assert asked["questions"] > 0 and asked["rows"] > 0
+    assert asked["failed"] == asked["ceiling_failed"] == 0  # every question got a real reply
+    assert endpoint["successes"] == 2 * asked["questions"] and endpoint["prompt_tokens"] > 0
+    for side in ("recall", "ceiling_recall"):
+        assert 0 <= asked[side] <= 1
+    assert all(example["answer"] and example["ceiling_answer"] for example in asked["examples"])
+    assert data["table"][0]["probe_recall"] == asked["recall"]

@@ -160,22 +160,20 @@ def analyze(inputs: tuple[str, ...], config_file: str | None, json_output: bool,
 def evaluate(
     outputs: tuple[str, ...], inputs: tuple[str, ...], metrics: tuple[str, ...], json_output: bool, **flags: Any
 ) -> None:
-    """Summary fidelity of OUTPUT (or of two outputs of the same input, side by side), scored against --input."""
+    """Summary fidelity, tokens kept, trainable turns and cost of each OUTPUT of the same --input, side by side."""
     from trajectory_compressor.commands.evaluate import evaluate as evaluate_outputs
     from trajectory_compressor.commands.evaluate_view import render_evaluation
     from trajectory_compressor.read.sources import expand_inputs
     from trajectory_compressor.write.html_evaluation import write_evaluation_html
 
-    if len(outputs) > 2:
-        raise UsageError(f"eval compares at most two outputs, got {len(outputs)}")
     if len(metrics) > len(outputs):
         raise UsageError("--metrics is given once per OUTPUT at most")
     config = build_config(None, flags)
     sources = expand_inputs(list(inputs), data_files=config.read.data_files)
     result = evaluate_outputs([Path(o) for o in outputs], sources, config, [Path(m) for m in metrics])
     if config.output.html_report:
-        write_evaluation_html(Path(config.output.html_report), result)
-    click.echo(json.dumps(result) if json_output else render_evaluation(result))
+        write_evaluation_html(Path(config.output.html_report), result.figures, result.examples)
+    click.echo(json.dumps(result.figures) if json_output else render_evaluation(result.figures))
 
 
 @main.command()

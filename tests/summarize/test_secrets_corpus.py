@@ -401,3 +401,29 @@ def test_an_api_key_echoed_in_replies_is_not_stored(tmp_path: Path) -> None:
 def _summaries_of(out: Path) -> list[str]:
     rows = read_jsonl(out)
     return [turn["value"] for row in rows for turn in row["conversations"] if turn["value"].startswith("[CONTEXT")]
+
+
+def test_eval_pages_and_probe_questions_carry_no_planted_secret(tmp_path: Path) -> None:
+    """`eval --html-report --probes`: the example rows and summaries drawn, every question and
+    context sent and every answer (a model that echoes its prompt) hold no planted secret. A last
+    turn names the secret line's other values, so questions are asked about the lines holding it."""
+    rows = [_trajectory(i, *planted) for i, planted in enumerate(PLANTED)]
+    for row, (_, template, _) in zip(rows, PLANTED, strict=True):
+        row["conversations"].insert(-2, {"from": "gpt", "value": "Done with " + template.format("that value")})
+    source = write_jsonl(tmp_path / "planted.jsonl", rows)
+    out = tmp_path / "out" / "x.jsonl"
+    assert run_cli("compress", str(source), "-o", str(out), *BUDGET, "--summarizer", "extractive").returncode == 0
+    page, cache = tmp_path / "eval.html", tmp_path / "cache.sqlite3"
+    with FakeServerThread(default="echo") as server:
+        result = run_cli(
+            "eval", str(out), "--input", str(source), "--html-report", str(page), "--probes", "--json",
+            "--base-url", server.base_url, "--model", "m", "--cache", str(cache), "--retry-delay", "0.01",
+        )  # fmt: skip
+        prompts = [json.dumps(r.body) for r in server.requests]
+    assert result.returncode == 0, result.stderr
+    questions = [p.split("hidden as ____:", 1)[1] for p in prompts]
+    assert len(prompts) >= len(PLANTED) and sum("[REDACTED]" in q for q in questions) >= len(PLANTED) // 2
+    assert leaks("\n".join(prompts)) == {}
+    assert REDACTED in page.read_text()  # the example rows show masked secrets
+    everything = page.read_text() + cache.read_bytes().decode("utf-8", errors="replace") + result.stdout + result.stderr
+    assert leaks(everything) == {}

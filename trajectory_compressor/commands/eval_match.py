@@ -24,13 +24,15 @@ import orjson
 
 from trajectory_compressor.errors import UsageError
 from trajectory_compressor.messages import quoted
+from trajectory_compressor.ray.layout import RayOutputLayout, is_ray_output_folder, part_files
 from trajectory_compressor.read.formats import RecordError, detect_format, to_turns
 from trajectory_compressor.read.select import RowSelection
 from trajectory_compressor.read.sources import InputSource, expand_inputs
 from trajectory_compressor.run.prepare import record_id
 from trajectory_compressor.settings import RunConfig
 from trajectory_compressor.types import SourceRecord, Turn
-from trajectory_compressor.write.run_files import file_record
+from trajectory_compressor.write.paths import OutputPaths
+from trajectory_compressor.write.run_files import OutputError, file_record
 
 
 class MismatchError(UsageError):
@@ -238,6 +240,51 @@ class RowMatcher:
             if next(self._inputs, None) is None:
                 return
             self.input_rows += 1
+
+
+@dataclass(frozen=True)
+class OutputFiles:
+    """An output's dataset files, metrics files and report: what `eval` reads of a run."""
+
+    output: Path
+    dataset: list[Path]
+    metrics: list[Path]
+    report_path: Path
+    report: dict[str, Any] | None
+
+    @classmethod
+    def find(cls, output: Path, metrics: Path | None) -> OutputFiles:
+        paths = OutputPaths.beside(output)
+        dataset = part_files(output) if is_ray_output_folder(output) else [output]
+        return cls(output, dataset, _metrics_files(output, metrics), paths.report, load_report(paths.report))
+
+    def model(self) -> str | None:
+        settings = (self.report or {}).get("settings", {})
+        model = (settings.get("llm") or {}).get("model") if isinstance(settings, dict) else None
+        return str(model) if model else None
+
+    def rows(self, inputs: Sequence[InputSource], config: RunConfig) -> Iterator[MatchedRow]:
+        """Every metrics line with its input and output rows, checked to belong together (a
+        `MismatchError` at the first place they do not, never a score)."""
+        check_inputs(self.report, self.report_path, inputs)
+        matcher = RowMatcher(self.output, self.metrics, inputs, config, dataset=self.dataset)
+        yield from matcher
+        matcher.check_totals(self.report, self.report_path)
+
+
+def _metrics_files(output: Path, metrics: Path | None) -> list[Path]:
+    """The metrics files of `output`, in order: the one given (a file, or a folder of parts), the
+    local run's file beside the output, or a Ray run's metrics folder of parts."""
+    looked = metrics or OutputPaths.beside(output).metrics
+    if looked.is_dir() and metrics is not None:
+        return part_files(looked)
+    if looked.is_file():
+        return [looked]
+    if metrics is None and is_ray_output_folder(output):
+        looked = Path(RayOutputLayout.beside(str(output)).metrics)
+        if looked.is_dir():
+            return part_files(looked)
+    raise OutputError(f"no metrics file for {quoted(output)} (looked for {quoted(looked)}); pass --metrics PATH")
 
 
 def _same_format(original: SourceRecord, produced: SourceRecord) -> bool:

@@ -1,62 +1,50 @@
-"""`eval`: how faithful the summaries of one output are, or of two outputs of the same input.
+"""`eval`: how faithful the summaries of one or more outputs of the same input are, and at what cost.
 
-Each compressed row is scored again from the files themselves (input row, output row and the
-metrics line that says which turns were replaced), so `eval` judges any run: one from before
-fidelity was measured, one made with another prompt or model, the extractive summarizer against
-an LLM. Rows are streamed; only the scores (a few numbers a row) are kept.
+Each compressed row (or window) is scored again from the files themselves (input row, output row
+and the metrics line that says which turns were replaced), so `eval` judges any run: one from
+before fidelity was measured, one made with another prompt or model, the extractive summarizer
+against an LLM, single rows against `--windows`. The headline is **future-grounded fidelity**
+(the share of the anchors the kept turns after a summary need that the summary holds), with item
+recall beside it; one table puts every output's tokens kept, trainable gpt turns, both
+fidelities and cost side by side, to pick a point on the cost/quality frontier. Rows are
+streamed; only the scores (a few numbers a row) and a few examples are kept.
 """
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trajectory_compressor.commands.eval_match import RowMatcher, check_inputs, load_report, row_turns
-from trajectory_compressor.messages import quoted
-from trajectory_compressor.ray.layout import RayOutputLayout, is_ray_output_folder, part_files
-from trajectory_compressor.read.formats import RecordError
+from trajectory_compressor.commands.eval_figures import (
+    SourceFigures,
+    compare,
+    cost_figures,
+    fidelity_figures,
+    frontier_row,
+    future_figures,
+    training_figures,
+)
+from trajectory_compressor.commands.eval_match import MatchedRow, OutputFiles
+from trajectory_compressor.commands.eval_rows import (
+    CompressedView,
+    ScoredRow,
+    gpt_turns_of,
+    read_view,
+    score_view,
+    trained_turns_of,
+)
 from trajectory_compressor.read.sources import InputSource
 from trajectory_compressor.settings import RunConfig
-from trajectory_compressor.summarize.fidelity import KINDS, Fidelity, score_summary
-from trajectory_compressor.summarize.fidelity.score import score_histogram, shown_item
-from trajectory_compressor.types import SUMMARY_PREFIX, SourceRecord, Turn
 from trajectory_compressor.write.collisions import NamedFile, input_files, refuse_overwrites
-from trajectory_compressor.write.html_report import percentiles
+from trajectory_compressor.write.html_examples import RowExample, make_example
 from trajectory_compressor.write.paths import OutputPaths
-from trajectory_compressor.write.run_files import OutputError
 
 WORST_ROWS = 10
-_MISSED_SHOWN = 6
-
-
-@dataclass(frozen=True)
-class ScoredRow:
-    """One compressed row's fidelity, with what identifies it and what it saved."""
-
-    index: int
-    where: str  # "source:line"
-    summarizer: str  # "llm (model)" or "extractive"
-    fidelity: Fidelity
-    original_tokens: int
-    compressed_tokens: int
-
-    def worst_entry(self) -> dict[str, Any]:
-        score = self.fidelity.score
-        missed = {
-            kind: list(self.fidelity.missed.get(kind, ())[:_MISSED_SHOWN])
-            for kind in KINDS
-            if self.fidelity.missed.get(kind)
-        }
-        return {
-            "index": self.index,
-            "row": self.where,
-            "summarizer": self.summarizer,
-            "score": None if score is None else round(score, 4),
-            "missed": {kind: [shown_item(item) for item in items] for kind, items in missed.items()},
-            "unsupported": self.fidelity.shown_unsupported(),
-        }
+FIRST_EXAMPLES = 3  # the first compressed rows of every output: the same rows, side by side
+WORST_EXAMPLES = 2  # and the rows whose kept turns lost most
 
 
 @dataclass
@@ -64,91 +52,86 @@ class OutputScores:
     """The scored rows of one output and the counts around them."""
 
     output: str
-    rows: int = 0  # metrics lines
-    compressed: int = 0
-    tokens_before: int = 0  # of the rows in the dataset
-    tokens_after: int = 0
+    report: dict[str, Any] | None = None
+    rows: int = 0  # input rows the metrics describe
+    lines: int = 0  # metrics lines (one per window with --windows)
+    windows: int = 0  # lines of a --windows output
+    rows_split: int = 0
+    compressed: int = 0  # compressed lines: rows, or windows
+    records: int = 0  # records in the output (rows or windows written)
+    tokens_in: int = 0  # of the valid rows, once each
+    tokens_written: int = 0  # of every record written
+    gpt_turns: int = 0
+    trained: int = 0
+    training_from: set[str] = field(default_factory=set)  # "metrics" and/or "files"
     scored: list[ScoredRow] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    sources: dict[str, SourceFigures] = field(default_factory=dict)
+    first_examples: list[RowExample] = field(default_factory=list)
+    _worst: list[tuple[float, int, RowExample]] = field(default_factory=list)  # a max-heap by -score
 
-    def summary(self) -> dict[str, Any]:
+    @property
+    def examples(self) -> list[RowExample]:
+        """The first compressed rows, then the worst by future-grounded fidelity (not repeated)."""
+        first = {(e.index, e.window) for e in self.first_examples}
+        worst = sorted(self._worst, key=lambda item: (-item[0], item[1]))
+        return self.first_examples + [e for _, _, e in worst if (e.index, e.window) not in first]
+
+    def keep_example(self, view: CompressedView, scored: ScoredRow) -> None:
+        """Keep `view` as an example if it is among the first rows or the worst so far."""
+        is_first = len(self.first_examples) < FIRST_EXAMPLES and all(
+            e.index != view.key.index for e in self.first_examples
+        )
+        future = scored.future.score
+        if not is_first and (future is None or (len(self._worst) >= WORST_EXAMPLES and -self._worst[0][0] <= future)):
+            return
+        example = make_example(
+            view.key.index,
+            view.key.window,
+            view.label,
+            view.region,
+            view.summary,
+            view.after,
+            fidelity=scored.fidelity.score,
+            future=future,
+            missed=scored.future.missed,
+        )
+        if is_first:
+            self.first_examples.append(example)
+        elif future is not None:
+            heapq.heappush(self._worst, (-future, -len(self.scored), example))
+            if len(self._worst) > WORST_EXAMPLES:
+                heapq.heappop(self._worst)
+
+    def summary(self, currency: str) -> dict[str, Any]:
         groups: dict[str, list[ScoredRow]] = {}
         for row in self.scored:
             groups.setdefault(row.summarizer, []).append(row)
-        worst = sorted((r for r in self.scored if r.fidelity.score is not None), key=lambda r: r.fidelity.score or 0)
+        ranked = [r for r in self.scored if r.future.score is not None or r.fidelity.score is not None]
+        ranked.sort(key=lambda r: (2.0 if r.future.score is None else r.future.score, r.fidelity.score or 0.0))
         return {
             "output": self.output,
             "rows": self.rows,
+            "records": self.records,
             "compressed": self.compressed,
+            **({"windows": {"windows": self.windows, "rows_split": self.rows_split}} if self.windows else {}),
             "compression": {
-                "tokens_before": self.tokens_before,
-                "tokens_after": self.tokens_after,
-                "ratio": round(self.tokens_after / self.tokens_before, 4) if self.tokens_before else None,
+                "tokens_before": self.tokens_in,
+                "tokens_after": self.tokens_written,
+                "ratio": round(self.tokens_written / self.tokens_in, 4) if self.tokens_in else None,
             },
+            "training": training_figures(self.gpt_turns, self.trained, self.training_from),
+            "future": future_figures(self.scored),
             **fidelity_figures(self.scored),
-            "by_summarizer": {name: fidelity_figures(rows) for name, rows in sorted(groups.items())},
-            "worst": [row.worst_entry() for row in worst[:WORST_ROWS]],
+            "by_summarizer": {
+                name: {"future": future_figures(rows), **fidelity_figures(rows)}
+                for name, rows in sorted(groups.items())
+            },
+            "by_source": [figures.to_dict() for _, figures in sorted(self.sources.items())],
+            "cost": cost_figures(self.report, self.scored, currency),
+            "worst": [row.worst_entry() for row in ranked[:WORST_ROWS]],
             "problems": self.problems[:20],
         }
-
-
-def fidelity_figures(rows: Sequence[ScoredRow]) -> dict[str, Any]:
-    """Distribution of the overall score and pooled recall of each kind over `rows`."""
-    scores = sorted(r.fidelity.score for r in rows if r.fidelity.score is not None)
-    recall: dict[str, float | None] = {}
-    items: dict[str, int] = {}
-    for kind in KINDS:
-        total = sum(r.fidelity.total.get(kind, 0) for r in rows)
-        found = sum(r.fidelity.found.get(kind, 0) for r in rows)
-        items[kind] = total
-        recall[kind] = round(found / total, 4) if total else None
-    with_unsupported = [r for r in rows if r.fidelity.unsupported]
-    quantiles = {p: round(value, 4) for p, value in percentiles(scores, (10, 50)).items()}
-    return {
-        "scored": len(rows),
-        "fidelity": {
-            "mean": round(sum(scores) / len(scores), 4) if scores else None,
-            "p10": quantiles.get(10),
-            "median": quantiles.get(50),
-            "min": scores[0] if scores else None,
-            "histogram": score_histogram(scores),
-        },
-        "recall": recall,
-        "items": items,
-        "unsupported": {
-            "rows": len(with_unsupported),
-            "items": sum(len(r.fidelity.unsupported) for r in with_unsupported),
-        },
-    }
-
-
-def compare(first: OutputScores, second: OutputScores) -> dict[str, Any]:
-    """Row by row, the rows both outputs compressed: who scored higher, and by how much."""
-    theirs = {row.index: row for row in second.scored}
-    pairs = [
-        (row, theirs[row.index])
-        for row in first.scored
-        if row.index in theirs and row.fidelity.score is not None and theirs[row.index].fidelity.score is not None
-    ]
-    diffs = [(b.fidelity.score or 0) - (a.fidelity.score or 0) for a, b in pairs]
-    rows = [
-        {
-            "index": a.index,
-            "row": a.where,
-            "first": round(a.fidelity.score or 0, 4),
-            "second": round(b.fidelity.score or 0, 4),
-            "difference": round(diff, 4),
-        }
-        for (a, b), diff in zip(pairs, diffs, strict=True)
-    ]
-    return {
-        "rows_in_both": len(pairs),
-        "first_better": sum(d < 0 for d in diffs),
-        "second_better": sum(d > 0 for d in diffs),
-        "tied": sum(d == 0 for d in diffs),
-        "mean_difference": round(sum(diffs) / len(diffs), 4) if diffs else None,
-        "rows": rows,
-    }
 
 
 def score_output(
@@ -161,100 +144,97 @@ def score_output(
     three must belong together (`eval_match`): the first row where they do not is a
     `MismatchError`, never a score.
     """
-    paths = OutputPaths.beside(output)
-    metrics_files = _metrics_files(output, metrics)
-    dataset = part_files(output) if is_ray_output_folder(output) else [output]
-    report = load_report(paths.report)
-    check_inputs(report, paths.report, inputs)
-    model = _model_of(report)
-    scores = OutputScores(str(output))
-    rows = RowMatcher(output, metrics_files, inputs, config, dataset=dataset)
-    for row in rows:
+    files = OutputFiles.find(output, metrics)
+    model = files.model()
+    scores = OutputScores(str(output), files.report)
+    for row in files.rows(inputs, config):
+        _count(scores, row, config)
         entry = row.entry
-        scores.rows += 1
-        if row.produced is not None:
-            scores.tokens_before += int(entry.get("original_tokens") or 0)
-            scores.tokens_after += int(entry.get("compressed_tokens") or 0)
         if not entry.get("was_compressed") or row.produced is None:
             continue
         scores.compressed += 1
-        scored = _score_row(entry, row.original, row.produced, model, config)
-        if isinstance(scored, str):
-            scores.problems.append(scored)
-        else:
-            scores.scored.append(scored)
-    rows.check_totals(report, paths.report)
+        view = read_view(entry, row.original, row.produced, model, config)
+        if isinstance(view, str):
+            scores.problems.append(view)
+            continue
+        scored = score_view(view, entry)
+        scores.scored.append(scored)
+        scores.sources.setdefault(view.source, SourceFigures(view.source)).add_scored(scored)
+        scores.keep_example(view, scored)
     return scores
 
 
-def _score_row(
-    entry: dict[str, Any], original: SourceRecord, produced: SourceRecord, model: str | None, config: RunConfig
-) -> ScoredRow | str:
-    where = f"{quoted(str(entry.get('source')))}:{entry.get('line')}"
-    region = entry.get("compression_region") or {}
-    try:
-        before = row_turns(original, config)
-        after = row_turns(produced, config)
-        start, end = int(region["start_idx"]), int(region["end_idx"]) + 1
-        summary = after[_summary_index(after, start)].value
-    except (RecordError, KeyError, IndexError, TypeError, ValueError) as exc:
-        return f"{where}: cannot be scored ({exc})"
-    if not summary.startswith(SUMMARY_PREFIX):
-        return f"{where}: turn {start} of the output is not a summary; does the output belong to these inputs?"
-    summarizer = str(entry.get("summarizer") or "unknown")
-    if summarizer == "llm" and model:
-        summarizer = f"llm ({model})"
-    fidelity = score_summary(before[start:end], summary[len(SUMMARY_PREFIX) :].strip(), before)
-    return ScoredRow(
-        index=int(entry["index"]),
-        where=where,
-        summarizer=summarizer,
-        fidelity=fidelity,
-        original_tokens=int(entry.get("original_tokens") or 0),
-        compressed_tokens=int(entry.get("compressed_tokens") or 0),
-    )
+def _count(scores: OutputScores, row: MatchedRow, config: RunConfig) -> None:
+    """The row and token counts of one metrics line: a row's input tokens and gpt turns once (its
+    first window's line), the tokens and trained turns of every record written."""
+    entry = row.entry
+    window = entry.get("window") if isinstance(entry.get("window"), dict) else None
+    first_of_row = window is None or int(window.get("index", 0)) == 0
+    scores.lines += 1
+    scores.records += row.produced is not None  # a rejected row written unchanged is a record too
+    source = scores.sources.setdefault(str(entry.get("source")), SourceFigures(str(entry.get("source"))))
+    if window is not None:
+        scores.windows += 1
+        scores.rows_split += first_of_row and int(window.get("count", 1)) > 1
+    if first_of_row:
+        scores.rows += 1
+        source.rows += 1
+    if entry.get("rejected"):
+        return
+    if first_of_row:
+        scores.tokens_in += int(entry.get("original_tokens") or 0)
+        gpt = entry["gpt_turns"] if isinstance(entry.get("gpt_turns"), int) else gpt_turns_of(row.original, config)
+        scores.gpt_turns += gpt
+        source.gpt_turns += gpt
+    if row.produced is None:
+        return
+    scores.tokens_written += int(entry.get("compressed_tokens") or 0)
+    if isinstance(entry.get("train_turns"), int):
+        trained = entry["train_turns"]
+        scores.training_from.add("metrics")
+    else:
+        trained = trained_turns_of(row.original, row.produced, config, windows=window is not None)
+        scores.training_from.add("files")
+    scores.trained += trained
+    source.trained += trained
 
 
-def _summary_index(after: list[Turn], start: int) -> int:
-    """Where the summary turn is: at the region's start, or later when the output was written in
-    the other format (`--write-format messages` splits a tool turn of several results in the head)."""
-    if start < len(after) and after[start].value.startswith(SUMMARY_PREFIX):
-        return start
-    return next((i for i in range(start, len(after)) if after[i].value.startswith(SUMMARY_PREFIX)), start)
+@dataclass
+class Evaluation:
+    """What `eval` found: the figures (`--json` prints them) and the example rows the HTML shows."""
 
-
-def _metrics_files(output: Path, metrics: Path | None) -> list[Path]:
-    """The metrics files of `output`, in order: the one given (a file, or a folder of parts), the
-    local run's file beside the output, or a Ray run's metrics folder of parts."""
-    looked = metrics or OutputPaths.beside(output).metrics
-    if looked.is_dir() and metrics is not None:
-        return part_files(looked)
-    if looked.is_file():
-        return [looked]
-    if metrics is None and is_ray_output_folder(output):
-        looked = Path(RayOutputLayout.beside(str(output)).metrics)
-        if looked.is_dir():
-            return part_files(looked)
-    raise OutputError(f"no metrics file for {quoted(output)} (looked for {quoted(looked)}); pass --metrics PATH")
-
-
-def _model_of(report: dict[str, Any] | None) -> str | None:
-    settings = (report or {}).get("settings", {})
-    model = (settings.get("llm") or {}).get("model") if isinstance(settings, dict) else None
-    return str(model) if model else None
+    figures: dict[str, Any]
+    examples: list[list[RowExample]]  # per output, in order
 
 
 def evaluate(
-    outputs: Sequence[Path], inputs: Sequence[InputSource], config: RunConfig, metrics: Sequence[Path | None] = ()
-) -> dict[str, Any]:
-    """The `eval` result: figures for each output, and the row-by-row comparison of two."""
+    outputs: Sequence[Path],
+    inputs: Sequence[InputSource],
+    config: RunConfig,
+    metrics: Sequence[Path | None] = (),
+) -> Evaluation:
+    """The `eval` result: figures for each output, one table of them all, and for exactly two
+    outputs the row-by-row comparison."""
     given = list(metrics) + [None] * (len(outputs) - len(metrics))
     _refuse_overwrites(outputs, inputs, given, config)
     scored = [score_output(path, inputs, config, given[i]) for i, path in enumerate(outputs)]
-    result: dict[str, Any] = {"outputs": [scores.summary() for scores in scored]}
+    currency = config.llm.currency
+    summaries = [scores.summary(currency) for scores in scored]
+    figures: dict[str, Any] = {
+        "outputs": summaries,
+        "table": [frontier_row(summary) for summary in summaries],
+    }
     if len(scored) == 2:
-        result["comparison"] = compare(scored[0], scored[1])
-    return result
+        figures["comparison"] = compare(scored[0].scored, scored[1].scored)
+    if config.probes:
+        from trajectory_compressor.commands.probes import run_probes
+
+        probes = run_probes(outputs, inputs, config, given)
+        for summary, row, asked in zip(summaries, figures["table"], probes.pop("outputs"), strict=True):
+            summary["probes"] = asked
+            row["probe_recall"], row["probe_ceiling_recall"] = asked["recall"], asked["ceiling_recall"]
+        figures["probes"] = probes
+    return Evaluation(figures, [scores.examples for scores in scored])
 
 
 def _refuse_overwrites(

@@ -39,6 +39,7 @@ from trajectory_compressor.write.html_compress import write_compress_html_report
 from trajectory_compressor.write.lock import OutputLock
 from trajectory_compressor.write.paths import OutputPaths
 from trajectory_compressor.write.report import RunTotals, build_report, render_text_summary
+from trajectory_compressor.write.report_examples import examples_from_files
 
 if TYPE_CHECKING:  # the batch phase loads aiohttp: only runs with --batch import it
     from trajectory_compressor.run.batch.driver import BatchPhase
@@ -268,12 +269,21 @@ class CompressionRun:
     def _write_report(self, report: dict[str, Any]) -> None:
         write_json_atomically(self.paths.report, report, hook="report")
         if self.job.html_report is not None and report["status"] == "completed":
+            examples = []
+            if not self.config.dry_run:  # a few rows read back from the files just written
+                read = self.config.read
+                examples = examples_from_files(
+                    self.paths.metrics, self.paths.data, self.job.sources, split=read.split,
+                    conversation_key=read.conversation_key,
+                )  # fmt: skip
             write_compress_html_report(
                 self.job.html_report,
                 report,
                 self.paths.metrics,
                 self.config.plan.target_max_tokens,
                 example=self.finisher.example,
+                examples=examples,
+                currency=self.config.llm.currency,
             )
 
 

@@ -22,6 +22,7 @@ DEFAULT_NOTICE = "\n\nSome of your previous tool responses may be summarized to 
 BOTH = ("compress", "analyze", "requests")  # every command that counts and plans
 READERS = ("compress", "analyze", "eval", "requests")  # every command that reads inputs
 ASKS = ("compress", "requests")  # every command that builds summary requests
+PROBES = ("compress", "eval")  # every command that calls the endpoint (`eval --probes` asks questions)
 
 
 @dataclass(frozen=True)
@@ -99,68 +100,77 @@ class LLMConfig:
     """How to reach an OpenAI-compatible chat-completions endpoint, and how hard to push it."""
 
     base_url: str | None = setting(
-        None, "url", optional=True, yaml="summarization.base_url", record=True,
+        None, "url", optional=True, yaml="summarization.base_url", record=True, commands=PROBES,
         help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1 [env OPENAI_BASE_URL].",
     )  # fmt: skip
     model: str | None = setting(
-        None, "str", optional=True, yaml="summarization.model", record=True, commands=ASKS,
+        None, "str", optional=True, yaml="summarization.model", record=True, commands=(*ASKS, "eval"),
         help="Model name sent to the endpoint.",
     )  # fmt: skip
     api_key_env: str = setting(
-        "OPENAI_API_KEY", "str", yaml="summarization.api_key_env", help="Environment variable holding the API key."
-    )
+        "OPENAI_API_KEY", "str", yaml="summarization.api_key_env", commands=PROBES,
+        help="Environment variable holding the API key.",
+    )  # fmt: skip
     temperature: float = setting(0.3, "number", minimum=0, yaml="summarization.temperature", record=True, commands=ASKS)
     max_concurrency: int = setting(
         32, "int", minimum=1, yaml=("summarization.max_concurrency", "processing.max_concurrent_requests"),
-        help="Requests in flight across the run.",
+        commands=PROBES, help="Requests in flight across the run.",
     )  # fmt: skip
     rpm: float | None = setting(
-        None, "number", above=0, optional=True, yaml="summarization.rpm", help="Requests per minute limit."
-    )
+        None, "number", above=0, optional=True, yaml="summarization.rpm", commands=PROBES,
+        help="Requests per minute limit.",
+    )  # fmt: skip
     tpm: float | None = setting(
-        None, "number", above=0, optional=True, yaml="summarization.tpm", help="Tokens per minute limit."
-    )
+        None, "number", above=0, optional=True, yaml="summarization.tpm", commands=PROBES,
+        help="Tokens per minute limit.",
+    )  # fmt: skip
     request_timeout: float = setting(
-        120.0, "duration", above=0, yaml="summarization.request_timeout", help="Seconds per request."
+        120.0, "duration", above=0, yaml="summarization.request_timeout", commands=PROBES, help="Seconds per request."
     )
-    max_retries: int = setting(5, "int", minimum=0, yaml="summarization.max_retries")
+    max_retries: int = setting(5, "int", minimum=0, yaml="summarization.max_retries", commands=PROBES)
     retry_delay: float = setting(
-        1.0, "duration", minimum=0, yaml="summarization.retry_delay",
+        1.0, "duration", minimum=0, yaml="summarization.retry_delay", commands=PROBES,
         help="Base of the exponential backoff, seconds (full jitter below it).",
     )  # fmt: skip
     retry_max_delay: float = setting(
         60.0, "duration", minimum=0, yaml="summarization.retry_max_delay", help="Cap of one backoff sleep, seconds."
     )
     max_prompt_chars: int = setting(
-        96_000, "int", minimum=1000, yaml="summarization.max_prompt_chars", record=True, commands=ASKS,
+        96_000, "int", minimum=1000, yaml="summarization.max_prompt_chars", record=True, commands=(*ASKS, "eval"),
         help="Transcript characters sent per summary; lower it for small-context servers.",
     )  # fmt: skip
     extra_body: dict[str, Any] = setting(
-        {}, "dict", yaml="summarization.extra_body", record=True, metavar="JSON", commands=ASKS,
+        {}, "dict", yaml="summarization.extra_body", record=True, metavar="JSON", commands=(*ASKS, "eval"),
         help='JSON merged into every request, e.g. \'{"stop": ["\\n\\n\\n"]}\'.',
     )  # fmt: skip
     redact_secrets: bool = setting(
-        True, "bool", yaml="summarization.redact_secrets", flag_style="switch", record=True, commands=ASKS,
+        True, "bool", yaml="summarization.redact_secrets", flag_style="switch", record=True, commands=(*ASKS, "eval"),
         help="Mask credentials sent and summarized.",
     )  # fmt: skip
     cache_path: str | None = setting(
-        None, "path", optional=True, yaml="summarization.cache", flag="--cache",
+        None, "path", optional=True, yaml="summarization.cache", flag="--cache", commands=PROBES,
         help="SQLite summary cache [user cache dir].",
     )  # fmt: skip
     use_cache: bool = setting(
-        True, "bool", flag="--no-cache", flag_style="off", help="Do not read or write the summary cache."
-    )
+        True, "bool", flag="--no-cache", flag_style="off", commands=PROBES,
+        help="Do not read or write the summary cache.",
+    )  # fmt: skip
     responses: str | None = setting(
         None, "path", optional=True, yaml="summarization.responses",
         help="Batch output file (provider or vllm run-batch) of `requests`: its answers go into the cache first.",
     )  # fmt: skip
     price_in: float | None = setting(
-        None, "number", minimum=0, optional=True, yaml="summarization.price_in", commands=BOTH,
+        None, "number", minimum=0, optional=True, yaml="summarization.price_in", commands=(*BOTH, "eval"),
         help="Price per million prompt tokens (for cost figures).",
     )  # fmt: skip
     price_out: float | None = setting(
-        None, "number", minimum=0, optional=True, yaml="summarization.price_out", commands=BOTH,
+        None, "number", minimum=0, optional=True, yaml="summarization.price_out", commands=(*BOTH, "eval"),
         help="Price per million completion tokens.",
+    )  # fmt: skip
+    currency: str = setting(
+        "USD", "str", yaml="summarization.currency", commands=("compress", "eval"),
+        help="The currency of --price-in/--price-out, shown beside every cost (the report's cost_usd fields "
+        "are in it).",
     )  # fmt: skip
 
     def validate(self) -> None:
@@ -379,6 +389,15 @@ class RunConfig:
     num_workers: int | None = setting(
         None, "int", minimum=1, optional=True, yaml="ray.num_workers",
         help="Ray actors compressing rows (--engine ray) [one per CPU of the cluster].",
+    )  # fmt: skip
+    probes: bool = setting(
+        False, "bool", flag_style="flag", yaml="evaluation.probes", commands=("eval",),
+        help="eval: ask the model (--base-url, --model) recall questions about what each summary replaced, "
+        "answered from the compressed row and from the uncompressed one (the ceiling).",
+    )  # fmt: skip
+    probe_questions: int = setting(
+        5, "int", minimum=1, yaml="evaluation.probe_questions", commands=("eval",),
+        help="eval --probes: questions per compressed row (or window), at most.",
     )  # fmt: skip
 
     def validate(self) -> None:

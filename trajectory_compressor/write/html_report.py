@@ -393,6 +393,25 @@ _PAGE = """<!DOCTYPE html>
   .turn b {{ color: #5d677a; }}
   .turn pre {{ white-space: pre-wrap; word-break: break-word; margin: 2px 0 0; font-size: 12px; }}
   .summary {{ border-left-color: {after_color}; }}
+  section {{ overflow-x: auto; }}
+  h3 {{ font-size: 13px; font-weight: 600; margin: 10px 0 6px; color: #5d677a; }}
+  table {{ max-width: 100%; }}
+  td:not(.text) {{ white-space: nowrap; }}
+  td.long {{ overflow-wrap: anywhere; min-width: 10em; }}
+  section p {{ font-size: 13px; }}
+  .cols pre {{ max-height: 520px; overflow: auto; }}
+  .path {{ display: inline-block; max-width: 30em; overflow: hidden; text-overflow: ellipsis; white-space: nowrap;
+           vertical-align: bottom; }}
+  .turns > div, .cols > div {{ min-width: 0; }}
+  .cols {{ display: grid; gap: 16px; }}
+  .note {{ font-size: 12px; color: #8a4b00; }}
+  mark {{ background: #ffe08a; }}
+  .picker > input {{ position: absolute; opacity: 0; pointer-events: none; }}
+  .picker > label {{ display: inline-block; max-width: 30em; overflow: hidden; text-overflow: ellipsis;
+                     white-space: nowrap; vertical-align: bottom; padding: 4px 10px; margin: 0 6px 6px 0;
+                     border: 1px solid #d5dae3; border-radius: 14px; font-size: 12px; cursor: pointer; }}
+  .picker > input:checked + label {{ background: {after_color}; border-color: {after_color}; color: #fff; }}
+  .picked {{ display: none; border-top: 1px solid #eceef2; margin-top: 6px; padding-top: 8px; }}
 </style>
 </head>
 <body>
