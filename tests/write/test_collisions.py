@@ -120,3 +120,41 @@ def test_compress_datasets_directory_holding_its_input_is_refused(tmp_path: Path
     result = run_cli("compress", str(source), "-o", str(folder), "--output-format", "hf", *SMALL)
     _assert_one_line_error(result, f"the output {folder}", f"would overwrite the input {source}")
     assert [p.name for p in folder.iterdir()] == ["a.jsonl"]
+
+
+@pytest.mark.parametrize("command", ["analyze", "eval", "compress"])
+@pytest.mark.parametrize("target", ["other/y.metrics.jsonl", "other/y.jsonl"])
+def test_html_report_onto_data_a_command_does_not_read_is_refused(run: Path, command: str, target: str) -> None:
+    """Another run's metrics or dataset is nobody's HTML page: refused, untouched (a folder is click's error)."""
+    other = run / "other"
+    other.mkdir(exist_ok=True)
+    (other / "y.metrics.jsonl").write_text('{"row_index": 0}\n')
+    (other / "y.jsonl").write_text('{"conversations": []}\n')
+    before = _untouched(run)
+    args = {
+        "analyze": ["analyze", str(run / "in.jsonl"), *BUDGET, "-q"],
+        "eval": ["eval", str(run / "out" / "x.jsonl"), "--input", str(run / "in.jsonl")],
+        "compress": ["compress", str(run / "in.jsonl"), "-o", str(run / "out2" / "z.jsonl"), *SMALL],
+    }[command]
+    result = run_cli(*args, "--html-report", str(run / target))
+    _assert_one_line_error(result, "the HTML report", "not an HTML page", "choose another path")
+    assert _untouched(run) == before
+
+
+def test_html_report_replaces_an_older_page_and_an_empty_file(run: Path) -> None:
+    """Re-running a command rewrites its page: an older page (or an empty file) is no data to keep."""
+    page = run / "pages" / "analysis.html"
+    page.parent.mkdir(exist_ok=True)
+    for older in ("\ufeff  <!DOCTYPE html>\n<html>old</html>", ""):
+        page.write_text(older)
+        result = run_cli("analyze", str(run / "in.jsonl"), *BUDGET, "-q", "--html-report", str(page))
+        assert result.returncode == 0, result.stderr
+        assert page.read_text().startswith("<!DOCTYPE html>") and "old</html>" not in page.read_text()
+
+
+def test_the_page_guard_reads_only_the_start_of_a_file(tmp_path: Path) -> None:
+    data = tmp_path / "big.jsonl"
+    data.write_bytes(b'{"a": "' + b"<!DOCTYPE html>" * 10 + b'"}\n')
+    with pytest.raises(OutputError, match="not an HTML page"):
+        refuse_overwrites([NamedFile("the HTML report", data, html_page=True)])
+    refuse_overwrites([NamedFile("the HTML report", data)])  # the plain guard knows nothing of contents

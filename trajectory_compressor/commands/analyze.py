@@ -26,7 +26,7 @@ from trajectory_compressor.read.sources import InputSource
 from trajectory_compressor.run.prepare import PreparedRow, notice_tokens, planned_rows
 from trajectory_compressor.run.pruning import Pruning, pruned_view
 from trajectory_compressor.settings import PlanConfig, RunConfig
-from trajectory_compressor.write.collisions import NamedFile, input_files, refuse_overwrites
+from trajectory_compressor.write.collisions import html_report_file, input_files, refuse_overwrites
 from trajectory_compressor.write.html_report import (
     percentiles,
     render_html_report,
@@ -171,7 +171,7 @@ def analyze_sources(
 ) -> Analysis:
     """Count and plan every row of `sources`; no summaries, no outputs (the HTML page is checked first)."""
     if config.output.html_report:
-        refuse_overwrites([NamedFile("the HTML report", config.output.html_report)], input_files(sources))
+        refuse_overwrites([html_report_file(config.output.html_report)], input_files(sources))
     plan = config.plan
     result = Analysis(
         target=plan.target_max_tokens, summary_budget=plan.summary_target_tokens, batch_discount=config.batch.discount

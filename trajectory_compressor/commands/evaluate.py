@@ -38,7 +38,7 @@ from trajectory_compressor.commands.eval_rows import (
 )
 from trajectory_compressor.read.sources import InputSource
 from trajectory_compressor.settings import RunConfig
-from trajectory_compressor.write.collisions import NamedFile, input_files, refuse_overwrites
+from trajectory_compressor.write.collisions import NamedFile, html_report_file, input_files, refuse_overwrites
 from trajectory_compressor.write.html_examples import RowExample, make_example
 from trajectory_compressor.write.paths import OutputPaths
 
@@ -251,4 +251,4 @@ def _refuse_overwrites(
             NamedFile("the metrics file", given or beside.metrics),
             NamedFile("the report", beside.report),
         ]
-    refuse_overwrites([NamedFile("the HTML report", config.output.html_report)], reads)
+    refuse_overwrites([html_report_file(config.output.html_report)], reads)

@@ -16,7 +16,13 @@ from pathlib import Path
 from trajectory_compressor.messages import quoted
 from trajectory_compressor.read.sources import InputSource
 from trajectory_compressor.settings import ConfigError, OutputConfig, RunConfig, SelectConfig
-from trajectory_compressor.write.collisions import NamedFile, input_files, refuse_overwrites, run_outputs
+from trajectory_compressor.write.collisions import (
+    NamedFile,
+    html_report_file,
+    input_files,
+    refuse_overwrites,
+    run_outputs,
+)
 from trajectory_compressor.write.output_format import ConversionError, output_format_for
 from trajectory_compressor.write.paths import OutputPaths, mirrored_name, shard_path
 
@@ -87,5 +93,5 @@ def _written_by(job: CompressJob) -> list[NamedFile]:
     origin = f" (from {quoted(job.sources[0].name)})" if len(job.sources) == 1 else ""
     named = run_outputs(OutputPaths.beside(job.output, job.metrics).as_dict(), origin)
     if job.html_report is not None:
-        named.append(NamedFile("the HTML report", job.html_report, origin))
+        named.append(html_report_file(job.html_report, origin))
     return named

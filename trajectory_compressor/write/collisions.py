@@ -6,6 +6,11 @@ will write and the files they read (inputs, metrics, reports, shard files, a res
 and call `refuse_overwrites` before anything is written. Paths are compared resolved (symlinks followed),
 and an output that is a directory holding a file read counts too (a `datasets` output directory
 is replaced whole). A collision is one line and exit 2 (`OutputError`), and nothing is touched.
+
+An HTML page is also refused onto an existing file that is not an HTML page: a command knows the
+files it reads, not the dataset or metrics of another run a user may aim `--html-report` at by
+mistake (`analyze in.jsonl --html-report out/x.metrics.jsonl`). Pages are written anew on every
+run, so overwriting an older page is fine; anything else is somebody's data.
 """
 
 from __future__ import annotations
@@ -35,9 +40,15 @@ class NamedFile:
     role: str
     path: str | os.PathLike[str]
     note: str = ""  # e.g. " (from in/a.jsonl)": which of several outputs
+    html_page: bool = False  # written only over nothing, or over an older HTML page
 
     def __str__(self) -> str:
         return f"{self.role} {quoted(self.path)}{self.note}"
+
+
+def html_report_file(path: str | os.PathLike[str], note: str = "") -> NamedFile:
+    """A command's `--html-report` page: it may replace an older page, never other data."""
+    return NamedFile("the HTML report", path, note, html_page=True)
 
 
 def input_files(sources: Iterable[InputSource]) -> list[NamedFile]:
@@ -67,7 +78,18 @@ def refuse_overwrites(writes: Iterable[NamedFile], reads: Iterable[NamedFile] = 
             raise OutputError(f"{named} would overwrite {read}; choose another path")
         if real in written:
             raise OutputError(f"{named} would overwrite {written[real]}; choose distinct output paths")
+        if named.html_page and real.exists() and not _is_html_page(real):
+            raise OutputError(f"{named} would overwrite a file that is not an HTML page; choose another path")
         written[real] = named
+
+
+def _is_html_page(path: Path) -> bool:
+    """An existing regular file that starts (after a BOM and whitespace) like an HTML document."""
+    if not path.is_file():
+        return False  # a folder, a device, a socket: never replaced by a page
+    with open(path, "rb") as handle:
+        start = handle.read(64).removeprefix(b"\xef\xbb\xbf").lstrip().lower()
+    return start.startswith((b"<!doctype html", b"<html")) or not start  # an empty file holds no data
 
 
 def _real(path: str | os.PathLike[str]) -> Path:
