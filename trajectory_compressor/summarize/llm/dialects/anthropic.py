@@ -89,7 +89,9 @@ class AnthropicDialect:
         if kind == "succeeded":
             message = result.get("message") if isinstance(result, dict) else None
             body = orjson.dumps(message) if isinstance(message, dict) else None
-            return BatchAnswer(number, custom_id, 200, body, None if body else "a succeeded result without a message")
+            if body is None:
+                return BatchAnswer(number, custom_id, None, None, "a succeeded result without a message")
+            return BatchAnswer(number, custom_id, 200, body, None)
         if kind == "errored":
             return BatchAnswer(number, custom_id, None, None, _errored(result))
         if isinstance(kind, str) and kind in NOT_RUN:
