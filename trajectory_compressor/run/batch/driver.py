@@ -174,6 +174,7 @@ class BatchPhase:
         if submission.batch_id is None:
             sent_before = bool(submission.create_sent_at)
             if not sent_before:  # recorded first: a create whose reply is lost is then looked for, never sent twice
+                submission.create_marker = await api.create_marker()
                 submission.create_sent_at = time.time()
                 self.state.save(self.folder)
                 boundary("batch-create-sent")
@@ -185,6 +186,7 @@ class BatchPhase:
                 sent_before,
                 submission.file_id,
                 frozenset(s.batch_id for s in self.state.submissions if s.batch_id),
+                submission.create_marker,
             )
             metadata = {"trajectory_compressor": submission.nonce, "round": str(submission.round)}
             batch = await api.create_batch(job, window=self.config.batch.completion_window, metadata=metadata)

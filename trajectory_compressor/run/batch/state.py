@@ -43,6 +43,7 @@ class Submission:
     submitted_at: float = 0.0  # epoch seconds its batch was created (or first seen): --batch-timeout counts from it
     file_id: str | None = None  # its upload (providers that take files)
     create_sent_at: float = 0.0  # epoch seconds its first create was sent: where a look for a lost one starts
+    create_marker: str | None = None  # what the provider held before that create (`BatchCalls.create_marker`)
     batch_id: str | None = None
     status: str | None = None  # the provider's status when last seen, in the run's words (`BatchView`)
     counts: dict[str, int] = field(default_factory=dict)  # the provider's request counts, as it names them

@@ -222,6 +222,10 @@ class BatchTransport:
             cursors.add(after)
         self._unusable_list(path, f"the provider's list of {path.lstrip('/')} did not end within {MAX_PAGES} pages")
 
+    def lists(self, path: str) -> bool:
+        """Whether the list at `path` is still taken to be usable (not found missing or endless)."""
+        return path not in self._unlisted
+
     def _unusable_list(self, path: str, why: str) -> None:
         """Stop asking `path`, and say once per run what that costs."""
         self._unlisted.add(path)

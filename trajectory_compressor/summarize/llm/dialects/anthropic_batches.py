@@ -7,13 +7,15 @@ No file is uploaded: the requests are posted in the create call itself (`{"reque
 
 Never paid twice: Anthropic's batches carry no metadata and no input file, and its API takes no
 idempotency key, so a batch whose create reply was lost (or that a killed run created but never
-recorded) is recognised by what can be known of it: created after the run recorded that it was
-about to send this file's create (`BatchJob.sent_at`, written to the batch record first, so the
-list is only searched after a create was sent: never for a file's first one), holding exactly the file's number of
-requests, and not a batch the run already owns. Of several such, the oldest is taken (the one
-closest after the send). Two runs creating batches of the same size in the same workspace within
-minutes of each other could still be confused after a lost reply; the answers would then not be
-this file's, and its requests go to `--batch-fallback`, as for a failed batch.
+recorded) is recognised by what can be known of it. Before a file's first create is sent, the
+newest batch of the workspace is noted (`create_marker`) and recorded with the time
+(`BatchJob.marker`, `sent_at`, in the batch record before the create goes out); a later look
+takes the batches listed above that marker (made after it, whatever the clocks say) holding
+exactly the file's number of requests and not already the run's own, and of those the oldest,
+the one closest after the send. Only two creates of the same size racing in the same workspace
+between the note and the create could be confused after a lost reply; the answers would then
+not be this file's, and its requests go to `--batch-fallback`, as for a failed batch. Without a
+usable list nothing is looked for (said once), as for OpenAI.
 
 The results are read from `results_url` when it is on the configured endpoint, and from the
 documented path under the endpoint otherwise: the API key is sent to no other host.
@@ -36,7 +38,7 @@ from trajectory_compressor.summarize.llm.dialects.anthropic import AnthropicDial
 from trajectory_compressor.summarize.llm.dialects.base import BatchJob, BatchView
 
 BATCHES_PATH = "/v1/messages/batches"
-CLOCK_SKEW_SECONDS = 600.0  # a batch made this long before our clock says the create was sent may be it
+CLOCK_SKEW_SECONDS = 60.0  # without a marker: a batch made this long before our clock's send may be it
 RESULT_COUNTS = ("succeeded", "errored", "canceled", "expired")
 
 
@@ -77,16 +79,24 @@ class AnthropicBatches:
         made = await self.http.call("POST", BATCHES_PATH, payload=payload, recheck=already, what=what)
         return made if isinstance(made, BatchView) else self._view(made, "create")
 
+    async def create_marker(self) -> str | None:
+        """The newest batch of the workspace ("" when there is none; None without a usable list)."""
+        async for item in self.http.pages(BATCHES_PATH, {}, cursor="after_id", made_at=_made_at):
+            return str(item["id"])
+        return "" if self.http.lists(BATCHES_PATH) else None
+
     async def find_batch(self, job: BatchJob) -> BatchView | None:
         """The batch a create of `job` sent earlier made, if one can be recognised (see the module)."""
         found: dict[str, Any] | None = None
         async for item in self.http.pages(BATCHES_PATH, {}, since=job.sent_at, cursor="after_id", made_at=_made_at):
+            if job.marker is not None and str(item["id"]) == job.marker:
+                break  # this one and every later one were there before the create was sent
             made = _made_at(item)
-            if str(item["id"]) in job.claimed or made is None or made < job.sent_at - CLOCK_SKEW_SECONDS:
-                continue
+            if job.marker is None and (made is None or made < job.sent_at - CLOCK_SKEW_SECONDS):
+                continue  # without a marker, the clocks say what came after the send
             counts = item.get("request_counts")
-            if isinstance(counts, dict) and _total(counts) == job.requests:
-                found = item  # newest first: the last match is the oldest after the send
+            if str(item["id"]) not in job.claimed and isinstance(counts, dict) and _total(counts) == job.requests:
+                found = item  # newest first: the last one seen is the oldest, the closest after the send
         return self._view(found, "list") if found is not None else None
 
     async def get_batch(self, batch_id: str) -> BatchView:

@@ -137,6 +137,7 @@ class BatchJob:
     sent_before: bool  # a create was sent before this call (a killed run, an earlier attempt): look first
     file_id: str | None = None  # its upload, for providers that take files
     claimed: frozenset[str] = frozenset()  # batches the run already owns: never another file's
+    marker: str | None = None  # `BatchCalls.create_marker` before its first create (None: none known)
 
 
 class BatchCalls(Protocol):
@@ -151,6 +152,12 @@ class BatchCalls(Protocol):
 
     async def upload(self, path: Path, name: str, *, since: float = 0.0) -> str:
         """Upload a request file under `name` (or find it uploaded); its file id."""
+        ...
+
+    async def create_marker(self) -> str | None:
+        """What the provider holds before a file's first create is sent, recorded with it: where a
+        later look for the batch that create made begins (None: the provider needs none, or has
+        no usable list)."""
         ...
 
     async def create_batch(self, job: BatchJob, *, window: str, metadata: dict[str, str]) -> BatchView:

@@ -87,6 +87,9 @@ class OpenAIBatches:
 
     # -- batches -------------------------------------------------------------------------------
 
+    async def create_marker(self) -> str | None:
+        return None  # a batch is found by its input file: nothing to note before its create
+
     async def create_batch(self, job: BatchJob, *, window: str, metadata: dict[str, str]) -> BatchView:
         """Create the batch of `job`'s uploaded file, or return the one that exists already for it."""
         file_id = job.file_id
