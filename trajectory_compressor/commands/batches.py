@@ -21,7 +21,7 @@ from trajectory_compressor.run.batch.driver import batch_status
 from trajectory_compressor.run.batch.state import STATE_NAME, BatchState
 from trajectory_compressor.settings import LLMConfig
 from trajectory_compressor.settings.tree import ApiName
-from trajectory_compressor.summarize.llm.dialects import DEFAULTS
+from trajectory_compressor.summarize.llm.dialects import DIALECTS
 from trajectory_compressor.write.paths import OutputPaths
 
 
@@ -35,7 +35,7 @@ class BatchEndpoint:
     def config(self, api: str, *, default: bool) -> LLMConfig | None:
         """The endpoint of a record whose batches went to `api`: `--base-url`, else the dialect's
         environment variable, else (`default`) the dialect's own endpoint; None when there is none."""
-        defaults = DEFAULTS.get(api)
+        defaults = DIALECTS.get(api)
         if defaults is None:
             raise UsageError(f"the batch record names an API this version does not know: {quoted(api)}")
         url = self.base_url or os.environ.get(defaults.base_url_env) or (defaults.base_url if default else None)
@@ -85,7 +85,7 @@ async def cancel_batches(output: Path, endpoint: BatchEndpoint) -> list[str]:
     for run in find_batches(output):
         config = endpoint.config(run.state.api, default=True)
         if config is None:
-            env = DEFAULTS[run.state.api].base_url_env
+            env = DIALECTS[run.state.api].base_url_env
             raise UsageError(f"cancelling needs the endpoint: pass --base-url or set {env}")
         cancelled += await cancel(run.state, config)
     return cancelled

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from trajectory_compressor.count import TokenCounter
 from trajectory_compressor.settings import ConfigError, RunConfig, with_values
 from trajectory_compressor.summarize.extractive import ExtractiveSummarizer
-from trajectory_compressor.summarize.llm.dialects import DEFAULTS
+from trajectory_compressor.summarize.llm.dialects import DIALECTS
 from trajectory_compressor.types import Summarizer
 
 if TYPE_CHECKING:  # the LLM summarizer loads aiohttp: only runs that summarize with an LLM import it
@@ -37,7 +37,7 @@ def resolve_endpoint(config: RunConfig) -> RunConfig:
     variable (`OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`), else its default (Anthropic's API)."""
     if config.llm.base_url:
         return config
-    defaults = DEFAULTS[config.llm.api]
+    defaults = DIALECTS[config.llm.api]
     url = os.environ.get(defaults.base_url_env) or defaults.base_url
     if url:
         return with_values(config, "llm", base_url=url)
