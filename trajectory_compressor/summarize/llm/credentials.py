@@ -45,11 +45,6 @@ class Credentials:
                 logger.warning("the base URL carries credentials: using them instead of $%s", self.key_env)
         self._headers = headers
 
-    @property
-    def has_key(self) -> bool:
-        """Whether an API key was found in the environment."""
-        return self.key is not None
-
     def headers(self) -> dict[str, str]:
         """The headers that carry the key (none for a URL with credentials: aiohttp sends those)."""
         return dict(self._headers)
