@@ -202,7 +202,7 @@ def batches() -> None:
 _batch_url_option = click.option(
     "--base-url",
     help="The endpoint the batches went to [env OPENAI_BASE_URL or ANTHROPIC_BASE_URL, by the API the record "
-    "names; status: the record only; cancel with --api anthropic: https://api.anthropic.com].",
+    "names; status: the record only; cancelling Anthropic's batches: https://api.anthropic.com].",
 )
 _batch_key_option = click.option(
     "--api-key-env",
