@@ -116,6 +116,7 @@ class BatchPhase:
                         break
         finally:
             await answers.aclose()
+        self._summarizer = self._run_summarizer()
         return self._outcome(settled=True)
 
     async def aclose(self) -> None:
@@ -294,7 +295,6 @@ class BatchPhase:
     def _outcome(self, *, settled: bool) -> BatchOutcome:
         status = batch_status(self.state)
         if settled:
-            self._summarizer = self._run_summarizer()
             return BatchOutcome(True, "", status, self._summarizer)
         waiting = self.state.unstored
         done = sum(s.done for s in waiting)
