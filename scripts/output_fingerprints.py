@@ -3,7 +3,8 @@
 
 Each case runs the real command (`python -m trajectory_compressor`) in a subprocess on the
 bundled sample data: every output format, every over-limit policy, a dry run, shards + merge,
-`analyze --json`, a run killed and resumed, and an LLM run against the test suite's fake
+`analyze --json`, a run killed and resumed, the `requests` batch file, and LLM runs (one keeping
+its cache, whose keys are fingerprinted) against the test suite's fake
 OpenAI-compatible server on 127.0.0.1. It prints one sha256 per output file. Save the figures
 before a change and compare after it:
 
@@ -22,6 +23,7 @@ import argparse
 import hashlib
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -80,6 +82,13 @@ def digests(folder: Path) -> dict[str, str]:
     return found
 
 
+def cache_keys(path: Path) -> str:
+    """sha256 of the sorted keys of a summary cache (its rows hold times, so the file is not hashed)."""
+    with sqlite3.connect(path) as connection:
+        keys = sorted(row[0] for row in connection.execute("SELECT key FROM summaries_v2"))
+    return hashlib.sha256("\n".join(keys).encode()).hexdigest() + f" ({len(keys)} keys)"
+
+
 @contextmanager
 def fake_server() -> Iterator[str]:
     script = REPO / "tests" / "fake_openai_server.py"
@@ -134,6 +143,12 @@ def cases(work: Path) -> dict[str, dict[str, str]]:
     with fake_server() as url:
         llm = ("--base-url", url, "--model", "fake", "--no-cache", "--summarizer", "llm")
         case("llm", "compress", sample, "-o", "{out}/x.jsonl", "-q", *llm, *TIGHT)
+        # The cache keys a run stores its summaries under: a changed key makes every user pay again.
+        cached = ("--base-url", url, "--model", "fake", "--cache", "{out}/cache.sqlite3", "--summarizer", "llm")
+        case("llm_cached", "compress", sample, "-o", "{out}/x.jsonl", "-q", *cached, *TIGHT)
+        results["llm_cached"]["_cache_keys"] = cache_keys(work / "llm_cached" / "cache.sqlite3")
+    # The offline batch file: each line's custom_id (the cache key) and body, as a live call sends it.
+    case("requests", "requests", sample, "-o", "{out}/requests.jsonl", "--model", "fake", *TIGHT)
 
     out = work / "resume"
     out.mkdir()

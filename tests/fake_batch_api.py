@@ -96,15 +96,15 @@ class FakeBatchServer(FakeOpenAIServer):
     # -- handlers ------------------------------------------------------------------------------
 
     def _note(self, request: web.Request) -> None:
-        self.api_calls.append((request.method, request.path, request.headers.get("Authorization")))
+        self.api_calls.append((request.method, request.path, request.headers.get(self.credential_header)))
 
     async def _fault(self, request: web.Request, faults: list[str]) -> web.Response | str | None:
         action = faults.pop(0) if faults else "ok"
         if action.isdigit():
             status = int(action)
-            echo = f": {request.headers.get('Authorization')}" if status == 401 else ""
-            body = {"error": {"message": f"fake batch error {status}{echo}", "code": status}}
-            return web.json_response(body, status=status, headers={"Retry-After": "0"} if status == 429 else None)
+            echo = f": {request.headers.get(self.credential_header)}" if status == 401 else ""
+            headers = {"Retry-After": "0"} if status == 429 else None
+            return self._error(status, f"fake batch error {status}{echo}", headers)
         return action
 
     async def _upload(self, request: web.Request) -> web.StreamResponse:

@@ -18,7 +18,7 @@ count POSTs to /v1/chat/completions from 0. Actions:
     429 / 429:S             HTTP 429, with ``Retry-After: S`` (seconds) when given
     429-date:S              HTTP 429 with Retry-After as an HTTP date S seconds ahead
     500 / 502 / 503 / 503:S HTTP 5xx (503:S adds Retry-After: S)
-    400 404 408 409 422 401 403   that status with an OpenAI-style error body
+    400 404 408 409 413 422 401 403 529   that status with an error body (529: Anthropic's overloaded)
     hang                    never answer (until the server stops): the client must time out
     drop                    close the connection before answering
     drop_mid                send headers and half a body, then close the connection
@@ -66,7 +66,7 @@ from aiohttp import web
 Action = str | dict[str, Any] | None
 FaultSchedule = Sequence[Action] | Mapping[int, Action] | Callable[[int, Any], Action] | None
 
-ERROR_STATUSES = {400, 401, 403, 404, 408, 409, 422, 500, 502, 503, 504}
+ERROR_STATUSES = {400, 401, 403, 404, 408, 409, 413, 422, 500, 502, 503, 504, 529}
 
 
 @dataclass
@@ -85,19 +85,37 @@ class RecordedRequest:
     def authorization(self) -> str | None:
         return self.headers.get("Authorization")
 
+    @property
+    def api_key(self) -> str | None:
+        """Anthropic's key header."""
+        return self.headers.get("x-api-key")
+
+
+def prompt_messages(body: Any) -> list[Any]:
+    """A request's messages, provider-neutral: an Anthropic body's top-level `system` is put back in
+    front as a system message, so the same prompt gets the same answer from either fake."""
+    if not isinstance(body, dict):
+        return []
+    messages = body.get("messages", [])
+    messages = messages if isinstance(messages, list) else []
+    system = body.get("system")
+    return [{"role": "system", "content": system}, *messages] if isinstance(system, str) else messages
+
 
 def prompt_text(body: Any) -> str:
     """Every message's text of a request body, joined: where a test looks for a row's marker."""
-    messages = body.get("messages", []) if isinstance(body, dict) else []
-    return "\n".join(str(m.get("content", "")) for m in messages if isinstance(m, dict))
+    return "\n".join(str(m.get("content", "")) for m in prompt_messages(body) if isinstance(m, dict))
+
+
+def prompt_chars(body: Any) -> int:
+    return sum(len(str(m.get("content", ""))) for m in prompt_messages(body) if isinstance(m, dict))
 
 
 def fake_summary(body: Any) -> str:
-    """The deterministic summary the server returns for a request body."""
-    messages = body.get("messages", []) if isinstance(body, dict) else []
+    """The deterministic summary the server returns for a request body (of either dialect)."""
+    messages = prompt_messages(body)
     digest = hashlib.sha256(orjson.dumps(messages, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
-    chars = sum(len(str(message.get("content", ""))) for message in messages if isinstance(message, dict))
-    return f"The user and the assistant worked on task {digest}; the prompt had {chars} characters."
+    return f"The user and the assistant worked on task {digest}; the prompt had {prompt_chars(body)} characters."
 
 
 @dataclass
@@ -120,17 +138,23 @@ class FakeOpenAIServer:
     _passes: int = field(default=0, init=False, repr=False)  # releases not yet taken
     _open: bool = field(default=False, init=False, repr=False)  # release(None): no more holding
 
+    # What differs in another provider's fake (`tests/fake_anthropic_api.py`): where chat requests
+    # go, what the base URL ends with, which header carries the key, how errors and replies look.
+    chat_path = "/v1/chat/completions"
+    base_path = "/v1"
+    credential_header = "Authorization"
+
     # -- lifecycle ----------------------------------------------------------------------------
 
     def make_app(self) -> web.Application:
         app = web.Application(client_max_size=256 << 20)  # batch uploads: providers take ~200 MB
-        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_post(self.chat_path, self._chat)
         app.router.add_get("/v1/models", self._models)
         app.router.add_get("/_fake/stats", self._stats)
         return app
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
-        """Listen on `host:port` (0: any free port); returns the base URL ending in /v1."""
+        """Listen on `host:port` (0: any free port); returns the base URL (ending in `base_path`)."""
         self._closing = asyncio.Event()
         self._gate = asyncio.Condition()
         # handler_cancellation: a handler whose client went away (timeout) is cancelled, so
@@ -140,7 +164,7 @@ class FakeOpenAIServer:
         site = web.TCPSite(self._runner, host, port)
         await site.start()
         bound_port = self._runner.addresses[0][1]
-        self.base_url = f"http://{host}:{bound_port}/v1"
+        self.base_url = f"http://{host}:{bound_port}{self.base_path}"
         return self.base_url
 
     async def stop(self) -> None:
@@ -272,8 +296,7 @@ class FakeOpenAIServer:
                 else:
                     headers["Retry-After"] = argument
             status = 429 if name.startswith("429") else int(name)
-            error = {"error": {"message": f"fake error {status}", "type": "fake", "code": status}}
-            return web.json_response(error, status=status, headers=headers)
+            return self._error(status, f"fake error {status}", headers)
         if name == "hold":
             await self._wait_released()
             return self._completion(body, fake_summary(body))
@@ -298,7 +321,7 @@ class FakeOpenAIServer:
         if name == "invalid_json":
             return web.Response(text='{"choices": [ this is not json', content_type="application/json")
         if name == "no_choices":
-            return web.json_response({"error": {"message": "upstream provider failed"}})
+            return self._error(200, "upstream provider failed")
         if name == "no_content":
             return self._reply(body, {"role": "assistant"}, "stop")
         if name == "empty":
@@ -315,15 +338,13 @@ class FakeOpenAIServer:
         if name == "think":
             return self._completion(body, "<think>\nplanning the summary\n</think>\n\n" + fake_summary(body))
         if name in ("echo", "echo_auth"):  # a careless proxy: what it was sent comes back
-            authorization = request.headers.get("Authorization", "")
+            quoted = f"{self.credential_header}: {request.headers.get(self.credential_header, '')}"
             if name == "echo_auth":
-                error = {"error": {"message": f"refused Authorization: {authorization}"}}
-                return web.json_response(error, status=int(argument or 401))
-            messages = body.get("messages", []) if isinstance(body, dict) else []
-            prompt = "\n".join(str(m.get("content", "")) for m in messages if isinstance(m, dict))
+                return self._error(int(argument or 401), f"refused {quoted}")
+            prompt = prompt_text(body)
             if argument:  # echo:N echoes the first N characters of the prompt only
                 prompt = prompt[: int(argument)]
-            return self._completion(body, f"Authorization: {authorization}\n{prompt}")
+            return self._completion(body, f"{quoted}\n{prompt}")
         raise ValueError(f"unknown fake action {action!r}")
 
     def _completion(
@@ -332,12 +353,17 @@ class FakeOpenAIServer:
         message = {"role": "assistant", "content": content, **(extra or {})}
         return self._reply(body, message, finish_reason)
 
+    def _error(self, status: int, message: str, headers: dict[str, str] | None = None) -> web.Response:
+        """An OpenAI-style error body with `status` (200 too: a gateway's error in a 200)."""
+        error = {"error": {"message": message, "type": "fake", "code": status}}
+        if status == 200:
+            error = {"error": {"message": message}}
+        return web.json_response(error, status=status, headers=headers)
+
     def _reply(self, body: Any, message: dict[str, Any], finish_reason: str) -> web.Response:
-        messages = body.get("messages", []) if isinstance(body, dict) else []
-        prompt_chars = sum(len(str(m.get("content", ""))) for m in messages if isinstance(m, dict))
         content = message.get("content") or ""
         usage = {
-            "prompt_tokens": max(1, prompt_chars // 4),
+            "prompt_tokens": max(1, prompt_chars(body) // 4),
             "completion_tokens": max(1, len(content) // 4),
         }
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]

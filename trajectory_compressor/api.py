@@ -22,8 +22,7 @@ from trajectory_compressor.read.sources import expand_inputs
 from trajectory_compressor.run.jobs import CompressJob, check_output_paths, plan_jobs
 from trajectory_compressor.run.pipeline import CompressionRun, RunResult
 from trajectory_compressor.settings import ConfigError, RunConfig, settings_record
-from trajectory_compressor.summarize.choose import choose_summarizers, resolve_endpoint
-from trajectory_compressor.types import Summarizer
+from trajectory_compressor.summarize.choose import SummarizerChoice, choose_summarizers, resolve_endpoint
 
 if TYPE_CHECKING:  # the batch phase loads aiohttp: only runs with --batch import it
     from trajectory_compressor.run.batch.driver import BatchPhase
@@ -75,7 +74,7 @@ async def compress_async(
             from trajectory_compressor.summarize.llm.batch_file import answer_line_limit
 
             limit = answer_line_limit(config.plan.summary_target_tokens)
-            await load_responses(choice.primary, Path(config.llm.responses), say, line_limit=limit)
+            await load_responses(choice, Path(config.llm.responses), say, line_limit=limit)
         for job in jobs:
             primary, fallback = (choice.primary, choice.fallback) if choice else (None, None)
             run = CompressionRun(
@@ -86,7 +85,7 @@ async def compress_async(
                 fallback,
                 settings=settings,
                 on_message=on_message,
-                batches=batch_phase(job, config, counter, primary, fallback, say) if config.batch.enabled else None,
+                batches=batch_phase(job, config, counter, choice, say) if config.batch.enabled else None,
             )
             result = await run.run()
             results.append(result)
@@ -100,13 +99,16 @@ async def compress_async(
     return results
 
 
-async def load_responses(summarizer: Summarizer, path: Path, say: Callable[[str], None], *, line_limit: int) -> None:
+async def load_responses(choice: SummarizerChoice, path: Path, say: Callable[[str], None], *, line_limit: int) -> None:
     """`--responses`: put a batch output file's answers into the cache before the run asks."""
-    from trajectory_compressor.summarize.llm import LLMSummarizer
-
-    if not isinstance(summarizer, LLMSummarizer):
+    if choice.llm is None:
         raise ConfigError("--responses needs the llm summarizer: pass --base-url and --model")
-    loaded = await summarizer.load_responses(path, line_limit=line_limit)
+    if choice.llm.config.api != "openai":
+        raise ConfigError(
+            "--responses reads OpenAI batch output files (`requests`, `vllm run-batch`) only: with --api "
+            f"{choice.llm.config.api}, use --batch"
+        )
+    loaded = await choice.llm.load_responses(path, line_limit=line_limit)
     say(loaded.summary())
     for problem in loaded.problems:
         say(f"warning: {problem}")
@@ -116,8 +118,7 @@ def batch_phase(
     job: CompressJob,
     config: RunConfig,
     counter: TokenCounter,
-    primary: Summarizer | None,
-    fallback: Summarizer | None,
+    choice: SummarizerChoice | None,
     say: Callable[[str], None],
 ) -> BatchPhase:
     """`--batch`: the batch rounds of one output, in its own batch folder."""
@@ -126,8 +127,12 @@ def batch_phase(
 
     if config.dry_run:
         raise ConfigError("--batch and --dry-run exclude each other: a dry run asks for no summary")
+    if choice is None or choice.llm is None or choice.fallback is None:
+        raise ConfigError("--batch needs the llm summarizer: pass --base-url and --model")
+    if not choice.llm.has_cache:
+        raise ConfigError("--batch needs the summary cache (drop --no-cache): answers reach the run through it")
     folder = OutputPaths.beside(job.output, job.metrics).batch_dir
-    return BatchPhase(folder, job.sources, config, counter, primary, fallback, say=say)
+    return BatchPhase(folder, job.sources, config, counter, choice.fallback, usage=choice.llm.usage, say=say)
 
 
 def counter_for(config: RunConfig) -> TokenCounter:

@@ -199,18 +199,14 @@ def batches() -> None:
     """Show or cancel the provider batches of a `compress --batch` run."""
 
 
-def _batch_endpoint(base_url: str | None, api_key_env: str) -> Any:
-    from trajectory_compressor.settings import LLMConfig
-
-    url = base_url or os.environ.get("OPENAI_BASE_URL")
-    return LLMConfig(base_url=url, model="batches", api_key_env=api_key_env) if url else None
-
-
 _batch_url_option = click.option(
-    "--base-url", help="The endpoint the batches went to [env OPENAI_BASE_URL; status: the record only]."
+    "--base-url",
+    help="The endpoint the batches went to [env OPENAI_BASE_URL or ANTHROPIC_BASE_URL, by the API the record "
+    "names; status: the record only; cancelling Anthropic's batches: https://api.anthropic.com].",
 )
 _batch_key_option = click.option(
-    "--api-key-env", default="OPENAI_API_KEY", show_default=True, help="Environment variable holding the API key."
+    "--api-key-env",
+    help="Environment variable holding the API key [OPENAI_API_KEY; ANTHROPIC_API_KEY for Anthropic's batches].",
 )
 
 
@@ -220,12 +216,12 @@ _batch_key_option = click.option(
 @_batch_key_option
 @_json_option
 @reports_usage_errors
-def batches_status(output: str, base_url: str | None, api_key_env: str, json_output: bool) -> None:
+def batches_status(output: str, base_url: str | None, api_key_env: str | None, json_output: bool) -> None:
     """The batches of the run writing OUTPUT: ids, status, request counts."""
+    from trajectory_compressor.commands.batches import BatchEndpoint, render_status
     from trajectory_compressor.commands.batches import batches_status as status_of
-    from trajectory_compressor.commands.batches import render_status
 
-    runs = asyncio.run(status_of(Path(output), _batch_endpoint(base_url, api_key_env)))
+    runs = asyncio.run(status_of(Path(output), BatchEndpoint(base_url, api_key_env)))
     click.echo(json.dumps(runs, ensure_ascii=True) if json_output else render_status(runs))
 
 
@@ -234,14 +230,11 @@ def batches_status(output: str, base_url: str | None, api_key_env: str, json_out
 @_batch_url_option
 @_batch_key_option
 @reports_usage_errors
-def batches_cancel(output: str, base_url: str | None, api_key_env: str) -> None:
+def batches_cancel(output: str, base_url: str | None, api_key_env: str | None) -> None:
     """Cancel the open batches of the run writing OUTPUT (what they answered is still used)."""
-    from trajectory_compressor.commands.batches import cancel_batches
+    from trajectory_compressor.commands.batches import BatchEndpoint, cancel_batches
 
-    endpoint = _batch_endpoint(base_url, api_key_env)
-    if endpoint is None:
-        raise UsageError("cancelling needs the endpoint: pass --base-url or set OPENAI_BASE_URL")
-    cancelled = asyncio.run(cancel_batches(Path(output), endpoint))
+    cancelled = asyncio.run(cancel_batches(Path(output), BatchEndpoint(base_url, api_key_env)))
     click.echo(f"asked to cancel {len(cancelled)} batch(es): {', '.join(cancelled) or '-'}", err=True)
     if cancelled:
         click.echo(

@@ -3,7 +3,8 @@
 The promises: a batch run writes exactly the bytes a live run writes, with no live call for an
 answered row; failed, expired and refused requests go to a follow-up batch or live, then to the
 failure policy; `--no-wait` exits 75 and a re-run reattaches; a run killed at any step and run
-again never submits a request twice and never loses an answer; the API key is in no file.
+again never submits a request twice and never loses an answer (for OpenAI's Files + Batches and
+Anthropic's Message Batches alike); the API key is in no file.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import make_trajectory, read_jsonl, run_cli, run_cli_subprocess, write_jsonl
+from tests.fake_anthropic_api import FakeAnthropicBatchServer
 from tests.fake_batch_api import FakeBatchServer
 from tests.fake_openai_server import FakeServerThread
 
@@ -259,22 +261,44 @@ def test_cancel_then_resubmit_keeps_what_was_answered_and_sends_the_rest_to_the_
     _same_as_live(out.parent, live)
 
 
-CRASH_POINTS = ["batch-written:1", "batch-uploaded:1", "batch-created:1", "batch-polled:2", "batch-downloaded:1",
-                "batch-stored:1"]  # fmt: skip
+@dataclass(frozen=True)
+class Provider:
+    """A batch API to run the same promises against: its fake, its key's variable, its flags."""
+
+    name: str
+    server: type[FakeBatchServer]
+    key_env: str
+    flags: tuple[str, ...]
+    steps: tuple[str, ...]  # its durable boundaries, in order
+
+    def __str__(self) -> str:
+        return self.name
 
 
-@pytest.mark.parametrize("point", CRASH_POINTS)
+STEPS = ("batch-written", "batch-uploaded", "batch-create-sent", "batch-created", "batch-polled", "batch-downloaded",
+         "batch-stored")  # fmt: skip
+OPENAI = Provider("openai", FakeBatchServer, "OPENAI_API_KEY", (), STEPS)
+# No upload: Anthropic takes the requests in the create call.
+ANTHROPIC = Provider("anthropic", FakeAnthropicBatchServer, "ANTHROPIC_API_KEY", ("--api", "anthropic"),
+                     tuple(step for step in STEPS if step != "batch-uploaded"))  # fmt: skip
+CRASH_POINTS = [(p, f"{step}:{2 if step == 'batch-polled' else 1}") for p in (OPENAI, ANTHROPIC) for step in p.steps]
+
+
+@pytest.mark.parametrize(("provider", "point"), CRASH_POINTS, ids=[f"{p}-{point}" for p, point in CRASH_POINTS])
 def test_killed_at_any_step_a_re_run_pays_nothing_twice_and_loses_nothing(
-    tmp_path: Path, live: Live, point: str
+    tmp_path: Path, live: Live, provider: Provider, point: str
 ) -> None:
+    """The Anthropic fake answers as the OpenAI one does: its outputs are the live run's bytes too."""
     source = live.source
     out = tmp_path / "out" / "x.jsonl"
-    server = FakeBatchServer()
+    server = provider.server()
+    env = {provider.key_env: SECRET}
     with FakeServerThread(server=server):
-        args = ["compress", str(source), "-o", str(out), *_flags(server.base_url, tmp_path / "c.sqlite3", "--batch")]
-        killed = run_cli_subprocess(*args, env={**KEY_ENV, "TC_CRASH_AT": point})
+        flags = _flags(server.base_url, tmp_path / "c.sqlite3", "--batch", *provider.flags)
+        args = ["compress", str(source), "-o", str(out), *flags]
+        killed = run_cli_subprocess(*args, env={**env, "TC_CRASH_AT": point})
         assert killed.returncode == -9, killed.stderr
-        again = run_cli_subprocess(*args, env=KEY_ENV)
+        again = run_cli_subprocess(*args, env=env)
         assert again.returncode == 0, again.stderr
     assert server.created() == 1 and len(server.requests) == 0
     _paid_once(server)

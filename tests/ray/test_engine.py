@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SAMPLE, run_cli
+from tests.fake_anthropic_api import FakeAnthropicServer
 from tests.fake_openai_server import FakeServerThread
-from tests.ray.conftest import assert_same_outputs
+from tests.ray.conftest import assert_same_outputs, json_lines, ray_parts
 
 pytestmark = pytest.mark.ray
 RAY = ("--engine", "ray", "--num-workers", "2", "-q")
@@ -78,6 +79,23 @@ def test_llm_run_equals_the_local_engine_and_limits_hold_across_workers(local_ra
     assert endpoint["requests"] == sent and endpoint["successes"] == sent
     assert endpoint["max_in_flight"] <= 2
     assert len(list((tmp_path / "ray-cache").glob("worker-*.sqlite3"))) == 2  # one file per worker
+
+
+def test_an_anthropic_run_on_ray_equals_an_openai_run_on_the_local_engine(local_ray, tmp_path: Path) -> None:
+    """The dialect travels in the settings to every worker; both fakes answer a prompt alike."""
+    with FakeServerThread() as server:
+        local = run_cli("compress", str(SAMPLE), "-o", str(tmp_path / "local" / "x.jsonl"),
+                        *llm_args(server.base_url, tmp_path / "local.sqlite3"))  # fmt: skip
+        assert local.returncode == 0, local.stderr
+    with FakeServerThread(server=FakeAnthropicServer()) as anthropic:
+        on_ray = run_cli("compress", str(SAMPLE), "-o", str(tmp_path / "ray" / "x.jsonl"), "--api", "anthropic",
+                         *llm_args(anthropic.base_url, tmp_path / "ray-cache" / "s.sqlite3"), *RAY)  # fmt: skip
+        assert on_ray.returncode == 0, on_ray.stderr
+        assert anthropic.requests  # the workers spoke Anthropic's dialect (the fake serves nothing else)
+        assert all(r.headers.get("anthropic-version") and "system" in r.body for r in anthropic.requests)
+    assert ray_parts(tmp_path / "ray" / "x.jsonl") == (tmp_path / "local" / "x.jsonl").read_bytes()
+    local_metrics = json_lines((tmp_path / "local" / "x.metrics.jsonl").read_bytes())
+    assert json_lines(ray_parts(tmp_path / "ray" / "x.metrics")) == local_metrics  # the report differs: its URL
 
 
 def test_a_rerun_takes_every_summary_from_the_shared_cache(local_ray, tmp_path: Path) -> None:

@@ -1,5 +1,9 @@
 """`requests`: the summary requests a compress run would send, as an OpenAI batch input file.
 
+OpenAI's format only (what `vllm run-batch` and the OpenAI-style Files APIs read): `--api anthropic`
+is refused in one line, since Anthropic's batches take their requests in the create call and
+`compress --batch` drives them whole.
+
 Rows are read, counted and planned exactly as `compress` does (the same exact notice cost, the
 same region), and each request is built by the same code as a live call, so its `custom_id` is
 the cache key a run looks for. Run the file through a provider's batch API or `vllm run-batch`,
@@ -25,7 +29,7 @@ from trajectory_compressor.run.row.measure import RowMeasure
 from trajectory_compressor.run.row.summary_step import summary_request
 from trajectory_compressor.run.row.windows import first_window_request
 from trajectory_compressor.settings import ConfigError, RunConfig
-from trajectory_compressor.summarize.llm.request import batch_line, chat_request
+from trajectory_compressor.summarize.llm.request import RequestBuilder
 from trajectory_compressor.types import SummaryRequest
 from trajectory_compressor.write.collisions import NamedFile, input_files, refuse_overwrites
 from trajectory_compressor.write.run_files import OutputError, new_file_beside
@@ -54,6 +58,12 @@ def write_requests(
     """Write the first-pass summary requests of `sources` to `output` (replaced whole at the end)."""
     if not config.llm.model:
         raise ConfigError("requests need the model they are for: pass --model")
+    if config.llm.api != "openai":
+        raise ConfigError(
+            f"requests writes OpenAI batch input files (for `vllm run-batch` or a provider's Files API) only: "
+            f"with --api {config.llm.api}, use compress --batch"
+        )
+    builder = RequestBuilder(config.llm)
     refuse_overwrites([NamedFile("the output", output)], input_files(sources))
     plan = config.plan
     measure = RowMeasure(counter, plan, skip_under_target=config.skip_under_target)
@@ -73,12 +83,12 @@ def write_requests(
                 request = _first_request(row, measure, windows=plan.windows)
                 if request is None:
                     continue
-                chat = chat_request(config.llm, request)
+                chat = builder.build(request)
                 if chat.key in seen:
                     written.duplicates += 1
                     continue
                 seen.add(chat.key)
-                handle.write(orjson.dumps(batch_line(chat)) + b"\n")
+                handle.write(orjson.dumps(builder.batch_line(chat)) + b"\n")
                 written.requests += 1
             handle.flush()
             os.fsync(handle.fileno())

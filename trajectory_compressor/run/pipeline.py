@@ -88,21 +88,25 @@ class CompressionRun:
         self.config = config
         self.counter = counter
         self.summarizer = summarizer
+        self.fallback = fallback
         self.settings = settings
         self.paths = OutputPaths.beside(job.output, job.metrics)
-        self.finisher = RowFinisher(
-            config,
-            counter,
-            summarizer,
-            fallback,
-            over_limit=config.output.over_limit,
-            keep_rejects_in_data=job.output_format in {"jsonl", "jsonl.gz"},
-        )
+        self.finisher = self._finisher(summarizer)
         self.notice_tokens = notice_tokens(counter, config.plan)
         self.totals = RunTotals()
         self.on_message = on_message or (lambda text: print(text, file=sys.stderr))
         self._timings: dict[str, float] = {}
         self._inputs: list[dict[str, Any]] = []  # name, size, mtime and sha256 of each input, once per run
+
+    def _finisher(self, summarizer: Summarizer | None) -> RowFinisher:
+        return RowFinisher(
+            self.config,
+            self.counter,
+            summarizer,
+            self.fallback,
+            over_limit=self.config.output.over_limit,
+            keep_rejects_in_data=self.job.output_format in {"jsonl", "jsonl.gz"},
+        )
 
     # ----------------------------------------------------------------------------- reading
     def _selection(self, skip: int) -> RowSelection:
@@ -136,15 +140,23 @@ class CompressionRun:
                 return result
         except OSError as exc:
             raise OutputError(describe_os_error(exc, self.paths.data)) from None
+        finally:
+            if self.batches is not None:
+                await self.batches.aclose()
 
     async def _batch_phase(self, batches: BatchPhase) -> RunResult | None:
-        """`--batch`: every summary into the cache first; a result only when the run stops here."""
+        """`--batch`: every summary into the cache first; a result only when the run stops here.
+
+        Once the rounds are settled, the run finishes with the batch phase's summarizer (answers
+        from the cache; a request without one takes `--batch-fallback`)."""
         try:
             outcome = await batches.run()
         except (KeyboardInterrupt, asyncio.CancelledError):
             message = "interrupted; re-run the same command: it picks up the same batches"
             return RunResult({"status": "interrupted"}, ExitCode.INTERRUPTED, self.paths, message)
         if outcome.settled:
+            self.summarizer = outcome.summarizer
+            self.finisher = self._finisher(outcome.summarizer)
             return None
         report = {"status": "pending", "batches": outcome.status}
         return RunResult(report, ExitCode.PENDING, self.paths, outcome.message)

@@ -14,7 +14,7 @@ YAML files written for the Hermes reference tool (`tokenizer`, `compression`, `p
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 from trajectory_compressor.settings.declare import ConfigError, check_part, setting
 
@@ -23,6 +23,7 @@ BOTH = ("compress", "analyze", "requests")  # every command that counts and plan
 READERS = ("compress", "analyze", "eval", "requests")  # every command that reads inputs
 ASKS = ("compress", "requests")  # every command that builds summary requests
 PROBES = ("compress", "eval")  # every command that calls the endpoint (`eval --probes` asks questions)
+ApiName = Literal["openai", "anthropic"]  # the provider dialects (`summarize/llm/dialects/`)
 
 
 @dataclass(frozen=True)
@@ -97,19 +98,24 @@ class PlanConfig:
 
 @dataclass(frozen=True)
 class LLMConfig:
-    """How to reach an OpenAI-compatible chat-completions endpoint, and how hard to push it."""
+    """How to reach a chat endpoint (OpenAI-compatible, or Anthropic's own API), and how hard to push it."""
 
+    api: ApiName = setting(
+        "openai", "choice", choices=get_args(ApiName), yaml="summarization.api", commands=(*ASKS, "eval"),
+        help="The endpoint's API: openai (chat completions, any compatible server) or anthropic (Messages API).",
+    )  # fmt: skip
     base_url: str | None = setting(
         None, "url", optional=True, yaml="summarization.base_url", record=True, commands=PROBES,
-        help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1 [env OPENAI_BASE_URL].",
+        help="The endpoint, e.g. http://127.0.0.1:8080/v1 [env OPENAI_BASE_URL; --api anthropic: env "
+        "ANTHROPIC_BASE_URL, then https://api.anthropic.com].",
     )  # fmt: skip
     model: str | None = setting(
         None, "str", optional=True, yaml="summarization.model", record=True, commands=(*ASKS, "eval"),
         help="Model name sent to the endpoint.",
     )  # fmt: skip
-    api_key_env: str = setting(
-        "OPENAI_API_KEY", "str", yaml="summarization.api_key_env", commands=PROBES,
-        help="Environment variable holding the API key.",
+    api_key_env: str | None = setting(
+        None, "str", optional=True, yaml="summarization.api_key_env", commands=PROBES,
+        help="Environment variable holding the API key [OPENAI_API_KEY; ANTHROPIC_API_KEY with --api anthropic].",
     )  # fmt: skip
     temperature: float = setting(0.3, "number", minimum=0, yaml="summarization.temperature", record=True, commands=ASKS)
     max_concurrency: int = setting(

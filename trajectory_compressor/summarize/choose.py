@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trajectory_compressor.count import TokenCounter
 from trajectory_compressor.settings import ConfigError, RunConfig, with_values
 from trajectory_compressor.summarize.extractive import ExtractiveSummarizer
+from trajectory_compressor.summarize.llm.dialects import DIALECTS
 from trajectory_compressor.types import Summarizer
+
+if TYPE_CHECKING:  # the LLM summarizer loads aiohttp: only runs that summarize with an LLM import it
+    from trajectory_compressor.summarize.llm.summarizer import LLMSummarizer
 
 
 @dataclass
@@ -25,15 +29,18 @@ class SummarizerChoice:
     primary: Summarizer | None  # None: `--summarizer none` (pruning only)
     fallback: Summarizer | None
     note: str
+    llm: LLMSummarizer | None = None  # the primary, when it is the LLM's: what --batch and --responses need
 
 
 def resolve_endpoint(config: RunConfig) -> RunConfig:
-    """Fill the base URL from `OPENAI_BASE_URL` when neither flag nor config set it."""
+    """Fill the base URL when neither flag nor config set it: from the dialect's environment
+    variable (`OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`), else its default (Anthropic's API)."""
     if config.llm.base_url:
         return config
-    env_url = os.environ.get("OPENAI_BASE_URL")
-    if env_url:
-        return with_values(config, "llm", base_url=env_url)
+    defaults = DIALECTS[config.llm.api]
+    url = os.environ.get(defaults.base_url_env) or defaults.base_url
+    if url:
+        return with_values(config, "llm", base_url=url)
     return config
 
 
@@ -61,9 +68,11 @@ def choose_summarizers(
         raise ConfigError("--summarizer llm needs an endpoint: pass --base-url or set OPENAI_BASE_URL")
     if not config.llm.model:
         raise ConfigError("an LLM endpoint is configured but no model: pass --model (or --summarizer extractive)")
-    from trajectory_compressor.summarize.llm import LLMSummarizer
+    from trajectory_compressor.summarize.llm.summarizer import LLMSummarizer
+    from trajectory_compressor.summarize.llm.usage import UsageTracker
     from trajectory_compressor.summarize.redact import display_url
 
-    llm = LLMSummarizer(config.llm, counter, cache=cache, gate=gate, batch_discount=config.batch.discount)
+    usage = UsageTracker(config.llm.price_in, config.llm.price_out, batch_discount=config.batch.discount)
+    llm = LLMSummarizer(config.llm, counter, cache=cache, gate=gate, usage=usage)
     note = f"summarizer: llm ({config.llm.model} at {display_url(config.llm.base_url)}; fallback: extractive)"
-    return SummarizerChoice(llm, extractive, note)
+    return SummarizerChoice(llm, extractive, note, llm)

@@ -11,13 +11,19 @@ import pytest
 
 from tests.fake_batch_api import FakeBatchServer
 from trajectory_compressor.settings import LLMConfig
-from trajectory_compressor.summarize.llm.batch_api import MAX_PAGES, BatchAPI, BatchAPIError
+from trajectory_compressor.summarize.llm.batch_api import MAX_PAGES, BatchAPIError
+from trajectory_compressor.summarize.llm.dialects.base import BatchJob
+from trajectory_compressor.summarize.llm.dialects.openai_batches import OpenAIBatches as BatchAPI
 
 SECRET = "sk-test-batch-api-0b9c8d7e6f"
 
 
 def _config(base_url: str) -> LLMConfig:
     return LLMConfig(base_url=base_url, model="m", retry_delay=0.001, retry_max_delay=0.01, max_retries=2)
+
+
+def _job(file_id: str) -> BatchJob:
+    return BatchJob(Path("r.jsonl"), 1, written_at=0.0, sent_at=time.time(), sent_before=False, file_id=file_id)
 
 
 def _batch(server: FakeBatchServer, batch_id: str, file_id: str, created_at: float) -> None:
@@ -72,10 +78,10 @@ def test_refusals_are_one_scrubbed_line_and_transient_errors_give_up_in_time(
         monkeypatch.setenv("OPENAI_API_KEY", SECRET)
         async with FakeBatchServer(create_faults=["401"]) as server, BatchAPI(_config(server.base_url)) as api:
             with pytest.raises(BatchAPIError) as refused:
-                await api.create_batch("file-x", window="24h", metadata={})
+                await api.create_batch(_job("file-x"), window="24h", metadata={})
             server.create_faults = ["500", "500", "500"]
             with pytest.raises(BatchAPIError) as gave_up:
-                await api.create_batch("file-y", window="24h", metadata={})
+                await api.create_batch(_job("file-y"), window="24h", metadata={})
             with pytest.raises(BatchAPIError) as missing:
                 await api.get_batch("batch_nope")
         assert "refused the credentials" in str(refused.value) and SECRET not in str(refused.value)
@@ -102,10 +108,10 @@ def test_without_list_endpoints_the_calls_go_ahead_and_say_once_that_a_lost_repl
         requests.write_bytes(b'{"custom_id": "a"}\n')
         async with FakeBatchServer(lists=lists) as server, BatchAPI(_config(server.base_url), warn=said.append) as api:
             file_id = await api.upload(requests, "tc-nonce-sha.jsonl")
-            batch = await api.create_batch(file_id, window="24h", metadata={})
+            batch = await api.create_batch(_job(file_id), window="24h", metadata={})
             assert await api.find_file("tc-nonce-sha.jsonl", 19) is None  # nothing to look in: not asked again
             assert await api.find_batch(file_id) is None
-            assert batch["input_file_id"] == file_id and server.created() == 1
+            assert server.batches[batch.id]["input_file_id"] == file_id and server.created() == 1
             assert server.calls("GET", "/v1/files") + server.calls("GET", "/v1/batches") == 2  # one each, once
         return said
 

@@ -672,3 +672,35 @@ def test_a_prompt_that_never_fits_fails_the_row_without_a_storm() -> None:
             assert server.count == 1, "a prompt already below the floor is not sent again"
 
     run(scenario())
+
+
+# -- the public API the batch rounds use ----------------------------------------------------------
+
+
+def test_the_miss_policy_and_the_usage_sink_are_given_at_construction(tmp_path: Path) -> None:
+    """What `--batch` needs of a summarizer, fixed when it is built: nothing is set on it later."""
+    from trajectory_compressor.summarize.llm.usage import UsageTracker
+
+    usage = UsageTracker(price_in=1.0, price_out=1.0)
+    asked: list[str] = []
+
+    def no_live_call(chat: Any, request: SummaryRequest) -> None:
+        asked.append(chat.key)
+        raise SummaryError("no live call")
+
+    async def scenario() -> Any:
+        async with FakeOpenAIServer() as server:
+            config = make_config(server.base_url, use_cache=True, cache_path=str(tmp_path / "c.sqlite3"))
+            async with LLMSummarizer(config, usage=usage, on_miss=no_live_call) as batch_only:
+                with pytest.raises(SummaryError, match="no live call"):
+                    await batch_only.summarize(make_request(1))
+                assert not hasattr(batch_only, "on_miss")  # a policy is not a field to swap
+            async with LLMSummarizer(config, usage=usage, on_miss=lambda chat, request: None) as live:
+                made = await live.summarize(make_request(1))  # the policy lets it go: asked live
+            async with LLMSummarizer(config, usage=usage, on_miss=no_live_call) as cached:
+                again = await cached.summarize(make_request(1))  # a cache hit never consults the policy
+            return server.count, made, again
+
+    sent, made, again = run(scenario())
+    assert sent == 1 and len(asked) == 1 and not made.cache_hit and again.cache_hit
+    assert (usage.requests, usage.successes, usage.cache_hits) == (1, 1, 1)  # one sink, counted by all three

@@ -33,8 +33,8 @@ from trajectory_compressor.run.batch.state import BatchState, Submission
 from trajectory_compressor.run.prepare import PreparedRow, planned_rows
 from trajectory_compressor.run.row import RowFinisher
 from trajectory_compressor.settings import BatchConfig, LLMConfig, RunConfig
-from trajectory_compressor.summarize.llm import LLMSummarizer
-from trajectory_compressor.summarize.llm.request import MIN_PROMPT_CHARS, ChatRequest, batch_line, shortened
+from trajectory_compressor.summarize.llm.request import MIN_PROMPT_CHARS, ChatRequest, RequestBuilder
+from trajectory_compressor.summarize.llm.summarizer import LLMSummarizer
 from trajectory_compressor.types import Summarizer, SummaryError, SummaryRequest
 
 ROWS_AT_ONCE = 64
@@ -57,7 +57,7 @@ class RequestFiles:
         self.folder = folder
         self.round = round_number
         self.limits = limits
-        self.llm = llm
+        self.requests = RequestBuilder(llm)
         self.submissions: list[Submission] = []
         self.shortened = 0  # requests over the byte limit, sent with a shorter transcript
         self.oversized = 0  # requests over the byte limit even at the shortest transcript
@@ -95,21 +95,24 @@ class RequestFiles:
 
     def _fitted(self, chat: ChatRequest, request: SummaryRequest) -> bytes:
         """The request's line, its transcript cut until the line fits the byte limit, if it can."""
-        line = _encoded(chat)
+        line = self._encoded(chat)
         limit = self.limits.max_bytes
         if len(line) <= limit:
             return line
         original = line
-        prompt_chars = sum(len(message["content"]) for message in chat.messages)
+        prompt_chars = chat.prompt_chars
         while len(line) > limit:
             # In proportion to the bytes over, and at least a tenth shorter each time.
             prompt_chars = int(prompt_chars * min(0.9, limit / len(line)))
             if prompt_chars < MIN_PROMPT_CHARS:
                 self.oversized += 1
                 return original
-            line = _encoded(shortened(self.llm, request, chat, prompt_chars))
+            line = self._encoded(self.requests.shortened(request, chat, prompt_chars))
         self.shortened += 1
         return line
+
+    def _encoded(self, chat: ChatRequest) -> bytes:
+        return orjson.dumps(self.requests.batch_line(chat)) + b"\n"
 
     def _next_file(self) -> None:
         self._close_file()
@@ -133,10 +136,6 @@ class RequestFiles:
         last.requests, last.bytes, last.sha256 = self._requests, self._bytes, self._digest.hexdigest()
 
 
-def _encoded(chat: ChatRequest) -> bytes:
-    return orjson.dumps(batch_line(chat)) + b"\n"
-
-
 def settled_by_cancel(state: BatchState, config: RunConfig, key: str) -> bool:
     """A request of a batch the user cancelled: it takes the failure policy, unless asked to resubmit."""
     return state.cancelled(key) and not config.batch.resubmit_cancelled
@@ -146,7 +145,6 @@ async def collect_round(
     sources: Sequence[InputSource],
     config: RunConfig,
     counter: TokenCounter,
-    collector: LLMSummarizer,
     fallback: Summarizer,
     state: BatchState,
     files: RequestFiles,
@@ -156,12 +154,14 @@ async def collect_round(
     A request that already failed in as many batches as `--batch-fallback` allows, or whose batch
     the user cancelled (unless `--batch-resubmit-cancelled`), is not asked again: here it fails
     like a live request, so its row takes the failure policy (and asks for nothing more), as it
-    will in the run.
+    will in the run. The round's summarizer answers from the cache only: its miss policy writes
+    the request and makes the row wait. Its counters are its own (the run's report counts what
+    the run does, not what the rounds looked up).
     """
     allowed = 2 if config.batch.fallback == "batch" else 1
     seen: set[str] = set()
 
-    def on_miss(chat: ChatRequest, request: SummaryRequest) -> None:
+    def write_and_wait(chat: ChatRequest, request: SummaryRequest) -> None:
         if state.attempts(chat.key) >= allowed or settled_by_cancel(state, config, chat.key):
             raise SummaryError(str(state.failures[chat.key].get("error")))
         if chat.key not in seen:
@@ -169,25 +169,24 @@ async def collect_round(
             files.add(chat, request)
         raise RequestPending
 
-    collector.on_miss = on_miss
-    finisher = RowFinisher(config, counter, collector, fallback)
-    waiting = 0
+    async with LLMSummarizer(config.llm, counter, on_miss=write_and_wait) as collector:
+        finisher = RowFinisher(config, counter, collector, fallback)
+        waiting = 0
 
-    async def visit(row: PreparedRow) -> bool:
-        try:
-            await finisher.finish(row)
-        except RequestPending:
-            return True
-        except RunAborted:  # `--on-summary-failure fail`: the run itself will stop there
+        async def visit(row: PreparedRow) -> bool:
+            try:
+                await finisher.finish(row)
+            except RequestPending:
+                return True
+            except RunAborted:  # `--on-summary-failure fail`: the run itself will stop there
+                return False
             return False
-        return False
 
-    chunk = []
-    for row in planned_rows(sources, config, counter):
-        chunk.append(row)
-        if len(chunk) >= ROWS_AT_ONCE:
-            waiting += sum(await asyncio.gather(*(visit(r) for r in chunk)))
-            chunk = []
-    waiting += sum(await asyncio.gather(*(visit(r) for r in chunk)))
-    collector.on_miss = None
+        chunk = []
+        for row in planned_rows(sources, config, counter):
+            chunk.append(row)
+            if len(chunk) >= ROWS_AT_ONCE:
+                waiting += sum(await asyncio.gather(*(visit(r) for r in chunk)))
+                chunk = []
+        waiting += sum(await asyncio.gather(*(visit(r) for r in chunk)))
     return waiting

@@ -34,10 +34,14 @@ from trajectory_compressor.read.sources import InputSource
 from trajectory_compressor.run.batch.collect import RequestFiles, collect_round, settled_by_cancel
 from trajectory_compressor.run.batch.state import BatchState, BatchStateError, Submission
 from trajectory_compressor.settings import ConfigError, LLMConfig, RunConfig
-from trajectory_compressor.summarize.llm import LLMSummarizer
-from trajectory_compressor.summarize.llm.batch_api import TERMINAL, BatchAPI, BatchAPIError, upload_name
+from trajectory_compressor.summarize.llm.answers import AnswerStore
+from trajectory_compressor.summarize.llm.batch_api import BatchAPIError, upload_name
 from trajectory_compressor.summarize.llm.batch_file import ResponsesLoaded, answer_line_limit
+from trajectory_compressor.summarize.llm.dialects import batch_calls_for
+from trajectory_compressor.summarize.llm.dialects.base import TERMINAL, BatchCalls, BatchJob, BatchView
 from trajectory_compressor.summarize.llm.request import ChatRequest
+from trajectory_compressor.summarize.llm.summarizer import LLMSummarizer
+from trajectory_compressor.summarize.llm.usage import UsageTracker
 from trajectory_compressor.types import Summarizer, SummaryError, SummaryRequest
 
 MAX_ROUNDS = 4  # first passes; second passes and retries; their retries; last follow-ups
@@ -50,15 +54,21 @@ PROBLEMS_SHOWN = 20
 
 @dataclass(frozen=True)
 class BatchOutcome:
-    """Whether every round is settled (the run may finish from the cache), and what to tell the user."""
+    """Whether every round is settled, and what to tell the user; once settled, the summarizer the
+    run finishes with (from the cache, a miss taking `--batch-fallback`)."""
 
     settled: bool
     message: str
     status: dict[str, Any]
+    summarizer: LLMSummarizer | None = None
 
 
 class BatchPhase:
-    """The batch rounds of one output, run under that output's lock before its rows are written."""
+    """The batch rounds of one output, run under that output's lock before its rows are written.
+
+    `usage` is the run's usage sink (the report reads it): the batch answers and batches are
+    counted there, and the summarizer the run finishes with counts into it too.
+    """
 
     def __init__(
         self,
@@ -66,53 +76,59 @@ class BatchPhase:
         sources: Sequence[InputSource],
         config: RunConfig,
         counter: TokenCounter,
-        primary: Summarizer | None,
-        fallback: Summarizer | None,
+        fallback: Summarizer,
         *,
+        usage: UsageTracker,
         say: Callable[[str], None],
     ) -> None:
-        if not isinstance(primary, LLMSummarizer) or fallback is None:
-            raise ConfigError("--batch needs the llm summarizer: pass --base-url and --model")
-        if not primary.has_cache:
-            raise ConfigError("--batch needs the summary cache (drop --no-cache): answers reach the run through it")
         self.folder = folder
         self.sources = sources
         self.config = config
         self.counter = counter
-        self.primary = primary
         self.fallback = fallback
+        self.usage = usage
         self.say = say
-        self.state = BatchState()
+        self.state = BatchState(api=config.llm.api)
         self.line_limit = answer_line_limit(config.plan.summary_target_tokens)
         self.max_rounds = MAX_WINDOW_ROUNDS if config.plan.windows else MAX_ROUNDS
+        self._summarizer: LLMSummarizer | None = None
 
     # ------------------------------------------------------------------------------ the rounds
     async def run(self) -> BatchOutcome:
         """Settle every round, or (`--no-wait`) go as far as possible without waiting."""
         self.folder.mkdir(parents=True, exist_ok=True)
         self.state = state = BatchState.load(self.folder)
-        collector = LLMSummarizer(self.config.llm, self.counter)
+        if state.submissions and state.api != self.config.llm.api:
+            raise ConfigError(
+                f"the batches of this output went to the {state.api} API (see `trajectory-compressor batches status`): "
+                f"run it with --api {state.api}, or remove {quoted(self.folder)} to start the batches over"
+            )
+        state.api = self.config.llm.api
+        answers = AnswerStore.for_endpoint(self.config.llm)
         try:
-            async with BatchAPI(self.config.llm, warn=self.say) as api:
+            async with batch_calls_for(self.config.llm, warn=self.say) as api:
                 while True:
-                    if state.unstored and not await self._settle(api, collector):
+                    if state.unstored and not await self._settle(api, answers):
                         return self._outcome(settled=False)
                     if state.rounds >= self.max_rounds:
                         break
-                    if not await self._next_round(collector):
+                    if not await self._next_round():
                         break
         finally:
-            await collector.aclose()
-        self._prepare_run()
+            await answers.aclose()
+        self._summarizer = self._run_summarizer()
         return self._outcome(settled=True)
 
-    async def _next_round(self, collector: LLMSummarizer) -> bool:
+    async def aclose(self) -> None:
+        """Close the summarizer the run finished with, if the rounds got that far."""
+        if self._summarizer is not None:
+            await self._summarizer.aclose()
+
+    async def _next_round(self) -> bool:
         """Write the next round's request files and record them; whether there were any."""
         files = RequestFiles(self.folder, self.state.rounds + 1, self.config.batch, self.config.llm)
         try:
-            waiting = await collect_round(
-                self.sources, self.config, self.counter, collector, self.fallback, self.state, files
-            )
+            waiting = await collect_round(self.sources, self.config, self.counter, self.fallback, self.state, files)
         finally:
             submissions = files.close()
         if not submissions:
@@ -126,7 +142,7 @@ class BatchPhase:
         boundary("batch-written")
         return True
 
-    async def _settle(self, api: BatchAPI, collector: LLMSummarizer) -> bool:
+    async def _settle(self, api: BatchCalls, answers: AnswerStore) -> bool:
         """Submit what is not submitted, then poll until every batch is stored (or once, `--no-wait`)."""
         for submission in self.state.unstored:
             await self._submit(api, submission)
@@ -139,8 +155,8 @@ class BatchPhase:
                     if submission.status not in TERMINAL and self._overdue(submission):
                         await self._give_up(api, submission)
                     if submission.status in TERMINAL:
-                        await self._store(api, collector, submission)
-                bar.n = total - sum(s.requests - _done(s) for s in self.state.unstored)
+                        await self._store(api, answers, submission)
+                bar.n = total - sum(s.requests - s.done for s in self.state.unstored)
                 bar.refresh()
                 if not self.state.unstored:
                     return True
@@ -150,44 +166,48 @@ class BatchPhase:
                 await asyncio.sleep(delay)
                 delay = min(delay * POLL_GROWTH, self.config.batch.poll_max)
 
-    async def _submit(self, api: BatchAPI, submission: Submission) -> None:
-        if submission.file_id is None:
+    async def _submit(self, api: BatchCalls, submission: Submission) -> None:
+        if api.uploads and submission.file_id is None:
             name = upload_name(submission.nonce, submission.sha256)
             submission.file_id = await api.upload(self.folder / submission.name, name, since=submission.written_at)
             boundary("batch-uploaded")
             self.state.save(self.folder)
         if submission.batch_id is None:
-            metadata = {"trajectory_compressor": submission.nonce, "round": str(submission.round)}
-            batch = await api.create_batch(
+            sent_before = bool(submission.create_sent_at)
+            if not sent_before:  # recorded first: a create whose reply is lost is then looked for, never sent twice
+                submission.create_marker = await api.create_marker()
+                submission.create_sent_at = time.time()
+                self.state.save(self.folder)
+                boundary("batch-create-sent")
+            job = BatchJob(
+                self.folder / submission.name,
+                submission.requests,
+                submission.written_at,
+                submission.create_sent_at,
+                sent_before,
                 submission.file_id,
-                window=self.config.batch.completion_window,
-                metadata=metadata,
-                since=submission.written_at,
+                frozenset(s.batch_id for s in self.state.submissions if s.batch_id),
+                submission.create_marker,
             )
+            metadata = {"trajectory_compressor": submission.nonce, "round": str(submission.round)}
+            batch = await api.create_batch(job, window=self.config.batch.completion_window, metadata=metadata)
             boundary("batch-created")
-            submission.batch_id = str(batch["id"])
+            submission.batch_id = batch.id
             submission.submitted_at = time.time()
-            _update(submission, batch)
+            _update(submission, batch, api.sanitize)
             self.state.save(self.folder)
             self.say(f"batch {submission.batch_id}: {submission.requests:,} requests submitted ({submission.name})")
 
-    async def _look(self, api: BatchAPI, submission: Submission) -> None:
+    async def _look(self, api: BatchCalls, submission: Submission) -> None:
         assert submission.batch_id is not None
-        batch = await api.get_batch(submission.batch_id)
-        _update(submission, batch)
+        _update(submission, await api.get_batch(submission.batch_id), api.sanitize)
         submission.submitted_at = submission.submitted_at or time.time()  # a record from before the field
-        errors = batch.get("errors")
-        data = errors.get("data") if isinstance(errors, dict) else None
-        if isinstance(data, list) and data and isinstance(data[0], dict):
-            code, message = data[0].get("code"), data[0].get("message")
-            why = ": ".join(str(part) for part in (code, message) if part) or str(data[0])
-            submission.error = api.sanitize(why)
         boundary("batch-polled")
 
     def _overdue(self, submission: Submission) -> bool:
         return time.time() - submission.submitted_at >= self.config.batch.timeout
 
-    async def _give_up(self, api: BatchAPI, submission: Submission) -> None:
+    async def _give_up(self, api: BatchCalls, submission: Submission) -> None:
         """A batch past `--batch-timeout`: ask the provider to stop it (so it is not paid for on top of
         what replaces it), and take it as expired: its requests go to the fallback."""
         assert submission.batch_id is not None
@@ -199,24 +219,21 @@ class BatchPhase:
             self.say(f"warning: batch {submission.batch_id}: cancelling it failed: {exc}")
         submission.status, submission.error = "expired", waited
 
-    async def _store(self, api: BatchAPI, collector: LLMSummarizer, submission: Submission) -> None:
-        """Download the batch's output and error files, store every answer, note every failure."""
+    async def _store(self, api: BatchCalls, answers: AnswerStore, submission: Submission) -> None:
+        """Download what the batch gave (output and error files, or results), store every answer,
+        note every failure."""
         keys = _request_keys(self.folder / submission.name)
         asked = set(keys)
         answered: set[str] = set()
         failed: dict[str, str] = {}
         problems: list[str] = []
-        for file_id, suffix in ((submission.output_file_id, "output"), (submission.error_file_id, "errors")):
-            if not file_id:
-                continue
+        for suffix, reference in submission.downloads.items():
             path = self.folder / f"{Path(submission.name).stem}.{suffix}.jsonl"
             if not path.exists():  # downloads land whole (renamed into place), so one there is complete
-                await api.download(file_id, path)
+                await api.download(reference, path)
                 boundary("batch-downloaded")
             loaded = ResponsesLoaded(path.name)
-            stored = await collector.store_answers(
-                path, loaded, line_limit=self.line_limit, keys=asked, already=answered
-            )
+            stored = await answers.store(path, loaded, line_limit=self.line_limit, keys=asked, already=answered)
             problems += loaded.problems
             answered |= stored.answered
             failed.update(stored.failed)
@@ -254,11 +271,12 @@ class BatchPhase:
         )
 
     # ------------------------------------------------------------------------------ the run
-    def _prepare_run(self) -> None:
-        """Hand the run the batch usage, and say what a request without a batch answer becomes."""
+    def _run_summarizer(self) -> LLMSummarizer:
+        """The run's summarizer: the batch usage counted in the run's usage, and a request without a
+        batch answer asked live (`--batch-fallback live`) or failed as the batch failed it."""
         state = self.state
-        self.primary.usage.record_batch_answers(state.answers, state.prompt_tokens, state.completion_tokens)
-        self.primary.usage.batches_submitted += sum(1 for s in state.submissions if s.batch_id)
+        self.usage.record_batch_answers(state.answers, state.prompt_tokens, state.completion_tokens)
+        self.usage.record_batches_submitted(sum(1 for s in state.submissions if s.batch_id))
         live = self.config.batch.fallback == "live"
 
         def no_live_call(chat: ChatRequest, request: SummaryRequest) -> None:
@@ -268,7 +286,7 @@ class BatchPhase:
             why = failure.get("error") if failure else f"not asked within {self.max_rounds} batch rounds"
             raise SummaryError(f"no answer from the batch API: {why}")
 
-        self.primary.on_miss = no_live_call
+        return LLMSummarizer(self.config.llm, self.counter, usage=self.usage, on_miss=no_live_call)
 
     def completed(self) -> None:
         """The run is written: the batch folder has done its job."""
@@ -277,9 +295,9 @@ class BatchPhase:
     def _outcome(self, *, settled: bool) -> BatchOutcome:
         status = batch_status(self.state)
         if settled:
-            return BatchOutcome(True, "", status)
+            return BatchOutcome(True, "", status, self._summarizer)
         waiting = self.state.unstored
-        done = sum(_done(s) for s in waiting)
+        done = sum(s.done for s in waiting)
         total = sum(s.requests for s in waiting)
         message = (
             f"{len(waiting)} batch(es) pending with the provider ({done:,} of {total:,} requests done); "
@@ -311,16 +329,16 @@ def batch_status(state: BatchState) -> dict[str, Any]:
 
 async def refresh(state: BatchState, endpoint: LLMConfig) -> None:
     """Bring the record's view of each open batch up to date (in memory only: the run owns the file)."""
-    async with BatchAPI(endpoint) as api:
+    async with batch_calls_for(endpoint) as api:
         for submission in state.unstored:
             if submission.batch_id is not None:
-                _update(submission, await api.get_batch(submission.batch_id))
+                _update(submission, await api.get_batch(submission.batch_id), api.sanitize)
 
 
 async def cancel(state: BatchState, endpoint: LLMConfig) -> list[str]:
     """Ask the provider to cancel each open batch of `state`; the ids it was asked for."""
     asked: list[str] = []
-    async with BatchAPI(endpoint) as api:
+    async with batch_calls_for(endpoint) as api:
         for submission in state.unstored:
             if submission.batch_id is not None and submission.status not in TERMINAL:
                 await api.cancel_batch(submission.batch_id)
@@ -328,20 +346,15 @@ async def cancel(state: BatchState, endpoint: LLMConfig) -> list[str]:
     return asked
 
 
-def _done(submission: Submission) -> int:
-    return int(submission.counts.get("completed", 0)) + int(submission.counts.get("failed", 0))
-
-
-def _update(submission: Submission, batch: dict[str, Any]) -> None:
-    """What a batch object says: status, counts, and the files to download once it is over."""
-    submission.status = str(batch.get("status") or submission.status or "unknown")
-    counts = batch.get("request_counts")
-    if isinstance(counts, dict):
-        submission.counts = {k: int(v) for k, v in counts.items() if isinstance(v, int) and not isinstance(v, bool)}
-    for name in ("output_file_id", "error_file_id"):
-        value = batch.get(name)
-        if isinstance(value, str) and value:
-            setattr(submission, name, value)
+def _update(submission: Submission, batch: BatchView, sanitize: Callable[[str], str]) -> None:
+    """What a batch says: status, counts, why it failed, and what to download once it is over."""
+    submission.status = batch.status or submission.status or "unknown"
+    if batch.counts is not None:
+        submission.counts = batch.counts
+        submission.done = batch.done or 0
+    submission.downloads.update(batch.downloads)
+    if batch.error:
+        submission.error = sanitize(batch.error)
 
 
 def _request_keys(path: Path) -> list[str]:

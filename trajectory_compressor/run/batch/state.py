@@ -41,12 +41,14 @@ class Submission:
     nonce: str  # names the upload: a follow-up with the same requests is a file and a batch of its own
     written_at: float = 0.0  # epoch seconds: what a look for a lost upload or batch goes back to
     submitted_at: float = 0.0  # epoch seconds its batch was created (or first seen): --batch-timeout counts from it
-    file_id: str | None = None
+    file_id: str | None = None  # its upload (providers that take files)
+    create_sent_at: float = 0.0  # epoch seconds its first create was sent: where a look for a lost one starts
+    create_marker: str | None = None  # what the provider held before that create (`BatchCalls.create_marker`)
     batch_id: str | None = None
-    status: str | None = None  # the provider's status when last seen
-    counts: dict[str, int] = field(default_factory=dict)  # the provider's request_counts
-    output_file_id: str | None = None
-    error_file_id: str | None = None
+    status: str | None = None  # the provider's status when last seen, in the run's words (`BatchView`)
+    counts: dict[str, int] = field(default_factory=dict)  # the provider's request counts, as it names them
+    done: int = 0  # requests over (answered or failed) when last seen
+    downloads: dict[str, str] = field(default_factory=dict)  # file suffix -> what to download once it is over
     error: str | None = None  # why the provider failed the whole batch (validation), scrubbed
     stored: bool = False  # its answers are in the cache and its failures noted below
 
@@ -60,6 +62,7 @@ class BatchState:
     answers: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    api: str = "openai"  # the dialect the batches went to (`--api`): `batches status|cancel` ask the same
 
     @property
     def rounds(self) -> int:
@@ -85,6 +88,7 @@ class BatchState:
     def to_dict(self) -> dict[str, Any]:
         body = {
             "version": STATE_VERSION,
+            "api": self.api,
             "submissions": [asdict(s) for s in self.submissions],
             "failures": self.failures,
             "answers": self.answers,
@@ -113,7 +117,8 @@ class BatchState:
             raise _damaged(path, "its checksum does not match")
         try:
             return cls(
-                submissions=[Submission(**item) for item in data["submissions"]],
+                api=str(data.get("api", "openai")),
+                submissions=[Submission(**_current(item)) for item in data["submissions"]],
                 failures=dict(data["failures"]),
                 answers=int(data["answers"]),
                 prompt_tokens=int(data["prompt_tokens"]),
@@ -121,6 +126,23 @@ class BatchState:
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise _damaged(path, f"unexpected content ({exc})") from None
+
+
+def _current(item: dict[str, Any]) -> dict[str, Any]:
+    """A submission as recorded by this version: a record from before dialects named its two
+    OpenAI files apart (`output_file_id`, `error_file_id`); they are its downloads."""
+    if not isinstance(item, dict):
+        raise TypeError("a submission is not an object")
+    item = dict(item)
+    downloads = dict(item.pop("downloads", {}))
+    for name, suffix in (("output_file_id", "output"), ("error_file_id", "errors")):
+        if item.get(name):
+            downloads[suffix] = item[name]
+        item.pop(name, None)
+    counts = item.get("counts")
+    if "done" not in item and isinstance(counts, dict):
+        item["done"] = int(counts.get("completed", 0)) + int(counts.get("failed", 0))
+    return {**item, "downloads": downloads}
 
 
 def _checksum(body: dict[str, Any]) -> str:

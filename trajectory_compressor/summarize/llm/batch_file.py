@@ -1,39 +1,29 @@
 """Reading a batch output file: the answers a provider's batch API or `vllm run-batch` wrote.
 
-Each line is `{"custom_id": ..., "response": {"status_code": 200, "body": {...}}, "error": null}`
-(the OpenAI batch output format, which vLLM writes too). The `custom_id` is the cache key the
-`requests` command gave the request, so an answer is stored where a run will look for it.
-Bad lines are counted and reported with their line numbers; they never stop the load.
+The loop is provider-neutral (line limits, malformed lines counted and reported with their
+numbers, never stopping the load); what one line holds is the dialect's (`read_batch_line`):
+OpenAI's `{"custom_id", "response": {"status_code", "body"}, "error"}` (which vLLM writes too),
+Anthropic's `{"custom_id", "result": {"type", ...}}`. The `custom_id` is the cache key the
+request was written with, so an answer is stored where a run will look for it.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import orjson
 
 from trajectory_compressor.messages import quoted
 from trajectory_compressor.summarize.llm.client import LENGTH_RETRY_MAX_FACTOR
+from trajectory_compressor.summarize.llm.dialects.base import BatchAnswer, Dialect
 from trajectory_compressor.summarize.llm.reply import reply_byte_limit
 from trajectory_compressor.summarize.llm.request import max_tokens_for
 
-_KEY = re.compile(r"^[0-9a-f]{64}$")
 _PROBLEMS_KEPT = 20
 
-
-@dataclass(frozen=True)
-class BatchAnswer:
-    """One line of a batch output file: the request it answers and the reply body, if any."""
-
-    line: int
-    custom_id: str
-    status: int | None
-    body: bytes | None  # the chat-completions reply, as the endpoint sent it
-    error: str | None  # the provider's own error for this request
+__all__ = ["BatchAnswer", "ResponsesLoaded", "answer_line_limit", "read_batch_output"]
 
 
 @dataclass
@@ -66,7 +56,9 @@ def answer_line_limit(budget_tokens: int) -> int:
     return reply_byte_limit(most_tokens) + (64 << 10)
 
 
-def read_batch_output(path: Path, loaded: ResponsesLoaded, *, line_limit: int) -> Iterator[BatchAnswer]:
+def read_batch_output(
+    path: Path, loaded: ResponsesLoaded, *, line_limit: int, dialect: Dialect
+) -> Iterator[BatchAnswer]:
     """The answer lines of `path`; malformed lines (or lines over `line_limit` bytes, which the
     live client would not have read either) are counted in `loaded` and skipped."""
     with open(path, "rb") as handle:
@@ -81,7 +73,7 @@ def read_batch_output(path: Path, loaded: ResponsesLoaded, *, line_limit: int) -
                 continue
             if not raw.strip():
                 continue
-            answer = _answer(number, raw)
+            answer = _answer(number, raw, dialect)
             if isinstance(answer, str):
                 loaded.malformed += 1
                 loaded.problem(number, answer)
@@ -89,36 +81,11 @@ def read_batch_output(path: Path, loaded: ResponsesLoaded, *, line_limit: int) -
             yield answer
 
 
-def _answer(number: int, raw: bytes) -> BatchAnswer | str:
+def _answer(number: int, raw: bytes, dialect: Dialect) -> BatchAnswer | str:
     try:
-        data = orjson.loads(raw)
+        data = orjson.loads(raw)  # refuses lone surrogates and nesting past orjson's limit
     except orjson.JSONDecodeError:
         return "not JSON"
     if not isinstance(data, dict):
         return "not a JSON object"
-    custom_id = data.get("custom_id")
-    if not isinstance(custom_id, str) or not _KEY.match(custom_id):
-        return "no custom_id written by `trajectory-compressor requests`"
-    response = data.get("response")
-    error = data.get("error")
-    error_text = None if error in (None, "", {}) else _error_text(error)
-    if not isinstance(response, dict):
-        if error_text is None:
-            return "neither a response nor an error"
-        return BatchAnswer(number, custom_id, None, None, error_text)
-    status = response.get("status_code")
-    body = response.get("body")
-    return BatchAnswer(
-        number,
-        custom_id,
-        status if isinstance(status, int) else None,
-        orjson.dumps(body) if isinstance(body, (dict, list)) else None,
-        error_text,
-    )
-
-
-def _error_text(error: Any) -> str:
-    if isinstance(error, dict):
-        message = error.get("message", error.get("code"))
-        return str(message)[:200] if message is not None else orjson.dumps(error).decode()[:200]
-    return str(error)[:200]
+    return dialect.read_batch_line(number, data)

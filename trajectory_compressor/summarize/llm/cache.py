@@ -75,11 +75,14 @@ def cache_key(
     max_tokens: int,
     extra_body: dict[str, Any],
     redact: bool,
+    api: str | None = None,
 ) -> str:
     """sha256 over everything that shapes the reply; no credentials, no URL.
 
     `redact` is included because it changes how the stored body was cleaned, and with it the
-    redaction rule set: a summary cleaned under older, narrower rules is not reused.
+    redaction rule set: a summary cleaned under older, narrower rules is not reused. `api` names
+    a dialect other than OpenAI's (whose keys predate dialects and are kept as they were, so no
+    stored summary is paid for again): the same prompt to another provider is another request.
     """
 
     material = {
@@ -91,6 +94,8 @@ def cache_key(
         "extra_body": extra_body,
         "redact": RULESET_ID if redact else False,
     }
+    if api is not None:
+        material["api"] = api
     blob = orjson.dumps(material, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
     return hashlib.sha256(blob).hexdigest()
 

@@ -1,26 +1,24 @@
 """Answers to recall questions (`eval --probes`), through the summarizer's own client and cache.
 
 No second HTTP client: a question goes through `ChatClient` (concurrency, rate limits, retries,
-the dead-endpoint check, the API key only in its header, replies scrubbed of it), and its answer
-is stored in the summary cache under the same kind of key as a summary (model, messages,
-generation parameters, redaction rules), so asking the same questions again costs nothing. The
+the dead-endpoint check, the API key only in its header, replies scrubbed of it), in the run's
+dialect, and its answer is stored in the summary cache under the same kind of key as a summary
+(the dialect's: model, messages, generation parameters, redaction rules), so asking the same
+questions again costs nothing. The
 context and the question are masked as a summary's transcript is (`render_transcript`); the
 question text was masked when it was built (`fidelity.probes`).
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
-import sqlite3
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
 from trajectory_compressor.settings import LLMConfig
 from trajectory_compressor.summarize.fidelity.probes import NOT_IN_CONTEXT
-from trajectory_compressor.summarize.llm.cache import CachedSummary, SummaryCache, cache_key
+from trajectory_compressor.summarize.llm.cache import CachedSummary
+from trajectory_compressor.summarize.llm.cache_thread import CacheThread, open_cache
 from trajectory_compressor.summarize.llm.client import ChatClient
 from trajectory_compressor.summarize.llm.prompt import render_transcript
 from trajectory_compressor.summarize.llm.request import MIN_PROMPT_CHARS
@@ -33,8 +31,6 @@ from trajectory_compressor.types import (
     SummaryError,
     Turn,
 )
-
-logger = logging.getLogger(__name__)
 
 ANSWER_TOKENS = 64  # a value, or NOT IN CONTEXT: a short reply
 _ANSWER_CHARS = 400  # of a reply kept: enough for any value, not for a dump of the context
@@ -64,8 +60,7 @@ class ProbeAnswerer:
         self.config = replace(config, temperature=0.0)
         self.usage = UsageTracker(price_in=config.price_in, price_out=config.price_out)
         self._client = ChatClient(self.config, usage=self.usage, clean=_clean_answer, retry_after_cap=retry_after_cap)
-        self._cache = _open_cache(config)
-        self._cache_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="probe-cache")
+        self._cache = CacheThread(open_cache(config, "answers"), model=str(config.model), name="probe-cache")
 
     def messages(self, context: Sequence[Turn], question: str, prompt_chars: int | None = None) -> list[dict[str, str]]:
         """The request for `question` about `context` (masked, cut to the prompt size)."""
@@ -82,15 +77,8 @@ class ProbeAnswerer:
     async def answer(self, context: Sequence[Turn], question: str) -> ProbeAnswer:
         """The model's answer to `question` from `context` alone, from the cache when asked before."""
         messages = self.messages(context, question)
-        key = cache_key(
-            model=str(self.config.model),
-            messages=messages,
-            temperature=self.config.temperature,
-            max_tokens=ANSWER_TOKENS,
-            extra_body=self.config.extra_body,
-            redact=self.config.redact_secrets,
-        )
-        cached = await self._cache_call(SummaryCache.get, key)
+        key = self._client.dialect.cache_key(messages, ANSWER_TOKENS)
+        cached = await self._cache.get(key)
         if cached is not None:
             self.usage.record_cache_hit()
             return ProbeAnswer(cached.text, cache_hit=True)
@@ -111,7 +99,7 @@ class ProbeAnswerer:
                 return ProbeAnswer(None, str(exc))
             break
         stored = CachedSummary(completion.text, completion.prompt_tokens, completion.completion_tokens)
-        await self._cache_call(_cache_put, key, stored, str(self.config.model))
+        await self._cache.put(key, stored)
         return ProbeAnswer(completion.text)
 
     def stats(self) -> dict[str, Any]:
@@ -120,34 +108,7 @@ class ProbeAnswerer:
 
     async def aclose(self) -> None:
         await self._client.aclose()
-        cache, self._cache = self._cache, None
-        if cache is not None:
-            await asyncio.get_running_loop().run_in_executor(self._cache_thread, cache.close)
-        self._cache_thread.shutdown(wait=True)
-
-    async def _cache_call(self, method: Any, *args: Any) -> Any:
-        """A cache call on the cache's own thread; a broken cache is no cache."""
-        if self._cache is None:
-            return None
-        try:
-            return await asyncio.get_running_loop().run_in_executor(self._cache_thread, method, self._cache, *args)
-        except sqlite3.Error:
-            return None
-
-
-def _open_cache(config: LLMConfig) -> SummaryCache | None:
-    """The summary cache, or None (turned off, or it cannot be opened: said once, then no cache)."""
-    if not config.use_cache:
-        return None
-    try:
-        return SummaryCache(config.cache_path)
-    except (sqlite3.Error, OSError) as exc:
-        logger.warning("cannot open the summary cache (%s); answers will not be cached", exc)
-        return None
-
-
-def _cache_put(cache: SummaryCache, key: str, answer: CachedSummary, model: str) -> None:
-    cache.put(key, answer, model=model)
+        await self._cache.aclose()
 
 
 def _clean_answer(text: str) -> str:

@@ -1,15 +1,26 @@
-"""Reading a chat-completions reply: how much of its body, when to come back, what it holds.
+"""Reading a reply, whatever the dialect: how much of its body, when to come back, what it holds.
 
-Pure helpers of the client (`client`), apart so the transport reads as retries and verdicts.
+Helpers of the client (`client`), apart so the transport reads as retries and verdicts. The
+verdict on a reply body (`ReplyReader`) is shared by live calls and by batch answers, so an answer
+from a batch is checked exactly as a live reply is.
 """
 
 from __future__ import annotations
 
 import email.utils
 import time
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
+import orjson
+
+from trajectory_compressor.summarize.redact import scrub
+
+if TYPE_CHECKING:
+    from trajectory_compressor.summarize.llm.credentials import Credentials
+    from trajectory_compressor.summarize.llm.dialects.base import Dialect
 
 # A reply body is read up to this many bytes per max_tokens token (at least REPLY_MIN_BYTES):
 # far more than any honest reply (a token is a few bytes, JSON escaping at most 6 per char,
@@ -56,11 +67,12 @@ def parse_retry_after(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-def usage_numbers(usage: Any) -> tuple[int, int]:
+def usage_numbers(usage: Any, names: tuple[str, str] = ("prompt_tokens", "completion_tokens")) -> tuple[int, int]:
+    """The prompt and completion tokens of a reply's `usage` object (0 where absent or not a count)."""
     if not isinstance(usage, dict):
         return 0, 0
     numbers = []
-    for name in ("prompt_tokens", "completion_tokens"):
+    for name in names:
         value = usage.get(name)
         numbers.append(value if isinstance(value, int) and not isinstance(value, bool) else 0)
     return numbers[0], numbers[1]
@@ -75,3 +87,58 @@ def content_text(content: Any) -> str | None:
         texts = [part for part in parts if isinstance(part, str)]
         return "".join(texts) if texts else None
     return None
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A usable reply: the cleaned summary text and the tokens the endpoint reported."""
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One attempt that did not produce a usable reply. `message` is already sanitized."""
+
+    cause: str  # retry cause ("429", "5xx", "timeout", ...) or fatal status ("400", "auth", ...)
+    message: str
+    retryable: bool
+    retry_after: float | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    no_response: bool = False  # not even a status line came back (refused, unresolvable, timed out)
+
+
+class ReplyReader:
+    """The verdict on a reply body: a `Reply` (cleaned, the key scrubbed) or the `Failure` to retry.
+
+    `clean` turns the dialect's text into the stored text; an empty result is a failure, retried
+    like any other. Tokens are counted even for a rejected reply: they were paid for.
+    """
+
+    def __init__(self, dialect: Dialect, credentials: Credentials, clean: Callable[[str], str] = str.strip) -> None:
+        self.dialect = dialect
+        self.credentials = credentials
+        self._clean = clean
+
+    def read(self, raw: bytes) -> Reply | Failure:
+        sanitize = self.credentials.sanitize
+        try:
+            data = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return Failure("invalid_json", f"reply is not valid JSON: {sanitize(raw[:120])}", True)
+        if not isinstance(data, dict):
+            return Failure("invalid_json", "reply is not a JSON object", True)
+        read = self.dialect.read_reply(data)
+        tokens = (read.prompt_tokens, read.completion_tokens)
+        if read.cut is not None:
+            return Failure("length", read.cut, True, None, *tokens)
+        if read.content is None:
+            detail = f": {self.credentials.snippet(raw)}" if read.quote_error else ""
+            return Failure("no_content", f"{read.missing}{detail}", True, None, *tokens)
+        text = scrub(self._clean(read.content), self.credentials.secrets)
+        if not text:
+            return Failure("empty", "reply was empty after cleaning", True, None, *tokens)
+        return Reply(text, *tokens)

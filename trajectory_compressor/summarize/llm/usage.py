@@ -65,6 +65,9 @@ class UsageTracker:
         self.batch_prompt_tokens += max(0, prompt_tokens)
         self.batch_completion_tokens += max(0, completion_tokens)
 
+    def record_batches_submitted(self, count: int) -> None:
+        self.batches_submitted += count
+
     def _priced(self, prompt_tokens: int, completion_tokens: int, share: float = 1.0) -> float | None:
         if self.price_in is None and self.price_out is None:
             return None

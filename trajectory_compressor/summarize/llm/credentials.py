@@ -1,0 +1,84 @@
+"""The API key and the endpoint URL's own credentials: where they travel, and where they never do.
+
+The key is read from the environment only (`--api-key-env`, or the dialect's own variable) and
+travels only in the header its dialect names (`Authorization: Bearer`, Anthropic's `x-api-key`).
+A URL like `https://user:pass@host/v1` is sent as HTTP Basic auth by aiohttp, which refuses a
+second Authorization header: then the URL's credentials win over a Bearer key. Every message
+built from what an endpoint sends back (an error body may quote our headers) goes through
+`sanitize`: known secrets scrubbed, credential patterns masked. The live client and the batch
+calls share one `Credentials` per endpoint, so both treat the key and the endpoint alike.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from typing import Any
+
+import orjson
+
+from trajectory_compressor.settings import LLMConfig
+from trajectory_compressor.summarize.llm.dialects import key_env
+from trajectory_compressor.summarize.llm.dialects.base import Dialect
+from trajectory_compressor.summarize.redact import display_url, redact_secrets, scrub, url_secrets
+
+logger = logging.getLogger(__name__)
+
+ERROR_SNIPPET_CHARS = 300
+
+
+class Credentials:
+    """One endpoint's key (from the environment) and URL credentials, and the scrubbing of both."""
+
+    def __init__(self, config: LLMConfig, dialect: Dialect) -> None:
+        self.key_env = key_env(config)
+        self.key = (os.environ.get(self.key_env) or "").strip() or None
+        self.secrets = (self.key, *url_secrets(config.base_url))
+        self.base = (config.base_url or "").rstrip("/")
+        self.endpoint = display_url(self.base)  # the base URL as shown: without credentials
+        netloc = (config.base_url or "").split("://", 1)[-1].split("/", 1)[0]
+        headers = dialect.auth_headers(self.key)
+        if "@" in netloc and "Authorization" in headers:
+            headers.pop("Authorization")
+            if self.key:
+                logger.warning("the base URL carries credentials: using them instead of $%s", self.key_env)
+        self._headers = headers
+
+    def headers(self) -> dict[str, str]:
+        """The headers that carry the key (none for a URL with credentials: aiohttp sends those)."""
+        return dict(self._headers)
+
+    def no_key_hint(self) -> str:
+        """What a refusal of the credentials adds when no key was found."""
+        return "" if self.key else f"; no API key was found in ${self.key_env}"
+
+    def status_message(self, status: int, raw: bytes, where: str) -> str:
+        """`HTTP 500 from <where>: <what the body says>`, scrubbed."""
+        detail = self.snippet(raw)
+        return f"HTTP {status} from {where}" + (f": {detail}" if detail else "")
+
+    def snippet(self, raw: bytes) -> str:
+        """A short, sanitized view of an error body: `error.message` when the body has one."""
+        text: Any = raw.decode("utf-8", errors="replace")
+        try:
+            data = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            data = None
+        if isinstance(data, dict):
+            error = data.get("error", data.get("detail", data.get("message")))
+            if isinstance(error, dict):
+                error = error.get("message", error)
+            if error is not None:
+                text = error if isinstance(error, str) else orjson.dumps(error).decode()
+        return self.sanitize(text)
+
+    def sanitize(self, text: str | bytes) -> str:
+        """Known secrets scrubbed, credential patterns masked, whitespace collapsed, shortened."""
+        if isinstance(text, bytes):
+            text = text.decode("utf-8", errors="replace")
+        text = redact_secrets(scrub(text, self.secrets))
+        text = re.sub(r"\s+", " ", text).strip()
+        if len(text) > ERROR_SNIPPET_CHARS:
+            text = text[:ERROR_SNIPPET_CHARS] + "..."
+        return text
