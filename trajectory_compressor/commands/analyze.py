@@ -33,6 +33,7 @@ from trajectory_compressor.write.html_report import (
     render_terminal_histogram,
     token_histogram,
 )
+from trajectory_compressor.write.report import counting_line
 from trajectory_compressor.write.run_files import OutputError
 
 PROMPT_OVERHEAD_TOKENS = 600  # instructions and transcript labels around the region's turns
@@ -58,6 +59,7 @@ class Analysis:
     gpt_turns_kept: int = 0  # verbatim in the single-row plan (outside its region)
     windows: WindowsEstimate | None = None  # --windows: the same rows cut into context windows
     pruning: PruningEstimate = field(default_factory=lambda: PruningEstimate())
+    counting: dict[str, Any] | None = None  # who counted, and what the exactness guard saw
 
     def cost(self, price_in: float | None, price_out: float | None) -> float | None:
         """Estimated cost in the prices' currency (prices per million tokens)."""
@@ -87,6 +89,7 @@ class Analysis:
             "gpt_turns_trainable": self.gpt_turns_kept,
             "pruning": self.pruning.to_dict(self.over_target),
             **windows,
+            **({"counting": self.counting} if self.counting else {}),
         }
 
 
@@ -208,6 +211,7 @@ def analyze_sources(
         result.summary_completion_tokens += completion
         if pruning is not None:
             _add_pruning(result.pruning, row.roles, plain, pruned, pruning, plan, max_prompt_tokens)
+    result.counting = counter.guard.to_dict()
     return result
 
 
@@ -295,6 +299,7 @@ def render_analysis(analysis: Analysis, price_in: float | None, price_out: float
         f"gpt turns kept as training targets: {data['gpt_turns_trainable']:,} of {data['gpt_turns']:,}",
         *_pruning_lines(data),
         *_windows_lines(data),
+        *([counting_line(data["counting"])] if data.get("counting") else []),
         "",
         "tokens per row:",
         render_terminal_histogram(token_histogram(analysis.before, 20)) if analysis.before else "(no rows)",

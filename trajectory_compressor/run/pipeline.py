@@ -195,6 +195,8 @@ class CompressionRun:
             outputs=self.paths.as_dict() if status == "completed" else {"work_dir": str(files.work_dir)},
             timings=self._timings,
             summarizer_stats=self.summarizer.stats() if self.summarizer is not None else None,
+            counting=self.counter.guard.to_dict(),
+            warnings=[self.counter.guard.warning or ""],
         )
         if message:
             report["message"] = message

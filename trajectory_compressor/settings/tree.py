@@ -23,6 +23,9 @@ BOTH = ("compress", "analyze", "requests")  # every command that counts and plan
 READERS = ("compress", "analyze", "eval", "requests")  # every command that reads inputs
 ASKS = ("compress", "requests")  # every command that builds summary requests
 PROBES = ("compress", "eval")  # every command that calls the endpoint (`eval --probes` asks questions)
+# --tokenizer-backend: auto, the reference, then the fast backends in the order auto tries them
+# (the measured fastest first; count/backends.py holds them, README "Counting backends" the figures).
+TOKENIZER_BACKENDS = ("auto", "hf", "fastokens", "gigatoken")
 
 
 @dataclass(frozen=True)
@@ -328,6 +331,11 @@ class RunConfig:
     trust_remote_code: bool = setting(
         False, "bool", yaml="tokenizer.trust_remote_code", flag_style="flag", commands=BOTH,
         help="Allow a Hub tokenizer to run its own code.",
+    )  # fmt: skip
+    tokenizer_backend: str = setting(
+        "auto", "choice", choices=TOKENIZER_BACKENDS, yaml="tokenizer.backend", commands=BOTH,
+        help="Who counts tokens: auto (the fastest backend that counts this tokenizer exactly, checked against "
+        "Hugging Face tokenizers; else tokenizers itself), hf, or a fast backend by name.",
     )  # fmt: skip
     count_mode: str = setting(
         "values", "choice", choices=("values", "chat-template"), yaml="tokenizer.count_mode", commands=BOTH,
