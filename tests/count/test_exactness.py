@@ -147,7 +147,7 @@ def test_auto_uses_a_fast_backend_that_agrees_on_the_probes() -> None:
 
 
 def test_the_sample_is_about_one_text_in_sample_every_and_the_same_in_every_run() -> None:
-    rows = [make_trajectory(index, steps=20, output_lines=5 + index % 7) for index in range(40)]
+    rows = [make_trajectory(index, steps=20, output_lines=5 + index % 7) for index in range(150)]
     texts = [turn["value"] + str(position) for row in rows for position, turn in enumerate(row["conversations"])]
     picked = [text for text in texts if sampled(text)]
     assert len(texts) / SAMPLE_EVERY / 3 < len(picked) < 3 * len(texts) / SAMPLE_EVERY
@@ -171,13 +171,23 @@ def test_a_sampled_text_counted_differently_switches_the_rest_of_the_run_to_toke
     assert guarded.result.warning is not None and "counted a sampled turn differently" in guarded.result.warning
 
 
+def _not_in_sample(prefix: str) -> str:
+    text = prefix
+    while sampled(text):
+        text += "y"
+    return text
+
+
 @needs_fast
-def test_the_longest_text_so_far_is_always_checked() -> None:
+def test_a_longest_text_twice_as_long_as_any_checked_before_is_always_checked() -> None:
     guarded, reference = _guarded(MARK)
-    guarded.count_many(["short", "a bit longer text"])
-    assert "a bit longer text" in reference.texts
-    longest = f"{MARK} " + "a long tool output line\n" * 200
-    assert not sampled(longest)
+    first = _not_in_sample("a tool output line\n" * 100)
+    guarded.count_many(["short", first])
+    assert reference.texts == [first], "the first batch's longest text"
+    a_bit_longer = _not_in_sample(f"{MARK} " + "a tool output line\n" * 150)
+    guarded.count_many(["short", a_bit_longer])
+    assert reference.texts == [first] and guarded.result.backend == FAST, "not twice as long: not checked"
+    longest = _not_in_sample(f"{MARK} " + "a long tool output line\n" * 200)
     assert guarded.count_many(["short again", longest]) == HFCounting(_reference()).count_many(["short again", longest])
     assert guarded.result.backend == "hf"
 

@@ -9,16 +9,24 @@ it), so a fast backend earns its place twice:
   reference and the report says why; a backend asked for by name is refused, exit 2);
 - during the run (`GuardedCounting`), on a deterministic sample of what it counts: about one
   text in `SAMPLE_EVERY` (chosen by length and content, so a run and its re-run check the same
-  turns, whatever the batches), plus every text longer than all those checked before it (so
-  the run's longest turn is always checked). On any difference the batch is recounted with
-  the reference, which counts the rest of the run, and the run says so once.
+  turns, whatever the batches), plus each batch's longest text when it is at least twice as
+  long as every text checked before (so every length scale up to the run's longest is
+  checked). On any difference the batch is recounted with the reference, which counts the rest
+  of the run, and the run says so once.
+
+The reference is ~100x slower than a fast backend on text it has not seen: the sample is small
+(about 0.1% of the text and a few long turns) and recounted on another thread while the fast
+backend counts the batch, which keeps the guard at about a tenth of the fast count's time
+(README, "Counting backends").
 """
 
 from __future__ import annotations
 
+import os
 import threading
 import weakref
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,9 +40,9 @@ from trajectory_compressor.count.backends import (
 )
 from trajectory_compressor.settings.tree import TOKENIZER_BACKENDS
 
-# One text in SAMPLE_EVERY is recounted by the reference. The reference is ~50x slower, so the
-# sample costs about 50 / SAMPLE_EVERY of the fast count (README, "Counting backends").
-SAMPLE_EVERY = 256
+# One text in SAMPLE_EVERY is recounted by the reference: at ~100x the fast backend's cost per
+# byte, 1 in 1024 costs ~10% of the fast count (1 in 64 would cost more than the count itself).
+SAMPLE_EVERY = 1024
 
 _PROBES = (
     "", " ", "  ", "\t", "\n", "\n\n\n", " \n \n", "\r\n", "\t \t  \n\n \r\n  ", " " * 97, "\n" * 40,
@@ -147,12 +155,15 @@ class GuardedCounting:
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
         active = self._active
-        counts = active.count_many(texts)
         if active is self._reference:
-            return counts
+            return active.count_many(texts)
         picked = self._pick(texts)
-        if picked:
-            expected = self._reference.count_many([texts[index] for index in picked])
+        # The reference recounts the sample on another thread while the fast backend counts the
+        # batch (both release the GIL): on a free core the check costs no time at all.
+        check = _checks().submit(self._reference.count_many, [texts[index] for index in picked]) if picked else None
+        counts = active.count_many(texts)
+        if check is not None:
+            expected = check.result()
             if any(counts[index] != want for index, want in zip(picked, expected, strict=True)):
                 return self._switch(texts)
         with self._lock:
@@ -161,11 +172,14 @@ class GuardedCounting:
         return counts
 
     def _pick(self, texts: Sequence[str]) -> list[int]:
+        """The sample's texts in `texts`, and the longest if it is at least twice as long as any
+        checked before (the checked lengths double up to the run's longest: every scale is
+        checked, for at most twice the longest text's cost)."""
         picked = [index for index, text in enumerate(texts) if sampled(text)]
         longest = max(range(len(texts)), key=lambda index: len(texts[index]), default=None)
         with self._lock:
-            if longest is not None and len(texts[longest]) > self._longest_checked:
-                self._longest_checked = len(texts[longest])
+            if longest is not None and len(texts[longest]) >= 2 * self._longest_checked:
+                self._longest_checked = max(len(texts[longest]), 1)
                 if longest not in picked:
                     picked.append(longest)
         return picked
@@ -179,6 +193,18 @@ class GuardedCounting:
                 self.result.counted_before_switch = self._counted
                 self.result.note = f"{self._fast.name} differed from Hugging Face tokenizers on a sampled turn"
         return self._reference.count_many(texts)
+
+
+_executor: tuple[int, ThreadPoolExecutor] | None = None
+
+
+def _checks() -> ThreadPoolExecutor:
+    """The threads the guard's recounts run on: started on first use, shared by every counter
+    of the process (a forked child, which has none of its parent's threads, starts its own)."""
+    global _executor
+    if _executor is None or _executor[0] != os.getpid():
+        _executor = (os.getpid(), ThreadPoolExecutor(max_workers=2, thread_name_prefix="count-check"))
+    return _executor[1]
 
 
 def choose_counting(requested: str, reference_tokenizer: Any) -> tuple[CountingBackend, GuardResult]:
