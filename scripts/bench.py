@@ -14,10 +14,14 @@ One run measures, on the same data, and prints ratios against targets:
               a fixed summary string spliced in, the whole compressed trajectory counted again,
               the output written with `json.dumps`.
 3. cli        `trajectory-compressor compress --dry-run`, `--summarizer extractive` and
-              `analyze`, end to end through the real command in a subprocess. The fixed startup (imports, tokenizer
-              load, finalizing) is timed alone on a 1-row input and subtracted to give the per-row
-              throughput; ratios against (1) and (2) use that steady-state time (both (1) and
-              (2) are timed after their own tokenizer load), and end-to-end ratios are shown too.
+              `analyze`, end to end through the real command in a subprocess. Each command's
+              own time after its startup (the report's `timings_seconds.total`; for analyze,
+              the command's work timed in a child after its counter is built) is what the
+              targets judge, since the startup (~1-2 s: imports, tokenizer and fast backend
+              load) is now several times the limit, and wall minus a 1-row run's wall
+              subtracts two noisy figures; that steady figure (wall minus the wall of the same
+              command on a 1-row input) is shown beside it, and end-to-end ratios too. The speed-up
+              over (2) uses the steady figure ((1) and (2) are timed after their own load).
 4. llm        `compress --summarizer llm --no-cache --max-concurrency C` against the fake
               OpenAI server (tests/fake_openai_server.py) answering after a fixed latency, on small
               rows that all need a summary (a budget far below their size): achieved requests/s
@@ -36,8 +40,8 @@ One run measures, on the same data, and prints ratios against targets:
               the LLM stage's rows across 2 workers against the fake server: achieved requests/s
               against the ideal C / latency (`--max-concurrency` C holds for the whole cluster).
 
-Targets (PASS/FAIL in the table): dry-run and analyze steady state <= 2x the limit; dry-run >= 2.5x faster
-than the reference; llm >= 85% of ideal (C=64, 200 ms); peak RSS at the large count within 25% of
+Targets (PASS/FAIL in the table): dry-run and analyze in-run time <= 2x the limit; dry-run >= 2.5x
+faster than the reference; llm >= 85% of ideal (C=64, 200 ms); peak RSS at the large count within 25% of
 the small one.
 
 Data: `generate_trajectories(n, seed)` from scripts/make_sample_data.py (realistic agent runs,
@@ -383,6 +387,26 @@ def worker_reference(path: Path, output: Path, target: int, summary_target: int,
     }
 
 
+def worker_analyze(path: Path, target: int, summary_target: int) -> dict[str, Any]:
+    """(3) `analyze`'s own time: the command's work on the input, after its startup (imports,
+    tokenizer and backend load), as the report's `timings_seconds.total` is for `compress`."""
+    from trajectory_compressor.api import counter_for
+    from trajectory_compressor.commands.analyze import analyze_sources
+    from trajectory_compressor.read.sources import expand_inputs
+    from trajectory_compressor.settings import PlanConfig, RunConfig
+
+    config = RunConfig(plan=PlanConfig(target_max_tokens=target, summary_target_tokens=summary_target))
+    counter = counter_for(config)
+    started, cpu_started = time.perf_counter(), time.process_time()
+    analysis = analyze_sources(expand_inputs([str(path)]), config, counter)
+    return {
+        "seconds": time.perf_counter() - started,
+        "cpu_seconds": time.process_time() - cpu_started,
+        "rows": analysis.rows,
+        "tokens": sum(analysis.before),
+    }
+
+
 def worker_prompts(path: Path, target: int, summary_target: int) -> dict[str, Any]:
     """(4b) Event-loop CPU per summarized row on realistic regions: building the LLM prompt.
 
@@ -691,6 +715,11 @@ def stage_main(args: argparse.Namespace, data: Path, workdir: Path, figures: Fig
             figures.add("analyze_wall_s", full.wall)
             figures.add("analyze_steady_s", full.wall - start.wall)
             figures.add("analyze_steady_cpu_s", full.cpu - start.cpu)
+            result, _ = run_worker(
+                "analyze", workdir, str(data), str(args.target_max_tokens), str(args.summary_target_tokens)
+            )
+            figures.add("analyze_run_s", result["seconds"])
+            figures.add("analyze_run_cpu_s", result["cpu_seconds"])
 
 
 def stage_llm(args: argparse.Namespace, workdir: Path, figures: Figures, main_data: Path) -> None:
@@ -885,23 +914,29 @@ def evaluate(args: argparse.Namespace, figures: Figures) -> list[tuple[str, str,
     row("    extractive steady CPU / steady wall", _ratio(m("extractive_steady_cpu_s"), extractive), "{:.2f}")
     row("    startup: analyze on 1 row, s", m("analyze_startup_s"), "{:.2f}")
     row("    analyze steady (wall - startup), s", analyze, "{:.2f}")
-    for label, steady, cpu in (
-        ("dry-run", dry, "dry_steady_cpu_s"),
-        ("analyze", analyze, "analyze_steady_cpu_s"),
-    ):
-        ratio = _ratio(steady, limit)
+    row("    analyze in-run time (after its startup), s", m("analyze_run_s"), "{:.2f}")
+    # The targets are judged on each command's own time, measured inside it after its startup
+    # (report timings for compress): wall - startup subtracts two noisy figures several times the
+    # size of what is left when the limit is a fraction of a second; both are shown.
+    for label, own, steady in (("dry-run", "dry_run_s", dry), ("analyze", "analyze_run_s", analyze)):
+        ratio = _ratio(m(own), limit)
         row(
-            f"{label} steady / limit",
+            f"{label} in-run time / limit",
             ratio,
             "{:.2f}x",
             f"<= {TARGET_DRY_VS_LIMIT}x",
             None if ratio is None else ratio <= TARGET_DRY_VS_LIMIT,
         )
-        cpu_ratio = _ratio(m(cpu), m("limit_cpu_s"))
-        row(f"    CPU seconds: {label} steady / limit (robust to other load)", cpu_ratio, "{:.2f}x")
-        row(f"    {label} steady / old limit (tokenizers), for reference", _ratio(steady, hf_limit), "{:.2f}x")
+        row(f"    {label} steady (wall - startup) / limit", _ratio(steady, limit), "{:.2f}x")
+        row(f"    {label} in-run time / old limit (tokenizers), for reference", _ratio(m(own), hf_limit), "{:.2f}x")
+    row(
+        "    CPU seconds: analyze in-run / limit (robust to other load)",
+        _ratio(m("analyze_run_cpu_s"), m("limit_cpu_s")),
+        "{:.2f}x",
+    )
     row("    dry-run wall (with startup) / limit", _ratio(m("dry_wall_s"), limit), "{:.2f}x")
-    row("    extractive steady / limit", _ratio(extractive, limit), "{:.2f}x")
+    row("    extractive in-run time / limit", _ratio(m("extractive_run_s"), limit), "{:.2f}x")
+    row("    extractive steady (wall - startup) / limit", _ratio(extractive, limit), "{:.2f}x")
     speedup = _ratio(reference, dry)
     row(
         "reference / dry-run steady (speed-up)",
@@ -1097,6 +1132,8 @@ def run_worker_mode(args: argparse.Namespace) -> int:
         result = worker_limit(Path(a[0]), int(a[1]), int(a[2]), a[3])
     elif args.worker == "reference":
         result = worker_reference(Path(a[0]), Path(a[1]), int(a[2]), int(a[3]), int(a[4]))
+    elif args.worker == "analyze":
+        result = worker_analyze(Path(a[0]), int(a[1]), int(a[2]))
     elif args.worker == "prompts":
         result = worker_prompts(Path(a[0]), int(a[1]), int(a[2]))
     else:

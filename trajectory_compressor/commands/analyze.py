@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 from array import array
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,8 +24,8 @@ from trajectory_compressor.plan.apply import carries_notice
 from trajectory_compressor.plan.region import Plan, plan_region
 from trajectory_compressor.plan.windows import WindowReplay
 from trajectory_compressor.read.sources import InputSource
-from trajectory_compressor.run.prepare import PreparedRow, notice_tokens, planned_rows
-from trajectory_compressor.run.pruning import Pruning, pruned_view
+from trajectory_compressor.run.prepare import CHUNK_ROWS, PreparedRow, notice_tokens, planned_rows
+from trajectory_compressor.run.pruning import Pruning, pruned_views
 from trajectory_compressor.settings import PlanConfig, RunConfig
 from trajectory_compressor.write.collisions import NamedFile, input_files, refuse_overwrites
 from trajectory_compressor.write.html_report import (
@@ -183,14 +184,14 @@ def analyze_sources(
         result.windows = WindowsEstimate()
     notice = notice_tokens(counter, plan)
     max_prompt_tokens = config.llm.max_prompt_chars // 3  # the transcript sent is capped (~3 characters a token)
-    for row in planned_rows(sources, config, counter):
+    for row, view in _with_pruned_views(planned_rows(sources, config, counter), counter, plan):
         result.rows += 1
         if row.plan is None:
             result.rejected += 1
             continue
         assert row.token_counts is not None and row.turns is not None
         row_notice = 0 if carries_notice(row.turns, plan.notice) else notice
-        plain, pruned, pruning = _plans(row, counter, config, row_notice)
+        plain, pruned, pruning = _plans(row, view, config, row_notice)
         chosen = pruned if plan.prune_tool_outputs else plain
         result.gpt_turns += row.roles.count("gpt")
         result.gpt_turns_kept += _gpt_kept(row.roles, chosen)
@@ -215,16 +216,28 @@ def analyze_sources(
     return result
 
 
+def _with_pruned_views(
+    rows: Iterable[PreparedRow], counter: TokenCounter, plan: PlanConfig
+) -> Iterator[tuple[PreparedRow, Pruning | None]]:
+    """Each row with what pruning would make of it (`row.pruning` when the run pruned it),
+    made a chunk of rows at a time so that their placeholders are counted in one call."""
+    rows = iter(rows)
+    while chunk := list(itertools.islice(rows, CHUNK_ROWS)):
+        unpruned = [row for row in chunk if row.plan is not None and row.pruning is None]
+        views = dict(zip(map(id, unpruned), pruned_views(unpruned, counter, plan), strict=True))
+        for row in chunk:
+            yield row, row.pruning or views.get(id(row))
+
+
 def _plans(
-    row: PreparedRow, counter: TokenCounter, config: RunConfig, notice: int
+    row: PreparedRow, pruning: Pruning | None, config: RunConfig, notice: int
 ) -> tuple[Plan, Plan, Pruning | None]:
     """The row's plan without pruning, its plan pruned, and the pruning (None: nothing to clear).
 
     A run with `--prune-tool-outputs` prepared the row pruned; otherwise (and with `--windows`,
-    which prunes per window) the pruned view is made here, so the estimate is always there.
+    which prunes per window) the pruned view is made for it, so the estimate is always there.
     """
     assert row.plan is not None
-    pruning = row.pruning or pruned_view(row, counter, config.plan)
     if pruning is None:
         return row.plan, row.plan, None
 

@@ -175,13 +175,21 @@ class GuardedCounting:
         """The sample's texts in `texts`, and the longest if it is at least twice as long as any
         checked before (the checked lengths double up to the run's longest: every scale is
         checked, for at most twice the longest text's cost)."""
-        picked = [index for index, text in enumerate(texts) if sampled(text)]
-        longest = max(range(len(texts)), key=lambda index: len(texts[index]), default=None)
+        lengths = [len(text) for text in texts]
+        every = SAMPLE_EVERY
+        picked = [
+            index  # `sampled`, inlined: it runs on every text counted
+            for index, (text, length) in enumerate(zip(texts, lengths, strict=True))
+            if length
+            and hash((length, ord(text[0]), ord(text[length >> 2]), ord(text[length >> 1]), ord(text[-1]))) % every == 0
+        ]
+        longest = max(lengths, default=0)
         with self._lock:
-            if longest is not None and len(texts[longest]) >= 2 * self._longest_checked:
-                self._longest_checked = max(len(texts[longest]), 1)
-                if longest not in picked:
-                    picked.append(longest)
+            if longest and longest >= 2 * self._longest_checked:
+                self._longest_checked = longest
+                index = lengths.index(longest)
+                if index not in picked:
+                    picked.append(index)
         return picked
 
     def _switch(self, texts: Sequence[str]) -> list[int]:
