@@ -185,9 +185,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     from trajectory_compressor.count.tokenizer import bundled_tokenizer_dir
 
     tokenizers = args.tokenizer or [bundled_tokenizer_dir() / "tokenizer.json"]
-    data = datasets(args)
+    data = {label: chunks for label, chunks in datasets(args).items() if any(chunks)}
+    if not data:
+        print("error: no turns to count (--rows 0 and no --input with rows)", file=sys.stderr)
+        return 1
     refused: dict[str, str] = {}
-    print(f"{'tokenizer / dataset':<44}{'backend':<11}{'load s':>8}{'count s':>9}{'MB/s':>8}{'x hf':>7}  differ")
+    print(f"{'tokenizer / dataset':<44} {'backend':<10}{'load s':>8}{'count s':>9}{'MB/s':>8}{'x hf':>7}  differ")
     for path in tokenizers:
         found = loaders(path)
         for label, chunks in data.items():
@@ -210,13 +213,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             reference = statistics.median(s for _, s in samples["hf"])
             for name, measured in samples.items():
                 if name in refused:
-                    print(f"{where:<44}{name:<11}{'':>8}{'':>9}{'':>8}{'':>7}  refused")
+                    print(f"{where:<44} {name:<10}{'':>8}{'':>9}{'':>8}{'':>7}  refused")
                     continue
                 load_s = statistics.median(s for s, _ in measured)
                 count_s = statistics.median(s for _, s in measured)
                 differ = sum(a != b for a, b in zip(counts[name], counts["hf"], strict=True))
                 print(
-                    f"{where:<44}{name:<11}{load_s:>8.2f}{count_s:>9.3f}{megabytes / count_s:>8.1f}"
+                    f"{where:<44} {name:<10}{load_s:>8.2f}{count_s:>9.3f}{megabytes / count_s:>8.1f}"
                     f"{reference / count_s:>7.1f}  {differ}/{turns}"
                 )
         for name, reason in refused.items():

@@ -59,7 +59,7 @@ class TokenCounter:
         """Token count of one text, without special tokens."""
         if not text:
             return 0
-        return self.counting.count_many((text,))[0]
+        return self.count_many((text,))[0]  # through count_many: whatever wraps it applies here too
 
     # The per-turn measures the planner uses. The default is the reference tool's: tokens of each
     # `value`. `ChatTemplateCounter` counts turns as the training run will see them instead.
