@@ -45,6 +45,8 @@ def test_bench_runs_every_stage_at_tiny_sizes(tmp_path: Path) -> None:
     medians = payload["medians"]
     for name in (
         "limit_s",
+        "hf_limit_s",
+        "analyze_steady_s",
         "reference_seconds",
         "dry_wall_s",
         "extractive_wall_s",
@@ -55,6 +57,7 @@ def test_bench_runs_every_stage_at_tiny_sizes(tmp_path: Path) -> None:
         assert medians.get(name) is not None, name
     info = payload["info"]
     assert info["limit"]["tokens"] == info["dry"]["tokens_before"]  # the limit counts what we count
+    assert info["limit"]["backend"] == info["dry"]["counting"]  # with the backend a run counts with
     assert info["llm"]["requests"] == info["llm"]["summarized"] == 12  # every row needed one summary
     assert medians["llm_max_in_flight"] <= 4
     if importlib.util.find_spec("ray") is not None:  # (6) the Ray engine, with the [ray] extra

@@ -77,3 +77,16 @@ def test_output_fingerprints_that_fingerprinted_nothing_exits_non_zero(
     assert "no output was fingerprinted" in capsys.readouterr().err
     monkeypatch.setattr(sys, "argv", ["output_fingerprints.py"])
     assert module.main() == 1
+
+
+def test_bench_count_backends_counts_every_turn_with_each_backend_and_compares(tmp_path: Path) -> None:
+    runs = write_jsonl(tmp_path / "runs.jsonl", [make_trajectory(i, steps=2, output_lines=5) for i in range(3)])
+    done = _script("bench_count_backends.py", "--rows", "0", "--input", str(runs), "--repeat", "1")
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = {line.split()[-6]: line for line in done.stdout.splitlines() if "runs.jsonl (3 rows)" in line}
+    assert "hf" in rows and "fastokens" in rows, done.stdout
+    turns = 3 * (2 + 2 * 2 + 1)
+    assert all(line.endswith(f" 0/{turns}") for line in rows.values()), done.stdout
+    assert "fastokens 0.3" in done.stdout and "licence" in done.stdout
+    nothing = _script("bench_count_backends.py", "--rows", "0")
+    assert nothing.returncode == 1 and "no turns to count" in nothing.stderr

@@ -144,4 +144,5 @@ def counter_for(config: RunConfig) -> TokenCounter:
         chat_template=config.chat_template,
         chat_template_kwargs=config.chat_template_kwargs,
         tools_key=config.tools_key,
+        tokenizer_backend=config.tokenizer_backend,
     )

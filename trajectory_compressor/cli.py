@@ -138,7 +138,10 @@ def analyze(inputs: tuple[str, ...], config_file: str | None, json_output: bool,
 
     config = build_config(config_file, flags)
     sources = expand_inputs(list(inputs), data_files=config.read.data_files)
-    analysis = analyze_sources(sources, config, counter_for(config))
+    counter = counter_for(config)
+    analysis = analyze_sources(sources, config, counter)
+    if counter.guard.warning:
+        click.echo(counter.guard.warning, err=True)
     price_in, price_out = config.llm.price_in, config.llm.price_out
     if config.output.html_report:
         write_analysis_html(Path(config.output.html_report), analysis, price_in, price_out)

@@ -32,6 +32,7 @@ from tests.count.chat_fixtures import (
     weather_tools,
 )
 from trajectory_compressor.count import ChatTemplateCounter, TokenizerLoadError, build_counter
+from trajectory_compressor.count.backends import FAST_BACKENDS, installed
 from trajectory_compressor.count.chat_template import Chat, ChatTemplateError
 from trajectory_compressor.read.formats import RecordError, chat_messages, detect_format, from_turns
 from trajectory_compressor.run.prepare import prepare_rows
@@ -42,12 +43,14 @@ _TOKENIZERS: dict[str, Any] = {}
 
 
 def _counter(family: str, template: str, **kwargs: Any) -> ChatTemplateCounter:
-    """A counter on the family's tokenizer (loaded once per family) with `template`."""
+    """A counter on the family's tokenizer (loaded once per family) with `template`, counting its
+    rendered pieces with the fast backend as a run does (`auto`), so every comparison with
+    transformers' own count below holds for it."""
     if family not in _TOKENIZERS:
         _TOKENIZERS[family] = family_tokenizer(family, template)
     tokenizer = _TOKENIZERS[family]
     tokenizer.chat_template = template
-    return ChatTemplateCounter(tokenizer, **kwargs)
+    return ChatTemplateCounter(tokenizer, backend="auto", **kwargs)
 
 
 def _trainer_messages(record: dict[str, Any]) -> list[Any]:
@@ -102,6 +105,7 @@ def test_a_row_counts_as_the_trainers_apply_chat_template(
     counts = _counts(counter, record)
     assert len(counts) == len(_trainer_messages(record)) and min(counts) >= 0, counts
     assert sum(counts) == _expected(counter, record, kwargs)
+    assert counter.counting.name in FAST_BACKENDS or not any(map(installed, FAST_BACKENDS))
 
 
 def test_the_kwarg_changes_the_count_as_it_changes_the_trainers() -> None:

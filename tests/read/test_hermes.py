@@ -6,7 +6,14 @@ import json
 
 import pytest
 
-from trajectory_compressor.read.hermes import AssistantParts, HermesCall, HermesResult, split_assistant, split_tool
+from trajectory_compressor.read.hermes import (
+    AssistantParts,
+    HermesCall,
+    HermesResult,
+    parse_json,
+    split_assistant,
+    split_tool,
+)
 
 
 def call(name: str, arguments: object, **extra: object) -> str:
@@ -137,3 +144,29 @@ def test_a_block_that_is_not_a_result_object_is_its_body_as_text(body: str, cont
 )
 def test_a_tool_value_that_is_not_only_response_blocks_is_one_result_holding_it_whole(value: str) -> None:
     assert split_tool(value) == (HermesResult(value),)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"n": 18446744073709551616}',  # beyond 64 bits: orjson would make it a float
+        '{"n": -9223372036854775809}',  # 19 digits, below int64: the same
+        '{"n": 123456789012345678901234567890, "m": [1, 2.5, -0.0]}',
+        '{"x": NaN, "y": Infinity}',  # not JSON to orjson, Python's json reads it
+        '{"s": "\\ud800"}',  # a lone surrogate escape
+        '{"a": 1, "a": 2}',
+        '{"content": "caf\\u00e9 \\ud83d\\ude00", "name": "bash"}',
+        '{"deep": ' + "[" * 2000 + "]" * 2000 + "}",
+        "not json",
+    ],
+)
+def test_parse_json_returns_exactly_what_the_standard_library_reads(text: str) -> None:
+    """orjson is the fast path; the value is the standard library's in every case it would differ."""
+    try:
+        expected = json.loads(text)
+    except (ValueError, RecursionError):
+        expected = None
+    got = parse_json(text)
+    assert repr(got) == repr(expected) and type(got) is type(expected)
+    if isinstance(expected, dict) and "n" in expected:
+        assert isinstance(got["n"], int)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 from array import array
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,8 +24,8 @@ from trajectory_compressor.plan.apply import carries_notice
 from trajectory_compressor.plan.region import Plan, plan_region
 from trajectory_compressor.plan.windows import WindowReplay
 from trajectory_compressor.read.sources import InputSource
-from trajectory_compressor.run.prepare import PreparedRow, notice_tokens, planned_rows
-from trajectory_compressor.run.pruning import Pruning, pruned_view
+from trajectory_compressor.run.prepare import CHUNK_ROWS, PreparedRow, notice_tokens, planned_rows
+from trajectory_compressor.run.pruning import Pruning, pruned_views
 from trajectory_compressor.settings import PlanConfig, RunConfig
 from trajectory_compressor.write.collisions import html_report_file, input_files, refuse_overwrites
 from trajectory_compressor.write.html_report import (
@@ -33,6 +34,7 @@ from trajectory_compressor.write.html_report import (
     render_terminal_histogram,
     token_histogram,
 )
+from trajectory_compressor.write.report import counting_line
 from trajectory_compressor.write.run_files import OutputError
 
 PROMPT_OVERHEAD_TOKENS = 600  # instructions and transcript labels around the region's turns
@@ -58,6 +60,7 @@ class Analysis:
     gpt_turns_kept: int = 0  # verbatim in the single-row plan (outside its region)
     windows: WindowsEstimate | None = None  # --windows: the same rows cut into context windows
     pruning: PruningEstimate = field(default_factory=lambda: PruningEstimate())
+    counting: dict[str, Any] | None = None  # who counted, and what the exactness guard saw
 
     def cost(self, price_in: float | None, price_out: float | None) -> float | None:
         """Estimated cost in the prices' currency (prices per million tokens)."""
@@ -87,6 +90,7 @@ class Analysis:
             "gpt_turns_trainable": self.gpt_turns_kept,
             "pruning": self.pruning.to_dict(self.over_target),
             **windows,
+            **({"counting": self.counting} if self.counting else {}),
         }
 
 
@@ -180,14 +184,14 @@ def analyze_sources(
         result.windows = WindowsEstimate()
     notice = notice_tokens(counter, plan)
     max_prompt_tokens = config.llm.max_prompt_chars // 3  # the transcript sent is capped (~3 characters a token)
-    for row in planned_rows(sources, config, counter):
+    for row, view in _with_pruned_views(planned_rows(sources, config, counter), counter, plan):
         result.rows += 1
         if row.plan is None:
             result.rejected += 1
             continue
         assert row.token_counts is not None and row.turns is not None
         row_notice = 0 if carries_notice(row.turns, plan.notice) else notice
-        plain, pruned, pruning = _plans(row, counter, config, row_notice)
+        plain, pruned, pruning = _plans(row, view, config, row_notice)
         chosen = pruned if plan.prune_tool_outputs else plain
         result.gpt_turns += row.roles.count("gpt")
         result.gpt_turns_kept += _gpt_kept(row.roles, chosen)
@@ -208,19 +212,32 @@ def analyze_sources(
         result.summary_completion_tokens += completion
         if pruning is not None:
             _add_pruning(result.pruning, row.roles, plain, pruned, pruning, plan, max_prompt_tokens)
+    result.counting = counter.guard.to_dict()
     return result
 
 
+def _with_pruned_views(
+    rows: Iterable[PreparedRow], counter: TokenCounter, plan: PlanConfig
+) -> Iterator[tuple[PreparedRow, Pruning | None]]:
+    """Each row with what pruning would make of it (`row.pruning` when the run pruned it),
+    made a chunk of rows at a time so that their placeholders are counted in one call."""
+    rows = iter(rows)
+    while chunk := list(itertools.islice(rows, CHUNK_ROWS)):
+        unpruned = [row for row in chunk if row.plan is not None and row.pruning is None]
+        views = dict(zip(map(id, unpruned), pruned_views(unpruned, counter, plan), strict=True))
+        for row in chunk:
+            yield row, row.pruning or views.get(id(row))
+
+
 def _plans(
-    row: PreparedRow, counter: TokenCounter, config: RunConfig, notice: int
+    row: PreparedRow, pruning: Pruning | None, config: RunConfig, notice: int
 ) -> tuple[Plan, Plan, Pruning | None]:
     """The row's plan without pruning, its plan pruned, and the pruning (None: nothing to clear).
 
     A run with `--prune-tool-outputs` prepared the row pruned; otherwise (and with `--windows`,
-    which prunes per window) the pruned view is made here, so the estimate is always there.
+    which prunes per window) the pruned view is made for it, so the estimate is always there.
     """
     assert row.plan is not None
-    pruning = row.pruning or pruned_view(row, counter, config.plan)
     if pruning is None:
         return row.plan, row.plan, None
 
@@ -295,6 +312,7 @@ def render_analysis(analysis: Analysis, price_in: float | None, price_out: float
         f"gpt turns kept as training targets: {data['gpt_turns_trainable']:,} of {data['gpt_turns']:,}",
         *_pruning_lines(data),
         *_windows_lines(data),
+        *([counting_line(data["counting"])] if data.get("counting") else []),
         "",
         "tokens per row:",
         render_terminal_histogram(token_histogram(analysis.before, 20)) if analysis.before else "(no rows)",

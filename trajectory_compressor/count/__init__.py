@@ -1,4 +1,4 @@
-"""Counting tokens with a real Hugging Face tokenizer."""
+"""Counting tokens with a real Hugging Face tokenizer, through the fastest backend that counts it exactly."""
 
 from collections.abc import Mapping
 from typing import Any
@@ -28,23 +28,28 @@ def build_counter(
     chat_template: str | None = None,
     chat_template_kwargs: Mapping[str, Any] | None = None,
     tools_key: str = "tools",
+    tokenizer_backend: str = "auto",
 ) -> TokenCounter:
     """The counter a run asks for: per-value counts (default) or chat-template counts.
 
     `chat_template` is a template file or the name of a shipped one (`named_templates`);
     `chat_template_kwargs` and `tools_key` only matter to chat-template counts.
+    `tokenizer_backend` is who counts (`count/backends.py`): "auto" (the fastest exact backend
+    that reproduces this tokenizer, else Hugging Face `tokenizers`), "hf", or a backend's name.
     """
     if count_mode != "chat-template" and chat_template is None:
         bare = load_tokenizer_json(name_or_path)
         if bare is not None:
-            return TokenCounter(bare[0], name=bare[1])
+            return TokenCounter(bare[0], name=bare[1], backend=tokenizer_backend)
     tokenizer = load_tokenizer(name_or_path, trust_remote_code=trust_remote_code)
     if chat_template is not None:
         tokenizer.chat_template = read_chat_template(chat_template)
         check_template_syntax(tokenizer.chat_template, chat_template)
     if count_mode == "chat-template":
-        return ChatTemplateCounter(tokenizer, template_kwargs=chat_template_kwargs, tools_key=tools_key)
-    return TokenCounter(tokenizer)
+        return ChatTemplateCounter(
+            tokenizer, template_kwargs=chat_template_kwargs, tools_key=tools_key, backend=tokenizer_backend
+        )
+    return TokenCounter(tokenizer, backend=tokenizer_backend)
 
 
 def check_template_syntax(template: str, path: str) -> None:

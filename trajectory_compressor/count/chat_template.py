@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from trajectory_compressor.count.backends import REFERENCE, CountingBackend
 from trajectory_compressor.count.chat_pieces import CutPoints, count_groups, group_pieces
 from trajectory_compressor.count.chat_render import ChatRenderer, check_template_kwargs
 from trajectory_compressor.count.counter import TokenCounter
@@ -67,15 +68,21 @@ class ChatTemplateCounter(TokenCounter):
 
     `template_kwargs` go to the template as `apply_chat_template`'s extra kwargs do (for example
     ``{"enable_thinking": false}``); `tools_key` is the record key holding its tool schemas.
-    Rendered text is tokenized through `count_many`, so it is counted as fast as values are.
+    Rendered text is tokenized through `count_many`, so it is counted as fast as values are, by
+    the same backend (`backend`, as `TokenCounter` takes it).
     """
 
     counts_chat_template = True
 
     def __init__(
-        self, tokenizer: Any, *, template_kwargs: Mapping[str, Any] | None = None, tools_key: str = "tools"
+        self,
+        tokenizer: Any,
+        *,
+        template_kwargs: Mapping[str, Any] | None = None,
+        tools_key: str = "tools",
+        backend: str | CountingBackend = REFERENCE,
     ) -> None:
-        super().__init__(tokenizer)
+        super().__init__(tokenizer, backend=backend)
         from trajectory_compressor.count.tokenizer import TokenizerLoadError
 
         if not getattr(tokenizer, "chat_template", None):

@@ -1,8 +1,10 @@
-"""Batch token counting through the fast tokenizer's Rust backend.
+"""Batch token counting: every count of a run goes through one `count_many`.
 
 A trajectory's size is the sum over turns of the tokens of each `value`, without special tokens
-(the reference tool's measure). Counting goes through `encode_batch` so that the Rust side can
-use every core and the GIL is released while it works.
+(the reference tool's measure). The texts of a chunk are counted in one batch call, so that the
+Rust side can use every core and the GIL is released while it works. Who counts is the
+`--tokenizer-backend` (`count/backends.py`): Hugging Face `tokenizers`, or a faster exact
+backend checked against it (`count/exactness.py`).
 """
 
 from __future__ import annotations
@@ -10,6 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from trajectory_compressor.count.backends import REFERENCE, CountingBackend, Unsupported
+from trajectory_compressor.count.exactness import GuardResult, choose_counting
+from trajectory_compressor.count.tokenizer import TokenizerLoadError
 from trajectory_compressor.types import Turn
 
 
@@ -18,18 +23,27 @@ class TokenCounter:
 
     `tokenizer` is a `transformers` fast tokenizer or a bare `tokenizers.Tokenizer` (what
     `build_counter` loads for a plain tokenizer.json, without importing transformers). `name`
-    overrides the name recorded in run settings.
+    overrides the name recorded in run settings. `backend` is who counts: a
+    `--tokenizer-backend` choice ("hf", "auto", a fast backend's name), or a `CountingBackend`
+    used as given. Raises `TokenizerLoadError` for a backend asked for by name that cannot count
+    exactly with this tokenizer.
     """
 
-    def __init__(self, tokenizer: Any, *, name: str | None = None) -> None:
+    def __init__(self, tokenizer: Any, *, name: str | None = None, backend: str | CountingBackend = REFERENCE) -> None:
         self.tokenizer = tokenizer
         self._backend = getattr(tokenizer, "backend_tokenizer", tokenizer)
         # A tokenizer.json may ship with truncation or padding on: a count must be neither.
         self._backend.no_truncation()
         self._backend.no_padding()
         self._name = name
-        # encode_batch_fast skips offset tracking (tokenizers >= 0.20); it is all we need.
-        self._encode_batch = getattr(self._backend, "encode_batch_fast", self._backend.encode_batch)
+        if isinstance(backend, str):
+            try:
+                self.counting, self.guard = choose_counting(backend, self._backend)
+            except Unsupported as exc:
+                raise TokenizerLoadError(f"--tokenizer-backend {backend}: {exc}") from None
+        else:
+            self.counting = backend
+            self.guard = getattr(backend, "result", None) or GuardResult(backend.name, backend.name)
 
     @property
     def name(self) -> str:
@@ -39,14 +53,13 @@ class TokenCounter:
         """Token counts of `texts`, in order, without special tokens."""
         if not texts:
             return []
-        encodings = self._encode_batch(list(texts), add_special_tokens=False)
-        return [len(encoding) for encoding in encodings]  # len(): no Python list of ids built
+        return self.counting.count_many(texts)
 
     def count(self, text: str) -> int:
         """Token count of one text, without special tokens."""
         if not text:
             return 0
-        return len(self._backend.encode(text, add_special_tokens=False))
+        return self.count_many((text,))[0]  # through count_many: whatever wraps it applies here too
 
     # The per-turn measures the planner uses. The default is the reference tool's: tokens of each
     # `value`. `ChatTemplateCounter` counts turns as the training run will see them instead.

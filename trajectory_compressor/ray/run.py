@@ -135,7 +135,8 @@ def run_on_ray(
             say("warning: no --cache folder for a remote output: summaries will not be cached")
     start_ray(config)
     with quiet_console(config.quiet):
-        run = _RayRun(config, layout, CompressedOutput(layout, output_format), cache_folder, say)
+        output_files = CompressedOutput(layout, output_format)
+        run = _RayRun(config, layout, output_files, cache_folder, say, counter.guard.to_dict())
         return run.execute(sources, settings_record(config, counter.name), started)
 
 
@@ -148,6 +149,7 @@ class _RayRun:
     sink: CompressedOutput
     cache_folder: str | None
     say: Callable[[str], None]
+    counting: dict[str, Any]  # the driver's backend and probe check (each actor guards its own counts)
 
     def execute(self, sources: list[InputSource], settings: dict[str, Any], started: float) -> RayRunResult:
         import ray
@@ -180,6 +182,7 @@ class _RayRun:
             outputs=self.layout.as_dict() if status == "completed" else {},
             timings={"total": time.monotonic() - started},
             summarizer_stats=usage if usage.get("workers") else None,
+            counting=self.counting,
         )
         report["engine"] = {"name": "ray", "workers": workers, "cache": self.cache_folder}
         if message:

@@ -34,6 +34,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 CALL_OPEN, CALL_CLOSE = "<tool_call>", "</tool_call>"
 RESPONSE_OPEN, RESPONSE_CLOSE = "<tool_response>", "</tool_response>"
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
@@ -106,11 +108,39 @@ def split_tool(value: str) -> tuple[HermesResult, ...]:
 
 
 def parse_json(text: str) -> Any:
-    """The JSON value of `text`, or None when it is not JSON (the standard library: exact big ints)."""
+    """The JSON value of `text`, or None when it is not JSON.
+
+    orjson first (several times faster: every tool result of a row is parsed when it is pruned
+    or converted); the standard library for what orjson refuses (NaN, Infinity, lone surrogate
+    escapes, deep nesting) and for any value holding a float, since orjson turns an integer
+    beyond 64 bits into one: the value is always exactly what `json.loads` returns.
+    """
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        value = None
+    else:
+        if not _holds_float(value):
+            return value
     try:
         return json.loads(text)
     except (ValueError, RecursionError):
         return None
+
+
+def _holds_float(value: Any) -> bool:
+    """Whether a float is anywhere in `value` (a tool result is a few keys: cheap); iterative."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is float:
+            return True
+        if kind is dict:
+            stack.extend(item.values())
+        elif kind is list:
+            stack.extend(item)
+    return False
 
 
 def arguments_object(arguments: Any) -> dict[str, Any] | None:

@@ -16,6 +16,7 @@ from trajectory_compressor.count.chat_template import Chat, ChatTemplateCounter,
 from trajectory_compressor.messages import quoted
 from trajectory_compressor.plan.apply import carries_notice
 from trajectory_compressor.plan.region import Plan, plan_region
+from trajectory_compressor.read.ahead import ReadAhead
 from trajectory_compressor.read.formats import ConversationFormat, RecordError, detect_format, to_turns
 from trajectory_compressor.read.select import RowSelection
 from trajectory_compressor.read.sources import InputSource
@@ -198,10 +199,19 @@ def planned_rows(sources: Sequence[InputSource], config: RunConfig, counter: Tok
     """Every selected row of `sources`, validated, counted and planned as a compress run plans it.
 
     For the commands that read and plan without a run around them (`analyze`, `requests`):
-    the same selection, chunking and notice cost, one chunk in memory at a time.
+    the same selection, chunking and notice cost; a chunk is parsed and the one before it
+    counted on their own threads while the caller works (`read.ahead`), so at most three
+    chunks are in memory at a time.
     """
     plan = config.plan
     notice = notice_tokens(counter, plan)
     selection = RowSelection(sources, split=config.read.split, select=config.select)
-    for chunk in selection.chunks(CHUNK_ROWS, CHUNK_BYTES):
-        yield from prepare_for_run(chunk, counter, config, notice)
+    # Three threads: parsing a chunk, counting the one before, the caller on the one before that.
+    chunks = ReadAhead(selection.chunks(CHUNK_ROWS, CHUNK_BYTES), name="tc-read")
+    prepared = ReadAhead((prepare_for_run(chunk, counter, config, notice) for chunk in chunks), name="tc-prepare")
+    try:
+        for rows in prepared:
+            yield from rows
+    finally:
+        prepared.close()
+        chunks.close()

@@ -23,7 +23,7 @@ from trajectory_compressor.count import TokenCounter
 from trajectory_compressor.count.chat_template import ChatTemplateCounter, ChatTemplateError
 from trajectory_compressor.plan.prune import placeholder, plan_prune, prunable_turns, window_prunable_turns
 from trajectory_compressor.read.formats import ConversationFormat, text_of, with_text
-from trajectory_compressor.read.hermes import split_tool
+from trajectory_compressor.read.hermes import HermesResult, split_tool
 from trajectory_compressor.settings import PlanConfig
 from trajectory_compressor.types import EditedTurn, KeptTurn, Turn
 
@@ -53,18 +53,27 @@ class Pruning:
         return self.source_tokens - sum(self.counts)
 
 
-def cleared_chars(record: Any, fmt: ConversationFormat, index: int, turn: Turn) -> int:
+def cleared_chars(
+    record: Any, fmt: ConversationFormat, index: int, turn: Turn, results: Sequence[HermesResult] | None = None
+) -> int:
     """Characters of tool output a placeholder of turn `index` would clear: the results'
     contents (an OpenAI tool message's `content`; a ShareGPT turn's `<tool_response>` contents,
-    or its whole value when it is not that markup)."""
+    or its whole value when it is not that markup). `results`: the turn's, when already split."""
     if fmt.name == "openai":
         return len(text_of(record, fmt, index, turn))
-    return sum(len(result.content) for result in split_tool(turn.value))
+    return sum(len(result.content) for result in (results if results is not None else split_tool(turn.value)))
 
 
-def placeholder_edit(record: Any, fmt: ConversationFormat, index: int, turn: Turn, chars: int) -> EditedTurn:
+def placeholder_edit(
+    record: Any,
+    fmt: ConversationFormat,
+    index: int,
+    turn: Turn,
+    chars: int,
+    results: Sequence[HermesResult] | None = None,
+) -> EditedTurn:
     """Tool turn `index` (as read: `turn`) with its output replaced by its one-line placeholder."""
-    names = [result.name for result in split_tool(turn.value) if result.name]
+    names = [result.name for result in (results if results is not None else split_tool(turn.value)) if result.name]
     line = placeholder(names, chars)
     if fmt.name == "openai":
         return with_text(record, fmt, index, turn, line)
@@ -84,9 +93,19 @@ def candidate_edits(row: PreparedRow, choose: Callable[..., list[int]], config: 
     """The placeholder of every tool turn `choose` (`plan.prune`'s rule) offers for clearing."""
     assert row.turns is not None and row.fmt is not None
     record, fmt, turns = row.item.record, row.fmt, row.turns
-    chars = [cleared_chars(record, fmt, i, turn) if turn.role == "tool" else 0 for i, turn in enumerate(turns)]
+    results: dict[int, tuple[HermesResult, ...]] = {}  # each tool turn's markup, parsed once
+
+    def parsed(index: int) -> tuple[HermesResult, ...]:
+        if index not in results:
+            results[index] = split_tool(turns[index].value)
+        return results[index]
+
+    chars = [
+        (cleared_chars(record, fmt, i, turn, None if fmt.name == "openai" else parsed(i)) if turn.role == "tool" else 0)
+        for i, turn in enumerate(turns)
+    ]
     return {
-        index: placeholder_edit(record, fmt, index, turns[index], chars[index])
+        index: placeholder_edit(record, fmt, index, turns[index], chars[index], parsed(index))
         for index in choose(row.roles, chars, config)
     }
 
@@ -94,24 +113,39 @@ def candidate_edits(row: PreparedRow, choose: Callable[..., list[int]], config: 
 def placeholder_tokens(row: PreparedRow, edits: dict[int, EditedTurn], counter: TokenCounter) -> dict[int, int]:
     """What each turn of `edits` counts once cleared: its placeholder's value, exactly (per-value
     counts); with chat-template counts, the turn's count less the difference its text makes."""
-    assert row.turns is not None and row.token_counts is not None
-    counts = counter.count_many([edit.value for edit in edits.values()])
-    if not counter.counts_chat_template:
-        return dict(zip(edits, counts, strict=True))
-    originals = counter.count_many([row.turns[i].value for i in edits])
-    return {
-        index: row.token_counts[index] - original + cost
-        for index, original, cost in zip(edits, originals, counts, strict=True)
-    }
+    return placeholder_tokens_of([(row, edits)], counter)[0]
+
+
+def placeholder_tokens_of(
+    rows: Sequence[tuple[PreparedRow, dict[int, EditedTurn]]], counter: TokenCounter
+) -> list[dict[int, int]]:
+    """`placeholder_tokens` of several rows, counted in one batch (one call, not one per row)."""
+    values = [edit.value for _, edits in rows for edit in edits.values()]
+    originals = []
+    if counter.counts_chat_template:
+        originals = [row.turns[i].value for row, edits in rows for i in edits]  # type: ignore[index]
+    counts = counter.count_many(values + originals)
+    costs, before = iter(counts[: len(values)]), iter(counts[len(values) :])
+    result: list[dict[int, int]] = []
+    for row, edits in rows:
+        assert row.turns is not None and row.token_counts is not None
+        if not counter.counts_chat_template:
+            result.append({index: next(costs) for index in edits})
+        else:
+            result.append({index: row.token_counts[index] - next(before) + next(costs) for index in edits})
+    return result
 
 
 def offer_placeholders(rows: Sequence[PreparedRow], counter: TokenCounter, config: PlanConfig) -> None:
     """`--windows`: give each row over the target the placeholders its windows may use."""
+    offered = []
     for row in rows:
         if sum(row.token_counts or ()) > config.target_max_tokens:
             edits = candidate_edits(row, window_prunable_turns, config)
             if edits:
-                row.placeholders = Placeholders(edits, placeholder_tokens(row, edits, counter))
+                offered.append((row, edits))
+    for (row, edits), tokens in zip(offered, placeholder_tokens_of(offered, counter), strict=True):
+        row.placeholders = Placeholders(edits, tokens)
 
 
 def pruned_view(row: PreparedRow, counter: TokenCounter, config: PlanConfig) -> Pruning | None:
@@ -122,10 +156,29 @@ def pruned_view(row: PreparedRow, counter: TokenCounter, config: PlanConfig) -> 
     uses the difference its text makes, and the pruned row is then counted whole again, so the
     counts the planner goes on with are exact either way.
     """
-    if row.turns is None or row.token_counts is None or sum(row.token_counts) <= config.target_max_tokens:
-        return None
-    edits = candidate_edits(row, prunable_turns, config)
-    costs = placeholder_tokens(row, edits, counter) if edits else {}
+    return pruned_views([row], counter, config)[0]
+
+
+def pruned_views(rows: Sequence[PreparedRow], counter: TokenCounter, config: PlanConfig) -> list[Pruning | None]:
+    """`pruned_view` of each row, every placeholder of them counted in one batch."""
+    candidates: list[dict[int, EditedTurn] | None] = []
+    for row in rows:
+        over = row.turns is not None and row.token_counts is not None
+        over = over and sum(row.token_counts or ()) > config.target_max_tokens
+        candidates.append(candidate_edits(row, prunable_turns, config) if over else None)
+    offered = [(row, edits) for row, edits in zip(rows, candidates, strict=True) if edits]
+    costs = iter(placeholder_tokens_of(offered, counter))
+    return [
+        None if edits is None else _view(row, edits, next(costs) if edits else {}, counter, config)
+        for row, edits in zip(rows, candidates, strict=True)
+    ]
+
+
+def _view(
+    row: PreparedRow, edits: dict[int, EditedTurn], costs: dict[int, int], counter: TokenCounter, config: PlanConfig
+) -> Pruning | None:
+    """The row pruned as the plan says, given its candidate placeholders and their counts."""
+    assert row.turns is not None and row.token_counts is not None
     plan = plan_prune(row.roles, row.token_counts, costs, config)
     if not plan.turns:
         return None
@@ -145,7 +198,6 @@ def pruned_view(row: PreparedRow, counter: TokenCounter, config: PlanConfig) -> 
 def prune_rows(rows: Sequence[PreparedRow], counter: TokenCounter, config: PlanConfig) -> None:
     """Prune each row over the target as far as the plan says, in place: `row.pruning` set,
     `turns` and `token_counts` the pruned row's."""
-    for row in rows:
-        pruning = pruned_view(row, counter, config)
+    for row, pruning in zip(rows, pruned_views(rows, counter, config), strict=True):
         if pruning is not None:
             row.pruning, row.turns, row.token_counts = pruning, pruning.turns, pruning.counts

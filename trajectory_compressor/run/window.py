@@ -26,12 +26,15 @@ async def finish_in_order(
     *,
     limit: int,
     chunk_rows: int,
+    ahead_rows: int = 0,
 ) -> None:
     """Finish every row `read_chunk` gives (None: no more), committing them in order.
 
     `after_commits(pending)` runs after each batch of commits (checkpoints, progress), with the
-    number of rows still in the window. On the way out (done, error or cancellation) the rows
-    still in flight are cancelled and awaited, and the reader thread is stopped.
+    number of rows still in the window. `ahead_rows`: rows `read_chunk`'s source may hold read
+    ahead of it (`read.ahead`), counted in the window. On the way out (done, error or
+    cancellation) the rows still in flight are cancelled and awaited, and the reader thread is
+    stopped.
     """
     loop = asyncio.get_running_loop()
     window: deque[asyncio.Future[FinishedRow]] = deque()
@@ -41,8 +44,8 @@ async def finish_in_order(
         exhausted = False
         while True:
             # Read the next chunk only when it fits: the rows read and not yet written (the
-            # window plus the chunk being read) never exceed `limit`.
-            if pending is None and not exhausted and len(window) + chunk_rows <= limit:
+            # window, the chunk being read and the one read ahead) never exceed `limit`.
+            if pending is None and not exhausted and len(window) + chunk_rows + ahead_rows <= limit:
                 pending = loop.run_in_executor(executor, read_chunk)
             waiting: set[asyncio.Future[Any]] = {pending} if pending is not None else set()
             if window:

@@ -24,6 +24,9 @@ READERS = ("compress", "analyze", "eval", "requests")  # every command that read
 ASKS = ("compress", "requests")  # every command that builds summary requests
 PROBES = ("compress", "eval")  # every command that calls the endpoint (`eval --probes` asks questions)
 ApiName = Literal["openai", "anthropic"]  # the provider dialects (`summarize/llm/dialects/`)
+# --tokenizer-backend: auto, the reference, then the fast backends in the order auto tries them
+# (the measured fastest first; count/backends.py holds them, README "Counting backends" the figures).
+TOKENIZER_BACKENDS = ("auto", "hf", "fastokens", "gigatoken")
 
 
 @dataclass(frozen=True)
@@ -334,6 +337,11 @@ class RunConfig:
     trust_remote_code: bool = setting(
         False, "bool", yaml="tokenizer.trust_remote_code", flag_style="flag", commands=BOTH,
         help="Allow a Hub tokenizer to run its own code.",
+    )  # fmt: skip
+    tokenizer_backend: str = setting(
+        "auto", "choice", choices=TOKENIZER_BACKENDS, yaml="tokenizer.backend", commands=BOTH,
+        help="Who counts tokens: auto (the fastest backend that counts this tokenizer exactly, checked against "
+        "Hugging Face tokenizers; else tokenizers itself), hf, or a fast backend by name.",
     )  # fmt: skip
     count_mode: str = setting(
         "values", "choice", choices=("values", "chat-template"), yaml="tokenizer.count_mode", commands=BOTH,

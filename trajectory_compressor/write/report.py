@@ -7,6 +7,7 @@ or ten million and can be written into every checkpoint (a resumed run continues
 from __future__ import annotations
 
 import bisect
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -214,16 +215,20 @@ def build_report(
     outputs: dict[str, str],
     timings: dict[str, float],
     summarizer_stats: dict[str, Any] | None = None,
+    counting: dict[str, Any] | None = None,
+    warnings: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The `<stem>.report.json` document: totals, ratios, usage and where everything went.
 
-    A dry run writes no dataset, so its path is not among the outputs listed.
+    A dry run writes no dataset, so its path is not among the outputs listed. `counting` is
+    who counted the tokens and what the exactness guard saw (`count.exactness.GuardResult`);
+    `warnings` are the run's own, said once at its end.
     """
     if settings.get("dry_run"):
         outputs = {name: path for name, path in outputs.items() if name != "data"}
     before = totals.tokens_before
     kept_rows = max(totals.rows_selected - totals.rows_rejected, 0)
-    warning = low_fidelity_warning(totals)
+    said = [warning for warning in (*warnings, low_fidelity_warning(totals)) if warning]
     return {
         "status": status,
         "rows": {
@@ -284,9 +289,10 @@ def build_report(
         },
         "timings_seconds": {k: round(v, 3) for k, v in timings.items()},
         "counters": totals.to_dict(),  # raw counters, so shard reports can be merged exactly
+        **({"counting": counting} if counting else {}),
         "settings": settings,
         "outputs": outputs,
-        **({"warnings": [warning]} if warning else {}),
+        **({"warnings": said} if said else {}),
     }
 
 
@@ -331,6 +337,20 @@ def pruning_report(totals: RunTotals) -> dict[str, Any]:
         "turns_pruned": totals.turns_pruned,
         "tokens_cleared": totals.tokens_pruned,
     }
+
+
+def counting_line(counting: dict[str, Any]) -> str:
+    """Who counted, and what the exactness guard checked: one line of the run's summary."""
+    guard = counting["guard"]
+    line = f"counting: {counting['backend']}"
+    if counting.get("fast_backend") and guard["probes"]:
+        line += (
+            f" ({counting['fast_backend']} checked against hf: {guard['probes']:,} probe texts at load, "
+            f"{guard['sampled']:,} sampled texts, {guard['sample_differences']} differences)"
+        )
+    if counting.get("note"):
+        line += f"; {counting['note']}"
+    return line
 
 
 def render_text_summary(report: dict[str, Any]) -> str:
@@ -382,6 +402,9 @@ def render_text_summary(report: dict[str, Any]) -> str:
         lines.append(
             "endpoint: " + ", ".join(f"{k}={v}" for k, v in endpoint.items() if not isinstance(v, (dict, list)))
         )
+    counting = report.get("counting")
+    if counting:
+        lines.append(counting_line(counting))
     duration = report["timings_seconds"].get("total")
     if duration is not None:
         lines.append(f"time: {duration:.1f}s")

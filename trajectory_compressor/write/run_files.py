@@ -139,13 +139,16 @@ class RunFiles:
     def __init__(
         self,
         paths: OutputPaths,
-        run_fingerprint: str,
+        run_fingerprint: str | Callable[[], str],
         *,
         resume: bool = True,
         on_message: Callable[[str], None] | None = None,
     ) -> None:
+        """`run_fingerprint`, or a function giving it, called once when first needed: at once
+        to check a run to resume, else at the first checkpoint (so inputs can be hashed while
+        the run starts)."""
         self.paths = paths
-        self.fingerprint = run_fingerprint
+        self._fingerprint = run_fingerprint
         self.work_dir = paths.work_dir
         self.state_path = self.work_dir / "state.json"
         self._say = on_message or (lambda text: None)
@@ -158,6 +161,12 @@ class RunFiles:
         self._state: dict[str, Any] | None = None
         self.files_written: dict[str, dict[str, Any]] = {}
         self._open(resume)
+
+    @property
+    def fingerprint(self) -> str:
+        if callable(self._fingerprint):
+            self._fingerprint = self._fingerprint()
+        return self._fingerprint
 
     # ------------------------------------------------------------------ opening and checking
     def _open(self, resume: bool) -> None:
