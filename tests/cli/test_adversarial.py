@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import make_trajectory, write_jsonl
 
 
@@ -159,6 +161,29 @@ def test_a_compressed_row_keeps_nan_infinity_and_huge_integers_in_its_other_keys
     record = json.loads(written)
     assert record["conversations"] != row["conversations"], "the row must have been rewritten"
     assert written.endswith(',"score":NaN,"worst":-Infinity,"seed":123456789012345678901234567890}')
+
+
+@pytest.mark.parametrize(
+    "number",
+    [
+        "-9223372036854775809",  # 19 digits, one below int64: orjson reads it as a float, silently
+        "18446744073709551616",  # 2**64
+        "-18446744073709551616",
+    ],
+)
+def test_a_compressed_row_keeps_an_integer_beyond_64_bits_alone(
+    tmp_path: Path, number: str
+) -> None:
+    import json
+
+    row = make_trajectory(0, steps=30, output_lines=80)
+    source = write_jsonl(tmp_path / "in.jsonl", [json.dumps(row)[:-1] + f', "seed": {number}}}'])
+    out = tmp_path / "x.jsonl"
+    args = ("--target-max-tokens", "3000", "--summary-target-tokens", "200", "--summarizer", "extractive")
+    assert _cli(str(source), "-o", str(out), *args).returncode == 0
+    [written] = out.read_text(encoding="utf-8").splitlines()
+    assert json.loads(written)["conversations"] != row["conversations"], "the row must have been rewritten"
+    assert written.endswith(f',"seed":{number}}}')
 
 
 def test_an_empty_json_file_is_zero_rows_not_an_error(tmp_path: Path) -> None:

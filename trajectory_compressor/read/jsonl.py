@@ -55,8 +55,9 @@ def open_binary(path: str | Path) -> IO[bytes]:
     return open(path, "rb")
 
 
-# A run of 20+ digits may be an integer beyond 64 bits, which orjson silently turns into a float.
-_LONG_DIGITS = re.compile(rb"\d{20,}")
+# A run of 19+ digits may be an integer beyond 64 bits, which orjson silently turns into a float:
+# -9223372036854775809 (below int64) has 19, 18446744073709551616 (2**64) has 20.
+_LONG_DIGITS = re.compile(rb"\d{19,}")
 
 
 def parse_json_line(line: bytes) -> Any:
