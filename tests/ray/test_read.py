@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tests.read.input_rows import LINES_FORMAT
+from tests.read.reader_fixtures import LINES_FORMAT
 from trajectory_compressor.ray.inputs import list_inputs
 from trajectory_compressor.ray.read import count_records
 from trajectory_compressor.read.readers import FILE_FORMATS

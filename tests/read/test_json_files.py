@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import write_jsonl
-from tests.read.input_rows import ROWS, read_all
+from tests.read.reader_fixtures import ROWS, read_all
 from trajectory_compressor.read.expand import expand_inputs
 from trajectory_compressor.read.json_files import count_jsonl
 from trajectory_compressor.read.readers import iter_source

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tests.read.input_rows import read_all
+from tests.read.reader_fixtures import read_all
 from trajectory_compressor.read.expand import expand_inputs
 from trajectory_compressor.read.parquet import count_parquet
 from trajectory_compressor.read.readers import iter_source

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.read.input_rows import LINES_FORMAT
+from tests.read.reader_fixtures import LINES_FORMAT
 from trajectory_compressor.read import readers
 from trajectory_compressor.read.expand import expand_inputs
 from trajectory_compressor.read.readers import (
