@@ -20,7 +20,7 @@ from pathlib import Path
 
 from trajectory_compressor.api import compress, counter_for
 from trajectory_compressor.commands.evaluate import ScoredRow, fidelity_figures, score_output
-from trajectory_compressor.read.sources import expand_inputs
+from trajectory_compressor.read.expand import expand_inputs
 from trajectory_compressor.settings import RunConfig, with_values
 
 TARGETS = (8_000, 16_000)

@@ -21,7 +21,7 @@ from typing import Any
 
 from trajectory_compressor.api import compress, counter_for
 from trajectory_compressor.commands.analyze import analyze_sources
-from trajectory_compressor.read.sources import expand_inputs
+from trajectory_compressor.read.expand import expand_inputs
 from trajectory_compressor.settings import RunConfig, with_values
 
 SUMMARY_BUDGET = 750

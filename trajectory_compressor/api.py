@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from trajectory_compressor.count import TokenCounter, build_counter
 from trajectory_compressor.exit_codes import FINISHED, ExitCode
-from trajectory_compressor.read.sources import expand_inputs
+from trajectory_compressor.read.expand import expand_inputs
 from trajectory_compressor.run.jobs import CompressJob, check_output_paths, plan_jobs
 from trajectory_compressor.run.pipeline import CompressionRun, RunResult
 from trajectory_compressor.settings import ConfigError, RunConfig, settings_record

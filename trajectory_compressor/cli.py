@@ -134,7 +134,7 @@ def analyze(inputs: tuple[str, ...], config_file: str | None, json_output: bool,
     """Token-length distribution and what compressing INPUT... would cost, with no LLM call."""
     from trajectory_compressor.api import counter_for
     from trajectory_compressor.commands.analyze import analyze_sources, render_analysis, write_analysis_html
-    from trajectory_compressor.read.sources import expand_inputs
+    from trajectory_compressor.read.expand import expand_inputs
 
     config = build_config(config_file, flags)
     sources = expand_inputs(list(inputs), data_files=config.read.data_files)
@@ -166,7 +166,7 @@ def evaluate(
     """Summary fidelity, tokens kept, trainable turns and cost of each OUTPUT of the same --input, side by side."""
     from trajectory_compressor.commands.evaluate import evaluate as evaluate_outputs
     from trajectory_compressor.commands.evaluate_view import render_evaluation
-    from trajectory_compressor.read.sources import expand_inputs
+    from trajectory_compressor.read.expand import expand_inputs
     from trajectory_compressor.write.html_evaluation import write_evaluation_html
 
     if len(metrics) > len(outputs):
@@ -189,7 +189,7 @@ def requests(inputs: tuple[str, ...], output: str, config_file: str | None, **fl
     """Write the summary requests compressing INPUT... would send, as an OpenAI batch input file."""
     from trajectory_compressor.api import counter_for
     from trajectory_compressor.commands.requests import write_requests
-    from trajectory_compressor.read.sources import expand_inputs
+    from trajectory_compressor.read.expand import expand_inputs
 
     config = build_config(config_file, flags)
     sources = expand_inputs(list(inputs), data_files=config.read.data_files)

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from tests.conftest import make_trajectory, read_jsonl, run_cli
 from trajectory_compressor.api import compress
 from trajectory_compressor.commands.analyze import analyze_sources
-from trajectory_compressor.read.sources import expand_inputs
+from trajectory_compressor.read.expand import expand_inputs
 from trajectory_compressor.settings import PlanConfig, RunConfig, with_values
 
 BOM = b"\xef\xbb\xbf"

@@ -12,7 +12,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from trajectory_compressor.read.sources import expand_inputs, iter_source
+from trajectory_compressor.read.expand import expand_inputs
+from trajectory_compressor.read.readers import iter_source
 from trajectory_compressor.write import converters
 from trajectory_compressor.write.converters import ConversionError, convert_jsonl, output_format_for
 

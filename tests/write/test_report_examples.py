@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.conftest import make_trajectory, read_jsonl, run_cli, write_jsonl
-from trajectory_compressor.read.sources import expand_inputs
+from trajectory_compressor.read.expand import expand_inputs
 from trajectory_compressor.types import SUMMARY_PREFIX
 from trajectory_compressor.write.report_examples import examples_from_files
 

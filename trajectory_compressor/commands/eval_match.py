@@ -25,9 +25,10 @@ import orjson
 from trajectory_compressor.errors import UsageError
 from trajectory_compressor.messages import quoted
 from trajectory_compressor.ray.layout import RayOutputLayout, is_ray_output_folder, part_files
+from trajectory_compressor.read.expand import expand_inputs
 from trajectory_compressor.read.formats import RecordError, detect_format, to_turns
 from trajectory_compressor.read.select import RowSelection
-from trajectory_compressor.read.sources import InputSource, expand_inputs
+from trajectory_compressor.read.sources import InputSource
 from trajectory_compressor.run.prepare import record_id
 from trajectory_compressor.settings import RunConfig
 from trajectory_compressor.types import SourceRecord, Turn

@@ -1,7 +1,7 @@
 """The Ray Data engine: the same compress run, spread over a Ray cluster.
 
 Where the work runs is kept apart from what it is: the rows go through the local engine's own
-parts (`read.sources` / `read.jsonl`, `run.prepare.prepare_rows`, `run.row.RowFinisher`,
+parts (`read.readers` / `read.jsonl`, `run.prepare.prepare_rows`, `run.row.RowFinisher`,
 `write.report`), and this package only moves them across Ray:
 
     inputs.py   the input files, as the local engine lists them (or listed on any pyarrow filesystem)

@@ -4,7 +4,8 @@ Local paths go through the local engine's own `expand_inputs` (directories walke
 and sorted, this tool's outputs skipped, a file named twice read once), so a row's `source`
 and `line` in the metrics are the same whichever engine ran. A URI (`s3://bucket/runs/`,
 `gs://...`, anything `pyarrow.fs.FileSystem.from_uri` knows) is listed on its filesystem the
-same way: files by suffix, directories recursively, sorted, own outputs skipped.
+same way: files by suffix (the formats of `read.readers.FILE_FORMATS` read at URIs),
+directories recursively, sorted, own outputs skipped.
 """
 
 from __future__ import annotations
@@ -12,23 +13,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from trajectory_compressor.messages import quoted
-from trajectory_compressor.read.sources import (
-    HF_PREFIX,
-    JSONL_SUFFIXES,
-    OWN_OUTPUT_SUFFIXES,
-    InputError,
-    InputSource,
-    expand_inputs,
-)
+from trajectory_compressor.read.expand import OWN_OUTPUT_SUFFIXES, expand_inputs
+from trajectory_compressor.read.files import is_uri
+from trajectory_compressor.read.hf_datasets import HF_PREFIX
+from trajectory_compressor.read.readers import format_of_file, supported_suffixes
+from trajectory_compressor.read.sources import InputError, InputSource
 from trajectory_compressor.settings import RunConfig
-
-REMOTE_SUFFIXES: tuple[str, ...] = (*JSONL_SUFFIXES, ".parquet")
-
-
-def is_uri(path: str) -> bool:
-    """A URI (`s3://`, `gs://`, `hdfs://`, `file://`...), read and written through pyarrow.fs."""
-    scheme, sep, _ = path.partition("://")
-    return bool(sep) and scheme.isidentifier()
 
 
 def list_inputs(paths: Sequence[str], config: RunConfig, *, exclude: Sequence[str] = ()) -> list[InputSource]:
@@ -37,9 +27,8 @@ def list_inputs(paths: Sequence[str], config: RunConfig, *, exclude: Sequence[st
     seen: set[str] = set()
     for path in paths:
         if path.startswith(HF_PREFIX):
-            raise InputError(
-                f"{quoted(path)}: --engine ray reads files (JSONL, Parquet, JSON); load {quoted(path)} yourself"
-            )
+            files = ", ".join(supported_suffixes())
+            raise InputError(f"{quoted(path)}: --engine ray reads files ({files}); load {quoted(path)} yourself")
         found = _remote_files(path) if is_uri(path) else expand_inputs([path], exclude=exclude, streaming=False)
         for source in found:
             if source.name not in seen:
@@ -70,10 +59,10 @@ def _remote_files(uri: str) -> list[InputSource]:
         hidden = any(part.startswith(".") for part in item.path[len(root) :].split("/") if part)
         if item.type != pafs.FileType.File or hidden or name.endswith(OWN_OUTPUT_SUFFIXES):
             continue
-        if name.endswith(REMOTE_SUFFIXES):
-            kind = "parquet" if name.endswith(".parquet") else "jsonl"
+        entry = format_of_file(name, at_uri=True)
+        if entry is not None:
             full = f"{scheme}://{item.path}"
-            sources.append(InputSource(name=full, kind=kind, path=full))
+            sources.append(InputSource(name=full, kind=entry.kind, path=full))
     if not sources:
-        raise InputError(f"no JSONL or Parquet files at {quoted(uri)}")
+        raise InputError(f"no input files ({', '.join(supported_suffixes(at_uri=True))}) at {quoted(uri)}")
     return sources

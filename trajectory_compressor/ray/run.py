@@ -20,11 +20,12 @@ import orjson
 
 from trajectory_compressor.errors import RunAborted, UsageError
 from trajectory_compressor.exit_codes import ExitCode
-from trajectory_compressor.ray.inputs import is_uri, list_inputs
+from trajectory_compressor.ray.inputs import list_inputs
 from trajectory_compressor.ray.layout import RayOutputLayout, check_output_folders, filesystem_of
 from trajectory_compressor.ray.read import stream_rows_read
 from trajectory_compressor.ray.session import quiet_console, start_ray
 from trajectory_compressor.ray.write import CompressedOutput
+from trajectory_compressor.read.files import is_uri
 from trajectory_compressor.read.sources import InputSource
 from trajectory_compressor.run.commit import MORE_REJECTS, REJECTS_SHOWN, reject_warning
 from trajectory_compressor.settings import ConfigError, RunConfig, settings_record, with_values

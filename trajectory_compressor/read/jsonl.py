@@ -148,19 +148,11 @@ def parse_record(source: str, line: int, raw: bytes) -> SourceRecord:
     return SourceRecord(source=source, line=line, record=record, raw=raw)
 
 
-def iter_jsonl(path: str | Path) -> Iterator[SourceRecord]:
-    """Yield one `SourceRecord` per non-blank line of a JSONL file, in order."""
-    source = str(path)
-    with open_binary(path) as handle:
-        for line_number, raw in record_lines(handle):
-            yield parse_record(source, line_number, raw)
-
-
 def record_lines(handle: Iterable[bytes]) -> Iterator[tuple[int, bytes]]:
     """(1-based line number, bytes) of each non-blank line of an open JSONL stream, BOM dropped.
 
-    Apart from `iter_jsonl` so another reader (the Ray engine's, on any pyarrow filesystem)
-    numbers and skips lines exactly as the local one does.
+    Apart from opening, so a line is numbered and skipped the same wherever its file lies
+    (`read.json_files` reads local files and URIs through it).
     """
     for line_number, line in enumerate(handle, start=1):
         raw = line.rstrip(b"\r\n")

@@ -10,7 +10,8 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator, Sequence
 
-from trajectory_compressor.read.sources import InputError, InputSource, iter_source, shard_filter
+from trajectory_compressor.read.readers import iter_source
+from trajectory_compressor.read.sources import InputError, InputSource
 from trajectory_compressor.settings import SelectConfig
 from trajectory_compressor.types import SourceRecord
 
@@ -22,6 +23,19 @@ def sampled(index: int, percent: float, seed: int) -> bool:
     """Deterministic per-row sampling: the same rows for the same seed, whatever the chunking."""
     digest = hashlib.blake2b(f"{seed}:{index}".encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big") / 2**64 * 100 < percent
+
+
+def shard_filter(index: int, num_shards: int, shard_index: int) -> bool:
+    """Whether the row with global 0-based `index` belongs to shard `shard_index` of `num_shards`.
+
+    Round-robin by row index: it needs no row counts up front, keeps shards within one row of
+    each other in size, and gives every row to exactly one shard whatever the input order.
+    """
+    if num_shards < 1:
+        raise ValueError(f"num_shards must be >= 1, got {num_shards}")
+    if not 0 <= shard_index < num_shards:
+        raise ValueError(f"shard_index must be in [0, {num_shards}), got {shard_index}")
+    return index % num_shards == shard_index
 
 
 def records_of(source: InputSource, split: str) -> Iterator[SourceRecord]:

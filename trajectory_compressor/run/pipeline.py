@@ -286,7 +286,7 @@ class CompressionRun:
         started = time.monotonic()
         convert = None
         if self.job.output_format != "jsonl":
-            from trajectory_compressor.read.sources import source_column_types
+            from trajectory_compressor.read.column_types import source_column_types
             from trajectory_compressor.write.converters import convert_jsonl
 
             fmt = self.job.output_format

@@ -20,7 +20,7 @@ any type, int widens to float). A column of strings mixed with numbers or boolea
 its JSON text (``"0"``, ``"2.5"``, ``"true"``): what pandas and `datasets` users expect, where
 JSON text would read back as ``'"48"'``. Any other column whose values cannot share one type is
 stored as Arrow JSON text (``pa.json_()``, the parquet JSON logical type; `datasets` reads it as
-a ``Json`` feature and `read.sources` decodes it back to objects). The result names both kinds
+a ``Json`` feature and `read.parquet` decodes it back to objects). The result names both kinds
 (`ConversionResult.changed_columns_note`), and the run prints that line. The second pass
 writes. Memory stays at one chunk of rows (`CHUNK_BYTES`), whatever the file size.
 
@@ -95,7 +95,7 @@ def convert_jsonl(
     """Convert the run's JSONL file to `out_path` in format `fmt` (one of `OUTPUT_FORMATS`).
 
     `column_types`: original Arrow types of encoded binary/decimal/temporal columns, restored in
-    Parquet and ``hf`` outputs (see `read.sources.source_column_types`).
+    Parquet and ``hf`` outputs (see `read.column_types.source_column_types`).
     """
     types = dict(column_types or {})
     source, target = Path(jsonl_path), Path(out_path)

@@ -16,9 +16,10 @@ from typing import Any
 import orjson
 
 from trajectory_compressor.messages import quoted
+from trajectory_compressor.read.expand import expand_inputs
 from trajectory_compressor.read.formats import detect_format, to_turns
 from trajectory_compressor.read.select import RowSelection
-from trajectory_compressor.read.sources import InputSource, expand_inputs
+from trajectory_compressor.read.sources import InputSource
 from trajectory_compressor.types import SUMMARY_PREFIX, SourceRecord, Turn
 from trajectory_compressor.write.html_examples import RowExample, make_example, row_label
 

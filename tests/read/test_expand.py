@@ -1,0 +1,93 @@
+"""Which inputs a run reads: suffixes, directory walks, own outputs skipped, errors naming the path."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import write_jsonl
+from tests.read.reader_fixtures import ROWS, read_all
+from trajectory_compressor.read.expand import expand_inputs
+from trajectory_compressor.read.sources import InputError
+
+
+def test_file_kinds_by_suffix(tmp_path: Path) -> None:
+    files = {
+        "a.jsonl": "jsonl",
+        "b.ndjson": "jsonl",
+        "c.jsonl.gz": "jsonl",
+        "d.json": "json",
+        "e.parquet": "parquet",
+    }
+    for name in files:
+        (tmp_path / name).write_text("[]")
+    sources = expand_inputs([str(tmp_path / name) for name in files])
+    assert [(Path(s.name).name, s.kind) for s in sources] == list(files.items())
+
+
+def test_json_suffix_holding_json_lines_is_streamed_as_jsonl(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "really_lines.json", ROWS[:2])
+    (source,) = expand_inputs([str(path)])
+    assert source.kind == "jsonl"
+    assert [record["id"] for _, record in read_all(source)] == ["r0", "r1"]
+
+
+def test_directory_is_recursive_sorted_and_skips_hidden_and_own_outputs(tmp_path: Path) -> None:
+    write_jsonl(tmp_path / "b.jsonl", ROWS[:1])
+    write_jsonl(tmp_path / "a.jsonl", ROWS[:1])
+    write_jsonl(tmp_path / "sub" / "c.jsonl", ROWS[:1])
+    write_jsonl(tmp_path / ".hidden.jsonl", ROWS[:1])
+    write_jsonl(tmp_path / ".cache" / "d.jsonl", ROWS[:1])
+    for own in ("out.metrics.jsonl", "out.rejects.jsonl", "out.over_limit.jsonl", "out.report.json"):
+        write_jsonl(tmp_path / own, ROWS[:1])
+    (tmp_path / "notes.txt").write_text("not data")
+    sources = expand_inputs([str(tmp_path)])
+    assert [os.path.relpath(s.name, tmp_path) for s in sources] == [
+        "a.jsonl",
+        "b.jsonl",
+        os.path.join("sub", "c.jsonl"),
+    ]
+
+
+def test_same_file_twice_is_read_once(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "a.jsonl", ROWS[:1])
+    assert len(expand_inputs([str(path), str(tmp_path), str(path)])) == 1
+
+
+@pytest.mark.parametrize("make", ["missing", "empty_dir", "bad_suffix"])
+def test_unusable_inputs_raise_input_error_naming_the_path(tmp_path: Path, make: str) -> None:
+    target = tmp_path / "thing"
+    if make == "empty_dir":
+        target.mkdir()
+    elif make == "bad_suffix":
+        target = tmp_path / "thing.csv"
+        target.write_text("a,b\n")
+    with pytest.raises(InputError) as info:
+        expand_inputs([str(target)])
+    message = str(info.value)
+    assert str(target) in message
+    assert "\n" not in message
+
+
+def test_skipped_own_output_files_are_named_once(tmp_path: Path) -> None:
+    write_jsonl(tmp_path / "in" / "a.jsonl", ROWS)
+    for name in ("a.metrics.jsonl", "b.rejects.jsonl", "c.over_limit.jsonl"):
+        write_jsonl(tmp_path / "in" / "sub" / name, ROWS)
+    messages: list[str] = []
+    sources = expand_inputs([str(tmp_path / "in")], on_message=messages.append)
+    assert [Path(s.name).name for s in sources] == ["a.jsonl"]
+    assert len(messages) == 1 and "skipped 3 file(s)" in messages[0] and "a.metrics.jsonl" in messages[0]
+    messages.clear()
+    expand_inputs([str(tmp_path / "in" / "a.jsonl")], on_message=messages.append)
+    assert messages == []
+
+
+def test_save_to_disk_directory_inside_a_directory_is_one_source(tmp_path: Path) -> None:
+    import datasets
+
+    write_jsonl(tmp_path / "a.jsonl", ROWS[:1])
+    datasets.Dataset.from_list(ROWS[:2]).save_to_disk(str(tmp_path / "saved"))
+    sources = expand_inputs([str(tmp_path)])
+    assert [(Path(s.name).name, s.kind) for s in sources] == [("a.jsonl", "jsonl"), ("saved", "hf_disk")]

@@ -1,0 +1,100 @@
+"""Opening an input file, on the local disk or at a URI (`s3://`, `gs://`, `file://`...).
+
+The local engine reads local paths; the Ray engine also reads URIs, through the filesystems
+`pyarrow.fs` knows. Readers open their files here, so one reader serves both engines and a
+file is numbered and decoded the same wherever it lies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import IO, Any
+
+from trajectory_compressor.read.jsonl import open_binary
+
+READ_CHUNK_BYTES = 1 << 20  # a pyarrow stream is read a megabyte at a time
+
+
+def is_uri(path: str) -> bool:
+    """A URI (`s3://`, `gs://`, `hdfs://`, `file://`...), read and written through pyarrow.fs."""
+    scheme, sep, _ = path.partition("://")
+    return bool(sep) and scheme.isidentifier()
+
+
+def open_lines(path: str) -> IO[bytes] | LineReader:
+    """A binary stream of the file's lines (with their ends), gunzipped by suffix.
+
+    A local path is opened as `read.jsonl.open_binary` opens it; a URI's stream comes from its
+    pyarrow filesystem, its errors raised as `OSError` as a local file's are.
+    """
+    if not is_uri(path):
+        return open_binary(path)
+    import gzip
+
+    import pyarrow.fs as pafs
+
+    filesystem, inner = pafs.FileSystem.from_uri(path)
+    stream = ArrowStream(filesystem.open_input_stream(inner, compression=None))
+    if inner.endswith(".gz"):
+        # A GzipFile given a stream leaves it open: the reader closes both.
+        return LineReader(gzip.GzipFile(fileobj=stream, mode="rb"), stream)
+    return LineReader(stream)
+
+
+@contextmanager
+def random_access(path: str) -> Iterator[Any]:
+    """What pyarrow's file readers (Parquet) open: a local path as it is, or an open file at a URI."""
+    if not is_uri(path):
+        yield path
+        return
+    import pyarrow.fs as pafs
+
+    filesystem, inner = pafs.FileSystem.from_uri(path)
+    with filesystem.open_input_file(inner) as handle:
+        yield handle
+
+
+class ArrowStream:
+    """A pyarrow input stream whose errors are `OSError`s, as a local file's are, so a reader
+    catches one set of errors wherever its file lies."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+
+    def read(self, size: int = -1) -> bytes:
+        import pyarrow as pa
+
+        try:
+            return bytes(self.stream.read() if size is None or size < 0 else self.stream.read(size))
+        except pa.ArrowException as exc:
+            raise OSError(str(exc)) from exc
+
+    def close(self) -> None:
+        self.stream.close()
+
+
+class LineReader:
+    """Lines (with their ends) of a stream, read `READ_CHUNK_BYTES` at a time (pyarrow's streams
+    do not iterate by line); closing it closes `stream` and then `also_close`."""
+
+    def __init__(self, stream: Any, *also_close: Any) -> None:
+        self.stream = stream
+        self.also_close = also_close
+
+    def __iter__(self) -> Iterator[bytes]:
+        pending = b""
+        while chunk := self.stream.read(READ_CHUNK_BYTES):
+            lines = (pending + chunk).split(b"\n")
+            pending = lines.pop()
+            yield from (line + b"\n" for line in lines)
+        if pending:
+            yield pending
+
+    def __enter__(self) -> LineReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stream.close()
+        for stream in self.also_close:
+            stream.close()

@@ -1,0 +1,55 @@
+"""Small helpers the tool-markup readers share: tolerant JSON and short, clipped text.
+
+Tool arguments and results are JSON more often than not, but not always, and not always JSON
+that orjson accepts; summaries show them in a few words. Kept apart so the markup parser, the
+output verdicts and the shell heuristics read and show values the same way.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import orjson
+
+
+def clip(text: str, limit: int) -> str:
+    """`text` with whitespace squeezed to single spaces, cut to `limit` chars with an ellipsis.
+
+    The cut backs up to a word boundary when one is near, so words are not left half-shown.
+    """
+    if limit <= 0:
+        return ""
+    # Squeezing only shortens, so a generous prefix is enough and keeps huge values cheap.
+    squeezed = " ".join(text[: limit * 4 + 64].split())
+    if len(squeezed) <= limit:
+        return squeezed
+    cut = squeezed[: max(limit - 1, 0)]
+    space = cut.rfind(" ", max(len(cut) - 12, 0))
+    if space > 0:
+        cut = cut[:space]
+    return cut.rstrip() + "…"
+
+
+def plural(n: int, word: str) -> str:
+    """ "1 line", "2 lines": a count with its noun."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def loads(text: str) -> Any:
+    """Parsed JSON, or None when `text` is not JSON (orjson first; json for ints beyond 64 bits)."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        try:
+            return json.loads(text)
+        except (ValueError, RecursionError):
+            return None
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON text of `value`, keeping non-ASCII characters as they are."""
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:  # ints beyond 64 bits, which json.loads accepted
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
