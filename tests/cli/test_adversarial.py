@@ -171,9 +171,7 @@ def test_a_compressed_row_keeps_nan_infinity_and_huge_integers_in_its_other_keys
         "-18446744073709551616",
     ],
 )
-def test_a_compressed_row_keeps_an_integer_beyond_64_bits_alone(
-    tmp_path: Path, number: str
-) -> None:
+def test_a_compressed_row_keeps_an_integer_beyond_64_bits_alone(tmp_path: Path, number: str) -> None:
     import json
 
     row = make_trajectory(0, steps=30, output_lines=80)
