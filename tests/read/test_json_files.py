@@ -28,8 +28,10 @@ def test_jsonl_lines_are_numbered_and_bad_lines_become_error_records(tmp_path: P
     assert all(i.source == str(path) for i in items)
 
 
-def test_gzip_jsonl_is_read(tmp_path: Path) -> None:
-    path = tmp_path / "a.jsonl.gz"
+@pytest.mark.parametrize("name", ["a.jsonl.gz", "B.JSONL.GZ", "c.ndjson.Gz"])
+def test_gzip_jsonl_is_read(tmp_path: Path, name: str) -> None:
+    """Suffixes are matched whatever their case, decompression too (upper case was read as bytes)."""
+    path = tmp_path / name
     with gzip.open(path, "wt") as handle:
         handle.writelines(json.dumps(row) + "\n" for row in ROWS)
     (source,) = expand_inputs([str(path)])

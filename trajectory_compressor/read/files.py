@@ -36,7 +36,7 @@ def open_lines(path: str) -> IO[bytes] | LineReader:
 
     filesystem, inner = pafs.FileSystem.from_uri(path)
     stream = ArrowStream(filesystem.open_input_stream(inner, compression=None))
-    if inner.endswith(".gz"):
+    if inner.lower().endswith(".gz"):
         # A GzipFile given a stream leaves it open: the reader closes both.
         return LineReader(gzip.GzipFile(fileobj=stream, mode="rb"), stream)
     return LineReader(stream)

@@ -49,8 +49,8 @@ class LoneSurrogateError(ValueError):
 
 
 def open_binary(path: str | Path) -> IO[bytes]:
-    """Open a plain or gzipped file for reading bytes, by suffix."""
-    if str(path).endswith(".gz"):
+    """Open a plain or gzipped file for reading bytes, by suffix (in any case: `.GZ` too)."""
+    if str(path).lower().endswith(".gz"):
         return gzip.open(path, "rb")
     return open(path, "rb")
 
