@@ -2,7 +2,8 @@
 
 A trajectory's size is the sum over turns of the tokens of each `value`, without special tokens
 (the reference tool's measure). Counting goes through `encode_batch` so that the Rust side can
-use every core and the GIL is released while it works.
+use every core and the GIL is released while it works. A long text is counted in pieces cut
+where the count stays exact (`text_pieces`), so memory stays bounded whatever its length.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from trajectory_compressor.count.text_pieces import PreTokenCuts, count_in_pieces
 from trajectory_compressor.types import Turn
 
 
@@ -30,22 +32,32 @@ class TokenCounter:
         self._name = name
         # encode_batch_fast skips offset tracking (tokenizers >= 0.20); it is all we need.
         self._encode_batch = getattr(self._backend, "encode_batch_fast", self._backend.encode_batch)
+        self.cuts = PreTokenCuts(self._backend, self._encode_batch)
 
     @property
     def name(self) -> str:
         return self._name or str(getattr(self.tokenizer, "name_or_path", "") or "tokenizer")
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
-        """Token counts of `texts`, in order, without special tokens."""
+        """Token counts of `texts`, in order, without special tokens.
+
+        Raises `text_pieces.UncountableTextError` for a text that cannot be counted exactly in
+        bounded memory.
+        """
         if not texts:
             return []
-        encodings = self._encode_batch(list(texts), add_special_tokens=False)
+        return count_in_pieces(texts, self._count_batch, self.cuts.spans)
+
+    def _count_batch(self, texts: list[str]) -> list[int]:
+        encodings = self._encode_batch(texts, add_special_tokens=False)
         return [len(encoding) for encoding in encodings]  # len(): no Python list of ids built
 
     def count(self, text: str) -> int:
         """Token count of one text, without special tokens."""
         if not text:
             return 0
+        if len(text) > self.cuts.piece_chars:
+            return self.count_many([text])[0]
         return len(self._backend.encode(text, add_special_tokens=False))
 
     # The per-turn measures the planner uses. The default is the reference tool's: tokens of each
@@ -72,12 +84,25 @@ class TokenCounter:
         """
         if max_tokens <= 0:
             return ""
+        if len(text) <= self.cuts.piece_chars:
+            return self._truncate_piece(text, max_tokens)
+        spent = 0  # only the piece the budget ends in is encoded with offsets
+        for start, end in self.cuts.spans(text):
+            tokens = self._count_batch([text[start:end]])[0]
+            if spent + tokens > max_tokens:
+                return text[:start] + self._truncate_piece(text[start:end], max_tokens - spent)
+            spent += tokens
+        return text
+
+    def _truncate_piece(self, text: str, max_tokens: int) -> str:
+        """`truncate` of a text counted whole (one piece)."""
         encoding = self._backend.encode(text, add_special_tokens=False)
         if len(encoding.ids) <= max_tokens:
             return text
         # Cut where the first token left out starts: a character split over several byte-level
         # tokens (emoji, rare CJK) is then left out whole instead of kept whole.
         prefix = text[: encoding.offsets[max_tokens][0]]
-        while prefix and self.count(prefix) > max_tokens:  # a prefix can re-tokenize differently
+        while prefix and len(self._backend.encode(prefix, add_special_tokens=False)) > max_tokens:
+            # a prefix can re-tokenize differently
             prefix = prefix[:-1]
         return prefix
