@@ -31,6 +31,7 @@ dataset on one that does not parse):
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +40,7 @@ RESPONSE_OPEN, RESPONSE_CLOSE = "<tool_response>", "</tool_response>"
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 _CALL_KEYS = frozenset({"name", "arguments", "id"})
 _RESPONSE_KEYS = frozenset({"tool_call_id", "name", "content"})
+_JSON_OBJECT_START = re.compile(r"\s*\{")  # what `body.strip().startswith("{")` says, without copying a huge body
 
 
 @dataclass(frozen=True)
@@ -157,7 +159,7 @@ def _closed_blocks(text: str, open_tag: str, close_tag: str, start: int) -> list
 
 
 def _call(body: str) -> HermesCall | None:
-    data = parse_json(body) if body.strip().startswith("{") else None
+    data = parse_json(body) if _JSON_OBJECT_START.match(body) else None
     if not isinstance(data, dict) or not set(data) <= _CALL_KEYS or not isinstance(data.get("name"), str):
         return None
     call_id = data.get("id")
@@ -176,7 +178,7 @@ def _call(body: str) -> HermesCall | None:
 
 
 def _result(body: str) -> HermesResult:
-    data = parse_json(body) if body.strip().startswith("{") else None
+    data = parse_json(body) if _JSON_OBJECT_START.match(body) else None
     if isinstance(data, dict) and "content" in data and set(data) <= _RESPONSE_KEYS:
         name, call_id, content = data.get("name"), data.get("tool_call_id"), data["content"]
         if (name is None or isinstance(name, str)) and (call_id is None or isinstance(call_id, str)):
