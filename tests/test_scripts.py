@@ -77,3 +77,13 @@ def test_output_fingerprints_that_fingerprinted_nothing_exits_non_zero(
     assert "no output was fingerprinted" in capsys.readouterr().err
     monkeypatch.setattr(sys, "argv", ["output_fingerprints.py"])
     assert module.main() == 1
+
+
+def test_bench_huge_lines_compares_equal_counts_side_by_side(tmp_path: Path) -> None:
+    rows = write_jsonl(tmp_path / "rows.jsonl", [make_trajectory(i, steps=2) for i in range(3)])
+    done = _script("bench_huge_lines.py", "--input", str(rows), "--megabytes", "1", "--repeat", "1")
+    assert done.returncode == 0, done.stderr
+    assert "same counts" in done.stdout and "equal counts" in done.stdout and "x the memory" in done.stdout
+    empty = write_jsonl(tmp_path / "empty.jsonl", [])
+    done = _script("bench_huge_lines.py", "--input", str(empty), "--megabytes", "1", "--repeat", "1")
+    assert done.returncode != 0 and "nothing measured" in done.stderr
