@@ -101,9 +101,13 @@ MODES = {
 @pytest.mark.parametrize("mode", sorted(MODES))
 def test_a_huge_line_is_compressed_in_bounded_memory(tmp_path: Path, huge80: Path, mode: str) -> None:
     out = tmp_path / "out" / "x.jsonl"
-    code, peak, stderr = _peak(tmp_path, "compress", str(huge80), "-o", str(out), "-q", *MODES[mode])
+    page = tmp_path / "report.html"  # its example row is the huge one, read back from the input
+    report = ["--html-report", str(page)] if mode == "extractive" else []
+    code, peak, stderr = _peak(tmp_path, "compress", str(huge80), "-o", str(out), "-q", *MODES[mode], *report)
     assert code == 0, stderr
     assert peak < BOUND, f"{mode}: peak {peak / 1e9:.2f} GB"
+    if report:
+        assert "huge80.jsonl:2" in page.read_text(encoding="utf-8") and page.stat().st_size < 2_000_000
     metrics = out.parent / "x.metrics.jsonl"
     if mode == "windows":
         windows = read_jsonl(metrics)
