@@ -2,8 +2,9 @@
 
 Why: a fast tokenizer's working memory grows with the text it encodes (about 160 bytes a
 character while it works: alignments, offsets and a string per token), so one 80 MB value took
-14.8 GB. Counted in pieces of at most `PIECE_CHARS` characters, `BATCH_CHARS` at a time, a text of
-any length is counted in bounded memory.
+14.8 GB. Counted in pieces of about `PIECE_CHARS` characters, at most `BATCH_CHARS` per tokenizer
+call, a text of any length is counted in bounded memory. `TokenCounter` counts every text through
+`count_in_pieces`, whatever does the counting (`count_batch`), so any counting backend gets this.
 
 Where a text may be cut. A fast tokenizer first splits out its added tokens, then normalizes,
 then pre-tokenizes (regular expressions split the text into words, numbers, punctuation,
