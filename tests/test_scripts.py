@@ -90,3 +90,13 @@ def test_bench_count_backends_counts_every_turn_with_each_backend_and_compares(t
     assert "fastokens 0.3" in done.stdout and "licence" in done.stdout
     nothing = _script("bench_count_backends.py", "--rows", "0")
     assert nothing.returncode == 1 and "no turns to count" in nothing.stderr
+
+
+def test_bench_huge_lines_compares_equal_counts_side_by_side(tmp_path: Path) -> None:
+    rows = write_jsonl(tmp_path / "rows.jsonl", [make_trajectory(i, steps=2) for i in range(3)])
+    done = _script("bench_huge_lines.py", "--input", str(rows), "--megabytes", "1", "--repeat", "1")
+    assert done.returncode == 0, done.stderr
+    assert "same counts" in done.stdout and "equal counts" in done.stdout and "x the memory" in done.stdout
+    empty = write_jsonl(tmp_path / "empty.jsonl", [])
+    done = _script("bench_huge_lines.py", "--input", str(empty), "--megabytes", "1", "--repeat", "1")
+    assert done.returncode != 0 and "nothing measured" in done.stderr

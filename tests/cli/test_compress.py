@@ -288,3 +288,23 @@ def test_a_truncated_gzip_keeps_its_readable_rows_and_the_run_goes_on(tmp_path: 
     readable = rejects[0]["line"] - 1
     assert 0 < readable < 300
     assert [r["id"] for r in rows] == [f"row-{i:04d}" for i in range(readable)] + ["row-1000"]
+
+
+def test_a_row_too_large_to_count_is_written_unchanged_and_flagged_and_the_run_goes_on(tmp_path: Path) -> None:
+    """A value with no place to cut it within the largest piece the tokenizer is given (1M
+    characters of one digit run) cannot be counted exactly in bounded memory: a reject with the
+    reason, the row written back byte for byte, never a crash or a guess."""
+    huge = make_trajectory(1, steps=4)
+    huge["conversations"][5]["value"] = "9" * 1_100_000
+    source = write_jsonl(tmp_path / "in.jsonl", [make_trajectory(0, steps=4), huge, make_trajectory(2, steps=4)])
+    out = tmp_path / "o.jsonl"
+    result = run_cli("compress", str(source), "-o", str(out), "--summarizer", "extractive")
+    assert result.returncode == 0, result.stderr
+    warning = next(line for line in result.stderr.splitlines() if "in.jsonl:2:" in line)
+    assert "too large to count: a text of 1,100,000 characters has no place to cut it" in warning
+    assert out.read_bytes().splitlines() == source.read_bytes().splitlines(), "every row, the huge one unchanged"
+    [reject] = read_jsonl(tmp_path / "o.rejects.jsonl")
+    assert reject["line"] == 2 and reject["error"].startswith("too large to count")
+    metrics = read_jsonl(tmp_path / "o.metrics.jsonl")
+    assert [m["rejected"] for m in metrics] == [False, True, False]
+    assert metrics[1]["reason"].startswith("too large to count") and metrics[1]["written"]

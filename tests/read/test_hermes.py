@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from trajectory_compressor.read.hermes import (
     AssistantParts,
@@ -170,3 +172,30 @@ def test_parse_json_returns_exactly_what_the_standard_library_reads(text: str) -
     assert repr(got) == repr(expected) and type(got) is type(expected)
     if isinstance(expected, dict) and "n" in expected:
         assert isinstance(got["n"], int)
+
+
+BODIES = st.sampled_from(
+    ['{"name": "x", "content": "hi"}', '{"content": [1, 2]}', '{"content": "a</tool_response>"}', "[1]", "{bad", "{}"]
+)
+SPACES = st.sampled_from(["", "\n", " \t\r\n", "\u3000", "\xa0", "\x1c", " x", "\n}"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(SPACES, BODIES, SPACES)
+def test_a_result_is_read_in_place_exactly_as_its_body_parsed_alone(before: str, body: str, after: str) -> None:
+    """Results are decoded where they sit (no copy of a huge body first): the same as json.loads of
+    the body, whatever whitespace or text surrounds the JSON."""
+    value = f"<tool_response>{before}{body}{after}</tool_response>"
+    [result] = split_tool(value)
+    inner = value[len("<tool_response>") : -len("</tool_response>")]
+    try:
+        data = json.loads(inner) if inner.strip().startswith("{") else None
+    except ValueError:
+        data = None
+    if "</tool_response>" in inner:  # the block ends at the first closing tag: text is left outside it
+        assert result == HermesResult(value)
+    elif isinstance(data, dict) and "content" in data and set(data) <= {"tool_call_id", "name", "content"}:
+        content = data["content"] if isinstance(data["content"], str) else json.dumps(data["content"])
+        assert result == HermesResult(content, data.get("name"), data.get("tool_call_id"))
+    else:
+        assert result.name is None and result.content.strip() == inner.strip()

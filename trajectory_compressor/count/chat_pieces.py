@@ -102,8 +102,16 @@ class PieceGroup:
     bounds: list[int]  # start of each message's piece; the group ends at `end`
     end: int
 
+    def spans(self) -> list[tuple[int, int]]:
+        return list(zip(self.bounds, [*self.bounds[1:], self.end], strict=True))
+
     def pieces(self, text: str) -> list[str]:
-        return [text[start:stop] for start, stop in zip(self.bounds, [*self.bounds[1:], self.end], strict=True)]
+        return [text[start:stop] for start, stop in self.spans()]
+
+    @property
+    def several(self) -> bool:
+        """Whether more than one of its pieces holds text (then they are counted apart too)."""
+        return sum(1 for start, stop in self.spans() if stop > start) > 1
 
 
 def message_bounds(starts: Sequence[int | None], length: int) -> list[int]:
@@ -181,20 +189,20 @@ def count_groups(
     for text, groups in jobs:
         for group in groups:
             texts.append(text[group.bounds[0] : group.end])
-            pieces = group.pieces(text)
-            if sum(1 for piece in pieces if piece) > 1:
-                texts.extend(pieces)
+            if group.several:  # a group of one piece is not copied twice (a huge message)
+                texts.extend(group.pieces(text))
     counts = iter(count_many(texts))
+    del texts
     result: list[list[int]] = []
-    for text, groups in jobs:
+    for _, groups in jobs:
         row: list[int] = []
         for group in groups:
             whole = next(counts)
-            pieces = group.pieces(text)
-            if sum(1 for piece in pieces if piece) > 1:
-                row.extend(shared_counts(whole, [next(counts) for _ in pieces]))
+            spans = group.spans()
+            if group.several:
+                row.extend(shared_counts(whole, [next(counts) for _ in spans]))
             else:
-                holder = next((i for i, piece in enumerate(pieces) if piece), 0)
-                row.extend(whole if i == holder else 0 for i in range(len(pieces)))
+                holder = next((i for i, (start, stop) in enumerate(spans) if stop > start), 0)
+                row.extend(whole if i == holder else 0 for i in range(len(spans)))
         result.append(row)
     return result

@@ -66,8 +66,10 @@ class ChatRenderer:
         # What apply_chat_template hands the template besides the conversation: the special
         # tokens by name (bos_token...), overridden by the caller's kwargs.
         self._kwargs = {**tokenizer.special_tokens_map, **self.template_kwargs}
-        self._nonce = secrets.token_hex(4)  # markers a conversation cannot spell by chance
-        self._marks = re.compile("\U000f0a00" + self._nonce + r":(\d+)\U000f0a01")
+        # Markers a conversation cannot spell by chance, in the Basic Multilingual Plane: a marker
+        # outside it would make Python store the whole rendered text at 4 bytes a character.
+        self._nonce = secrets.token_hex(4)
+        self._marks = re.compile("\ue000" + self._nonce + r":(\d+)\ue001")
         self._helpers = _transformers_helpers()
         for tools in (None, [{"type": "function", "function": {"name": "probe", "parameters": {}}}]):
             _instrument(self._source(tools))  # compile now: a broken template stops the run at start
@@ -108,7 +110,7 @@ class ChatRenderer:
         return self._unmarked(marked, len(messages))
 
     def _render_marked(self, chat: list[dict[str, Any]], tools: list[Any] | None, kwargs: dict[str, Any]) -> str:
-        marks = {id(message): f"\U000f0a00{self._nonce}:{index}\U000f0a01" for index, message in enumerate(chat)}
+        marks = {id(message): f"\ue000{self._nonce}:{index}\ue001" for index, message in enumerate(chat)}
         template = _instrument(self._source(tools))
         return template.render(
             messages=chat,
@@ -120,17 +122,15 @@ class ChatRenderer:
         )
 
     def _unmarked(self, marked: str, count: int) -> Rendering:
+        # The text is one `sub`, not a join of slices: a huge message is copied once, not twice.
         starts: list[int | None] = [None] * count
-        pieces, removed, cursor = [], 0, 0
+        removed = 0
         for match in self._marks.finditer(marked):
-            pieces.append(marked[cursor : match.start()])
             index = int(match.group(1))
             if index < count:
                 starts[index] = match.start() - removed
             removed += match.end() - match.start()
-            cursor = match.end()
-        pieces.append(marked[cursor:])
-        return Rendering("".join(pieces), starts)
+        return Rendering(self._marks.sub("", marked), starts)
 
     def _source(self, tools: Sequence[Any] | None) -> str:
         # A tokenizer may hold several named templates ("default", "tool_use"): the one

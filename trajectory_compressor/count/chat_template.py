@@ -31,6 +31,11 @@ from trajectory_compressor.read.formats import (
 )
 from trajectory_compressor.types import OutputTurn, Turn, one_line
 
+# A chat larger than this (characters of its messages and tools) is not rendered: the template
+# builds the whole text, several copies of it at 2 bytes a character (its markers are outside
+# Latin-1), about 10 bytes per character of the row in all; values mode counts any size in pieces.
+MAX_CHAT_CHARS = 100_000_000
+
 # What the summary turn's markers cost is measured on a conversation like a compressed row's
 # (the head, the summary, the next assistant turn), with and without the summary.
 _SUMMARY_PROBE = "[CONTEXT SUMMARY]: The assistant listed the files and ran the tests."
@@ -131,6 +136,14 @@ class ChatTemplateCounter(TokenCounter):
             if not chat.messages:
                 jobs.append(("", []))
                 continue
+            size = chat_chars(chat)
+            if size > MAX_CHAT_CHARS:
+                raise ChatTemplateError(
+                    position,
+                    f"too large for --count-mode chat-template: its messages and tools hold {size:,} characters, "
+                    f"over {MAX_CHAT_CHARS:,} (rendering it takes about 10 bytes a character; --count-mode values "
+                    "counts a row of any size in bounded memory)",
+                )
             try:
                 rendering = self.renderer.render(chat.messages, chat.tools)
             except Exception as exc:  # Jinja templates raise anything (e.g. "roles must alternate")
@@ -184,6 +197,21 @@ class ChatTemplateCounter(TokenCounter):
             return [self.count(text)] + [0] * (len(chat.messages) - 1)
         counts = self.count_many([*prefixes, text])
         return [after - before for before, after in zip([0, *counts], counts, strict=False)]
+
+
+def chat_chars(chat: Chat) -> int:
+    """Characters of every text in a chat's messages and tools (keys and values), without copying any."""
+    total, stack = 0, [list(chat.messages), chat.tools]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            total += len(item)
+        elif isinstance(item, Mapping):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+    return total
 
 
 def _loop_unseen(starts: Sequence[int | None]) -> bool:

@@ -4,7 +4,9 @@ A trajectory's size is the sum over turns of the tokens of each `value`, without
 (the reference tool's measure). The texts of a chunk are counted in one batch call, so that the
 Rust side can use every core and the GIL is released while it works. Who counts is the
 `--tokenizer-backend` (`count/backends.py`): Hugging Face `tokenizers`, or a faster exact
-backend checked against it (`count/exactness.py`).
+backend checked against it (`count/exactness.py`). A long text is counted in pieces cut where the
+count stays exact (`text_pieces`), whatever the backend, so memory stays bounded whatever its
+length.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 from trajectory_compressor.count.backends import REFERENCE, CountingBackend, Unsupported
 from trajectory_compressor.count.exactness import GuardResult, choose_counting
 from trajectory_compressor.count.tokenizer import TokenizerLoadError
+from trajectory_compressor.count.text_pieces import PreTokenCuts, count_in_pieces
 from trajectory_compressor.types import Turn
 
 
@@ -44,16 +47,24 @@ class TokenCounter:
         else:
             self.counting = backend
             self.guard = getattr(backend, "result", None) or GuardResult(backend.name, backend.name)
+        # The cuts are checked with the reference tokenizer's own ids, whoever counts.
+        # encode_batch_fast skips offset tracking (tokenizers >= 0.20); it is all we need.
+        self._encode_batch = getattr(self._backend, "encode_batch_fast", self._backend.encode_batch)
+        self.cuts = PreTokenCuts(self._backend, self._encode_batch)
 
     @property
     def name(self) -> str:
         return self._name or str(getattr(self.tokenizer, "name_or_path", "") or "tokenizer")
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
-        """Token counts of `texts`, in order, without special tokens."""
+        """Token counts of `texts`, in order, without special tokens.
+
+        Raises `text_pieces.UncountableTextError` for a text that cannot be counted exactly in
+        bounded memory.
+        """
         if not texts:
             return []
-        return self.counting.count_many(texts)
+        return count_in_pieces(texts, self.counting.count_many, self.cuts.spans)
 
     def count(self, text: str) -> int:
         """Token count of one text, without special tokens."""
@@ -85,6 +96,18 @@ class TokenCounter:
         """
         if max_tokens <= 0:
             return ""
+        if len(text) <= self.cuts.piece_chars:
+            return self._truncate_piece(text, max_tokens)
+        spent = 0  # only the piece the budget ends in is encoded with offsets
+        for start, end in self.cuts.spans(text):
+            tokens = self.counting.count_many([text[start:end]])[0]
+            if spent + tokens > max_tokens:
+                return text[:start] + self._truncate_piece(text[start:end], max_tokens - spent)
+            spent += tokens
+        return text
+
+    def _truncate_piece(self, text: str, max_tokens: int) -> str:
+        """`truncate` of a text counted whole (one piece)."""
         encoding = self._backend.encode(text, add_special_tokens=False)
         if len(encoding.ids) <= max_tokens:
             return text

@@ -31,6 +31,7 @@ dataset on one that does not parse):
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +42,9 @@ RESPONSE_OPEN, RESPONSE_CLOSE = "<tool_response>", "</tool_response>"
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 _CALL_KEYS = frozenset({"name", "arguments", "id"})
 _RESPONSE_KEYS = frozenset({"tool_call_id", "name", "content"})
+_JSON_OBJECT_START = re.compile(r"\s*\{")  # what `body.strip().startswith("{")` says, without copying a huge body
+_DECODER = json.JSONDecoder()  # json.loads' own settings
+_JSON_SPACE = re.compile(r"[ \t\n\r]*")  # the whitespace json.loads allows around a value
 
 
 @dataclass(frozen=True)
@@ -96,15 +100,15 @@ def split_assistant(value: str) -> AssistantParts:
 
 def split_tool(value: str) -> tuple[HermesResult, ...]:
     """The results of a tool value, one per ``<tool_response>`` block (see the module docstring)."""
-    blocks = _closed_blocks(value, RESPONSE_OPEN, RESPONSE_CLOSE, 0)
+    blocks = _block_spans(value, RESPONSE_OPEN, RESPONSE_CLOSE, 0)
     outside, position = [], 0
-    for block_start, block_end, _ in blocks:
+    for block_start, block_end, _, _ in blocks:
         outside.append(value[position:block_start])
         position = block_end
     outside.append(value[position:])
     if not blocks or any(piece.strip() for piece in outside):
         return (HermesResult(content=value),)
-    return tuple(_result(body) for _, _, body in blocks)
+    return tuple(_result(value, body_start, body_end) for _, _, body_start, body_end in blocks)
 
 
 def parse_json(text: str) -> Any:
@@ -165,12 +169,21 @@ def _reasoning_end(value: str) -> int:
 
 
 def _closed_blocks(text: str, open_tag: str, close_tag: str, start: int) -> list[tuple[int, int, str]]:
-    """(start, end, body) of each block from `start` on that is closed before the next one opens.
+    """(start, end, body) of each block from `start` on that is closed before the next one opens."""
+    return [
+        (begin, end, text[body_start:body_end])
+        for begin, end, body_start, body_end in _block_spans(text, open_tag, close_tag, start)
+    ]
+
+
+def _block_spans(text: str, open_tag: str, close_tag: str, start: int) -> list[tuple[int, int, int, int]]:
+    """(start, end, body start, body end) of each block from `start` on that is closed before the
+    next one opens.
 
     A block cut short (no closing tag before the next opening tag or the end) is not a block:
     its text stays where it is. Plain `find`: tool results can be tens of kilobytes long.
     """
-    found: list[tuple[int, int, str]] = []
+    found: list[tuple[int, int, int, int]] = []
     begin = text.find(open_tag, start)
     while begin >= 0:
         body_start = begin + len(open_tag)
@@ -181,13 +194,13 @@ def _closed_blocks(text: str, open_tag: str, close_tag: str, start: int) -> list
         if 0 <= following < close:
             begin = following
             continue
-        found.append((begin, close + len(close_tag), text[body_start:close]))
+        found.append((begin, close + len(close_tag), body_start, close))
         begin = text.find(open_tag, close + len(close_tag))
     return found
 
 
 def _call(body: str) -> HermesCall | None:
-    data = parse_json(body) if body.strip().startswith("{") else None
+    data = parse_json(body) if _JSON_OBJECT_START.match(body) else None
     if not isinstance(data, dict) or not set(data) <= _CALL_KEYS or not isinstance(data.get("name"), str):
         return None
     call_id = data.get("id")
@@ -205,14 +218,30 @@ def _call(body: str) -> HermesCall | None:
     return HermesCall(name=data["name"], arguments=text, call_id=call_id)
 
 
-def _result(body: str) -> HermesResult:
-    data = parse_json(body) if body.strip().startswith("{") else None
+def _result(text: str, start: int, end: int) -> HermesResult:
+    """The result whose block body is text[start:end]: decoded in place, so a huge body (a log of
+    tens of megabytes) is not copied before its JSON is read."""
+    data = _json_object_in(text, start, end)
     if isinstance(data, dict) and "content" in data and set(data) <= _RESPONSE_KEYS:
         name, call_id, content = data.get("name"), data.get("tool_call_id"), data["content"]
         if (name is None or isinstance(name, str)) and (call_id is None or isinstance(call_id, str)):
             text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
             return HermesResult(content=text, name=name, call_id=call_id)
-    return HermesResult(content=_drop_suffix(_drop_prefix(body, "\n"), "\n"))
+    return HermesResult(content=_drop_suffix(_drop_prefix(text[start:end], "\n"), "\n"))
+
+
+def _json_object_in(text: str, start: int, end: int) -> Any:
+    """What `parse_json(text[start:end])` gives when that text is a JSON object (whitespace around
+    it allowed), else None; read in place with `raw_decode`."""
+    opening = _JSON_SPACE.match(text, start, end)
+    if opening is None or not text.startswith("{", opening.end(), end):
+        return None
+    try:
+        value, stop = _DECODER.raw_decode(text, opening.end())
+    except (ValueError, RecursionError):
+        return None
+    trailing = _JSON_SPACE.match(text, stop, end) if stop <= end else None
+    return value if trailing is not None and trailing.end() == end else None
 
 
 def _drop_prefix(text: str, prefix: str) -> str:

@@ -13,6 +13,7 @@ from typing import Any
 
 from trajectory_compressor.count import TokenCounter
 from trajectory_compressor.count.chat_template import Chat, ChatTemplateCounter, ChatTemplateError
+from trajectory_compressor.count.text_pieces import UncountableTextError
 from trajectory_compressor.messages import quoted
 from trajectory_compressor.plan.apply import carries_notice
 from trajectory_compressor.plan.region import Plan, plan_region
@@ -135,16 +136,16 @@ def prepare_rows(
         valid, chats = _chats(valid, counter)
     while True:
         try:
-            if isinstance(counter, ChatTemplateCounter) and chats is not None:
-                all_counts = counter.count_chats(chats)
-            else:
-                all_counts = counter.count_conversations([row.turns or [] for row in valid])
+            all_counts = _count(valid, chats, counter)
             break
         except ChatTemplateError as exc:  # reject that row, count the others
             failed = valid.pop(exc.position)
             if chats is not None:
                 chats.pop(exc.position)
             failed.error, failed.turns = printable_text(str(exc)), None
+        except UncountableTextError:  # which rows: each counted alone, the others kept
+            valid, all_counts = _count_one_by_one(valid, chats, counter)
+            break
     summary = summary_tokens(counter, plan_config)
     for row, counts in zip(valid, all_counts, strict=True):
         row.token_counts = counts
@@ -163,6 +164,36 @@ def prepare_rows(
             skip_under_target=skip_under_target,
         )
     return prepared
+
+
+def _count(rows: list[PreparedRow], chats: list[Chat] | None, counter: TokenCounter) -> list[list[int]]:
+    """Per-turn counts of `rows` (of their `chats` with chat-template counts), in one batch."""
+    if isinstance(counter, ChatTemplateCounter) and chats is not None:
+        return counter.count_chats(chats)
+    return counter.count_conversations([row.turns or [] for row in rows])
+
+
+def _count_one_by_one(
+    rows: list[PreparedRow], chats: list[Chat] | None, counter: TokenCounter
+) -> tuple[list[PreparedRow], list[list[int]]]:
+    """The rows that can be counted and their counts; a row holding a text too large to count
+    exactly in bounded memory (`text_pieces`), or that its chat template refuses, is rejected
+    with the reason. Only reached when a chunk holds such a row: its cuts are found before any
+    text is tokenized, so the chunk's other rows are still tokenized once."""
+    counted: list[PreparedRow] = []
+    counts: list[list[int]] = []
+    for position, row in enumerate(rows):
+        try:
+            [row_counts] = _count([row], None if chats is None else [chats[position]], counter)
+        except UncountableTextError as exc:
+            row.error, row.turns = printable_text(f"too large to count: {exc}"), None
+            continue
+        except ChatTemplateError as exc:
+            row.error, row.turns = printable_text(str(exc)), None
+            continue
+        counted.append(row)
+        counts.append(row_counts)
+    return counted, counts
 
 
 def _chats(valid: list[PreparedRow], counter: ChatTemplateCounter) -> tuple[list[PreparedRow], list[Chat]]:

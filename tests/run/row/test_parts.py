@@ -19,10 +19,11 @@ from trajectory_compressor.run.row import RowFinisher
 from trajectory_compressor.run.row.measure import RowMeasure
 from trajectory_compressor.run.row.outcome import RowOutcome, new_metrics
 from trajectory_compressor.run.row.over_limit import truncate_row
-from trajectory_compressor.run.row.summary_step import Summarized, SummaryFailure, SummaryStep
+from trajectory_compressor.run.row.summary_step import Summarized, SummaryFailure, SummaryStep, region_request
 from trajectory_compressor.settings import PlanConfig, ReadConfig, RunConfig
 from trajectory_compressor.summarize.extractive import ExtractiveSummarizer
-from trajectory_compressor.types import SourceRecord, SummaryError, SummaryRequest, SummaryResult
+from trajectory_compressor.summarize.huge_turns import HUGE_TURN_CHARS
+from trajectory_compressor.types import SourceRecord, SummaryError, SummaryRequest, SummaryResult, Turn
 
 PLAN = PlanConfig(target_max_tokens=2500, summary_target_tokens=200)
 
@@ -136,3 +137,18 @@ def test_a_dry_run_is_the_plan_without_a_summary_and_writes_no_dataset_line(coun
     line = finished.metrics.to_dict()
     assert line["planned_tokens"] == row.plan.estimated_tokens == line["compressed_tokens"]
     assert line["was_compressed"] is False and "dropped" not in line and "truncated" not in line
+
+
+def test_a_summarizer_is_sent_a_huge_turn_by_its_head_and_tail() -> None:
+    """Before any prompt is built: the LLM's, the extractive digest's, the fidelity gate's."""
+    log = "\n".join(f"line {i:07d} ok" for i in range(200_000))  # 3.2 MB
+    task = "Please fix it. " + "context " * 300_000  # a huge first request, the prompt's <task>
+    turns = [Turn("system", "s"), Turn("human", task), Turn("gpt", "look"), Turn("tool", log), Turn("gpt", "done")]
+    row = PreparedRow(index=0, position=1, item=SourceRecord("mem.jsonl", 1, {}), turns=turns)
+    request = region_request(row, 2, 4, 200)
+    assert [turn.role for turn in request.turns] == ["gpt", "tool"]
+    assert request.turns[0] is turns[2], "a turn of ordinary size is sent as it is"
+    view = request.turns[1].value
+    assert len(view) <= HUGE_TURN_CHARS and view.startswith("line 0000000 ok\n") and view.endswith("line 0199999 ok")
+    assert "characters elided ...]" in view and "line 0100000 ok" not in view
+    assert len(request.task) <= HUGE_TURN_CHARS and request.task.startswith("Please fix it.")

@@ -22,6 +22,7 @@ from trajectory_compressor.run.prepare import PreparedRow
 from trajectory_compressor.run.row.fidelity_gate import FidelityGate, LowFidelityError
 from trajectory_compressor.run.row.measure import RewriteRefused, RowMeasure
 from trajectory_compressor.summarize.fidelity import row_text, salient_items, score_items
+from trajectory_compressor.summarize.huge_turns import elide_huge, elide_huge_turns
 from trajectory_compressor.summarize.tally import CURRENT_TALLY, CallTally
 from trajectory_compressor.types import (
     EndpointAuthError,
@@ -258,14 +259,16 @@ def region_request(
 
     A summary turn of an earlier compaction inside the region (a re-compressed dataset, or a
     Hermes run that compacted itself) is not a turn to condense with the others: it is the
-    summary to update, carried whole, so its lists survive.
+    summary to update, carried whole, so its lists survive. A huge turn is sent by its head and
+    tail (`huge_turns`), before any summarizer reads it.
     """
     source = row.turns if turns is None else turns
     assert source is not None
     region = source[start:end]
-    earlier = [body for turn in region if (body := earlier_summary(turn)) is not None]
-    kept = tuple(turn for turn in region if earlier_summary(turn) is None)
+    earlier = [elide_huge(body) for turn in region if (body := earlier_summary(turn)) is not None]
+    kept = tuple(elide_huge_turns([turn for turn in region if earlier_summary(turn) is None]))
     task = next((turn.value for turn in source[:start] if turn.role == "human" and earlier_summary(turn) is None), "")
+    task = elide_huge(task)
     previous = "\n\n".join(part for part in (previous, *earlier) if part)
     return SummaryRequest(
         turns=kept, budget_tokens=budget, label=row.label, task=task, previous_summary=previous, structured=structured

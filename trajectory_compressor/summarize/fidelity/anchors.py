@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trajectory_compressor.summarize.fidelity.score import occurs, shown_item, unique_tails
+from trajectory_compressor.summarize.huge_turns import elide_huge_turns
 from trajectory_compressor.types import Turn
 
 _MAX_MISSED = 10
@@ -142,12 +143,13 @@ def hidden_needed_anchors(turns: Sequence[Turn], hidden: Container[int]) -> tupl
 
     The rule of `needed_anchors`, read along the row: a hidden turn introduces its anchors; a
     kept turn makes its anchors visible, and a kept user or assistant turn needs those it uses
-    that a hidden turn before it introduced and no kept turn before it showed.
+    that a hidden turn before it introduced and no kept turn before it showed. A huge turn is
+    read by its head and tail (`huge_turns`).
     """
     introduced: dict[str, None] = {}
     visible: dict[str, None] = {}
     needed: dict[str, None] = {}
-    for index, turn in enumerate(turns):
+    for index, turn in enumerate(elide_huge_turns(turns)):
         anchors = anchors_in(_value(turn))
         if index in hidden:
             introduced.update(anchors)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from trajectory_compressor.summarize.fidelity.anchors import anchors_in, needed_anchors
 from trajectory_compressor.summarize.fidelity.score import occurs
+from trajectory_compressor.summarize.huge_turns import elide_huge_turns
 from trajectory_compressor.summarize.redact import redact_secrets
 from trajectory_compressor.types import Turn
 
@@ -45,7 +46,8 @@ class Probe:
 
 def probes_for(head: Sequence[Turn], region: Sequence[Turn], after: Sequence[Turn], limit: int) -> list[Probe]:
     """Up to `limit` questions about `region`, one per needed anchor, in the order the kept turns
-    `after` it use them."""
+    `after` it use them. A huge turn is read by its head and tail (`huge_turns`)."""
+    head, region, after = elide_huge_turns(head), elide_huge_turns(region), elide_huge_turns(after)
     probes: list[Probe] = []
     for anchor in needed_anchors(head, region, after):
         if len(probes) >= limit:

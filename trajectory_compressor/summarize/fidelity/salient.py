@@ -28,6 +28,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from trajectory_compressor.summarize.huge_turns import elide_huge_turns
 from trajectory_compressor.summarize.toolcalls import (
     analyze_output,
     files_in,
@@ -82,12 +83,13 @@ class SalientItems:
 
 
 def salient_items(turns: Sequence[Turn]) -> SalientItems:
-    """Everything a summary of `turns` should keep, by kind (see the module docstring)."""
+    """Everything a summary of `turns` should keep, by kind (see the module docstring); a huge
+    turn is read by its head and tail (`huge_turns`)."""
     tools: dict[str, None] = {}
     paths: dict[str, None] = {}
     errors: dict[str, None] = {}
     identifiers: dict[str, None] = {}
-    for turn in turns:
+    for turn in elide_huge_turns(turns):
         value = turn.value if isinstance(turn.value, str) else str(turn.value)
         if turn.role == "human":
             identifiers.update(dict.fromkeys(identifiers_in(value[:_SCAN_CHARS])))

@@ -31,6 +31,7 @@ from trajectory_compressor.summarize.fidelity.salient import (
     identifiers_in,
     salient_items,
 )
+from trajectory_compressor.summarize.huge_turns import elide_huge_turns
 from trajectory_compressor.summarize.redact import redact_secrets
 from trajectory_compressor.summarize.toolcalls import clip, files_in, parse_tool_responses
 from trajectory_compressor.types import Turn
@@ -140,6 +141,7 @@ class RowText:
     """
 
     def __init__(self, turns: Sequence[Turn]) -> None:
+        turns = elide_huge_turns(turns)  # a huge turn by its head and tail, as summarizers read it
         self._turns = turns
         self._raw = "\n".join(turn.value if isinstance(turn.value, str) else str(turn.value) for turn in turns)
         self._decoded: str | None = None
