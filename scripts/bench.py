@@ -392,7 +392,7 @@ def worker_analyze(path: Path, target: int, summary_target: int) -> dict[str, An
     tokenizer and backend load), as the report's `timings_seconds.total` is for `compress`."""
     from trajectory_compressor.api import counter_for
     from trajectory_compressor.commands.analyze import analyze_sources
-    from trajectory_compressor.read.sources import expand_inputs
+    from trajectory_compressor.read.expand import expand_inputs
     from trajectory_compressor.settings import PlanConfig, RunConfig
 
     config = RunConfig(plan=PlanConfig(target_max_tokens=target, summary_target_tokens=summary_target))

@@ -16,8 +16,8 @@ from typing import Any
 
 from trajectory_compressor.count.backends import REFERENCE, CountingBackend, Unsupported
 from trajectory_compressor.count.exactness import GuardResult, choose_counting
-from trajectory_compressor.count.tokenizer import TokenizerLoadError
 from trajectory_compressor.count.text_pieces import PreTokenCuts, count_in_pieces
+from trajectory_compressor.count.tokenizer import TokenizerLoadError
 from trajectory_compressor.types import Turn
 
 
