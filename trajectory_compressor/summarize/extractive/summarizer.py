@@ -19,8 +19,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from trajectory_compressor.count.counter import TokenCounter
+from trajectory_compressor.summarize.anchor_index import split_index
+from trajectory_compressor.summarize.anchor_rank import ranked_anchors
 from trajectory_compressor.summarize.extractive.digest import digest_region, unchanged
 from trajectory_compressor.summarize.extractive.render import Renderer
+from trajectory_compressor.summarize.extractive.values import WithValues
 from trajectory_compressor.summarize.redact import redact_secrets
 from trajectory_compressor.types import SUMMARY_PREFIX, SummaryError, SummaryRequest, SummaryResult, Turn
 
@@ -35,27 +38,31 @@ class ExtractiveSummarizer:
     name = "extractive"
     iterative = False  # cheap: a context window's summary digests the whole region again
 
-    def __init__(self, counter: TokenCounter, *, redact: bool = True) -> None:
+    def __init__(self, counter: TokenCounter, *, redact: bool = True, anchor_index: bool = True) -> None:
         self.counter = counter
         # Masks credentials in every piece of the region before it is digested (`--redact-secrets`):
         # before any cut, so that no clipped field can show part of a secret.
         self._redact = redact_secrets if redact else unchanged
+        self._anchor_index = anchor_index  # end with the region's exact values (`--anchor-index`)
         self._prefix = SUMMARY_PREFIX + " "
         self._prefix_tokens = counter.count(self._prefix)
         self._summaries = 0
         self._truncated = 0
 
-    def summarize_text(self, turns: Sequence[Turn], budget_tokens: int) -> str:
+    def summarize_text(self, turns: Sequence[Turn], budget_tokens: int, *, task: str = "") -> str:
         """The summary body for `turns` such that prefix + " " + body holds at most `budget_tokens`.
 
         Returns "" only when the budget cannot hold the prefix and a word; the caller decides
-        what that means (`summarize` raises).
+        what that means (`summarize` raises). `task` is the context the summary does not
+        replace (its values are not listed again).
         """
-        return self._fit(turns, budget_tokens)[0]
+        return self._fit(turns, budget_tokens, task=task)[0]
 
-    def _fit(self, turns: Sequence[Turn], budget_tokens: int, earlier: str = "") -> tuple[str, int | None]:
+    def _fit(
+        self, turns: Sequence[Turn], budget_tokens: int, earlier: str = "", task: str = ""
+    ) -> tuple[str, int | None]:
         """The body and, when it was measured, the tokens of prefix + " " + body."""
-        renderer = Renderer(digest_region(turns, self._redact, earlier))
+        renderer = self._renderer(turns, earlier, task)
         available = budget_tokens - self._prefix_tokens
         if available <= 0:
             return "", None
@@ -89,9 +96,18 @@ class ExtractiveSummarizer:
             return best, None
         return best, best_tokens
 
+    def _renderer(self, turns: Sequence[Turn], earlier: str, task: str) -> Renderer | WithValues:
+        """The digest's renderer; with the anchor index, one that ends with the region's values
+        (an earlier summary's index is not repeated as text: its values join the ranking)."""
+        if not self._anchor_index:
+            return Renderer(digest_region(turns, self._redact, earlier))
+        earlier, kept = split_index(earlier)
+        anchors = ranked_anchors(turns, known=task, earlier=kept, redact=self._redact)
+        return WithValues(Renderer(digest_region(turns, self._redact, earlier)), anchors)
+
     async def summarize(self, request: SummaryRequest) -> SummaryResult:
         """Summarize `request.turns`; raises SummaryError when the budget cannot hold any summary."""
-        body, tokens = self._fit(request.turns, request.budget_tokens, request.previous_summary)
+        body, tokens = self._fit(request.turns, request.budget_tokens, request.previous_summary, request.task)
         if not body:
             where = f" ({request.label})" if request.label else ""
             raise SummaryError(f"budget of {request.budget_tokens} tokens is too small for any summary{where}", calls=0)

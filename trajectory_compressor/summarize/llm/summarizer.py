@@ -20,6 +20,7 @@ from typing import Any
 from trajectory_compressor.count.counter import TokenCounter
 from trajectory_compressor.messages import quoted
 from trajectory_compressor.settings import ConfigError, LLMConfig
+from trajectory_compressor.summarize.anchor_index import IndexPlan, indexed_request
 from trajectory_compressor.summarize.llm.batch_file import ResponsesLoaded, read_batch_output
 from trajectory_compressor.summarize.llm.cache import CachedSummary, SummaryCache
 from trajectory_compressor.summarize.llm.client import ChatClient, Completion, Reply
@@ -54,7 +55,8 @@ class LLMSummarizer:
     Safe to call `summarize` concurrently from many tasks of one event loop: the client caps
     requests in flight at `config.max_concurrency`. Raises `SummaryError` when a summary
     cannot be had (fatal status, retries exhausted) and `EndpointAuthError` on 401/403, after
-    which every call raises it without sending. `counter` refines the `tpm` estimate.
+    which every call raises it without sending. `counter` refines the `tpm` estimate and sizes
+    the anchor index (`--anchor-index`; without a counter, no index).
     Retries, backoff and the prompt's size come from `config`; `retry_after_cap` is for tests.
     `cache` replaces the configured one (any object with `SummaryCache`'s get/put/close), `gate`
     shares the request limits with other processes (see `ratelimit.RequestGate`).
@@ -111,6 +113,9 @@ class LLMSummarizer:
         A cache hit returns `cache_hit=True` with no tokens spent in this run, and the calls and
         errors the summary took when it was made (so metrics lines do not change on a re-run).
         """
+        # The anchor index (`--anchor-index`): the model is asked for the budget it leaves, and
+        # the index is added to its text here, on a cache hit or a fresh answer alike.
+        request, index = self._indexed(request)
         chat = chat_request(self.config, request)
         messages, max_tokens, key = chat.messages, chat.max_tokens, chat.key
         cached = await self._cache_call(_cache_get, key)
@@ -119,7 +124,7 @@ class LLMSummarizer:
             # Calls and errors are those it took when made: a row's metrics are the same
             # whether its summary came from the endpoint or, on a re-run, from the cache.
             return SummaryResult(
-                text=cached.text,
+                text=self._finished(cached.text, index),
                 summarizer=self.name,
                 cache_hit=True,
                 calls=cached.calls,
@@ -142,7 +147,7 @@ class LLMSummarizer:
         )
         await self._cache_call(partial(_cache_put, model=str(self.config.model)), key, stored)
         return SummaryResult(
-            text=completion.text,
+            text=self._finished(completion.text, index),
             summarizer=self.name,
             calls=completion.calls,
             errors=completion.errors,
@@ -151,6 +156,15 @@ class LLMSummarizer:
             prompt_tokens=completion.prompt_tokens,
             completion_tokens=completion.completion_tokens,
         )
+
+    def _indexed(self, request: SummaryRequest) -> tuple[SummaryRequest, IndexPlan | None]:
+        if self.counter is None:
+            return request, None
+        enabled, redact = self.config.anchor_index, self.config.redact_secrets
+        return indexed_request(request, self.counter.count, enabled=enabled, redact=redact)
+
+    def _finished(self, text: str, index: IndexPlan | None) -> str:
+        return text if index is None or self.counter is None else index.finish(text, self.counter.count)
 
     async def _complete_shrinking(
         self, request: SummaryRequest, messages: list[dict[str, str]], max_tokens: int
