@@ -160,3 +160,18 @@ def test_the_budget_is_never_exceeded(counter: TokenCounter, steps: list[list[st
         assert counter.count(SUMMARY_PREFIX + " " + body) <= budget
     else:
         assert budget < 20  # only a budget that cannot hold the prefix and a word gives nothing
+
+
+def test_every_file_the_region_touched_stays_listed_beside_the_values(counter: TokenCounter) -> None:
+    """The digest is shorter with the index, but keeps its file list (`MIN_FILES`): what path
+    recall measures, and what the next turns act on, a few tokens each by its short name."""
+    region: list[Turn] = []
+    for i in range(35):
+        region += [
+            gpt(f"Reading {i}.", ("bash", {"command": f"cat src/pkg_{i}/module_{i}.py"})),
+            tool("bash", "\n".join(f"value_{i}_{j} = {1000 + j}" for j in range(60))),
+        ]
+    body = ExtractiveSummarizer(counter).summarize_text(region, 750)
+    files_line = next(line for line in body.splitlines() if line.startswith("Files touched:"))
+    assert all(f"module_{i}.py" in files_line for i in range(35)) and "more" not in files_line
+    assert split_index(body)[1]  # and the values still have their share

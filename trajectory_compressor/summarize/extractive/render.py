@@ -86,8 +86,12 @@ _COMPACT_LEVELS = (
 class Renderer:
     """Renders one digest at any level of detail, caching the per-level action lines."""
 
-    def __init__(self, digest: Digest) -> None:
+    def __init__(self, digest: Digest, *, min_files: int = 0) -> None:
         self.digest = digest
+        # Files listed at every detailed level, however lean (the compact ones keep their own
+        # few): with the values index the digest is shorter, and the files the region touched are
+        # what the next turns act on, each a few tokens by its short name.
+        self.min_files = min_files
         self._lines: dict[int, list[str]] = {}
 
     def richest(self) -> str:
@@ -118,7 +122,7 @@ class Renderer:
             head.extend(f"- {clip(text, detail.request_chars)}" for text in _pick_requests(d.requests, detail))
         tail = []
         if d.files:
-            tail.append("Files touched: " + _files_text(d.files, detail.files))
+            tail.append("Files touched: " + _files_text(d.files, max(detail.files, self.min_files)))
         if d.errors or d.earlier_errors:
             tail.append("Errors:")
             if d.earlier_errors:

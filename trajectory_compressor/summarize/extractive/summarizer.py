@@ -23,7 +23,7 @@ from trajectory_compressor.summarize.anchor_index import split_index
 from trajectory_compressor.summarize.anchor_rank import ranked_anchors
 from trajectory_compressor.summarize.extractive.digest import digest_region, unchanged
 from trajectory_compressor.summarize.extractive.render import Renderer
-from trajectory_compressor.summarize.extractive.values import WithValues
+from trajectory_compressor.summarize.extractive.values import MIN_FILES, WithValues
 from trajectory_compressor.summarize.redact import redact_secrets
 from trajectory_compressor.types import SUMMARY_PREFIX, SummaryError, SummaryRequest, SummaryResult, Turn
 
@@ -103,7 +103,7 @@ class ExtractiveSummarizer:
             return Renderer(digest_region(turns, self._redact, earlier))
         earlier, kept = split_index(earlier)
         anchors = ranked_anchors(turns, known=task, earlier=kept, redact=self._redact)
-        return WithValues(Renderer(digest_region(turns, self._redact, earlier)), anchors)
+        return WithValues(Renderer(digest_region(turns, self._redact, earlier), min_files=MIN_FILES), anchors)
 
     async def summarize(self, request: SummaryRequest) -> SummaryResult:
         """Summarize `request.turns`; raises SummaryError when the budget cannot hold any summary."""

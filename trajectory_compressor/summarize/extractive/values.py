@@ -20,6 +20,7 @@ from trajectory_compressor.summarize.fidelity.score import occurs
 # Chosen on the tune half of the shared real runs (`scripts/extractive_fidelity.py`): less
 # starves item recall (files, errors), more starves the values the next turns use.
 DIGEST_SHARE = 0.5
+MIN_FILES = 40  # the digest's file list keeps this many at every detailed level (`Renderer`)
 
 
 class WithValues:
