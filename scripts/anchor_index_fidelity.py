@@ -51,7 +51,8 @@ def fake_endpoint() -> Iterator[str]:
 
 
 def llm_config(args: argparse.Namespace, base_url: str, target: int, *, anchor_index: bool) -> RunConfig:
-    config = with_values(RunConfig(), "run", summarizer="llm", quiet=True, on_summary_failure="keep")
+    run = {"summarizer": "llm", "quiet": True, "on_summary_failure": "keep", "row_timeout": args.request_timeout * 4}
+    config = with_values(RunConfig(), "run", **run)
     config = with_values(config, "plan", target_max_tokens=target, summary_target_tokens=args.budget)
     llm: dict[str, Any] = {
         "base_url": base_url,
@@ -78,7 +79,7 @@ def main() -> int:
     parser.add_argument("--model", default="m")
     parser.add_argument("--extra-body", help="JSON merged into every request")
     parser.add_argument("--max-prompt-chars", type=int)
-    parser.add_argument("--request-timeout", type=float, default=600.0)
+    parser.add_argument("--request-timeout", type=float, default=900.0, help="a busy CPU server is slow")
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--targets", default="8000", help="comma-separated")
     parser.add_argument("--budget", type=int, default=750)

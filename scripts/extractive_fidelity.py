@@ -34,6 +34,7 @@ from trajectory_compressor.commands.eval_figures import fidelity_figures, future
 from trajectory_compressor.commands.eval_rows import ScoredRow
 from trajectory_compressor.commands.evaluate import score_output
 from trajectory_compressor.count import TokenCounter
+from trajectory_compressor.exit_codes import FINISHED
 from trajectory_compressor.read.sources import expand_inputs
 from trajectory_compressor.settings import RunConfig, with_values
 
@@ -56,7 +57,9 @@ def scored_rows(files: Sequence[Path], config: RunConfig, counter: TokenCounter)
     with tempfile.TemporaryDirectory() as tmp:
         for file in files:
             output = Path(tmp) / file.name
-            compress([str(file)], str(output), config, counter=counter)
+            for result in compress([str(file)], str(output), config, counter=counter):
+                if result.exit_code not in FINISHED:  # nothing to score: say why, never a figure
+                    raise SystemExit(f"error: compressing {file} stopped: {result.message or result.exit_code}")
             rows.extend(score_output(output, expand_inputs([str(file)]), config).scored)
     return rows
 

@@ -49,6 +49,9 @@ def _ticket_rows(count: int) -> list[dict[str, Any]]:
         turns = row["conversations"]
         for n, turn in enumerate(t for t in turns if t["from"] == "tool"):
             turn["value"] = turn["value"].replace("exit code: 0", f"exit code: 0, ticket TK{n}X{n * 7}")
+        for n, turn in enumerate(t for t in turns if t["from"] == "gpt" and "run the test." in t["value"]):
+            if n:
+                turn["value"] = turn["value"].replace("run the test.", f"noted ticket TK{n - 1}X{(n - 1) * 7}.")
         turns[-1]["value"] += " Tickets TK1X7 and TK2X14 are closed."
         rows.append(row)
     return rows
@@ -73,6 +76,20 @@ def test_extractive_fidelity_whose_kept_turns_needed_nothing_exits_non_zero(tmp_
     done = _script("extractive_fidelity.py", "--data", str(tmp_path), "--targets", "2500", "--budget", "300")
     assert done.returncode == 1, done.stdout + done.stderr
     assert "no kept turn needed any anchor" in done.stderr
+
+
+def test_anchor_index_fidelity_compares_llm_summaries_with_and_without_the_index(tmp_path: Path) -> None:
+    write_jsonl(tmp_path / "runs.jsonl", _ticket_rows(4))
+    args = ("--fake", "--data", str(tmp_path), "--targets", "2500", "--budget", "300")
+    done = _script("anchor_index_fidelity.py", *args, "--json")
+    assert done.returncode == 0, done.stderr
+    figures = json.loads(done.stdout)
+    with_index, without = figures["with_index"]["2500"]["all"], figures["without_index"]["2500"]["all"]
+    assert with_index["items"]["scored"] == without["items"]["scored"] == 4
+    assert with_index["future"]["anchors"] == without["future"]["anchors"] > 0
+    assert with_index["future"]["kept"] > without["future"]["kept"] == 0  # the fake's summaries name no value
+    missing = _script("anchor_index_fidelity.py", "--fake", "--data", str(tmp_path / "nowhere"))
+    assert missing.returncode == 1 and "nothing measured" in missing.stderr
 
 
 def test_run_batch_file_whose_every_request_failed_exits_non_zero(tmp_path: Path) -> None:
