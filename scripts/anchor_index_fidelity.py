@@ -11,7 +11,8 @@ future-grounded fidelity of each, and the item recall beside it. `--fake` starts
 fake endpoint (`tests/fake_openai_server.py`, whose summaries name no value of the region: what
 the index alone brings); `--base-url` takes any endpoint, such as the local llama.cpp model of
 `scripts/local_llm.sh` (a 270M model: its summaries are not a quality measure, the index is).
-`--limit N` takes the first N rows of each file. Exits 1 when it measured nothing.
+`--limit N` takes the first N rows of each file; `--windows` scores every window (each later
+window's summary the update of the one before). Exits 1 when it measured nothing.
 """
 
 from __future__ import annotations
@@ -53,7 +54,8 @@ def fake_endpoint() -> Iterator[str]:
 def llm_config(args: argparse.Namespace, base_url: str, target: int, *, anchor_index: bool) -> RunConfig:
     run = {"summarizer": "llm", "quiet": True, "on_summary_failure": "keep", "row_timeout": args.request_timeout * 4}
     config = with_values(RunConfig(), "run", **run)
-    config = with_values(config, "plan", target_max_tokens=target, summary_target_tokens=args.budget)
+    plan = {"target_max_tokens": target, "summary_target_tokens": args.budget, "windows": args.windows}
+    config = with_values(config, "plan", **plan)
     llm: dict[str, Any] = {
         "base_url": base_url,
         "model": args.model,
@@ -84,6 +86,7 @@ def main() -> int:
     parser.add_argument("--targets", default="8000", help="comma-separated")
     parser.add_argument("--budget", type=int, default=750)
     parser.add_argument("--limit", type=int, help="the first N rows of each file")
+    parser.add_argument("--windows", action="store_true", help="--windows: score every window")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     if bool(args.fake) == bool(args.base_url):

@@ -12,6 +12,7 @@ from trajectory_compressor.count import TokenCounter, load_tokenizer
 from trajectory_compressor.summarize.anchor_index import (
     INDEX_LABEL,
     INDEX_SHARE,
+    earlier_anchors,
     fit_index,
     index_line,
     indexed_request,
@@ -112,3 +113,10 @@ def test_values_the_task_shows_are_not_listed(counter: TokenCounter) -> None:
     request = SummaryRequest(turns=region(3), budget_tokens=300, task="I am mia_li_3668.")
     _, index = indexed_request(request, counter.count, enabled=True, redact=True)
     assert index is not None and "mia_li_3668" not in index.anchors
+
+
+def test_an_earlier_summary_carries_its_indexs_values_first_then_its_texts() -> None:
+    summary = "Refund for QX7RT2 failed with KeyError in ledger.py.\n\n" + index_line(["OLD123", "gift_card_1111"])
+    assert earlier_anchors(summary) == ("OLD123", "gift_card_1111", "QX7RT2", "KeyError", "ledger.py")
+    assert earlier_anchors("Refund for QX7RT2.") == ("QX7RT2",)  # a summary from before the index
+    assert earlier_anchors("") == ()

@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from trajectory_compressor.summarize.anchor_rank import ranked_anchors, unchanged
+from trajectory_compressor.summarize.fidelity.anchors import anchors_in
 from trajectory_compressor.summarize.fidelity.score import occurs
 from trajectory_compressor.summarize.redact import redact_secrets
 from trajectory_compressor.types import SummaryRequest
@@ -94,10 +95,19 @@ class IndexPlan:
         return f"{text}{_SEPARATOR}{line}" if line and text else text
 
 
+def earlier_anchors(summary: str, redact: Callable[[str], str] = unchanged) -> tuple[str, ...]:
+    """The anchors an earlier summary holds, its index's first (in their ranked order), then its
+    text's: what a summary that updates it carries on."""
+    if not summary.strip():
+        return ()
+    body, listed = split_index(redact(summary))
+    return tuple(dict.fromkeys([*listed, *anchors_in(body)]))
+
+
 def plan_index(request: SummaryRequest, count: Count, *, redact: Callable[[str], str] = unchanged) -> IndexPlan | None:
     """The index of `request`'s region within `INDEX_SHARE` of its budget, or None when the region
     has no anchor to list (the request is then asked as it is)."""
-    earlier = split_index(redact(request.previous_summary))[1] if request.previous_summary else ()
+    earlier = earlier_anchors(request.previous_summary, redact)
     anchors = ranked_anchors(request.turns, known=request.task, earlier=earlier, redact=redact)
     line = fit_index(anchors, int(request.budget_tokens * INDEX_SHARE), count)
     if not line:

@@ -46,8 +46,9 @@ from trajectory_compressor.types import Turn
 HALF_LIFE_TURNS = 16
 RECENCY_WEIGHT = 3.0
 REUSE_WEIGHT = 1.5
-# By where an anchor was seen (once is enough): the assistant's words and calls, the user's words.
-SOURCE_WEIGHTS = {"said": 1.0, "call": 1.5, "user": 1.0, "result": -0.5, "earlier": 0.0}
+# By where an anchor was seen (once is enough): the assistant's words and calls, the user's words,
+# and an earlier summary (what an earlier compaction already chose to keep).
+SOURCE_WEIGHTS = {"said": 1.0, "call": 1.5, "user": 1.0, "result": -0.5, "earlier": 1.5}
 KIND_WEIGHTS = {"id": 0.5, "name": 0.5, "path": 0.5, "number": 0.0, "url": 0.0}
 BOILERPLATE_TURNS = 3  # a result line repeated verbatim in this many tool results is boilerplate
 _OPAQUE_CHARS = 16

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from trajectory_compressor.count.counter import TokenCounter
-from trajectory_compressor.summarize.anchor_index import split_index
+from trajectory_compressor.summarize.anchor_index import earlier_anchors, split_index
 from trajectory_compressor.summarize.anchor_rank import ranked_anchors
 from trajectory_compressor.summarize.extractive.digest import digest_region, unchanged
 from trajectory_compressor.summarize.extractive.render import Renderer
@@ -101,8 +101,8 @@ class ExtractiveSummarizer:
         (an earlier summary's index is not repeated as text: its values join the ranking)."""
         if not self._anchor_index:
             return Renderer(digest_region(turns, self._redact, earlier))
-        earlier, kept = split_index(earlier)
-        anchors = ranked_anchors(turns, known=task, earlier=kept, redact=self._redact)
+        anchors = ranked_anchors(turns, known=task, earlier=earlier_anchors(earlier, self._redact), redact=self._redact)
+        earlier = split_index(earlier)[0]
         return WithValues(Renderer(digest_region(turns, self._redact, earlier), min_files=MIN_FILES), anchors)
 
     async def summarize(self, request: SummaryRequest) -> SummaryResult:
