@@ -19,8 +19,10 @@ Pure: the token counts come from the `count` function passed in.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from itertools import accumulate
 
 from trajectory_compressor.summarize.anchor_rank import ranked_anchors, unchanged
 from trajectory_compressor.summarize.fidelity.anchors import anchors_in
@@ -31,6 +33,9 @@ from trajectory_compressor.types import SummaryRequest
 INDEX_LABEL = "Exact values:"
 INDEX_SHARE = 0.35  # of an LLM summary's budget, at most
 _SEPARATOR = "\n\n"
+_FIRST_CHARS_PER_TOKEN = 3.0  # ids, paths and names; corrected from the first count
+_MAX_COUNTS = 5
+_GOOD_FILL = 0.96
 
 Count = Callable[[str], int]
 
@@ -56,19 +61,34 @@ def split_index(summary: str) -> tuple[str, tuple[str, ...]]:
 
 def fit_index(anchors: Sequence[str], max_tokens: int, count: Count, *, stated: str = "") -> str:
     """The index line of the most anchors, in ranked order, whose tokens (with the separator
-    before it) are at most `max_tokens`, leaving out those `stated` already holds."""
+    before it) are at most `max_tokens`, leaving out those `stated` already holds.
+
+    A few tokenizer calls, whatever the number of anchors: the line's length in characters is
+    aimed at with a chars-per-token ratio measured on the line itself, then corrected; only a
+    line that was counted within the budget is returned (its fill is within a few per cent)."""
     shown = [anchor for anchor in anchors if not (stated and occurs(anchor, stated))]
-    low, high = 0, len(shown)
-    if high and count(_SEPARATOR + index_line(shown)) <= max_tokens:
-        return index_line(shown)
-    high -= 1
-    while low < high:  # the most anchors that fit: tokens grow with each anchor added
-        middle = (low + high + 1) // 2
-        if count(_SEPARATOR + index_line(shown[:middle])) <= max_tokens:
-            low = middle
+    if not shown or max_tokens <= 0:
+        return ""
+    ends = list(accumulate(len(anchor) + 1 for anchor in shown))  # chars each prefix adds to the label
+    best, tried = 0, set()
+    ratio = _FIRST_CHARS_PER_TOKEN
+    for _ in range(_MAX_COUNTS):
+        k = bisect_right(ends, max_tokens * ratio - len(_SEPARATOR + INDEX_LABEL))
+        if k in tried or k <= best:
+            k = best + 1 if best + 1 not in tried and best < len(shown) else k
+        if k in tried or k == 0 or k > len(shown):
+            break
+        tried.add(k)
+        line = index_line(shown[:k])
+        tokens = count(_SEPARATOR + line)
+        if tokens <= max_tokens:
+            best = k
+            if k == len(shown) or tokens >= _GOOD_FILL * max_tokens:
+                break
+            ratio = max(ratio, len(_SEPARATOR + line) / tokens * 0.99)
         else:
-            high = middle - 1
-    return index_line(shown[:low])
+            ratio = min(ratio, len(_SEPARATOR + line) / tokens * 0.97)
+    return index_line(shown[:best])
 
 
 @dataclass(frozen=True)

@@ -94,13 +94,15 @@ def ranked_anchors(
             entry = seen[anchor] = _Seen(first=len(seen), last=-1, outside_boilerplate=True)
             entry.sources.add("earlier")
     for position, source, text in pieces:
-        for line in text.split("\n") if source == "result" else (text,):
-            plain = source != "result" or line.strip() not in boilerplate
-            for anchor in anchors_in(line):
-                if anchor in left_out or _opaque(anchor):
-                    continue
+        for part, plain in _parts(text, boilerplate if source == "result" else frozenset()):
+            for anchor in anchors_in(part):
                 entry = seen.get(anchor)
                 if entry is None:
+                    if anchor in left_out:
+                        continue
+                    if _opaque(anchor):
+                        left_out.add(anchor)  # judged once
+                        continue
                     entry = seen[anchor] = _Seen(first=len(seen))
                 entry.turns.add(position)
                 entry.sources.add(source)
@@ -153,6 +155,21 @@ def _argument_texts(arguments: dict[str, Any] | str) -> Iterator[str]:
         yield value if isinstance(value, str) else str(value)
 
 
+def _parts(text: str, boilerplate: frozenset[str]) -> Iterator[tuple[str, bool]]:
+    """`text` as (its lines outside `boilerplate`, True) and (its boilerplate lines, False): two
+    scans at most, not one per line."""
+    if not boilerplate:
+        yield text, True
+        return
+    lines = text.split("\n")
+    repeated = [line for line in lines if line.strip() in boilerplate]
+    if not repeated:
+        yield text, True
+        return
+    yield "\n".join(line for line in lines if line.strip() not in boilerplate), True
+    yield "\n".join(repeated), False
+
+
 def _boilerplate_lines(pieces: list[tuple[int, str, str]]) -> frozenset[str]:
     """Lines of tool results that recur verbatim in `BOILERPLATE_TURNS` results or more."""
     counts: Counter[str] = Counter()
@@ -167,6 +184,8 @@ def _opaque(anchor: str) -> bool:
     `_OPAQUE_CHARS` letters and digits that switch between upper case, lower case and digits every
     two characters or so (names switch every four or more: `RemovedInDjango40Warning`), and not a
     hex hash (`9f3c2ab71d`, `0x7f23b2e35940`: kept, later turns do quote those)."""
+    if len(anchor) < _OPAQUE_CHARS:
+        return False
     letters = "".join(c for c in anchor if c.isalnum())
     if len(letters) < _OPAQUE_CHARS or all(c in _HEX for c in letters.removeprefix("0x")):
         return False
