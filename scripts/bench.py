@@ -411,7 +411,8 @@ def worker_prompts(path: Path, target: int, summary_target: int) -> dict[str, An
     """(4b) Event-loop CPU per summarized row on realistic regions: building the LLM prompt.
 
     The llm run of stage 4 uses small rows (so the tokenizer does not hide the pipe); this times
-    what it cannot show: `build_messages` (transcript, elision, secret redaction) on the regions
+    what it cannot show: the anchor index (`indexed_request`: ranking the region's anchors, fitting
+    the line) and `build_messages` (transcript, elision, secret redaction) on the regions
     the planner picks in the main input, with the settings the LLM summarizer uses. It runs on
     the event loop for every summarized row, so 1 / its mean bounds the requests per second.
     """
@@ -421,6 +422,7 @@ def worker_prompts(path: Path, target: int, summary_target: int) -> dict[str, An
     from trajectory_compressor.plan.region import plan_region
     from trajectory_compressor.read.formats import detect_format, to_turns
     from trajectory_compressor.settings import LLMConfig, PlanConfig
+    from trajectory_compressor.summarize.anchor_index import indexed_request
     from trajectory_compressor.summarize.fidelity import score_summary
     from trajectory_compressor.summarize.llm.prompt import build_messages
     from trajectory_compressor.types import SummaryRequest
@@ -444,16 +446,19 @@ def worker_prompts(path: Path, target: int, summary_target: int) -> dict[str, An
                     SummaryRequest(turns=tuple(turns[region.start : region.end]), budget_tokens=summary_target)
                 )
                 rows.append(turns)
-    seconds, chars = [], 0
+    seconds, index_seconds, chars = [], [], 0
     for request in requests:
         started = time.perf_counter()
+        asked, _ = indexed_request(request, counter.count, enabled=llm.anchor_index, redact=llm.redact_secrets)
+        indexed = time.perf_counter()
         messages = build_messages(
-            request,
+            asked,
             redact=llm.redact_secrets,
             max_turn_chars=min(8000, llm.max_prompt_chars // 4),
             max_prompt_chars=llm.max_prompt_chars,
         )
         seconds.append(time.perf_counter() - started)
+        index_seconds.append(indexed - started)
         chars += sum(len(message["content"]) for message in messages)
     if not seconds:
         return {"regions": 0}
@@ -472,6 +477,7 @@ def worker_prompts(path: Path, target: int, summary_target: int) -> dict[str, An
         "regions": len(seconds),
         "mean_ms": 1000 * statistics.mean(seconds),
         "p90_ms": 1000 * sorted(seconds)[int(0.9 * len(seconds))],
+        "index_mean_ms": 1000 * statistics.mean(index_seconds),
         "prompt_chars_mean": chars / len(seconds),
     }
 
@@ -778,6 +784,7 @@ def stage_llm(args: argparse.Namespace, workdir: Path, figures: Figures, main_da
         )
         figures.add("prompt_mean_ms", prompts.get("mean_ms"))
         figures.add("prompt_p90_ms", prompts.get("p90_ms"))
+        figures.add("index_mean_ms", prompts.get("index_mean_ms"))
         figures.add("fidelity_mean_ms", prompts.get("fidelity_mean_ms"))
         figures.add("fidelity_s", prompts.get("fidelity_seconds"))
         figures.add("fidelity_count_s", prompts.get("count_seconds"))
@@ -992,6 +999,7 @@ def evaluate(args: argparse.Namespace, figures: Figures) -> list[tuple[str, str,
                 )
             )
             row("    per summarized row: mean / p90, ms", f"{m('prompt_mean_ms'):.2f} / {m('prompt_p90_ms'):.2f}")
+            row("    ... of which the anchor index, mean ms", m("index_mean_ms"), "{:.2f}")
             ceiling = 1000 / m("prompt_mean_ms")
             row(
                 "    event-loop ceiling from prompts alone, rows/s",

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, SAMPLE, read_jsonl, run_cli, write_jsonl
+from trajectory_compressor.summarize.anchor_index import split_index
 
 # The first run on a machine builds llama.cpp (about 6 minutes on two cores, more under load).
 pytestmark = [pytest.mark.local_llm, pytest.mark.timeout(2700)]
@@ -28,10 +29,11 @@ pytestmark = [pytest.mark.local_llm, pytest.mark.timeout(2700)]
 SCRIPT = REPO / "scripts" / "local_llm.sh"
 # Settings that make this base model end with finish_reason "stop" and a non-empty reply:
 # stop sequences for its ChatML fallback, and a llama.cpp grammar that forbids an empty or
-# "<"-first reply and caps it at 391 characters (below max_tokens = 2 x the 200-token budget).
+# "<"-first reply and caps it at 251 characters: the anchor index keeps up to 35% of the
+# 200-token budget, so the model is asked for about 130 tokens (max_tokens twice that).
 EXTRA_BODY = {
     "stop": ["\n\n", "<|im_end|>", "<|im_start|>", "<end_of_turn>"],
-    "grammar": "root ::= [^ \\t\\n\\r<] .{0,390}",
+    "grammar": "root ::= [^ \\t\\n\\r<] .{0,250}",
     "seed": 0,
 }
 
@@ -76,6 +78,8 @@ def test_compress_with_a_real_local_model(tmp_path: Path, local_llm_url: str) ->
         assert 0 < m["summary_tokens"] <= 200
         summary = outputs[m["index"]]["conversations"][m["compression_region"]["start_idx"]]["value"]
         assert summary.startswith("[CONTEXT SUMMARY]: ") and len(summary) > len("[CONTEXT SUMMARY]: ")
+        body, index = split_index(summary)
+        assert index and len(body) > len("[CONTEXT SUMMARY]: ")  # the model's text, then the anchor index
     endpoint = json.loads((out.parent / "x.report.json").read_text())["summaries"]["endpoint"]
     assert endpoint["successes"] == len(compressed)
     assert endpoint["prompt_tokens"] > 0 and endpoint["completion_tokens"] > 0

@@ -41,6 +41,57 @@ def test_extractive_fidelity_that_scored_no_row_exits_non_zero(tmp_path: Path) -
     assert "no row was compressed" in done.stderr
 
 
+def _ticket_rows(count: int) -> list[dict[str, Any]]:
+    """Rows whose results each name a ticket the next step notes down, the last answer quoting two."""
+    rows = []
+    for i in range(count):
+        row = make_trajectory(i, steps=10, output_lines=30)
+        turns = row["conversations"]
+        for n, turn in enumerate(t for t in turns if t["from"] == "tool"):
+            turn["value"] = turn["value"].replace("exit code: 0", f"exit code: 0, ticket TK{n}X{n * 7}")
+        for n, turn in enumerate(t for t in turns if t["from"] == "gpt" and "run the test." in t["value"]):
+            if n:
+                turn["value"] = turn["value"].replace("run the test.", f"noted ticket TK{n - 1}X{(n - 1) * 7}.")
+        turns[-1]["value"] += " Tickets TK1X7 and TK2X14 are closed."
+        rows.append(row)
+    return rows
+
+
+def test_extractive_fidelity_prints_the_future_grounded_figure_per_split_and_file(tmp_path: Path) -> None:
+    write_jsonl(tmp_path / "runs.jsonl", _ticket_rows(6))
+    done = _script("extractive_fidelity.py", "--data", str(tmp_path), "--targets", "2500", "--budget", "300", "--json")
+    assert done.returncode == 0, done.stderr
+    figures = json.loads(done.stdout)["2500"]
+    assert set(figures) == {"tune", "held_out", "all"}
+    assert figures["tune"]["items"]["scored"] + figures["held_out"]["items"]["scored"] == 6
+    pooled = figures["all"]["future"]
+    assert pooled["anchors"] > 0 and pooled["score"] == round(pooled["kept"] / pooled["anchors"], 4)
+    assert figures["all"]["by_file"]["runs.jsonl"]["anchors"] == pooled["anchors"]
+    text = _script("extractive_fidelity.py", "--data", str(tmp_path), "--targets", "2500", "--budget", "300")
+    assert text.returncode == 0 and "held_out" in text.stdout and "future-grounded" in text.stdout
+
+
+def test_extractive_fidelity_whose_kept_turns_needed_nothing_exits_non_zero(tmp_path: Path) -> None:
+    write_jsonl(tmp_path / "runs.jsonl", [make_trajectory(i, steps=10, output_lines=30) for i in range(2)])
+    done = _script("extractive_fidelity.py", "--data", str(tmp_path), "--targets", "2500", "--budget", "300")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "no kept turn needed any anchor" in done.stderr
+
+
+def test_anchor_index_fidelity_compares_llm_summaries_with_and_without_the_index(tmp_path: Path) -> None:
+    write_jsonl(tmp_path / "runs.jsonl", _ticket_rows(4))
+    args = ("--fake", "--data", str(tmp_path), "--targets", "2500", "--budget", "300")
+    done = _script("anchor_index_fidelity.py", *args, "--json")
+    assert done.returncode == 0, done.stderr
+    figures = json.loads(done.stdout)
+    with_index, without = figures["with_index"]["2500"]["all"], figures["without_index"]["2500"]["all"]
+    assert with_index["items"]["scored"] == without["items"]["scored"] == 4
+    assert with_index["future"]["anchors"] == without["future"]["anchors"] > 0
+    assert with_index["future"]["kept"] > without["future"]["kept"] == 0  # the fake's summaries name no value
+    missing = _script("anchor_index_fidelity.py", "--fake", "--data", str(tmp_path / "nowhere"))
+    assert missing.returncode == 1 and "nothing measured" in missing.stderr
+
+
 def test_run_batch_file_whose_every_request_failed_exits_non_zero(tmp_path: Path) -> None:
     requests = tmp_path / "requests.jsonl"
     line = {"custom_id": "k1", "method": "POST", "url": "/v1/chat/completions", "body": {"model": "m", "messages": []}}

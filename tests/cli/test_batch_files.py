@@ -13,7 +13,8 @@ import sys
 from pathlib import Path
 
 from tests.conftest import make_trajectory, read_jsonl, run_cli, write_jsonl
-from tests.fake_openai_server import FakeServerThread
+from tests.fake_openai_server import FakeServerThread, prompt_text
+from trajectory_compressor.summarize.anchor_index import INDEX_LABEL
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "sk-test-DO-NOT-LEAK-77a1c9e3b5d7f901"
@@ -66,7 +67,9 @@ def test_requests_file_answered_offline_gives_the_live_run_byte_for_byte(tmp_pat
     assert len(lines) == live_requests - 1 == len({line["custom_id"] for line in lines})
     assert "1 duplicate request" in written.stderr
     assert all(line["method"] == "POST" and line["url"] == "/v1/chat/completions" for line in lines)
-    assert all(line["body"]["model"] == "batch-model" and line["body"]["max_tokens"] == 400 for line in lines)
+    # Room for twice the summary the prompt asks for: the budget, less what the anchor index keeps.
+    assert all(line["body"]["model"] == "batch-model" and 0 < line["body"]["max_tokens"] <= 400 for line in lines)
+    assert all(f"in at most {line['body']['max_tokens'] // 2} tokens" in prompt_text(line["body"]) for line in lines)
 
     with FakeServerThread(default="500") as dead:  # any live request would fail and show
         offline = run_cli("compress", str(source), "-o", str(tmp_path / "batch" / "x.jsonl"),
@@ -76,6 +79,7 @@ def test_requests_file_answered_offline_gives_the_live_run_byte_for_byte(tmp_pat
     assert f"{len(lines)} answers stored in the cache, 0 failed, 0 malformed" in offline.stderr
     for name in ("x.jsonl", "x.metrics.jsonl", "x.over_limit.jsonl"):
         assert (tmp_path / "batch" / name).read_bytes() == (tmp_path / "live" / name).read_bytes(), name
+    assert INDEX_LABEL in (tmp_path / "batch" / "x.jsonl").read_text()  # the anchor index, the same offline
     metrics = read_jsonl(tmp_path / "batch" / "x.metrics.jsonl")
     assert {m["summarizer"] for m in metrics if m["was_compressed"]} == {"llm"}
     report = json.loads((tmp_path / "batch" / "x.report.json").read_text())

@@ -89,11 +89,23 @@ def test_a_poor_summary_is_asked_for_again_with_what_it_missed_and_the_better_on
 
 
 def test_without_a_gate_the_poor_summary_is_written_with_its_low_score(tmp_path: Path) -> None:
-    _, metrics, prompts = _run(tmp_path, _fixing)
+    _, metrics, prompts = _run(tmp_path, _fixing, "--no-anchor-index")
     row = metrics[0]
     assert len(prompts) == 1 and row["summarizer"] == "llm"
     assert row["fidelity"]["score"] < 0.5 and row["fidelity"]["tools"] == 0.0
     assert row["fidelity"]["items"]["paths"] >= 3 and "fidelity_retried" not in row
+    assert "without_index" not in row["fidelity"]
+
+
+def test_the_gate_judges_the_models_text_not_the_anchor_index_added_to_it(tmp_path: Path) -> None:
+    """With the index the written summary states the paths and the error, so it scores higher;
+    the model's own text is what the gate asks again for, and what `without_index` shows."""
+    _, metrics, prompts = _run(tmp_path / "plain", _fixing)
+    row = metrics[0]
+    assert len(prompts) == 1 and row["fidelity"]["without_index"] < 0.2 < 0.4 < row["fidelity"]["score"]
+    _, gated, prompts = _run(tmp_path / "gated", _fixing, "--min-fidelity", "0.9")
+    assert len(prompts) == 2 and gated[0]["fidelity_retried"] is True
+    assert all(item in prompts[1].split(MISSED_MARKER, 1)[1] for item in ("read_file", "src/report.py"))
 
 
 def test_a_retry_that_falls_short_too_takes_the_failure_policy(tmp_path: Path) -> None:

@@ -17,7 +17,8 @@ import pytest
 from tests.conftest import make_trajectory, run_cli, write_jsonl
 from tests.fake_openai_server import FakeServerThread, prompt_text
 
-BUDGET = ["--target-max-tokens", "2500", "--summary-target-tokens", "200"]
+# 300: at 200 the extractive digest beside its anchor index is compact, without the error line.
+BUDGET = ["--target-max-tokens", "2500", "--summary-target-tokens", "300"]
 SECRET = "ghp_" + "Mn4bV5cX6zL7" * 3
 API_KEY = "sk-probe-" + "k3y" * 12
 

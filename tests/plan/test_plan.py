@@ -19,6 +19,7 @@ import pytest
 
 from trajectory_compressor.plan.protect import head_end, tail_start
 from trajectory_compressor.plan.region import (
+    MIN_SUMMARY_ROOM,
     NO_NET_SAVING,
     NO_REGION,
     PROTECTED_OVER_BUDGET,
@@ -492,6 +493,22 @@ def test_whole_region_not_enough_summarizes_all_of_it_and_flags() -> None:
     assert plan.estimated_tokens == 1350 - 400 + 100 == 1050
     assert plan.still_over_limit
     assert plan.reason in (REGION_TOO_SMALL, PROTECTED_OVER_BUDGET)
+
+
+def test_a_row_a_full_budget_summary_leaves_over_gets_the_room_it_has() -> None:
+    """`summary_room`: with the anchor index a summary fills its budget, so a row over at the full
+    budget is asked for a summary that fits it, when one of `MIN_SUMMARY_ROOM` tokens or more can."""
+    config = PlanConfig(target_max_tokens=1000, summary_target_tokens=200, protect_last_n_turns=2)
+    counts = [300, 300, 300, 100, 100, 100, 100, 5, 5]  # protected 910: room for a summary of 90
+    plan = plan_region(SANDWICH, counts, config)
+    assert plan.still_over_limit and plan.summary_room(200, 1000) == 90
+    assert not plan_region(SANDWICH, counts, config, summary_tokens=90).still_over_limit
+    fits = plan_region(SANDWICH, [100] * 9, config)
+    assert not fits.still_over_limit and fits.summary_room(200, 1000) == 200  # fits: the budget
+    tight = plan_region(SANDWICH, [300, 300, 300, 100, 100, 100, 100, 25, 25], config)  # room 50
+    assert tight.summary_room(200, 1000) == 200 and MIN_SUMMARY_ROOM > 50
+    over = plan_region(SANDWICH, [400, 400, 400, 100, 100, 100, 100, 25, 25], config)  # no room at all
+    assert over.summary_room(200, 1000) == 200
 
 
 def test_whole_region_not_enough_reason_is_region_too_small() -> None:

@@ -26,7 +26,10 @@ import pytest
 from tests.conftest import read_jsonl, run_cli, write_jsonl
 from tests.fake_batch_api import FakeBatchServer
 from tests.fake_openai_server import FakeServerThread, prompt_text
+from trajectory_compressor.summarize.anchor_index import plan_index
+from trajectory_compressor.summarize.anchor_rank import ranked_anchors
 from trajectory_compressor.summarize.redact import REDACTED, redact_secrets
+from trajectory_compressor.types import SummaryRequest, Turn
 
 _RNG = random.Random(20261123)
 ALNUM = string.ascii_letters + string.digits
@@ -427,3 +430,21 @@ def test_eval_pages_and_probe_questions_carry_no_planted_secret(tmp_path: Path) 
     assert REDACTED in page.read_text()  # the example rows show masked secrets
     everything = page.read_text() + cache.read_bytes().decode("utf-8", errors="replace") + result.stdout + result.stderr
     assert leaks(everything) == {}
+
+
+def test_no_anchor_a_summary_could_list_is_a_planted_secret_in_any_encoding() -> None:
+    """The anchor index lists exact strings of the region: every anchor the ranking could ever
+    list (all of them, not only what fits a budget), read from each planted trajectory's turns in
+    all their encodings, holds no planted secret, and neither does an index of all of them, for
+    both summarizers. Control: read without redaction, the same ranking carries them."""
+    index_leaks, bare_leaks = {}, 0
+    for i, planted in enumerate(PLANTED):
+        turns = tuple(Turn(t["from"], t["value"]) for t in _trajectory(i, *planted)["conversations"])
+        listed = " ".join(ranked_anchors(turns[2:], known=turns[1].value, redact=redact_secrets))
+        index_leaks.update(leaks(listed))
+        request = SummaryRequest(turns=turns[2:], budget_tokens=100_000, task=turns[1].value)
+        index = plan_index(request, len, redact=redact_secrets)
+        index_leaks.update(leaks(" ".join(index.anchors) if index else ""))
+        bare_leaks += bool(leaks(" ".join(ranked_anchors(turns[2:]))))
+    assert index_leaks == {}
+    assert bare_leaks >= len(PLANTED) // 4  # the others are opaque blobs, or never anchors

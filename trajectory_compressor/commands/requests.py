@@ -26,9 +26,10 @@ from trajectory_compressor.messages import quoted
 from trajectory_compressor.read.sources import InputSource
 from trajectory_compressor.run.prepare import PreparedRow, planned_rows
 from trajectory_compressor.run.row.measure import RowMeasure
-from trajectory_compressor.run.row.summary_step import summary_request
+from trajectory_compressor.run.row.summary_step import summary_budget, summary_request
 from trajectory_compressor.run.row.windows import first_window_request
 from trajectory_compressor.settings import ConfigError, RunConfig
+from trajectory_compressor.summarize.anchor_index import indexed_request
 from trajectory_compressor.summarize.llm.request import RequestBuilder
 from trajectory_compressor.types import SummaryRequest
 from trajectory_compressor.write.collisions import NamedFile, input_files, refuse_overwrites
@@ -80,10 +81,14 @@ def write_requests(
                 if row.plan is None:
                     written.rejected += 1
                     continue
-                request = _first_request(row, measure, windows=plan.windows)
+                request = _first_request(row, measure, windows=plan.windows, fill_room=config.llm.anchor_index)
                 if request is None:
                     continue
-                chat = builder.build(request)
+                # As a live call asks it: the budget the anchor index leaves (`--anchor-index`).
+                asked, _ = indexed_request(
+                    request, counter.count, enabled=config.llm.anchor_index, redact=config.llm.redact_secrets
+                )
+                chat = builder.build(asked)
                 if chat.key in seen:
                     written.duplicates += 1
                     continue
@@ -101,7 +106,7 @@ def write_requests(
     return written
 
 
-def _first_request(row: PreparedRow, measure: RowMeasure, *, windows: bool) -> SummaryRequest | None:
+def _first_request(row: PreparedRow, measure: RowMeasure, *, windows: bool, fill_room: bool) -> SummaryRequest | None:
     """The row's first-pass request as the run plans it (with `--windows`: its first window's)."""
     if windows:
         return first_window_request(row, measure)
@@ -110,4 +115,6 @@ def _first_request(row: PreparedRow, measure: RowMeasure, *, windows: bool) -> S
     exact = measure.with_exact_notice(row, row.plan)  # as the run plans it
     if exact.region is None:
         return None
-    return summary_request(row, exact, measure.plan_config.summary_target_tokens)
+    plan = measure.plan_config
+    budget = summary_budget(exact, plan.summary_target_tokens, plan.target_max_tokens, fill_room=fill_room)
+    return summary_request(row, exact, budget)

@@ -19,6 +19,7 @@ NO_REGION = "no compressible turns between the protected head and tail"
 NO_NET_SAVING = "no net saving: the compressible turns hold no more tokens than the summary would"
 PROTECTED_OVER_BUDGET = "protected turns alone exceed the budget"
 REGION_TOO_SMALL = "summarizing every compressible turn is not enough"
+MIN_SUMMARY_ROOM = 64  # tokens: below this no summary says enough to be worth writing
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,14 @@ class Plan:
     def size_with_summary(self, summary_tokens: int) -> int:
         """The row's size once its region is replaced by a summary of `summary_tokens` tokens."""
         return self.total_tokens - self.region_tokens + summary_tokens + self.notice_tokens
+
+    def summary_room(self, budget: int, target: int) -> int:
+        """The summary budget that lets the row fit `target`: `budget`, or, when a summary that
+        long leaves the row over and a shorter one (of at least `MIN_SUMMARY_ROOM` tokens) would
+        not, that shorter one. A summary that fills its budget (one ending with an anchor index)
+        must not push over a row a short summary would have fitted."""
+        room = target - self.size_with_summary(0)
+        return room if self.still_over_limit and MIN_SUMMARY_ROOM <= room < budget else budget
 
 
 def system_turn_in_head(roles: Sequence[str], head: int) -> int | None:

@@ -156,6 +156,10 @@ class LLMConfig:
         True, "bool", yaml="summarization.redact_secrets", flag_style="switch", record=True, commands=(*ASKS, "eval"),
         help="Mask credentials sent and summarized.",
     )  # fmt: skip
+    anchor_index: bool = setting(
+        True, "bool", yaml="summarization.anchor_index", flag_style="switch", record=True, commands=ASKS,
+        help="End each summary with an exact index of the region's values (ids, paths, names, numbers).",
+    )  # fmt: skip
     cache_path: str | None = setting(
         None, "path", optional=True, yaml="summarization.cache", flag="--cache", commands=PROBES,
         help="SQLite summary cache [user cache dir].",

@@ -55,7 +55,7 @@ def choose_summarizers(
     if config.summarizer == "none":
         return SummarizerChoice(None, None, "summarizer: none (tool outputs pruned only; rows still over are flagged)")
     # The same `--redact-secrets` for both: a summary is redacted whichever summarizer writes it.
-    extractive = ExtractiveSummarizer(counter, redact=config.llm.redact_secrets)
+    extractive = ExtractiveSummarizer(counter, redact=config.llm.redact_secrets, anchor_index=config.llm.anchor_index)
     wants_llm = config.summarizer == "llm" or (config.summarizer == "auto" and bool(config.llm.base_url))
     if not wants_llm:
         note = (

@@ -85,7 +85,7 @@ class RunTotals:
         if future:
             self.future_anchors += future["anchors"]
             self.future_kept += future["kept"]
-        score = fidelity.get("score")
+        score = fidelity.get("without_index", fidelity.get("score"))  # the model's own text
         if metrics.summarizer == "llm" and score is not None:
             self.llm_summaries_scored += 1
             self.llm_summaries_near_zero += score < NEAR_ZERO_FIDELITY

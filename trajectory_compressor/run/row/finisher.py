@@ -18,7 +18,14 @@ from trajectory_compressor.plan.region import Plan
 from trajectory_compressor.run.prepare import PreparedRow
 from trajectory_compressor.run.row.fidelity_gate import FidelityGate
 from trajectory_compressor.run.row.measure import RowMeasure
-from trajectory_compressor.run.row.outcome import FinishedRow, RowOutcome, fill_sizes, new_metrics, rejected_row
+from trajectory_compressor.run.row.outcome import (
+    FinishedRow,
+    RowOutcome,
+    fidelity_metrics,
+    fill_sizes,
+    new_metrics,
+    rejected_row,
+)
 from trajectory_compressor.run.row.over_limit import truncate_row
 from trajectory_compressor.run.row.summary_step import Summarized, SummaryFailure, SummaryStep
 from trajectory_compressor.run.row.windows import WindowFinisher
@@ -73,6 +80,7 @@ class RowFinisher:
                 policy=config.on_summary_failure,
                 row_timeout=config.row_timeout,
                 gate=FidelityGate(config.min_fidelity, config.reject_unsupported),
+                fill_room=config.llm.anchor_index,
             )
         )
         self.truncates = over_limit == "truncate" and not config.dry_run
@@ -184,7 +192,7 @@ class RowFinisher:
         if fidelity is None:
             fidelity = score_summary(source[start:end], result.text, source)
         future = _future(row, start, end, result.text)
-        metrics.fidelity = {**fidelity.to_metrics(), "future": future.to_metrics()}
+        metrics.fidelity = fidelity_metrics(fidelity, future, result, source[start:end], source)
         metrics.unsupported = fidelity.shown_unsupported()
         if self.example is None or row.index < self.example.index:
             shown = row.turns[plan.region.start : min(plan.region.end, plan.region.start + EXAMPLE_TURNS)]

@@ -11,7 +11,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from trajectory_compressor.run.prepare import PreparedRow
-from trajectory_compressor.types import RowMetrics
+from trajectory_compressor.summarize.anchor_index import split_index
+from trajectory_compressor.summarize.fidelity import Fidelity, score_summary
+from trajectory_compressor.summarize.fidelity.anchors import FutureFidelity
+from trajectory_compressor.types import RowMetrics, SummaryResult, Turn
 from trajectory_compressor.write.records import unchanged_bytes
 
 REJECT_RAW_CHARS = 4000  # enough to see what is wrong without copying a 10 MB line
@@ -122,3 +125,17 @@ class RowOutcome:
                 metrics.dropped = True
                 data = None
         return FinishedRow(row.position, metrics, data=data if self.writes_data else None, over_limit=over)
+
+
+def fidelity_metrics(
+    fidelity: Fidelity, future: FutureFidelity, result: SummaryResult, region: Sequence[Turn], source: Sequence[Turn]
+) -> dict[str, Any]:
+    """The metrics line's `fidelity` of a written summary: item recall and future-grounded
+    fidelity of what was written, and for an LLM summary that ends with an anchor index, the
+    item score of the model's own text (`without_index`: what the near-zero warning judges)."""
+    metrics = {**fidelity.to_metrics(), "future": future.to_metrics()}
+    text = split_index(result.text)[0]
+    if result.summarizer == "llm" and text != result.text:
+        score = score_summary(region, text, source).score
+        metrics["without_index"] = None if score is None else round(score, 4)
+    return metrics

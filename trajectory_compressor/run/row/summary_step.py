@@ -21,7 +21,8 @@ from trajectory_compressor.plan.region import Plan
 from trajectory_compressor.run.prepare import PreparedRow
 from trajectory_compressor.run.row.fidelity_gate import FidelityGate, LowFidelityError
 from trajectory_compressor.run.row.measure import RewriteRefused, RowMeasure
-from trajectory_compressor.summarize.fidelity import row_text, salient_items, score_items
+from trajectory_compressor.summarize.anchor_index import split_index
+from trajectory_compressor.summarize.fidelity import Fidelity, SalientItems, row_text, salient_items, score_items
 from trajectory_compressor.summarize.huge_turns import elide_huge, elide_huge_turns
 from trajectory_compressor.summarize.tally import CURRENT_TALLY, CallTally
 from trajectory_compressor.types import (
@@ -71,6 +72,7 @@ class SummaryStep:
         policy: str,
         row_timeout: float,
         gate: FidelityGate | None = None,
+        fill_room: bool = False,
     ) -> None:
         self.measure = measure
         self.primary = summarizer or fallback
@@ -80,6 +82,9 @@ class SummaryStep:
         self.gate = gate or FidelityGate()
         self.budget = measure.plan_config.summary_target_tokens
         self.target = measure.plan_config.target_max_tokens
+        # With the anchor index a summary fills its budget: a row that cannot fit at the full
+        # budget is asked for one that fits the room it has (`Plan.summary_room`).
+        self.fill_room = fill_room
 
     async def run(self, row: PreparedRow, plan: Plan) -> Summarized | SummaryFailure:
         """The summary of `plan`'s region (the row's plan, its notice cost already exact)."""
@@ -214,9 +219,11 @@ class SummaryStep:
         """`result` if it passes the fidelity gate, else a second summary asked for with what was
         missing; raises `LowFidelityError` when that one falls short too."""
         assert row.turns is not None
-        # The region's items and the row's text are found once, for both summaries.
+        # The region's items and the row's text are found once, for both summaries. The model's
+        # own text is judged, without the anchor index added to it: the index is exact whatever
+        # the model wrote, and asking again is asking the model.
         items, corpus = salient_items(request.turns), row_text(row.turns)
-        first = result.fidelity = score_items(items, result.text, corpus)
+        first = _gate_score(result, items, corpus)
         if self.gate.shortfall(first) is None:
             return result
         remaining = deadline - asyncio.get_running_loop().time()
@@ -227,14 +234,29 @@ class SummaryStep:
         second.calls += result.calls
         second.errors += result.errors
         second.fidelity_retried = True
-        second.fidelity = score_items(items, second.text, corpus)
-        why = self.gate.shortfall(second.fidelity)
+        why = self.gate.shortfall(_gate_score(second, items, corpus))
         if why is not None:
             raise LowFidelityError(f"{why}, asked twice", calls=second.calls, errors=second.errors)
         return second
 
     def _request(self, row: PreparedRow, plan: Plan) -> SummaryRequest:
-        return summary_request(row, plan, self.budget)
+        return summary_request(row, plan, summary_budget(plan, self.budget, self.target, fill_room=self.fill_room))
+
+
+def _gate_score(result: SummaryResult, items: SalientItems, corpus: str) -> Fidelity:
+    """The fidelity of the model's own text; kept as the row's score (`result.fidelity`) when
+    that text is the whole summary (no anchor index), so the finisher does not score it again."""
+    text = split_index(result.text)[0]
+    fidelity = score_items(items, text, corpus)
+    if text == result.text:
+        result.fidelity = fidelity
+    return fidelity
+
+
+def summary_budget(plan: Plan, budget: int, target: int, *, fill_room: bool) -> int:
+    """The budget `plan`'s summary is asked for: the configured one, or with `fill_room` (the
+    anchor index) the room a row that cannot fit at the full budget has (`Plan.summary_room`)."""
+    return plan.summary_room(budget, target) if fill_room else budget
 
 
 def summary_request(row: PreparedRow, plan: Plan, budget: int) -> SummaryRequest:

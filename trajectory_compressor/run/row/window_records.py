@@ -13,7 +13,7 @@ from trajectory_compressor.plan.region import PROTECTED_OVER_BUDGET, UNDER_TARGE
 from trajectory_compressor.plan.windows import Cut, Window, WindowReplay, window_layout
 from trajectory_compressor.run.prepare import PreparedRow
 from trajectory_compressor.run.row.measure import RowMeasure
-from trajectory_compressor.run.row.outcome import FinishedRow, OutputRecord, fill_sizes, new_metrics
+from trajectory_compressor.run.row.outcome import FinishedRow, OutputRecord, fidelity_metrics, fill_sizes, new_metrics
 from trajectory_compressor.summarize.fidelity import score_summary
 from trajectory_compressor.summarize.fidelity.anchors import hidden_future_fidelity
 from trajectory_compressor.types import EditedTurn, OutputTurn, RowMetrics, SummaryResult
@@ -161,7 +161,7 @@ class WindowRecords:
         region = row.turns[replay.head : cut.context_start]
         fidelity = score_summary(region, result.text, row.turns)
         future = hidden_future_fidelity(row.turns[: window.end], hidden, "\n".join([result.text, *placeholders]))
-        metrics.fidelity = {**fidelity.to_metrics(), "future": future.to_metrics()}
+        metrics.fidelity = fidelity_metrics(fidelity, future, result, region, row.turns)
         metrics.unsupported = fidelity.shown_unsupported()
 
     def _over_limit_entry(self, row: PreparedRow, metrics: RowMetrics) -> dict[str, object]:

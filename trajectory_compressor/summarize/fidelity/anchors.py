@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Container, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from trajectory_compressor.summarize.fidelity.score import occurs, shown_item, unique_tails
@@ -83,6 +84,7 @@ _GENERIC_HEADS = frozenset(
 _GENERIC_PATHS = ("/bin/", "/usr/", "/dev/", "/proc/", "/etc/", "/tmp")
 
 
+@lru_cache(maxsize=1 << 16)  # the same words recur across turns and rows; pure, so cached
 def anchor_kind(word: str) -> str | None:
     """What kind of anchor `word` is (`path`, `url`, `name`, `id`, `number`), or None for a plain word."""
     if word.startswith(("http://", "https://")):

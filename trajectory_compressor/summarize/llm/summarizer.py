@@ -19,6 +19,7 @@ from typing import Any
 
 from trajectory_compressor.count.counter import TokenCounter
 from trajectory_compressor.settings import ConfigError, LLMConfig
+from trajectory_compressor.summarize.anchor_index import IndexPlan, indexed_request
 from trajectory_compressor.summarize.llm.answers import AnswerStore
 from trajectory_compressor.summarize.llm.batch_file import ResponsesLoaded
 from trajectory_compressor.summarize.llm.cache import CachedSummary
@@ -45,7 +46,8 @@ class LLMSummarizer:
     Safe to call `summarize` concurrently from many tasks of one event loop: the client caps
     requests in flight at `config.max_concurrency`. Raises `SummaryError` when a summary
     cannot be had (fatal status, retries exhausted) and `EndpointAuthError` on 401/403, after
-    which every call raises it without sending. `counter` refines the `tpm` estimate.
+    which every call raises it without sending. `counter` refines the `tpm` estimate and sizes
+    the anchor index (`--anchor-index`; without a counter, no index).
     Retries, backoff and the prompt's size come from `config`; `retry_after_cap` is for tests.
     `cache` replaces the configured one (any `cache_thread.CacheStore`), `gate` shares the request
     limits with other processes (see `ratelimit.RequestGate`), `usage` is where the counters go
@@ -105,6 +107,9 @@ class LLMSummarizer:
         A cache hit returns `cache_hit=True` with no tokens spent in this run, and the calls and
         errors the summary took when it was made (so metrics lines do not change on a re-run).
         """
+        # The anchor index (`--anchor-index`): the model is asked for the budget it leaves, and
+        # the index is added to its text here, on a cache hit or a fresh answer alike.
+        request, index = self._indexed(request)
         chat = self._requests.build(request)
         cached = await self._cache.get(chat.key)
         if cached is not None:
@@ -112,7 +117,7 @@ class LLMSummarizer:
             # Calls and errors are those it took when made: a row's metrics are the same
             # whether its summary came from the endpoint or, on a re-run, from the cache.
             return SummaryResult(
-                text=cached.text,
+                text=self._finished(cached.text, index),
                 summarizer=self.name,
                 cache_hit=True,
                 calls=cached.calls,
@@ -135,7 +140,7 @@ class LLMSummarizer:
         )
         await self._cache.put(chat.key, stored)
         return SummaryResult(
-            text=completion.text,
+            text=self._finished(completion.text, index),
             summarizer=self.name,
             calls=completion.calls,
             errors=completion.errors,
@@ -144,6 +149,15 @@ class LLMSummarizer:
             prompt_tokens=completion.prompt_tokens,
             completion_tokens=completion.completion_tokens,
         )
+
+    def _indexed(self, request: SummaryRequest) -> tuple[SummaryRequest, IndexPlan | None]:
+        if self.counter is None:
+            return request, None
+        enabled, redact = self.config.anchor_index, self.config.redact_secrets
+        return indexed_request(request, self.counter.count, enabled=enabled, redact=redact)
+
+    def _finished(self, text: str, index: IndexPlan | None) -> str:
+        return text if index is None or self.counter is None else index.finish(text, self.counter.count)
 
     async def _complete_shrinking(self, request: SummaryRequest, messages: Messages, max_tokens: int) -> Completion:
         """Ask the endpoint; if it says the prompt exceeds its context, halve the transcript and ask again.
