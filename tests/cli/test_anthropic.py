@@ -46,6 +46,8 @@ def test_a_live_anthropic_run_writes_the_bytes_an_openai_run_writes_with_its_cos
         result = run_cli("compress", str(source), "-o", str(tmp_path / "openai" / "x.jsonl"),
                          *_flags(openai.base_url), env={"OPENAI_API_KEY": "sk-openai-other"})  # fmt: skip
         assert result.returncode == 0, result.stderr
+        # Each asks for the budget the anchor index leaves: the same under both dialects.
+        asked_openai = sorted(request.body["max_tokens"] for request in openai.requests)
     first_tries: dict[str, str] = {}
 
     def overloaded_then_limited(number: int, body: Any) -> str | None:
@@ -78,7 +80,9 @@ def test_a_live_anthropic_run_writes_the_bytes_an_openai_run_writes_with_its_cos
         assert request.api_key == SECRET and request.authorization is None
         assert request.headers.get("anthropic-version") == "2023-06-01"
         assert isinstance(request.body["system"], str) and [m["role"] for m in request.body["messages"]] == ["user"]
-        assert request.body["max_tokens"] == 400 and request.body["model"] == "claude-fake"
+        assert request.body["model"] == "claude-fake"
+    asked = {request.body["max_tokens"] for request in server.requests}
+    assert sorted(asked) == sorted(set(asked_openai)) and all(0 < tokens < 400 for tokens in asked)
     endpoint = json.loads((tmp_path / "anthropic" / "x.report.json").read_text())["summaries"]["endpoint"]
     assert endpoint["endpoint"] == f"{server.base_url}/v1/messages"
     assert endpoint["successes"] == 6 and endpoint["retries_by_cause"] == {"429": 1, "5xx": 1}
