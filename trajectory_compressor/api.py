@@ -16,12 +16,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from trajectory_compressor.count import TokenCounter, build_counter
+from trajectory_compressor.count import TokenCounter, counter_for
 from trajectory_compressor.exit_codes import FINISHED, ExitCode
 from trajectory_compressor.read.expand import expand_inputs
 from trajectory_compressor.run.jobs import CompressJob, check_output_paths, plan_jobs
 from trajectory_compressor.run.pipeline import CompressionRun, RunResult
-from trajectory_compressor.settings import ConfigError, RunConfig, settings_record
+from trajectory_compressor.run.settings_record import settings_record
+from trajectory_compressor.settings import ConfigError, RunConfig
 from trajectory_compressor.summarize.choose import SummarizerChoice, choose_summarizers, resolve_endpoint
 
 if TYPE_CHECKING:  # the batch phase loads aiohttp: only runs with --batch import it
@@ -133,16 +134,3 @@ def batch_phase(
         raise ConfigError("--batch needs the summary cache (drop --no-cache): answers reach the run through it")
     folder = OutputPaths.beside(job.output, job.metrics).batch_dir
     return BatchPhase(folder, job.sources, config, counter, choice.fallback, usage=choice.llm.usage, say=say)
-
-
-def counter_for(config: RunConfig) -> TokenCounter:
-    """The token counter `config` asks for (tokenizer, count mode, chat template)."""
-    return build_counter(
-        config.tokenizer,
-        trust_remote_code=config.trust_remote_code,
-        count_mode=config.count_mode,
-        chat_template=config.chat_template,
-        chat_template_kwargs=config.chat_template_kwargs,
-        tools_key=config.tools_key,
-        tokenizer_backend=config.tokenizer_backend,
-    )

@@ -132,8 +132,8 @@ def compress(inputs: tuple[str, ...], output: str, config_file: str | None, json
 @reports_usage_errors
 def analyze(inputs: tuple[str, ...], config_file: str | None, json_output: bool, **flags: Any) -> None:
     """Token-length distribution and what compressing INPUT... would cost, with no LLM call."""
-    from trajectory_compressor.api import counter_for
     from trajectory_compressor.commands.analyze import analyze_sources, render_analysis, write_analysis_html
+    from trajectory_compressor.count import counter_for
     from trajectory_compressor.read.expand import expand_inputs
 
     config = build_config(config_file, flags)
@@ -187,8 +187,8 @@ def evaluate(
 @reports_usage_errors
 def requests(inputs: tuple[str, ...], output: str, config_file: str | None, **flags: Any) -> None:
     """Write the summary requests compressing INPUT... would send, as an OpenAI batch input file."""
-    from trajectory_compressor.api import counter_for
     from trajectory_compressor.commands.requests import write_requests
+    from trajectory_compressor.count import counter_for
     from trajectory_compressor.read.expand import expand_inputs
 
     config = build_config(config_file, flags)

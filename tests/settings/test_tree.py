@@ -15,7 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from trajectory_compressor.cli import build_config, main
-from trajectory_compressor.settings import ConfigError, RunConfig, load_yaml_overrides, settings_record, walk
+from trajectory_compressor.run.settings_record import settings_record
+from trajectory_compressor.settings import ConfigError, RunConfig, load_yaml_overrides, walk
 from trajectory_compressor.settings.cli_options import flag_names
 from trajectory_compressor.settings.tree import PARTS
 

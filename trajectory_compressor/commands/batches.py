@@ -20,7 +20,7 @@ from trajectory_compressor.messages import quoted
 from trajectory_compressor.run.batch.driver import batch_status
 from trajectory_compressor.run.batch.state import STATE_NAME, BatchState
 from trajectory_compressor.settings import LLMConfig
-from trajectory_compressor.settings.tree import ApiName
+from trajectory_compressor.settings.endpoint import ApiName
 from trajectory_compressor.summarize.llm.dialects import DIALECTS
 from trajectory_compressor.write.paths import OutputPaths
 

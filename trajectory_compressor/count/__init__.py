@@ -8,6 +8,7 @@ from trajectory_compressor.count.counter import TokenCounter
 from trajectory_compressor.count.named_templates import SHIPPED_TEMPLATES, read_chat_template
 from trajectory_compressor.count.tokenizer import TokenizerLoadError, load_tokenizer, load_tokenizer_json
 from trajectory_compressor.messages import quoted
+from trajectory_compressor.settings import RunConfig
 
 __all__ = [
     "SHIPPED_TEMPLATES",
@@ -16,6 +17,7 @@ __all__ = [
     "TokenizerLoadError",
     "build_counter",
     "check_template_syntax",
+    "counter_for",
     "load_tokenizer",
 ]
 
@@ -50,6 +52,19 @@ def build_counter(
             tokenizer, template_kwargs=chat_template_kwargs, tools_key=tools_key, backend=tokenizer_backend
         )
     return TokenCounter(tokenizer, backend=tokenizer_backend)
+
+
+def counter_for(config: RunConfig) -> TokenCounter:
+    """The token counter `config` asks for (tokenizer, count mode, chat template)."""
+    return build_counter(
+        config.tokenizer,
+        trust_remote_code=config.trust_remote_code,
+        count_mode=config.count_mode,
+        chat_template=config.chat_template,
+        chat_template_kwargs=config.chat_template_kwargs,
+        tools_key=config.tools_key,
+        tokenizer_backend=config.tokenizer_backend,
+    )
 
 
 def check_template_syntax(template: str, path: str) -> None:

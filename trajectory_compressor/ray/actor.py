@@ -53,7 +53,7 @@ class CompressWorker:
         keep_rejects_in_data: bool = True,
         source_name: str = "dataset",
     ) -> None:
-        from trajectory_compressor.api import counter_for
+        from trajectory_compressor.count import counter_for
         from trajectory_compressor.ray.cache import SharedFolderCache
         from trajectory_compressor.ray.limits import ClusterGate
         from trajectory_compressor.summarize.choose import choose_summarizers

@@ -28,7 +28,8 @@ from trajectory_compressor.ray.write import CompressedOutput
 from trajectory_compressor.read.files import is_uri
 from trajectory_compressor.read.sources import InputSource
 from trajectory_compressor.run.commit import MORE_REJECTS, REJECTS_SHOWN, reject_warning
-from trajectory_compressor.settings import ConfigError, RunConfig, settings_record, with_values
+from trajectory_compressor.run.settings_record import settings_record
+from trajectory_compressor.settings import ConfigError, RunConfig, with_values
 from trajectory_compressor.summarize.choose import resolve_endpoint
 from trajectory_compressor.write.collisions import input_files, refuse_overwrites, run_outputs
 from trajectory_compressor.write.output_format import output_format_for
@@ -106,7 +107,7 @@ def run_on_ray(
     settings only the local engine has, an `-o` naming no dataset, output folders holding files
     this tool did not write.
     """
-    from trajectory_compressor.api import counter_for
+    from trajectory_compressor.count import counter_for
     from trajectory_compressor.summarize.choose import choose_summarizers
 
     say = on_message or (lambda text: print(text, file=sys.stderr))

@@ -2,7 +2,6 @@
 
 from trajectory_compressor.settings.build import build_run_config, walk, with_values
 from trajectory_compressor.settings.declare import ConfigError, Setting, setting
-from trajectory_compressor.settings.record import settings_record
 from trajectory_compressor.settings.tree import (
     DEFAULT_NOTICE,
     BatchConfig,
@@ -29,7 +28,6 @@ __all__ = [
     "build_run_config",
     "load_yaml_overrides",
     "setting",
-    "settings_record",
     "walk",
     "with_values",
 ]

@@ -8,7 +8,7 @@ Every setting is written once, as a field of a part of the settings tree (`setti
 and everything else is derived from that one line: the CLI option (`settings.cli_options`), the
 YAML key (`settings.yaml_file`), the type check of a value given through any of the three
 (`check_value`), and whether it belongs to the run's settings record (report and resume
-fingerprint, `settings.record`). Adding a setting therefore touches the tree and the code that
+fingerprint, `run/settings_record.py`). Adding a setting therefore touches the tree and the code that
 uses it, nothing else.
 """
 
@@ -30,6 +30,12 @@ class ConfigError(UsageError, ValueError):
 
 
 # url: a string whose credentials (user:password@) are dropped wherever it is shown or recorded.
+# The command groups a setting is offered to (`setting(commands=...)`).
+BOTH = ("compress", "analyze", "requests")  # every command that counts and plans
+READERS = ("compress", "analyze", "eval", "requests")  # every command that reads inputs
+ASKS = ("compress", "requests")  # every command that builds summary requests
+PROBES = ("compress", "eval")  # every command that calls the endpoint (`eval --probes` asks questions)
+
 KINDS = ("int", "number", "duration", "bool", "str", "url", "path", "dict", "choice", "list")
 # How a setting appears on the command line.
 #   value:  --name VALUE          switch: --name/--no-name
