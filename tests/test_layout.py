@@ -70,3 +70,23 @@ def test_imports_run_one_way_along_the_pipeline() -> None:
                 if _layer(target) > _layer(source):
                     backwards.append(f"{path.relative_to(PACKAGE)}:{node.lineno} imports {module}")
     assert not backwards, "imports against the pipeline's direction:\n" + "\n".join(backwards)
+
+
+MAX_MODULE_LINES = 450
+MAX_CLASS_LINES = 250
+
+
+def test_no_module_over_450_lines_and_no_class_over_250() -> None:
+    """STYLE's sizes: past them a module or class holds more than one job; split it along its seams."""
+    too_big = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        lines = len(text.splitlines())
+        if lines > MAX_MODULE_LINES:
+            too_big.append(f"{path.relative_to(PACKAGE)}: {lines} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ClassDef) and node.end_lineno is not None:
+                length = node.end_lineno - node.lineno + 1
+                if length > MAX_CLASS_LINES:
+                    too_big.append(f"{path.relative_to(PACKAGE)}: class {node.name} {length} lines")
+    assert not too_big, "\n".join(too_big)
