@@ -217,3 +217,14 @@ def test_windows_counted_as_the_trainer_counts_them(tmp_path: Path) -> None:
         messages = [{"role": roles[t["from"]], "content": t["value"]} for t in record["conversations"]]
         rendered = tokenizer.apply_chat_template(messages, tokenize=True, return_dict=True)
         assert len(rendered["input_ids"]) == m["compressed_tokens"] <= TARGET
+
+
+def test_the_end_of_run_summary_says_windows_write_more_tokens_than_they_read(tmp_path: Path) -> None:
+    """Windows repeat the context their turns had: written tokens exceed read ones by design, so
+    the summary says "read -> written", never a negative saving that reads as a loss."""
+    source = write_jsonl(tmp_path / "in.jsonl", _rows())
+    result = run_cli("compress", str(source), "-o", str(tmp_path / "x.jsonl"), "--windows", *BUDGET,
+                     "--summarizer", "extractive")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    [line] = [line for line in result.stderr.splitlines() if line.startswith("tokens:")]
+    assert " read -> " in line and "written in the windows" in line and "saved" not in line

@@ -353,6 +353,22 @@ def counting_line(counting: dict[str, Any]) -> str:
     return line
 
 
+def _tokens_line(tokens: dict[str, Any], *, dry: bool, windows: bool) -> str:
+    """Tokens before and after. With `--windows` the records repeat the context each window's
+    turns had, so more tokens are written than read: that is the design, not a loss, and a
+    "saved -11,184" would read as one."""
+    label = "tokens (planned)" if dry else "tokens"
+    if windows:
+        return (
+            f"{label}: {tokens['before']:,} read -> {tokens['after']:,} written in the windows "
+            f"(ratio {tokens['overall_ratio']:.3f}: each window repeats the context its turns had)"
+        )
+    return (
+        f"{label}: {tokens['before']:,} -> {tokens['after']:,} "
+        f"({'would save' if dry else 'saved'} {tokens['saved']:,}, ratio {tokens['overall_ratio']:.3f})"
+    )
+
+
 def render_text_summary(report: dict[str, Any]) -> str:
     """A short human-readable account of the report for the end of a run."""
     rows, tokens = report["rows"], report["tokens"]
@@ -364,8 +380,7 @@ def render_text_summary(report: dict[str, Any]) -> str:
         f"rows: {rows['selected']} processed, {done}, "
         f"{rows['skipped_under_target']} under target, {rows['unchanged_over_target']} unchanged over target, "
         f"{rows['still_over_limit']} {'would stay' if dry else 'still'} over limit, {rows['rejected']} rejected",
-        f"{'tokens (planned)' if dry else 'tokens'}: {tokens['before']:,} -> {tokens['after']:,} "
-        f"({'would save' if dry else 'saved'} {tokens['saved']:,}, ratio {tokens['overall_ratio']:.3f})",
+        _tokens_line(tokens, dry=dry, windows=bool(report.get("windows"))),
     ]
     windows = report.get("windows")
     if windows:
