@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from trajectory_compressor.summarize.extractive.earlier import read_earlier
 from trajectory_compressor.summarize.fidelity.salient import (
     ERROR_CLASS,
     NAMED_IDENTIFIER,
@@ -57,7 +58,8 @@ class Digest:
     errors: tuple[tuple[str, tuple[int, ...]], ...]  # (error line, 1-based action numbers)
     note: str
     earlier: str = ""  # the summary of an earlier compaction this one updates (redacted)
-    earlier_errors: tuple[str, ...] = ()  # its error classes, kept in the Errors list
+    earlier_errors: tuple[str, ...] = ()  # its error lines (ours) or classes (other text), kept in the Errors list
+    earlier_error_lines: bool = False  # `earlier_errors` are whole lines, shown one per line
     earlier_ids: tuple[str, ...] = ()  # its identifiers (ids, hashes, versions, URLs), kept too
 
 
@@ -71,7 +73,9 @@ def digest_region(turns: Sequence[Turn], redact: Callable[[str], str] = unchange
     `redact` is applied to each piece of text as it is taken from the region, whole: tool-call
     arguments after JSON decoding too (a secret written `\\"pa55\\"` in the raw JSON is only
     recognisable decoded), and before any clipping. `earlier` is the summary of an earlier
-    compaction that this one updates: its files, error classes and identifiers join the lists.
+    compaction that this one updates: its files and identifiers join the lists, and, when this
+    summarizer wrote it, its user requests, error lines and last note too (`earlier.py`); from
+    any other text, its error classes.
     """
     roles: Counter[str] = Counter()
     requests: list[str] = []
@@ -119,6 +123,9 @@ def digest_region(turns: Sequence[Turn], redact: Callable[[str], str] = unchange
                     outcome = analyze_output(response.content, _scalar_values(call.arguments))
                     actions[slot] = Action(call.name, call.arguments, outcome)
     earlier = redact(earlier.strip())
+    carried = read_earlier(earlier)
+    requests[:0] = carried.requests
+    note = note or carried.note
     for path in files_in(earlier):
         files.setdefault(path, False)
     errors: dict[str, list[int]] = {}
@@ -137,10 +144,19 @@ def digest_region(turns: Sequence[Turn], redact: Callable[[str], str] = unchange
         files=tuple(ordered_files),
         errors=tuple((line, tuple(numbers)) for line, numbers in errors.items()),
         note=note,
-        earlier=earlier,
-        earlier_errors=tuple(dict.fromkeys(m.group(1).rsplit(".", 1)[-1] for m in ERROR_CLASS.finditer(earlier))),
+        earlier=carried.text,
+        earlier_errors=tuple(line for line in carried.errors if not _seen_again(line, errors))
+        if carried.structured
+        else tuple(dict.fromkeys(m.group(1).rsplit(".", 1)[-1] for m in ERROR_CLASS.finditer(earlier))),
+        earlier_error_lines=carried.structured,
         earlier_ids=tuple(dict.fromkeys(identifiers_in(earlier, NAMED_IDENTIFIER))),
     )
+
+
+def _seen_again(line: str, errors: dict[str, list[int]]) -> bool:
+    """An earlier error line (perhaps clipped with "…") that this region's errors show again."""
+    head = line.removesuffix("…")
+    return any(error.startswith(head) for error in errors)
 
 
 def _short_names(paths: list[str]) -> dict[str, str]:

@@ -125,8 +125,7 @@ class Renderer:
             tail.append("Files touched: " + _files_text(d.files, max(detail.files, self.min_files)))
         if d.errors or d.earlier_errors:
             tail.append("Errors:")
-            if d.earlier_errors:
-                tail.append("- earlier: " + clip(", ".join(d.earlier_errors), detail.error_chars * 2))
+            tail.extend(_earlier_error_lines(d, detail))
             tail.extend(_error_lines(d.errors, detail))
         if d.earlier_ids:
             tail.append("Earlier identifiers: " + clip(", ".join(d.earlier_ids), detail.note_chars))
@@ -318,6 +317,19 @@ def _error_keys(errors: tuple[tuple[str, tuple[int, ...]], ...], max_chars: int)
     """ "ValueError, KeyError, ls: cannot access…": each distinct error by its class or head."""
     keys = list(dict.fromkeys(error_key(line) for line, _ in errors))
     return clip(", ".join(keys), max_chars * 6)
+
+
+def _earlier_error_lines(d: Digest, detail: _Detail) -> list[str]:
+    """An earlier summary's errors: its latest lines in full as this level shows errors (the
+    older by their keys), or the classes picked out of a summary this summarizer did not write."""
+    if not d.earlier_errors:
+        return []
+    if not d.earlier_error_lines:
+        return ["- earlier: " + clip(", ".join(d.earlier_errors), detail.error_chars * 2)]
+    shown = d.earlier_errors[-detail.errors :] if detail.errors else ()
+    older = d.earlier_errors[: len(d.earlier_errors) - len(shown)]
+    lines = ["- earlier: " + _error_keys(tuple((line, ()) for line in older), detail.error_chars)] if older else []
+    return lines + [f"- earlier: {clip(line, detail.error_chars)}" for line in shown]
 
 
 def _error_lines(errors: tuple[tuple[str, tuple[int, ...]], ...], detail: _Detail) -> list[str]:
