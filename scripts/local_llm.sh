@@ -64,8 +64,8 @@ usage() {
 build_stamp() {
     local cpu_flags
     cpu_flags="$(grep -m1 -E '^(flags|Features)' /proc/cpuinfo 2>/dev/null | sha256sum | cut -c1-16)"
-    printf '%s==%s native static server-only cpu=%s arch=%s\n' \
-        "$LLAMA_PKG" "$LLAMA_VERSION" "$cpu_flags" "$(uname -m)"
+    printf '%s==%s native static server-only cpu=%s arch=%s extra=[%s]\n' \
+        "$LLAMA_PKG" "$LLAMA_VERSION" "$cpu_flags" "$(uname -m)" "$(extra_cpu_flags)"
 }
 
 # -march=native turns on AMX where the CPU has it, but a sandbox may not grant the AMX tile
