@@ -261,3 +261,22 @@ def test_the_backend_is_a_flag_and_a_yaml_key(tmp_path: Path) -> None:
     assert json.loads(by_yaml.stdout)["counting"]["requested"] == "hf"
     unknown = run_cli("analyze", str(source), "--tokenizer-backend", "nope")
     assert unknown.returncode == 2 and "nope" in unknown.stderr
+
+
+# --- the Ray engine: each worker guards its own counts ------------------------------------------
+
+
+def test_a_ray_runs_guard_is_the_drivers_load_check_with_its_workers_samples_added_up() -> None:
+    driver = GuardResult("auto", "fastokens", fast="fastokens", probes=120)
+    clean = GuardResult("auto", "fastokens", fast="fastokens", probes=120, sampled=5)
+    switched = GuardResult(
+        "auto", "hf", fast="fastokens", probes=120, sampled=3, sample_differences=1, counted_before_switch=40
+    )
+    assert GuardResult.from_dict(switched.to_dict()) == switched, "sent to the driver as plain data"
+    assert driver.with_workers([]) == driver
+    merged = driver.with_workers([clean, switched])
+    assert (merged.sampled, merged.sample_differences, merged.counted_before_switch) == (8, 1, 40)
+    assert merged.backend == "fastokens" and merged.note is not None and "1 of 2 workers" in merged.note
+    assert merged.warning is not None and "counted a sampled turn differently" in merged.warning
+    assert driver.with_workers([switched]).backend == "hf", "every worker switched: hf counted the run"
+    assert driver.with_workers([clean, clean]).warning is None

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.conftest import SAMPLE, run_cli
+from tests.conftest import SAMPLE, read_jsonl, run_cli
 from tests.fake_anthropic_api import FakeAnthropicServer
 from tests.fake_openai_server import FakeServerThread
 from tests.ray.conftest import assert_same_outputs, json_lines, ray_parts
+from trajectory_compressor.count.exactness import sampled
 
 pytestmark = pytest.mark.ray
 RAY = ("--engine", "ray", "--num-workers", "2", "-q")
@@ -33,6 +35,11 @@ def test_extractive_run_equals_the_local_engine(local_ray, tmp_path: Path) -> No
     assert_same_outputs(tmp_path / "local" / "x.jsonl", tmp_path / "ray" / "x.jsonl")
     report = json.loads((tmp_path / "ray" / "x.report.json").read_text())
     assert report["engine"]["name"] == "ray" and report["rows"]["compressed"] > 0
+    counting = report["counting"]
+    if counting["fast_backend"]:  # the workers' guards, added up: every turn the sample picks (by its text)
+        picked = [value for row in read_jsonl(SAMPLE) for value in _turn_values(row) if sampled(value)]
+        assert len(picked) > 1 and counting["guard"]["sampled"] >= len(picked)
+        assert counting["guard"]["sample_differences"] == 0
 
 
 @pytest.mark.parametrize("output", ["x.jsonl", "x.parquet"])
@@ -158,3 +165,8 @@ def test_a_pruning_run_equals_the_local_engine(local_ray, tmp_path: Path, summar
     report = json.loads((tmp_path / "ray" / "x.report.json").read_text())
     assert report["pruning"]["rows_fitted_by_pruning"] > 0
     assert report["pruning"] == json.loads((tmp_path / "local" / "x.report.json").read_text())["pruning"]
+
+
+def _turn_values(row: dict[str, Any]) -> list[str]:
+    turns = row.get("conversations") or row.get("messages") or []
+    return [value for turn in turns if isinstance(value := turn.get("value", turn.get("content")), str)]

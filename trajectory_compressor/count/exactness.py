@@ -27,7 +27,7 @@ import threading
 import weakref
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from trajectory_compressor.count.backends import (
@@ -119,6 +119,46 @@ class GuardResult:
                 "probe_refusals": self.probe_refusals,
             },
         }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GuardResult:
+        """The inverse of `to_dict` (a Ray worker's guard, sent to the driver as plain data)."""
+        guard = data["guard"]
+        return cls(
+            requested=data["requested"],
+            backend=data["backend"],
+            fast=data["fast_backend"],
+            note=data["note"],
+            probes=guard["probes"],
+            sampled=guard["sampled"],
+            sample_differences=guard["sample_differences"],
+            counted_before_switch=guard["switched_to_hf_after"],
+            probe_refusals=list(guard["probe_refusals"]),
+        )
+
+    def with_workers(self, workers: Sequence[GuardResult]) -> GuardResult:
+        """This (the driver's) load check with what each Ray worker's own guard saw in the run.
+
+        Every worker loads and guards its own backend, so the run's sample is theirs, added up;
+        one worker that found a difference counted with Hugging Face from then on, and the report
+        says so (`switched_to_hf_after`: the fewest texts a worker counted before its switch).
+        """
+        if not workers:
+            return self
+        switches = [w.counted_before_switch for w in workers if w.counted_before_switch is not None]
+        switched = sum(1 for w in workers if w.backend == REFERENCE and self.backend != REFERENCE)
+        note = self.note
+        if switched:
+            note = f"{switched} of {len(workers)} workers switched to hf after a sampled difference"
+        return replace(
+            self,
+            backend=REFERENCE if switched == len(workers) else self.backend,
+            note=note,
+            sampled=sum(w.sampled for w in workers),
+            sample_differences=sum(w.sample_differences for w in workers),
+            counted_before_switch=min(switches) if switches else None,
+            probe_refusals=list(dict.fromkeys([*self.probe_refusals, *(r for w in workers for r in w.probe_refusals)])),
+        )
 
     @property
     def warning(self) -> str | None:

@@ -107,6 +107,8 @@ class CompressWorker:
         finally:
             if self.gate is not None and self.summarizer is not None:
                 self.gate.report(self.summarizer.stats())
+            if self.gate is not None:  # this worker's exactness guard, for the report
+                self.gate.report_counting(self.counter.guard.to_dict())
 
     def _records(self, batch: pa.Table) -> list[tuple[int, SourceRecord]]:
         """The batch's rows as the local reader's `SourceRecord`s: from `read_inputs` rows, or plain records."""

@@ -41,6 +41,7 @@ class RunLimits:
         self._held: Counter[str] = Counter()  # worker id -> slots held
         self._seen: dict[str, float] = {}  # worker id -> monotonic time of its last word
         self._stats: dict[str, dict[str, Any]] = {}
+        self._counting: dict[str, dict[str, Any]] = {}  # each worker's exactness guard
         self._actors: dict[str, Any] = {}
         self._aborted: tuple[str, int] | None = None
         self._changed: asyncio.Condition | None = None
@@ -104,6 +105,14 @@ class RunLimits:
         """The worker's usage counters so far (they only grow, so the latest replaces the last)."""
         self._seen[worker] = time.monotonic()
         self._stats[worker] = stats
+
+    def report_counting(self, worker: str, counting: dict[str, Any]) -> None:
+        """The worker's exactness guard so far (`GuardResult.to_dict`; it only grows)."""
+        self._counting[worker] = counting
+
+    def counting(self) -> list[dict[str, Any]]:
+        """Every worker's guard, for the driver to add up into the report."""
+        return list(self._counting.values())
 
     def usage(self) -> dict[str, Any]:
         """Every worker's counters added up; `max_in_flight` is the cluster's, seen here."""
@@ -194,6 +203,9 @@ class ClusterGate:
 
     def report(self, stats: dict[str, Any]) -> None:
         self.limits.report.remote(self.worker, stats)
+
+    def report_counting(self, counting: dict[str, Any]) -> None:
+        self.limits.report_counting.remote(self.worker, counting)
 
     def start_heartbeat(self) -> None:
         """Beat while this worker's loop runs (call on the loop): a killed worker falls silent."""

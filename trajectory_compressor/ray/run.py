@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 
+from trajectory_compressor.count.exactness import GuardResult
 from trajectory_compressor.errors import RunAborted, UsageError
 from trajectory_compressor.exit_codes import ExitCode
 from trajectory_compressor.ray.inputs import list_inputs
@@ -138,7 +139,7 @@ def run_on_ray(
     start_ray(config)
     with quiet_console(config.quiet):
         output_files = CompressedOutput(layout, output_format)
-        run = _RayRun(config, layout, output_files, cache_folder, say, counter.guard.to_dict())
+        run = _RayRun(config, layout, output_files, cache_folder, say, counter.guard)
         return run.execute(sources, settings_record(config, counter.name), started)
 
 
@@ -151,7 +152,7 @@ class _RayRun:
     sink: CompressedOutput
     cache_folder: str | None
     say: Callable[[str], None]
-    counting: dict[str, Any]  # the driver's backend and probe check (each actor guards its own counts)
+    counting: GuardResult  # the driver's backend and probe check; each worker's guard joins it at the end
 
     def execute(self, sources: list[InputSource], settings: dict[str, Any], started: float) -> RayRunResult:
         import ray
@@ -170,6 +171,9 @@ class _RayRun:
         try:
             (status, exit_code, message), stream_rows = self._write(sources, workers, limits)
             usage = ray.get(limits.usage.remote())
+            counting = self.counting.with_workers(
+                [GuardResult.from_dict(part) for part in ray.get(limits.counting.remote())]
+            )
         finally:
             ray.kill(limits)
         totals = self.sink.totals
@@ -184,7 +188,8 @@ class _RayRun:
             outputs=self.layout.as_dict() if status == "completed" else {},
             timings={"total": time.monotonic() - started},
             summarizer_stats=usage if usage.get("workers") else None,
-            counting=self.counting,
+            counting=counting.to_dict(),
+            warnings=[counting.warning or ""],
         )
         report["engine"] = {"name": "ray", "workers": workers, "cache": self.cache_folder}
         if message:
