@@ -7,6 +7,8 @@ single row is recorded in the outputs instead of raised.
 
 from __future__ import annotations
 
+from trajectory_compressor.exit_codes import ExitCode
+
 
 class UsageError(Exception):
     """Something the user can fix; its message is one line that says what and where."""
@@ -15,6 +17,6 @@ class UsageError(Exception):
 class RunAborted(RuntimeError):
     """Stop the whole run (`--on-summary-failure fail`, `--strict`, or a refused API key), with its exit code."""
 
-    def __init__(self, message: str, exit_code: int) -> None:
+    def __init__(self, message: str, exit_code: ExitCode) -> None:
         super().__init__(message)
         self.exit_code = exit_code

@@ -216,7 +216,7 @@ def trained_turns_of(original: SourceRecord, produced: SourceRecord, config: Run
     from the input row (not marked `"train": false`)."""
     try:
         turns = row_turns(produced, config)
-        messages = produced.record[detect_format(produced.record, config.read.conversation_key).key]  # type: ignore[index]
+        messages = produced.record[detect_format(produced.record, config.read.conversation_key).key]
         verbatim = {turn.value for turn in row_turns(original, config) if turn.role == "gpt"}
     except (RecordError, KeyError, TypeError):
         return 0

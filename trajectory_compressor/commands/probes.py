@@ -160,9 +160,9 @@ async def _probe_output(
                     for task in done:
                         task.result()
         if pending:
-            for task in await asyncio.gather(*pending, return_exceptions=True):
-                if isinstance(task, BaseException):
-                    raise task
+            for outcome in await asyncio.gather(*pending, return_exceptions=True):
+                if isinstance(outcome, BaseException):
+                    raise outcome
             pending = set()
     finally:
         for task in pending:

@@ -1,6 +1,6 @@
 """Counting tokens with a real Hugging Face tokenizer, through the fastest backend that counts it exactly."""
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from trajectory_compressor.count.chat_template import ChatTemplateCounter
@@ -75,12 +75,14 @@ def check_template_syntax(template: str, path: str) -> None:
     """
     import jinja2
 
+    compile_template: Callable[[str], object]
     try:
-        from transformers.utils.chat_template_utils import _compile_jinja_template
+        from transformers.utils.chat_template_utils import _compile_jinja_template as compile_template
     except ImportError:  # pragma: no cover - older or newer transformers: syntax only
-        _compile_jinja_template = jinja2.Environment().parse
+        compile_template = jinja2.Environment().parse
     try:
-        _compile_jinja_template(template)
+        compile_template(template)
     except jinja2.TemplateError as exc:
-        line = f" line {exc.lineno}" if getattr(exc, "lineno", None) else ""
+        lineno = getattr(exc, "lineno", None)  # a TemplateSyntaxError's
+        line = f" line {lineno}" if lineno else ""
         raise TokenizerLoadError(f"chat template {quoted(path)}{line} is not a valid Jinja template: {exc}") from None

@@ -33,7 +33,8 @@ FAST_BACKENDS = tuple(name for name in TOKENIZER_BACKENDS if name not in ("auto"
 class CountingBackend(Protocol):
     """Token counts of a batch of texts, in order, without special tokens added around them."""
 
-    name: str
+    @property
+    def name(self) -> str: ...  # read-only: a class attribute or a property
 
     def count_many(self, texts: Sequence[str]) -> list[int]: ...
 

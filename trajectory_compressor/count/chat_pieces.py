@@ -47,6 +47,7 @@ class CutPoints:
         after normalization when the tokenizer normalizes, and special tokens when it encodes
         them as text (`encode_special_tokens`).
         """
+        # `backend` is duck-typed (a `tokenizers.Tokenizer`, or what a caller's tokenizer wraps).
         table = backend.get_added_tokens_decoder().values()  # type: ignore[attr-defined]
         normalizes = _normalizes(getattr(backend, "normalizer", None))
         special_as_text = bool(getattr(backend, "encode_special_tokens", False))
@@ -88,6 +89,7 @@ def _normalizes(normalizer: object) -> bool:
     if normalizer is None:
         return False
     try:
+        # tokenizers' normalizers pickle to JSON; any other object fails here and counts as normalizing.
         state = json.loads(normalizer.__getstate__())  # type: ignore[attr-defined]
     except (AttributeError, TypeError, ValueError):
         return True

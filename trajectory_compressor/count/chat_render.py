@@ -73,7 +73,7 @@ class ChatRenderer:
         self._helpers = _transformers_helpers()
         for tools in (None, [{"type": "function", "function": {"name": "probe", "parameters": {}}}]):
             _instrument(self._source(tools))  # compile now: a broken template stops the run at start
-        if self._helpers is not None and not self._fast_path_agrees():
+        if self._helpers is not None and not self._fast_path_agrees(self._helpers):
             self._helpers = None
 
     def render(self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Any] | None) -> Rendering:
@@ -82,7 +82,7 @@ class ChatRenderer:
         Raises whatever the template raises (``raise_exception(...)``, a missing key).
         """
         if self._helpers is not None:
-            return self._render_once(messages, tools)
+            return self._render_once(self._helpers, messages, tools)
         text = self.render_text(messages, tools)
         prepared = [{key: value for key, value in message.items() if value is not None} for message in messages]
         marked = self._render_marked(prepared, tools, self._kwargs)
@@ -102,14 +102,16 @@ class ChatRenderer:
 
     # --- the single render ---------------------------------------------------------------------
 
-    def _render_once(self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Any] | None) -> Rendering:
-        normalize, plain, alias = self._helpers  # type: ignore[misc]
+    def _render_once(
+        self, helpers: tuple[Any, Any, Any], messages: Sequence[Mapping[str, Any]], tools: Sequence[Any] | None
+    ) -> Rendering:
+        normalize, plain, alias = helpers
         chat = alias(plain(normalize([dict(message) for message in messages])))
         schemas = None if tools is None else plain(_checked_tools(tools))
         marked = self._render_marked(chat, schemas, plain(self._kwargs))
         return self._unmarked(marked, len(messages))
 
-    def _render_marked(self, chat: list[dict[str, Any]], tools: list[Any] | None, kwargs: dict[str, Any]) -> str:
+    def _render_marked(self, chat: list[dict[str, Any]], tools: Sequence[Any] | None, kwargs: dict[str, Any]) -> str:
         marks = {id(message): f"\ue000{self._nonce}:{index}\ue001" for index, message in enumerate(chat)}
         template = _instrument(self._source(tools))
         return template.render(
@@ -137,13 +139,13 @@ class ChatRenderer:
         # apply_chat_template would pick for these tools.
         return self.tokenizer.get_chat_template(None, None if tools is None else list(tools))
 
-    def _fast_path_agrees(self) -> bool:
+    def _fast_path_agrees(self, helpers: tuple[Any, Any, Any]) -> bool:
         """Whether the single render gives `apply_chat_template`'s text on a plain probe."""
         try:
             expected = self.render_text(PROBE_MESSAGES, None)
         except Exception:  # a template that refuses the probe: keep the single render, rows will tell
             return True
-        return self._render_once(PROBE_MESSAGES, None).text == expected
+        return self._render_once(helpers, PROBE_MESSAGES, None).text == expected
 
 
 def check_template_kwargs(template_kwargs: Mapping[str, Any]) -> None:

@@ -104,7 +104,8 @@ class ChatTemplateCounter(TokenCounter):
         try:
             self.renderer = ChatRenderer(tokenizer, template_kwargs or {})
         except jinja2.TemplateError as exc:
-            line = f" line {exc.lineno}" if getattr(exc, "lineno", None) else ""
+            lineno = getattr(exc, "lineno", None)  # a TemplateSyntaxError's
+            line = f" line {lineno}" if lineno else ""
             raise TokenizerLoadError(
                 f"the chat template of '{self.name}'{line} is not a valid Jinja template: {one_line(exc)}"
             ) from None
@@ -201,7 +202,8 @@ class ChatTemplateCounter(TokenCounter):
 
 def chat_chars(chat: Chat) -> int:
     """Characters of every text in a chat's messages and tools (keys and values), without copying any."""
-    total, stack = 0, [list(chat.messages), chat.tools]
+    total = 0
+    stack: list[object] = [list(chat.messages), chat.tools]
     while stack:
         item = stack.pop()
         if isinstance(item, str):

@@ -110,8 +110,8 @@ def plan_region(
 
     if saved_so_far <= new_text:
         protected = total - saved_so_far
-        reason = PROTECTED_OVER_BUDGET if protected > target else NO_NET_SAVING
-        return unchanged(reason, total > target)
+        why_unchanged = PROTECTED_OVER_BUDGET if protected > target else NO_NET_SAVING
+        return unchanged(why_unchanged, total > target)
 
     estimated = total - saved_so_far + new_text  # = Plan.size_with_summary(summary)
     over = estimated > target

@@ -171,8 +171,10 @@ def start_limits(max_concurrency: int, rpm: float | None, tpm: float | None) -> 
     """The run's `RunLimits` actor (not detached: it ends with the driver that made it)."""
     import ray
 
-    actor = ray.remote(num_cpus=0, max_concurrency=10_000)(RunLimits)
-    return actor.options(name=f"trajectory-compressor-limits-{uuid.uuid4().hex[:12]}").remote(max_concurrency, rpm, tpm)
+    actor = ray.remote(RunLimits).options(
+        num_cpus=0, max_concurrency=10_000, name=f"trajectory-compressor-limits-{uuid.uuid4().hex[:12]}"
+    )
+    return actor.remote(max_concurrency, rpm, tpm)
 
 
 class ClusterGate:

@@ -83,7 +83,7 @@ def read_inputs(sources: Sequence[InputSource], config: RunConfig, counts: Seque
         return ray.data.from_arrow(ROW_SCHEMA.empty_table())
     select = config.select
     dataset = ray.data.from_items(entries, override_num_blocks=len(entries)).map_batches(
-        read_files,
+        read_files,  # type: ignore[arg-type]  # Ray's stub types `fn` without the `fn_kwargs` it is given
         fn_kwargs={"sources": list(sources), "split": split, "percent": select.sample_percent, "seed": select.seed},
         batch_size=1,
         batch_format="pyarrow",

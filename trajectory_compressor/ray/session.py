@@ -41,14 +41,14 @@ def start_ray(config: RunConfig) -> None:
     logging.getLogger("ray.data").setLevel(level)  # -q: no lines about each Dataset's execution
     if ray.is_initialized():
         return
-    quiet = {"logging_level": level, "log_to_driver": not config.quiet}
+    log_to_driver = not config.quiet
     with _keeping_sigterm():
         if config.ray_address:
-            ray.init(address=config.ray_address, **quiet)
+            ray.init(address=config.ray_address, logging_level=level, log_to_driver=log_to_driver)
         elif os.environ.get("RAY_ADDRESS"):  # inside `ray job submit`: the job's cluster
-            ray.init(**quiet)
+            ray.init(logging_level=level, log_to_driver=log_to_driver)
         else:  # a local Ray for this run only
-            ray.init(include_dashboard=False, **quiet)
+            ray.init(include_dashboard=False, logging_level=level, log_to_driver=log_to_driver)
 
 
 @contextlib.contextmanager
@@ -114,6 +114,6 @@ def _native_stderr_silenced() -> Iterator[None]:
 
 def _is_descriptor_2(stream: object) -> bool:
     try:
-        return stream.fileno() == 2  # type: ignore[attr-defined]
+        return stream.fileno() == 2  # type: ignore[attr-defined]  # any object: one without fileno is caught
     except (AttributeError, OSError, ValueError):
         return False

@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from typing import Generic, TypeVar
+from typing import Generic, Literal, TypeVar
 
 T = TypeVar("T")
 
-_ITEM, _END, _ERROR = "item", "end", "error"
+_ITEM: Literal["item"] = "item"
+_END: Literal["end"] = "end"
+_ERROR: Literal["error"] = "error"
+# What the reading thread hands over: an item, the error the iterator raised, or its end.
+_Entry = tuple[Literal["item"], T] | tuple[Literal["error"], BaseException] | tuple[Literal["end"], None]
 
 
 class ReadAhead(Generic[T]):
@@ -25,7 +29,7 @@ class ReadAhead(Generic[T]):
     def __init__(self, items: Iterator[T], *, name: str = "tc-read-ahead") -> None:
         self._items = items
         self._ready = threading.Condition()
-        self._slot: tuple[str, object] | None = None  # the item made and not yet taken (or the end)
+        self._slot: _Entry[T] | None = None  # the item made and not yet taken (or the end)
         self._stopped = False
         self._thread = threading.Thread(target=self._produce, name=name, daemon=True)
         self._thread.start()
@@ -39,14 +43,14 @@ class ReadAhead(Generic[T]):
                 self._ready.wait()
             if self._slot is None:  # closed
                 raise StopIteration
-            kind, value = self._slot
-            if kind != _END:
-                self._slot = None if kind == _ITEM else (_END, None)  # an error is raised once
+            entry = self._slot
+            if entry[0] != _END:
+                self._slot = None if entry[0] == _ITEM else (_END, None)  # an error is raised once
                 self._ready.notify_all()
-        if kind == _ITEM:
-            return value  # type: ignore[return-value]
-        if kind == _ERROR:
-            raise value  # type: ignore[misc]
+        if entry[0] == _ITEM:
+            return entry[1]
+        if entry[0] == _ERROR:
+            raise entry[1]
         raise StopIteration
 
     def close(self, timeout: float = 10.0) -> None:
@@ -64,7 +68,7 @@ class ReadAhead(Generic[T]):
         self.close()
 
     def _produce(self) -> None:
-        final: tuple[str, object] = (_END, None)
+        final: _Entry[T] = (_END, None)
         try:
             for item in self._items:
                 if not self._hand_over((_ITEM, item)):
@@ -82,7 +86,7 @@ class ReadAhead(Generic[T]):
                 close()
         self._hand_over(final)
 
-    def _hand_over(self, entry: tuple[str, object]) -> bool:
+    def _hand_over(self, entry: _Entry[T]) -> bool:
         """Put `entry` in the slot once it is free; False when the reader was stopped."""
         with self._ready:
             while self._slot is not None and not self._stopped:

@@ -7,9 +7,10 @@ file is numbered and decoded the same wherever it lies.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import IO, Any
+from typing import Any
 
 from trajectory_compressor.read.jsonl import open_binary
 
@@ -22,7 +23,7 @@ def is_uri(path: str) -> bool:
     return bool(sep) and scheme.isidentifier()
 
 
-def open_lines(path: str) -> IO[bytes] | LineReader:
+def open_lines(path: str) -> io.BufferedIOBase | LineReader:
     """A binary stream of the file's lines (with their ends), gunzipped by suffix.
 
     A local path is opened as `read.jsonl.open_binary` opens it; a URI's stream comes from its
@@ -67,6 +68,15 @@ class ArrowStream:
 
         try:
             return bytes(self.stream.read() if size is None or size < 0 else self.stream.read(size))
+        except pa.ArrowException as exc:
+            raise OSError(str(exc)) from exc
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        """As the stream seeks (a pyarrow input stream cannot: `GzipFile` asks only to rewind, never done here)."""
+        import pyarrow as pa
+
+        try:
+            return int(self.stream.seek(offset, whence))
         except pa.ArrowException as exc:
             raise OSError(str(exc)) from exc
 

@@ -79,7 +79,7 @@ def detect_format(record: Any, conversation_key: str | None = None, fmt: str | N
     if key not in record:
         raise RecordError(f"missing conversation list {key!r}")
     if fmt is not None:
-        return ConversationFormat(name=fmt, key=key)  # type: ignore[arg-type]
+        return ConversationFormat(name=fmt, key=key)  # type: ignore[arg-type]  # a FormatName: checked on entry
     turns = record[key]
     first = next((t for t in turns if isinstance(t, dict)), None) if isinstance(turns, list) else None
     if first is not None and "from" in first:
@@ -180,11 +180,16 @@ def template_messages(record: Any, fmt: ConversationFormat) -> list[Any]:
     if fmt.name == "openai":
         return list(messages)
     return [
-        {"role": _ROLE_TO_OPENAI.get(message.get("from"), message.get("from")), "content": message.get("value")}
+        {"role": _openai_role(message.get("from")), "content": message.get("value")}
         if isinstance(message, dict)
         else message
         for message in messages
     ]
+
+
+def _openai_role(sharegpt_role: Any) -> Any:
+    """A ShareGPT role as OpenAI names it; any other value as written, for the template to judge."""
+    return _ROLE_TO_OPENAI.get(sharegpt_role, sharegpt_role)
 
 
 def record_tools(record: Any, key: str = "tools") -> list[Any] | None:

@@ -17,11 +17,12 @@ broken, ends the run:
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import orjson
 
@@ -48,7 +49,7 @@ class LoneSurrogateError(ValueError):
         self.value = value
 
 
-def open_binary(path: str | Path) -> IO[bytes]:
+def open_binary(path: str | Path) -> io.BufferedIOBase:
     """Open a plain or gzipped file for reading bytes, by suffix (in any case: `.GZ` too)."""
     if str(path).lower().endswith(".gz"):
         return gzip.open(path, "rb")

@@ -8,7 +8,7 @@ metrics' `index` are all defined on.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 
 from trajectory_compressor.read.readers import iter_source
 from trajectory_compressor.read.sources import InputError, InputSource
@@ -98,7 +98,7 @@ class RowSelection:
                 self.selected += 1
                 yield current, index, item
 
-    def chunks(self, max_rows: int, max_bytes: int) -> Iterator[list[Selected]]:
+    def chunks(self, max_rows: int, max_bytes: int) -> Generator[list[Selected], None, None]:
         """The selected rows in lists of at most `max_rows` rows or about `max_bytes` of raw input."""
         chunk: list[Selected] = []
         size = 0

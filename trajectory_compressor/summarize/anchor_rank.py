@@ -91,8 +91,8 @@ def ranked_anchors(
     seen: dict[str, _Seen] = {}
     for anchor in earlier:
         if anchor not in left_out and anchor not in seen and anchor_kind(anchor) is not None and not _opaque(anchor):
-            entry = seen[anchor] = _Seen(first=len(seen), last=-1, outside_boilerplate=True)
-            entry.sources.add("earlier")
+            known_before = seen[anchor] = _Seen(first=len(seen), last=-1, outside_boilerplate=True)
+            known_before.sources.add("earlier")
     for position, source, text in pieces:
         for part, plain in _parts(text, boilerplate if source == "result" else frozenset()):
             for anchor in anchors_in(part):

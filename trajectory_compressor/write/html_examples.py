@@ -147,8 +147,8 @@ def summaries_side_by_side(columns: Sequence[tuple[str, str, RowExample]]) -> st
             f"{example.region_turns:,} turns; {esc(', '.join(scores))}</p>"
             f'<div class="turn summary"><pre>{esc(summary)}</pre></div></div>'
         )
-    columns = f"grid-template-columns: repeat({len(cells)}, minmax(0, 1fr))"
-    return f'<div class="cols" style="{columns}">{"".join(cells)}</div>'
+    grid = f"grid-template-columns: repeat({len(cells)}, minmax(0, 1fr))"
+    return f'<div class="cols" style="{grid}">{"".join(cells)}</div>'
 
 
 def _turns_html(turns: Sequence[Turn], total: int, marked: Sequence[str]) -> str:

@@ -51,24 +51,24 @@ def histogram_edges(
         high = low + 1
     if log is None:
         log = low > 0 and high / low > _LOG_SPAN
-    anchored = anchor is not None and low < anchor < high
+    inner_anchor = anchor if anchor is not None and low < anchor < high else None
     if log:
         low = max(low, 1.0)
         ratio = (high / low) ** (1 / bins)
-        if anchored:
-            below = max(1, round(math.log(anchor / low) / math.log(ratio)))
-            ratio = (anchor / low) ** (1 / below)
+        if inner_anchor is not None:
+            below = max(1, round(math.log(inner_anchor / low) / math.log(ratio)))
+            ratio = (inner_anchor / low) ** (1 / below)
         raw = [low]
         while raw[-1] < high:
             raw.append(low * ratio ** len(raw))
     else:
         step = (high - low) / bins
-        if anchored:
-            step = (anchor - low) / max(1, round((anchor - low) / step))
+        if inner_anchor is not None:
+            step = (inner_anchor - low) / max(1, round((inner_anchor - low) / step))
         raw = [low]
         while raw[-1] < high:
             raw.append(low + step * len(raw))
-    if anchored:  # exact steps, so the bins stay equal around the anchor
+    if inner_anchor is not None:  # exact steps, so the bins stay equal around the anchor
         edges = [math.floor(low), *(round(x) for x in raw[1:-1]), math.ceil(raw[-1])]
     else:
         edges = [_round_sig(low, math.floor), *map(_round_sig, raw[1:-1]), _round_sig(raw[-1], math.ceil)]

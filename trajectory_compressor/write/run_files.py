@@ -199,11 +199,14 @@ class RunFiles:
         try:
             state = json.loads(self.state_path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
-            return self._damaged(f"its state.json cannot be read ({exc})")
+            self._damaged(f"its state.json cannot be read ({exc})")
+            return None
         if not isinstance(state, dict) or state.get("version") != STATE_VERSION:
-            return self._damaged("its state.json is from another version")
+            self._damaged("its state.json is from another version")
+            return None
         if state.get("checksum") != _state_checksum(state):
-            return self._damaged("its state.json was changed after it was written")
+            self._damaged("its state.json was changed after it was written")
+            return None
         if state.get("fingerprint") != self.fingerprint:
             raise ResumeMismatchError(
                 f"{quoted(self.work_dir)} holds an unfinished run with other inputs or settings; "
@@ -212,13 +215,15 @@ class RunFiles:
         problem = self._problem(state)
         if problem is None and state["parts"]["metrics"]["lines"] != state["totals"].get("rows_selected"):
             problem = "its metrics file and its totals disagree"
-        return self._damaged(problem) if problem else state
+        if problem:
+            self._damaged(problem)
+            return None
+        return state
 
     def _damaged(self, reason: str) -> None:
         self._say(f"warning: the work folder {quoted(self.work_dir)} is damaged ({reason}); starting over")
         self._hashes.clear()
         self._lines.clear()
-        return None
 
     def _problem(self, state: dict[str, Any]) -> str | None:
         """What is wrong with `state` or the files it describes, or None when a resume can trust it."""

@@ -119,9 +119,9 @@ def digest_region(turns: Sequence[Turn], redact: Callable[[str], str] = unchange
                 if slot is None:
                     actions.append(Action(response.name or "tool", None, analyze_output(response.content)))
                 else:
-                    call = actions[slot]
-                    outcome = analyze_output(response.content, _scalar_values(call.arguments))
-                    actions[slot] = Action(call.name, call.arguments, outcome)
+                    made = actions[slot]
+                    outcome = analyze_output(response.content, _scalar_values(made.arguments))
+                    actions[slot] = Action(made.name, made.arguments, outcome)
     earlier = redact(earlier.strip())
     carried = read_earlier(earlier)
     requests[:0] = carried.requests

@@ -57,7 +57,7 @@ class CacheThread:
         return self.cache.path if self.cache is not None else None
 
     async def get(self, key: str) -> CachedSummary | None:
-        return await self._call(_get, key)  # type: ignore[no-any-return]
+        return await self._call(_get, key)
 
     async def put(self, key: str, summary: CachedSummary) -> None:
         await self._call(_put, key, summary, self.model)

@@ -54,14 +54,14 @@ def key_env(config: LLMConfig) -> str:
 
 def dialect_for(config: LLMConfig) -> Dialect:
     """The request processor of `config.api`, bound to `config`."""
-    return _load(DIALECTS[config.api].dialect)(config)  # type: ignore[no-any-return]
+    return _load(DIALECTS[config.api].dialect)(config)
 
 
 def batch_calls_for(
     config: LLMConfig, *, warn: Callable[[str], None] | None = None, rng: random.Random | None = None
 ) -> BatchCalls:
     """The batch API of `config.api`, on its own session (`async with` closes it)."""
-    return _load(DIALECTS[config.api].batches)(config, warn=warn, rng=rng)  # type: ignore[no-any-return]
+    return _load(DIALECTS[config.api].batches)(config, warn=warn, rng=rng)
 
 
 def _load(where: str) -> Any:

@@ -60,7 +60,7 @@ class OpenAIDialect:
         choice = choices[0] if isinstance(choices, list) and choices else None
         message = choice.get("message") if isinstance(choice, dict) else None
         if not isinstance(choice, dict) or not isinstance(message, dict):
-            missing = "reply has no choices[0].message"
+            missing: str | None = "reply has no choices[0].message"
             return ReplyRead(None, prompt_tokens, completion_tokens, missing=missing, quote_error="error" in data)
         if choice.get("finish_reason") == "length":
             cut = "reply was cut at max_tokens (finish_reason=length)"
