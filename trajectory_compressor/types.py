@@ -8,13 +8,18 @@ tested alone and lets the planner stay a pure function of numbers.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 if TYPE_CHECKING:  # the scorer imports these records; only type checkers need it here
     from trajectory_compressor.summarize.fidelity import Fidelity
 
 Role = Literal["system", "human", "gpt", "tool"]
 ROLES: frozenset[str] = frozenset({"system", "human", "gpt", "tool"})
+
+# Who wrote a summary (`Summarizer.name`, `SummaryResult.summarizer`, the metrics' `summarizer`).
+SummarizerName = Literal["llm", "extractive"]
+LLM_SUMMARIZER: Final = "llm"
+EXTRACTIVE_SUMMARIZER: Final = "extractive"
 
 SUMMARY_PREFIX = "[CONTEXT SUMMARY]:"
 # How summary turns of earlier compactions begin: ours, and the Hermes agent's live compressor's.
@@ -99,7 +104,7 @@ class SummaryResult:
     """A summary body (without the `[CONTEXT SUMMARY]:` prefix) and how it was obtained."""
 
     text: str
-    summarizer: str  # "llm" | "extractive"
+    summarizer: SummarizerName
     calls: int = 0
     errors: int = 0
     last_error: str | None = None
@@ -153,7 +158,7 @@ class Summarizer(Protocol):
     `SummaryError` when it cannot produce a summary; it never returns a placeholder.
     """
 
-    name: str
+    name: SummarizerName
 
     async def summarize(self, request: SummaryRequest) -> SummaryResult: ...
 
@@ -203,7 +208,7 @@ class RowMetrics:
     written: bool = True  # whether the row is in the output dataset (not: dropped, invalid JSON, dry run)
     reason: str | None = None
     summary_tokens: int = 0
-    summarizer: str | None = None
+    summarizer: SummarizerName | None = None
     summary_calls: int = 0
     summary_errors: int = 0
     last_error: str | None = None

@@ -14,7 +14,8 @@ import pytest
 
 from tests.conftest import make_trajectory
 from trajectory_compressor.errors import RunAborted
-from trajectory_compressor.run.prepare import PreparedRow, notice_tokens, prepare_rows
+from trajectory_compressor.read.formats import detect_format
+from trajectory_compressor.run.prepare import CountedRow, ValidRow, notice_tokens, prepare_rows
 from trajectory_compressor.run.row import RowFinisher
 from trajectory_compressor.run.row.measure import RowMeasure
 from trajectory_compressor.run.row.outcome import RowOutcome, new_metrics
@@ -51,18 +52,20 @@ class Scripted:
         pass
 
 
-def _row(counter, plan: PlanConfig = PLAN, **trajectory: Any) -> PreparedRow:
+def _row(counter, plan: PlanConfig = PLAN, **trajectory: Any) -> ValidRow:
     record = make_trajectory(0, **({"steps": 12, "output_lines": 20} | trajectory))
     raw = json.dumps(record).encode()
     item = SourceRecord(source="mem.jsonl", line=1, record=record, raw=raw)
-    return prepare_rows(
+    [row] = prepare_rows(
         [(0, 1, item)],
         counter,
         plan,
         notice_tokens=notice_tokens(counter, plan),
         skip_under_target=True,
         reading=ReadConfig(),
-    )[0]
+    )
+    assert isinstance(row, ValidRow)
+    return row
 
 
 def _step(counter, summarizer, policy: str, timeout: float = 60.0) -> SummaryStep:
@@ -144,7 +147,8 @@ def test_a_summarizer_is_sent_a_huge_turn_by_its_head_and_tail() -> None:
     log = "\n".join(f"line {i:07d} ok" for i in range(200_000))  # 3.2 MB
     task = "Please fix it. " + "context " * 300_000  # a huge first request, the prompt's <task>
     turns = [Turn("system", "s"), Turn("human", task), Turn("gpt", "look"), Turn("tool", log), Turn("gpt", "done")]
-    row = PreparedRow(index=0, position=1, item=SourceRecord("mem.jsonl", 1, {}), turns=turns)
+    record = {"conversations": [{"from": turn.role, "value": turn.value} for turn in turns]}
+    row = CountedRow(0, 1, SourceRecord("mem.jsonl", 1, record), detect_format(record), turns, [0] * len(turns))
     request = region_request(row, 2, 4, 200)
     assert [turn.role for turn in request.turns] == ["gpt", "tool"]
     assert request.turns[0] is turns[2], "a turn of ordinary size is sent as it is"

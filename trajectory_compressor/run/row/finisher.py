@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from trajectory_compressor.count import TokenCounter
 from trajectory_compressor.plan.region import Plan
-from trajectory_compressor.run.prepare import PreparedRow
+from trajectory_compressor.run.prepare import PreparedRow, RejectedRow, ValidRow
 from trajectory_compressor.run.row.fidelity_gate import FidelityGate
 from trajectory_compressor.run.row.measure import RowMeasure
 from trajectory_compressor.run.row.outcome import (
@@ -30,6 +30,7 @@ from trajectory_compressor.run.row.over_limit import truncate_row
 from trajectory_compressor.run.row.summary_step import Summarized, SummaryFailure, SummaryStep
 from trajectory_compressor.run.row.windows import WindowFinisher
 from trajectory_compressor.settings import RunConfig
+from trajectory_compressor.settings.tree import NO_SUMMARIES, OverLimitPolicy
 from trajectory_compressor.summarize.fidelity import score_summary
 from trajectory_compressor.summarize.fidelity.anchors import FutureFidelity, future_fidelity, hidden_future_fidelity
 from trajectory_compressor.types import (
@@ -61,7 +62,7 @@ class RowFinisher:
         summarizer: Summarizer | None,
         fallback: Summarizer | None,
         *,
-        over_limit: str = "keep",
+        over_limit: OverLimitPolicy = "keep",
         keep_rejects_in_data: bool = True,
     ) -> None:
         self.target = config.plan.target_max_tokens
@@ -72,7 +73,7 @@ class RowFinisher:
         # A dry run has no summary step and writes no dataset (so nothing to truncate).
         self.summary_step = (
             None
-            if config.dry_run or config.summarizer == "none"
+            if config.dry_run or config.summarizer == NO_SUMMARIES
             else SummaryStep(
                 self.measure,
                 summarizer,
@@ -99,20 +100,19 @@ class RowFinisher:
                 writes_data=not config.dry_run,
                 over_limit=over_limit,
                 write_format=self.write_format,
-                summaries=config.summarizer != "none",
+                summaries=config.summarizer != NO_SUMMARIES,
             )
             if config.plan.windows
             else None
         )
 
     async def finish(self, row: PreparedRow) -> FinishedRow:
-        metrics = new_metrics(row)
-        if row.error is not None:
-            return rejected_row(row, metrics, keep_in_data=self.keep_rejects_in_data)
+        if isinstance(row, RejectedRow):
+            return rejected_row(row, keep_in_data=self.keep_rejects_in_data)
         if self.windows is not None:
             return await self.windows.finish(row)
+        metrics = new_metrics(row)
         plan = row.plan
-        assert plan is not None
         if plan.region is not None and self.summary_step is None:
             if self.dry_run:
                 return self._planned(row, metrics, plan)
@@ -127,9 +127,7 @@ class RowFinisher:
             return self._kept_after_failure(row, metrics, plan, summarized)
         return self._compressed(row, metrics, summarized)
 
-    def _unchanged(
-        self, row: PreparedRow, metrics: RowMetrics, plan: Plan, *, reason: str | None = None
-    ) -> FinishedRow:
+    def _unchanged(self, row: ValidRow, metrics: RowMetrics, plan: Plan, *, reason: str | None = None) -> FinishedRow:
         """A row with no summary: under the target, nothing worth summarizing, or (`reason`) no
         summarizer. A pruned row goes out pruned: fitted by pruning alone, or flagged."""
         over = plan.total_tokens > self.target
@@ -138,15 +136,15 @@ class RowFinisher:
         metrics.still_over_limit = over
         if row.pruning is not None:
             return self._pruned(row, metrics, plan)
-        fill_sizes(metrics, plan.total_tokens, len(row.turns or ()))
+        fill_sizes(metrics, plan.total_tokens, len(row.turns))
         if metrics.still_over_limit and self.truncates:
             return self._truncated(row, metrics, plan, None, 0)
         return self.outcome.finish(row, metrics, None)
 
-    def _pruned(self, row: PreparedRow, metrics: RowMetrics, plan: Plan) -> FinishedRow:
+    def _pruned(self, row: ValidRow, metrics: RowMetrics, plan: Plan) -> FinishedRow:
         """A pruned row written with no summary, measured exactly; its fidelity is what the kept
         turns need from the cleared results that the placeholders still say."""
-        assert row.pruning is not None and row.source_turns is not None
+        assert row.pruning is not None
         layout = self.measure.pruned_layout(row)
         size = self.measure.size(row, layout)
         metrics.still_over_limit = size > self.target
@@ -159,7 +157,7 @@ class RowFinisher:
         data = self._rewritten(row, layout) if self.outcome.writes_data else None
         return self.outcome.finish(row, metrics, data)
 
-    def _planned(self, row: PreparedRow, metrics: RowMetrics, plan: Plan) -> FinishedRow:
+    def _planned(self, row: ValidRow, metrics: RowMetrics, plan: Plan) -> FinishedRow:
         """A dry run's row to compress: the planned sizes, as if the summary were exactly its budget."""
         assert plan.region is not None
         metrics.skipped_under_target = plan.total_tokens <= self.target
@@ -168,10 +166,10 @@ class RowFinisher:
         metrics.planned_tokens = plan.estimated_tokens
         metrics.still_over_limit = plan.still_over_limit
         metrics.summary_tokens = plan.summary_tokens
-        fill_sizes(metrics, plan.estimated_tokens, len(row.turns or ()) - plan.region.turns_count + 1)
+        fill_sizes(metrics, plan.estimated_tokens, len(row.turns) - plan.region.turns_count + 1)
         return self.outcome.finish(row, metrics, None, kept=_outside(row, plan.region))
 
-    def _compressed(self, row: PreparedRow, metrics: RowMetrics, summarized: Summarized) -> FinishedRow:
+    def _compressed(self, row: ValidRow, metrics: RowMetrics, summarized: Summarized) -> FinishedRow:
         plan, result = summarized.plan, summarized.result
         assert plan.region is not None
         metrics.was_compressed = True
@@ -184,7 +182,6 @@ class RowFinisher:
         metrics.passes = summarized.passes
         metrics.fidelity_retried = result.fidelity_retried or None
         source = row.source_turns
-        assert row.turns is not None and source is not None
         start, end = plan.region.start, plan.region.end
         # Judged against the turns as read (as `eval` judges it): the gate, when it measured, saw
         # what the summarizer was sent, pruned.
@@ -210,7 +207,7 @@ class RowFinisher:
         return self.outcome.finish(row, metrics, self._rewritten(row, summarized.layout), kept=_kept(summarized.layout))
 
     def _kept_after_failure(
-        self, row: PreparedRow, metrics: RowMetrics, plan: Plan, failure: SummaryFailure
+        self, row: ValidRow, metrics: RowMetrics, plan: Plan, failure: SummaryFailure
     ) -> FinishedRow:
         """`--on-summary-failure keep` (or nothing left to try): the row goes out unchanged, flagged."""
         metrics.reason = f"{SUMMARY_FAILED}: {failure.error}"
@@ -222,11 +219,11 @@ class RowFinisher:
         metrics.still_over_limit = plan.total_tokens > self.target
         if row.pruning is not None:  # pruning is local and did not fail: the row stays pruned
             return self._pruned(row, metrics, plan)
-        fill_sizes(metrics, plan.total_tokens, len(row.turns or ()))
+        fill_sizes(metrics, plan.total_tokens, len(row.turns))
         return self.outcome.finish(row, metrics, None)
 
     def _truncated(
-        self, row: PreparedRow, metrics: RowMetrics, plan: Plan, layout: list[OutputTurn] | None, size: int
+        self, row: ValidRow, metrics: RowMetrics, plan: Plan, layout: list[OutputTurn] | None, size: int
     ) -> FinishedRow:
         cut = truncate_row(row, plan, layout, size, self.measure)
         metrics.truncated = cut.turns_removed > 0
@@ -240,16 +237,14 @@ class RowFinisher:
             row, metrics, self._rewritten(row, cut.layout) if rewritten else None, kept=_kept(cut.layout)
         )
 
-    def _rewritten(self, row: PreparedRow, layout: list[OutputTurn]) -> bytes:
-        assert row.fmt is not None
+    def _rewritten(self, row: ValidRow, layout: list[OutputTurn]) -> bytes:
         return rewritten_bytes(row.item, row.fmt, layout, self.write_format)
 
 
-def _future(row: PreparedRow, start: int, end: int, summary: str) -> FutureFidelity:
+def _future(row: ValidRow, start: int, end: int, summary: str) -> FutureFidelity:
     """What the kept turns need from the summarized region [start, end) and, on a pruned row, the
     cleared tool results outside it, that the summary (and those results' placeholders) still say."""
     source = row.source_turns
-    assert source is not None
     if row.pruning is None:
         return future_fidelity(source[:start], source[start:end], source[end:], summary)
     outside = {i: edit for i, edit in row.pruning.edits.items() if not start <= i < end}
@@ -262,9 +257,9 @@ def _kept(layout: list[OutputTurn]) -> list[int]:
     return [item.index for item in layout if isinstance(item, (KeptTurn, EditedTurn))]
 
 
-def _outside(row: PreparedRow, region: CompressionRegion | None) -> list[int]:
+def _outside(row: ValidRow, region: CompressionRegion | None) -> list[int]:
     """The turns of `row` outside `region` (all of them without one)."""
-    count = len(row.turns or ())
+    count = len(row.turns)
     if region is None:
         return list(range(count))
     return [index for index in range(count) if not region.start <= index < region.end]

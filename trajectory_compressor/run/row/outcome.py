@@ -10,11 +10,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from trajectory_compressor.run.prepare import PreparedRow
+from trajectory_compressor.run.prepare import RejectedRow, ValidRow
+from trajectory_compressor.settings.tree import OverLimitPolicy, WriteFormat
 from trajectory_compressor.summarize.anchor_index import split_index
 from trajectory_compressor.summarize.fidelity import Fidelity, score_summary
 from trajectory_compressor.summarize.fidelity.anchors import FutureFidelity
-from trajectory_compressor.types import RowMetrics, SummaryResult, Turn
+from trajectory_compressor.types import LLM_SUMMARIZER, RowMetrics, SummaryResult, Turn
 from trajectory_compressor.write.records import unchanged_bytes
 
 REJECT_RAW_CHARS = 4000  # enough to see what is wrong without copying a 10 MB line
@@ -47,12 +48,11 @@ class FinishedRow:
         return [OutputRecord(self.metrics, self.data, self.over_limit), *self.more]
 
 
-def new_metrics(row: PreparedRow) -> RowMetrics:
+def new_metrics(row: ValidRow) -> RowMetrics:
     """The metrics of a row before anything is decided: where it came from, and its size as read."""
     metrics = RowMetrics(index=row.index, source=row.item.source, line=row.item.line, id=row.record_id)
-    if row.plan is not None:
-        metrics.original_tokens = row.source_tokens
-        metrics.original_turns = len(row.turns or ())
+    metrics.original_tokens = row.source_tokens
+    metrics.original_turns = len(row.turns)
     if row.pruning is not None:
         metrics.pruned_turns = len(row.pruning.edits)
         metrics.pruned_tokens = row.pruning.saved_tokens
@@ -68,8 +68,9 @@ def fill_sizes(metrics: RowMetrics, tokens: int, turns: int) -> None:
     metrics.turns_removed = metrics.original_turns - turns
 
 
-def rejected_row(row: PreparedRow, metrics: RowMetrics, *, keep_in_data: bool) -> FinishedRow:
+def rejected_row(row: RejectedRow, *, keep_in_data: bool) -> FinishedRow:
     """A bad record: a reject line naming file and line; valid JSON goes back to the dataset unchanged."""
+    metrics = RowMetrics(index=row.index, source=row.item.source, line=row.item.line, id=row.record_id)
     metrics.rejected = True
     metrics.reason = row.error
     item = row.item
@@ -92,14 +93,16 @@ class RowOutcome:
     `write_format` (`--write-format`) converts an unchanged row read in the other format.
     """
 
-    def __init__(self, target: int, over_limit: str, *, writes_data: bool, write_format: str | None = None) -> None:
+    def __init__(
+        self, target: int, over_limit: OverLimitPolicy, *, writes_data: bool, write_format: WriteFormat | None = None
+    ) -> None:
         self.target = target
         self.over_limit = over_limit
         self.writes_data = writes_data
         self.write_format = write_format
 
     def finish(
-        self, row: PreparedRow, metrics: RowMetrics, data: bytes | None, *, kept: Sequence[int] | None = None
+        self, row: ValidRow, metrics: RowMetrics, data: bytes | None, *, kept: Sequence[int] | None = None
     ) -> FinishedRow:
         """The row's finished record; `kept` are the original turns it holds (all when None), whose
         gpt turns are its training targets."""
@@ -135,7 +138,7 @@ def fidelity_metrics(
     item score of the model's own text (`without_index`: what the near-zero warning judges)."""
     metrics = {**fidelity.to_metrics(), "future": future.to_metrics()}
     text = split_index(result.text)[0]
-    if result.summarizer == "llm" and text != result.text:
+    if result.summarizer == LLM_SUMMARIZER and text != result.text:
         score = score_summary(region, text, source).score
         metrics["without_index"] = None if score is None else round(score, 4)
     return metrics

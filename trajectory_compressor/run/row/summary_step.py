@@ -18,14 +18,16 @@ from trajectory_compressor.errors import RunAborted
 from trajectory_compressor.exit_codes import ExitCode
 from trajectory_compressor.plan.apply import earlier_summary
 from trajectory_compressor.plan.region import Plan
-from trajectory_compressor.run.prepare import PreparedRow
+from trajectory_compressor.run.prepare import CountedRow, ValidRow
 from trajectory_compressor.run.row.fidelity_gate import FidelityGate, LowFidelityError
 from trajectory_compressor.run.row.measure import RewriteRefused, RowMeasure
+from trajectory_compressor.settings.tree import FailurePolicy
 from trajectory_compressor.summarize.anchor_index import split_index
 from trajectory_compressor.summarize.fidelity import Fidelity, SalientItems, row_text, salient_items, score_items
 from trajectory_compressor.summarize.huge_turns import elide_huge, elide_huge_turns
 from trajectory_compressor.summarize.tally import CURRENT_TALLY, CallTally
 from trajectory_compressor.types import (
+    LLM_SUMMARIZER,
     EndpointAuthError,
     EndpointUnreachableError,
     OutputTurn,
@@ -69,7 +71,7 @@ class SummaryStep:
         summarizer: Summarizer | None,
         fallback: Summarizer | None,
         *,
-        policy: str,
+        policy: FailurePolicy,
         row_timeout: float,
         gate: FidelityGate | None = None,
         fill_room: bool = False,
@@ -86,7 +88,7 @@ class SummaryStep:
         # budget is asked for one that fits the room it has (`Plan.summary_room`).
         self.fill_room = fill_room
 
-    async def run(self, row: PreparedRow, plan: Plan) -> Summarized | SummaryFailure:
+    async def run(self, row: ValidRow, plan: Plan) -> Summarized | SummaryFailure:
         """The summary of `plan`'s region (the row's plan, its notice cost already exact)."""
         deadline = asyncio.get_running_loop().time() + self.row_timeout
         first = await self._summarize(row, plan, deadline)
@@ -111,7 +113,7 @@ class SummaryStep:
         return self._written(row, plan, fallback, passes=1, refused=refusal)
 
     async def _second_pass_if_due(
-        self, row: PreparedRow, plan: Plan, result: SummaryResult, deadline: float
+        self, row: ValidRow, plan: Plan, result: SummaryResult, deadline: float
     ) -> Summarized:
         """The first summary, or, if it overshot and leaves the row over, the second pass's."""
         summarized = self._written(row, plan, result, passes=1)
@@ -135,7 +137,7 @@ class SummaryStep:
             return summarized
 
     def _written(
-        self, row: PreparedRow, plan: Plan, result: SummaryResult, *, passes: int, refused: str | None = None
+        self, row: ValidRow, plan: Plan, result: SummaryResult, *, passes: int, refused: str | None = None
     ) -> Summarized:
         layout = self.measure.layout(row, plan, result.text)
         tokens = self.measure.summary_tokens(result)
@@ -157,13 +159,13 @@ class SummaryStep:
         return None
 
     async def _summarize(
-        self, row: PreparedRow, plan: Plan, deadline: float, *, second_pass: bool = False
+        self, row: ValidRow, plan: Plan, deadline: float, *, second_pass: bool = False
     ) -> SummaryResult | SummaryFailure:
         """One summary of `plan`'s region within the row's deadline (see `ask`)."""
         return await self.ask(row, self._request(row, plan), deadline, second_pass=second_pass)
 
     async def ask(
-        self, row: PreparedRow, request: SummaryRequest, deadline: float, *, second_pass: bool = False
+        self, row: ValidRow, request: SummaryRequest, deadline: float, *, second_pass: bool = False
     ) -> SummaryResult | SummaryFailure:
         """One summary within the row's deadline, through the fidelity gate; a failed first pass
         takes the failure policy (a second pass's failure is returned: the first pass stands)."""
@@ -177,7 +179,7 @@ class SummaryStep:
             if remaining <= 0:
                 raise TimeoutError
             result = await asyncio.wait_for(self.primary.summarize(request), timeout=remaining)
-            if self.gate.active and result.summarizer == "llm":
+            if self.gate.active and result.summarizer == LLM_SUMMARIZER:
                 result = await self._gated(row, request, result, deadline)
             return result
         except EndpointAuthError as exc:
@@ -200,7 +202,7 @@ class SummaryStep:
         return await self.by_policy(row, request, failure, from_fallback=self.primary is self.fallback)
 
     async def by_policy(
-        self, row: PreparedRow, request: SummaryRequest, failure: SummaryFailure, *, from_fallback: bool
+        self, row: ValidRow, request: SummaryRequest, failure: SummaryFailure, *, from_fallback: bool
     ) -> SummaryResult | SummaryFailure:
         """What a summary that could not be had becomes: the run stops (`fail`), the row stays
         unchanged (`keep`, or nothing else to try), or the fallback summarizer writes it."""
@@ -214,11 +216,10 @@ class SummaryStep:
         return result
 
     async def _gated(
-        self, row: PreparedRow, request: SummaryRequest, result: SummaryResult, deadline: float
+        self, row: ValidRow, request: SummaryRequest, result: SummaryResult, deadline: float
     ) -> SummaryResult:
         """`result` if it passes the fidelity gate, else a second summary asked for with what was
         missing; raises `LowFidelityError` when that one falls short too."""
-        assert row.turns is not None
         # The region's items and the row's text are found once, for both summaries. The model's
         # own text is judged, without the anchor index added to it: the index is exact whatever
         # the model wrote, and asking again is asking the model.
@@ -239,7 +240,7 @@ class SummaryStep:
             raise LowFidelityError(f"{why}, asked twice", calls=second.calls, errors=second.errors)
         return second
 
-    def _request(self, row: PreparedRow, plan: Plan) -> SummaryRequest:
+    def _request(self, row: ValidRow, plan: Plan) -> SummaryRequest:
         return summary_request(row, plan, summary_budget(plan, self.budget, self.target, fill_room=self.fill_room))
 
 
@@ -259,7 +260,7 @@ def summary_budget(plan: Plan, budget: int, target: int, *, fill_room: bool) -> 
     return plan.summary_room(budget, target) if fill_room else budget
 
 
-def summary_request(row: PreparedRow, plan: Plan, budget: int) -> SummaryRequest:
+def summary_request(row: ValidRow, plan: Plan, budget: int) -> SummaryRequest:
     """What the summarizer is asked for `plan`'s region: its turns, the budget, and the task
     (the head's first user request) as context. `requests` writes the same for its batch file."""
     assert plan.region is not None
@@ -267,7 +268,7 @@ def summary_request(row: PreparedRow, plan: Plan, budget: int) -> SummaryRequest
 
 
 def region_request(
-    row: PreparedRow,
+    row: CountedRow,
     start: int,
     end: int,
     budget: int,
@@ -285,7 +286,6 @@ def region_request(
     tail (`huge_turns`), before any summarizer reads it.
     """
     source = row.turns if turns is None else turns
-    assert source is not None
     region = source[start:end]
     earlier = [elide_huge(body) for turn in region if (body := earlier_summary(turn)) is not None]
     kept = tuple(elide_huge_turns([turn for turn in region if earlier_summary(turn) is None]))

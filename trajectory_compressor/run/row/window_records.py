@@ -11,9 +11,10 @@ from dataclasses import dataclass
 
 from trajectory_compressor.plan.region import PROTECTED_OVER_BUDGET, UNDER_TARGET, system_turn_in_head
 from trajectory_compressor.plan.windows import Cut, Window, WindowReplay, window_layout
-from trajectory_compressor.run.prepare import PreparedRow
+from trajectory_compressor.run.prepare import ValidRow
 from trajectory_compressor.run.row.measure import RowMeasure
 from trajectory_compressor.run.row.outcome import FinishedRow, OutputRecord, fidelity_metrics, fill_sizes, new_metrics
+from trajectory_compressor.settings.tree import WriteFormat
 from trajectory_compressor.summarize.fidelity import score_summary
 from trajectory_compressor.summarize.fidelity.anchors import hidden_future_fidelity
 from trajectory_compressor.types import EditedTurn, OutputTurn, RowMetrics, SummaryResult
@@ -36,12 +37,11 @@ class BuiltWindow:
     elided: tuple[tuple[int, EditedTurn], ...] = ()  # tool results shortened so the window fits
 
 
-def cleared_edits(row: PreparedRow, window: Window) -> dict[int, EditedTurn]:
+def cleared_edits(row: ValidRow, window: Window) -> dict[int, EditedTurn]:
     """The context results `window` shows as placeholders (`--prune-tool-outputs`), as written."""
     if not window.cleared:
         return {}
-    assert row.placeholders is not None
-    return {index: row.placeholders.edits[index] for index in window.cleared}
+    return {index: row.placeholder_edits[index] for index in window.cleared}
 
 
 class WindowRecords:
@@ -55,7 +55,7 @@ class WindowRecords:
         primary_name: str | None,
         writes_data: bool,
         drops: bool,
-        write_format: str | None,
+        write_format: WriteFormat | None,
     ) -> None:
         self.measure = measure
         self.summaries = summaries  # off for --summarizer none: a cut then carries no summary
@@ -66,9 +66,8 @@ class WindowRecords:
         self.target = measure.plan_config.target_max_tokens
 
     def layout(
-        self, row: PreparedRow, replay: WindowReplay, item: BuiltWindow
+        self, row: ValidRow, replay: WindowReplay, item: BuiltWindow
     ) -> tuple[list[OutputTurn], list[bool | None]]:
-        assert row.turns is not None
         replaced = {**cleared_edits(row, item.window), **dict(item.elided)}
         return window_layout(
             row.turns,
@@ -80,12 +79,12 @@ class WindowRecords:
             replaced=replaced,
         )
 
-    def finished(self, row: PreparedRow, replay: WindowReplay, built: list[BuiltWindow]) -> FinishedRow:
+    def finished(self, row: ValidRow, replay: WindowReplay, built: list[BuiltWindow]) -> FinishedRow:
         records = [self._record(row, replay, item, len(built)) for item in built]
         first = records[0]
         return FinishedRow(row.position, first.metrics, first.data, first.over_limit, more=tuple(records[1:]))
 
-    def _record(self, row: PreparedRow, replay: WindowReplay, item: BuiltWindow, count: int) -> OutputRecord:
+    def _record(self, row: ValidRow, replay: WindowReplay, item: BuiltWindow, count: int) -> OutputRecord:
         window = item.window
         layout, marks = self.layout(row, replay, item)
         metrics = new_metrics(row)
@@ -115,7 +114,7 @@ class WindowRecords:
         fill_sizes(metrics, size, len(layout) + planned)
         data = None
         if self.writes_data:
-            data = window_bytes(row.item, row.fmt, layout, marks, metrics.window, self.write_format)  # type: ignore[arg-type]
+            data = window_bytes(row.item, row.fmt, layout, marks, metrics.window, self.write_format)
         over = None
         if metrics.still_over_limit:
             over = self._over_limit_entry(row, metrics)
@@ -124,11 +123,11 @@ class WindowRecords:
                 data = None
         return OutputRecord(metrics, data, over)
 
-    def _summarized(self, row: PreparedRow, replay: WindowReplay, metrics: RowMetrics, item: BuiltWindow) -> None:
+    def _summarized(self, row: ValidRow, replay: WindowReplay, metrics: RowMetrics, item: BuiltWindow) -> None:
         """What left the context at the cut before the window: the summary that stands for it
         (what it covers, who wrote it, what it cost, its fidelity) or, with no summarizer, only
         the fidelity of what the window still shows (its placeholders)."""
-        assert item.cut is not None and row.turns is not None
+        assert item.cut is not None
         cut, window = item.cut, item.window
         # The window's own turns are its future: what they use, the summary (and the placeholders
         # of the results it cleared) must hold.
@@ -164,7 +163,7 @@ class WindowRecords:
         metrics.fidelity = fidelity_metrics(fidelity, future, result, region, row.turns)
         metrics.unsupported = fidelity.shown_unsupported()
 
-    def _over_limit_entry(self, row: PreparedRow, metrics: RowMetrics) -> dict[str, object]:
+    def _over_limit_entry(self, row: ValidRow, metrics: RowMetrics) -> dict[str, object]:
         return {
             "index": row.index,
             **({"id": metrics.id} if metrics.id is not None else {}),
