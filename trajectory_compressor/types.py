@@ -7,7 +7,7 @@ tested alone and lets the planner stay a pure function of numbers.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 if TYPE_CHECKING:  # the scorer imports these records; only type checkers need it here
@@ -99,9 +99,13 @@ class SummaryRequest:
     structured: bool = False  # the sectioned summary of a context window (Goal, Progress, ...)
 
 
-@dataclass
+@dataclass(frozen=True)
 class SummaryResult:
-    """A summary body (without the `[CONTEXT SUMMARY]:` prefix) and how it was obtained."""
+    """A summary body (without the `[CONTEXT SUMMARY]:` prefix) and how it was obtained.
+
+    Frozen: the row code holds it in frozen records (`Summarized`, `BuiltWindow`); an attempt that
+    adds to what it cost makes a new one (`with_calls`).
+    """
 
     text: str
     summarizer: SummarizerName
@@ -114,6 +118,10 @@ class SummaryResult:
     tokens: int | None = None  # tokens of the summary turn's value (prefix included), if measured
     fidelity_retried: bool = False  # asked for again because the first one fell short (--min-fidelity)
     fidelity: Fidelity | None = None  # its score, when the fidelity gate already measured it
+
+    def with_calls(self, calls: int, errors: int) -> SummaryResult:
+        """This summary, with the requests (and failed ones) of another attempt counted too."""
+        return replace(self, calls=self.calls + calls, errors=self.errors + errors)
 
 
 def one_line(exc: BaseException) -> str:

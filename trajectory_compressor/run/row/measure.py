@@ -94,7 +94,9 @@ class RowMeasure:
         try:
             counts = self.chat.count_chats([self.chat.chat_of(record, row.fmt, layout) for layout in (before, after)])
         except ChatTemplateError:
-            whole = [EditedTurn(index, edited.value) if i == index else KeptTurn(i) for i in range(len(row.turns))]
+            whole: list[OutputTurn] = [
+                EditedTurn(index, edited.value) if i == index else KeptTurn(i) for i in range(len(row.turns))
+            ]
             try:
                 return self.size(row, whole) - sum(row.token_counts)
             except RewriteRefused:  # the rewritten row is measured (and refused) when written

@@ -24,6 +24,7 @@ from trajectory_compressor.run.row.measure import RewriteRefused, RowMeasure
 from trajectory_compressor.settings.tree import FailurePolicy
 from trajectory_compressor.summarize.anchor_index import split_index
 from trajectory_compressor.summarize.fidelity import Fidelity, SalientItems, row_text, salient_items, score_items
+from trajectory_compressor.summarize.fidelity.score import RowText
 from trajectory_compressor.summarize.huge_turns import elide_huge, elide_huge_turns
 from trajectory_compressor.summarize.tally import CURRENT_TALLY, CallTally
 from trajectory_compressor.types import (
@@ -98,7 +99,8 @@ class SummaryStep:
             summarized = await self._second_pass_if_due(row, plan, first, deadline)
         except RewriteRefused as exc:  # any summary would be refused alike: the policy, no fallback
             failure = SummaryFailure(str(exc), first.calls, first.errors)
-            return await self.by_policy(row, self._request(row, plan), failure, from_fallback=True)
+            self._stop_if_fail(row, failure)
+            return failure
         refusal = self._refusal(plan, summarized)
         if refusal is None:
             return summarized
@@ -125,16 +127,11 @@ class SummaryStep:
             return summarized
         second = await self._summarize(row, replanned, deadline, second_pass=True)
         if isinstance(second, SummaryFailure):  # the first pass stands; the second's requests still count
-            result.calls += second.calls
-            result.errors += second.errors
-            return summarized
-        second.calls += result.calls
-        second.errors += result.errors
+            return replace(summarized, result=result.with_calls(second.calls, second.errors))
         try:
-            return self._written(row, replanned, second, passes=2)
+            return self._written(row, replanned, second.with_calls(result.calls, result.errors), passes=2)
         except RewriteRefused:  # the second region's rewrite is refused: the first pass stands
-            result.calls, result.errors = second.calls, second.errors
-            return summarized
+            return replace(summarized, result=result.with_calls(second.calls, second.errors))
 
     def _written(
         self, row: ValidRow, plan: Plan, result: SummaryResult, *, passes: int, refused: str | None = None
@@ -180,7 +177,7 @@ class SummaryStep:
                 raise TimeoutError
             result = await asyncio.wait_for(self.primary.summarize(request), timeout=remaining)
             if self.gate.active and result.summarizer == LLM_SUMMARIZER:
-                result = await self._gated(row, request, result, deadline)
+                result = await self._gated(self.primary, row, request, result, deadline)
             return result
         except EndpointAuthError as exc:
             raise RunAborted(f"the summary endpoint refused the credentials: {exc}", ExitCode.USAGE) from None
@@ -206,17 +203,25 @@ class SummaryStep:
     ) -> SummaryResult | SummaryFailure:
         """What a summary that could not be had becomes: the run stops (`fail`), the row stays
         unchanged (`keep`, or nothing else to try), or the fallback summarizer writes it."""
-        if self.policy == "fail":
-            raise RunAborted(f"summary failed for {row.label}: {failure.error}", ExitCode.FAILED)
+        self._stop_if_fail(row, failure)
         if self.policy == "keep" or self.fallback is None or from_fallback:
             return failure
         result = await self.fallback.summarize(request)
-        result.calls, result.errors, result.last_error = failure.calls, failure.errors, failure.error
-        result.fidelity_retried = failure.fidelity_retried
-        return result
+        return replace(
+            result,
+            calls=failure.calls,
+            errors=failure.errors,
+            last_error=failure.error,
+            fidelity_retried=failure.fidelity_retried,
+        )
+
+    def _stop_if_fail(self, row: ValidRow, failure: SummaryFailure) -> None:
+        """`--on-summary-failure fail`: a summary that could not be had stops the run."""
+        if self.policy == "fail":
+            raise RunAborted(f"summary failed for {row.label}: {failure.error}", ExitCode.FAILED)
 
     async def _gated(
-        self, row: ValidRow, request: SummaryRequest, result: SummaryResult, deadline: float
+        self, primary: Summarizer, row: ValidRow, request: SummaryRequest, result: SummaryResult, deadline: float
     ) -> SummaryResult:
         """`result` if it passes the fidelity gate, else a second summary asked for with what was
         missing; raises `LowFidelityError` when that one falls short too."""
@@ -224,18 +229,17 @@ class SummaryStep:
         # own text is judged, without the anchor index added to it: the index is exact whatever
         # the model wrote, and asking again is asking the model.
         items, corpus = salient_items(request.turns), row_text(row.turns)
-        first = _gate_score(result, items, corpus)
+        result, first = _gate_score(result, items, corpus)
         if self.gate.shortfall(first) is None:
             return result
         remaining = deadline - asyncio.get_running_loop().time()
         if remaining <= 0:
             raise TimeoutError
         again = replace(request, feedback=first.shortfall())
-        second = await asyncio.wait_for(self.primary.summarize(again), timeout=remaining)  # type: ignore[union-attr]
-        second.calls += result.calls
-        second.errors += result.errors
-        second.fidelity_retried = True
-        why = self.gate.shortfall(_gate_score(second, items, corpus))
+        second = await asyncio.wait_for(primary.summarize(again), timeout=remaining)
+        second = replace(second.with_calls(result.calls, result.errors), fidelity_retried=True)
+        second, score = _gate_score(second, items, corpus)
+        why = self.gate.shortfall(score)
         if why is not None:
             raise LowFidelityError(f"{why}, asked twice", calls=second.calls, errors=second.errors)
         return second
@@ -244,14 +248,15 @@ class SummaryStep:
         return summary_request(row, plan, summary_budget(plan, self.budget, self.target, fill_room=self.fill_room))
 
 
-def _gate_score(result: SummaryResult, items: SalientItems, corpus: str) -> Fidelity:
-    """The fidelity of the model's own text; kept as the row's score (`result.fidelity`) when
-    that text is the whole summary (no anchor index), so the finisher does not score it again."""
+def _gate_score(result: SummaryResult, items: SalientItems, corpus: RowText) -> tuple[SummaryResult, Fidelity]:
+    """The fidelity of the model's own text, and `result`, holding it as the row's score
+    (`fidelity`) when that text is the whole summary (no anchor index), so the finisher does not
+    score it again."""
     text = split_index(result.text)[0]
     fidelity = score_items(items, text, corpus)
     if text == result.text:
-        result.fidelity = fidelity
-    return fidelity
+        return replace(result, fidelity=fidelity), fidelity
+    return result, fidelity
 
 
 def summary_budget(plan: Plan, budget: int, target: int, *, fill_room: bool) -> int:

@@ -201,15 +201,13 @@ class WindowFinisher:
                 row, self._request(row, replay, second_cut, previous, cleared), deadline, second_pass=True
             )
             if not isinstance(second, SummaryFailure):
-                second.calls += result.calls
-                second.errors += result.errors
+                second = second.with_calls(result.calls, result.errors)
                 second_tokens = self.measure.summary_tokens(second)
                 second_window = replay.grow(second_cut, second_tokens, end_before=closed.end, cleared=closed.cleared)
                 if not second_window.over:
                     return BuiltWindow(second_window, second_cut, second, passes=2)
             else:
-                result.calls += second.calls
-                result.errors += second.errors
+                result = result.with_calls(second.calls, second.errors)
         if not replay.grow(cut, cut.budget, end_before=closed.end, cleared=closed.cleared).over:
             # At its budget the next group would fit: the overshoot is the summary's fault.
             refusal = f"summary of {tokens} tokens (budget {cut.budget}) leaves no room for the next turns"
