@@ -193,9 +193,12 @@ class CompressionRegion:
         return {"start_idx": self.start, "end_idx": self.end - 1, "turns_count": self.turns_count}
 
 
-@dataclass
+@dataclass(frozen=True)
 class RowMetrics:
-    """One line of the per-trajectory metrics file."""
+    """One line of the per-trajectory metrics file.
+
+    Frozen: built once, from what the row became (`run.row.metrics.row_metrics`).
+    """
 
     index: int
     source: str

@@ -18,7 +18,8 @@ from trajectory_compressor.read.formats import detect_format
 from trajectory_compressor.run.prepare import CountedRow, ValidRow, notice_tokens, prepare_rows
 from trajectory_compressor.run.row import RowFinisher
 from trajectory_compressor.run.row.measure import RowMeasure
-from trajectory_compressor.run.row.outcome import RowOutcome, new_metrics
+from trajectory_compressor.run.row.metrics import Outcome
+from trajectory_compressor.run.row.outcome import RowOutcome
 from trajectory_compressor.run.row.over_limit import truncate_row
 from trajectory_compressor.run.row.summary_step import Summarized, SummaryFailure, SummaryStep, region_request
 from trajectory_compressor.settings import PlanConfig, ReadConfig, RunConfig
@@ -121,14 +122,14 @@ def test_truncation_cuts_only_the_middle_until_the_row_fits(counter) -> None:
 
 def test_the_outcome_writes_unchanged_rows_byte_for_byte_and_drop_leaves_them_out(counter) -> None:
     row = _row(counter)
-    metrics = new_metrics(row)
-    kept = RowOutcome(2500, "keep", writes_data=True).finish(row, metrics, None)
-    assert kept.data == row.item.raw and kept.over_limit is None
-    metrics = new_metrics(row)
-    metrics.still_over_limit = True
-    dropped = RowOutcome(2500, "drop", writes_data=True).finish(row, metrics, None)
-    assert dropped.data is None and metrics.dropped is True and dropped.over_limit is not None
+    size = sum(row.token_counts)
+    kept = RowOutcome(2500, "keep", writes_data=True).finish(row, Outcome(size, len(row.turns), False), None)
+    assert kept.data == row.item.raw and kept.over_limit is None and kept.metrics.written is True
+    over = Outcome(size, len(row.turns), True)
+    dropped = RowOutcome(2500, "drop", writes_data=True).finish(row, over, None)
+    assert dropped.data is None and dropped.metrics.dropped is True and dropped.over_limit is not None
     assert dropped.over_limit["reason"] == "over target" and dropped.metrics.to_dict()["dropped"] is True
+    assert dropped.metrics.written is False and dropped.metrics.reason == "over target"
 
 
 def test_a_dry_run_is_the_plan_without_a_summary_and_writes_no_dataset_line(counter) -> None:

@@ -25,7 +25,7 @@ from trajectory_compressor.run.prepare import ValidRow
 from trajectory_compressor.run.row.measure import RowMeasure
 from trajectory_compressor.run.row.outcome import FinishedRow
 from trajectory_compressor.run.row.summary_step import SummaryFailure, SummaryStep, region_request
-from trajectory_compressor.run.row.window_records import SUMMARY_FAILED, BuiltWindow, WindowRecords
+from trajectory_compressor.run.row.window_records import BuiltWindow, WindowRecords
 from trajectory_compressor.settings.tree import OverLimitPolicy, WriteFormat
 from trajectory_compressor.summarize.llm.prompt import elide_middle
 from trajectory_compressor.types import EditedTurn, SummaryRequest, Turn
@@ -249,17 +249,7 @@ class WindowFinisher:
 
     def _kept_after_failure(self, row: ValidRow, replay: WindowReplay, failure: SummaryFailure) -> FinishedRow:
         """`--on-summary-failure keep`: the row as one window, unchanged but for its marks, flagged."""
-        finished = self.records.finished(row, replay, [BuiltWindow(replay.whole())])
-        metrics = finished.metrics
-        metrics.reason = f"{SUMMARY_FAILED}: {failure.error}"
-        metrics.last_error = failure.error
-        metrics.summary_calls = failure.calls
-        metrics.summary_errors = failure.errors
-        metrics.summary_failed = True
-        metrics.fidelity_retried = failure.fidelity_retried or None
-        if finished.over_limit is not None:
-            finished.over_limit["reason"] = metrics.reason
-        return finished
+        return self.records.finished(row, replay, [BuiltWindow(replay.whole())], failure)
 
 
 def first_window_request(row: ValidRow, measure: RowMeasure) -> SummaryRequest | None:
