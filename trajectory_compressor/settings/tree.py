@@ -14,8 +14,9 @@ YAML files written for the Hermes reference tool (`tokenizer`, `compression`, `p
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, get_args
+from typing import Any, Literal, get_args
 
+from trajectory_compressor.settings import choices
 from trajectory_compressor.settings.declare import ConfigError, check_part, setting
 
 DEFAULT_NOTICE = "\n\nSome of your previous tool responses may be summarized to preserve context."
@@ -24,12 +25,6 @@ READERS = ("compress", "analyze", "eval", "requests")  # every command that read
 ASKS = ("compress", "requests")  # every command that builds summary requests
 PROBES = ("compress", "eval")  # every command that calls the endpoint (`eval --probes` asks questions)
 ApiName = Literal["openai", "anthropic"]  # the provider dialects (`summarize/llm/dialects/`)
-SummarizerSetting = Literal["auto", "llm", "extractive", "none"]  # --summarizer
-NO_SUMMARIES: Final = "none"  # --summarizer none: tool outputs pruned only
-AUTO_SUMMARIZER: Final = "auto"  # --summarizer auto: the LLM when an endpoint is set, else extractive
-FailurePolicy = Literal["extractive", "keep", "fail"]  # --on-summary-failure
-OverLimitPolicy = Literal["keep", "drop", "truncate"]  # --over-limit
-WriteFormat = Literal["sharegpt", "messages"]  # --write-format
 # --tokenizer-backend: auto, the reference, then the fast backends in the order auto tries them
 # (the measured fastest first; count/backends.py holds them, README "Counting backends" the figures).
 TOKENIZER_BACKENDS = ("auto", "hf", "fastokens", "gigatoken")
@@ -314,15 +309,15 @@ class OutputConfig:
     resume: bool = setting(
         True, "bool", flag="--no-resume", flag_style="off", help="Start over instead of resuming an interrupted run."
     )
-    over_limit: OverLimitPolicy = setting(
-        "keep", "choice", choices=get_args(OverLimitPolicy), record=True,
+    over_limit: choices.OverLimitPolicy = setting(
+        "keep", "choice", choices=get_args(choices.OverLimitPolicy), record=True,
         help="Rows still over the limit: keep them, drop them, or truncate their middle.",
     )  # fmt: skip
     fail_on_over_limit: bool = setting(
         False, "bool", flag_style="flag", help="Exit 3 when any row is still over the limit."
     )
-    write_format: WriteFormat | None = setting(
-        None, "choice", optional=True, choices=get_args(WriteFormat), yaml="output.write_format", record=True,
+    write_format: choices.WriteFormat | None = setting(
+        None, "choice", optional=True, choices=get_args(choices.WriteFormat), yaml="output.write_format", record=True,
         help="Write conversations as ShareGPT, or as OpenAI messages with structured tool_calls [as read].",
     )  # fmt: skip
 
@@ -369,13 +364,13 @@ class RunConfig:
         "tools", "str", yaml="tokenizer.tools_key", commands=BOTH, record=True,
         help="Record key of the tool schemas the chat template renders (a list, or a JSON string of one).",
     )  # fmt: skip
-    summarizer: SummarizerSetting = setting(
-        "auto", "choice", choices=get_args(SummarizerSetting), yaml="summarization.summarizer", record=True,
+    summarizer: choices.SummarizerSetting = setting(
+        "auto", "choice", choices=get_args(choices.SummarizerSetting), yaml="summarization.summarizer", record=True,
         help="auto: the LLM when an endpoint is set, else extractive; none: prune tool outputs only "
         "(needs --prune-tool-outputs).",
     )  # fmt: skip
-    on_summary_failure: FailurePolicy = setting(
-        "extractive", "choice", choices=get_args(FailurePolicy), yaml="summarization.on_summary_failure",
+    on_summary_failure: choices.FailurePolicy = setting(
+        "extractive", "choice", choices=get_args(choices.FailurePolicy), yaml="summarization.on_summary_failure",
         record=True, help="What a row whose summary fails becomes.",
     )  # fmt: skip
     min_fidelity: float | None = setting(
@@ -433,7 +428,7 @@ class RunConfig:
                 "--over-limit truncate does not apply to --windows: a window over the budget holds one turn group "
                 "that alone exceeds it (use keep or drop)"
             )
-        if self.summarizer == NO_SUMMARIES:
+        if self.summarizer == choices.NO_SUMMARIES:
             self._check_no_summarizer()
 
     def _check_no_summarizer(self) -> None:

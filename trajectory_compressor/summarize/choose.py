@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from trajectory_compressor.count import TokenCounter
 from trajectory_compressor.settings import ConfigError, RunConfig, with_values
-from trajectory_compressor.settings.tree import AUTO_SUMMARIZER, NO_SUMMARIES
+from trajectory_compressor.settings.choices import AUTO_SUMMARIZER, NO_SUMMARIES
 from trajectory_compressor.summarize.extractive import ExtractiveSummarizer
 from trajectory_compressor.summarize.llm.dialects import DIALECTS
 from trajectory_compressor.types import LLM_SUMMARIZER, Summarizer

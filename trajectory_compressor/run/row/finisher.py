@@ -25,7 +25,7 @@ from trajectory_compressor.run.row.over_limit import truncate_row
 from trajectory_compressor.run.row.summary_step import Summarized, SummaryFailure, SummaryStep
 from trajectory_compressor.run.row.windows import WindowFinisher
 from trajectory_compressor.settings import RunConfig
-from trajectory_compressor.settings.tree import NO_SUMMARIES, OverLimitPolicy
+from trajectory_compressor.settings.choices import NO_SUMMARIES, OverLimitPolicy
 from trajectory_compressor.summarize.fidelity import score_summary
 from trajectory_compressor.summarize.fidelity.anchors import FutureFidelity, future_fidelity, hidden_future_fidelity
 from trajectory_compressor.types import (

@@ -13,7 +13,7 @@ from typing import Any
 
 from trajectory_compressor.run.prepare import RejectedRow, ValidRow
 from trajectory_compressor.run.row.metrics import Outcome, rejected_metrics, row_metrics
-from trajectory_compressor.settings.tree import OverLimitPolicy, WriteFormat
+from trajectory_compressor.settings.choices import OverLimitPolicy, WriteFormat
 from trajectory_compressor.summarize.anchor_index import split_index
 from trajectory_compressor.summarize.fidelity import Fidelity, score_summary
 from trajectory_compressor.summarize.fidelity.anchors import FutureFidelity

@@ -21,7 +21,7 @@ from trajectory_compressor.plan.region import Plan
 from trajectory_compressor.run.prepare import CountedRow, ValidRow
 from trajectory_compressor.run.row.fidelity_gate import FidelityGate, LowFidelityError
 from trajectory_compressor.run.row.measure import RewriteRefused, RowMeasure
-from trajectory_compressor.settings.tree import FailurePolicy
+from trajectory_compressor.settings.choices import FailurePolicy
 from trajectory_compressor.summarize.anchor_index import split_index
 from trajectory_compressor.summarize.fidelity import Fidelity, SalientItems, row_text, salient_items, score_items
 from trajectory_compressor.summarize.fidelity.score import RowText

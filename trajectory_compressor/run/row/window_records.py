@@ -16,7 +16,7 @@ from trajectory_compressor.run.row.measure import RowMeasure
 from trajectory_compressor.run.row.metrics import Outcome, failed_cost, row_metrics, written_cost
 from trajectory_compressor.run.row.outcome import OVER_TARGET, FinishedRow, OutputRecord, fidelity_metrics
 from trajectory_compressor.run.row.summary_step import SummaryFailure
-from trajectory_compressor.settings.tree import WriteFormat
+from trajectory_compressor.settings.choices import WriteFormat
 from trajectory_compressor.summarize.fidelity import score_summary
 from trajectory_compressor.summarize.fidelity.anchors import hidden_future_fidelity
 from trajectory_compressor.types import EditedTurn, OutputTurn, SummaryResult

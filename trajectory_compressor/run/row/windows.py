@@ -26,7 +26,7 @@ from trajectory_compressor.run.row.measure import RowMeasure
 from trajectory_compressor.run.row.outcome import FinishedRow
 from trajectory_compressor.run.row.summary_step import SummaryFailure, SummaryStep, region_request
 from trajectory_compressor.run.row.window_records import BuiltWindow, WindowRecords
-from trajectory_compressor.settings.tree import OverLimitPolicy, WriteFormat
+from trajectory_compressor.settings.choices import OverLimitPolicy, WriteFormat
 from trajectory_compressor.summarize.llm.prompt import elide_middle
 from trajectory_compressor.types import EditedTurn, SummaryRequest, Turn
 
