@@ -3,8 +3,10 @@
 
 Each case runs the real command (`python -m trajectory_compressor`) in a subprocess on the
 bundled sample data: every output format, every over-limit policy, a dry run, shards + merge,
-`analyze --json`, a run killed and resumed, the `requests` batch file, and LLM runs (one keeping
-its cache, whose keys are fingerprinted) against the test suite's fake
+`analyze --json`, a run killed and resumed, the `requests` batch file, context windows and
+tool-output pruning (with and without summaries), and LLM runs (one keeping its cache, whose keys
+are fingerprinted; one through the fidelity gate; windows; an endpoint that refuses every request,
+with the fallback and with `--on-summary-failure keep`) against the test suite's fake
 OpenAI-compatible server on 127.0.0.1. It prints one sha256 per output file. Save the figures
 before a change and compare after it:
 
@@ -13,7 +15,8 @@ before a change and compare after it:
     python scripts/output_fingerprints.py --compare /tmp/before.json   # exit 1 on any difference
 
 Reports hold timings, absolute paths and the fake server's port, so a report is hashed
-with those fields removed; every other file is hashed byte for byte. A Hugging Face dataset
+with those fields removed; every other file is hashed byte for byte, but for the fake server's
+port (in the errors of the runs it refuses). A Hugging Face dataset
 directory is hashed by its Arrow data files and `dataset_info.json`.
 """
 
@@ -23,6 +26,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -35,7 +39,9 @@ REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "sample_data" / "agent_runs.jsonl"
 TIGHT = ("--target-max-tokens", "4000", "--summary-target-tokens", "300", "--protect-last-n-turns", "6")
 CHATML = "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-VOLATILE_REPORT_KEYS = {"timings", "timings_seconds", "path", "outputs", "base_url", "endpoint"}
+FAKE_PORT = re.compile(rb"127\.0\.0\.1:[0-9]+")
+# A report's `sha256` of each output: the outputs are fingerprinted themselves (port scrubbed).
+VOLATILE_REPORT_KEYS = {"timings", "timings_seconds", "path", "outputs", "base_url", "endpoint", "sha256"}
 
 
 def run(*args: str, env: dict[str, str] | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -63,10 +69,12 @@ def _scrub(value: object) -> object:
 
 
 def file_digest(path: Path) -> str:
+    # The fake server's port changes from run to run; an error naming its URL is otherwise the same.
+    content = FAKE_PORT.sub(b"127.0.0.1:PORT", path.read_bytes())
     if path.name.endswith(".report.json"):
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(content)
         return hashlib.sha256(json.dumps(_scrub(data), sort_keys=True).encode()).hexdigest()
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return hashlib.sha256(content).hexdigest()
 
 
 def digests(folder: Path) -> dict[str, str]:
@@ -90,11 +98,11 @@ def cache_keys(path: Path) -> str:
 
 
 @contextmanager
-def fake_server() -> Iterator[str]:
+def fake_server(then: str = "ok") -> Iterator[str]:
+    """The fake server's base URL; `then` is its answer to every request (`ok`, or a fault)."""
     script = REPO / "tests" / "fake_openai_server.py"
-    with subprocess.Popen(
-        [sys.executable, str(script), "--port", "0", "--lifetime", "900"], stdout=subprocess.PIPE, text=True
-    ) as process:
+    command = [sys.executable, str(script), "--port", "0", "--lifetime", "900", "--then", then]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as process:
         assert process.stdout is not None
         url = process.stdout.readline().strip()
         try:
@@ -127,6 +135,16 @@ def cases(work: Path) -> dict[str, dict[str, str]]:
     template.write_text(CHATML, encoding="utf-8")
     chat = ("--count-mode", "chat-template", "--chat-template", str(template))
     case("chat_template", "compress", sample, "-o", "{out}/x.jsonl", "-q", *chat, *TIGHT)
+    prune = ("--prune-tool-outputs",)
+    case("prune", "compress", sample, "-o", "{out}/x.jsonl", "-q", *prune, *TIGHT)
+    case("prune_truncate", "compress", sample, "-o", "{out}/x.jsonl", "-q", *prune, *TIGHT, "--over-limit", "truncate")
+    case("prune_only", "compress", sample, "-o", "{out}/x.jsonl", "-q", *prune, "--summarizer", "none", *TIGHT)
+    case("windows", "compress", sample, "-o", "{out}/x.jsonl", "-q", "--windows", *TIGHT)
+    case("windows_drop", "compress", sample, "-o", "{out}/x.jsonl", "-q", "--windows", *TIGHT, "--over-limit", "drop")
+    case("windows_dry_run", "compress", sample, "-o", "{out}/x.jsonl", "-q", "--windows", "--dry-run", *TIGHT)
+    case("windows_prune", "compress", sample, "-o", "{out}/x.jsonl", "-q", "--windows", *prune, *TIGHT)
+    none = ("--summarizer", "none")
+    case("windows_prune_only", "compress", sample, "-o", "{out}/x.jsonl", "-q", "--windows", *prune, *none, *TIGHT)
 
     out = work / "shards"
     out.mkdir()
@@ -147,6 +165,15 @@ def cases(work: Path) -> dict[str, dict[str, str]]:
         cached = ("--base-url", url, "--model", "fake", "--cache", "{out}/cache.sqlite3", "--summarizer", "llm")
         case("llm_cached", "compress", sample, "-o", "{out}/x.jsonl", "-q", *cached, *TIGHT)
         results["llm_cached"]["_cache_keys"] = cache_keys(work / "llm_cached" / "cache.sqlite3")
+        case("llm_gate", "compress", sample, "-o", "{out}/x.jsonl", "-q", *llm, *TIGHT, "--min-fidelity", "0.5")
+        case("llm_windows", "compress", sample, "-o", "{out}/x.jsonl", "-q", *llm, "--windows", *TIGHT)
+    with fake_server(then="400") as url:  # every summary fails: the fallback, or the row kept and flagged
+        refused = ("--base-url", url, "--model", "fake", "--no-cache", "--summarizer", "llm")
+        case("llm_failed", "compress", sample, "-o", "{out}/x.jsonl", "-q", *refused, *TIGHT)
+        keep = (*refused, "--on-summary-failure", "keep")
+        case("llm_failed_keep", "compress", sample, "-o", "{out}/x.jsonl", "-q", *keep, *TIGHT)
+        case("llm_failed_keep_prune", "compress", sample, "-o", "{out}/x.jsonl", "-q", *keep, *prune, *TIGHT)
+        case("llm_failed_keep_windows", "compress", sample, "-o", "{out}/x.jsonl", "-q", *keep, "--windows", *TIGHT)
     # The offline batch file: each line's custom_id (the cache key) and body, as a live call sends it.
     case("requests", "requests", sample, "-o", "{out}/requests.jsonl", "--model", "fake", *TIGHT)
 

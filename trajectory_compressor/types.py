@@ -7,14 +7,19 @@ tested alone and lets the planner stay a pure function of numbers.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 if TYPE_CHECKING:  # the scorer imports these records; only type checkers need it here
     from trajectory_compressor.summarize.fidelity import Fidelity
 
 Role = Literal["system", "human", "gpt", "tool"]
 ROLES: frozenset[str] = frozenset({"system", "human", "gpt", "tool"})
+
+# Who wrote a summary (`Summarizer.name`, `SummaryResult.summarizer`, the metrics' `summarizer`).
+SummarizerName = Literal["llm", "extractive"]
+LLM_SUMMARIZER: Final = "llm"
+EXTRACTIVE_SUMMARIZER: Final = "extractive"
 
 SUMMARY_PREFIX = "[CONTEXT SUMMARY]:"
 # How summary turns of earlier compactions begin: ours, and the Hermes agent's live compressor's.
@@ -94,12 +99,16 @@ class SummaryRequest:
     structured: bool = False  # the sectioned summary of a context window (Goal, Progress, ...)
 
 
-@dataclass
+@dataclass(frozen=True)
 class SummaryResult:
-    """A summary body (without the `[CONTEXT SUMMARY]:` prefix) and how it was obtained."""
+    """A summary body (without the `[CONTEXT SUMMARY]:` prefix) and how it was obtained.
+
+    Frozen: the row code holds it in frozen records (`Summarized`, `BuiltWindow`); an attempt that
+    adds to what it cost makes a new one (`with_calls`).
+    """
 
     text: str
-    summarizer: str  # "llm" | "extractive"
+    summarizer: SummarizerName
     calls: int = 0
     errors: int = 0
     last_error: str | None = None
@@ -109,6 +118,10 @@ class SummaryResult:
     tokens: int | None = None  # tokens of the summary turn's value (prefix included), if measured
     fidelity_retried: bool = False  # asked for again because the first one fell short (--min-fidelity)
     fidelity: Fidelity | None = None  # its score, when the fidelity gate already measured it
+
+    def with_calls(self, calls: int, errors: int) -> SummaryResult:
+        """This summary, with the requests (and failed ones) of another attempt counted too."""
+        return replace(self, calls=self.calls + calls, errors=self.errors + errors)
 
 
 def one_line(exc: BaseException) -> str:
@@ -153,7 +166,7 @@ class Summarizer(Protocol):
     `SummaryError` when it cannot produce a summary; it never returns a placeholder.
     """
 
-    name: str
+    name: SummarizerName
 
     async def summarize(self, request: SummaryRequest) -> SummaryResult: ...
 
@@ -180,9 +193,12 @@ class CompressionRegion:
         return {"start_idx": self.start, "end_idx": self.end - 1, "turns_count": self.turns_count}
 
 
-@dataclass
+@dataclass(frozen=True)
 class RowMetrics:
-    """One line of the per-trajectory metrics file."""
+    """One line of the per-trajectory metrics file.
+
+    Frozen: built once, from what the row became (`run.row.metrics.row_metrics`).
+    """
 
     index: int
     source: str
@@ -203,7 +219,7 @@ class RowMetrics:
     written: bool = True  # whether the row is in the output dataset (not: dropped, invalid JSON, dry run)
     reason: str | None = None
     summary_tokens: int = 0
-    summarizer: str | None = None
+    summarizer: SummarizerName | None = None
     summary_calls: int = 0
     summary_errors: int = 0
     last_error: str | None = None

@@ -35,7 +35,7 @@ from trajectory_compressor.count import ChatTemplateCounter, TokenizerLoadError,
 from trajectory_compressor.count.backends import FAST_BACKENDS, installed
 from trajectory_compressor.count.chat_template import Chat, ChatTemplateError
 from trajectory_compressor.read.formats import RecordError, chat_messages, detect_format, from_turns
-from trajectory_compressor.run.prepare import prepare_rows
+from trajectory_compressor.run.prepare import RejectedRow, ValidRow, prepare_rows
 from trajectory_compressor.settings import PlanConfig, ReadConfig
 from trajectory_compressor.types import EditedTurn, KeptTurn, NewTurn, SourceRecord, Turn
 
@@ -226,8 +226,8 @@ def test_tools_a_trainer_could_not_pass_reject_the_row(tools: Any, message: str)
         counter.chat_of(record, detect_format(record))
     rows = [(i, i + 1, SourceRecord("t.jsonl", i + 1, r)) for i, r in enumerate([openai_record(), record])]
     good, bad = prepare_rows(rows, counter, PlanConfig(), notice_tokens=0, skip_under_target=True, reading=ReadConfig())
-    assert good.error is None and good.plan is not None
-    assert bad.error is not None and bad.error.startswith(message) and bad.plan is None
+    assert isinstance(good, ValidRow)
+    assert isinstance(bad, RejectedRow) and bad.error.startswith(message)
 
 
 def test_no_tools_key_null_and_empty_string_mean_no_tools() -> None:
@@ -375,13 +375,11 @@ def _prepare(counter: ChatTemplateCounter, rows: list[tuple[int, int, SourceReco
 def test_a_conversation_the_template_refuses_rejects_only_that_row(tmp_path: Path) -> None:
     counter = _template_counter(tmp_path, TEMPLATE)
     prepared = _prepare(counter, _records(["first", "has FORBIDDEN text", "third", "FORBIDDEN again", "fifth"]))
-    assert [row.error is None for row in prepared] == [True, False, True, False, True]
+    assert [isinstance(row, ValidRow) for row in prepared] == [True, False, True, False, True]
     for row in prepared:
-        if row.error is not None:
+        if isinstance(row, RejectedRow):
             assert row.error == "chat template failed: forbidden content in turn"
-            assert row.plan is None and row.token_counts is None
         else:
-            assert row.plan is not None
             assert sum(row.token_counts) == _rendered_count(counter, row.turns) == row.plan.total_tokens
 
 
@@ -390,7 +388,7 @@ def test_an_alternating_template_counts_the_conversations_it_renders(tmp_path: P
     turns = [Turn("human", "question"), Turn("gpt", "answer"), Turn("human", "more"), Turn("gpt", "done")]
     assert _rendered_count(counter, turns) > 0  # the template accepts the conversation as a whole
     [row] = _prepare(counter, _records(["question"]))
-    assert row.error is None
+    assert isinstance(row, ValidRow)
     assert sum(row.token_counts) == _rendered_count(counter, row.turns)
 
 

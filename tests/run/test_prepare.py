@@ -16,7 +16,7 @@ from trajectory_compressor.count import ChatTemplateCounter, TokenCounter, text_
 from trajectory_compressor.count import chat_template as chat_template_module
 from trajectory_compressor.count.named_templates import read_chat_template
 from trajectory_compressor.count.tokenizer import bundled_tokenizer_dir
-from trajectory_compressor.run.prepare import PreparedRow, prepare_rows
+from trajectory_compressor.run.prepare import PreparedRow, RejectedRow, ValidRow, prepare_rows
 from trajectory_compressor.settings import PlanConfig, ReadConfig
 from trajectory_compressor.types import SourceRecord
 
@@ -37,19 +37,29 @@ def _with_tool_output(index: int, output: str) -> dict[str, Any]:
     return record
 
 
-def _alone(counter: TokenCounter, record: dict[str, Any]) -> list[int] | None:
-    return _prepare(counter, [record])[0].token_counts
+def _alone(counter: TokenCounter, record: dict[str, Any]) -> list[int]:
+    [row] = _prepare(counter, [record])
+    assert isinstance(row, ValidRow)
+    return row.token_counts
+
+
+def _error(row: PreparedRow) -> str:
+    assert isinstance(row, RejectedRow), f"{row.label} was not rejected"
+    return row.error
+
+
+def _valid(row: PreparedRow) -> ValidRow:
+    assert isinstance(row, ValidRow), f"{row.label} was rejected: {getattr(row, 'error', '')}"
+    return row
 
 
 def test_a_value_with_no_exact_cut_rejects_its_row_and_the_others_are_counted(counter: TokenCounter) -> None:
     digits = "7" * (text_pieces.MAX_PIECE_CHARS + 200_000)  # digits go by threes from the run's start: no cut
     records = [make_trajectory(0, steps=3), _with_tool_output(1, digits), make_trajectory(2, steps=4)]
     rows = _prepare(counter, records)
-    assert rows[1].turns is None and rows[1].token_counts is None
-    assert (rows[1].error or "").startswith("too large to count: a text of 1,248,576 characters has no place to cut")
-    assert rows[0].plan is not None and rows[2].plan is not None
-    assert rows[0].token_counts == _alone(counter, records[0])
-    assert rows[2].token_counts == _alone(counter, records[2])
+    assert _error(rows[1]).startswith("too large to count: a text of 1,248,576 characters has no place to cut")
+    assert _valid(rows[0]).token_counts == _alone(counter, records[0])
+    assert _valid(rows[2]).token_counts == _alone(counter, records[2])
 
 
 def test_a_tokenizer_that_cannot_be_cut_rejects_a_value_over_the_largest_piece() -> None:
@@ -58,9 +68,9 @@ def test_a_tokenizer_that_cannot_be_cut_rejects_a_value_over_the_largest_piece()
     counter = TokenCounter(bare, name="metaspace")
     long_value = "word " * (text_pieces.MAX_PIECE_CHARS // 5 + 10)
     rows = _prepare(counter, [_with_tool_output(0, long_value), make_trajectory(1, steps=3)])
-    assert (rows[0].error or "").startswith("too large to count: a text of 1,048,625 characters is over 1,048,576")
-    assert "Metaspace pre-tokenizer marks the start of the text" in (rows[0].error or "")
-    assert rows[1].plan is not None
+    assert _error(rows[0]).startswith("too large to count: a text of 1,048,625 characters is over 1,048,576")
+    assert "Metaspace pre-tokenizer marks the start of the text" in _error(rows[0])
+    _valid(rows[1])
 
 
 def test_a_chat_over_the_chat_template_limit_is_rejected_unrendered(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -78,7 +88,7 @@ def test_a_chat_over_the_chat_template_limit_is_rejected_unrendered(monkeypatch:
 
     monkeypatch.setattr(counter.renderer, "render", spy)
     rows = _prepare(counter, records)
-    assert (rows[1].error or "").startswith("too large for --count-mode chat-template: its messages and tools hold")
-    assert "over 20,000" in (rows[1].error or "") and "--count-mode values" in (rows[1].error or "")
-    assert [rows[0].token_counts, rows[2].token_counts] == expected
+    assert _error(rows[1]).startswith("too large for --count-mode chat-template: its messages and tools hold")
+    assert "over 20,000" in _error(rows[1]) and "--count-mode values" in _error(rows[1])
+    assert [_valid(rows[0]).token_counts, _valid(rows[2]).token_counts] == expected
     assert rendered and max(rendered) < 20_000, "the large chat is never rendered"

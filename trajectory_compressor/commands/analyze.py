@@ -24,7 +24,14 @@ from trajectory_compressor.plan.apply import carries_notice
 from trajectory_compressor.plan.region import Plan, plan_region
 from trajectory_compressor.plan.windows import WindowReplay
 from trajectory_compressor.read.sources import InputSource
-from trajectory_compressor.run.prepare import CHUNK_ROWS, PreparedRow, notice_tokens, planned_rows
+from trajectory_compressor.run.prepare import (
+    CHUNK_ROWS,
+    PreparedRow,
+    RejectedRow,
+    ValidRow,
+    notice_tokens,
+    planned_rows,
+)
 from trajectory_compressor.run.pruning import Pruning, pruned_views
 from trajectory_compressor.settings import PlanConfig, RunConfig
 from trajectory_compressor.write.collisions import html_report_file, input_files, refuse_overwrites
@@ -186,10 +193,9 @@ def analyze_sources(
     max_prompt_tokens = config.llm.max_prompt_chars // 3  # the transcript sent is capped (~3 characters a token)
     for row, view in _with_pruned_views(planned_rows(sources, config, counter), counter, plan):
         result.rows += 1
-        if row.plan is None:
+        if isinstance(row, RejectedRow):
             result.rejected += 1
             continue
-        assert row.token_counts is not None and row.turns is not None
         row_notice = 0 if carries_notice(row.turns, plan.notice) else notice
         plain, pruned, pruning = _plans(row, view, config, row_notice)
         chosen = pruned if plan.prune_tool_outputs else plain
@@ -223,21 +229,18 @@ def _with_pruned_views(
     made a chunk of rows at a time so that their placeholders are counted in one call."""
     rows = iter(rows)
     while chunk := list(itertools.islice(rows, CHUNK_ROWS)):
-        unpruned = [row for row in chunk if row.plan is not None and row.pruning is None]
+        unpruned = [row for row in chunk if isinstance(row, ValidRow) and row.pruning is None]
         views = dict(zip(map(id, unpruned), pruned_views(unpruned, counter, plan), strict=True))
         for row in chunk:
-            yield row, row.pruning or views.get(id(row))
+            yield row, (row.pruning if isinstance(row, ValidRow) else None) or views.get(id(row))
 
 
-def _plans(
-    row: PreparedRow, pruning: Pruning | None, config: RunConfig, notice: int
-) -> tuple[Plan, Plan, Pruning | None]:
+def _plans(row: ValidRow, pruning: Pruning | None, config: RunConfig, notice: int) -> tuple[Plan, Plan, Pruning | None]:
     """The row's plan without pruning, its plan pruned, and the pruning (None: nothing to clear).
 
     A run with `--prune-tool-outputs` prepared the row pruned; otherwise (and with `--windows`,
     which prunes per window) the pruned view is made for it, so the estimate is always there.
     """
-    assert row.plan is not None
     if pruning is None:
         return row.plan, row.plan, None
 

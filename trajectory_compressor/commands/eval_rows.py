@@ -21,7 +21,7 @@ from trajectory_compressor.summarize.fidelity import KINDS, Fidelity, score_summ
 from trajectory_compressor.summarize.fidelity.anchors import FutureFidelity, future_fidelity
 from trajectory_compressor.summarize.fidelity.score import shown_item
 from trajectory_compressor.summarize.redact import REDACTED, redact_secrets
-from trajectory_compressor.types import SUMMARY_PREFIX, SourceRecord, Turn
+from trajectory_compressor.types import LLM_SUMMARIZER, SUMMARY_PREFIX, SourceRecord, Turn
 from trajectory_compressor.write.html_examples import row_label
 
 _MISSED_SHOWN = 6
@@ -103,8 +103,8 @@ def read_view(
             f"{key.label(where)}: turn {start} of the output is not a summary; does the output belong to these inputs?"
         )
     summarizer = str(entry.get("summarizer") or "unknown")
-    if summarizer == "llm" and model:
-        summarizer = f"llm ({model})"
+    if summarizer == LLM_SUMMARIZER and model:
+        summarizer = f"{LLM_SUMMARIZER} ({model})"
     source = str(entry.get("source"))
     return CompressedView(key, source, where, summarizer, before, start, end, after, summary_at)
 

@@ -24,7 +24,7 @@ import orjson
 from trajectory_compressor.count import TokenCounter
 from trajectory_compressor.messages import quoted
 from trajectory_compressor.read.sources import InputSource
-from trajectory_compressor.run.prepare import PreparedRow, planned_rows
+from trajectory_compressor.run.prepare import RejectedRow, ValidRow, planned_rows
 from trajectory_compressor.run.row.measure import RowMeasure
 from trajectory_compressor.run.row.summary_step import summary_budget, summary_request
 from trajectory_compressor.run.row.windows import first_window_request
@@ -78,7 +78,7 @@ def write_requests(
         with open(fd, "wb") as handle:
             for row in planned_rows(sources, config, counter):
                 written.rows += 1
-                if row.plan is None:
+                if isinstance(row, RejectedRow):
                     written.rejected += 1
                     continue
                 request = _first_request(row, measure, windows=plan.windows, fill_room=config.llm.anchor_index)
@@ -106,11 +106,11 @@ def write_requests(
     return written
 
 
-def _first_request(row: PreparedRow, measure: RowMeasure, *, windows: bool, fill_room: bool) -> SummaryRequest | None:
+def _first_request(row: ValidRow, measure: RowMeasure, *, windows: bool, fill_room: bool) -> SummaryRequest | None:
     """The row's first-pass request as the run plans it (with `--windows`: its first window's)."""
     if windows:
         return first_window_request(row, measure)
-    if row.plan is None or row.plan.region is None:
+    if row.plan.region is None:
         return None
     exact = measure.with_exact_notice(row, row.plan)  # as the run plans it
     if exact.region is None:

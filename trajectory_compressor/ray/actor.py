@@ -157,8 +157,6 @@ def output_row(row: PreparedRow, finished: FinishedRow) -> dict[str, Any]:
     newlines, in order: JSON lines hold none of their own, so the part writers split them back.
     """
     records = finished.records()
-    for record in records:
-        record.metrics.written = record.data is not None
     data = [record.data for record in records if record.data is not None]
     over = [dumps(record.over_limit) for record in records if record.over_limit is not None]
     return {

@@ -32,6 +32,7 @@ from trajectory_compressor.run.commit import MORE_REJECTS, REJECTS_SHOWN, reject
 from trajectory_compressor.run.settings_record import settings_record
 from trajectory_compressor.settings import ConfigError, RunConfig, with_values
 from trajectory_compressor.summarize.choose import resolve_endpoint
+from trajectory_compressor.types import LLM_SUMMARIZER
 from trajectory_compressor.write.collisions import input_files, refuse_overwrites, run_outputs
 from trajectory_compressor.write.output_format import output_format_for
 from trajectory_compressor.write.report import build_report, render_text_summary
@@ -127,7 +128,7 @@ def run_on_ray(
     uses_llm = False
     if not config.dry_run:  # the same checks and note as a local run, without opening a cache
         choice = choose_summarizers(with_values(config, "llm", use_cache=False), counter)
-        uses_llm = choice.primary is not None and choice.primary.name == "llm"
+        uses_llm = choice.primary is not None and choice.primary.name == LLM_SUMMARIZER
         say(choice.note)
     cache_folder = None
     if config.llm.use_cache and uses_llm:

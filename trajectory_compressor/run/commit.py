@@ -56,7 +56,6 @@ class RowCommitter:
         records = finished.records()
         for record in records:
             metrics = record.metrics
-            metrics.written = record.data is not None
             if record.data is not None:
                 self.files.write("data", record.data)
             self.files.write("metrics", dumps(metrics.to_dict()))

@@ -8,7 +8,7 @@ made here too: it only needs the counts.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from trajectory_compressor.count import TokenCounter
@@ -23,7 +23,7 @@ from trajectory_compressor.read.select import RowSelection
 from trajectory_compressor.read.sources import InputSource
 from trajectory_compressor.run.pruning import Placeholders, Pruning, offer_placeholders, prune_rows
 from trajectory_compressor.settings import PlanConfig, ReadConfig, RunConfig
-from trajectory_compressor.types import SourceRecord, Turn
+from trajectory_compressor.types import EditedTurn, SourceRecord, Turn
 
 # Rows (and bytes of input) prepared in one batch: big enough for the tokenizer's batch speed,
 # small enough that summaries of the first rows start early.
@@ -44,30 +44,51 @@ def summary_tokens(counter: TokenCounter, plan: PlanConfig) -> int:
     return plan.summary_target_tokens
 
 
-@dataclass
-class PreparedRow:
-    """One selected input row after validation, counting and planning."""
+@dataclass(frozen=True)
+class RejectedRow:
+    """A selected input row that cannot be compressed: unreadable, not a conversation, or too
+    large to count. It goes out unchanged (when it is JSON) and is listed with `error`."""
 
     index: int  # 0-based position in the input stream
     position: int  # stream positions consumed once this row is committed (for resume)
     item: SourceRecord
-    fmt: ConversationFormat | None = None
-    turns: list[Turn] | None = None
-    token_counts: list[int] | None = None
-    plan: Plan | None = None
-    error: str | None = None
-    pruning: Pruning | None = None  # --prune-tool-outputs: `turns` and `token_counts` are then the pruned row's
-    placeholders: Placeholders | None = None  # --prune-tool-outputs with --windows: what windows may clear
+    error: str
 
     @property
-    def source_turns(self) -> list[Turn] | None:
+    def label(self) -> str:
+        return f"{quoted(self.item.source)}:{self.item.line}"
+
+    @property
+    def record_id(self) -> Any:
+        return record_id(self.item.record)
+
+
+@dataclass(frozen=True)
+class CountedRow:
+    """A valid row, read and counted, not yet planned: what pruning works on.
+
+    With `--prune-tool-outputs`, `turns` and `token_counts` are the pruned row's (`pruning`
+    holds the row as read); with `--windows` too, `placeholders` are what windows may clear.
+    """
+
+    index: int  # 0-based position in the input stream
+    position: int  # stream positions consumed once this row is committed (for resume)
+    item: SourceRecord
+    fmt: ConversationFormat
+    turns: list[Turn]
+    token_counts: list[int]
+    pruning: Pruning | None = None
+    placeholders: Placeholders | None = None
+
+    @property
+    def source_turns(self) -> list[Turn]:
         """The turns as read (`turns` holds the placeholders of a pruned row)."""
         return self.pruning.source_turns if self.pruning is not None else self.turns
 
     @property
     def source_tokens(self) -> int:
         """The row's size as read."""
-        return self.pruning.source_tokens if self.pruning is not None else sum(self.token_counts or ())
+        return self.pruning.source_tokens if self.pruning is not None else sum(self.token_counts)
 
     @property
     def label(self) -> str:
@@ -79,7 +100,27 @@ class PreparedRow:
 
     @property
     def roles(self) -> list[str]:
-        return [turn.role for turn in self.turns or ()]
+        return [turn.role for turn in self.turns]
+
+    @property
+    def placeholder_edits(self) -> dict[int, EditedTurn]:
+        """`--windows` with `--prune-tool-outputs`: each tool turn a window may clear, as written."""
+        return self.placeholders.edits if self.placeholders is not None else {}
+
+    def planned(self, plan: Plan) -> ValidRow:
+        """This row with its plan: ready to finish."""
+        return ValidRow(**{f.name: getattr(self, f.name) for f in fields(self)}, plan=plan)
+
+
+@dataclass(frozen=True)
+class ValidRow(CountedRow):
+    """A valid row, counted and planned: every field a row finisher reads is there."""
+
+    plan: Plan = field(kw_only=True)
+
+
+# What a chunk yields for each selected row, in input order.
+PreparedRow = ValidRow | RejectedRow
 
 
 def record_id(record: Any) -> Any:
@@ -104,6 +145,24 @@ def printable_text(text: str) -> str:
     return text
 
 
+@dataclass(frozen=True)
+class _ReadRow:
+    """A row whose turns could be read, before counting; `slot` is its place in the chunk."""
+
+    slot: int
+    index: int
+    position: int
+    item: SourceRecord
+    fmt: ConversationFormat
+    turns: list[Turn]
+
+    def rejected(self, error: str) -> RejectedRow:
+        return RejectedRow(self.index, self.position, self.item, printable_text(error))
+
+    def counted(self, counts: list[int]) -> CountedRow:
+        return CountedRow(self.index, self.position, self.item, self.fmt, self.turns, counts)
+
+
 def prepare_rows(
     rows: Sequence[tuple[int, int, SourceRecord]],
     counter: TokenCounter,
@@ -113,27 +172,25 @@ def prepare_rows(
     skip_under_target: bool,
     reading: ReadConfig,
 ) -> list[PreparedRow]:
-    """Validate each record, count every turn of the chunk in one batch, and plan each row."""
-    prepared: list[PreparedRow] = []
-    for index, position, item in rows:
-        row = PreparedRow(index=index, position=position, item=item)
-        prepared.append(row)
+    """Validate each record, count every turn of the chunk in one batch, and plan each row.
+
+    Each row comes back once, in order: a `ValidRow` or a `RejectedRow` saying why."""
+    rejected: dict[int, RejectedRow] = {}
+    valid: list[_ReadRow] = []
+    for slot, (index, position, item) in enumerate(rows):
         if item.error is not None:
-            row.error = item.error
+            rejected[slot] = RejectedRow(index, position, item, item.error)
             continue
         try:
-            row.fmt = detect_format(item.record, reading.conversation_key, reading.format)
-            row.turns = to_turns(item.record, row.fmt)
+            fmt = detect_format(item.record, reading.conversation_key, reading.format)
+            valid.append(_ReadRow(slot, index, position, item, fmt, to_turns(item.record, fmt)))
         except RecordError as exc:
-            row.error = printable_text(str(exc))
-            continue
+            rejected[slot] = RejectedRow(index, position, item, printable_text(str(exc)))
         except RecursionError:  # a record too deep for the standard library (not from JSONL: checked there)
-            row.error = "nested too deeply to read"
-            continue
-    valid = [row for row in prepared if row.turns is not None]
+            rejected[slot] = RejectedRow(index, position, item, "nested too deeply to read")
     chats: list[Chat] | None = None
     if isinstance(counter, ChatTemplateCounter):
-        valid, chats = _chats(valid, counter)
+        valid, chats = _chats(valid, counter, rejected)
     while True:
         try:
             all_counts = _count(valid, chats, counter)
@@ -142,20 +199,19 @@ def prepare_rows(
             failed = valid.pop(exc.position)
             if chats is not None:
                 chats.pop(exc.position)
-            failed.error, failed.turns = printable_text(str(exc)), None
+            rejected[failed.slot] = failed.rejected(str(exc))
         except UncountableTextError:  # which rows: each counted alone, the others kept
-            valid, all_counts = _count_one_by_one(valid, chats, counter)
+            valid, all_counts = _count_one_by_one(valid, chats, counter, rejected)
             break
-    summary = summary_tokens(counter, plan_config)
-    for row, counts in zip(valid, all_counts, strict=True):
-        row.token_counts = counts
+    counted = [row.counted(counts) for row, counts in zip(valid, all_counts, strict=True)]
     if plan_config.prune_tool_outputs and plan_config.windows:  # windows prune each window's context
-        offer_placeholders(valid, counter, plan_config)
+        counted = offer_placeholders(counted, counter, plan_config)
     elif plan_config.prune_tool_outputs:
-        prune_rows(valid, counter, plan_config)
-    for row in valid:
-        assert row.turns is not None and row.token_counts is not None
-        row.plan = plan_region(
+        counted = prune_rows(counted, counter, plan_config)
+    summary = summary_tokens(counter, plan_config)
+    planned: dict[int, PreparedRow] = dict(rejected)
+    for read, row in zip(valid, counted, strict=True):
+        plan = plan_region(
             row.roles,
             row.token_counts,
             plan_config,
@@ -163,50 +219,52 @@ def prepare_rows(
             summary_tokens=summary,
             skip_under_target=skip_under_target,
         )
-    return prepared
+        planned[read.slot] = row.planned(plan)
+    return [planned[slot] for slot in range(len(rows))]
 
 
-def _count(rows: list[PreparedRow], chats: list[Chat] | None, counter: TokenCounter) -> list[list[int]]:
+def _count(rows: list[_ReadRow], chats: list[Chat] | None, counter: TokenCounter) -> list[list[int]]:
     """Per-turn counts of `rows` (of their `chats` with chat-template counts), in one batch."""
     if isinstance(counter, ChatTemplateCounter) and chats is not None:
         return counter.count_chats(chats)
-    return counter.count_conversations([row.turns or [] for row in rows])
+    return counter.count_conversations([row.turns for row in rows])
 
 
 def _count_one_by_one(
-    rows: list[PreparedRow], chats: list[Chat] | None, counter: TokenCounter
-) -> tuple[list[PreparedRow], list[list[int]]]:
+    rows: list[_ReadRow], chats: list[Chat] | None, counter: TokenCounter, rejected: dict[int, RejectedRow]
+) -> tuple[list[_ReadRow], list[list[int]]]:
     """The rows that can be counted and their counts; a row holding a text too large to count
-    exactly in bounded memory (`text_pieces`), or that its chat template refuses, is rejected
-    with the reason. Only reached when a chunk holds such a row: its cuts are found before any
-    text is tokenized, so the chunk's other rows are still tokenized once."""
-    counted: list[PreparedRow] = []
+    exactly in bounded memory (`text_pieces`), or that its chat template refuses, goes to
+    `rejected` with the reason. Only reached when a chunk holds such a row: its cuts are found
+    before any text is tokenized, so the chunk's other rows are still tokenized once."""
+    counted: list[_ReadRow] = []
     counts: list[list[int]] = []
     for position, row in enumerate(rows):
         try:
             [row_counts] = _count([row], None if chats is None else [chats[position]], counter)
         except UncountableTextError as exc:
-            row.error, row.turns = printable_text(f"too large to count: {exc}"), None
+            rejected[row.slot] = row.rejected(f"too large to count: {exc}")
             continue
         except ChatTemplateError as exc:
-            row.error, row.turns = printable_text(str(exc)), None
+            rejected[row.slot] = row.rejected(str(exc))
             continue
         counted.append(row)
         counts.append(row_counts)
     return counted, counts
 
 
-def _chats(valid: list[PreparedRow], counter: ChatTemplateCounter) -> tuple[list[PreparedRow], list[Chat]]:
+def _chats(
+    valid: list[_ReadRow], counter: ChatTemplateCounter, rejected: dict[int, RejectedRow]
+) -> tuple[list[_ReadRow], list[Chat]]:
     """The rows whose tools can be read, and what the chat template renders for each; the others
-    are rejected with the reason."""
-    rows: list[PreparedRow] = []
+    go to `rejected` with the reason."""
+    rows: list[_ReadRow] = []
     chats: list[Chat] = []
     for row in valid:
-        assert row.fmt is not None
         try:
             chats.append(counter.chat_of(row.item.record, row.fmt))
         except RecordError as exc:
-            row.error, row.turns = printable_text(str(exc)), None
+            rejected[row.slot] = row.rejected(str(exc))
             continue
         rows.append(row)
     return rows, chats

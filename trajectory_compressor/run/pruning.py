@@ -16,7 +16,7 @@ The turns as read stay in `Pruning.source_turns`, for the fidelity measures and 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from trajectory_compressor.count import TokenCounter
@@ -28,7 +28,7 @@ from trajectory_compressor.settings import PlanConfig
 from trajectory_compressor.types import EditedTurn, KeptTurn, Turn
 
 if TYPE_CHECKING:  # prepare imports this module
-    from trajectory_compressor.run.prepare import PreparedRow
+    from trajectory_compressor.run.prepare import CountedRow
 
 
 @dataclass(frozen=True)
@@ -89,9 +89,8 @@ class Placeholders:
     tokens: dict[int, int]
 
 
-def candidate_edits(row: PreparedRow, choose: Callable[..., list[int]], config: PlanConfig) -> dict[int, EditedTurn]:
+def candidate_edits(row: CountedRow, choose: Callable[..., list[int]], config: PlanConfig) -> dict[int, EditedTurn]:
     """The placeholder of every tool turn `choose` (`plan.prune`'s rule) offers for clearing."""
-    assert row.turns is not None and row.fmt is not None
     record, fmt, turns = row.item.record, row.fmt, row.turns
     results: dict[int, tuple[HermesResult, ...]] = {}  # each tool turn's markup, parsed once
 
@@ -110,25 +109,24 @@ def candidate_edits(row: PreparedRow, choose: Callable[..., list[int]], config: 
     }
 
 
-def placeholder_tokens(row: PreparedRow, edits: dict[int, EditedTurn], counter: TokenCounter) -> dict[int, int]:
+def placeholder_tokens(row: CountedRow, edits: dict[int, EditedTurn], counter: TokenCounter) -> dict[int, int]:
     """What each turn of `edits` counts once cleared: its placeholder's value, exactly (per-value
     counts); with chat-template counts, the turn's count less the difference its text makes."""
     return placeholder_tokens_of([(row, edits)], counter)[0]
 
 
 def placeholder_tokens_of(
-    rows: Sequence[tuple[PreparedRow, dict[int, EditedTurn]]], counter: TokenCounter
+    rows: Sequence[tuple[CountedRow, dict[int, EditedTurn]]], counter: TokenCounter
 ) -> list[dict[int, int]]:
     """`placeholder_tokens` of several rows, counted in one batch (one call, not one per row)."""
     values = [edit.value for _, edits in rows for edit in edits.values()]
     originals = []
     if counter.counts_chat_template:
-        originals = [row.turns[i].value for row, edits in rows for i in edits]  # type: ignore[index]
+        originals = [row.turns[i].value for row, edits in rows for i in edits]
     counts = counter.count_many(values + originals)
     costs, before = iter(counts[: len(values)]), iter(counts[len(values) :])
     result: list[dict[int, int]] = []
     for row, edits in rows:
-        assert row.turns is not None and row.token_counts is not None
         if not counter.counts_chat_template:
             result.append({index: next(costs) for index in edits})
         else:
@@ -136,19 +134,22 @@ def placeholder_tokens_of(
     return result
 
 
-def offer_placeholders(rows: Sequence[PreparedRow], counter: TokenCounter, config: PlanConfig) -> None:
-    """`--windows`: give each row over the target the placeholders its windows may use."""
+def offer_placeholders(rows: Sequence[CountedRow], counter: TokenCounter, config: PlanConfig) -> list[CountedRow]:
+    """`--windows`: each row, the ones over the target with the placeholders their windows may use."""
     offered = []
-    for row in rows:
-        if sum(row.token_counts or ()) > config.target_max_tokens:
+    for slot, row in enumerate(rows):
+        if sum(row.token_counts) > config.target_max_tokens:
             edits = candidate_edits(row, window_prunable_turns, config)
             if edits:
-                offered.append((row, edits))
-    for (row, edits), tokens in zip(offered, placeholder_tokens_of(offered, counter), strict=True):
-        row.placeholders = Placeholders(edits, tokens)
+                offered.append((slot, row, edits))
+    counted = list(rows)
+    costs = placeholder_tokens_of([(row, edits) for _, row, edits in offered], counter)
+    for (slot, row, edits), tokens in zip(offered, costs, strict=True):
+        counted[slot] = replace(row, placeholders=Placeholders(edits, tokens))
+    return counted
 
 
-def pruned_view(row: PreparedRow, counter: TokenCounter, config: PlanConfig) -> Pruning | None:
+def pruned_view(row: CountedRow, counter: TokenCounter, config: PlanConfig) -> Pruning | None:
     """What pruning would make of `row` (as read), without changing it; None when the row is
     within the target or has nothing worth clearing.
 
@@ -159,12 +160,11 @@ def pruned_view(row: PreparedRow, counter: TokenCounter, config: PlanConfig) -> 
     return pruned_views([row], counter, config)[0]
 
 
-def pruned_views(rows: Sequence[PreparedRow], counter: TokenCounter, config: PlanConfig) -> list[Pruning | None]:
+def pruned_views(rows: Sequence[CountedRow], counter: TokenCounter, config: PlanConfig) -> list[Pruning | None]:
     """`pruned_view` of each row, every placeholder of them counted in one batch."""
     candidates: list[dict[int, EditedTurn] | None] = []
     for row in rows:
-        over = row.turns is not None and row.token_counts is not None
-        over = over and sum(row.token_counts or ()) > config.target_max_tokens
+        over = sum(row.token_counts) > config.target_max_tokens
         candidates.append(candidate_edits(row, prunable_turns, config) if over else None)
     offered = [(row, edits) for row, edits in zip(rows, candidates, strict=True) if edits]
     costs = iter(placeholder_tokens_of(offered, counter))
@@ -175,10 +175,9 @@ def pruned_views(rows: Sequence[PreparedRow], counter: TokenCounter, config: Pla
 
 
 def _view(
-    row: PreparedRow, edits: dict[int, EditedTurn], costs: dict[int, int], counter: TokenCounter, config: PlanConfig
+    row: CountedRow, edits: dict[int, EditedTurn], costs: dict[int, int], counter: TokenCounter, config: PlanConfig
 ) -> Pruning | None:
     """The row pruned as the plan says, given its candidate placeholders and their counts."""
-    assert row.turns is not None and row.token_counts is not None
     plan = plan_prune(row.roles, row.token_counts, costs, config)
     if not plan.turns:
         return None
@@ -186,7 +185,6 @@ def _view(
     turns = [Turn(turn.role, kept[i].value) if i in kept else turn for i, turn in enumerate(row.turns)]
     counts = [costs[i] if i in kept else count for i, count in enumerate(row.token_counts)]
     if isinstance(counter, ChatTemplateCounter):  # the record as written, its tools included
-        assert row.fmt is not None
         layout = [kept.get(index) or KeptTurn(index) for index in range(len(row.turns))]
         try:
             counts = counter.count_chats([counter.chat_of(row.item.record, row.fmt, layout)])[0]
@@ -195,9 +193,10 @@ def _view(
     return Pruning(kept, turns, counts, list(row.turns), list(row.token_counts))
 
 
-def prune_rows(rows: Sequence[PreparedRow], counter: TokenCounter, config: PlanConfig) -> None:
-    """Prune each row over the target as far as the plan says, in place: `row.pruning` set,
+def prune_rows(rows: Sequence[CountedRow], counter: TokenCounter, config: PlanConfig) -> list[CountedRow]:
+    """Each row, pruned as far as the plan says when it is over the target: `pruning` set,
     `turns` and `token_counts` the pruned row's."""
-    for row, pruning in zip(rows, pruned_views(rows, counter, config), strict=True):
-        if pruning is not None:
-            row.pruning, row.turns, row.token_counts = pruning, pruning.turns, pruning.counts
+    return [
+        row if pruning is None else replace(row, pruning=pruning, turns=pruning.turns, token_counts=pruning.counts)
+        for row, pruning in zip(rows, pruned_views(rows, counter, config), strict=True)
+    ]

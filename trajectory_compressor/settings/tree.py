@@ -15,8 +15,9 @@ YAML files written for the Hermes reference tool (`tokenizer`, `compression`, `p
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_args
 
+from trajectory_compressor.settings import choices
 from trajectory_compressor.settings.declare import BOTH, READERS, ConfigError, check_part, setting
 from trajectory_compressor.settings.endpoint import BatchConfig, LLMConfig
 
@@ -156,15 +157,15 @@ class OutputConfig:
     resume: bool = setting(
         True, "bool", flag="--no-resume", flag_style="off", help="Start over instead of resuming an interrupted run."
     )
-    over_limit: str = setting(
-        "keep", "choice", choices=("keep", "drop", "truncate"), record=True,
+    over_limit: choices.OverLimitPolicy = setting(
+        "keep", "choice", choices=get_args(choices.OverLimitPolicy), record=True,
         help="Rows still over the limit: keep them, drop them, or truncate their middle.",
     )  # fmt: skip
     fail_on_over_limit: bool = setting(
         False, "bool", flag_style="flag", help="Exit 3 when any row is still over the limit."
     )
-    write_format: str | None = setting(
-        None, "choice", optional=True, choices=("sharegpt", "messages"), yaml="output.write_format", record=True,
+    write_format: choices.WriteFormat | None = setting(
+        None, "choice", optional=True, choices=get_args(choices.WriteFormat), yaml="output.write_format", record=True,
         help="Write conversations as ShareGPT, or as OpenAI messages with structured tool_calls [as read].",
     )  # fmt: skip
 
@@ -211,13 +212,13 @@ class RunConfig:
         "tools", "str", yaml="tokenizer.tools_key", commands=BOTH, record=True,
         help="Record key of the tool schemas the chat template renders (a list, or a JSON string of one).",
     )  # fmt: skip
-    summarizer: str = setting(
-        "auto", "choice", choices=("auto", "llm", "extractive", "none"), yaml="summarization.summarizer", record=True,
+    summarizer: choices.SummarizerSetting = setting(
+        "auto", "choice", choices=get_args(choices.SummarizerSetting), yaml="summarization.summarizer", record=True,
         help="auto: the LLM when an endpoint is set, else extractive; none: prune tool outputs only "
         "(needs --prune-tool-outputs).",
     )  # fmt: skip
-    on_summary_failure: str = setting(
-        "extractive", "choice", choices=("extractive", "keep", "fail"), yaml="summarization.on_summary_failure",
+    on_summary_failure: choices.FailurePolicy = setting(
+        "extractive", "choice", choices=get_args(choices.FailurePolicy), yaml="summarization.on_summary_failure",
         record=True, help="What a row whose summary fails becomes.",
     )  # fmt: skip
     min_fidelity: float | None = setting(
@@ -275,7 +276,7 @@ class RunConfig:
                 "--over-limit truncate does not apply to --windows: a window over the budget holds one turn group "
                 "that alone exceeds it (use keep or drop)"
             )
-        if self.summarizer == "none":
+        if self.summarizer == choices.NO_SUMMARIES:
             self._check_no_summarizer()
 
     def _check_no_summarizer(self) -> None:

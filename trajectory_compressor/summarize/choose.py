@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 from trajectory_compressor.count import TokenCounter
 from trajectory_compressor.settings import ConfigError, RunConfig, with_values
+from trajectory_compressor.settings.choices import AUTO_SUMMARIZER, NO_SUMMARIES
 from trajectory_compressor.summarize.extractive import ExtractiveSummarizer
 from trajectory_compressor.summarize.llm.dialects import DIALECTS
-from trajectory_compressor.types import Summarizer
+from trajectory_compressor.types import LLM_SUMMARIZER, Summarizer
 
 if TYPE_CHECKING:  # the LLM summarizer loads aiohttp: only runs that summarize with an LLM import it
     from trajectory_compressor.summarize.llm.summarizer import LLMSummarizer
@@ -52,15 +53,17 @@ def choose_summarizers(
     `cache` and `gate` go to the LLM summarizer (the Ray engine's shared-folder cache and
     cluster-wide limits); None keeps the configured cache and the client's own limits.
     """
-    if config.summarizer == "none":
+    if config.summarizer == NO_SUMMARIES:
         return SummarizerChoice(None, None, "summarizer: none (tool outputs pruned only; rows still over are flagged)")
     # The same `--redact-secrets` for both: a summary is redacted whichever summarizer writes it.
     extractive = ExtractiveSummarizer(counter, redact=config.llm.redact_secrets, anchor_index=config.llm.anchor_index)
-    wants_llm = config.summarizer == "llm" or (config.summarizer == "auto" and bool(config.llm.base_url))
+    wants_llm = config.summarizer == LLM_SUMMARIZER or (
+        config.summarizer == AUTO_SUMMARIZER and bool(config.llm.base_url)
+    )
     if not wants_llm:
         note = (
             "summarizer: extractive (offline; pass --base-url and --model to summarize with an LLM)"
-            if config.summarizer == "auto"
+            if config.summarizer == AUTO_SUMMARIZER
             else "summarizer: extractive"
         )
         return SummarizerChoice(extractive, extractive, note)

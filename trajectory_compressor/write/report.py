@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from trajectory_compressor.messages import quoted
-from trajectory_compressor.types import RowMetrics
+from trajectory_compressor.types import LLM_SUMMARIZER, RowMetrics
 
 # Token-length histogram bin edges (upper bounds): fine enough for a report, fixed so that
 # shards and resumed runs merge by adding counts.
@@ -86,7 +86,7 @@ class RunTotals:
             self.future_anchors += future["anchors"]
             self.future_kept += future["kept"]
         score = fidelity.get("without_index", fidelity.get("score"))  # the model's own text
-        if metrics.summarizer == "llm" and score is not None:
+        if metrics.summarizer == LLM_SUMMARIZER and score is not None:
             self.llm_summaries_scored += 1
             self.llm_summaries_near_zero += score < NEAR_ZERO_FIDELITY
 

@@ -14,10 +14,12 @@ import pytest
 
 from tests.conftest import make_trajectory
 from trajectory_compressor.errors import RunAborted
-from trajectory_compressor.run.prepare import PreparedRow, notice_tokens, prepare_rows
+from trajectory_compressor.read.formats import detect_format
+from trajectory_compressor.run.prepare import CountedRow, ValidRow, notice_tokens, prepare_rows
 from trajectory_compressor.run.row import RowFinisher
 from trajectory_compressor.run.row.measure import RowMeasure
-from trajectory_compressor.run.row.outcome import RowOutcome, new_metrics
+from trajectory_compressor.run.row.metrics import Outcome
+from trajectory_compressor.run.row.outcome import RowOutcome
 from trajectory_compressor.run.row.over_limit import truncate_row
 from trajectory_compressor.run.row.summary_step import Summarized, SummaryFailure, SummaryStep, region_request
 from trajectory_compressor.settings import PlanConfig, ReadConfig, RunConfig
@@ -51,18 +53,20 @@ class Scripted:
         pass
 
 
-def _row(counter, plan: PlanConfig = PLAN, **trajectory: Any) -> PreparedRow:
+def _row(counter, plan: PlanConfig = PLAN, **trajectory: Any) -> ValidRow:
     record = make_trajectory(0, **({"steps": 12, "output_lines": 20} | trajectory))
     raw = json.dumps(record).encode()
     item = SourceRecord(source="mem.jsonl", line=1, record=record, raw=raw)
-    return prepare_rows(
+    [row] = prepare_rows(
         [(0, 1, item)],
         counter,
         plan,
         notice_tokens=notice_tokens(counter, plan),
         skip_under_target=True,
         reading=ReadConfig(),
-    )[0]
+    )
+    assert isinstance(row, ValidRow)
+    return row
 
 
 def _step(counter, summarizer, policy: str, timeout: float = 60.0) -> SummaryStep:
@@ -118,14 +122,14 @@ def test_truncation_cuts_only_the_middle_until_the_row_fits(counter) -> None:
 
 def test_the_outcome_writes_unchanged_rows_byte_for_byte_and_drop_leaves_them_out(counter) -> None:
     row = _row(counter)
-    metrics = new_metrics(row)
-    kept = RowOutcome(2500, "keep", writes_data=True).finish(row, metrics, None)
-    assert kept.data == row.item.raw and kept.over_limit is None
-    metrics = new_metrics(row)
-    metrics.still_over_limit = True
-    dropped = RowOutcome(2500, "drop", writes_data=True).finish(row, metrics, None)
-    assert dropped.data is None and metrics.dropped is True and dropped.over_limit is not None
+    size = sum(row.token_counts)
+    kept = RowOutcome(2500, "keep", writes_data=True).finish(row, Outcome(size, len(row.turns), False), None)
+    assert kept.data == row.item.raw and kept.over_limit is None and kept.metrics.written is True
+    over = Outcome(size, len(row.turns), True)
+    dropped = RowOutcome(2500, "drop", writes_data=True).finish(row, over, None)
+    assert dropped.data is None and dropped.metrics.dropped is True and dropped.over_limit is not None
     assert dropped.over_limit["reason"] == "over target" and dropped.metrics.to_dict()["dropped"] is True
+    assert dropped.metrics.written is False and dropped.metrics.reason == "over target"
 
 
 def test_a_dry_run_is_the_plan_without_a_summary_and_writes_no_dataset_line(counter) -> None:
@@ -144,7 +148,8 @@ def test_a_summarizer_is_sent_a_huge_turn_by_its_head_and_tail() -> None:
     log = "\n".join(f"line {i:07d} ok" for i in range(200_000))  # 3.2 MB
     task = "Please fix it. " + "context " * 300_000  # a huge first request, the prompt's <task>
     turns = [Turn("system", "s"), Turn("human", task), Turn("gpt", "look"), Turn("tool", log), Turn("gpt", "done")]
-    row = PreparedRow(index=0, position=1, item=SourceRecord("mem.jsonl", 1, {}), turns=turns)
+    record = {"conversations": [{"from": turn.role, "value": turn.value} for turn in turns]}
+    row = CountedRow(0, 1, SourceRecord("mem.jsonl", 1, record), detect_format(record), turns, [0] * len(turns))
     request = region_request(row, 2, 4, 200)
     assert [turn.role for turn in request.turns] == ["gpt", "tool"]
     assert request.turns[0] is turns[2], "a turn of ordinary size is sent as it is"

@@ -15,21 +15,17 @@ from dataclasses import replace
 
 from trajectory_compressor.count import TokenCounter
 from trajectory_compressor.plan.region import Plan
-from trajectory_compressor.run.prepare import PreparedRow
+from trajectory_compressor.run.prepare import PreparedRow, RejectedRow, ValidRow
+from trajectory_compressor.run.pruning import Pruning
 from trajectory_compressor.run.row.fidelity_gate import FidelityGate
 from trajectory_compressor.run.row.measure import RowMeasure
-from trajectory_compressor.run.row.outcome import (
-    FinishedRow,
-    RowOutcome,
-    fidelity_metrics,
-    fill_sizes,
-    new_metrics,
-    rejected_row,
-)
+from trajectory_compressor.run.row.metrics import Outcome, failed_cost, written_cost
+from trajectory_compressor.run.row.outcome import FinishedRow, RowOutcome, fidelity_metrics, rejected_row
 from trajectory_compressor.run.row.over_limit import truncate_row
 from trajectory_compressor.run.row.summary_step import Summarized, SummaryFailure, SummaryStep
 from trajectory_compressor.run.row.windows import WindowFinisher
 from trajectory_compressor.settings import RunConfig
+from trajectory_compressor.settings.choices import NO_SUMMARIES, OverLimitPolicy
 from trajectory_compressor.summarize.fidelity import score_summary
 from trajectory_compressor.summarize.fidelity.anchors import FutureFidelity, future_fidelity, hidden_future_fidelity
 from trajectory_compressor.types import (
@@ -38,7 +34,6 @@ from trajectory_compressor.types import (
     ExampleRow,
     KeptTurn,
     OutputTurn,
-    RowMetrics,
     Summarizer,
     Turn,
 )
@@ -61,7 +56,7 @@ class RowFinisher:
         summarizer: Summarizer | None,
         fallback: Summarizer | None,
         *,
-        over_limit: str = "keep",
+        over_limit: OverLimitPolicy = "keep",
         keep_rejects_in_data: bool = True,
     ) -> None:
         self.target = config.plan.target_max_tokens
@@ -72,7 +67,7 @@ class RowFinisher:
         # A dry run has no summary step and writes no dataset (so nothing to truncate).
         self.summary_step = (
             None
-            if config.dry_run or config.summarizer == "none"
+            if config.dry_run or config.summarizer == NO_SUMMARIES
             else SummaryStep(
                 self.measure,
                 summarizer,
@@ -99,157 +94,157 @@ class RowFinisher:
                 writes_data=not config.dry_run,
                 over_limit=over_limit,
                 write_format=self.write_format,
-                summaries=config.summarizer != "none",
+                summaries=config.summarizer != NO_SUMMARIES,
             )
             if config.plan.windows
             else None
         )
 
     async def finish(self, row: PreparedRow) -> FinishedRow:
-        metrics = new_metrics(row)
-        if row.error is not None:
-            return rejected_row(row, metrics, keep_in_data=self.keep_rejects_in_data)
+        if isinstance(row, RejectedRow):
+            return rejected_row(row, keep_in_data=self.keep_rejects_in_data)
         if self.windows is not None:
             return await self.windows.finish(row)
         plan = row.plan
-        assert plan is not None
         if plan.region is not None and self.summary_step is None:
             if self.dry_run:
-                return self._planned(row, metrics, plan)
-            return self._unchanged(row, metrics, plan, reason=NO_SUMMARIZER)  # --summarizer none
+                return self._planned(row, plan)
+            return self._unchanged(row, plan, reason=NO_SUMMARIZER)  # --summarizer none
         if plan.region is not None:
             plan = self.measure.with_exact_notice(row, plan)
         if plan.region is None:
-            return self._unchanged(row, metrics, plan)
+            return self._unchanged(row, plan)
         assert self.summary_step is not None
         summarized = await self.summary_step.run(row, plan)
         if isinstance(summarized, SummaryFailure):
-            return self._kept_after_failure(row, metrics, plan, summarized)
-        return self._compressed(row, metrics, summarized)
+            return self._kept_after_failure(row, plan, summarized)
+        return self._compressed(row, summarized)
 
-    def _unchanged(
-        self, row: PreparedRow, metrics: RowMetrics, plan: Plan, *, reason: str | None = None
-    ) -> FinishedRow:
+    def _unchanged(self, row: ValidRow, plan: Plan, *, reason: str | None = None) -> FinishedRow:
         """A row with no summary: under the target, nothing worth summarizing, or (`reason`) no
         summarizer. A pruned row goes out pruned: fitted by pruning alone, or flagged."""
         over = plan.total_tokens > self.target
-        metrics.skipped_under_target = not over and row.pruning is None
-        metrics.reason = reason or (FITTED_BY_PRUNING if row.pruning is not None and not over else plan.reason)
-        metrics.still_over_limit = over
+        why = reason or (FITTED_BY_PRUNING if row.pruning is not None and not over else plan.reason)
+        skipped = not over and row.pruning is None
+        outcome = Outcome(plan.total_tokens, len(row.turns), over, why, skipped_under_target=skipped)
         if row.pruning is not None:
-            return self._pruned(row, metrics, plan)
-        fill_sizes(metrics, plan.total_tokens, len(row.turns or ()))
-        if metrics.still_over_limit and self.truncates:
-            return self._truncated(row, metrics, plan, None, 0)
-        return self.outcome.finish(row, metrics, None)
+            return self._pruned(row, row.pruning, plan, outcome)
+        if over and self.truncates:
+            return self._truncated(row, outcome, plan, None, 0)
+        return self.outcome.finish(row, outcome, None)
 
-    def _pruned(self, row: PreparedRow, metrics: RowMetrics, plan: Plan) -> FinishedRow:
-        """A pruned row written with no summary, measured exactly; its fidelity is what the kept
-        turns need from the cleared results that the placeholders still say."""
-        assert row.pruning is not None and row.source_turns is not None
+    def _pruned(self, row: ValidRow, pruning: Pruning, plan: Plan, unpruned: Outcome) -> FinishedRow:
+        """A pruned row written with no summary (`unpruned`: why, and what a failed summary
+        cost), measured exactly; its fidelity is what the kept turns need from the cleared
+        results that the placeholders still say."""
         layout = self.measure.pruned_layout(row)
         size = self.measure.size(row, layout)
-        metrics.still_over_limit = size > self.target
-        fill_sizes(metrics, size, len(layout))
-        placeholders = "\n".join(edit.value for edit in row.pruning.edits.values())
-        future = hidden_future_fidelity(row.source_turns, row.pruning.edits, placeholders)
-        metrics.fidelity = {"future": future.to_metrics()}
-        if metrics.still_over_limit and self.truncates:  # no summary: the cut starts after the head
-            return self._truncated(row, metrics, replace(plan, region=None), layout, size)
+        placeholders = "\n".join(edit.value for edit in pruning.edits.values())
+        future = hidden_future_fidelity(pruning.source_turns, pruning.edits, placeholders)
+        outcome = replace(
+            unpruned,
+            tokens=size,
+            turns=len(layout),
+            still_over_limit=size > self.target,
+            fidelity={"future": future.to_metrics()},
+        )
+        if outcome.still_over_limit and self.truncates:  # no summary: the cut starts after the head
+            return self._truncated(row, outcome, replace(plan, region=None), layout, size)
         data = self._rewritten(row, layout) if self.outcome.writes_data else None
-        return self.outcome.finish(row, metrics, data)
+        return self.outcome.finish(row, outcome, data)
 
-    def _planned(self, row: PreparedRow, metrics: RowMetrics, plan: Plan) -> FinishedRow:
+    def _planned(self, row: ValidRow, plan: Plan) -> FinishedRow:
         """A dry run's row to compress: the planned sizes, as if the summary were exactly its budget."""
-        assert plan.region is not None
-        metrics.skipped_under_target = plan.total_tokens <= self.target
-        metrics.reason = plan.reason
-        metrics.compression_region = plan.region.to_dict()
-        metrics.planned_tokens = plan.estimated_tokens
-        metrics.still_over_limit = plan.still_over_limit
-        metrics.summary_tokens = plan.summary_tokens
-        fill_sizes(metrics, plan.estimated_tokens, len(row.turns or ()) - plan.region.turns_count + 1)
-        return self.outcome.finish(row, metrics, None, kept=_outside(row, plan.region))
+        region = plan.region
+        assert region is not None
+        outcome = Outcome(
+            plan.estimated_tokens,
+            len(row.turns) - region.turns_count + 1,
+            plan.still_over_limit,
+            plan.reason,
+            skipped_under_target=plan.total_tokens <= self.target,
+            region=region.to_dict(),
+            summary_tokens=plan.summary_tokens,
+            planned_tokens=plan.estimated_tokens,
+        )
+        return self.outcome.finish(row, outcome, None, kept=_outside(row, region))
 
-    def _compressed(self, row: PreparedRow, metrics: RowMetrics, summarized: Summarized) -> FinishedRow:
+    def _compressed(self, row: ValidRow, summarized: Summarized) -> FinishedRow:
         plan, result = summarized.plan, summarized.result
-        assert plan.region is not None
-        metrics.was_compressed = True
-        metrics.compression_region = plan.region.to_dict()
-        metrics.summary_tokens = summarized.summary_tokens
-        metrics.summarizer = result.summarizer
-        metrics.summary_calls = result.calls
-        metrics.summary_errors = result.errors
-        metrics.last_error = result.last_error
-        metrics.passes = summarized.passes
-        metrics.fidelity_retried = result.fidelity_retried or None
+        region = plan.region
+        assert region is not None
         source = row.source_turns
-        assert row.turns is not None and source is not None
-        start, end = plan.region.start, plan.region.end
+        start, end = region.start, region.end
         # Judged against the turns as read (as `eval` judges it): the gate, when it measured, saw
         # what the summarizer was sent, pruned.
         fidelity = result.fidelity if row.pruning is None else None
         if fidelity is None:
             fidelity = score_summary(source[start:end], result.text, source)
         future = _future(row, start, end, result.text)
-        metrics.fidelity = fidelity_metrics(fidelity, future, result, source[start:end], source)
-        metrics.unsupported = fidelity.shown_unsupported()
+        fidelity_line = fidelity_metrics(fidelity, future, result, source[start:end], source)
         if self.example is None or row.index < self.example.index:
-            shown = row.turns[plan.region.start : min(plan.region.end, plan.region.start + EXAMPLE_TURNS)]
-            region = tuple(Turn(turn.role, turn.value[:EXAMPLE_TURN_CHARS]) for turn in shown)
-            self.example = ExampleRow(row.index, row.label, region, result.text, metrics.fidelity)
-        if result.summarizer != self.primary_name:
-            metrics.summary_failed = result.last_error is not None
-        metrics.still_over_limit = summarized.size > self.target
-        metrics.reason = plan.reason if metrics.still_over_limit else None
+            shown = row.turns[start : min(end, start + EXAMPLE_TURNS)]
+            example_region = tuple(Turn(turn.role, turn.value[:EXAMPLE_TURN_CHARS]) for turn in shown)
+            self.example = ExampleRow(row.index, row.label, example_region, result.text, fidelity_line)
+        over = summarized.size > self.target
+        reason = plan.reason if over else None
         if summarized.refused is not None:
-            metrics.reason = f"{SUMMARY_FAILED}: {summarized.refused}; used the {result.summarizer} summary"
-        fill_sizes(metrics, summarized.size, len(summarized.layout))
-        if metrics.still_over_limit and self.truncates:
-            return self._truncated(row, metrics, plan, summarized.layout, summarized.size)
-        return self.outcome.finish(row, metrics, self._rewritten(row, summarized.layout), kept=_kept(summarized.layout))
+            reason = f"{SUMMARY_FAILED}: {summarized.refused}; used the {result.summarizer} summary"
+        outcome = Outcome(
+            summarized.size,
+            len(summarized.layout),
+            over,
+            reason,
+            was_compressed=True,
+            region=region.to_dict(),
+            summary_tokens=summarized.summary_tokens,
+            summary=written_cost(result, passes=summarized.passes, primary=self.primary_name),
+            fidelity=fidelity_line,
+            unsupported=fidelity.shown_unsupported(),
+        )
+        if over and self.truncates:
+            return self._truncated(row, outcome, plan, summarized.layout, summarized.size)
+        return self.outcome.finish(row, outcome, self._rewritten(row, summarized.layout), kept=_kept(summarized.layout))
 
-    def _kept_after_failure(
-        self, row: PreparedRow, metrics: RowMetrics, plan: Plan, failure: SummaryFailure
-    ) -> FinishedRow:
+    def _kept_after_failure(self, row: ValidRow, plan: Plan, failure: SummaryFailure) -> FinishedRow:
         """`--on-summary-failure keep` (or nothing left to try): the row goes out unchanged, flagged."""
-        metrics.reason = f"{SUMMARY_FAILED}: {failure.error}"
-        metrics.last_error = failure.error
-        metrics.summary_calls = failure.calls
-        metrics.summary_errors = failure.errors
-        metrics.summary_failed = True
-        metrics.fidelity_retried = failure.fidelity_retried or None
-        metrics.still_over_limit = plan.total_tokens > self.target
+        outcome = Outcome(
+            plan.total_tokens,
+            len(row.turns),
+            plan.total_tokens > self.target,
+            f"{SUMMARY_FAILED}: {failure.error}",
+            summary=failed_cost(failure),
+        )
         if row.pruning is not None:  # pruning is local and did not fail: the row stays pruned
-            return self._pruned(row, metrics, plan)
-        fill_sizes(metrics, plan.total_tokens, len(row.turns or ()))
-        return self.outcome.finish(row, metrics, None)
+            return self._pruned(row, row.pruning, plan, outcome)
+        return self.outcome.finish(row, outcome, None)
 
     def _truncated(
-        self, row: PreparedRow, metrics: RowMetrics, plan: Plan, layout: list[OutputTurn] | None, size: int
+        self, row: ValidRow, outcome: Outcome, plan: Plan, layout: list[OutputTurn] | None, size: int
     ) -> FinishedRow:
         cut = truncate_row(row, plan, layout, size, self.measure)
-        metrics.truncated = cut.turns_removed > 0
-        metrics.turns_truncated = cut.turns_removed
-        metrics.still_over_limit = cut.size > self.target
-        if not metrics.still_over_limit:
-            metrics.reason = None
-        fill_sizes(metrics, cut.size, len(cut.layout))
-        rewritten = cut.turns_removed > 0 or metrics.was_compressed or row.pruning is not None
+        over = cut.size > self.target
+        truncated = replace(
+            outcome,
+            tokens=cut.size,
+            turns=len(cut.layout),
+            still_over_limit=over,
+            reason=outcome.reason if over else None,
+            turns_truncated=cut.turns_removed,
+        )
+        rewritten = cut.turns_removed > 0 or outcome.was_compressed or row.pruning is not None
         return self.outcome.finish(
-            row, metrics, self._rewritten(row, cut.layout) if rewritten else None, kept=_kept(cut.layout)
+            row, truncated, self._rewritten(row, cut.layout) if rewritten else None, kept=_kept(cut.layout)
         )
 
-    def _rewritten(self, row: PreparedRow, layout: list[OutputTurn]) -> bytes:
-        assert row.fmt is not None
+    def _rewritten(self, row: ValidRow, layout: list[OutputTurn]) -> bytes:
         return rewritten_bytes(row.item, row.fmt, layout, self.write_format)
 
 
-def _future(row: PreparedRow, start: int, end: int, summary: str) -> FutureFidelity:
+def _future(row: ValidRow, start: int, end: int, summary: str) -> FutureFidelity:
     """What the kept turns need from the summarized region [start, end) and, on a pruned row, the
     cleared tool results outside it, that the summary (and those results' placeholders) still say."""
     source = row.source_turns
-    assert source is not None
     if row.pruning is None:
         return future_fidelity(source[:start], source[start:end], source[end:], summary)
     outside = {i: edit for i, edit in row.pruning.edits.items() if not start <= i < end}
@@ -262,9 +257,9 @@ def _kept(layout: list[OutputTurn]) -> list[int]:
     return [item.index for item in layout if isinstance(item, (KeptTurn, EditedTurn))]
 
 
-def _outside(row: PreparedRow, region: CompressionRegion | None) -> list[int]:
+def _outside(row: ValidRow, region: CompressionRegion | None) -> list[int]:
     """The turns of `row` outside `region` (all of them without one)."""
-    count = len(row.turns or ())
+    count = len(row.turns)
     if region is None:
         return list(range(count))
     return [index for index in range(count) if not region.start <= index < region.end]

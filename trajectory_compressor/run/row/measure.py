@@ -14,7 +14,7 @@ from trajectory_compressor.count import TokenCounter
 from trajectory_compressor.count.chat_template import ChatTemplateCounter, ChatTemplateError
 from trajectory_compressor.plan.apply import carries_notice, compressed_layout, summary_value
 from trajectory_compressor.plan.region import Plan, plan_region, system_turn_in_head
-from trajectory_compressor.run.prepare import PreparedRow, summary_tokens
+from trajectory_compressor.run.prepare import ValidRow, summary_tokens
 from trajectory_compressor.settings import PlanConfig
 from trajectory_compressor.types import (
     EditedTurn,
@@ -46,9 +46,8 @@ class RowMeasure:
         # Rows of one dataset mostly share their system prompt: count each edited one once.
         self._count_value = functools.lru_cache(maxsize=64)(counter.count)
 
-    def replan(self, row: PreparedRow, *, notice_tokens: int, summary_tokens: int | None = None) -> Plan:
+    def replan(self, row: ValidRow, *, notice_tokens: int, summary_tokens: int | None = None) -> Plan:
         """The row planned again with a measured notice cost or summary size."""
-        assert row.token_counts is not None
         return plan_region(
             row.roles,
             row.token_counts,
@@ -58,7 +57,7 @@ class RowMeasure:
             skip_under_target=self.skip_under_target,
         )
 
-    def with_exact_notice(self, row: PreparedRow, plan: Plan) -> Plan:
+    def with_exact_notice(self, row: ValidRow, plan: Plan) -> Plan:
         """The plan, re-made if the notice costs this row more than the planner assumed.
 
         Appended to a system prompt, the notice's first token can merge with the prompt's last
@@ -74,23 +73,20 @@ class RowMeasure:
             return plan
         return self.replan(row, notice_tokens=cost, summary_tokens=plan.summary_tokens)
 
-    def notice_for(self, row: PreparedRow) -> str:
+    def notice_for(self, row: ValidRow) -> str:
         """The notice to append to this row's system turn: none if it carries it already."""
-        assert row.turns is not None
         return "" if carries_notice(row.turns, self.notice_text) else self.notice_text
 
-    def notice_cost(self, row: PreparedRow, index: int, *, head_end: int | None = None) -> int:
+    def notice_cost(self, row: ValidRow, index: int, *, head_end: int | None = None) -> int:
         """Tokens the notice adds to turn `index` of this row, measured in place.
 
         Chat-template counts: the head (turns before `head_end`) rendered with the row's tools,
         with and without the notice; the whole row if the template refuses the head alone.
         """
-        assert row.turns is not None and row.token_counts is not None
         turn = row.turns[index]
         edited = Turn(turn.role, turn.value + self.notice_text)
         if self.chat is None:
             return self._count_value(edited.value) - row.token_counts[index]
-        assert row.fmt is not None
         end = len(row.turns) if head_end is None else max(head_end, index + 1)
         before: list[OutputTurn] = [KeptTurn(i) for i in range(end)]
         after = [EditedTurn(index, edited.value) if i == index else item for i, item in enumerate(before)]
@@ -98,26 +94,28 @@ class RowMeasure:
         try:
             counts = self.chat.count_chats([self.chat.chat_of(record, row.fmt, layout) for layout in (before, after)])
         except ChatTemplateError:
-            whole = [EditedTurn(index, edited.value) if i == index else KeptTurn(i) for i in range(len(row.turns))]
+            whole: list[OutputTurn] = [
+                EditedTurn(index, edited.value) if i == index else KeptTurn(i) for i in range(len(row.turns))
+            ]
             try:
                 return self.size(row, whole) - sum(row.token_counts)
             except RewriteRefused:  # the rewritten row is measured (and refused) when written
                 return self._count_value(self.notice_text)
         return sum(counts[1]) - sum(counts[0])
 
-    def layout(self, row: PreparedRow, plan: Plan, body: str) -> list[OutputTurn]:
+    def layout(self, row: ValidRow, plan: Plan, body: str) -> list[OutputTurn]:
         """The compressed row's layout: the head (notice appended), the summary, the rest (its
         cleared tool results as their placeholders)."""
-        assert row.turns is not None and plan.region is not None
+        assert plan.region is not None
         notice_index = system_turn_in_head(row.roles, plan.region.start)
         layout = compressed_layout(row.turns, plan.region, body, self.notice_for(row) or None, notice_index)
         return with_pruned(row, layout)
 
-    def pruned_layout(self, row: PreparedRow) -> list[OutputTurn]:
+    def pruned_layout(self, row: ValidRow) -> list[OutputTurn]:
         """A pruned row with no summary: every turn, the cleared tool results as their placeholders."""
-        return with_pruned(row, [KeptTurn(index) for index in range(len(row.turns or ()))])
+        return with_pruned(row, [KeptTurn(index) for index in range(len(row.turns))])
 
-    def size(self, row: PreparedRow, layout: list[OutputTurn]) -> int:
+    def size(self, row: ValidRow, layout: list[OutputTurn]) -> int:
         """The exact token count of a rewritten row, as an independent recount would find it.
 
         Raises `RewriteRefused` when the chat template refuses the rewritten row.
@@ -127,9 +125,7 @@ class RowMeasure:
         rewritten record, as the writer writes it (its tools, its message objects), is rendered
         and counted whole.
         """
-        assert row.turns is not None and row.token_counts is not None
         if self.chat is not None:
-            assert row.fmt is not None
             try:
                 return sum(self.chat.count_chats([self.chat.chat_of(row.item.record, row.fmt, layout)])[0])
             except ChatTemplateError as exc:
@@ -147,7 +143,7 @@ class RowMeasure:
         return self.counter.count_turn(Turn("human", summary_value(result.text)))
 
 
-def with_pruned(row: PreparedRow, layout: list[OutputTurn]) -> list[OutputTurn]:
+def with_pruned(row: ValidRow, layout: list[OutputTurn]) -> list[OutputTurn]:
     """`layout` with each tool result `--prune-tool-outputs` cleared written as its placeholder."""
     if row.pruning is None:
         return layout

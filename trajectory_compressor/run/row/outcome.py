@@ -1,23 +1,27 @@
 """What one row contributes to the outputs: its metrics line, dataset line, over-limit entry, reject line.
 
-Each row ends here exactly once, as a `FinishedRow`. Nothing here writes files: the run
-commits finished rows in input order.
+Each row ends here exactly once, as a `FinishedRow`, its metrics line built from its typed
+`Outcome` (`run.row.metrics`). Nothing here writes files: the run commits finished rows in
+input order.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from trajectory_compressor.run.prepare import PreparedRow
+from trajectory_compressor.run.prepare import RejectedRow, ValidRow
+from trajectory_compressor.run.row.metrics import Outcome, rejected_metrics, row_metrics
+from trajectory_compressor.settings.choices import OverLimitPolicy, WriteFormat
 from trajectory_compressor.summarize.anchor_index import split_index
 from trajectory_compressor.summarize.fidelity import Fidelity, score_summary
 from trajectory_compressor.summarize.fidelity.anchors import FutureFidelity
-from trajectory_compressor.types import RowMetrics, SummaryResult, Turn
+from trajectory_compressor.types import LLM_SUMMARIZER, RowMetrics, SummaryResult, Turn
 from trajectory_compressor.write.records import unchanged_bytes
 
 REJECT_RAW_CHARS = 4000  # enough to see what is wrong without copying a 10 MB line
+OVER_TARGET = "over target"  # the over-limit reason of a row still over with no other reason
 
 
 @dataclass
@@ -47,31 +51,8 @@ class FinishedRow:
         return [OutputRecord(self.metrics, self.data, self.over_limit), *self.more]
 
 
-def new_metrics(row: PreparedRow) -> RowMetrics:
-    """The metrics of a row before anything is decided: where it came from, and its size as read."""
-    metrics = RowMetrics(index=row.index, source=row.item.source, line=row.item.line, id=row.record_id)
-    if row.plan is not None:
-        metrics.original_tokens = row.source_tokens
-        metrics.original_turns = len(row.turns or ())
-    if row.pruning is not None:
-        metrics.pruned_turns = len(row.pruning.edits)
-        metrics.pruned_tokens = row.pruning.saved_tokens
-    return metrics
-
-
-def fill_sizes(metrics: RowMetrics, tokens: int, turns: int) -> None:
-    """The row's size as written, and what that saved."""
-    metrics.compressed_tokens = tokens
-    metrics.tokens_saved = metrics.original_tokens - tokens
-    metrics.compression_ratio = tokens / metrics.original_tokens if metrics.original_tokens else 1.0
-    metrics.compressed_turns = turns
-    metrics.turns_removed = metrics.original_turns - turns
-
-
-def rejected_row(row: PreparedRow, metrics: RowMetrics, *, keep_in_data: bool) -> FinishedRow:
+def rejected_row(row: RejectedRow, *, keep_in_data: bool) -> FinishedRow:
     """A bad record: a reject line naming file and line; valid JSON goes back to the dataset unchanged."""
-    metrics.rejected = True
-    metrics.reason = row.error
     item = row.item
     reject = {
         "index": row.index,
@@ -82,7 +63,7 @@ def rejected_row(row: PreparedRow, metrics: RowMetrics, *, keep_in_data: bool) -
     }
     # Valid JSON (even `null`, or too deep to parse) goes back unchanged; only non-JSON cannot.
     data = unchanged_bytes(item) if (item.error is None or item.raw_is_json) and keep_in_data else None
-    return FinishedRow(row.position, metrics, data=data, reject=reject)
+    return FinishedRow(row.position, rejected_metrics(row, written=data is not None), data=data, reject=reject)
 
 
 class RowOutcome:
@@ -92,39 +73,43 @@ class RowOutcome:
     `write_format` (`--write-format`) converts an unchanged row read in the other format.
     """
 
-    def __init__(self, target: int, over_limit: str, *, writes_data: bool, write_format: str | None = None) -> None:
+    def __init__(
+        self, target: int, over_limit: OverLimitPolicy, *, writes_data: bool, write_format: WriteFormat | None = None
+    ) -> None:
         self.target = target
         self.over_limit = over_limit
         self.writes_data = writes_data
         self.write_format = write_format
 
     def finish(
-        self, row: PreparedRow, metrics: RowMetrics, data: bytes | None, *, kept: Sequence[int] | None = None
+        self, row: ValidRow, outcome: Outcome, data: bytes | None, *, kept: Sequence[int] | None = None
     ) -> FinishedRow:
-        """The row's finished record; `kept` are the original turns it holds (all when None), whose
-        gpt turns are its training targets."""
+        """The row's finished record and its metrics line; `kept` are the original turns it holds
+        (all when None), whose gpt turns are its training targets."""
         roles = row.roles
-        metrics.gpt_turns = roles.count("gpt")
-        metrics.train_turns = metrics.gpt_turns if kept is None else sum(roles[i] == "gpt" for i in kept)
+        train_turns = roles.count("gpt") if kept is None else sum(roles[i] == "gpt" for i in kept)
         if data is None and self.writes_data:
             data = unchanged_bytes(row.item, row.fmt, self.write_format)
         over = None
-        if metrics.still_over_limit:
-            if not metrics.reason:
-                metrics.reason = "over target"
+        dropped = False
+        if outcome.still_over_limit:
+            if not outcome.reason:
+                outcome = replace(outcome, reason=OVER_TARGET)
             over = {
                 "index": row.index,
-                **({"id": metrics.id} if metrics.id is not None else {}),
+                **({"id": row.record_id} if row.record_id is not None else {}),
                 "file": row.item.source,
                 "line": row.item.line,
-                "tokens": metrics.compressed_tokens,
+                "tokens": outcome.tokens,
                 "target": self.target,
-                "reason": metrics.reason,
+                "reason": outcome.reason,
             }
             if self.over_limit == "drop":
-                metrics.dropped = True
+                dropped = True
                 data = None
-        return FinishedRow(row.position, metrics, data=data if self.writes_data else None, over_limit=over)
+        data = data if self.writes_data else None
+        metrics = row_metrics(row, outcome, written=data is not None, train_turns=train_turns, dropped=dropped)
+        return FinishedRow(row.position, metrics, data=data, over_limit=over)
 
 
 def fidelity_metrics(
@@ -135,7 +120,7 @@ def fidelity_metrics(
     item score of the model's own text (`without_index`: what the near-zero warning judges)."""
     metrics = {**fidelity.to_metrics(), "future": future.to_metrics()}
     text = split_index(result.text)[0]
-    if result.summarizer == "llm" and text != result.text:
+    if result.summarizer == LLM_SUMMARIZER and text != result.text:
         score = score_summary(region, text, source).score
         metrics["without_index"] = None if score is None else round(score, 4)
     return metrics

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from trajectory_compressor.plan.protect import head_end, tail_start
 from trajectory_compressor.plan.region import Plan
 from trajectory_compressor.plan.truncate import truncate_middle
-from trajectory_compressor.run.prepare import PreparedRow
+from trajectory_compressor.run.prepare import ValidRow
 from trajectory_compressor.run.row.measure import RewriteRefused, RowMeasure
 from trajectory_compressor.types import EditedTurn, KeptTurn, OutputTurn
 
@@ -28,11 +28,10 @@ class Truncation:
 
 
 def truncate_row(
-    row: PreparedRow, plan: Plan, layout: list[OutputTurn] | None, size: int, measure: RowMeasure
+    row: ValidRow, plan: Plan, layout: list[OutputTurn] | None, size: int, measure: RowMeasure
 ) -> Truncation:
     """Cut the row (its `layout` of `size` tokens: compressed, or pruned; the unchanged row when
     None) to fit. Pruned turns are cut like kept ones, at their pruned size."""
-    assert row.turns is not None and row.token_counts is not None
     plan_config = measure.plan_config
     roles = row.roles
     tail = tail_start(roles, plan_config)

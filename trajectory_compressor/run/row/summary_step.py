@@ -18,14 +18,17 @@ from trajectory_compressor.errors import RunAborted
 from trajectory_compressor.exit_codes import ExitCode
 from trajectory_compressor.plan.apply import earlier_summary
 from trajectory_compressor.plan.region import Plan
-from trajectory_compressor.run.prepare import PreparedRow
+from trajectory_compressor.run.prepare import CountedRow, ValidRow
 from trajectory_compressor.run.row.fidelity_gate import FidelityGate, LowFidelityError
 from trajectory_compressor.run.row.measure import RewriteRefused, RowMeasure
+from trajectory_compressor.settings.choices import FailurePolicy
 from trajectory_compressor.summarize.anchor_index import split_index
 from trajectory_compressor.summarize.fidelity import Fidelity, SalientItems, row_text, salient_items, score_items
+from trajectory_compressor.summarize.fidelity.score import RowText
 from trajectory_compressor.summarize.huge_turns import elide_huge, elide_huge_turns
 from trajectory_compressor.summarize.tally import CURRENT_TALLY, CallTally
 from trajectory_compressor.types import (
+    LLM_SUMMARIZER,
     EndpointAuthError,
     EndpointUnreachableError,
     OutputTurn,
@@ -69,7 +72,7 @@ class SummaryStep:
         summarizer: Summarizer | None,
         fallback: Summarizer | None,
         *,
-        policy: str,
+        policy: FailurePolicy,
         row_timeout: float,
         gate: FidelityGate | None = None,
         fill_room: bool = False,
@@ -86,7 +89,7 @@ class SummaryStep:
         # budget is asked for one that fits the room it has (`Plan.summary_room`).
         self.fill_room = fill_room
 
-    async def run(self, row: PreparedRow, plan: Plan) -> Summarized | SummaryFailure:
+    async def run(self, row: ValidRow, plan: Plan) -> Summarized | SummaryFailure:
         """The summary of `plan`'s region (the row's plan, its notice cost already exact)."""
         deadline = asyncio.get_running_loop().time() + self.row_timeout
         first = await self._summarize(row, plan, deadline)
@@ -96,7 +99,8 @@ class SummaryStep:
             summarized = await self._second_pass_if_due(row, plan, first, deadline)
         except RewriteRefused as exc:  # any summary would be refused alike: the policy, no fallback
             failure = SummaryFailure(str(exc), first.calls, first.errors)
-            return await self.by_policy(row, self._request(row, plan), failure, from_fallback=True)
+            self._stop_if_fail(row, failure)
+            return failure
         refusal = self._refusal(plan, summarized)
         if refusal is None:
             return summarized
@@ -111,7 +115,7 @@ class SummaryStep:
         return self._written(row, plan, fallback, passes=1, refused=refusal)
 
     async def _second_pass_if_due(
-        self, row: PreparedRow, plan: Plan, result: SummaryResult, deadline: float
+        self, row: ValidRow, plan: Plan, result: SummaryResult, deadline: float
     ) -> Summarized:
         """The first summary, or, if it overshot and leaves the row over, the second pass's."""
         summarized = self._written(row, plan, result, passes=1)
@@ -123,19 +127,14 @@ class SummaryStep:
             return summarized
         second = await self._summarize(row, replanned, deadline, second_pass=True)
         if isinstance(second, SummaryFailure):  # the first pass stands; the second's requests still count
-            result.calls += second.calls
-            result.errors += second.errors
-            return summarized
-        second.calls += result.calls
-        second.errors += result.errors
+            return replace(summarized, result=result.with_calls(second.calls, second.errors))
         try:
-            return self._written(row, replanned, second, passes=2)
+            return self._written(row, replanned, second.with_calls(result.calls, result.errors), passes=2)
         except RewriteRefused:  # the second region's rewrite is refused: the first pass stands
-            result.calls, result.errors = second.calls, second.errors
-            return summarized
+            return replace(summarized, result=result.with_calls(second.calls, second.errors))
 
     def _written(
-        self, row: PreparedRow, plan: Plan, result: SummaryResult, *, passes: int, refused: str | None = None
+        self, row: ValidRow, plan: Plan, result: SummaryResult, *, passes: int, refused: str | None = None
     ) -> Summarized:
         layout = self.measure.layout(row, plan, result.text)
         tokens = self.measure.summary_tokens(result)
@@ -157,13 +156,13 @@ class SummaryStep:
         return None
 
     async def _summarize(
-        self, row: PreparedRow, plan: Plan, deadline: float, *, second_pass: bool = False
+        self, row: ValidRow, plan: Plan, deadline: float, *, second_pass: bool = False
     ) -> SummaryResult | SummaryFailure:
         """One summary of `plan`'s region within the row's deadline (see `ask`)."""
         return await self.ask(row, self._request(row, plan), deadline, second_pass=second_pass)
 
     async def ask(
-        self, row: PreparedRow, request: SummaryRequest, deadline: float, *, second_pass: bool = False
+        self, row: ValidRow, request: SummaryRequest, deadline: float, *, second_pass: bool = False
     ) -> SummaryResult | SummaryFailure:
         """One summary within the row's deadline, through the fidelity gate; a failed first pass
         takes the failure policy (a second pass's failure is returned: the first pass stands)."""
@@ -177,8 +176,8 @@ class SummaryStep:
             if remaining <= 0:
                 raise TimeoutError
             result = await asyncio.wait_for(self.primary.summarize(request), timeout=remaining)
-            if self.gate.active and result.summarizer == "llm":
-                result = await self._gated(row, request, result, deadline)
+            if self.gate.active and result.summarizer == LLM_SUMMARIZER:
+                result = await self._gated(self.primary, row, request, result, deadline)
             return result
         except EndpointAuthError as exc:
             raise RunAborted(f"the summary endpoint refused the credentials: {exc}", ExitCode.USAGE) from None
@@ -200,57 +199,64 @@ class SummaryStep:
         return await self.by_policy(row, request, failure, from_fallback=self.primary is self.fallback)
 
     async def by_policy(
-        self, row: PreparedRow, request: SummaryRequest, failure: SummaryFailure, *, from_fallback: bool
+        self, row: ValidRow, request: SummaryRequest, failure: SummaryFailure, *, from_fallback: bool
     ) -> SummaryResult | SummaryFailure:
         """What a summary that could not be had becomes: the run stops (`fail`), the row stays
         unchanged (`keep`, or nothing else to try), or the fallback summarizer writes it."""
-        if self.policy == "fail":
-            raise RunAborted(f"summary failed for {row.label}: {failure.error}", ExitCode.FAILED)
+        self._stop_if_fail(row, failure)
         if self.policy == "keep" or self.fallback is None or from_fallback:
             return failure
         result = await self.fallback.summarize(request)
-        result.calls, result.errors, result.last_error = failure.calls, failure.errors, failure.error
-        result.fidelity_retried = failure.fidelity_retried
-        return result
+        return replace(
+            result,
+            calls=failure.calls,
+            errors=failure.errors,
+            last_error=failure.error,
+            fidelity_retried=failure.fidelity_retried,
+        )
+
+    def _stop_if_fail(self, row: ValidRow, failure: SummaryFailure) -> None:
+        """`--on-summary-failure fail`: a summary that could not be had stops the run."""
+        if self.policy == "fail":
+            raise RunAborted(f"summary failed for {row.label}: {failure.error}", ExitCode.FAILED)
 
     async def _gated(
-        self, row: PreparedRow, request: SummaryRequest, result: SummaryResult, deadline: float
+        self, primary: Summarizer, row: ValidRow, request: SummaryRequest, result: SummaryResult, deadline: float
     ) -> SummaryResult:
         """`result` if it passes the fidelity gate, else a second summary asked for with what was
         missing; raises `LowFidelityError` when that one falls short too."""
-        assert row.turns is not None
         # The region's items and the row's text are found once, for both summaries. The model's
         # own text is judged, without the anchor index added to it: the index is exact whatever
         # the model wrote, and asking again is asking the model.
         items, corpus = salient_items(request.turns), row_text(row.turns)
-        first = _gate_score(result, items, corpus)
+        result, first = _gate_score(result, items, corpus)
         if self.gate.shortfall(first) is None:
             return result
         remaining = deadline - asyncio.get_running_loop().time()
         if remaining <= 0:
             raise TimeoutError
         again = replace(request, feedback=first.shortfall())
-        second = await asyncio.wait_for(self.primary.summarize(again), timeout=remaining)  # type: ignore[union-attr]
-        second.calls += result.calls
-        second.errors += result.errors
-        second.fidelity_retried = True
-        why = self.gate.shortfall(_gate_score(second, items, corpus))
+        second = await asyncio.wait_for(primary.summarize(again), timeout=remaining)
+        second = replace(second.with_calls(result.calls, result.errors), fidelity_retried=True)
+        second, score = _gate_score(second, items, corpus)
+        why = self.gate.shortfall(score)
         if why is not None:
             raise LowFidelityError(f"{why}, asked twice", calls=second.calls, errors=second.errors)
         return second
 
-    def _request(self, row: PreparedRow, plan: Plan) -> SummaryRequest:
+    def _request(self, row: ValidRow, plan: Plan) -> SummaryRequest:
         return summary_request(row, plan, summary_budget(plan, self.budget, self.target, fill_room=self.fill_room))
 
 
-def _gate_score(result: SummaryResult, items: SalientItems, corpus: str) -> Fidelity:
-    """The fidelity of the model's own text; kept as the row's score (`result.fidelity`) when
-    that text is the whole summary (no anchor index), so the finisher does not score it again."""
+def _gate_score(result: SummaryResult, items: SalientItems, corpus: RowText) -> tuple[SummaryResult, Fidelity]:
+    """The fidelity of the model's own text, and `result`, holding it as the row's score
+    (`fidelity`) when that text is the whole summary (no anchor index), so the finisher does not
+    score it again."""
     text = split_index(result.text)[0]
     fidelity = score_items(items, text, corpus)
     if text == result.text:
-        result.fidelity = fidelity
-    return fidelity
+        return replace(result, fidelity=fidelity), fidelity
+    return result, fidelity
 
 
 def summary_budget(plan: Plan, budget: int, target: int, *, fill_room: bool) -> int:
@@ -259,7 +265,7 @@ def summary_budget(plan: Plan, budget: int, target: int, *, fill_room: bool) -> 
     return plan.summary_room(budget, target) if fill_room else budget
 
 
-def summary_request(row: PreparedRow, plan: Plan, budget: int) -> SummaryRequest:
+def summary_request(row: ValidRow, plan: Plan, budget: int) -> SummaryRequest:
     """What the summarizer is asked for `plan`'s region: its turns, the budget, and the task
     (the head's first user request) as context. `requests` writes the same for its batch file."""
     assert plan.region is not None
@@ -267,7 +273,7 @@ def summary_request(row: PreparedRow, plan: Plan, budget: int) -> SummaryRequest
 
 
 def region_request(
-    row: PreparedRow,
+    row: CountedRow,
     start: int,
     end: int,
     budget: int,
@@ -285,7 +291,6 @@ def region_request(
     tail (`huge_turns`), before any summarizer reads it.
     """
     source = row.turns if turns is None else turns
-    assert source is not None
     region = source[start:end]
     earlier = [elide_huge(body) for turn in region if (body := earlier_summary(turn)) is not None]
     kept = tuple(elide_huge_turns([turn for turn in region if earlier_summary(turn) is None]))

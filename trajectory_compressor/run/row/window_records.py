@@ -7,16 +7,19 @@ size, its metrics (the summary's cost and fidelity, the results cleared) and its
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from trajectory_compressor.plan.region import PROTECTED_OVER_BUDGET, UNDER_TARGET, system_turn_in_head
 from trajectory_compressor.plan.windows import Cut, Window, WindowReplay, window_layout
-from trajectory_compressor.run.prepare import PreparedRow
+from trajectory_compressor.run.prepare import ValidRow
 from trajectory_compressor.run.row.measure import RowMeasure
-from trajectory_compressor.run.row.outcome import FinishedRow, OutputRecord, fidelity_metrics, fill_sizes, new_metrics
+from trajectory_compressor.run.row.metrics import Outcome, failed_cost, row_metrics, written_cost
+from trajectory_compressor.run.row.outcome import OVER_TARGET, FinishedRow, OutputRecord, fidelity_metrics
+from trajectory_compressor.run.row.summary_step import SummaryFailure
+from trajectory_compressor.settings.choices import WriteFormat
 from trajectory_compressor.summarize.fidelity import score_summary
 from trajectory_compressor.summarize.fidelity.anchors import hidden_future_fidelity
-from trajectory_compressor.types import EditedTurn, OutputTurn, RowMetrics, SummaryResult
+from trajectory_compressor.types import EditedTurn, OutputTurn, SummaryResult
 from trajectory_compressor.write.records import window_bytes
 
 GROUP_OVER_BUDGET = "one turn group alone exceeds the budget"
@@ -36,12 +39,11 @@ class BuiltWindow:
     elided: tuple[tuple[int, EditedTurn], ...] = ()  # tool results shortened so the window fits
 
 
-def cleared_edits(row: PreparedRow, window: Window) -> dict[int, EditedTurn]:
+def cleared_edits(row: ValidRow, window: Window) -> dict[int, EditedTurn]:
     """The context results `window` shows as placeholders (`--prune-tool-outputs`), as written."""
     if not window.cleared:
         return {}
-    assert row.placeholders is not None
-    return {index: row.placeholders.edits[index] for index in window.cleared}
+    return {index: row.placeholder_edits[index] for index in window.cleared}
 
 
 class WindowRecords:
@@ -55,7 +57,7 @@ class WindowRecords:
         primary_name: str | None,
         writes_data: bool,
         drops: bool,
-        write_format: str | None,
+        write_format: WriteFormat | None,
     ) -> None:
         self.measure = measure
         self.summaries = summaries  # off for --summarizer none: a cut then carries no summary
@@ -66,9 +68,8 @@ class WindowRecords:
         self.target = measure.plan_config.target_max_tokens
 
     def layout(
-        self, row: PreparedRow, replay: WindowReplay, item: BuiltWindow
+        self, row: ValidRow, replay: WindowReplay, item: BuiltWindow
     ) -> tuple[list[OutputTurn], list[bool | None]]:
-        assert row.turns is not None
         replaced = {**cleared_edits(row, item.window), **dict(item.elided)}
         return window_layout(
             row.turns,
@@ -80,98 +81,111 @@ class WindowRecords:
             replaced=replaced,
         )
 
-    def finished(self, row: PreparedRow, replay: WindowReplay, built: list[BuiltWindow]) -> FinishedRow:
-        records = [self._record(row, replay, item, len(built)) for item in built]
+    def finished(
+        self, row: ValidRow, replay: WindowReplay, built: list[BuiltWindow], failure: SummaryFailure | None = None
+    ) -> FinishedRow:
+        """The row's records; `failure`: a summary could not be had and the row is kept as one
+        window (`--on-summary-failure keep`), flagged with why."""
+        records = [self._record(row, replay, item, len(built), failure) for item in built]
         first = records[0]
         return FinishedRow(row.position, first.metrics, first.data, first.over_limit, more=tuple(records[1:]))
 
-    def _record(self, row: PreparedRow, replay: WindowReplay, item: BuiltWindow, count: int) -> OutputRecord:
+    def _record(
+        self, row: ValidRow, replay: WindowReplay, item: BuiltWindow, count: int, failure: SummaryFailure | None
+    ) -> OutputRecord:
         window = item.window
         layout, marks = self.layout(row, replay, item)
-        metrics = new_metrics(row)
-        metrics.window = {"index": window.index, "count": count, "input_index": row.index}
-        metrics.gpt_turns = row.roles.count("gpt")
-        metrics.train_turns = sum(1 for mark in marks if mark)
-        metrics.elided_turns = len(item.elided) or None
-        if window.cleared:
-            metrics.pruned_turns = len(window.cleared)
-            metrics.pruned_tokens = sum(replay.savings[index] for index in window.cleared)
         # A dry run's window: its summary is planned at its budget, not written yet.
         planned = self.summaries and item.cut is not None and item.result is None
         size = window.tokens if planned else self.measure.size(row, layout)
+        skipped = count == 1 and replay.total <= self.target
+        over = size > self.target
+        reason = None
+        if skipped:
+            reason = UNDER_TARGET
+        elif over:
+            reason = PROTECTED_OVER_BUDGET if replay.head_tokens > self.target else GROUP_OVER_BUDGET
+        outcome = Outcome(size, len(layout) + planned, over, reason, skipped_under_target=skipped)
         if item.cut is not None:
-            self._summarized(row, replay, metrics, item)
+            outcome = self._summarized(row, replay, outcome, item.cut, item)
             if planned:
-                metrics.planned_tokens = window.tokens
-                metrics.summary_tokens = item.cut.budget
-        metrics.skipped_under_target = count == 1 and replay.total <= self.target
-        metrics.still_over_limit = size > self.target
-        if metrics.skipped_under_target:
-            metrics.reason = UNDER_TARGET
-        elif metrics.still_over_limit:
-            metrics.reason = PROTECTED_OVER_BUDGET if replay.head_tokens > self.target else GROUP_OVER_BUDGET
+                outcome = replace(outcome, planned_tokens=window.tokens, summary_tokens=item.cut.budget)
         if item.refused is not None:
-            metrics.reason = f"{SUMMARY_FAILED}: {item.refused}; used the {metrics.summarizer} summary"
-        fill_sizes(metrics, size, len(layout) + planned)
+            summarizer = outcome.summary.summarizer if outcome.summary is not None else None
+            outcome = replace(outcome, reason=f"{SUMMARY_FAILED}: {item.refused}; used the {summarizer} summary")
+        if failure is not None:
+            outcome = replace(outcome, reason=f"{SUMMARY_FAILED}: {failure.error}", summary=failed_cost(failure))
+        marked = {"index": window.index, "count": count, "input_index": row.index}
         data = None
         if self.writes_data:
-            data = window_bytes(row.item, row.fmt, layout, marks, metrics.window, self.write_format)  # type: ignore[arg-type]
-        over = None
-        if metrics.still_over_limit:
-            over = self._over_limit_entry(row, metrics)
+            data = window_bytes(row.item, row.fmt, layout, marks, marked, self.write_format)
+        over_entry = None
+        dropped = False
+        if outcome.still_over_limit:
+            over_entry = self._over_limit_entry(row, marked, outcome)
             if self.drops:
-                metrics.dropped = True
+                dropped = True
                 data = None
-        return OutputRecord(metrics, data, over)
+        pruned = None
+        if window.cleared:
+            pruned = (len(window.cleared), sum(replay.savings[index] for index in window.cleared))
+        metrics = row_metrics(
+            row,
+            outcome,
+            written=data is not None,
+            train_turns=sum(1 for mark in marks if mark),
+            dropped=dropped,
+            window=marked,
+            elided_turns=len(item.elided) or None,
+            pruned=pruned,
+        )
+        return OutputRecord(metrics, data, over_entry)
 
-    def _summarized(self, row: PreparedRow, replay: WindowReplay, metrics: RowMetrics, item: BuiltWindow) -> None:
-        """What left the context at the cut before the window: the summary that stands for it
-        (what it covers, who wrote it, what it cost, its fidelity) or, with no summarizer, only
-        the fidelity of what the window still shows (its placeholders)."""
-        assert item.cut is not None and row.turns is not None
-        cut, window = item.cut, item.window
+    def _summarized(
+        self, row: ValidRow, replay: WindowReplay, outcome: Outcome, cut: Cut, item: BuiltWindow
+    ) -> Outcome:
+        """`outcome` with what left the context at the `cut` before the window: the summary that
+        stands for it (what it covers, who wrote it, what it cost, its fidelity) or, with no
+        summarizer, only the fidelity of what the window still shows (its placeholders)."""
+        window = item.window
         # The window's own turns are its future: what they use, the summary (and the placeholders
         # of the results it cleared) must hold.
         hidden = set(range(replay.head, cut.context_start)) | set(window.cleared)
         placeholders = [edit.value for edit in cleared_edits(row, window).values()]
         if not self.summaries:
             future = hidden_future_fidelity(row.turns[: window.end], hidden, "\n".join(placeholders))
-            metrics.fidelity = {"future": future.to_metrics()}
-            return
-        metrics.was_compressed = True
-        metrics.compression_region = {
+            return replace(outcome, fidelity={"future": future.to_metrics()})
+        region = {
             "start_idx": replay.head,
             "end_idx": cut.context_start - 1,
             "turns_count": cut.context_start - replay.head,
         }
         result = item.result
         if result is None:
-            return
-        metrics.summary_tokens = self.measure.summary_tokens(result)
-        metrics.summarizer = result.summarizer
-        metrics.summary_calls = result.calls
-        metrics.summary_errors = result.errors
-        metrics.last_error = result.last_error
-        metrics.passes = item.passes
-        metrics.fidelity_retried = result.fidelity_retried or None
-        if result.summarizer != self.primary_name:
-            metrics.summary_failed = result.last_error is not None
+            return replace(outcome, was_compressed=True, region=region)
         # Judged against everything it stands for: an updated summary must still carry the
         # earlier windows' facts.
-        region = row.turns[replay.head : cut.context_start]
-        fidelity = score_summary(region, result.text, row.turns)
+        summarized = row.turns[replay.head : cut.context_start]
+        fidelity = score_summary(summarized, result.text, row.turns)
         future = hidden_future_fidelity(row.turns[: window.end], hidden, "\n".join([result.text, *placeholders]))
-        metrics.fidelity = fidelity_metrics(fidelity, future, result, region, row.turns)
-        metrics.unsupported = fidelity.shown_unsupported()
+        return replace(
+            outcome,
+            was_compressed=True,
+            region=region,
+            summary_tokens=self.measure.summary_tokens(result),
+            summary=written_cost(result, passes=item.passes, primary=self.primary_name),
+            fidelity=fidelity_metrics(fidelity, future, result, summarized, row.turns),
+            unsupported=fidelity.shown_unsupported(),
+        )
 
-    def _over_limit_entry(self, row: PreparedRow, metrics: RowMetrics) -> dict[str, object]:
+    def _over_limit_entry(self, row: ValidRow, window: dict[str, int], outcome: Outcome) -> dict[str, object]:
         return {
             "index": row.index,
-            **({"id": metrics.id} if metrics.id is not None else {}),
+            **({"id": row.record_id} if row.record_id is not None else {}),
             "file": row.item.source,
             "line": row.item.line,
-            "window": metrics.window,
-            "tokens": metrics.compressed_tokens,
+            "window": window,
+            "tokens": outcome.tokens,
             "target": self.target,
-            "reason": metrics.reason or "over target",
+            "reason": outcome.reason or OVER_TARGET,
         }

@@ -21,11 +21,12 @@ from trajectory_compressor.plan.protect import head_end
 from trajectory_compressor.plan.region import system_turn_in_head
 from trajectory_compressor.plan.windows import Cut, Window, WindowReplay
 from trajectory_compressor.read.formats import text_of, with_text
-from trajectory_compressor.run.prepare import PreparedRow
+from trajectory_compressor.run.prepare import ValidRow
 from trajectory_compressor.run.row.measure import RowMeasure
 from trajectory_compressor.run.row.outcome import FinishedRow
 from trajectory_compressor.run.row.summary_step import SummaryFailure, SummaryStep, region_request
-from trajectory_compressor.run.row.window_records import SUMMARY_FAILED, BuiltWindow, WindowRecords
+from trajectory_compressor.run.row.window_records import BuiltWindow, WindowRecords
+from trajectory_compressor.settings.choices import OverLimitPolicy, WriteFormat
 from trajectory_compressor.summarize.llm.prompt import elide_middle
 from trajectory_compressor.types import EditedTurn, SummaryRequest, Turn
 
@@ -44,8 +45,8 @@ class WindowFinisher:
         row_timeout: float,
         primary_name: str | None,
         writes_data: bool,
-        over_limit: str,
-        write_format: str | None = None,
+        over_limit: OverLimitPolicy,
+        write_format: WriteFormat | None = None,
         summaries: bool = True,
     ) -> None:
         self.measure = measure
@@ -64,7 +65,7 @@ class WindowFinisher:
         )
         self.target = measure.plan_config.target_max_tokens
 
-    async def finish(self, row: PreparedRow) -> FinishedRow:
+    async def finish(self, row: ValidRow) -> FinishedRow:
         """Every window of `row` (a valid one), in order, as one finished row."""
         replay = self.replay(row)
         if replay.fits_whole():
@@ -79,9 +80,8 @@ class WindowFinisher:
             return self._kept_after_failure(row, replay, built_or_failure)
         return self.records.finished(row, replay, built_or_failure)
 
-    def replay(self, row: PreparedRow) -> WindowReplay:
+    def replay(self, row: ValidRow) -> WindowReplay:
         """The row's replay: its counts, the notice's cost, the placeholders its windows may use."""
-        assert row.turns is not None and row.token_counts is not None
         return WindowReplay(
             row.roles,
             row.token_counts,
@@ -91,14 +91,14 @@ class WindowFinisher:
             summaries=self.summaries,
         )
 
-    def _notice(self, row: PreparedRow) -> int:
+    def _notice(self, row: ValidRow) -> int:
         """The notice's exact cost in this row's head (0: no system turn in it, or it has it already)."""
         index = system_turn_in_head(row.roles, head_end(row.roles, self.measure.plan_config))
         if index is None or not self.measure.notice_for(row):
             return 0
         return self.measure.notice_cost(row, index)
 
-    async def _replay(self, row: PreparedRow, replay: WindowReplay) -> list[BuiltWindow] | SummaryFailure:
+    async def _replay(self, row: ValidRow, replay: WindowReplay) -> list[BuiltWindow] | SummaryFailure:
         """The windows one after the other, each summary within its own deadline."""
         loop = asyncio.get_running_loop()
         built = [self._exact(row, replay, BuiltWindow(replay.first()))]
@@ -121,7 +121,7 @@ class WindowFinisher:
             previous = got.result.text
         return built
 
-    def _exact(self, row: PreparedRow, replay: WindowReplay, item: BuiltWindow) -> BuiltWindow:
+    def _exact(self, row: ValidRow, replay: WindowReplay, item: BuiltWindow) -> BuiltWindow:
         """`item` with its last groups given back while the exact count of the window as written
         is over the target (only a chat-template rendering can differ from the plan's sum); a
         window over it with one new group left has that group's tool results shortened."""
@@ -135,16 +135,15 @@ class WindowFinisher:
             window = smaller
         return replace(item, window=window)
 
-    def _elided(self, row: PreparedRow, replay: WindowReplay, item: BuiltWindow) -> BuiltWindow:
+    def _elided(self, row: ValidRow, replay: WindowReplay, item: BuiltWindow) -> BuiltWindow:
         """`item` with the tool results of its new turns cut in the middle, largest first, until
         the window fits: they are context, not training targets, and their head and tail say
         what ran and how it ended. Left over when even that is not enough (a gpt turn too big)."""
-        assert row.turns is not None and row.token_counts is not None and row.fmt is not None
         window = item.window
         tools = [i for i in range(window.new_start, window.end) if row.roles[i] == "tool"]
         elided: dict[int, EditedTurn] = {}
         excess = self._size(row, replay, item) - self.target
-        for index in sorted(tools, key=lambda i: -row.token_counts[i]):  # type: ignore[index]
+        for index in sorted(tools, key=lambda i: -row.token_counts[i]):
             if excess <= 0:
                 break
             keep = row.token_counts[index] - excess
@@ -157,9 +156,8 @@ class WindowFinisher:
             excess = self._size(row, replay, replace(item, elided=tuple(elided.items()))) - self.target
         return replace(item, elided=tuple(sorted(elided.items())))
 
-    def _shortened(self, row: PreparedRow, index: int, max_tokens: int) -> EditedTurn | None:
+    def _shortened(self, row: ValidRow, index: int, max_tokens: int) -> EditedTurn | None:
         """Turn `index` middle-elided to at most `max_tokens` tokens, or None if it is not longer."""
-        assert row.turns is not None and row.token_counts is not None and row.fmt is not None
         record, turn = row.item.record, row.turns[index]
         text = text_of(record, row.fmt, index, turn)
         if row.token_counts[index] <= max_tokens:
@@ -172,12 +170,12 @@ class WindowFinisher:
             keep = int(keep * 0.75)
         return edited
 
-    def _size(self, row: PreparedRow, replay: WindowReplay, item: BuiltWindow) -> int:
+    def _size(self, row: ValidRow, replay: WindowReplay, item: BuiltWindow) -> int:
         return self.measure.size(row, self.records.layout(row, replay, item)[0])
 
     async def _summary(
         self,
-        row: PreparedRow,
+        row: ValidRow,
         replay: WindowReplay,
         closed: Window,
         previous: str,
@@ -203,15 +201,13 @@ class WindowFinisher:
                 row, self._request(row, replay, second_cut, previous, cleared), deadline, second_pass=True
             )
             if not isinstance(second, SummaryFailure):
-                second.calls += result.calls
-                second.errors += result.errors
+                second = second.with_calls(result.calls, result.errors)
                 second_tokens = self.measure.summary_tokens(second)
                 second_window = replay.grow(second_cut, second_tokens, end_before=closed.end, cleared=closed.cleared)
                 if not second_window.over:
                     return BuiltWindow(second_window, second_cut, second, passes=2)
             else:
-                result.calls += second.calls
-                result.errors += second.errors
+                result = result.with_calls(second.calls, second.errors)
         if not replay.grow(cut, cut.budget, end_before=closed.end, cleared=closed.cleared).over:
             # At its budget the next group would fit: the overshoot is the summary's fault.
             refusal = f"summary of {tokens} tokens (budget {cut.budget}) leaves no room for the next turns"
@@ -228,7 +224,7 @@ class WindowFinisher:
 
     def _request(
         self,
-        row: PreparedRow,
+        row: ValidRow,
         replay: WindowReplay,
         cut: Cut,
         previous: str,
@@ -236,12 +232,10 @@ class WindowFinisher:
     ) -> SummaryRequest:
         """An update of `previous` with the turns that left the context (iterative summarizers),
         or a digest of everything from the head to the cut; `cleared` results as placeholders."""
-        assert row.turns is not None
         start = cut.previous_start if self.iterative else replay.head
         turns = row.turns
         if cleared:
-            assert row.placeholders is not None
-            edits = row.placeholders.edits
+            edits = row.placeholder_edits
             turns = [Turn(turn.role, edits[i].value) if i in cleared else turn for i, turn in enumerate(turns)]
         return region_request(
             row,
@@ -253,25 +247,14 @@ class WindowFinisher:
             turns=turns,
         )
 
-    def _kept_after_failure(self, row: PreparedRow, replay: WindowReplay, failure: SummaryFailure) -> FinishedRow:
+    def _kept_after_failure(self, row: ValidRow, replay: WindowReplay, failure: SummaryFailure) -> FinishedRow:
         """`--on-summary-failure keep`: the row as one window, unchanged but for its marks, flagged."""
-        finished = self.records.finished(row, replay, [BuiltWindow(replay.whole())])
-        metrics = finished.metrics
-        metrics.reason = f"{SUMMARY_FAILED}: {failure.error}"
-        metrics.last_error = failure.error
-        metrics.summary_calls = failure.calls
-        metrics.summary_errors = failure.errors
-        metrics.summary_failed = True
-        metrics.fidelity_retried = failure.fidelity_retried or None
-        if finished.over_limit is not None:
-            finished.over_limit["reason"] = metrics.reason
-        return finished
+        return self.records.finished(row, replay, [BuiltWindow(replay.whole())], failure)
 
 
-def first_window_request(row: PreparedRow, measure: RowMeasure) -> SummaryRequest | None:
+def first_window_request(row: ValidRow, measure: RowMeasure) -> SummaryRequest | None:
     """The one summary request of a row's windows known before any answer: the first cut's
     (`requests` writes it; the later ones update its answer, so a run asks them itself)."""
-    assert row.token_counts is not None
     finisher = WindowFinisher(
         measure, None, iterative=True, row_timeout=0, primary_name=None, writes_data=False, over_limit="keep"
     )

@@ -25,7 +25,15 @@ from trajectory_compressor.summarize.extractive.digest import digest_region, unc
 from trajectory_compressor.summarize.extractive.render import Renderer
 from trajectory_compressor.summarize.extractive.values import MIN_FILES, WithValues
 from trajectory_compressor.summarize.redact import redact_secrets
-from trajectory_compressor.types import SUMMARY_PREFIX, SummaryError, SummaryRequest, SummaryResult, Turn
+from trajectory_compressor.types import (
+    EXTRACTIVE_SUMMARIZER,
+    SUMMARY_PREFIX,
+    SummarizerName,
+    SummaryError,
+    SummaryRequest,
+    SummaryResult,
+    Turn,
+)
 
 _FIRST_CHARS_PER_TOKEN = 3.3  # a first guess; code and JSON run ~3, English prose ~4+, CJK ~1.5
 _MAX_COUNTS = 4  # tokenizer calls per summary before falling back to a hard cut
@@ -35,7 +43,7 @@ _GOOD_FILL = 0.9  # a fitting rendering this close to the budget is not worth an
 class ExtractiveSummarizer:
     """Summarizes a region without a model, always within the token budget."""
 
-    name = "extractive"
+    name: SummarizerName = EXTRACTIVE_SUMMARIZER
     iterative = False  # cheap: a context window's summary digests the whole region again
 
     def __init__(self, counter: TokenCounter, *, redact: bool = True, anchor_index: bool = True) -> None:

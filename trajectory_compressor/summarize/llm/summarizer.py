@@ -30,7 +30,14 @@ from trajectory_compressor.summarize.llm.prompt import clean_reply
 from trajectory_compressor.summarize.llm.ratelimit import RequestGate
 from trajectory_compressor.summarize.llm.request import MIN_PROMPT_CHARS, ChatRequest, RequestBuilder
 from trajectory_compressor.summarize.llm.usage import UsageTracker
-from trajectory_compressor.types import PromptTooLongError, SummaryError, SummaryRequest, SummaryResult
+from trajectory_compressor.types import (
+    LLM_SUMMARIZER,
+    PromptTooLongError,
+    SummarizerName,
+    SummaryError,
+    SummaryRequest,
+    SummaryResult,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +63,7 @@ class LLMSummarizer:
     construction: a summarizer with another policy is another summarizer.
     """
 
-    name = "llm"
+    name: SummarizerName = LLM_SUMMARIZER
     iterative = True  # a context window's summary is asked as the update of the previous one
 
     def __init__(
