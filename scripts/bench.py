@@ -774,10 +774,10 @@ def stage_llm(args: argparse.Namespace, workdir: Path, figures: Figures, main_da
                 *SMALL_BUDGET,
             )
             served = stats()
-        busy = measured.wall - startup
+        busy = steady_seconds(measured.wall, startup)  # a tiny run can end inside the start-up's noise
         figures.add("llm_wall_s", measured.wall)
         figures.add("llm_cpu_s", measured.cpu)
-        figures.add("llm_rps", served["requests"] / busy if busy > 0 else None)
+        figures.add("llm_rps", served["requests"] / busy)
         figures.add("llm_max_in_flight", served["max_in_flight"])
         prompts, _ = run_worker(
             "prompts", workdir, str(main_data), str(args.target_max_tokens), str(args.summary_target_tokens)
