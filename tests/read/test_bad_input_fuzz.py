@@ -69,6 +69,8 @@ def _wrong_types(value: Any, where: int) -> bytes:
         record = {"id": "w", "conversations": [{"from": "human", "value": value}]}
     elif where == 2:
         record = {"id": "w", "messages": [{"role": value, "content": "x"}]}
+    elif where == 4:  # a ShareGPT role of any type: a list or an object once crashed the run
+        record = {"id": "w", "conversations": [{"from": value, "value": "x"}]}
     else:
         record = {"id": "w", "messages": [{"role": "assistant", "content": None, "tool_calls": value}]}
     return json.dumps(record).encode()
@@ -78,7 +80,7 @@ LINES = st.one_of(
     st.integers(0, 7).map(_good),
     st.sampled_from(FIXED_BAD),
     st.builds(_deep, st.integers(500, 3000), st.booleans()),
-    st.builds(_wrong_types, _json_values, st.integers(0, 3)),
+    st.builds(_wrong_types, _json_values, st.integers(0, 4)),
     _json_values.map(lambda value: json.dumps(value).encode()),
     st.binary(max_size=30).filter(lambda raw: b"\n" not in raw and b"\r" not in raw),
     st.sampled_from([b"", b"   ", b"\t"]),

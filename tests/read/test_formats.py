@@ -171,6 +171,8 @@ def test_openai_parquet_style_nulls_are_accepted() -> None:
         ([{"value": "x"}], "turn 0: missing 'from'"),
         ([{"from": "gpt"}], "turn 0: missing 'value'"),
         ([{"from": "human", "value": "a"}, {"from": "robot", "value": "x"}], "turn 1: unknown role 'robot'"),
+        ([{"from": ["human"], "value": "x"}], "turn 0: unknown role ['human']"),  # unhashable: no crash
+        ([{"from": {"a": 1}, "value": "x"}], "turn 0: unknown role {'a': 1}"),
         ([{"from": "human", "value": None}], "turn 0: 'value' is not a string (got null)"),
         ([{"from": "human", "value": ["x"]}], "turn 0: 'value' is not a string (got array)"),
     ],

@@ -232,13 +232,17 @@ def _conversation(record: Any, fmt: ConversationFormat) -> list[Any]:
 
 
 def _sharegpt_turn(i: int, message: Any) -> Turn:
+    if type(message) is dict:  # a valid turn, the usual case, costs two lookups (one per turn read)
+        role, value = message.get("from"), message.get("value")
+        if type(role) is str and role in ROLES and type(value) is str:
+            return Turn(role, value)
     if not isinstance(message, dict):
         raise RecordError(f"turn {i}: not an object (got {_type_name(message)})")
     for field in ("from", "value"):
         if field not in message:
             raise RecordError(f"turn {i}: missing {field!r}")
     role, value = message["from"], message["value"]
-    if role not in ROLES:
+    if not isinstance(role, str) or role not in ROLES:  # a list or an object is no role either
         raise RecordError(f"turn {i}: unknown role {role!r} (expected system, human, gpt or tool)")
     if not isinstance(value, str):
         raise RecordError(f"turn {i}: 'value' is not a string (got {_type_name(value)})")
