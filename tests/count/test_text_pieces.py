@@ -249,3 +249,19 @@ def test_uncountable_text_is_found_before_anything_is_tokenized() -> None:
     with pytest.raises(UncountableTextError):
         count_in_pieces(["good", "bad"], lambda texts: calls.append(texts) or [0] * len(texts), spans_of)
     assert calls == []
+
+
+def test_short_texts_are_counted_whole_in_slices_without_asking_for_cuts() -> None:
+    calls: list[list[str]] = []
+
+    def count_batch(texts: list[str]) -> list[int]:
+        calls.append(texts)
+        return [len(text) for text in texts]
+
+    def spans_of(text: str) -> list[tuple[int, int]]:
+        raise AssertionError(f"asked for the cuts of a short text: {text!r}")
+
+    texts = ["a" * 12, "", "b" * 9, "c" * 20, "d" * 3]
+    assert count_in_pieces(texts, count_batch, spans_of, whole_up_to=20, batch_chars=22) == [12, 0, 9, 20, 3]
+    assert calls == [["a" * 12, "", "b" * 9], ["c" * 20], ["d" * 3]], "consecutive texts, at most batch_chars a call"
+    assert count_in_pieces((), count_batch, spans_of, whole_up_to=20) == []

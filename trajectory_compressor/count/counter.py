@@ -64,7 +64,7 @@ class TokenCounter:
         """
         if not texts:
             return []
-        return count_in_pieces(texts, self.counting.count_many, self.cuts.spans)
+        return count_in_pieces(texts, self.counting.count_many, self.cuts.spans, whole_up_to=self.cuts.piece_chars)
 
     def count(self, text: str) -> int:
         """Token count of one text, without special tokens."""

@@ -37,7 +37,6 @@ from __future__ import annotations
 import json
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 PIECE_CHARS = 65_536  # a longer text is counted in pieces of about this many characters
@@ -235,17 +234,12 @@ class PreTokenCuts:
         return None
 
 
-@dataclass(frozen=True)
-class _Piece:
-    owner: int  # which text of the call it belongs to
-    text: str
-
-
 def count_in_pieces(
     texts: Sequence[str],
     count_batch: CountBatch,
     spans_of: Callable[[str], list[tuple[int, int]]],
     *,
+    whole_up_to: int = 0,
     batch_chars: int = BATCH_CHARS,
 ) -> list[int]:
     """Token counts of `texts`: each long text cut by `spans_of`, pieces counted `batch_chars` at a
@@ -253,25 +247,46 @@ def count_in_pieces(
 
     Every text's cuts are found before anything is counted, so an `UncountableTextError` costs
     no tokenization. A text that is one piece is passed as is (no copy); a call holds at most
-    `batch_chars` characters, or one piece.
+    `batch_chars` characters, or one piece. `whole_up_to`: texts this short are one piece
+    without asking `spans_of` (its own rule for them), so the usual batch, all short texts,
+    costs a length and a slice per text and nothing more: this runs on every text a run counts.
     """
-    layouts = [spans_of(text) for text in texts]
-    totals = [0] * len(texts)
-    batch: list[_Piece] = []
+    items = texts if isinstance(texts, list) else list(texts)
+    layouts = {owner: spans_of(text) for owner, text in enumerate(items) if len(text) > whole_up_to}
+    if not layouts:
+        return _count_whole(items, count_batch, batch_chars)
+    totals = [0] * len(items)
+    owners: list[int] = []  # which text each piece of the batch belongs to
+    pieces: list[str] = []
     size = 0
-    for owner, (text, layout) in enumerate(zip(texts, layouts, strict=True)):
-        for start, end in layout:
-            if batch and size + end - start > batch_chars:
-                _add_counts(batch, count_batch, totals)
-                batch, size = [], 0
+    for owner, text in enumerate(items):
+        for start, end in layouts.get(owner) or ((0, len(text)),):
+            if pieces and size + end - start > batch_chars:
+                _add_counts(owners, pieces, count_batch, totals)
+                owners, pieces, size = [], [], 0
             piece = text if (start, end) == (0, len(text)) else text[start:end]
-            batch.append(_Piece(owner, piece))
+            owners.append(owner)
+            pieces.append(piece)
             size += len(piece)
-    if batch:
-        _add_counts(batch, count_batch, totals)
+    if pieces:
+        _add_counts(owners, pieces, count_batch, totals)
     return totals
 
 
-def _add_counts(batch: list[_Piece], count_batch: CountBatch, totals: list[int]) -> None:
-    for piece, count in zip(batch, count_batch([piece.text for piece in batch]), strict=True):
-        totals[piece.owner] += count
+def _count_whole(texts: list[str], count_batch: CountBatch, batch_chars: int) -> list[int]:
+    """`count_in_pieces` when every text is one piece: consecutive slices of `texts`."""
+    counts: list[int] = []
+    first = size = 0
+    for index, text in enumerate(texts):
+        if index > first and size + len(text) > batch_chars:
+            counts.extend(count_batch(texts[first:index]))
+            first, size = index, 0
+        size += len(text)
+    if first < len(texts):
+        counts.extend(count_batch(texts[first:]))
+    return counts
+
+
+def _add_counts(owners: list[int], pieces: list[str], count_batch: CountBatch, totals: list[int]) -> None:
+    for owner, count in zip(owners, count_batch(pieces), strict=True):
+        totals[owner] += count
