@@ -199,3 +199,41 @@ def test_a_result_is_read_in_place_exactly_as_its_body_parsed_alone(before: str,
         assert result == HermesResult(content, data.get("name"), data.get("tool_call_id"))
     else:
         assert result.name is None and result.content.strip() == inner.strip()
+
+
+TRICKY_BODIES = st.sampled_from(
+    [
+        '{"name": "n", "content": 18446744073709551616}',  # orjson would make the integer a float
+        '{"content": {"x": NaN, "y": -0.0, "z": 1e400}}',  # what orjson refuses, floats
+        '{"content": "\\ud800 lone"}',  # a lone surrogate escape
+        '{"content": "a", "content": "b"}',
+        '{"tool_call_id": 7, "content": "id not a string"}',
+        '{"content": "' + "[" * 40 + '", "name": "deep"}',
+        '{"content": ' + "[" * 3000 + "]" * 3000 + "}",  # deeper than either decoder goes
+        '\ufeff{"content": "BOM"}',
+        '{"name": 18446744073709551616, "content": "a name that is not a string"}',
+        '{"content": "x", "extra": 1.5}',
+        "plain text",
+        "",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(SPACES, st.one_of(BODIES, TRICKY_BODIES), SPACES)
+def test_a_value_that_is_one_block_is_read_as_the_general_scan_reads_it(before: str, body: str, after: str) -> None:
+    """One block and nothing else takes the short way (a copy decoded by orjson): the same result
+    as the general scan (decoded in place) gives the same value."""
+    from trajectory_compressor.read.hermes import _split_blocks
+
+    value = f"<tool_response>{before}{body}{after}</tool_response>"
+    assert split_tool(value) == _split_blocks(value)
+
+
+def test_a_body_over_the_copy_limit_is_decoded_in_place(monkeypatch: pytest.MonkeyPatch) -> None:
+    import trajectory_compressor.read.hermes as hermes
+
+    monkeypatch.setattr(hermes, "_COPIED_BODY_CHARS", 10)
+    monkeypatch.setattr(hermes, "parse_json", lambda text: pytest.fail("a long body was copied and parsed"))
+    value = response(name="bash", content="x" * 100)
+    assert split_tool(value) == (HermesResult("x" * 100, name="bash"),)

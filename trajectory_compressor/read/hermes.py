@@ -45,6 +45,7 @@ _RESPONSE_KEYS = frozenset({"tool_call_id", "name", "content"})
 _JSON_OBJECT_START = re.compile(r"\s*\{")  # what `body.strip().startswith("{")` says, without copying a huge body
 _DECODER = json.JSONDecoder()  # json.loads' own settings
 _JSON_SPACE = re.compile(r"[ \t\n\r]*")  # the whitespace json.loads allows around a value
+_COPIED_BODY_CHARS = 1 << 20  # a longer block body is decoded in place, never copied
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,48 @@ def split_assistant(value: str) -> AssistantParts:
 
 def split_tool(value: str) -> tuple[HermesResult, ...]:
     """The results of a tool value, one per ``<tool_response>`` block (see the module docstring)."""
+    whole = _whole_block_result(value)
+    return (whole,) if whole is not None else _split_blocks(value)
+
+
+def _whole_block_result(value: str) -> HermesResult | None:
+    """The result of a value that is one block and nothing else (the reader's own rendering of a
+    tool message, and most agent data), or None for any other value.
+
+    What `_split_blocks` makes of such a value, for less: no scan for blocks, and a body up to
+    `_COPIED_BODY_CHARS` decoded as a copy with `parse_json` (orjson), about twice as fast as
+    the standard library in place. This runs on every tool turn pruning looks at.
+    """
+    body_start, body_end = len(RESPONSE_OPEN), len(value) - len(RESPONSE_CLOSE)
+    if (
+        not value.startswith(RESPONSE_OPEN)
+        or not value.endswith(RESPONSE_CLOSE)
+        or body_end - body_start > _COPIED_BODY_CHARS
+        or value.find(RESPONSE_OPEN, body_start) >= 0
+        or value.find(RESPONSE_CLOSE, body_start) != body_end
+    ):
+        return None
+    body = value[body_start:body_end]
+    return _result_of(_result_json(body) if _JSON_OBJECT_START.match(body) else None, body)
+
+
+def _result_json(body: str) -> Any:
+    """`parse_json(body)` as far as `_result_of` can tell: orjson's value unless the standard
+    library's could differ where it is read. Only a non-string `content` is written out from
+    the value (a float in `name` or `tool_call_id` fails the string check whichever decoder
+    made it), so only there does a float send the body to `parse_json`."""
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return parse_json(body)
+    if isinstance(data, dict):
+        content = data.get("content")
+        if type(content) is not str and _holds_float(content):
+            return parse_json(body)
+    return data
+
+
+def _split_blocks(value: str) -> tuple[HermesResult, ...]:
     blocks = _block_spans(value, RESPONSE_OPEN, RESPONSE_CLOSE, 0)
     outside, position = [], 0
     for block_start, block_end, _, _ in blocks:
@@ -221,12 +264,16 @@ def _call(body: str) -> HermesCall | None:
 def _result(text: str, start: int, end: int) -> HermesResult:
     """The result whose block body is text[start:end]: decoded in place, so a huge body (a log of
     tens of megabytes) is not copied before its JSON is read."""
-    data = _json_object_in(text, start, end)
+    return _result_of(_json_object_in(text, start, end), text, start, end)
+
+
+def _result_of(data: Any, text: str, start: int = 0, end: int | None = None) -> HermesResult:
+    """The result of a block whose body, text[start:end], decodes to `data` (None: not JSON)."""
     if isinstance(data, dict) and "content" in data and set(data) <= _RESPONSE_KEYS:
         name, call_id, content = data.get("name"), data.get("tool_call_id"), data["content"]
         if (name is None or isinstance(name, str)) and (call_id is None or isinstance(call_id, str)):
-            text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
-            return HermesResult(content=text, name=name, call_id=call_id)
+            content = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+            return HermesResult(content=content, name=name, call_id=call_id)
     return HermesResult(content=_drop_suffix(_drop_prefix(text[start:end], "\n"), "\n"))
 
 
