@@ -42,18 +42,28 @@ def protected_bounds(roles: Sequence[str], config: PlanConfig) -> tuple[int, int
     return head_end(roles[:tail], config), tail
 
 
+def prune_order(roles: Sequence[str], config: PlanConfig) -> list[int]:
+    """The tool turns pruning looks at, oldest first: those outside the protected head and tail."""
+    head, tail = protected_bounds(roles, config)
+    return [i for i in range(head, tail) if roles[i] == "tool"]
+
+
+def worth_clearing(chars: int, config: PlanConfig) -> bool:
+    """Whether a tool turn holding `chars` characters of output is a candidate: over `--prune-min-chars`."""
+    return chars > config.prune_min_chars
+
+
 def prunable_turns(roles: Sequence[str], chars: Sequence[int], config: PlanConfig) -> list[int]:
     """Tool turns outside the protected head and tail whose output holds more than
     `--prune-min-chars` characters, oldest first."""
-    head, tail = protected_bounds(roles, config)
-    return [i for i in range(head, tail) if roles[i] == "tool" and chars[i] > config.prune_min_chars]
+    return [i for i in prune_order(roles, config) if worth_clearing(chars[i], config)]
 
 
 def window_prunable_turns(roles: Sequence[str], chars: Sequence[int], config: PlanConfig) -> list[int]:
     """`--windows`: every tool turn after the head longer than `--prune-min-chars`, oldest first.
     Which of them a window may clear (its context's, never its new turns') is the replay's call."""
     head = head_end(roles, config)
-    return [i for i in range(head, len(roles)) if roles[i] == "tool" and chars[i] > config.prune_min_chars]
+    return [i for i in range(head, len(roles)) if roles[i] == "tool" and worth_clearing(chars[i], config)]
 
 
 @dataclass(frozen=True)

@@ -16,12 +16,19 @@ The turns as read stay in `Pruning.source_turns`, for the fidelity measures and 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from trajectory_compressor.count import TokenCounter
 from trajectory_compressor.count.chat_template import ChatTemplateCounter, ChatTemplateError
-from trajectory_compressor.plan.prune import placeholder, plan_prune, prunable_turns, window_prunable_turns
+from trajectory_compressor.plan.prune import (
+    PrunePlan,
+    placeholder,
+    plan_prune,
+    prune_order,
+    window_prunable_turns,
+    worth_clearing,
+)
 from trajectory_compressor.read.formats import ConversationFormat, text_of, with_text
 from trajectory_compressor.read.hermes import HermesResult, split_tool
 from trajectory_compressor.settings import PlanConfig
@@ -161,24 +168,79 @@ def pruned_view(row: CountedRow, counter: TokenCounter, config: PlanConfig) -> P
 
 
 def pruned_views(rows: Sequence[CountedRow], counter: TokenCounter, config: PlanConfig) -> list[Pruning | None]:
-    """`pruned_view` of each row, every placeholder of them counted in one batch."""
-    candidates: list[dict[int, EditedTurn] | None] = []
-    for row in rows:
-        over = sum(row.token_counts) > config.target_max_tokens
-        candidates.append(candidate_edits(row, prunable_turns, config) if over else None)
-    offered = [(row, edits) for row, edits in zip(rows, candidates, strict=True) if edits]
-    costs = iter(placeholder_tokens_of(offered, counter))
+    """`pruned_view` of each row, the placeholders of them all counted in one batch a round.
+
+    A candidate is read (its tool markup parsed, its placeholder made and counted) only when the
+    plan may need it. The plan clears candidates oldest first and stops once the row fits, so
+    candidates after that point cannot change it: each row first reads, oldest first, enough
+    candidates to cover what it is over by (placeholders taken to cost `PLACEHOLDER_TOKENS_GUESS`
+    each), and is planned on them. A row they do not fit reads the rest of its candidates in a
+    second round and is planned again. Either way the plan is the one all candidates give.
+    """
+    target = config.target_max_tokens
+    candidates = {
+        slot: _RowCandidates(row, prune_order(row.roles, config))
+        for slot, row in enumerate(rows)
+        if sum(row.token_counts) > target
+    }
+    costs: dict[int, dict[int, int]] = {slot: {} for slot in candidates}
+    plans: dict[int, PrunePlan] = {}
+    wanted: dict[int, int | None] = {slot: sum(rows[slot].token_counts) - target for slot in candidates}
+    while wanted:
+        read = {slot: candidates[slot].read(tokens, config) for slot, tokens in wanted.items()}
+        counted = placeholder_tokens_of([(rows[slot], edits) for slot, edits in read.items()], counter)
+        for slot, tokens in zip(read, counted, strict=True):
+            costs[slot].update(tokens)
+            plans[slot] = plan_prune(rows[slot].roles, rows[slot].token_counts, costs[slot], config)
+        wanted = {
+            slot: None  # all the rest
+            for slot in read
+            if plans[slot].total_tokens > target and not candidates[slot].exhausted
+        }
     return [
-        None if edits is None else _view(row, edits, next(costs) if edits else {}, counter, config)
-        for row, edits in zip(rows, candidates, strict=True)
+        _view(row, candidates[slot].edits, costs[slot], plans[slot], counter) if slot in candidates else None
+        for slot, row in enumerate(rows)
     ]
 
 
+PLACEHOLDER_TOKENS_GUESS = 32  # what a placeholder is taken to cost when choosing how far to read
+
+
+@dataclass
+class _RowCandidates:
+    """One row's candidates for clearing, read oldest first only as far as asked."""
+
+    row: CountedRow
+    order: list[int]  # the tool turns pruning looks at, oldest first (`plan.prune.prune_order`)
+    looked_at: int = 0  # how many of `order` are read
+    edits: dict[int, EditedTurn] = field(default_factory=dict)  # the candidates read, as written
+
+    @property
+    def exhausted(self) -> bool:
+        return self.looked_at == len(self.order)
+
+    def read(self, tokens: int | None, config: PlanConfig) -> dict[int, EditedTurn]:
+        """The next candidates (each tool turn over `--prune-min-chars`, as its placeholder),
+        until they are guessed to save `tokens` (None: every one left)."""
+        record, fmt, turns, counts = self.row.item.record, self.row.fmt, self.row.turns, self.row.token_counts
+        found: dict[int, EditedTurn] = {}
+        saving = 0
+        while not self.exhausted and (tokens is None or saving < tokens):
+            index = self.order[self.looked_at]
+            self.looked_at += 1
+            results = None if fmt.name == "openai" else split_tool(turns[index].value)
+            chars = cleared_chars(record, fmt, index, turns[index], results)
+            if worth_clearing(chars, config):
+                found[index] = placeholder_edit(record, fmt, index, turns[index], chars, results)
+                saving += counts[index] - PLACEHOLDER_TOKENS_GUESS
+        self.edits.update(found)
+        return found
+
+
 def _view(
-    row: CountedRow, edits: dict[int, EditedTurn], costs: dict[int, int], counter: TokenCounter, config: PlanConfig
+    row: CountedRow, edits: dict[int, EditedTurn], costs: dict[int, int], plan: PrunePlan, counter: TokenCounter
 ) -> Pruning | None:
-    """The row pruned as the plan says, given its candidate placeholders and their counts."""
-    plan = plan_prune(row.roles, row.token_counts, costs, config)
+    """The row pruned as `plan` says, given its candidates' placeholders and their counts."""
     if not plan.turns:
         return None
     kept = {index: edits[index] for index in plan.turns}
