@@ -174,6 +174,25 @@ def test_parse_json_returns_exactly_what_the_standard_library_reads(text: str) -
         assert isinstance(got["n"], int)
 
 
+NUMBER_TEXTS = st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False).map(repr),
+    st.floats(allow_nan=False, allow_infinity=False).map(lambda x: f"{x:.17e}"),  # 18 digits: orjson reads it
+    st.builds(lambda m, e: f"{m}e{e}", st.integers(-(10**17), 10**17), st.integers(-330, 330)),
+    st.builds(lambda i, f: f"{i}.{f}", st.integers(-(10**9), 10**9), st.integers(0, 10**8)),
+    st.integers(-(2**63), 2**64 - 1).map(str),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(NUMBER_TEXTS, max_size=4))
+def test_numbers_of_every_kind_read_as_the_standard_library_reads_them(numbers: list[str]) -> None:
+    """Floats (shortest repr, 18 significant digits, big and tiny exponents, out of range) and
+    integers up to 64 bits: `parse_json` gives exactly `json.loads`' value, whichever decoder read it."""
+    text = "[" + ", ".join(numbers) + "]"
+    expected = json.loads(text)
+    assert repr(parse_json(text)) == repr(expected)
+
+
 BODIES = st.sampled_from(
     ['{"name": "x", "content": "hi"}', '{"content": [1, 2]}', '{"content": "a</tool_response>"}', "[1]", "{bad", "{}"]
 )
