@@ -257,7 +257,7 @@ def _plans(row: ValidRow, pruning: Pruning | None, config: RunConfig, notice: in
 def _gpt_kept(roles: list[str], plan: Plan) -> int:
     """gpt turns a single-row plan keeps verbatim (outside its region)."""
     region = plan.region
-    return sum(role == "gpt" and (region is None or not region.start <= i < region.end) for i, role in enumerate(roles))
+    return roles.count("gpt") - (0 if region is None else roles[region.start : region.end].count("gpt"))
 
 
 def _request_tokens(plan: Plan, budget: int, max_prompt_tokens: int) -> tuple[int, int]:

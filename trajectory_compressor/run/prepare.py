@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, fields
+from functools import cached_property
 from typing import Any
 
 from trajectory_compressor.count import TokenCounter
@@ -98,8 +99,9 @@ class CountedRow:
     def record_id(self) -> Any:
         return record_id(self.item.record)
 
-    @property
+    @cached_property
     def roles(self) -> list[str]:
+        """Each turn's role (made once: the planner, pruning and metrics all ask; read-only)."""
         return [turn.role for turn in self.turns]
 
     @property
