@@ -22,7 +22,7 @@ from trajectory_compressor.run.row.measure import RowMeasure
 from trajectory_compressor.run.row.metrics import Outcome, failed_cost, written_cost
 from trajectory_compressor.run.row.outcome import FinishedRow, RowOutcome, fidelity_metrics, rejected_row
 from trajectory_compressor.run.row.over_limit import truncate_row
-from trajectory_compressor.run.row.summary_step import Summarized, SummaryFailure, SummaryStep
+from trajectory_compressor.run.row.summary_step import Summarized, SummaryFailure, SummaryStep, refused_reason
 from trajectory_compressor.run.row.windows import WindowFinisher
 from trajectory_compressor.settings import RunConfig
 from trajectory_compressor.settings.choices import NO_SUMMARIES, OverLimitPolicy
@@ -39,7 +39,6 @@ from trajectory_compressor.types import (
 )
 from trajectory_compressor.write.records import rewritten_bytes
 
-SUMMARY_FAILED = "summary failed"
 FITTED_BY_PRUNING = "fitted by pruning tool outputs alone"
 NO_SUMMARIZER = "no summary (--summarizer none) and pruning tool outputs is not enough"
 EXAMPLE_TURNS = 30  # of the example row kept for the HTML report
@@ -189,7 +188,7 @@ class RowFinisher:
         over = summarized.size > self.target
         reason = plan.reason if over else None
         if summarized.refused is not None:
-            reason = f"{SUMMARY_FAILED}: {summarized.refused}; used the {result.summarizer} summary"
+            reason = refused_reason(summarized.refused, result.summarizer)
         outcome = Outcome(
             summarized.size,
             len(summarized.layout),
@@ -212,7 +211,7 @@ class RowFinisher:
             plan.total_tokens,
             len(row.turns),
             plan.total_tokens > self.target,
-            f"{SUMMARY_FAILED}: {failure.error}",
+            failure.reason,
             summary=failed_cost(failure),
         )
         if row.pruning is not None:  # pruning is local and did not fail: the row stays pruned

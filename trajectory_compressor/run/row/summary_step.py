@@ -49,6 +49,19 @@ class SummaryFailure:
     errors: int = 0
     fidelity_retried: bool = False
 
+    @property
+    def reason(self) -> str:
+        """The row's over-limit reason (and the metrics'), as a row and a window both say it."""
+        return f"{SUMMARY_FAILED}: {self.error}"
+
+
+SUMMARY_FAILED = "summary failed"
+
+
+def refused_reason(refused: str, summarizer: str | None) -> str:
+    """The reason of a row written with the fallback's summary because the first was refused."""
+    return f"{SUMMARY_FAILED}: {refused}; used the {summarizer} summary"
+
 
 @dataclass(frozen=True)
 class Summarized:

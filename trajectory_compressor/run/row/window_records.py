@@ -15,7 +15,7 @@ from trajectory_compressor.run.prepare import ValidRow
 from trajectory_compressor.run.row.measure import RowMeasure
 from trajectory_compressor.run.row.metrics import Outcome, failed_cost, row_metrics, written_cost
 from trajectory_compressor.run.row.outcome import OVER_TARGET, FinishedRow, OutputRecord, fidelity_metrics
-from trajectory_compressor.run.row.summary_step import SummaryFailure
+from trajectory_compressor.run.row.summary_step import SummaryFailure, refused_reason
 from trajectory_compressor.settings.choices import WriteFormat
 from trajectory_compressor.summarize.fidelity import score_summary
 from trajectory_compressor.summarize.fidelity.anchors import hidden_future_fidelity
@@ -23,7 +23,6 @@ from trajectory_compressor.types import EditedTurn, OutputTurn, SummaryResult
 from trajectory_compressor.write.records import window_bytes
 
 GROUP_OVER_BUDGET = "one turn group alone exceeds the budget"
-SUMMARY_FAILED = "summary failed"
 
 
 @dataclass(frozen=True)
@@ -112,9 +111,9 @@ class WindowRecords:
                 outcome = replace(outcome, planned_tokens=window.tokens, summary_tokens=item.cut.budget)
         if item.refused is not None:
             summarizer = outcome.summary.summarizer if outcome.summary is not None else None
-            outcome = replace(outcome, reason=f"{SUMMARY_FAILED}: {item.refused}; used the {summarizer} summary")
+            outcome = replace(outcome, reason=refused_reason(item.refused, summarizer))
         if failure is not None:
-            outcome = replace(outcome, reason=f"{SUMMARY_FAILED}: {failure.error}", summary=failed_cost(failure))
+            outcome = replace(outcome, reason=failure.reason, summary=failed_cost(failure))
         marked = {"index": window.index, "count": count, "input_index": row.index}
         data = None
         if self.writes_data:

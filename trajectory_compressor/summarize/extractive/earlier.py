@@ -52,7 +52,7 @@ def read_earlier(text: str) -> EarlierSummary:
             note = line.removeprefix("Last assistant note: ")
         elif line.startswith("Errors ("):  # compact: "Errors (3): KeyError, ValueError"
             errors.extend(key.strip() for key in line.split(": ", 1)[-1].split(", ") if key.strip())
-        elif line.startswith(("User requests:", "Errors:", "Actions (", "Files touched:", "Earlier identifiers:")):
+        elif line.startswith(_SECTIONS):  # ("Errors (" went above)
             section = line.split(":", 1)[0].split(" (", 1)[0]
         elif line.startswith("- ") and section == "User requests" and not line.startswith("- … "):
             requests.append(line[2:])

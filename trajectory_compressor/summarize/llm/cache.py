@@ -25,6 +25,7 @@ from typing import Any
 
 import orjson
 
+from trajectory_compressor.settings import LLMConfig
 from trajectory_compressor.summarize.redact import RULESET_ID
 
 CACHE_VERSION = 2  # bump when the stored body's meaning changes (e.g. cleaning rules)
@@ -98,6 +99,21 @@ def cache_key(
         material["api"] = api
     blob = orjson.dumps(material, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
     return hashlib.sha256(blob).hexdigest()
+
+
+def request_cache_key(
+    config: LLMConfig, messages: list[dict[str, str]], max_tokens: int, api: str | None = None
+) -> str:
+    """`cache_key` of one request a dialect makes with a run's `config`: what every dialect uses."""
+    return cache_key(
+        model=str(config.model),
+        messages=messages,
+        temperature=config.temperature,
+        max_tokens=max_tokens,
+        extra_body=config.extra_body,
+        redact=config.redact_secrets,
+        api=api,
+    )
 
 
 class SummaryCache:

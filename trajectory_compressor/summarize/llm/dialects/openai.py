@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 
 from trajectory_compressor.settings import LLMConfig
-from trajectory_compressor.summarize.llm.cache import cache_key
+from trajectory_compressor.summarize.llm.cache import request_cache_key
 from trajectory_compressor.summarize.llm.dialects.base import BatchAnswer, Messages, ReplyRead, custom_id_of, error_text
 from trajectory_compressor.summarize.llm.reply import content_text, usage_numbers
 
@@ -44,15 +44,7 @@ class OpenAIDialect:
         return body
 
     def cache_key(self, messages: Messages, max_tokens: int) -> str:
-        config = self.config
-        return cache_key(
-            model=str(config.model),
-            messages=messages,
-            temperature=config.temperature,
-            max_tokens=max_tokens,
-            extra_body=config.extra_body,
-            redact=config.redact_secrets,
-        )
+        return request_cache_key(self.config, messages, max_tokens)
 
     def read_reply(self, data: dict[str, Any]) -> ReplyRead:
         prompt_tokens, completion_tokens = usage_numbers(data.get("usage"))  # paid for even when rejected
