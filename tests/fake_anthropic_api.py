@@ -31,8 +31,8 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from tests.fake_batch_api import FakeBatchServer
-from tests.fake_openai_server import FakeOpenAIServer, fake_summary, prompt_chars
+from tests.fake_batch_api import FakeBatchServer, answer_of
+from tests.fake_openai_server import FakeOpenAIServer, prompt_chars
 
 ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
                404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error", 500: "api_error",
@@ -228,24 +228,14 @@ class FakeAnthropicBatchServer(AnthropicShapes, FakeBatchServer):
     def _result(self, batch_number: int, index: int, line: dict[str, Any]) -> dict[str, Any]:
         params = line["params"]
         action = (self.line_faults(batch_number, index, line) if self.line_faults else None) or "ok"
-        name, _, argument = action.partition(":")
+        name = action.partition(":")[0]
         if name == "echo_auth":  # a careless provider quotes the caller's credentials
             error = {"type": "permission_error", "message": f"refused {self.api_calls[-1][2]}"}
             return {"type": "errored", "error": {"type": "error", "error": error}}
         if name.isdigit():
             error = {"type": ERROR_TYPES.get(int(name), "api_error"), "message": f"fake line error {name}"}
             return {"type": "errored", "error": {"type": "error", "error": error}}
-        content, finish = fake_summary(params), "stop"
-        if name == "length":
-            content, finish = content[:20], "length"
-        elif name == "empty":
-            content = "  "
-        elif name == "huge":
-            content = "x" * int(argument)
-        elif name == "text":
-            content = argument
-        elif name != "ok":
-            raise ValueError(f"unknown line action {action!r}")
+        content, finish = answer_of(action, params)
         message = self._message(params, {"role": "assistant", "content": content}, finish)
         return {"type": "succeeded", "message": message}
 

@@ -246,7 +246,7 @@ class FakeBatchServer(FakeOpenAIServer):
     def _answer(self, batch_number: int, index: int, line: dict[str, Any]) -> dict[str, Any]:
         body = line["body"]
         action = (self.line_faults(batch_number, index, line) if self.line_faults else None) or "ok"
-        name, _, argument = action.partition(":")
+        name = action.partition(":")[0]
         envelope: dict[str, Any] = {"id": f"req_{index}", "custom_id": line["custom_id"], "error": None}
         if name == "echo_auth":  # a careless provider quotes the caller's credentials
             envelope["error"] = {"code": "refused", "message": f"refused {self.api_calls[-1][2]}"}
@@ -256,18 +256,7 @@ class FakeBatchServer(FakeOpenAIServer):
             error = {"error": {"message": f"fake line error {name}", "code": name}}
             envelope["response"] = {"status_code": int(name), "body": error}
             return envelope
-        content = fake_summary(body)
-        finish = "stop"
-        if name == "length":
-            content, finish = content[:20], "length"
-        elif name == "empty":
-            content = "  "
-        elif name == "huge":
-            content = "x" * int(argument)
-        elif name == "text":
-            content = argument
-        elif name != "ok":
-            raise ValueError(f"unknown line action {action!r}")
+        content, finish = answer_of(action, body)
         reply = self._reply(body, {"role": "assistant", "content": content}, finish)
         envelope["response"] = {"status_code": 200, "request_id": f"r{index}", "body": orjson.loads(reply.body)}
         return envelope
@@ -296,6 +285,24 @@ class FakeBatchServer(FakeOpenAIServer):
             request.transport.close()
             return web.Response(status=200)
         return web.json_response(body)
+
+
+def answer_of(action: str, body: Any) -> tuple[str, str]:
+    """The reply text and finish reason a batch line's answering `action` gives (both fake batch
+    APIs answer lines alike): ok, length (cut), empty, huge:N (N characters), text:T."""
+    name, _, argument = action.partition(":")
+    content = fake_summary(body)
+    if name == "ok":
+        return content, "stop"
+    if name == "length":
+        return content[:20], "length"
+    if name == "empty":
+        return "  ", "stop"
+    if name == "huge":
+        return "x" * int(argument), "stop"
+    if name == "text":
+        return argument, "stop"
+    raise ValueError(f"unknown line action {action!r}")
 
 
 def _public(item: dict[str, Any]) -> dict[str, Any]:
