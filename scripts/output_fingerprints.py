@@ -121,7 +121,9 @@ def cases(work: Path) -> dict[str, dict[str, str]]:
         results[name] = digests(out)
         print(f"{name}: {len(results[name])} files", file=sys.stderr)
 
-    sample = str(SAMPLE)
+    # Relative to the checkout every command runs in (cwd=REPO): metrics and reports name the
+    # input, so two checkouts (a worktree of the commit before, this one) compare byte for byte.
+    sample = str(SAMPLE.relative_to(REPO))
     case("jsonl", "compress", sample, "-o", "{out}/x.jsonl", "-q")
     case("jsonl_gz", "compress", sample, "-o", "{out}/x.jsonl.gz", "-q")
     case("parquet", "compress", sample, "-o", "{out}/x.parquet", "-q")
