@@ -49,7 +49,11 @@ def build_config(config_file: str | None, flags: dict[str, Any]) -> RunConfig:
 
 
 def reports_usage_errors(command: Callable[..., None]) -> Callable[..., None]:
-    """Every `UsageError` a command raises becomes one line and exit 2: the one place that maps it."""
+    """Every `UsageError` a command raises becomes one line and exit 2: the one place that maps it.
+
+    Anything else that escapes a command is a bug, not the user's fault: one line and exit 1,
+    as `compress` says it, the traceback only with TC_DEBUG=1 (never a traceback on user input).
+    """
 
     @functools.wraps(command)
     def run(*args: Any, **kwargs: Any) -> None:
@@ -57,8 +61,20 @@ def reports_usage_errors(command: Callable[..., None]) -> Callable[..., None]:
             command(*args, **kwargs)
         except UsageError as exc:
             fail_usage(str(exc))
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except Exception as exc:
+            fail_internal(exc)
 
     return run
+
+
+def fail_internal(exc: Exception) -> None:
+    """A bug's one line and exit 1 (`TC_DEBUG=1` re-raises it, for its traceback)."""
+    if os.environ.get("TC_DEBUG"):
+        raise exc
+    click.echo(f"error: internal error {type(exc).__name__}: {exc} (TC_DEBUG=1 shows the traceback)", err=True)
+    sys.exit(ExitCode.FAILED)
 
 
 _config_option = click.option(
@@ -104,10 +120,7 @@ def compress(inputs: tuple[str, ...], output: str, config_file: str | None, json
         click.echo("interrupted", err=True)
         sys.exit(ExitCode.INTERRUPTED)
     except Exception as exc:  # a bug, not the user's fault: one line, the traceback on request
-        if os.environ.get("TC_DEBUG"):
-            raise
-        click.echo(f"error: internal error {type(exc).__name__}: {exc} (TC_DEBUG=1 shows the traceback)", err=True)
-        sys.exit(ExitCode.FAILED)
+        fail_internal(exc)
     exit_code = 0
     for result in results:
         if not config.quiet:

@@ -130,3 +130,35 @@ def test_the_fake_server_sends_a_body_of_the_tests_making(tmp_path: Path) -> Non
         request = urllib.request.Request(server.base_url + "/chat/completions", data=b"{}", method="POST")
         with urllib.request.urlopen(request) as response:
             assert json.loads(response.read()) == {"choices": "x", "n": 10**30}
+
+
+def _a_bug(*args: object, **kwargs: object) -> None:
+    raise RuntimeError("a bug the shapes above did not find")
+
+
+@pytest.mark.parametrize(
+    ("command", "patched"),
+    [
+        (("analyze", "in.jsonl"), "trajectory_compressor.cli.build_config"),
+        (("requests", "in.jsonl", "-o", "r.jsonl"), "trajectory_compressor.cli.build_config"),
+        (("eval", "out.jsonl", "-i", "in.jsonl"), "trajectory_compressor.cli.build_config"),
+        (("merge", "x.report.json", "-o", "m.jsonl"), "trajectory_compressor.commands.merge.merge_shards"),
+    ],
+    ids=["analyze", "requests", "eval", "merge"],
+)
+def test_a_bug_in_any_command_is_one_line_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: tuple[str, ...], patched: str
+) -> None:
+    """`compress` said an unexpected error in one line; the other commands printed a traceback.
+    The bug is stood in for by a function that raises (no input reaches one any more)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TC_DEBUG", raising=False)
+    monkeypatch.setattr(patched, _a_bug)
+    result = run_cli(*command)
+    assert result.returncode == 1
+    assert result.stderr == (
+        "error: internal error RuntimeError: a bug the shapes above did not find (TC_DEBUG=1 shows the traceback)\n"
+    )
+    monkeypatch.setenv("TC_DEBUG", "1")
+    with pytest.raises(RuntimeError, match="a bug the shapes above"):
+        run_cli(*command)
