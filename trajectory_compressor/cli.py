@@ -24,6 +24,7 @@ from trajectory_compressor.exit_codes import FINISHED, ExitCode
 from trajectory_compressor.settings import RunConfig, build_run_config, load_yaml_overrides
 from trajectory_compressor.settings.build import empty_overrides
 from trajectory_compressor.settings.cli_options import apply_flags, settings_options
+from trajectory_compressor.types import one_line
 
 
 def fail_usage(message: str) -> None:
@@ -70,10 +71,17 @@ def reports_usage_errors(command: Callable[..., None]) -> Callable[..., None]:
 
 
 def fail_internal(exc: Exception) -> None:
-    """A bug's one line and exit 1 (`TC_DEBUG=1` re-raises it, for its traceback)."""
+    """A bug's one line and exit 1 (`TC_DEBUG=1` re-raises it, for its traceback).
+
+    The first line of its message: a Ray task's error carries the worker's traceback in its
+    text, so it is named by the error it wraps (`cause`).
+    """
     if os.environ.get("TC_DEBUG"):
         raise exc
-    click.echo(f"error: internal error {type(exc).__name__}: {exc} (TC_DEBUG=1 shows the traceback)", err=True)
+    cause = getattr(exc, "cause", None)
+    shown = cause if isinstance(cause, Exception) else exc
+    line = f"internal error {type(shown).__name__}: {one_line(shown)} (TC_DEBUG=1 shows the traceback)"
+    click.echo(f"error: {line}", err=True)
     sys.exit(ExitCode.FAILED)
 
 

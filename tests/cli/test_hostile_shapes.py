@@ -136,6 +136,31 @@ def _a_bug(*args: object, **kwargs: object) -> None:
     raise RuntimeError("a bug the shapes above did not find")
 
 
+class _WrappedError(Exception):
+    """As Ray raises a worker's error: its text holds the worker's traceback, `cause` the error."""
+
+    def __init__(self) -> None:
+        super().__init__("ray::Write() (pid=1)\n  File 'x.py', line 1\nValueError: part")
+        self.cause = ValueError("cannot mix list and non-list values\nmore detail")
+
+
+def _a_wrapped_bug(*args: object, **kwargs: object) -> None:
+    raise _WrappedError
+
+
+def test_a_bug_wrapped_by_ray_is_named_by_its_cause_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TC_DEBUG", raising=False)
+    monkeypatch.setattr("trajectory_compressor.cli.build_config", _a_wrapped_bug)
+    result = run_cli("analyze", "in.jsonl")
+    assert result.returncode == 1
+    assert result.stderr == (
+        "error: internal error ValueError: cannot mix list and non-list values (TC_DEBUG=1 shows the traceback)\n"
+    )
+
+
 @pytest.mark.parametrize(
     ("command", "patched"),
     [
