@@ -146,7 +146,7 @@ class RowMatcher:
     def _entry(self, line_number: int, line: bytes) -> dict[str, Any]:
         entry = _parsed(line)
         problem = "no integer index" if entry is None or type(entry.get("index")) is not int else _odd_field(entry)
-        if problem is not None:
+        if entry is None or problem is not None:
             raise MismatchError(f"{self._metrics_named}:{line_number} is not a metrics line of this tool ({problem})")
         return entry
 
