@@ -80,6 +80,18 @@ def test_a_reply_body_with_an_escaped_lone_surrogate_is_a_failed_reply_not_the_e
     assert all("not valid JSON" in m["last_error"] for m in metrics)
 
 
+def test_a_valid_line_with_a_5000_digit_integer_is_written_unchanged_and_flagged(tmp_path: Path) -> None:
+    huge = json.dumps(make_trajectory(1, steps=6, output_lines=20))[:-1] + ', "n": ' + "9" * 5000 + "}"
+    source = write_jsonl(tmp_path / "in.jsonl", [huge, make_trajectory(2, steps=6, output_lines=20)])
+    out = tmp_path / "out" / "x.jsonl"
+    result = run_cli("compress", str(source), "-o", str(out), "--summarizer", "extractive", *BUDGET)
+    _no_internal_error(result)
+    metrics = read_jsonl(out.parent / "x.metrics.jsonl")
+    assert [(m["rejected"], m["written"]) for m in metrics] == [(True, True), (False, True)]
+    assert out.read_text().splitlines()[0] == huge
+    assert "set_int_max_str_digits" not in result.stderr
+
+
 def test_a_parquet_row_with_a_timestamp_past_year_9999_is_rejected_and_the_rest_compressed(tmp_path: Path) -> None:
     conversations = [make_trajectory(i, steps=6, output_lines=20)["conversations"] for i in range(3)]
     turn = pa.struct([("from", pa.string()), ("value", pa.string())])
