@@ -152,7 +152,11 @@ def _stored_media(loaded: Any) -> Any:
     """
     features = getattr(loaded, "features", None) or {}
     for name, feature in features.items():
-        if getattr(feature, "decode", False) is True and dataclasses.is_dataclass(feature):
+        if (
+            getattr(feature, "decode", False) is True
+            and not isinstance(feature, type)
+            and dataclasses.is_dataclass(feature)
+        ):
             loaded = loaded.cast_column(name, dataclasses.replace(feature, decode=False))
     return loaded
 
