@@ -152,11 +152,8 @@ def _stored_media(loaded: Any) -> Any:
     """
     features = getattr(loaded, "features", None) or {}
     for name, feature in features.items():
-        if (
-            getattr(feature, "decode", False) is True
-            and not isinstance(feature, type)
-            and dataclasses.is_dataclass(feature)
-        ):
+        media = getattr(feature, "decode", False) is True
+        if media and dataclasses.is_dataclass(feature) and not isinstance(feature, type):
             loaded = loaded.cast_column(name, dataclasses.replace(feature, decode=False))
     return loaded
 
