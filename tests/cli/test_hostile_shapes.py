@@ -199,3 +199,27 @@ def test_a_bug_in_any_command_is_one_line_not_a_traceback(
     monkeypatch.setenv("TC_DEBUG", "1")
     with pytest.raises(RuntimeError, match="a bug the shapes above"):
         run_cli(*command)
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("TC_CHECKPOINT_ROWS", "abc"),
+        ("TC_CHECKPOINT_ROWS", "0"),
+        ("TC_CHECKPOINT_SECONDS", "nan"),
+        ("TC_CHECKPOINT_SECONDS", "-1"),
+    ],
+)
+def test_a_checkpoint_interval_that_is_no_positive_number_is_one_line_naming_it(
+    tmp_path: Path, variable: str, value: str
+) -> None:
+    """The documented checkpoint variables were read with int()/float(): "abc" was an internal
+    error, and 0 or NaN a run that checkpointed after every row or never by time."""
+    source = write_jsonl(tmp_path / "in.jsonl", [make_trajectory(1, steps=2)])
+    result = run_cli(
+        "compress", str(source), "-o", str(tmp_path / "out" / "x.jsonl"), "--summarizer", "extractive", "-q",
+        env={variable: value},
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith(f"error: {variable} must be a positive ") and result.stderr.count("\n") == 1
+    assert repr(value) in result.stderr
