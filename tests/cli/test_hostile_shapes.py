@@ -52,6 +52,39 @@ def test_a_json_escaped_emoji_in_a_tool_output_is_compressed(tmp_path: Path, fla
     assert any(m["was_compressed"] or "window" in m for m in metrics)
 
 
+def _rows_with_deep_json(count: int) -> list[dict[str, object]]:
+    """Tool outputs and call arguments holding JSON 1000 levels deep (orjson parses 1024)."""
+    deep = "[" * 1000 + "]" * 1000
+    rows = [make_trajectory(i, steps=6, output_lines=20) for i in range(count)]
+    for row in rows:
+        for turn in row["conversations"]:
+            if turn["from"] == "tool":
+                turn["value"] = f"<tool_response>\n{deep}\n</tool_response>\n" + "line\n" * 30
+            elif "<tool_call>" in turn["value"]:
+                call = '{"name": "bash", "arguments": {"command": ' + deep + "}}"
+                turn["value"] = f"Run it.\n<tool_call>\n{call}\n</tool_call>"
+    return rows
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [("compress", "--summarizer", "extractive"),
+     ("compress", "--summarizer", "extractive", "--write-format", "messages"),
+     ("requests", "--model", "m")],
+    ids=["extractive", "write-messages", "requests"],
+)  # fmt: skip
+def test_json_nested_1000_deep_in_tool_text_is_read_as_text(tmp_path: Path, flags: tuple[str, ...]) -> None:
+    """Walking it recursed past Python's limit: RecursionError stopped every such run."""
+    source = write_jsonl(tmp_path / "in.jsonl", _rows_with_deep_json(2))
+    command, *rest = flags
+    out = tmp_path / "out" / ("x.jsonl" if command == "compress" else "requests.jsonl")
+    result = run_cli(command, str(source), "-o", str(out), *rest, *BUDGET)
+    _no_internal_error(result)
+    if command == "compress":
+        metrics = read_jsonl(out.parent / "x.metrics.jsonl")
+        assert [m["rejected"] for m in metrics] == [False, False] and all(m["was_compressed"] for m in metrics)
+
+
 def test_a_json_escaped_emoji_is_in_the_requests_file(tmp_path: Path) -> None:
     source = write_jsonl(tmp_path / "in.jsonl", _rows_with_escaped_emoji(2))
     out = tmp_path / "requests.jsonl"

@@ -94,12 +94,12 @@ def parse_json_line(line: bytes) -> Any:
             message = "a string holds a lone UTF-16 surrogate escape (not valid Unicode)"
             raise LoneSurrogateError(message, value) from None
     # Counting brackets is a C-speed scan; only a line with enough of them can be too deep.
-    if line.count(b"[") + line.count(b"{") > MAX_DEPTH and _depth(value) > MAX_DEPTH:
+    if line.count(b"[") + line.count(b"{") > MAX_DEPTH and json_depth(value) > MAX_DEPTH:
         raise TooDeepError(f"nested deeper than {MAX_DEPTH} levels")
     return value
 
 
-def _depth(value: Any) -> int:
+def json_depth(value: Any) -> int:
     """How deep arrays and objects nest in `value`; iterative, visiting containers only (a
     record's strings, however many, cost nothing here)."""
     if not isinstance(value, (dict, list)):
