@@ -250,17 +250,16 @@ def _call(body: str) -> HermesCall | None:
     if call_id is not None and not isinstance(call_id, str):
         return None
     arguments = data.get("arguments")
+    text: str | None
     if arguments is None:
         text = "{}"
     elif isinstance(arguments, dict):
-        text = _json_text(arguments)
-        if text is None:
-            return None  # nested past what the encoder recurses through: the block stays text
+        text = _json_text(arguments)  # None: nested past what the encoder recurses through
     elif arguments_object(arguments) is not None:
         text = arguments  # already the JSON text of an object: kept as written
     else:
         return None  # a raw string, a list, a number: not arguments a loader can parse
-    return HermesCall(name=data["name"], arguments=text, call_id=call_id)
+    return None if text is None else HermesCall(name=data["name"], arguments=text, call_id=call_id)
 
 
 def _json_text(value: Any) -> str | None:
