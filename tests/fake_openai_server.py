@@ -36,6 +36,7 @@ count POSTs to /v1/chat/completions from 0. Actions:
     echo / echo:N           200 whose content is the request's Authorization header and prompt
                             (its first N characters with echo:N)
     echo_auth / echo_auth:S HTTP S (401) whose error message is the Authorization header
+    {"body": ..., "status": ...}  that JSON value (bytes: sent as they are) as the whole reply body
     {"content": ..., "finish_reason": ..., "status": ...}   a custom reply; it may add
                             ``"delay": S`` (answer after S seconds: per-request latency) and
                             ``"hold": True`` (wait for ``release()`` first)
@@ -52,6 +53,7 @@ import asyncio
 import contextlib
 import email.utils
 import hashlib
+import json
 import signal
 import sys
 import threading
@@ -276,6 +278,10 @@ class FakeOpenAIServer:
             if action.get("hold"):
                 await self._wait_released()
             status = int(action.get("status", 200))
+            if "body" in action:  # a whole reply body of the test's making, any JSON, or bytes as they are
+                raw = action["body"]
+                raw = raw if isinstance(raw, bytes) else json.dumps(raw).encode()  # json: big integers too
+                return web.Response(body=raw, status=status, content_type="application/json")
             if status != 200:
                 return web.json_response(action.get("json", {}), status=status, headers=action.get("headers"))
             return self._completion(

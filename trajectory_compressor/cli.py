@@ -24,6 +24,7 @@ from trajectory_compressor.exit_codes import FINISHED, ExitCode
 from trajectory_compressor.settings import RunConfig, build_run_config, load_yaml_overrides
 from trajectory_compressor.settings.build import empty_overrides
 from trajectory_compressor.settings.cli_options import apply_flags, settings_options
+from trajectory_compressor.types import one_line
 
 
 def fail_usage(message: str) -> None:
@@ -49,7 +50,11 @@ def build_config(config_file: str | None, flags: dict[str, Any]) -> RunConfig:
 
 
 def reports_usage_errors(command: Callable[..., None]) -> Callable[..., None]:
-    """Every `UsageError` a command raises becomes one line and exit 2: the one place that maps it."""
+    """Every `UsageError` a command raises becomes one line and exit 2: the one place that maps it.
+
+    Anything else that escapes a command is a bug, not the user's fault: one line and exit 1,
+    as `compress` says it, the traceback only with TC_DEBUG=1 (never a traceback on user input).
+    """
 
     @functools.wraps(command)
     def run(*args: Any, **kwargs: Any) -> None:
@@ -57,8 +62,27 @@ def reports_usage_errors(command: Callable[..., None]) -> Callable[..., None]:
             command(*args, **kwargs)
         except UsageError as exc:
             fail_usage(str(exc))
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except Exception as exc:
+            fail_internal(exc)
 
     return run
+
+
+def fail_internal(exc: Exception) -> None:
+    """A bug's one line and exit 1 (`TC_DEBUG=1` re-raises it, for its traceback).
+
+    The first line of its message: a Ray task's error carries the worker's traceback in its
+    text, so it is named by the error it wraps (`cause`).
+    """
+    if os.environ.get("TC_DEBUG"):
+        raise exc
+    cause = getattr(exc, "cause", None)
+    shown = cause if isinstance(cause, Exception) else exc
+    line = f"internal error {type(shown).__name__}: {one_line(shown)} (TC_DEBUG=1 shows the traceback)"
+    click.echo(f"error: {line}", err=True)
+    sys.exit(ExitCode.FAILED)
 
 
 _config_option = click.option(
@@ -104,10 +128,7 @@ def compress(inputs: tuple[str, ...], output: str, config_file: str | None, json
         click.echo("interrupted", err=True)
         sys.exit(ExitCode.INTERRUPTED)
     except Exception as exc:  # a bug, not the user's fault: one line, the traceback on request
-        if os.environ.get("TC_DEBUG"):
-            raise
-        click.echo(f"error: internal error {type(exc).__name__}: {exc} (TC_DEBUG=1 shows the traceback)", err=True)
-        sys.exit(ExitCode.FAILED)
+        fail_internal(exc)
     exit_code = 0
     for result in results:
         if not config.quiet:

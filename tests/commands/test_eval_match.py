@@ -168,3 +168,29 @@ def test_a_metrics_line_that_is_not_one_is_refused(runs: Path, tmp_path: Path) -
     metrics.write_bytes(b"".join(lines))
     result = run_cli("eval", str(output), "--input", str(runs / "a.jsonl"))
     _refused(result, f"{metrics}:4 is not a metrics line of this tool")
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "named"),
+    [
+        ("original_tokens", "x", "'original_tokens' is not an integer"),
+        ("compressed_tokens", [1], "'compressed_tokens' is not an integer"),
+        ("compressed_tokens", 1.5, "'compressed_tokens' is not an integer"),
+        ("window", 3, "'window' is not an object"),
+        ("window", {"index": 0, "count": "2"}, "'window.count' is not an integer"),
+        ("window", {"index": None, "count": 2}, "'window.index' is not an integer"),
+        ("compression_region", [0, 3], "'compression_region' is not an object"),
+    ],
+)
+def test_a_metrics_field_of_another_type_is_refused_by_name(
+    runs: Path, tmp_path: Path, field: str, value: Any, named: str
+) -> None:
+    """An edited metrics line whose counts are not integers once stopped `eval` with a traceback
+    (`int()` of a list, a window index compared with 0)."""
+    output = _copy(runs, tmp_path)
+    metrics = output.parent / "x.metrics.jsonl"
+    lines = metrics.read_bytes().splitlines(keepends=True)
+    lines[2] = json.dumps({**json.loads(lines[2]), field: value}).encode() + b"\n"
+    metrics.write_bytes(b"".join(lines))
+    result = run_cli("eval", str(output), "--input", str(runs / "a.jsonl"))
+    _refused(result, f"{metrics}:3 is not a metrics line of this tool ({named})")

@@ -152,6 +152,42 @@ def test_merge_refuses_other_settings_and_unfinished_runs(work: Path) -> None:
         assert not out.parent.exists() or not any(out.parent.iterdir()), "a refused merge writes nothing"
 
 
+@pytest.mark.parametrize(
+    ("edit", "named"),
+    [
+        ({"settings.shard_index": "2"}, "'settings.shard_index' is not an integer"),
+        ({"settings.num_shards": None}, "'settings.num_shards' is not an integer"),
+        ({"settings": [1]}, "'settings' is not an object"),
+        ({"outputs.metrics": ["x"]}, "'outputs' holds a path that is not a string"),
+        ({"outputs": {"data": "x.jsonl"}}, "'outputs' does not name the"),
+        ({"inputs": [{"path": 3}]}, "'inputs' is not a list of objects with a path"),
+        ({"counters.rows_read": "12"}, "'counters' has no integer rows_read"),
+        ({"counters.tokens_after": [1]}, "'counters.tokens_after' is not of the type a run writes"),
+        ({"counters.histogram_before": {"a": 1}}, "'counters.histogram_before' is not of the type a run writes"),
+        ({"timings_seconds.total": None}, "'timings_seconds.total' is not a number"),
+        ({"summaries": "x"}, "'summaries.endpoint' is not an object"),
+    ],
+)
+def test_merge_refuses_a_report_field_of_another_type_by_name(work: Path, edit: dict[str, Any], named: str) -> None:
+    """An edited shard report once stopped `merge` with a traceback (a string shard index sorted
+    with ints, counters added to lists), some after the merged files were written."""
+    reports = [str(work / "shards" / _shard_name(i, ".report.json")) for i in range(SHARDS)]
+    edited = _edited_report(work, 2, "typed.report.json", edit)
+    out = work / "refused-typed" / "x.jsonl"
+    _one_line_usage_error(run_cli("merge", *reports[:2], edited, "-o", str(out)), named)
+    assert not out.parent.exists() or not any(out.parent.iterdir()), "a refused merge writes nothing"
+
+
+@pytest.mark.parametrize("report", ["[]", "null", '"completed"'])
+def test_merge_refuses_a_report_that_is_not_an_object(work: Path, tmp_path: Path, report: str) -> None:
+    path = tmp_path / "odd.report.json"
+    path.write_text(report)
+    reports = [str(work / "shards" / _shard_name(i, ".report.json")) for i in range(2)]
+    _one_line_usage_error(
+        run_cli("merge", *reports, str(path), "-o", str(tmp_path / "m" / "x.jsonl")), "not a JSON object"
+    )
+
+
 @pytest.mark.parametrize("indices", [(0, 1), (0, 1, 1, 2)], ids=["missing", "twice"])
 def test_merge_refuses_an_incomplete_shard_set(work: Path, indices: tuple[int, ...]) -> None:
     reports = [str(work / "shards" / _shard_name(i, ".report.json")) for i in indices]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -116,6 +117,32 @@ def test_parquet_output_parts_hold_the_local_engines_records(local_ray, tmp_path
     local_records = read_jsonl(tmp_path / "local" / "x.jsonl")
     assert [r["id"] for r in records] == [r["id"] for r in local_records]
     assert [r["conversations"] for r in records] == [r["conversations"] for r in local_records]
+
+
+def test_parquet_parts_store_a_column_whose_rows_disagree_on_its_type(local_ray, tmp_path: Path) -> None:
+    """Rows whose `id` is a string, a list, an object, a number: Arrow alone built the part,
+    refused it and stopped the run with an internal error. A part is now stored as the local
+    engine stores a Parquet output (the column as JSON text), and holds the same records."""
+    from tests.conftest import make_trajectory
+    from trajectory_compressor.read.expand import expand_inputs
+    from trajectory_compressor.read.readers import iter_source
+
+    ids: list[Any] = ["a", ["x"], {"k": 1}, 7, None]
+    rows = [{**make_trajectory(i, steps=4, output_lines=20), "id": value} for i, value in enumerate(ids)]
+    rows.append({"id": [1], "conversations": "not a list"})  # rejected
+    source = write_jsonl(tmp_path / "in.jsonl", rows)
+    flags = ["--summarizer", "extractive", "--target-max-tokens", "600", "--summary-target-tokens", "100", "-q"]
+    for engine in ("local", "ray"):
+        result = run_cli(
+            "compress", str(source), "-o", str(tmp_path / engine / "x.parquet"), *flags, "--engine", engine
+        )
+        assert result.returncode == 0, result.stderr
+    local, on_ray = (
+        [item.record for item in iter_source(*expand_inputs([str(tmp_path / engine / "x.parquet")]))]
+        for engine in ("local", "ray")
+    )
+    assert [record["id"] for record in on_ray] == ids
+    assert on_ray == local
 
 
 def test_uris_are_read_and_written_through_pyarrow_filesystems(local_ray, tmp_path: Path) -> None:

@@ -32,6 +32,27 @@ def _good(i: int) -> bytes:
     return json.dumps(make_trajectory(i, steps=1 + 2 * (i % 4), output_lines=8)).encode()
 
 
+# Pieces of text agents' tool outputs hold that the summarizers' scanners (credential rules that
+# read escapes decoded, tool-call markup) take apart: an emoji as `json.dumps` escapes it
+# (`\ud83d\ude00`) once stopped every run that summarized it.
+TEXT_PIECES = [
+    "\\ud83d", "\\ude00", "\\ud800", "\\u003d", "\\n", "\\\\n", '\\"', "\\", "\x00", "\u2028", "😀", "İ",
+    "sk-", "ghp_", "password=", "Bearer ", "-----BEGIN RSA PRIVATE KEY-----", "<tool_call>", "</tool_call>",
+    "<tool_response>", "</tool_response>", "<think>", '{"name": "bash", "arguments": ', "}", "[", '"', " ", "\n",
+    "src/a.py:12", "Error: boom", "exit code: 1",
+]  # fmt: skip
+_tool_text = st.lists(st.sampled_from(TEXT_PIECES), max_size=12).map("".join)
+
+
+def _good_with_text(i: int, text: str) -> bytes:
+    """A good trajectory whose tool outputs each carry `text`: it is summarized, not protected."""
+    record = make_trajectory(i, steps=5, output_lines=8)
+    for turn in record["conversations"]:
+        if turn["from"] == "tool":
+            turn["value"] = turn["value"].replace("PASSED", f"PASSED {text}", 2)
+    return json.dumps(record).encode()
+
+
 _json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
@@ -71,16 +92,36 @@ def _wrong_types(value: Any, where: int) -> bytes:
         record = {"id": "w", "messages": [{"role": value, "content": "x"}]}
     elif where == 4:  # a ShareGPT role of any type: a list or an object once crashed the run
         record = {"id": "w", "conversations": [{"from": value, "value": "x"}]}
+    elif where == 5:  # record fields beside the turns, of any type, on a row long enough to compress
+        record = {**make_trajectory(3, steps=5, output_lines=8), "id": value, "tools": value, "system": value}
+    elif where in (6, 7, 8):  # an OpenAI tool call's id / arguments, a tool message's name, of any type
+        record = _openai_run(value, where)
     else:
         record = {"id": "w", "messages": [{"role": "assistant", "content": None, "tool_calls": value}]}
     return json.dumps(record).encode()
 
 
+def _openai_run(value: Any, where: int) -> dict[str, Any]:
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Fix the failing test."}]
+    for step in range(4):
+        call = {"id": f"c{step}", "type": "function", "function": {"name": "bash", "arguments": '{"command": "ls"}'}}
+        if where == 6:
+            call["id"] = value
+        elif where == 7:
+            call["function"]["arguments"] = value
+        result = {"role": "tool", "tool_call_id": f"c{step}", "content": "\n".join(["output line"] * 30)}
+        if where == 8:
+            result["name"] = value
+        messages += [{"role": "assistant", "content": None, "tool_calls": [call]}, result]
+    return {"id": "o", "messages": [*messages, {"role": "assistant", "content": "done"}]}
+
+
 LINES = st.one_of(
     st.integers(0, 7).map(_good),
+    st.builds(_good_with_text, st.integers(0, 7), _tool_text),
     st.sampled_from(FIXED_BAD),
     st.builds(_deep, st.integers(500, 3000), st.booleans()),
-    st.builds(_wrong_types, _json_values, st.integers(0, 4)),
+    st.builds(_wrong_types, _json_values, st.integers(0, 8)),
     _json_values.map(lambda value: json.dumps(value).encode()),
     st.binary(max_size=30).filter(lambda raw: b"\n" not in raw and b"\r" not in raw),
     st.sampled_from([b"", b"   ", b"\t"]),

@@ -256,3 +256,15 @@ def test_a_body_over_the_copy_limit_is_decoded_in_place(monkeypatch: pytest.Monk
     monkeypatch.setattr(hermes, "parse_json", lambda text: pytest.fail("a long body was copied and parsed"))
     value = response(name="bash", content="x" * 100)
     assert split_tool(value) == (HermesResult("x" * 100, name="bash"),)
+
+
+def test_a_call_or_result_nested_past_the_recursion_limit_stays_text() -> None:
+    """`--write-format messages` wrote a 1000-deep argument or result with `json.dumps`, which
+    recursed past Python's limit and stopped the run. Such a block stays text, as written."""
+    deep = "[" * 1000 + "]" * 1000
+    value = 'x\n<tool_call>\n{"name": "bash", "arguments": {"command": ' + deep + "}}\n</tool_call>"
+    parts = split_assistant(value)
+    assert parts.calls == () and deep in parts.content
+    result = '<tool_response>\n{"content": ' + deep + "}\n</tool_response>"
+    (only,) = split_tool(result)
+    assert only.name is None and deep in only.content

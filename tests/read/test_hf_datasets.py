@@ -50,6 +50,48 @@ def test_save_to_disk_binary_and_timestamp_columns_are_read_as_json(tmp_path: Pa
     assert [item.record for item in iter_source(source)] == [{"id": "a", "blob": "AQ==", "ts": "2024-01-02T03:04:05"}]
 
 
+PNG = bytes.fromhex(  # a 1x1 grey PNG image
+    "89504e470d0a1a0a0000000d49484452000000010000000108000000003a7e9b55"
+    "0000000a49444154789c636000000002000148afa4710000000049454e44ae426082"
+)
+
+
+def _media_dataset(path: Path) -> None:
+    import datasets
+
+    rows = {"id": ["a", "b"], "img": [{"bytes": PNG, "path": "a.png"}, None]}
+    stored = datasets.Dataset.from_dict(rows)  # as stored: no Pillow needed to build it
+    stored.cast_column("img", datasets.Image()).save_to_disk(str(path))
+
+
+def test_an_image_column_is_read_as_its_stored_bytes_not_decoded(tmp_path: Path) -> None:
+    """`datasets` decodes an Image column into PIL images (not JSON: the run stopped with an
+    internal error), or without Pillow refuses to read the input at all. The column is read
+    as it is stored: its bytes (base64, as any binary value) and path."""
+    import base64
+
+    _media_dataset(tmp_path / "saved")
+    (source,) = expand_inputs([str(tmp_path / "saved")])
+    records = [item.record for item in iter_source(source)]
+    assert records == [
+        {"id": "a", "img": {"bytes": base64.b64encode(PNG).decode(), "path": "a.png"}},
+        {"id": "b", "img": None},
+    ]
+
+
+def test_an_image_column_of_a_parquet_file_loaded_by_the_hf_builder_is_not_decoded(tmp_path: Path) -> None:
+    import datasets
+
+    _media_dataset(tmp_path / "saved")
+    datasets.load_from_disk(str(tmp_path / "saved")).to_parquet(str(tmp_path / "m.parquet"))
+    (source,) = expand_inputs(["hf:parquet"], data_files=[str(tmp_path / "m.parquet")])
+    records = [record for _, record in read_all(source)]
+    assert [record["img"] if record["img"] is None else sorted(record["img"]) for record in records] == [
+        ["bytes", "path"],
+        None,
+    ]
+
+
 def test_hf_json_builder_with_local_data_files(tmp_path: Path) -> None:
     first = write_jsonl(tmp_path / "part1.jsonl", ROWS[:3])
     write_jsonl(tmp_path / "part2.jsonl", ROWS[3:])

@@ -141,6 +141,20 @@ def test_json_array_with_a_deep_or_surrogate_element_keeps_the_others(tmp_path: 
     assert items[3].raw_is_json and items[3].raw == b'{"id": "x\\udc00"}'
 
 
+def test_a_line_with_an_integer_python_will_not_convert_is_valid_json_kept_as_its_bytes(tmp_path: Path) -> None:
+    # 5000 digits: past Python's 4300-digit guard. It was "invalid JSON" (with advice to call
+    # sys.set_int_max_str_digits), rejected and left out of the dataset: a valid line lost.
+    huge = b'{"id": "h", "n": ' + b"9" * 5000 + b"}"
+    not_json = b'{"id": "b", "n": ' + b"9" * 5000 + b",}"
+    path = tmp_path / "a.jsonl"
+    path.write_bytes(json.dumps(ROWS[0]).encode() + b"\n" + huge + b"\n" + not_json + b"\n")
+    items = list(iter_source(*expand_inputs([str(path)])))
+    assert [item.record for item in items] == [ROWS[0], None, None]
+    assert items[1].raw_is_json and items[1].raw == huge
+    assert items[1].error == "an integer of more than 4300 digits"
+    assert not items[2].raw_is_json and items[2].error is not None and items[2].error.startswith("invalid JSON")
+
+
 def test_count_is_the_number_of_records_read_and_one_more_for_a_broken_file(tmp_path: Path) -> None:
     whole = write_jsonl(tmp_path / "a.jsonl", [ROWS[0], "", "{not json", ROWS[1]])
     cut = tmp_path / "cut.jsonl.gz"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -80,6 +81,27 @@ def test_parquet_row_with_invalid_utf8_text_is_one_error_record(tmp_path: Path) 
         (3, {"id": "r2", "n": 2}),
     ]
     assert items[1].error is not None and "utf-8" in items[1].error and not items[1].raw_is_json
+
+
+@pytest.mark.parametrize(
+    "column",
+    [
+        pa.array([0, -62135596800 * 1000 - 1, 1], pa.timestamp("ms")),  # 1 ms before year 1
+        pa.array([0, 253402300800, 1], pa.timestamp("s", tz="UTC")),  # year 10000
+        pa.array([0, 2**62, 1], pa.date64()),
+        pa.array([0, 2**31 - 1, 1], pa.date32()),
+        pa.array([0, 2**62, 1], pa.duration("s")),
+    ],
+    ids=["timestamp-before-year-1", "timestamp-year-10000", "date64", "date32", "duration"],
+)
+def test_parquet_row_with_a_value_python_cannot_hold_is_one_error_record(tmp_path: Path, column: Any) -> None:
+    # Arrow holds dates far outside Python's years 1-9999 (and durations past timedelta's
+    # range); converting one once raised OverflowError, an internal error that stopped the run.
+    pq.write_table(pa.table({"t": column, "n": [0, 1, 2]}), tmp_path / "t.parquet")
+    items = list(iter_source(InputSource(name="t.parquet", kind="parquet", path=str(tmp_path / "t.parquet"))))
+    assert [(item.line, item.record is None) for item in items] == [(1, False), (2, True), (3, False)]
+    assert items[1].error is not None and items[1].error.startswith("unreadable values: ")
+    assert [items[0].record["n"], items[2].record["n"]] == [0, 2]
 
 
 def test_count_is_the_footers_row_count_and_one_for_a_file_that_does_not_open(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from trajectory_compressor.summarize.escapes import unescaped
+from trajectory_compressor.summarize.escapes import ESCAPE, unescaped
 
 
 def test_text_without_escape_sequences_has_no_view() -> None:
@@ -35,6 +35,19 @@ def test_text_without_escape_sequences_has_no_view() -> None:
 def test_escape_sequences_read_as_the_characters_they_stand_for(escaped: str, decoded: str) -> None:
     view = unescaped(escaped)
     assert (view.text if view is not None else escaped) == decoded
+
+
+@pytest.mark.parametrize(
+    "escaped",
+    [r"ok \ud83d\ude00 done", r"half \ud83d", r"low \udfff end", r"deep \\ud83d\\ude00", r"\uD800\uDBFF"],
+)
+def test_an_escaped_surrogate_reads_as_the_replacement_character(escaped: str) -> None:
+    # `json.dumps` writes an emoji as the pair `\ud83d\ude00` (ensure_ascii): decoded one by
+    # one, each half was a lone surrogate, which no UTF-8 matcher takes (the run stopped).
+    view = unescaped(escaped)
+    assert view is not None
+    view.text.encode("utf-8")
+    assert "\ufffd" in view.text and len(view.text) == len(ESCAPE.sub("x", escaped))
 
 
 def test_a_span_maps_back_to_whole_escape_sequences() -> None:

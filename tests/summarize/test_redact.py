@@ -62,6 +62,16 @@ def test_credentials_are_masked(template: str, secret: str) -> None:
     assert REDACTED in redacted
 
 
+@pytest.mark.parametrize("text", [r'{"msg": "ok \ud83d\ude00"}', r"lone \ud800 and \\udfff", r"\ud83d"])
+def test_text_with_escaped_surrogates_is_read_and_a_secret_beside_them_masked(text: str) -> None:
+    # An emoji in a JSON dump (`\ud83d\ude00`) once stopped every run that redacts: the rules'
+    # decoded view held lone surrogates, which the literal matcher cannot encode.
+    assert redact_secrets(text) == text
+    secret = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    redacted = redact_secrets(f"{text} token {secret}")
+    assert secret not in redacted and REDACTED in redacted and redacted.startswith(text)
+
+
 def test_pem_private_key_block_is_masked_whole() -> None:
     text = f"cat id_rsa\n{PEM}\nexit code 0"
     redacted = redact_secrets(text)

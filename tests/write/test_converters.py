@@ -278,6 +278,24 @@ def test_original_arrow_types_are_restored_and_a_value_that_does_not_fit_falls_b
     assert mixed.column("blob").to_pylist() == ["AP8=", None, "not base64!"]
 
 
+def test_a_map_column_keeps_its_type_in_parquet_and_is_inferred_for_hf_which_has_no_map(tmp_path: Path) -> None:
+    """A Parquet input's map column once stopped an ``hf`` output with an internal error
+    (`datasets` has no feature for Arrow maps): there it is inferred from its JSON values."""
+    import datasets
+
+    rows = [{"id": "a", "meta": [["k", "v"], ["k2", "v2"]]}, {"id": "b", "meta": None}, {"id": "c", "meta": []}]
+    types = {"meta": pa.map_(pa.string(), pa.string()), "nested": pa.list_(pa.map_(pa.string(), pa.int64()))}
+    source = write_jsonl(tmp_path / "run.jsonl", [{**row, "nested": [[["n", 1]]]} for row in rows])
+    convert_jsonl(source, tmp_path / "out.parquet", "parquet", types)
+    table = pq.read_table(tmp_path / "out.parquet")
+    assert table.schema.field("meta").type == types["meta"] and table.schema.field("nested").type == types["nested"]
+    assert table.column("meta").to_pylist() == [[("k", "v"), ("k2", "v2")], None, []]
+    convert_jsonl(source, tmp_path / "out_hf", "hf", types)
+    loaded = datasets.load_from_disk(str(tmp_path / "out_hf"))
+    assert [row["meta"] for row in loaded] == [[["k", "v"], ["k2", "v2"]], None, []]
+    assert [row["nested"] for row in loaded] == [[[["n", 1]]]] * 3
+
+
 @pytest.fixture
 def umask_027():
     """A umask that differs from the usual 022, so a mode that ignores it shows."""

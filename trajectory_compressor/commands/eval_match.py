@@ -145,8 +145,9 @@ class RowMatcher:
 
     def _entry(self, line_number: int, line: bytes) -> dict[str, Any]:
         entry = _parsed(line)
-        if entry is None or type(entry.get("index")) is not int:
-            raise MismatchError(f"{self._metrics_named}:{line_number} is not a metrics line of this tool")
+        problem = "no integer index" if entry is None or type(entry.get("index")) is not int else _odd_field(entry)
+        if entry is None or problem is not None:
+            raise MismatchError(f"{self._metrics_named}:{line_number} is not a metrics line of this tool ({problem})")
         return entry
 
     def _input_row(self, line_number: int, entry: dict[str, Any]) -> SourceRecord:
@@ -294,6 +295,25 @@ def _same_format(original: SourceRecord, produced: SourceRecord) -> bool:
         return detect_format(original.record).name == detect_format(produced.record).name
     except RecordError:
         return True  # not a conversation: the turn count says so
+
+
+def _odd_field(entry: dict[str, Any]) -> str | None:
+    """The first field the evaluation counts with that is not of the type this tool writes, or
+    None: an edited or foreign line is named, not an internal error further on."""
+    window = entry.get("window")
+    if window is not None:
+        if not isinstance(window, dict):
+            return "'window' is not an object"
+        for key in ("index", "count"):
+            if type(window.get(key)) is not int:
+                return f"'window.{key}' is not an integer"
+    for key in ("original_tokens", "compressed_tokens"):
+        if entry.get(key) is not None and type(entry[key]) is not int:
+            return f"{key!r} is not an integer"
+    region = entry.get("compression_region")
+    if region is not None and not isinstance(region, dict):
+        return "'compression_region' is not an object"
+    return None
 
 
 def _written(entry: dict[str, Any]) -> bool:

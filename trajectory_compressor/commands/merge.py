@@ -16,6 +16,7 @@ import heapq
 import json
 import os
 from collections.abc import Iterator, Sequence
+from dataclasses import fields
 from pathlib import Path
 from typing import IO, Any
 
@@ -38,11 +39,62 @@ def _load_report(path: Path) -> dict[str, Any]:
         report = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise MergeError(f"cannot read shard report {quoted(path)}: {exc}") from None
+    if not isinstance(report, dict):
+        raise MergeError(f"shard report {quoted(path)} is not a report of this tool (not a JSON object)")
     if report.get("status") != "completed":
         raise MergeError(f"shard report {quoted(path)} is not from a completed run (status: {report.get('status')})")
     if "counters" not in report:
         raise MergeError(f"shard report {quoted(path)} has no counters (written by another version?)")
+    problem = _report_problem(report)
+    if problem is not None:
+        raise MergeError(f"shard report {quoted(path)} is not a report of this tool ({problem}); re-run the shard")
     return report
+
+
+def _report_problem(report: dict[str, Any]) -> str | None:
+    """The first field `merge` reads that is not of the type a run writes, or None: an edited
+    report is named, not an internal error halfway through the merge."""
+    settings, outputs, inputs = report.get("settings"), report.get("outputs"), report.get("inputs")
+    if not isinstance(settings, dict):
+        return "'settings' is not an object"
+    for key in ("shard_index", "num_shards"):
+        if type(settings.get(key)) is not int:
+            return f"'settings.{key}' is not an integer"
+    if not isinstance(outputs, dict) or sorted(outputs) != sorted(f.name for f in fields(OutputPaths)):
+        return f"'outputs' does not name the {', '.join(f.name for f in fields(OutputPaths))} files"
+    if not all(isinstance(value, str) for value in outputs.values()):
+        return "'outputs' holds a path that is not a string"
+    if inputs is not None and not (
+        isinstance(inputs, list) and all(isinstance(i, dict) and isinstance(i.get("path", ""), str) for i in inputs)
+    ):
+        return "'inputs' is not a list of objects with a path"
+    counters = report["counters"]
+    if not isinstance(counters, dict) or type(counters.get("rows_read")) is not int:
+        return "'counters' has no integer rows_read"
+    defaults = RunTotals().to_dict()
+    for key, value in counters.items():
+        if key in defaults and not _same_shape(value, defaults[key]):
+            return f"'counters.{key}' is not of the type a run writes"
+    timings = report.get("timings_seconds")
+    if not isinstance(timings, dict) or not _is_number(timings.get("total", 0.0)):
+        return "'timings_seconds.total' is not a number"
+    summaries = report.get("summaries")
+    if not isinstance(summaries, dict) or not isinstance(summaries.get("endpoint") or {}, dict):
+        return "'summaries.endpoint' is not an object"
+    return None
+
+
+def _same_shape(value: Any, default: Any) -> bool:
+    """Whether a counter's value has the shape of its default: a number, a list or a dict of numbers."""
+    if isinstance(default, list):
+        return isinstance(value, list) and len(value) == len(default) and all(map(_is_number, value))
+    if isinstance(default, dict):
+        return isinstance(value, dict) and all(map(_is_number, value.values()))
+    return _is_number(value) and (isinstance(default, float) or type(value) is int)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _indexed_lines(path: Path) -> Iterator[tuple[int, bytes]]:
@@ -165,8 +217,9 @@ def _sum_stats(stats: Sequence[dict[str, Any]]) -> dict[str, Any]:
     for stat in stats:
         for key, value in stat.items():
             if isinstance(value, dict):
-                merged[key] = _sum_stats([merged.get(key, {}), value])
-            elif isinstance(value, (int, float)) and not isinstance(value, bool):
+                earlier = merged.get(key, {})
+                merged[key] = _sum_stats([earlier, value]) if isinstance(earlier, dict) else earlier
+            elif _is_number(value) and _is_number(merged.get(key, 0)):
                 combine = max if key.startswith("max_") else (lambda a, b: a + b)
                 merged[key] = combine(merged.get(key, 0), value)
             else:

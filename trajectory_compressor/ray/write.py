@@ -22,7 +22,9 @@ every part is, so an output without its report is not complete.
 from __future__ import annotations
 
 import posixpath
+import tempfile
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -33,6 +35,7 @@ from ray.data.datasource import Datasink
 from trajectory_compressor.ray.layout import RayOutputLayout, claim_output_folders, filesystem_of, part_stem
 from trajectory_compressor.run.commit import REJECTS_SHOWN
 from trajectory_compressor.types import RowMetrics
+from trajectory_compressor.write.converters import convert_jsonl
 from trajectory_compressor.write.report import RunTotals
 
 SIDE_PARTS = ("metrics", "over_limit", "rejects")
@@ -99,12 +102,14 @@ class CompressedOutput(Datasink):
         self._write_bytes(folder, name, b"".join(line + b"\n" for line in lines))
 
     def _write_parquet(self, name: str, records: list[bytes]) -> None:
-        import pyarrow.parquet as pq
-
-        table = pa.Table.from_pylist([orjson.loads(line) for record in records for line in record.split(b"\n")])
-        sink = pa.BufferOutputStream()
-        pq.write_table(table, sink)
-        self._write_bytes(self.layout.data, f"{name}.parquet", sink.getvalue().to_pybytes())
+        """A part as the local engine writes a Parquet output (`write.converters`): a column whose
+        rows disagree on its type (an id that is a string here, a list there) is stored as text
+        or JSON text, where Arrow alone refused the whole part and the run stopped."""
+        with tempfile.TemporaryDirectory(prefix="tc-part-") as scratch:
+            lines, part = Path(scratch) / "part.jsonl", Path(scratch) / "part.parquet"
+            lines.write_bytes(b"".join(record + b"\n" for record in records))
+            convert_jsonl(lines, part, "parquet")
+            self._write_bytes(self.layout.data, f"{name}.parquet", part.read_bytes())
 
     @staticmethod
     def _write_bytes(folder: str, name: str, data: bytes) -> None:

@@ -250,15 +250,25 @@ def _call(body: str) -> HermesCall | None:
     if call_id is not None and not isinstance(call_id, str):
         return None
     arguments = data.get("arguments")
+    text: str | None
     if arguments is None:
         text = "{}"
     elif isinstance(arguments, dict):
-        text = json.dumps(arguments, ensure_ascii=False)
+        text = _json_text(arguments)  # None: nested past what the encoder recurses through
     elif arguments_object(arguments) is not None:
         text = arguments  # already the JSON text of an object: kept as written
     else:
         return None  # a raw string, a list, a number: not arguments a loader can parse
-    return HermesCall(name=data["name"], arguments=text, call_id=call_id)
+    return None if text is None else HermesCall(name=data["name"], arguments=text, call_id=call_id)
+
+
+def _json_text(value: Any) -> str | None:
+    """`value` as `json.dumps` writes it, or None when it nests past the recursion limit (a
+    tool's 1000-deep `[[[...]]]`, which the parsers take: it stopped the run)."""
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except RecursionError:
+        return None
 
 
 def _result(text: str, start: int, end: int) -> HermesResult:
@@ -272,8 +282,9 @@ def _result_of(data: Any, text: str, start: int = 0, end: int | None = None) -> 
     if isinstance(data, dict) and "content" in data and set(data) <= _RESPONSE_KEYS:
         name, call_id, content = data.get("name"), data.get("tool_call_id"), data["content"]
         if (name is None or isinstance(name, str)) and (call_id is None or isinstance(call_id, str)):
-            content = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
-            return HermesResult(content=content, name=name, call_id=call_id)
+            content = content if isinstance(content, str) else _json_text(content)
+            if content is not None:
+                return HermesResult(content=content, name=name, call_id=call_id)
     return HermesResult(content=_drop_suffix(_drop_prefix(text[start:end], "\n"), "\n"))
 
 

@@ -120,6 +120,7 @@ def read_hf_disk(source: InputSource, split: str) -> Iterator[SourceRecord]:
             splits = ", ".join(sorted(loaded)) or "none"
             raise InputError(f"split {split!r} not in {quoted(source.name)} (splits: {splits})")
         loaded = loaded[split]
+    loaded = _stored_media(loaded)
     yield from _iter_rows(source, loaded.iter(batch_size=HF_DISK_BATCH_ROWS), batched=True)
 
 
@@ -138,7 +139,23 @@ def read_hf_load(source: InputSource, split: str) -> Iterator[SourceRecord]:
         loaded = datasets.load_dataset(source.dataset, source.config, **kwargs)
     except Exception as exc:  # datasets raises many unrelated types (hub, builder, split errors)
         raise InputError(f"cannot load {quoted(source.name)}: {one_line(exc)}") from exc
-    yield from _iter_rows(source, iter(loaded), batched=False)
+    yield from _iter_rows(source, iter(_stored_media(loaded)), batched=False)
+
+
+def _stored_media(loaded: Any) -> Any:
+    """`loaded` with its image, audio and video columns read as stored, not decoded.
+
+    `datasets` decodes them into objects (PIL images, arrays) that are no JSON, or refuses to
+    read at all without the decoder's package; stored, an image is its bytes and path, which
+    the pipeline carries like any binary value. Only top-level columns: a media feature nested
+    in a list or struct is decoded as before.
+    """
+    features = getattr(loaded, "features", None) or {}
+    for name, feature in features.items():
+        media = getattr(feature, "decode", False) is True
+        if media and dataclasses.is_dataclass(feature) and not isinstance(feature, type):
+            loaded = loaded.cast_column(name, dataclasses.replace(feature, decode=False))
+    return loaded
 
 
 def _json_config_fields() -> set[str]:

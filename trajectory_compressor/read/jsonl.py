@@ -7,7 +7,8 @@ carrying the error and the raw text, so the run can report it and go on; no line
 broken, ends the run:
 
 - not JSON (or not UTF-8): rejected, only in the rejects file (it cannot go in a JSON dataset);
-- valid JSON nested deeper than `MAX_DEPTH`, or holding a lone UTF-16 surrogate escape
+- valid JSON nested deeper than `MAX_DEPTH`, holding an integer of more digits than Python
+  converts (4300), or holding a lone UTF-16 surrogate escape
   (``"\\ud800"``, valid JSON grammar but not Unicode text): rejected, and because it is valid
   JSON its original bytes are still written to a JSONL dataset unchanged (`raw_is_json`);
 - a UTF-8 byte order mark at the start of a file is dropped (it is not part of the first
@@ -20,6 +21,7 @@ import gzip
 import io
 import json
 import re
+import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -32,10 +34,16 @@ BOM = b"\xef\xbb\xbf"
 # Deeper records are rejected (and written back unchanged): orjson parses 1024 levels, but the
 # standard library, which writes what orjson cannot (>255 levels), fails near Python's recursion limit.
 MAX_DEPTH = 512
+_INT_DIGITS = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 4300
 
 
 class TooDeepError(ValueError):
     """Valid or not, the text nests arrays/objects deeper than the parsers go."""
+
+
+class HugeIntegerError(ValueError):
+    """Valid JSON with an integer longer than Python converts (4300 digits, its guard against
+    quadratic parsing): the record cannot be read, its bytes can still be written back."""
 
 
 class LoneSurrogateError(ValueError):
@@ -78,16 +86,20 @@ def parse_json_line(line: bytes) -> Any:
             value = json.loads(line)
         except RecursionError:
             raise TooDeepError(f"nested deeper than {MAX_DEPTH} levels") from None
+        except ValueError as exc:
+            if "integer string conversion" in str(exc):
+                raise HugeIntegerError(f"an integer of more than {_INT_DIGITS} digits") from None
+            raise
         if _has_lone_surrogate(value):
             message = "a string holds a lone UTF-16 surrogate escape (not valid Unicode)"
             raise LoneSurrogateError(message, value) from None
     # Counting brackets is a C-speed scan; only a line with enough of them can be too deep.
-    if line.count(b"[") + line.count(b"{") > MAX_DEPTH and _depth(value) > MAX_DEPTH:
+    if line.count(b"[") + line.count(b"{") > MAX_DEPTH and json_depth(value) > MAX_DEPTH:
         raise TooDeepError(f"nested deeper than {MAX_DEPTH} levels")
     return value
 
 
-def _depth(value: Any) -> int:
+def json_depth(value: Any) -> int:
     """How deep arrays and objects nest in `value`; iterative, visiting containers only (a
     record's strings, however many, cost nothing here)."""
     if not isinstance(value, (dict, list)):
@@ -139,7 +151,7 @@ def parse_record(source: str, line: int, raw: bytes) -> SourceRecord:
     except LoneSurrogateError as exc:
         # The parsed value is kept for the record's id only (escaped where it is shown).
         return SourceRecord(source=source, line=line, record=exc.value, raw=raw, error=str(exc), raw_is_json=True)
-    except TooDeepError as exc:
+    except (TooDeepError, HugeIntegerError) as exc:
         if not is_valid_json(raw):
             return SourceRecord(source=source, line=line, raw=raw, error=f"invalid JSON: {exc}")
         return SourceRecord(source=source, line=line, raw=raw, error=str(exc), raw_is_json=True)

@@ -17,6 +17,7 @@ from trajectory_compressor.read.files import random_access
 from trajectory_compressor.read.sources import InputError, InputSource
 from trajectory_compressor.types import SourceRecord, one_line
 
+_UNCONVERTIBLE = (UnicodeDecodeError, ValueError, OverflowError)  # what `to_pylist` raises for one bad value
 PARQUET_BATCH_ROWS = 256  # trajectories are large (tens of KB each): keep a batch to a few MB
 
 
@@ -69,14 +70,18 @@ def count_parquet(source: InputSource) -> int:
 
 
 def _batch_rows(batch: Any) -> list[Any]:
-    """The batch's rows as dicts; a row Arrow cannot convert becomes its one-line error instead."""
+    """The batch's rows as dicts; a row Arrow cannot convert becomes its one-line error instead.
+
+    Arrow cannot convert invalid UTF-8 text, nor a date, timestamp or duration outside Python's
+    range (years 1 to 9999; Arrow's reach far beyond): OverflowError.
+    """
     try:
         return batch.to_pylist()
-    except (UnicodeDecodeError, ValueError):
+    except _UNCONVERTIBLE:
         rows: list[Any] = []
         for i in range(batch.num_rows):
             try:
                 rows.append(batch.slice(i, 1).to_pylist()[0])
-            except (UnicodeDecodeError, ValueError) as exc:
+            except _UNCONVERTIBLE as exc:
                 rows.append(f"unreadable values: {one_line(exc)}")
         return rows

@@ -7,12 +7,13 @@ to redo. `TC_CHECKPOINT_ROWS` / `TC_CHECKPOINT_SECONDS` tune that for tests and 
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Callable
 from typing import Any
 
-from trajectory_compressor.errors import RunAborted
+from trajectory_compressor.errors import RunAborted, UsageError
 from trajectory_compressor.exit_codes import ExitCode
 from trajectory_compressor.messages import quoted
 from trajectory_compressor.run.row import FinishedRow
@@ -27,6 +28,18 @@ MORE_REJECTS = "warning: more bad records; see the rejects file"
 def reject_warning(reject: dict[str, Any]) -> str:
     """The stderr line naming one bad record (both engines print it)."""
     return f"warning: {quoted(reject['file'])}:{reject['line']}: {reject['error']}"
+
+
+def _checkpoint_every(variable: str, default: str, kind: Callable[[str], float]) -> float:
+    """A checkpoint interval from the environment: a positive number, or one line naming it (exit 2)."""
+    text = os.environ.get(variable) or default
+    try:
+        value = kind(text)
+    except ValueError:
+        value = math.nan
+    if not value > 0 or math.isinf(value):
+        raise UsageError(f"{variable} must be a positive {'integer' if kind is int else 'number'}, got {text!r}")
+    return value
 
 
 class RowCommitter:
@@ -46,8 +59,8 @@ class RowCommitter:
         self.position = position  # stream rows committed (selected or not): where a resume starts
         self.strict = strict
         self.on_message = on_message
-        self.every_rows = int(os.environ.get("TC_CHECKPOINT_ROWS", "500"))
-        self.every_seconds = float(os.environ.get("TC_CHECKPOINT_SECONDS", "5"))
+        self.every_rows = int(_checkpoint_every("TC_CHECKPOINT_ROWS", "500", int))
+        self.every_seconds = _checkpoint_every("TC_CHECKPOINT_SECONDS", "5", float)
         self._since_checkpoint = 0
         self._last_checkpoint = time.monotonic()
         self._rejects_reported = 0

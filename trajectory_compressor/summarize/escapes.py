@@ -35,7 +35,10 @@ _KNOWN = {"\\" * depth + code: char for depth in range(1, 8) for code, char in _
 def _decoded(sequence: str) -> str:
     code = sequence.lstrip("\\")
     if len(code) == 5:  # uXXXX
-        return chr(int(code[1:], 16))
+        point = int(code[1:], 16)
+        # Half of a UTF-16 pair (`json.dumps` writes an emoji as `\ud83d\ude00`): one sequence is
+        # one character of the view, and a lone surrogate is no text a UTF-8 matcher takes.
+        return "\ufffd" if 0xD800 <= point <= 0xDFFF else chr(point)
     return _CHARACTER[code]
 
 

@@ -364,6 +364,7 @@ def _write_hf(source: Path, target: Path, column_types: Mapping[str, pa.DataType
     """
     import datasets
 
+    column_types = {name: arrow_type for name, arrow_type in column_types.items() if _datasets_holds(arrow_type)}
     scratch = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
     try:
         stream_path = scratch / "rows.arrow"
@@ -388,6 +389,18 @@ def _write_hf(source: Path, target: Path, column_types: Mapping[str, pa.DataType
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return ConversionResult(str(target), "hf", rows, *schema.changed())
+
+
+def _datasets_holds(arrow_type: pa.DataType) -> bool:
+    """Whether `datasets` has a feature for `arrow_type`: it has none for a map (at any depth),
+    which a Parquet input may carry; such a column is inferred from its JSON values instead."""
+    import datasets
+
+    try:
+        datasets.Features.from_arrow_schema(pa.schema([pa.field("c", arrow_type)]))
+    except (ValueError, TypeError, NotImplementedError):
+        return False
+    return True
 
 
 def _replace_directory(new: Path, target: Path) -> None:

@@ -61,6 +61,25 @@ def test_round_trip_and_replace(tmp_path: Path) -> None:
         assert reopened.get("k") == CachedSummary("second", 11, 3)
 
 
+@pytest.mark.parametrize(
+    "edit",
+    # (a number given to a text column is stored as text: SQLite's column affinity)
+    ["text = x'ff00'", "prompt_tokens = 'abc'", "completion_tokens = 1.5", "calls = 'x'", "errors = x'00'",
+     "last_error = x'01'"],
+)  # fmt: skip
+def test_a_row_of_other_types_is_a_miss_and_is_replaced(tmp_path: Path, edit: str) -> None:
+    """A cache file edited, or written by another tool, once gave a summary of bytes or a call
+    count of text, and the run stopped with an internal error. It is a miss: asked again."""
+    with SummaryCache(tmp_path / "c.sqlite3") as cache:
+        cache.put("k", CachedSummary("first", 10, 2), model="m")
+    with sqlite3.connect(tmp_path / "c.sqlite3") as connection:
+        connection.execute(f"UPDATE summaries_v2 SET {edit}")
+    with SummaryCache(tmp_path / "c.sqlite3") as cache:
+        assert cache.get("k") is None
+        cache.put("k", CachedSummary("again", 10, 2), model="m")
+        assert cache.get("k") == CachedSummary("again", 10, 2)
+
+
 def test_wal_mode(tmp_path: Path) -> None:
     with SummaryCache(tmp_path / "c.sqlite3"):
         pass

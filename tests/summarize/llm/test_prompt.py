@@ -95,6 +95,16 @@ def test_malformed_tool_call_is_kept_readable() -> None:
     assert "[tool call] {not json}" in transcript
 
 
+def test_a_tool_call_nested_past_the_recursion_limit_is_shown_as_written() -> None:
+    # Its arguments were shown through repr(), which recursed past Python's limit.
+    deep = "[" * 1000 + "]" * 1000
+    as_object = '<tool_call>{"name": "bash", "arguments": {"command": ' + deep + "}}</tool_call>"
+    as_string = '<tool_call>{"name": "bash", "arguments": "' + deep + '"}</tool_call>'
+    transcript = render_transcript([Turn("gpt", as_object), Turn("gpt", as_string)])
+    assert '[tool call] {"name": "bash", "arguments": {"command": [[[' in transcript
+    assert "[tool call] bash([[[[" in transcript
+
+
 def test_long_turn_is_middle_elided_with_a_count() -> None:
     body = "HEAD" + "x" * 20_000 + "TAIL"
     transcript = render_transcript([Turn("tool", body)], max_turn_chars=1_000)

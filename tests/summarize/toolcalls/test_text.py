@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from trajectory_compressor.summarize.toolcalls import clip
+from trajectory_compressor.summarize.toolcalls.outcomes import analyze_output
+from trajectory_compressor.summarize.toolcalls.text import NESTING_LIMIT, loads
 
 
 def test_clip() -> None:
@@ -12,3 +14,13 @@ def test_clip() -> None:
     assert clipped.endswith("…")
     assert not clipped.endswith(" …")
     assert clip("anything", 0) == ""
+
+
+def test_json_nested_past_the_limit_is_text_and_a_tool_output_of_it_is_read() -> None:
+    # orjson parses 1024 levels; the gist of a 1000-deep `[[[...]]]` recursed past Python's
+    # limit (RecursionError: the run stopped).
+    shallow, deep = "[" * NESTING_LIMIT + "]" * NESTING_LIMIT, "[" * 1000 + "]" * 1000
+    assert loads(shallow) is not None and loads(deep) is None
+    assert loads('{"a": ' * 1000 + "1" + "}" * 1000) is None
+    assert loads('["[[[[", {"k": "]]]]"}]') == ["[[[[", {"k": "]]]]"}]  # brackets in strings are no depth
+    assert analyze_output(deep).render() == "ok, 1 line / 2.0k chars"  # read as text

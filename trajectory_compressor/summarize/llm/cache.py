@@ -62,6 +62,16 @@ class CachedSummary:
     last_error: str | None = None
 
 
+def _stored_types(row: tuple[Any, ...]) -> bool:
+    """Whether a row holds what `put` writes: text, four counts, and a text or null error."""
+    text, *counts, last_error = row
+    return (
+        isinstance(text, str)
+        and all(type(count) is int for count in counts)
+        and (last_error is None or isinstance(last_error, str))
+    )
+
+
 def default_cache_path() -> Path:
     """`$XDG_CACHE_HOME/trajectory_compressor/summaries.sqlite3` (`~/.cache/...` by default)."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
@@ -152,8 +162,8 @@ class SummaryCache:
                 " FROM summaries_v2 WHERE key = ?",
                 (key,),
             ).fetchone()
-        if row is None:
-            return None
+        if row is None or not _stored_types(row):
+            return None  # a row of other types (an edited file, another tool's): asked for again
         return CachedSummary(*row)
 
     def put(self, key: str, summary: CachedSummary, *, model: str) -> None:

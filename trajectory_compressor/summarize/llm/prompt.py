@@ -15,6 +15,7 @@ import orjson
 
 from trajectory_compressor.settings import LLMConfig
 from trajectory_compressor.summarize.redact import find_secrets, mask_spans, redact_secrets
+from trajectory_compressor.summarize.toolcalls.text import too_deep
 from trajectory_compressor.types import SUMMARY_PREFIX, SummaryRequest, Turn
 
 # A turn longer than this is middle-elided before anything else: one huge tool output (a file
@@ -265,14 +266,17 @@ def _render_tool_call(payload: str) -> str:
         call = orjson.loads(payload)
     except orjson.JSONDecodeError:
         return f"[tool call] {payload}"
-    if not isinstance(call, dict) or not isinstance(call.get("name"), str):
+    if too_deep(payload, call) or not isinstance(call, dict) or not isinstance(call.get("name"), str):
         return f"[tool call] {payload}"
     arguments: Any = call.get("arguments", call.get("parameters", {}))
     if isinstance(arguments, str):  # OpenAI style: arguments as a JSON string
         try:
-            arguments = orjson.loads(arguments)
+            parsed = orjson.loads(arguments)
         except orjson.JSONDecodeError:
             return f"[tool call] {call['name']}({arguments})"
+        if too_deep(arguments, parsed):
+            return f"[tool call] {call['name']}({arguments})"
+        arguments = parsed
     if isinstance(arguments, dict):
         rendered = ", ".join(f"{key}={_json(value)}" for key, value in arguments.items())
     else:

@@ -12,6 +12,8 @@ from typing import Any
 
 import orjson
 
+from trajectory_compressor.read.jsonl import json_depth
+
 
 def clip(text: str, limit: int) -> str:
     """`text` with whitespace squeezed to single spaces, cut to `limit` chars with an ellipsis.
@@ -36,15 +38,30 @@ def plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
+# JSON in a tool's text nested deeper than this is read as text: the readers of tool calls and
+# results recurse into what they parse, and orjson parses 1024 levels, past Python's recursion
+# limit (a 1000-deep `[[[...]]]` in a tool output once stopped the run).
+NESTING_LIMIT = 200
+
+
 def loads(text: str) -> Any:
-    """Parsed JSON, or None when `text` is not JSON (orjson first; json for ints beyond 64 bits)."""
+    """Parsed JSON, or None when `text` is not JSON (orjson first; json for ints beyond 64 bits)
+    or nests deeper than `NESTING_LIMIT`."""
     try:
-        return orjson.loads(text)
+        value = orjson.loads(text)
     except orjson.JSONDecodeError:
         try:
-            return json.loads(text)
+            value = json.loads(text)
         except (ValueError, RecursionError):
             return None
+    return None if too_deep(text, value) else value
+
+
+def too_deep(text: str | bytes, value: Any) -> bool:
+    """Whether `value`, parsed from `text`, nests deeper than `NESTING_LIMIT` (counting brackets
+    first, at C speed: only text with enough of them is walked)."""
+    brackets = text.count("[") + text.count("{") if isinstance(text, str) else text.count(b"[") + text.count(b"{")
+    return brackets > NESTING_LIMIT and json_depth(value) > NESTING_LIMIT
 
 
 def dumps(value: Any) -> str:
