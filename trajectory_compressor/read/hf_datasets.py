@@ -142,6 +142,11 @@ def read_hf_load(source: InputSource, split: str) -> Iterator[SourceRecord]:
     yield from _iter_rows(source, iter(_stored_media(loaded)), batched=False)
 
 
+# Features `datasets` decodes into objects that are no JSON (a `Json` column decodes into JSON
+# values: it is read decoded).
+_MEDIA_FEATURES = frozenset({"Image", "Audio", "Video", "Pdf", "Nifti"})
+
+
 def _stored_media(loaded: Any) -> Any:
     """`loaded` with its image, audio and video columns read as stored, not decoded.
 
@@ -152,7 +157,7 @@ def _stored_media(loaded: Any) -> Any:
     """
     features = getattr(loaded, "features", None) or {}
     for name, feature in features.items():
-        media = getattr(feature, "decode", False) is True
+        media = type(feature).__name__ in _MEDIA_FEATURES and getattr(feature, "decode", False) is True
         if media and dataclasses.is_dataclass(feature) and not isinstance(feature, type):
             loaded = loaded.cast_column(name, dataclasses.replace(feature, decode=False))
     return loaded
