@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from trajectory_compressor.read.convert_format import convert_record
 from trajectory_compressor.read.formats import detect_format
-from trajectory_compressor.write.convert_format import convert_record
 
 TRAIN_KEY = "train"
 

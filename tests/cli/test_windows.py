@@ -76,7 +76,10 @@ def test_windows_fit_the_budget_or_are_flagged_and_their_counts_are_exact(tmp_pa
     rows = _rows()
     huge = make_trajectory(9, steps=5, output_lines=20)
     lines = "\n".join(f"log line {n}: value={n * 7}" for n in range(1500))
-    huge["conversations"][7]["value"] = f"<tool_response>\n{lines}\n</tool_response>"  # over the budget alone
+    # The row ends on a result over the budget alone: the last window keeps the row's ending (a
+    # window before it would end on its last trained turn, before such a result).
+    del huge["conversations"][-1]
+    huge["conversations"][-1]["value"] = f"<tool_response>\n{lines}\n</tool_response>"
     rows.append(huge)
     out = _compress(tmp_path, "--summarizer", "extractive", rows=rows)
     records = read_jsonl(out)

@@ -16,8 +16,8 @@ import pytest
 from tests.cli.test_formats import openai_trajectory
 from tests.conftest import read_jsonl, run_cli, write_jsonl
 from tests.write.agent_rows import airline_row, long_airline_row, openai_row, swe_row
+from trajectory_compressor.read.convert_format import convert_record
 from trajectory_compressor.read.formats import detect_format, to_turns
-from trajectory_compressor.write.convert_format import convert_record
 
 BUDGET = ["--summarizer", "extractive", "--target-max-tokens", "1500", "--summary-target-tokens", "200", "-q"]
 SUMMARY = "[CONTEXT SUMMARY]:"

@@ -54,13 +54,28 @@ def _counter(family: str, template: str, **kwargs: Any) -> ChatTemplateCounter:
 
 
 def _trainer_messages(record: dict[str, Any]) -> list[Any]:
-    """The messages a trainer builds from a record, written independently of the tool's reader."""
+    """The messages a trainer builds from a record, written independently of the tool's reader:
+    OpenAI messages with each call's JSON-text arguments decoded into the object (as axolotl and
+    the package's training recipes hand them to the template), ShareGPT turns as role/content."""
     if "messages" in record:
-        return record["messages"]
+        return [_with_decoded_arguments(message) for message in record["messages"]]
     roles = {"human": "user", "gpt": "assistant"}
     return [
         {"role": roles.get(turn["from"], turn["from"]), "content": turn["value"]} for turn in record["conversations"]
     ]
+
+
+def _with_decoded_arguments(message: dict[str, Any]) -> dict[str, Any]:
+    calls = message.get("tool_calls")
+    if not calls:
+        return message
+    decoded = []
+    for call in calls:
+        arguments = call["function"]["arguments"]
+        if isinstance(arguments, str) and isinstance(json.loads(arguments), dict):
+            call = {**call, "function": {**call["function"], "arguments": json.loads(arguments)}}
+        decoded.append(call)
+    return {**message, "tool_calls": decoded}
 
 
 def _trainer_tools(record: dict[str, Any], key: str = "tools") -> Any:

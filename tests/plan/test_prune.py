@@ -41,14 +41,21 @@ def test_the_plan_clears_old_tool_results_oldest_first_and_only_as_far_as_needed
     )
     candidates = prunable_turns(roles, chars, config)
     head, tail = protected_bounds(roles, config)
+    # A result the next gpt turn answers is never cleared: that turn was written seeing it.
+    answered = {i for i in range(len(roles)) if roles[i] == "tool" and "gpt" in roles[i + 1 :]}
     assert all(roles[i] == "tool" and head <= i < tail and chars[i] > min_chars for i in candidates)
+    assert not answered & set(candidates)
     # The candidates, plus costs offered for turns the plan must leave alone (head, tail, not tool).
     offered = {**costs, **{i: costs.get(i, 20) for i in candidates}}
     plan = plan_prune(roles, counts, offered, config)
     total = sum(counts)
     # Only tool results outside the head and tail, each one a saving; never a gpt (or any other) turn.
-    saving = [i for i in sorted(offered) if roles[i] == "tool" and head <= i < tail and offered[i] < counts[i]]
-    assert all(roles[i] == "tool" and head <= i < tail for i in plan.turns)
+    saving = [
+        i
+        for i in sorted(offered)
+        if roles[i] == "tool" and head <= i < tail and offered[i] < counts[i] and i not in answered
+    ]
+    assert all(roles[i] == "tool" and head <= i < tail and i not in answered for i in plan.turns)
     assert plan.saved_tokens == sum(counts[i] - offered[i] for i in plan.turns)
     assert plan.total_tokens == total - plan.saved_tokens
     # Oldest first: the cleared turns are the first of the turns that save tokens.
@@ -68,7 +75,15 @@ def test_the_protected_head_and_tail_are_the_region_planners_own() -> None:
     config = PlanConfig(protect_last_n_turns=3)
     # Head: system, human, the first gpt and its result; tail: the last 3 turns, pulled back to a call.
     assert protected_bounds(roles, config) == (4, 8)
-    assert prunable_turns(roles, [0, 0, 0, 999, 0, 999, 0, 150, 0, 999, 0], config) == [5]
+    # Every result between them is answered by the gpt turn after it: none is a candidate.
+    assert prunable_turns(roles, [0, 0, 0, 999, 0, 999, 0, 150, 0, 999, 0], config) == []
+
+
+def test_only_a_result_no_gpt_turn_answers_is_a_candidate() -> None:
+    roles = ["system", "human", "gpt", "tool", "gpt", "tool", "human", "gpt", "tool", "tool", "human"]
+    config = PlanConfig(protect_last_n_turns=0)
+    # Turn 5 is answered by gpt 7 (a human turn between them changes nothing); 8 and 9 by no one.
+    assert prunable_turns(roles, [0, 0, 0, 999, 0, 999, 0, 0, 999, 999, 0], config) == [8, 9]
 
 
 def test_a_placeholder_is_one_line_naming_the_tools_and_the_characters_cleared() -> None:

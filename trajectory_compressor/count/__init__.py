@@ -31,11 +31,13 @@ def build_counter(
     chat_template_kwargs: Mapping[str, Any] | None = None,
     tools_key: str = "tools",
     tokenizer_backend: str = "auto",
+    write_format: str | None = None,
 ) -> TokenCounter:
     """The counter a run asks for: per-value counts (default) or chat-template counts.
 
     `chat_template` is a template file or the name of a shipped one (`named_templates`);
-    `chat_template_kwargs` and `tools_key` only matter to chat-template counts.
+    `chat_template_kwargs`, `tools_key` and `write_format` (a row is counted as it is written)
+    only matter to chat-template counts.
     `tokenizer_backend` is who counts (`count/backends.py`): "auto" (the fastest exact backend
     that reproduces this tokenizer, else Hugging Face `tokenizers`), "hf", or a backend's name.
     """
@@ -49,7 +51,11 @@ def build_counter(
         check_template_syntax(tokenizer.chat_template, chat_template)
     if count_mode == "chat-template":
         return ChatTemplateCounter(
-            tokenizer, template_kwargs=chat_template_kwargs, tools_key=tools_key, backend=tokenizer_backend
+            tokenizer,
+            template_kwargs=chat_template_kwargs,
+            tools_key=tools_key,
+            backend=tokenizer_backend,
+            write_format=write_format,
         )
     return TokenCounter(tokenizer, backend=tokenizer_backend)
 
@@ -64,6 +70,7 @@ def counter_for(config: RunConfig) -> TokenCounter:
         chat_template_kwargs=config.chat_template_kwargs,
         tools_key=config.tools_key,
         tokenizer_backend=config.tokenizer_backend,
+        write_format=config.output.write_format,
     )
 
 

@@ -1,9 +1,10 @@
 """`--count-mode chat-template`: a row counted as the trainer's own `apply_chat_template` counts it.
 
 The row's total is ``len(tokenizer.apply_chat_template(messages, tools=tools, tokenize=True,
-return_dict=False, **chat_template_kwargs))``: the record's own messages (an OpenAI record's
-message objects with their ``tool_calls``, ``tool_call_id``, content parts; a ShareGPT record's
-turns as role/content), its tool schemas, the run's template kwargs. The planner needs that
+return_dict=False, **chat_template_kwargs))`` of the record **as written** (in the run's
+`--write-format`) and as the trainer loads it (`read.chat_view`: an OpenAI record's message objects
+with their ``tool_calls``, arguments as objects, ``tool_call_id``, content parts; a ShareGPT
+record's turns as role/content), its tool schemas, the run's template kwargs. The planner needs that
 total split by message: each conversation is rendered once, with the template marking where it
 starts each message (`chat_render`), and counted in one batch in pieces cut next to the
 template's own added tokens, so the pieces add up exactly to the whole (`chat_pieces`). The
@@ -22,13 +23,9 @@ from trajectory_compressor.count.backends import REFERENCE, CountingBackend
 from trajectory_compressor.count.chat_pieces import CutPoints, count_groups, group_pieces
 from trajectory_compressor.count.chat_render import ChatRenderer, check_template_kwargs
 from trajectory_compressor.count.counter import TokenCounter
-from trajectory_compressor.read.formats import (
-    ConversationFormat,
-    chat_messages,
-    from_turns,
-    record_tools,
-    template_messages,
-)
+from trajectory_compressor.read.chat_view import trainer_chat
+from trajectory_compressor.read.convert_format import HF_CHAT, convert_with_owners, written_format
+from trajectory_compressor.read.formats import ConversationFormat, chat_messages, from_turns
 from trajectory_compressor.types import OutputTurn, Turn, one_line
 
 # A chat larger than this (characters of its messages and tools) is not rendered: the template
@@ -54,10 +51,24 @@ _OVERHEAD_PROBES = (
 
 @dataclass(frozen=True)
 class Chat:
-    """A conversation as the chat template takes it: messages (role, content, tool_calls...) and tools."""
+    """A conversation as the chat template takes it: messages (role, content, tool_calls...) and tools.
+
+    `owners` gives, for each message, the turn of the row it comes from, when a turn was written
+    as several messages (a ShareGPT tool turn holding several results); None: one per turn.
+    """
 
     messages: Sequence[Mapping[str, Any]]
     tools: Sequence[Any] | None = None
+    owners: Sequence[int] | None = None
+
+    def per_turn(self, counts: list[int]) -> list[int]:
+        """Per-message counts folded into per-turn counts (the same list when one message is one turn)."""
+        if self.owners is None:
+            return counts
+        turns = [0] * (self.owners[-1] + 1 if self.owners else 0)
+        for owner, count in zip(self.owners, counts, strict=True):
+            turns[owner] += count
+        return turns
 
 
 class ChatTemplateError(ValueError):
@@ -86,6 +97,7 @@ class ChatTemplateCounter(TokenCounter):
         template_kwargs: Mapping[str, Any] | None = None,
         tools_key: str = "tools",
         backend: str | CountingBackend = REFERENCE,
+        write_format: str | None = None,
     ) -> None:
         super().__init__(tokenizer, backend=backend)
         from trajectory_compressor.count.tokenizer import TokenizerLoadError
@@ -112,11 +124,13 @@ class ChatTemplateCounter(TokenCounter):
         except ValueError as exc:  # several templates, none named "default": nothing to pick
             raise TokenizerLoadError(f"tokenizer '{self.name}': {one_line(exc)}") from None
         self.tools_key = tools_key
+        self.write_format = write_format  # the row is counted as it is written (--write-format)
         self.cut_points = CutPoints.of(getattr(tokenizer, "backend_tokenizer", tokenizer))
         self._turn_overhead: int | None = None
 
     def chat_of(self, record: Any, fmt: ConversationFormat, layout: Sequence[OutputTurn] | None = None) -> Chat:
-        """What the template renders for `record`, or for the record `layout` rewrites it into.
+        """What the template renders for `record`, or for the record `layout` rewrites it into,
+        as the run writes it (`--write-format`) and a trainer loads it (`read.chat_view`).
 
         The messages are the record's own (or those the writer writes for the layout: the
         summary as a new user message, the system message with the notice); the tools are the
@@ -124,7 +138,10 @@ class ChatTemplateCounter(TokenCounter):
         """
         if layout is not None:
             record = from_turns(record, fmt, layout)
-        return Chat(template_messages(record, fmt), record_tools(record, self.tools_key))
+        written, owners = convert_with_owners(record, fmt, self.write_format, tools_key=self.tools_key)
+        tools_key = "tools" if self.write_format == HF_CHAT else self.tools_key  # hf-chat names its key "tools"
+        view = trainer_chat(written, written_format(fmt, self.write_format), tools_key)
+        return Chat(view.messages, view.tools, owners)
 
     def count_chats(self, chats: Sequence[Chat]) -> list[list[int]]:
         """Per-message counts of each chat, adding up to its whole rendered count.
@@ -157,7 +174,7 @@ class ChatTemplateCounter(TokenCounter):
         result = count_groups(jobs, self.count_many)
         for position, counts in by_prefixes.items():
             result[position] = counts
-        return result
+        return [chat.per_turn(counts) for chat, counts in zip(chats, result, strict=True)]
 
     def count_conversations(self, conversations: Sequence[Sequence[Turn]]) -> list[list[int]]:
         """Per-turn counts of bare turns (role and text, no tools), as `count_chats` counts them."""

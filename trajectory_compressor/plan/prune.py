@@ -9,8 +9,17 @@ pruned row, so the summarizer is sent less.
 
 The plan is numbers only: roles, per-turn counts, and what each candidate's placeholder would
 cost. Candidates are tool turns outside the protected head and tail (the same head and tail as
-the region planner's) whose output is longer than `--prune-min-chars`; they are cleared oldest
-first, and only while the row is still over the target. A turn whose placeholder would cost as
+the region planner's) whose output is longer than `--prune-min-chars` and that no gpt turn the
+row keeps reacts to; they are cleared oldest first, and only while the row is still over the
+target.
+
+A result is what the next gpt turn after it answers (`answering_turns`): that turn was written
+seeing it, and trained on a row where it is cleared it would teach the model to react to output
+it was never shown ("the transition failed because..." after `[tool output cleared]`). So a
+result is cleared only where no training target answers it: in a single row every kept gpt turn
+is one, which leaves the results no gpt turn follows; with `--windows`, a window's context turns
+are not trained, so their results can be cleared, except the ones its first new (trained) gpt
+turn answers (`plan/windows.py`). A turn whose placeholder would cost as
 much as the turn itself is never cleared. When clearing every candidate cannot fit the row, every
 candidate is cleared: the summary that must follow then covers fewer turns (more assistant turns
 stay verbatim) and is sent less.
@@ -42,10 +51,33 @@ def protected_bounds(roles: Sequence[str], config: PlanConfig) -> tuple[int, int
     return head_end(roles[:tail], config), tail
 
 
+def answering_turns(roles: Sequence[str]) -> list[int | None]:
+    """For each turn, the gpt turn that answers it if it is a tool result: the next gpt turn after
+    it (None for other turns, and for a result no gpt turn follows)."""
+    answering: list[int | None] = [None] * len(roles)
+    following: int | None = None
+    for index in range(len(roles) - 1, -1, -1):
+        if roles[index] == "gpt":
+            following = index
+        elif roles[index] == "tool":
+            answering[index] = following
+    return answering
+
+
+def answered_results(roles: Sequence[str], gpt_index: int) -> list[int]:
+    """The tool results gpt turn `gpt_index` answers: those since the gpt turn before it."""
+    start = gpt_index
+    while start > 0 and roles[start - 1] != "gpt":
+        start -= 1
+    return [index for index in range(start, gpt_index) if roles[index] == "tool"]
+
+
 def prune_order(roles: Sequence[str], config: PlanConfig) -> list[int]:
-    """The tool turns pruning looks at, oldest first: those outside the protected head and tail."""
+    """The tool turns pruning looks at, oldest first: those outside the protected head and tail
+    that no gpt turn answers (every gpt turn of a single row is kept, so a training target)."""
     head, tail = protected_bounds(roles, config)
-    return [i for i in range(head, tail) if roles[i] == "tool"]
+    answering = answering_turns(roles)
+    return [i for i in range(head, tail) if roles[i] == "tool" and answering[i] is None]
 
 
 def worth_clearing(chars: int, config: PlanConfig) -> bool:
@@ -88,20 +120,21 @@ def plan_prune(
     """Clear candidates (the keys of `placeholder_counts`, each with its placeholder's tokens)
     oldest first until the row fits `target_max_tokens`; all of them if it cannot.
 
-    A key that is not a tool turn outside the protected head and tail is ignored, as is one whose
-    placeholder does not cost less than the turn: the plan never touches anything else.
+    A key that `prune_order` does not offer (a turn in the protected head or tail, a result a gpt
+    turn answers, no tool turn) is ignored, as is one whose placeholder does not cost less than
+    the turn: the plan never touches anything else.
     """
     if len(roles) != len(counts):
         raise ValueError("roles and counts must have the same length")
     total = sum(counts)
     target = config.target_max_tokens
-    head, tail = protected_bounds(roles, config)
+    offered = set(prune_order(roles, config))
     cleared: list[int] = []
     saved = 0
     for index in sorted(placeholder_counts):
         if total - saved <= target:
             break
-        if not head <= index < tail or roles[index] != "tool":
+        if index not in offered:
             continue
         saving = counts[index] - placeholder_counts[index]
         if saving <= 0:

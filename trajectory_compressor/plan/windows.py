@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 
 from trajectory_compressor.plan.apply import summary_value
 from trajectory_compressor.plan.protect import head_end
+from trajectory_compressor.plan.prune import answered_results
 from trajectory_compressor.settings import PlanConfig
 from trajectory_compressor.types import EditedTurn, KeptTurn, NewTurn, OutputTurn, Turn
 
@@ -169,7 +170,9 @@ class WindowReplay:
         new_start = cut.context_start if end_before is None else end_before
         fixed = self.head_tokens + (self.notice_tokens + summary_tokens if cut.index and self.summaries else 0)
         shown = [i for i in cleared if cut.context_start <= i < new_start]
-        open_ = [i for i in self.savings if cut.context_start <= i < new_start and i not in shown]
+        # The results the window's first new (trained) gpt turn answers stay: it was written seeing them.
+        answered = set(answered_results(self.roles, self._first_gpt(new_start)))
+        open_ = [i for i in self.savings if cut.context_start <= i < new_start and i not in shown and i not in answered]
         size = fixed + self.shown(cut.context_start, new_start, shown)
         end = new_start
         while end < len(self.roles):
@@ -187,6 +190,10 @@ class WindowReplay:
             end = stop
         window = Window(cut.index, cut.context_start, new_start, end, summary_tokens, size, size > self.target)
         return replace(window, cleared=tuple(sorted(shown)))
+
+    def _first_gpt(self, start: int) -> int:
+        """The first gpt turn at or after `start` (the row's length if none)."""
+        return next((i for i in range(start, len(self.roles)) if self.roles[i] == "gpt"), len(self.roles))
 
     def _room(self, open_: Sequence[int], excess: int) -> int | None:
         """How many of `open_` (oldest first) clearing frees `excess` tokens; None if all cannot."""
@@ -271,6 +278,22 @@ class WindowReplay:
         return Window(0, self.head, self.head, len(self.roles), 0, self.total, self.total > self.target)
 
 
+def written_end(turns: Sequence[Turn], window: Window) -> int:
+    """Where the written window stops: after its last new gpt turn, unless it is the row's last.
+
+    The tool results after a window's last gpt turn answer a call no turn of this window reacts
+    to: they train nothing here and cost tokens (and a trainer that learns every non-prompt token
+    would learn them). The next window shows them, as context before the turn that reads them.
+    The row's last window keeps the row's ending, so every turn of the row is written somewhere.
+    """
+    if window.end >= len(turns):
+        return window.end
+    for index in range(window.end - 1, window.new_start - 1, -1):
+        if turns[index].role == "gpt":
+            return index + 1
+    return window.end
+
+
 def window_layout(
     turns: Sequence[Turn],
     head: int,
@@ -284,9 +307,9 @@ def window_layout(
     """The turns of `window` as written, and the training mark of each (None: not a gpt turn).
 
     Head (the notice appended to its system turn once a summary is in the window), then the
-    summary turn, then the turns [context_start, end), each as `replaced` says if it names it
-    (a tool result shortened to fit). A gpt turn is a training target (`True`) only in the
-    window where it is new: window 0 for the head's, [new_start, end) for the rest.
+    summary turn, then the turns [context_start, `written_end`), each as `replaced` says if it
+    names it (a tool result shortened to fit). A gpt turn is a training target (`True`) only in
+    the window where it is new: window 0 for the head's, [new_start, end) for the rest.
     """
     layout: list[OutputTurn] = []
     marks: list[bool | None] = []
@@ -299,7 +322,7 @@ def window_layout(
     if summary_body is not None:
         layout.append(NewTurn(Turn("human", summary_value(summary_body))))
         marks.append(None)
-    for index in range(window.context_start, window.end):
+    for index in range(window.context_start, written_end(turns, window)):
         layout.append((replaced or {}).get(index) or KeptTurn(index))
         marks.append(index >= window.new_start if turns[index].role == "gpt" else None)
     return layout, marks

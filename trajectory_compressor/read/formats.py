@@ -38,6 +38,7 @@ from trajectory_compressor.types import ROLES, EditedTurn, KeptTurn, NewTurn, Ou
 FormatName = Literal["sharegpt", "openai"]
 FORMAT_NAMES: tuple[str, ...] = ("sharegpt", "openai")
 DEFAULT_KEYS: dict[str, str] = {"sharegpt": "conversations", "openai": "messages"}
+TRAIN_KEY = "train"  # axolotl's per-message training field: the marks `--windows` and hf-chat write
 
 # OpenAI role → canonical role, and back (for new messages and chat templates).
 _OPENAI_TO_ROLE = {"system": "system", "developer": "system", "user": "human", "assistant": "gpt", "tool": "tool"}
@@ -150,16 +151,24 @@ def text_of(record: dict[str, Any], fmt: ConversationFormat, index: int, turn: T
 
 
 def with_training_marks(record: dict[str, Any], fmt: ConversationFormat, marks: Sequence[bool | None]) -> None:
-    """Set `"train": mark` on each assistant message of `record`'s conversation (in place).
+    """Set `"train": mark` on each assistant message of `record`'s conversation (in place), and take
+    any `"train"` off every other message.
 
-    `marks` has one entry per message; None leaves a message alone. The messages are copied
-    before they are marked: a rebuilt record shares its kept messages with the original. The
-    key is axolotl's per-message training field; OpenAI messages get it on assistant messages.
+    `marks` has one entry per message, None for a message that is no assistant turn. The marks
+    are the run's own (`--windows`): a mark an input put on a tool or user message would make
+    axolotl train on tool output, in every window that shows it. The messages are copied before
+    they are changed: a rebuilt record shares its kept messages with the original. The key is
+    axolotl's per-message training field; OpenAI messages get it on assistant messages.
     """
     messages = record[fmt.key]
     for position, mark in enumerate(marks):
-        if mark is not None and isinstance(messages[position], dict):
-            messages[position] = {**messages[position], "train": mark}
+        message = messages[position]
+        if not isinstance(message, dict):
+            continue
+        if mark is not None:
+            messages[position] = {**message, TRAIN_KEY: mark}
+        elif TRAIN_KEY in message:
+            messages[position] = {key: value for key, value in message.items() if key != TRAIN_KEY}
 
 
 def chat_messages(turns: Sequence[Turn]) -> list[dict[str, str]]:

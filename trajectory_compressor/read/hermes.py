@@ -5,7 +5,7 @@ as ``<tool_call>\\n{"name": ..., "arguments": {...}}\\n</tool_call>`` blocks (af
 each on its own line) and a ``tool`` message into ``<tool_response>\\n{"tool_call_id": ...,
 "name": ..., "content": ...}\\n</tool_response>``. ShareGPT agent data is written the same way.
 This module takes such text apart again, for writing a ShareGPT row as OpenAI messages
-(`write.convert_format`). It is pure: strings in, small records out, and it never raises.
+(`read.convert_format`). It is pure: strings in, small records out, and it never raises.
 
 What is structured, and what stays text (so nothing is lost, and every structured call is one
 that trainers' loaders accept: axolotl ``json.loads`` every ``arguments`` string and fails the
@@ -254,7 +254,7 @@ def _call(body: str) -> HermesCall | None:
     if arguments is None:
         text = "{}"
     elif isinstance(arguments, dict):
-        text = _json_text(arguments)  # None: nested past what the encoder recurses through
+        text = json_text(arguments)  # None: nested past what the encoder recurses through
     elif arguments_object(arguments) is not None:
         text = arguments  # already the JSON text of an object: kept as written
     else:
@@ -262,7 +262,7 @@ def _call(body: str) -> HermesCall | None:
     return None if text is None else HermesCall(name=data["name"], arguments=text, call_id=call_id)
 
 
-def _json_text(value: Any) -> str | None:
+def json_text(value: Any) -> str | None:
     """`value` as `json.dumps` writes it, or None when it nests past the recursion limit (a
     tool's 1000-deep `[[[...]]]`, which the parsers take: it stopped the run)."""
     try:
@@ -282,7 +282,7 @@ def _result_of(data: Any, text: str, start: int = 0, end: int | None = None) -> 
     if isinstance(data, dict) and "content" in data and set(data) <= _RESPONSE_KEYS:
         name, call_id, content = data.get("name"), data.get("tool_call_id"), data["content"]
         if (name is None or isinstance(name, str)) and (call_id is None or isinstance(call_id, str)):
-            content = content if isinstance(content, str) else _json_text(content)
+            content = content if isinstance(content, str) else json_text(content)
             if content is not None:
                 return HermesResult(content=content, name=name, call_id=call_id)
     return HermesResult(content=_drop_suffix(_drop_prefix(text[start:end], "\n"), "\n"))

@@ -14,4 +14,4 @@ NO_SUMMARIES: Final = "none"  # --summarizer none: tool outputs pruned only
 AUTO_SUMMARIZER: Final = "auto"  # --summarizer auto: the LLM when an endpoint is set, else extractive
 FailurePolicy = Literal["extractive", "keep", "fail"]  # --on-summary-failure
 OverLimitPolicy = Literal["keep", "drop", "truncate"]  # --over-limit
-WriteFormat = Literal["sharegpt", "messages"]  # --write-format
+WriteFormat = Literal["sharegpt", "messages", "hf-chat"]  # --write-format

@@ -166,7 +166,10 @@ class OutputConfig:
     )
     write_format: choices.WriteFormat | None = setting(
         None, "choice", optional=True, choices=get_args(choices.WriteFormat), yaml="output.write_format", record=True,
-        help="Write conversations as ShareGPT, or as OpenAI messages with structured tool_calls [as read].",
+        commands=BOTH,
+        help="Write conversations as ShareGPT, as OpenAI messages (tool_calls, arguments as JSON text), or "
+        "hf-chat: what trainers load (messages with arguments as objects; tools and every other key as JSON "
+        "text, so any mix of sources loads with datasets) [as read].",
     )  # fmt: skip
 
     def validate(self) -> None:

@@ -5,7 +5,7 @@ The record keeps every key it came with; only its conversation is rebuilt from t
 standard library where orjson would change a value (integers beyond 64 bits, NaN, Infinity).
 
 With a write format (`--write-format`) other than the row's own, the line is the record
-converted by `write.convert_format`, unchanged rows included (they are then no longer the input's
+converted by `read.convert_format`, unchanged rows included (they are then no longer the input's
 bytes); a row already in that format is written exactly as without the setting.
 """
 
@@ -17,10 +17,10 @@ from typing import Any
 
 import orjson
 
+from trajectory_compressor.read.convert_format import AS_READ, WriteShape
 from trajectory_compressor.read.formats import ConversationFormat, from_turns, with_training_marks
 from trajectory_compressor.read.jsonl import needs_standard_json
 from trajectory_compressor.types import OutputTurn, SourceRecord
-from trajectory_compressor.write.convert_format import convert_record, needs_conversion
 
 
 def dumps(value: Any) -> bytes:
@@ -31,15 +31,13 @@ def dumps(value: Any) -> bytes:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
-def unchanged_bytes(
-    item: SourceRecord, fmt: ConversationFormat | None = None, write_format: str | None = None
-) -> bytes:
+def unchanged_bytes(item: SourceRecord, fmt: ConversationFormat | None = None, shape: WriteShape = AS_READ) -> bytes:
     """An unchanged row is written back byte for byte when its source line is known.
 
-    With a `write_format` other than its format `fmt`, it is written converted instead.
+    With a write `shape` other than its format `fmt`, it is written converted instead.
     """
-    if fmt is not None and needs_conversion(fmt, write_format):
-        return _encoded(item, lambda record: convert_record(record, fmt, write_format))
+    if fmt is not None and shape.converts(fmt):
+        return _encoded(item, lambda record: shape.convert(record, fmt))
     if item.raw is not None:
         return item.raw
     return dumps(item.record)
@@ -51,7 +49,7 @@ def window_bytes(
     layout: Sequence[OutputTurn],
     marks: Sequence[bool | None],
     window: dict[str, int],
-    write_format: str | None = None,
+    shape: WriteShape = AS_READ,
 ) -> bytes:
     """The dataset line of one context window (`--windows`): the record rebuilt from `layout`, its
     assistant turns marked `"train"` (`marks`, one per layout item), and its `"window"` key."""
@@ -61,20 +59,20 @@ def window_bytes(
         with_training_marks(rebuilt, fmt, marks)
         rebuilt.pop("window", None)  # a windowed dataset windowed again: the new position, at the end
         rebuilt["window"] = window
-        return convert_record(rebuilt, fmt, write_format)
+        return shape.convert(rebuilt, fmt)
 
     return _encoded(item, build)
 
 
 def rewritten_bytes(
-    item: SourceRecord, fmt: ConversationFormat, layout: Sequence[OutputTurn], write_format: str | None = None
+    item: SourceRecord, fmt: ConversationFormat, layout: Sequence[OutputTurn], shape: WriteShape = AS_READ
 ) -> bytes:
     """The dataset line of a rewritten row: its record with the new turns, every other key exact.
 
     A record holding integers beyond 64 bits, NaN or Infinity is re-read and written with the
     standard library, which keeps them as they came in (orjson would change them silently).
     """
-    return _encoded(item, lambda record: convert_record(from_turns(record, fmt, layout), fmt, write_format))
+    return _encoded(item, lambda record: shape.convert(from_turns(record, fmt, layout), fmt))
 
 
 def _encoded(item: SourceRecord, build: Callable[[Any], dict[str, Any]]) -> bytes:

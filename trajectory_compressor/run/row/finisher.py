@@ -15,6 +15,7 @@ from dataclasses import replace
 
 from trajectory_compressor.count import TokenCounter
 from trajectory_compressor.plan.region import Plan
+from trajectory_compressor.read.convert_format import HF_CHAT, WriteShape
 from trajectory_compressor.run.prepare import PreparedRow, RejectedRow, ValidRow
 from trajectory_compressor.run.pruning import Pruning
 from trajectory_compressor.run.row.fidelity_gate import FidelityGate
@@ -62,7 +63,8 @@ class RowFinisher:
         self.dry_run = config.dry_run
         self.measure = RowMeasure(counter, config.plan, skip_under_target=config.skip_under_target)
         self.primary_name = getattr(summarizer, "name", None)
-        self.keep_rejects_in_data = keep_rejects_in_data
+        # An hf-chat dataset holds conversations only: a record that is none is in rejects.jsonl.
+        self.keep_rejects_in_data = keep_rejects_in_data and config.output.write_format != HF_CHAT
         # A dry run has no summary step and writes no dataset (so nothing to truncate).
         self.summary_step = (
             None
@@ -78,10 +80,8 @@ class RowFinisher:
             )
         )
         self.truncates = over_limit == "truncate" and not config.dry_run
-        self.write_format = config.output.write_format
-        self.outcome = RowOutcome(
-            self.target, over_limit, writes_data=not config.dry_run, write_format=self.write_format
-        )
+        self.shape = WriteShape(config.output.write_format, config.tools_key)
+        self.outcome = RowOutcome(self.target, over_limit, writes_data=not config.dry_run, shape=self.shape)
         self.example: ExampleRow | None = None  # the first compressed row, for the HTML report
         self.windows = (
             WindowFinisher(
@@ -92,7 +92,7 @@ class RowFinisher:
                 primary_name=self.primary_name,
                 writes_data=not config.dry_run,
                 over_limit=over_limit,
-                write_format=self.write_format,
+                shape=self.shape,
                 summaries=config.summarizer != NO_SUMMARIES,
             )
             if config.plan.windows
@@ -237,7 +237,7 @@ class RowFinisher:
         )
 
     def _rewritten(self, row: ValidRow, layout: list[OutputTurn]) -> bytes:
-        return rewritten_bytes(row.item, row.fmt, layout, self.write_format)
+        return rewritten_bytes(row.item, row.fmt, layout, self.shape)
 
 
 def _future(row: ValidRow, start: int, end: int, summary: str) -> FutureFidelity:

@@ -11,9 +11,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from trajectory_compressor.read.convert_format import AS_READ, WriteShape
 from trajectory_compressor.run.prepare import RejectedRow, ValidRow
 from trajectory_compressor.run.row.metrics import Outcome, rejected_metrics, row_metrics
-from trajectory_compressor.settings.choices import OverLimitPolicy, WriteFormat
+from trajectory_compressor.settings.choices import OverLimitPolicy
 from trajectory_compressor.summarize.anchor_index import split_index
 from trajectory_compressor.summarize.fidelity import Fidelity, score_summary
 from trajectory_compressor.summarize.fidelity.anchors import FutureFidelity
@@ -70,16 +71,16 @@ class RowOutcome:
     """Closes a row: the dataset line (unchanged if none given), the over-limit entry, `--over-limit drop`.
 
     `writes_data` is off for a dry run, which writes metrics and reports but no dataset.
-    `write_format` (`--write-format`) converts an unchanged row read in the other format.
+    `shape` (`--write-format`) converts an unchanged row read in another format.
     """
 
     def __init__(
-        self, target: int, over_limit: OverLimitPolicy, *, writes_data: bool, write_format: WriteFormat | None = None
+        self, target: int, over_limit: OverLimitPolicy, *, writes_data: bool, shape: WriteShape = AS_READ
     ) -> None:
         self.target = target
         self.over_limit = over_limit
         self.writes_data = writes_data
-        self.write_format = write_format
+        self.shape = shape
 
     def finish(
         self, row: ValidRow, outcome: Outcome, data: bytes | None, *, kept: Sequence[int] | None = None
@@ -89,7 +90,7 @@ class RowOutcome:
         roles = row.roles
         train_turns = roles.count("gpt") if kept is None else sum(roles[i] == "gpt" for i in kept)
         if data is None and self.writes_data:
-            data = unchanged_bytes(row.item, row.fmt, self.write_format)
+            data = unchanged_bytes(row.item, row.fmt, self.shape)
         over = None
         dropped = False
         if outcome.still_over_limit:

@@ -10,13 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from trajectory_compressor.plan.region import PROTECTED_OVER_BUDGET, UNDER_TARGET, system_turn_in_head
-from trajectory_compressor.plan.windows import Cut, Window, WindowReplay, window_layout
+from trajectory_compressor.plan.windows import Cut, Window, WindowReplay, window_layout, written_end
+from trajectory_compressor.read.convert_format import WriteShape
 from trajectory_compressor.run.prepare import ValidRow
 from trajectory_compressor.run.row.measure import RowMeasure
 from trajectory_compressor.run.row.metrics import Outcome, failed_cost, row_metrics, written_cost
 from trajectory_compressor.run.row.outcome import OVER_TARGET, FinishedRow, OutputRecord, fidelity_metrics
 from trajectory_compressor.run.row.summary_step import SummaryFailure, refused_reason
-from trajectory_compressor.settings.choices import WriteFormat
 from trajectory_compressor.summarize.fidelity import score_summary
 from trajectory_compressor.summarize.fidelity.anchors import hidden_future_fidelity
 from trajectory_compressor.types import EditedTurn, OutputTurn, SummaryResult
@@ -56,14 +56,14 @@ class WindowRecords:
         primary_name: str | None,
         writes_data: bool,
         drops: bool,
-        write_format: WriteFormat | None,
+        shape: WriteShape,
     ) -> None:
         self.measure = measure
         self.summaries = summaries  # off for --summarizer none: a cut then carries no summary
         self.primary_name = primary_name
         self.writes_data = writes_data
         self.drops = drops
-        self.write_format = write_format  # --write-format: windows of a row read in the other format, converted
+        self.shape = shape  # --write-format: windows of a row read in another format, converted
         self.target = measure.plan_config.target_max_tokens
 
     def layout(
@@ -96,7 +96,8 @@ class WindowRecords:
         layout, marks = self.layout(row, replay, item)
         # A dry run's window: its summary is planned at its budget, not written yet.
         planned = self.summaries and item.cut is not None and item.result is None
-        size = window.tokens if planned else self.measure.size(row, layout)
+        end = written_end(row.turns, window)
+        size = window.tokens - replay.tokens(end, window.end) if planned else self.measure.size(row, layout)
         skipped = count == 1 and replay.total <= self.target
         over = size > self.target
         reason = None
@@ -108,7 +109,7 @@ class WindowRecords:
         if item.cut is not None:
             outcome = self._summarized(row, replay, outcome, item.cut, item)
             if planned:
-                outcome = replace(outcome, planned_tokens=window.tokens, summary_tokens=item.cut.budget)
+                outcome = replace(outcome, planned_tokens=size, summary_tokens=item.cut.budget)
         if item.refused is not None:
             summarizer = outcome.summary.summarizer if outcome.summary is not None else None
             outcome = replace(outcome, reason=refused_reason(item.refused, summarizer))
@@ -117,7 +118,7 @@ class WindowRecords:
         marked = {"index": window.index, "count": count, "input_index": row.index}
         data = None
         if self.writes_data:
-            data = window_bytes(row.item, row.fmt, layout, marks, marked, self.write_format)
+            data = window_bytes(row.item, row.fmt, layout, marks, marked, self.shape)
         over_entry = None
         dropped = False
         if outcome.still_over_limit:
@@ -151,8 +152,9 @@ class WindowRecords:
         # of the results it cleared) must hold.
         hidden = set(range(replay.head, cut.context_start)) | set(window.cleared)
         placeholders = [edit.value for edit in cleared_edits(row, window).values()]
+        shown = row.turns[: written_end(row.turns, window)]  # the window as written: its future
         if not self.summaries:
-            future = hidden_future_fidelity(row.turns[: window.end], hidden, "\n".join(placeholders))
+            future = hidden_future_fidelity(shown, hidden, "\n".join(placeholders))
             return replace(outcome, fidelity={"future": future.to_metrics()})
         region = {
             "start_idx": replay.head,
@@ -166,7 +168,7 @@ class WindowRecords:
         # earlier windows' facts.
         summarized = row.turns[replay.head : cut.context_start]
         fidelity = score_summary(summarized, result.text, row.turns)
-        future = hidden_future_fidelity(row.turns[: window.end], hidden, "\n".join([result.text, *placeholders]))
+        future = hidden_future_fidelity(shown, hidden, "\n".join([result.text, *placeholders]))
         return replace(
             outcome,
             was_compressed=True,

@@ -19,14 +19,15 @@ from dataclasses import replace
 
 from trajectory_compressor.plan.protect import head_end
 from trajectory_compressor.plan.region import system_turn_in_head
-from trajectory_compressor.plan.windows import Cut, Window, WindowReplay
+from trajectory_compressor.plan.windows import Cut, Window, WindowReplay, written_end
+from trajectory_compressor.read.convert_format import AS_READ, WriteShape
 from trajectory_compressor.read.formats import text_of, with_text
 from trajectory_compressor.run.prepare import ValidRow
 from trajectory_compressor.run.row.measure import RowMeasure
 from trajectory_compressor.run.row.outcome import FinishedRow
 from trajectory_compressor.run.row.summary_step import SummaryFailure, SummaryStep, region_request
 from trajectory_compressor.run.row.window_records import BuiltWindow, WindowRecords
-from trajectory_compressor.settings.choices import OverLimitPolicy, WriteFormat
+from trajectory_compressor.settings.choices import OverLimitPolicy
 from trajectory_compressor.summarize.llm.prompt import elide_middle
 from trajectory_compressor.types import EditedTurn, SummaryRequest, Turn
 
@@ -46,7 +47,7 @@ class WindowFinisher:
         primary_name: str | None,
         writes_data: bool,
         over_limit: OverLimitPolicy,
-        write_format: WriteFormat | None = None,
+        shape: WriteShape = AS_READ,
         summaries: bool = True,
     ) -> None:
         self.measure = measure
@@ -61,7 +62,7 @@ class WindowFinisher:
             primary_name=primary_name,
             writes_data=writes_data,
             drops=over_limit == "drop",
-            write_format=write_format,
+            shape=shape,
         )
         self.target = measure.plan_config.target_max_tokens
 
@@ -140,7 +141,7 @@ class WindowFinisher:
         the window fits: they are context, not training targets, and their head and tail say
         what ran and how it ended. Left over when even that is not enough (a gpt turn too big)."""
         window = item.window
-        tools = [i for i in range(window.new_start, window.end) if row.roles[i] == "tool"]
+        tools = [i for i in range(window.new_start, written_end(row.turns, window)) if row.roles[i] == "tool"]
         elided: dict[int, EditedTurn] = {}
         excess = self._size(row, replay, item) - self.target
         for index in sorted(tools, key=lambda i: -row.token_counts[i]):

@@ -22,9 +22,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from trajectory_compressor.read.convert_format import convert_record
 from trajectory_compressor.read.formats import ConversationFormat, detect_format, to_turns
 from trajectory_compressor.read.hermes import split_assistant, split_tool
-from trajectory_compressor.write.convert_format import convert_record
 
 SHAREGPT = ConversationFormat("sharegpt", "conversations")
 OPENAI = ConversationFormat("openai", "messages")

@@ -1,4 +1,4 @@
-"""`--write-format`: a record's conversation written as ShareGPT or as OpenAI messages.
+"""`--write-format`: a record written as ShareGPT, as OpenAI messages, or in the trainers' shape.
 
 Pure functions over one parsed, valid record (one `read.formats.to_turns` accepts); the record
 is never modified, a new one is returned. Both directions are the inverse of what the reader
@@ -17,6 +17,11 @@ trips in `tests/write/test_convert_round_trip.py`):
   conversation, call index in the turn), deterministic.
 - messages → ShareGPT: ``conversations`` of ``from`` / ``value``, each value as the reader renders
   the message (tool calls and results as Hermes blocks, a list of text parts joined).
+- either → ``hf-chat``, the trainers' shape (`to_hf_chat`): the OpenAI messages as Hugging Face
+  chat templates take them (a call's ``arguments`` the object they encode, not its JSON text,
+  so a template's ``arguments | tojson`` writes it once), ``train`` only on assistant messages,
+  and a record of three keys whatever the sources held: ``messages``, ``tools`` (JSON text or
+  null) and ``metadata`` (every other key, as JSON text). See `to_hf_chat` for why.
 
 Both ways, every other key of a turn (``train``, ``weight``, ``name`` of a non-tool message...)
 is kept on it, after the keys the format defines (a tool turn split into several messages gives
@@ -33,32 +38,88 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from trajectory_compressor.read.formats import DEFAULT_KEYS, ConversationFormat, to_turns
-from trajectory_compressor.read.hermes import AssistantParts, HermesCall, HermesResult, split_assistant, split_tool
+from trajectory_compressor.read.formats import DEFAULT_KEYS, TRAIN_KEY, ConversationFormat, to_turns
+from trajectory_compressor.read.hermes import (
+    AssistantParts,
+    HermesCall,
+    HermesResult,
+    arguments_object,
+    json_text,
+    split_assistant,
+    split_tool,
+)
 
-WRITE_FORMATS: tuple[str, ...] = ("sharegpt", "messages")
-_READ_FORMAT = {"sharegpt": "sharegpt", "messages": "openai"}  # --write-format name → reader's name
+HF_CHAT = "hf-chat"
+WRITE_FORMATS: tuple[str, ...] = ("sharegpt", "messages", HF_CHAT)
+_READ_FORMAT = {"sharegpt": "sharegpt", "messages": "openai", HF_CHAT: "openai"}  # → the reader's name
+HF_CHAT_KEYS = ("messages", "tools", "metadata")
 _OPENAI_ROLE = {"system": "system", "human": "user", "gpt": "assistant", "tool": "tool"}
 _TOOL_KEYS = ("tools",)
 _Part = AssistantParts | tuple[HermesResult, ...] | None  # a turn taken apart (None: not gpt or tool)
 
 
+@dataclass(frozen=True)
+class WriteShape:
+    """How a run writes its rows: `--write-format` (None: each as read) and the key its records keep
+    their tool schemas under (`--tools-key`), which ``hf-chat`` writes as ``tools``."""
+
+    write_format: str | None = None
+    tools_key: str = "tools"
+
+    def converts(self, fmt: ConversationFormat) -> bool:
+        """Whether a row read in `fmt` is written in another shape."""
+        return needs_conversion(fmt, self.write_format)
+
+    def convert(self, record: dict[str, Any], fmt: ConversationFormat) -> dict[str, Any]:
+        """`record` (read in `fmt`) as it is written."""
+        return convert_record(record, fmt, self.write_format, tools_key=self.tools_key)
+
+
+AS_READ = WriteShape()
+
+
 def needs_conversion(fmt: ConversationFormat, write_format: str | None) -> bool:
-    """Whether a row read in `fmt` is written in another format (None: as read)."""
+    """Whether a row read in `fmt` is written in another shape (None: as read; ``hf-chat``: always)."""
     if write_format is None:
         return False
     if write_format not in _READ_FORMAT:
         raise ValueError(f"unknown write format {write_format!r} (expected one of {', '.join(WRITE_FORMATS)})")
-    return _READ_FORMAT[write_format] != fmt.name
+    return write_format == HF_CHAT or _READ_FORMAT[write_format] != fmt.name
 
 
-def convert_record(record: dict[str, Any], fmt: ConversationFormat, write_format: str | None) -> dict[str, Any]:
-    """`record` (read in `fmt`) written in `write_format`; the record itself when it is already in it."""
+def written_format(fmt: ConversationFormat, write_format: str | None) -> ConversationFormat:
+    """The format a row read in `fmt` is written in: its own, or the one `write_format` names."""
     if not needs_conversion(fmt, write_format):
-        return record
+        return fmt
+    assert write_format is not None
+    name = _READ_FORMAT[write_format]
+    return ConversationFormat(name, DEFAULT_KEYS[name])  # type: ignore[arg-type]  # a FormatName
+
+
+def convert_record(
+    record: dict[str, Any], fmt: ConversationFormat, write_format: str | None, *, tools_key: str = "tools"
+) -> dict[str, Any]:
+    """`record` (read in `fmt`) written in `write_format`; the record itself when it is already in it.
+
+    `tools_key` is the record's key of tool schemas (`--tools-key`): ``hf-chat`` writes them as ``tools``."""
+    return convert_with_owners(record, fmt, write_format, tools_key=tools_key)[0]
+
+
+def convert_with_owners(
+    record: dict[str, Any], fmt: ConversationFormat, write_format: str | None, *, tools_key: str = "tools"
+) -> tuple[dict[str, Any], list[int] | None]:
+    """`convert_record`, and for each message of the written conversation the index of the turn of
+    `record` it comes from (None: one message per turn, in order). A ShareGPT tool turn holding
+    several results becomes several tool messages: a count per written message is folded back
+    into a count per turn with it (`--count-mode chat-template` counts the record as written)."""
+    if not needs_conversion(fmt, write_format):
+        return record, None
+    if write_format == HF_CHAT:
+        return to_hf_chat(record, fmt, tools_key=tools_key)
     if fmt.name == "sharegpt":
-        return _with_conversation(record, fmt.key, DEFAULT_KEYS["openai"], sharegpt_to_messages(record[fmt.key]))
-    return _with_conversation(record, fmt.key, DEFAULT_KEYS["sharegpt"], messages_to_sharegpt(record, fmt))
+        messages, owners = sharegpt_messages(record[fmt.key])
+        return _with_conversation(record, fmt.key, DEFAULT_KEYS["openai"], messages), owners
+    return _with_conversation(record, fmt.key, DEFAULT_KEYS["sharegpt"], messages_to_sharegpt(record, fmt)), None
 
 
 def tools_text(tools: Any) -> Any:
@@ -78,12 +139,18 @@ def tools_text(tools: Any) -> Any:
 
 def sharegpt_to_messages(turns: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """ShareGPT turns (``from`` / ``value`` objects) as OpenAI messages (see the module docstring)."""
+    return sharegpt_messages(turns)[0]
+
+
+def sharegpt_messages(turns: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[int]]:
+    """`sharegpt_to_messages`, and the index of the turn each message comes from."""
     parts: list[_Part] = []
     for turn in turns:
         role, value = turn["from"], turn["value"]
         parts.append(split_assistant(value) if role == "gpt" else split_tool(value) if role == "tool" else None)
     links = _link_results(parts)
     messages: list[dict[str, Any]] = []
+    owners: list[int] = []
     for i, (turn, part) in enumerate(zip(turns, parts, strict=True)):
         extra = {key: value for key, value in turn.items() if key not in ("from", "value")}
         if isinstance(part, AssistantParts):
@@ -95,9 +162,12 @@ def sharegpt_to_messages(turns: Sequence[dict[str, Any]]) -> list[dict[str, Any]
                     message["name"] = links.result_names[i, k]
                 message["content"] = result.content
                 messages.append(_ordered(message, extra))
+                owners.append(i)
+            continue
         else:
             messages.append(_ordered({"role": _OPENAI_ROLE[turn["from"]], "content": turn["value"]}, extra))
-    return messages
+        owners.append(i)
+    return messages, owners
 
 
 @dataclass
@@ -217,3 +287,96 @@ def _with_conversation(record: dict[str, Any], key: str, new_key: str, conversat
         else:
             out[name] = value
     return out
+
+
+# --- the trainers' shape: hf-chat --------------------------------------------------------------
+
+
+def to_hf_chat(
+    record: dict[str, Any], fmt: ConversationFormat, *, tools_key: str = "tools"
+) -> tuple[dict[str, Any], list[int] | None]:
+    """`record` (read in `fmt`) in the trainers' shape, and the turn each message comes from.
+
+    The shape is what a training recipe needs and nothing it must undo:
+
+    - ``messages``: the OpenAI messages (a ShareGPT record converted as for ``messages``), each
+      call's ``arguments`` the object its JSON text encodes (Hugging Face's convention: the
+      templates of Qwen, Llama 3.1 and DeepSeek write ``arguments | tojson``, which turns JSON
+      text into a quoted string); arguments that encode no object stay as they are. ``train``
+      is kept on assistant messages (set to true where there is none: every assistant turn a
+      record holds is a training target unless marked otherwise) and removed from every other
+      message: a mark on a tool or user message would make axolotl train on it.
+    - ``tools``: the schemas (under `tools_key`) as JSON text, or null: tool schemas differ from source to source,
+      and a column of objects gets one Arrow struct type fixed by the first block `datasets`
+      reads, so a later block with other tools stops the load; text loads whatever the mix.
+    - ``metadata``: every other key of the record, as JSON text (``"{}"`` when there is none),
+      for the same reason: sources keep their own keys (``reward``, ``task_id``...).
+
+    The messages themselves stay objects: their keys differ (``tool_calls`` on some, ``train``
+    on assistant messages only), so `datasets` (4.7 and later) types the column as JSON objects,
+    each message read back with exactly its own keys and its arguments with exactly theirs. A
+    record already in this shape (re-compressed) keeps its metadata as it is.
+    """
+    if fmt.name == "sharegpt":
+        messages, owners = sharegpt_messages(record[fmt.key])
+    else:
+        messages, owners = list(record[fmt.key]), None
+    own_shape = fmt.key == "messages" and set(record) <= set(HF_CHAT_KEYS) and isinstance(record.get("metadata"), str)
+    if own_shape:
+        metadata = record["metadata"]
+    else:
+        rest = {key: value for key, value in record.items() if key not in (fmt.key, tools_key)}
+        metadata = _json_text_of(rest)
+    tools = record.get(tools_key)
+    out = {
+        "messages": [hf_chat_message(message) for message in messages],
+        "tools": tools if tools is None or isinstance(tools, str) else _json_text_of(tools),
+        "metadata": metadata,
+    }
+    return out, owners
+
+
+def hf_chat_message(message: Any) -> Any:
+    """One OpenAI message as Hugging Face chat templates take it, with its mark (see `to_hf_chat`)."""
+    if not isinstance(message, dict):
+        return message
+    if message.get("role") != "assistant":
+        return without_mark(message)
+    out = with_object_arguments(message)
+    if not isinstance(out.get(TRAIN_KEY), bool):
+        out = {**out, TRAIN_KEY: True}
+    return out
+
+
+def with_object_arguments(message: dict[str, Any]) -> dict[str, Any]:
+    """`message` with each call's ``arguments`` the object its JSON text encodes (itself if none does)."""
+    calls = message.get("tool_calls")
+    if not isinstance(calls, list):
+        return message
+    converted = [_call_with_object_arguments(call) for call in calls]
+    if all(new is old for new, old in zip(converted, calls, strict=True)):
+        return message
+    return {**message, "tool_calls": converted}
+
+
+def without_mark(message: dict[str, Any]) -> dict[str, Any]:
+    """`message` without a ``train`` key."""
+    if TRAIN_KEY not in message:
+        return message
+    return {key: value for key, value in message.items() if key != TRAIN_KEY}
+
+
+def _call_with_object_arguments(call: Any) -> Any:
+    function = call.get("function") if isinstance(call, dict) else None
+    if not isinstance(function, dict) or not isinstance(function.get("arguments"), str):
+        return call
+    arguments = arguments_object(function["arguments"])
+    if arguments is None or json_text(arguments) is None:  # no object, or nested past what JSON writes
+        return call
+    return {**call, "function": {**function, "arguments": arguments}}
+
+
+def _json_text_of(value: Any) -> str:
+    """JSON text of a value read from JSON: the standard library keeps what orjson would change
+    (integers beyond 64 bits, NaN)."""
+    return json.dumps(value, ensure_ascii=False)

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from tests.write.agent_rows import AIRLINE_TOOLS, SWE_TOOLS, airline_row, call, openai_row, response, swe_row
+from trajectory_compressor.read.convert_format import convert_record, needs_conversion
 from trajectory_compressor.read.formats import ConversationFormat, detect_format, to_turns
-from trajectory_compressor.write.convert_format import convert_record, needs_conversion
 
 SHAREGPT = ConversationFormat("sharegpt", "conversations")
 OPENAI = ConversationFormat("openai", "messages")
