@@ -11,6 +11,9 @@ last message differently):
      where that tail ends, or
    - it only closes something the whole rendering closes later (Qwen's `<|im_end|>` after a run
      of tool results): the boundary is where the two diverge.
+   - the template refuses to render the shorter conversation (Llama 3.1 puts the tools inside
+     the first user message, so it cannot end before it): message i starts where i-1 does, and
+     i-1 owns no token (both are a system and a user message: no trainer trains them).
    The message indexes that needed it are in `Ownership.repaired`;
 3. an assistant message's role header is what `add_generation_prompt=True` adds to the rendering
    of the messages before it, as far as the whole rendering has it (DeepSeek adds
@@ -149,9 +152,15 @@ def token_owners(
 def _message_starts(
     messages: Sequence[dict[str, Any]], tools: Any, tokenizer: Any, full: str, template_kwargs: dict[str, Any]
 ) -> tuple[list[int], list[int]]:
-    starts, repaired = [0], []
+    starts: list[int] = [0]
+    repaired: list[int] = []
     for i in range(1, len(messages)):
-        prefix = render(messages[:i], tools, tokenizer, **template_kwargs)
+        try:
+            prefix = render(messages[:i], tools, tokenizer, **template_kwargs)
+        except Exception:  # Llama 3.1 puts the tools in the first user message: no rendering without it
+            repaired.append(i)
+            starts.append(starts[-1])  # message i starts where i-1 does: i-1 owns no token
+            continue
         common = common_prefix_length(prefix, full)
         start = common
         if common < len(prefix):  # the template rendered the prefix's last message differently
