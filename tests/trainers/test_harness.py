@@ -256,9 +256,10 @@ def test_llamafactory_rejects_broken_alternation_and_drops_the_text_beside_a_cal
         {"messages": conversation(), "tools": json.dumps(TOOLS)},
         {"messages": summary_after_result, "tools": json.dumps(TOOLS)},
         {"messages": conversation(arguments_as_text=True), "tools": json.dumps(TOOLS)},
+        {"messages": [conversation()[0], conversation()[1], conversation()[4]], "tools": ""},
     ]
     tokenizer = chat_tokenizer("qwen2.5")
-    accepted, broken, text_arguments = llamafactory(
+    accepted, broken, text_arguments, no_tools = llamafactory(
         _jsonl(tmp_path / "rows.jsonl", rows), OPENAI_ENTRY, tokenizer, tmp_path / "lf"
     )
 
@@ -281,6 +282,10 @@ def test_llamafactory_rejects_broken_alternation_and_drops_the_text_beside_a_cal
     # JSON-text arguments come back a string, rendered double-encoded.
     calls = rendered_calls(text_arguments.trained_text(tokenizer)[0], "qwen2.5")
     assert calls[0].arguments == '{"command": "ls -la src"}'
+    # converter.py:343-356: the OpenAI converter edits the system prompt: a "\n" after it when the
+    # row has tools, "detailed thinking off" appended (or as the whole prompt) when it has none.
+    assert accepted.system == "You are a careful coding agent.\n"
+    assert no_tools.system == "You are a careful coding agent.\ndetailed thinking off"
 
 
 def test_llamafactory_mask_history_trains_the_last_turn_only(
