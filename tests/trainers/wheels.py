@@ -60,9 +60,11 @@ def unpacked_wheel(name: str) -> Path:
     partial = root.with_name(root.name + ".partial")
     with zipfile.ZipFile(wheel) as archive:
         archive.extractall(partial)
-    if root.exists():  # another process unpacked it meanwhile
-        return root
-    partial.rename(root)
+    try:
+        partial.rename(root)
+    except OSError:  # another process unpacked it meanwhile
+        if not root.exists():
+            raise
     done.touch()
     return root
 
