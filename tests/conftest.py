@@ -23,6 +23,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+# The trainer harness's fixtures (chat_tokenizer, trl_sft, llamafactory, verl, axolotl) for every test.
+pytest_plugins = ["tests.trainers.fixtures"]
+
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "sample_data" / "agent_runs.jsonl"
 
