@@ -114,6 +114,8 @@ def token_owners(
                 starts[i]
                 + _generation_prompt_length(messages[:i], tools, tokenizer, full[starts[i] :], template_kwargs),
             )
+        elif message.get("role") == "assistant":  # a conversation opening on an assistant message
+            header_end = _first_header_end(tokenizer, full, ends[0], template_kwargs)
         spans.append(MessageSpan(i, str(message.get("role")), starts[i], header_end, ends[i]))
 
     encoded = tokenizer(full, add_special_tokens=False, return_offsets_mapping=True)
@@ -205,6 +207,17 @@ def _generation_prompt_length(
     )
     assert prompted.startswith(plain), "add_generation_prompt changed the text before the generation prompt"
     return common_prefix_length(prompted[len(plain) :], from_start)
+
+
+def _first_header_end(tokenizer: Any, full: str, end: int, template_kwargs: dict[str, Any]) -> int:
+    """Where the role header of a first assistant message ends: after what the template writes
+    before any message (a default system prompt), the generation prompt of a one-turn probe."""
+    probe = [{"role": "user", "content": "x"}]
+    plain = render(probe, None, tokenizer, **template_kwargs)
+    prompted = tokenizer.apply_chat_template(probe, tokenize=False, add_generation_prompt=True, **template_kwargs)
+    header = prompted[len(plain) :]
+    found = full.find(header, 0, end) if header else -1
+    return found + len(header) if found >= 0 else 0
 
 
 def _check_same_ids(given: list[int], rendered: list[int], truncated: bool, tokenizer: Any) -> None:

@@ -74,6 +74,12 @@ class WriteShape:
         """`record` (read in `fmt`) as it is written."""
         return convert_record(record, fmt, self.write_format, tools_key=self.tools_key)
 
+    @property
+    def json_lists(self) -> tuple[str, ...]:
+        """Columns a columnar output stores as lists of JSON values (`write.converters`): the
+        messages of ``hf-chat``, whose keys differ from message to message."""
+        return ("messages",) if self.write_format == HF_CHAT else ()
+
 
 AS_READ = WriteShape()
 
@@ -302,10 +308,11 @@ def to_hf_chat(
     - ``messages``: the OpenAI messages (a ShareGPT record converted as for ``messages``), each
       call's ``arguments`` the object its JSON text encodes (Hugging Face's convention: the
       templates of Qwen, Llama 3.1 and DeepSeek write ``arguments | tojson``, which turns JSON
-      text into a quoted string); arguments that encode no object stay as they are. ``train``
-      is kept on assistant messages (set to true where there is none: every assistant turn a
-      record holds is a training target unless marked otherwise) and removed from every other
-      message: a mark on a tool or user message would make axolotl train on it.
+      text into a quoted string); arguments that encode no object stay as they are, and a null
+      ``content`` beside calls is ``""`` (`with_object_arguments`). ``train`` is kept on
+      assistant messages (set to true where there is none: every assistant turn a record holds
+      is a training target unless marked otherwise) and removed from every other message: a mark
+      on a tool or user message would make axolotl train on it.
     - ``tools``: the schemas (under `tools_key`) as JSON text, or null: tool schemas differ from source to source,
       and a column of objects gets one Arrow struct type fixed by the first block `datasets`
       reads, so a later block with other tools stops the load; text loads whatever the mix.
@@ -349,7 +356,15 @@ def hf_chat_message(message: Any) -> Any:
 
 
 def with_object_arguments(message: dict[str, Any]) -> dict[str, Any]:
-    """`message` with each call's ``arguments`` the object its JSON text encodes (itself if none does)."""
+    """`message` with each call's ``arguments`` the object its JSON text encodes (itself if none
+    does), and a null ``content`` beside calls as ``""``: transformers drops a null key before
+    rendering, and templates that read ``message.content`` (Qwen3's) then stop on it."""
+    if message.get("role") == "assistant" and "content" in message and message["content"] is None:
+        message = {**message, "content": ""}
+    return _object_arguments(message)
+
+
+def _object_arguments(message: dict[str, Any]) -> dict[str, Any]:
     calls = message.get("tool_calls")
     if not isinstance(calls, list):
         return message

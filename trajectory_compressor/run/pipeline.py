@@ -28,6 +28,7 @@ from trajectory_compressor.errors import RunAborted
 from trajectory_compressor.exit_codes import ExitCode
 from trajectory_compressor.messages import quoted
 from trajectory_compressor.read.ahead import ReadAhead
+from trajectory_compressor.read.convert_format import WriteShape
 from trajectory_compressor.read.select import RowSelection, Selected
 from trajectory_compressor.read.sources import InputSource
 from trajectory_compressor.run.commit import RowCommitter
@@ -291,9 +292,10 @@ class CompressionRun:
 
             fmt = self.job.output_format
             column_types = source_column_types(self.job.sources)  # every column's Arrow type
+            json_lists = WriteShape(self.config.output.write_format).json_lists  # hf-chat's messages
 
             def convert(jsonl_path: Path, final: Path) -> None:
-                note = convert_jsonl(jsonl_path, final, fmt, column_types).changed_columns_note()
+                note = convert_jsonl(jsonl_path, final, fmt, column_types, json_lists).changed_columns_note()
                 if note:
                     self.on_message(note)
 

@@ -26,6 +26,11 @@ writes. Memory stays at one chunk of rows (`CHUNK_BYTES`), whatever the file siz
 
 A key absent from a row comes back as null from a columnar file: parquet has no "missing".
 
+A column named in `json_lists` (``messages`` of an ``hf-chat`` output) is a list whose items are
+each stored as Arrow JSON (``list<json>``, `datasets`' ``List(Json())``): messages differ in their
+keys and so do a call's arguments, and one struct type for all of them would give every message
+and every call the others' keys as nulls, which a chat template then writes (``"path": null``).
+
 Columns JSON has no type for (binary, decimal, timestamp, date, time, duration) arrive in the
 JSONL file encoded as `read.arrow_values` describes (base64, decimal string, ISO 8601...). The
 caller passes their original Arrow types (`column_types`, from the input files' schemas); such a
@@ -62,6 +67,7 @@ CHUNK_BYTES = 32 << 20  # JSON text per Arrow chunk / parquet row group
 CHUNK_MAX_ROWS = 10_000
 GZIP_LEVEL = 6  # zlib's default: ~9's ratio at a fraction of its time
 _ARROW_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError)
+JSON_LIST = pa.list_(pa.json_())  # a list of JSON values, each with its own keys
 
 
 @dataclass(frozen=True)
@@ -91,13 +97,16 @@ def convert_jsonl(
     out_path: str | os.PathLike[str],
     fmt: str,
     column_types: Mapping[str, pa.DataType] | None = None,
+    json_lists: tuple[str, ...] = (),
 ) -> ConversionResult:
     """Convert the run's JSONL file to `out_path` in format `fmt` (one of `OUTPUT_FORMATS`).
 
     `column_types`: original Arrow types of encoded binary/decimal/temporal columns, restored in
-    Parquet and ``hf`` outputs (see `read.column_types.source_column_types`).
+    Parquet and ``hf`` outputs (see `read.column_types.source_column_types`). `json_lists`: list
+    columns whose items are stored one JSON value each (see the module docstring).
     """
     types = dict(column_types or {})
+    types.update(dict.fromkeys(json_lists, JSON_LIST))
     source, target = Path(jsonl_path), Path(out_path)
     fmt = output_format_for(str(target), fmt)
     if not source.is_file():
@@ -312,13 +321,29 @@ def _iter_tables(source: Path, schema: _Schema) -> Iterator[pa.Table]:
                 arrays.append(pa.array(text, type=pa.string()))
                 continue
             try:
+                if column.type == JSON_LIST:
+                    arrays.append(_json_list_array(values))
+                    continue
                 if column.name in schema.typed:
                     decode = decoder(column.type)
                     values = [decode(v) for v in values]
                 arrays.append(pa.array(values, type=column.type))
-            except (*_ARROW_ERRORS, DoesNotDecode) as exc:
+            except (*_ARROW_ERRORS, DoesNotDecode, TypeError) as exc:
                 raise _ColumnDoesNotFit(column.name) from exc
         yield pa.Table.from_arrays(arrays, schema=arrow_schema)
+
+
+def _json_list_array(values: list[Any]) -> pa.Array:
+    """A ``list<json>`` array: each list's items as JSON text (pyarrow builds none from objects)."""
+    if not all(value is None or isinstance(value, list) for value in values):
+        raise TypeError("not a list")
+    offsets: list[int] = [0]
+    items: list[str] = []
+    for value in values:
+        items.extend(_json_text(item) for item in value or ())
+        offsets.append(len(items))
+    mask = pa.array([value is None for value in values])
+    return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(items, pa.json_()), mask=mask)
 
 
 def _with_json_fallback(source: Path, write: Any, column_types: Mapping[str, pa.DataType]) -> tuple[int, _Schema]:

@@ -1,0 +1,92 @@
+"""The training view and the recipes' shapes, without a trainer: the marks, the arguments, the
+LLaMA-Factory samples' alternation, and the token mask of `ChatTokens` on a real template."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tests.count.chat_fixtures import QWEN25, family_tokenizer
+from trajectory_compressor.training import ChatTokens, llamafactory_samples, loss_mask, messages_of, tools_of
+from trajectory_compressor.training.llamafactory import RESULTS_JOIN
+
+CALL = '<tool_call>\n{"name": "bash", "arguments": {"command": "ls"}}\n</tool_call>'
+TOOLS = [{"type": "function", "function": {"name": "bash", "parameters": {"type": "object"}}}]
+
+
+def compressed_row() -> dict[str, Any]:
+    """A compressed ShareGPT row: head (ending on a result), the summary, the kept tail."""
+    return {
+        "id": "r",
+        "tools": json.dumps(TOOLS),
+        "conversations": [
+            {"from": "system", "value": "You are an agent."},
+            {"from": "human", "value": "List the files.", "train": True},
+            {"from": "gpt", "value": f"I will look.\n{CALL}"},
+            {"from": "tool", "value": "<tool_response>\na.py\n</tool_response>", "train": True},
+            {"from": "human", "value": "[CONTEXT SUMMARY]: listed, read a.py."},
+            {"from": "gpt", "value": CALL, "train": False},
+            {"from": "tool", "value": "<tool_response>\nb.py\n</tool_response><tool_response>\nc.py\n</tool_response>"},
+            {"from": "gpt", "value": "Done: a.py, b.py, c.py."},
+        ],
+    }
+
+
+def test_the_view_gives_object_arguments_marks_on_assistants_only_and_decoded_tools() -> None:
+    messages = messages_of(compressed_row())
+    assert [m["role"] for m in messages] == [
+        "system", "user", "assistant", "tool", "user", "assistant", "tool", "tool", "assistant",
+    ]  # fmt: skip
+    assert messages[2]["tool_calls"][0]["function"]["arguments"] == {"command": "ls"}
+    assert [m.get("train") for m in messages] == [None, None, True, None, None, False, None, None, True]
+    assert loss_mask(compressed_row()) == [False, False, True, False, False, False, False, False, True]
+    assert tools_of(compressed_row()) == TOOLS
+
+
+def test_an_hf_chat_row_as_older_datasets_pads_it_reads_back_without_the_nulls() -> None:
+    row = {
+        "messages": [
+            {"role": "user", "content": "hi", "tool_calls": None, "train": None},
+            {"role": "assistant", "content": "hello", "tool_calls": None, "train": True},
+        ],
+        "tools": None,
+        "metadata": "{}",
+    }
+    assert messages_of(row) == [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hello", "train": True},
+    ]
+    assert tools_of(row) is None
+
+
+def test_llamafactory_samples_alternate_and_end_on_each_trained_turn() -> None:
+    samples = llamafactory_samples(compressed_row())
+    assert len(samples) == 2  # the two trained assistant turns, not the context one
+    first, second = (sample["conversations"] for sample in samples)
+    assert [t["from"] for t in first] == ["system", "human", "function_call"]
+    assert (
+        first[-1]["value"] == 'I will look.\n<tool_call>[{"name": "bash", "arguments": {"command": "ls"}}]</tool_call>'
+    )
+    # The summary joins the head's result; the call's two results are one observation.
+    assert [t["from"] for t in second] == ["system", "human", "function_call", "observation", "function_call",
+                                           "observation", "gpt"]  # fmt: skip
+    assert second[3]["value"] == "a.py\n\n[CONTEXT SUMMARY]: listed, read a.py."
+    assert second[5]["value"] == f"b.py{RESULTS_JOIN}c.py"
+    assert all(json.loads(sample["tools"]) == TOOLS for sample in samples)
+
+
+def test_chat_tokens_mask_exactly_the_marked_assistant_answers() -> None:
+    tokenizer = family_tokenizer("qwen", QWEN25)
+    row = ChatTokens(tokenizer).row(compressed_row())
+    assert row.input_ids == tokenizer.apply_chat_template(
+        [{k: v for k, v in m.items() if k != "train"} for m in messages_of(compressed_row())],
+        tools=TOOLS,
+        tokenize=True,
+        return_dict=False,
+    )
+    trained = tokenizer.decode([t for t, m in zip(row.input_ids, row.assistant_masks, strict=True) if m])
+    assert trained == (
+        'I will look.\n<tool_call>\n{"name": "bash", "arguments": {"command": "ls"}}\n</tool_call><|im_end|>\n'
+        "Done: a.py, b.py, c.py.<|im_end|>\n"
+    )
+    assert set(row.owners) == set(range(9)) and row.owners == sorted(row.owners)

@@ -1,0 +1,141 @@
+"""A record as token ids and a loss mask: exactly the marked assistant turns, counted as the run counted.
+
+TRL's `SFTTrainer` takes pre-tokenized rows (``input_ids``) and builds its labels from an
+``assistant_masks`` column whenever one is present (`trl/trainer/sft_trainer.py`, "Build a labels
+column"): that is the one exact way to tell it what to learn, for any chat template, with no
+`{% generation %}` markers needed. `ChatTokens` makes those two columns:
+
+- ``input_ids``: the record's messages and tools (`view.messages_of`, `view.tools_of`) rendered by
+  the tokenizer's chat template and tokenized whole, exactly ``apply_chat_template(messages,
+  tools=tools, tokenize=True)``: the count `--count-mode chat-template` writes as
+  ``compressed_tokens`` for the same tokenizer, template and write format.
+- ``assistant_masks``: 1 on the tokens of each marked assistant message (`view.is_trained`), from
+  the end of its role header (what ``add_generation_prompt=True`` writes, e.g.
+  ``<|im_start|>assistant\\n``: the prompt, not the answer) to where the next message starts (its
+  end-of-turn token included, which teaches the model to stop); 0 everywhere else: the system
+  prompt, the user's turns, the summary, tool results, and assistant turns kept as context.
+
+Where each message starts comes from one render of the template with its loop over the messages
+instrumented (`count.chat_render`, the renderer the counts use); a template whose loop cannot be
+seen falls back to rendering growing prefixes. A token belongs to the message its first character
+is in (`return_offsets_mapping`).
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from trajectory_compressor.count.chat_render import ChatRenderer
+from trajectory_compressor.training.view import is_trained, messages_of, tools_of, unmarked
+
+_HEADER_PROBE = ({"role": "user", "content": "Hello."},)
+
+
+@dataclass(frozen=True)
+class TrainingRow:
+    """One record as a trainer takes it: token ids, 1 where the loss applies, and for each token
+    the message (of `view.messages_of`) it belongs to."""
+
+    input_ids: list[int]
+    assistant_masks: list[int]
+    owners: list[int]
+
+    def as_columns(self) -> dict[str, list[int]]:
+        return {"input_ids": self.input_ids, "assistant_masks": self.assistant_masks}
+
+
+class ChatTokens:
+    """Tokenizes records with one tokenizer's chat template and masks their marked assistant turns.
+
+    Use it as `Dataset.map`'s function: ``ds.map(ChatTokens(tokenizer), remove_columns=ds.column_names)``.
+    `template_kwargs` reach the template as `apply_chat_template`'s extra kwargs do (for example
+    ``enable_thinking=False``); pass the run's own (`--chat-template-kwargs`) so counts agree.
+    """
+
+    def __init__(self, tokenizer: Any, **template_kwargs: Any) -> None:
+        self.tokenizer = tokenizer
+        self.template_kwargs = template_kwargs
+        self.renderer = ChatRenderer(tokenizer, template_kwargs)
+        self.header = self._generation_header()
+
+    def __call__(self, record: Mapping[str, Any]) -> dict[str, list[int]]:
+        return self.row(record).as_columns()
+
+    def row(self, record: Mapping[str, Any]) -> TrainingRow:
+        """The record's token ids and loss mask."""
+        messages = messages_of(record)
+        tools = tools_of(record)
+        plain = unmarked(messages)
+        rendering = self.renderer.render(plain, tools)
+        text = rendering.text
+        starts = rendering.starts
+        if any(start is None for start in starts[1:]) or not _ascending(starts[1:]):
+            bounds = self._prefix_starts(plain, tools, text)
+        else:
+            bounds = [0, *(start or 0 for start in starts[1:])]
+        trained: list[tuple[int, int]] = []
+        for index, message in enumerate(messages):
+            if not is_trained(message):
+                continue
+            end = bounds[index + 1] if index + 1 < len(bounds) else len(text)
+            trained.append((self._answer_start(text, bounds[index], end, first=index == 0), end))
+        encoded = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        ids = list(encoded["input_ids"])
+        firsts = [begin for begin, _ in trained]
+        mask, owners = [], []
+        for start, _ in encoded["offset_mapping"]:
+            position = bisect.bisect_right(firsts, start) - 1
+            mask.append(int(position >= 0 and start < trained[position][1]))
+            owners.append(max(0, bisect.bisect_right(bounds, start) - 1))
+        return TrainingRow(ids, mask, owners)
+
+    def _answer_start(self, text: str, start: int, end: int, *, first: bool) -> int:
+        """Where an assistant message's answer starts: after its role header. The first message of
+        a conversation may follow what the template writes before any message (a default system
+        prompt): its header is looked for, not expected at its start."""
+        if first and self.header:
+            found = text.find(self.header, start, end)
+            if found >= 0:
+                return found + len(self.header)
+        return start + _common_prefix(self.header, text[start:end])
+
+    def _generation_header(self) -> str:
+        """What the template writes to open an assistant turn (``add_generation_prompt=True``)."""
+        try:
+            plain = self.renderer.render_text(_HEADER_PROBE, None)
+            prompted = self.tokenizer.apply_chat_template(
+                list(_HEADER_PROBE), tokenize=False, add_generation_prompt=True, **self.template_kwargs
+            )
+        except Exception:  # a template that refuses the probe: no header is skipped
+            return ""
+        return prompted[len(plain) :] if prompted.startswith(plain) else ""
+
+    def _prefix_starts(self, messages: list[dict[str, Any]], tools: Sequence[Any] | None, text: str) -> list[int]:
+        """Where each message starts, as the common prefix of each growing prefix's rendering and
+        the whole (for a template whose loop over the messages could not be seen)."""
+        starts = [0]
+        for end in range(1, len(messages)):
+            try:
+                prefix = self.renderer.render_text(messages[:end], tools)
+            except Exception:  # a template refusing a prefix: this message owns nothing of its own
+                starts.append(starts[-1])
+                continue
+            starts.append(max(starts[-1], _common_prefix(prefix, text)))
+        return starts
+
+
+def _common_prefix(left: str, right: str) -> int:
+    limit = min(len(left), len(right))
+    index = 0
+    while index < limit and left[index] == right[index]:
+        index += 1
+    return index
+
+
+def _ascending(starts: Sequence[int | None]) -> bool:
+    values = [start for start in starts if start is not None]
+    return all(a <= b for a, b in itertools.pairwise(values))
