@@ -144,17 +144,25 @@ def test_the_pruning_estimate_agrees_with_a_pruning_dry_run(tmp_path: Path) -> N
     pruned one. Both agree with `compress --dry-run --prune-tool-outputs` row for row."""
     from trajectory_compressor.run.row.finisher import FITTED_BY_PRUNING
 
-    rows = [make_trajectory(i, steps=2 + (i * 7) % 30, output_lines=20 + i % 4 * 10) for i in range(14)]
+    from tests.run.test_pruning import cut_off
+
+    # Runs cut off after parallel calls: results no gpt turn answers, the ones pruning may clear;
+    # one in three has a long answered part before them, which pruning cannot fit.
+    rows = [cut_off(make_trajectory(i, steps=3 + (i * 7) % 30, output_lines=20 + i % 4 * 10)) for i in range(14)]
+    for i in range(0, 14, 3):
+        long_run = make_trajectory(i, steps=30, output_lines=30)["conversations"][:-1]  # ends on a result
+        rows[i]["conversations"] = long_run + rows[i]["conversations"][5:]
     data = write_jsonl(tmp_path / "in.jsonl", rows)
     out = tmp_path / "pruned" / "x.jsonl"
-    result = run_cli("compress", str(data), "-o", str(out), "--dry-run", "--prune-tool-outputs", *BUDGET, "-q")
+    budget = [*BUDGET, "--protect-last-n-turns", "0"]
+    result = run_cli("compress", str(data), "-o", str(out), "--dry-run", "--prune-tool-outputs", *budget, "-q")
     assert result.returncode == 0, result.stderr
     metrics = read_jsonl(out.parent / "x.metrics.jsonl")
     fitted = sum(m["reason"] == FITTED_BY_PRUNING for m in metrics)
     pruned = [m for m in metrics if m.get("pruned_turns")]
     assert 0 < fitted < len(pruned), "the data must hold rows pruning fits and rows it does not"
     plain, flagged = (
-        json.loads(run_cli("analyze", str(data), *BUDGET, "--json", *flag).stdout)
+        json.loads(run_cli("analyze", str(data), *budget, "--json", *flag).stdout)
         for flag in ([], ["--prune-tool-outputs"])
     )
     for analysis in (plain, flagged):
@@ -173,5 +181,5 @@ def test_the_pruning_estimate_agrees_with_a_pruning_dry_run(tmp_path: Path) -> N
     completion_saved = plain["summary_completion_tokens"] - flagged["summary_completion_tokens"]
     assert completion_saved == estimate["summary_completion_tokens_saved"] == fitted * SUMMARY_BUDGET
     assert flagged["gpt_turns_trainable"] - plain["gpt_turns_trainable"] == estimate["gpt_turns_kept_gained"] > 0
-    text = run_cli("analyze", str(data), *BUDGET).stdout
+    text = run_cli("analyze", str(data), *budget).stdout
     assert f"{fitted} of {plain['over_target']} rows over the target fit with no summary" in text

@@ -8,6 +8,7 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from trajectory_compressor.plan.prune import answered_results
 from trajectory_compressor.plan.windows import (
     WindowReplay,
     group_starts,
@@ -182,11 +183,19 @@ def test_pruning_clears_only_context_results_oldest_first_and_only_as_far_as_nee
             assert not window.cleared  # window 0 has no context: nothing of it is cleared
             continue
         before = windows[k - 1]
+        # The window's first trained (new) gpt turn sees every result it answers.
+        first_gpt = next((i for i in range(window.new_start, len(roles)) if roles[i] == "gpt"), len(roles))
+        answered = set(answered_results(roles, first_gpt))
+        assert not answered & set(window.cleared)
         # A result once cleared stays cleared while it is context; the rest are cleared oldest first.
         inherited = [i for i in before.cleared if window.context_start <= i]
         assert set(inherited) <= set(window.cleared)
         fresh = [i for i in window.cleared if i not in inherited]
-        candidates = [i for i in replay.savings if window.context_start <= i < window.new_start and i not in inherited]
+        candidates = [
+            i
+            for i in replay.savings
+            if window.context_start <= i < window.new_start and i not in inherited and i not in answered
+        ]
         assert fresh == candidates[: len(fresh)]
         # Only as far as needed: without the last one cleared, the window would be over the target
         # (or clearing every candidate could not even fit its first group).
@@ -198,7 +207,7 @@ def test_pruning_clears_only_context_results_oldest_first_and_only_as_far_as_nee
 def test_without_summaries_a_cut_keeps_the_tail_and_adds_no_summary() -> None:
     roles = ["system", "human", "gpt", "tool", *(["gpt", "tool"] * 12), "gpt"]
     counts = [50, 50, 30, 300, *([30, 300] * 12), 30]
-    config = _config(1500, 0.2, 2)
+    config = _config(1500, 0.5, 2)  # a tail of a few groups: its older results can be cleared
     tools = [i for i, role in enumerate(roles) if role == "tool"]
     placeholders = dict.fromkeys(tools, 10)
     replay = WindowReplay(roles, counts, config, notice_tokens=9, placeholders=placeholders, summaries=False)

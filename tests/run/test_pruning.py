@@ -1,5 +1,9 @@
 """Pruning reads candidates only as far as its plan can use them, and plans exactly as if it had
-read them all: the same turns cleared, the same placeholders, the same counts."""
+read them all: the same turns cleared, the same placeholders, the same counts.
+
+A single row's candidates are the results no gpt turn answers (`plan.prune`): the rows here are
+runs cut off by a step limit, the tool results after the last assistant turn, with no protected
+tail (`protect_last_n_turns` 0), so that there are many."""
 
 from __future__ import annotations
 
@@ -44,6 +48,20 @@ def _every_candidate_read(row: CountedRow, counter: TokenCounter, config: PlanCo
     return Pruning(kept, turns, counts, list(row.turns), list(row.token_counts))
 
 
+def cut_off(record: dict[str, Any]) -> dict[str, Any]:
+    """`record` as a run stopped after its second call: the results that came back after it were
+    answered by no assistant turn (every gpt turn after the second is gone). The first call and
+    its result are the protected head."""
+    turns = record["conversations"]
+    second_gpt = [i for i, turn in enumerate(turns) if turn["from"] == "gpt"][1]
+    kept = turns[: second_gpt + 1] + [turn for turn in turns[second_gpt + 1 :] if turn["from"] == "tool"]
+    return {**record, "conversations": kept}
+
+
+def _config(**settings: Any) -> PlanConfig:
+    return PlanConfig(summary_target_tokens=100, protect_last_n_turns=0, **settings)
+
+
 def _records() -> list[dict[str, Any]]:
     records = [make_trajectory(index, steps=4 + index % 9, output_lines=3 + (index * 7) % 40) for index in range(24)]
     for index, record in enumerate(records[::3]):  # tool outputs of very different sizes in one row
@@ -53,7 +71,7 @@ def _records() -> list[dict[str, Any]]:
     # Many small tool outputs: rows a little over the target read a few of them first, and a
     # first round that guesses too low leaves them over it (a second round must follow).
     records += [make_trajectory(index, steps=22 + index % 11, output_lines=4 + index % 5) for index in range(24, 48)]
-    return records
+    return [cut_off(record) for record in records]
 
 
 @pytest.mark.parametrize("target", [400, 900, 1500, 2600, 5000])
@@ -64,7 +82,7 @@ def test_reading_as_far_as_the_plan_needs_plans_as_reading_everything_does(
     """Whatever the first round's guess (0: it reads too little and a second round must follow;
     10,000: it reads everything at once), each row's pruning is the eager plan's, exactly."""
     monkeypatch.setattr(pruning, "PLACEHOLDER_TOKENS_GUESS", guess)
-    config = PlanConfig(target_max_tokens=target, summary_target_tokens=100, prune_min_chars=120)
+    config = _config(target_max_tokens=target, prune_min_chars=120)
     rows = _rows(counter, _records(), config)
     expected = [_every_candidate_read(row, counter, config) for row in rows]
     assert pruned_views(rows, counter, config) == expected
@@ -77,9 +95,9 @@ def test_a_row_just_over_its_target_reads_only_its_oldest_candidates(
     parsed: list[str] = []
     real_split = hermes.split_tool
     monkeypatch.setattr(pruning, "split_tool", lambda value: parsed.append(value) or real_split(value))
-    record = make_trajectory(0, steps=30, output_lines=20)
-    [probe] = _rows(counter, [record], PlanConfig(target_max_tokens=100_000, summary_target_tokens=100))
-    config = PlanConfig(target_max_tokens=sum(probe.token_counts) - 50, summary_target_tokens=100)
+    record = cut_off(make_trajectory(0, steps=30, output_lines=20))
+    [probe] = _rows(counter, [record], _config(target_max_tokens=100_000))
+    config = _config(target_max_tokens=sum(probe.token_counts) - 50)
     [row] = _rows(counter, [record], config)
     [view] = pruned_views([row], counter, config)
     assert view is not None and sum(view.counts) <= config.target_max_tokens
