@@ -110,7 +110,7 @@ def unescaped(text: str) -> EscapeView | None:
 # its end (BEL or `ESC \`) become a line break, so that its payload (a hyperlink's URL) is read
 # apart from the text around it. Zero-width and invisible characters, removed. An `=` or `&`
 # escaped for a URL or HTML, that character.
-SHOWN = re.compile(
+_SHOWN = re.compile(
     "(?P<csi>\x1b\\[[0-?]{0,64}[ -/]{0,8}[@-~])"
     "|(?P<osc>\x1b\\]|\x07|\x1b\\\\)"
     "|(?P<esc>\x1b(?:[()*+-./][ -~]|[ -~])?)"
@@ -118,7 +118,7 @@ SHOWN = re.compile(
     "|(?P<eq>%3[dD]|&#0{0,4}61;|&#[xX]0{0,4}3[dD];)"
     "|(?P<amp>%26|&#0{0,4}38;|&#[xX]0{0,4}26;|&amp;)"
 )
-SHOWN_AS = {"csi": "", "osc": "\n", "esc": "", "invisible": "", "eq": "=", "amp": "&"}
+_SHOWN_AS = {"csi": "", "osc": "\n", "esc": "", "invisible": "", "eq": "=", "amp": "&"}
 _INVISIBLE = "\u00ad\u180e\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\ufeff"
 
 
@@ -171,5 +171,5 @@ def as_shown(text: str) -> SplicedView | None:
     """The view of `text` as it is shown (see the module's docstring), or None when it is the same.
 
     Call it on text holding one of `SHOWN_MARKERS`: the regex pass is the cost of this view."""
-    splices = [(m.start(), m.end(), SHOWN_AS[m.lastgroup or ""]) for m in SHOWN.finditer(text)]
+    splices = [(m.start(), m.end(), _SHOWN_AS[m.lastgroup or ""]) for m in _SHOWN.finditer(text)]
     return SplicedView(text, splices) if splices else None

@@ -61,7 +61,6 @@ trajectories would fill with noise.
 
 from __future__ import annotations
 
-import hashlib
 import re
 import string
 from base64 import b64encode
@@ -71,7 +70,7 @@ from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from ahocorasick_rs import AhoCorasick, Implementation
 
-from trajectory_compressor.summarize.escapes import ESCAPE, SHOWN, SHOWN_MARKERS, as_shown, unescaped
+from trajectory_compressor.summarize.escapes import SHOWN_MARKERS, as_shown, unescaped
 from trajectory_compressor.summarize.secret_rules import RULES, Rule, Span, high_entropy
 
 REDACTED = "[REDACTED]"
@@ -225,13 +224,6 @@ ASSIGNMENT_RULES = (
     ),
 )
 ALL_RULES = (*RULES, *ASSIGNMENT_RULES)
-# Names the rule set: summaries cleaned under other rules are not taken from the cache.
-# The escape sequences the rules read through are part of it, and so is the revision of what
-# the span functions judge (a value's padding, a query string's next parameter), which no
-# pattern shows.
-_JUDGED = "values: base64 padding, percent-encoding; cut at a query's '&name=' or a tag"
-_RULES_SEEN = [(rule.name, rule.literals, rule.pattern.pattern) for rule in ALL_RULES]
-RULESET_ID = hashlib.sha256(repr([ESCAPE.pattern, SHOWN.pattern, _JUDGED, *_RULES_SEEN]).encode()).hexdigest()[:16]
 
 # The base64 body and END line of a PEM key whose BEGIN line was cut away (a transcript cut).
 _PEM_END = re.compile(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
