@@ -30,7 +30,7 @@ from trajectory_compressor.messages import quoted
 from trajectory_compressor.read.ahead import ReadAhead
 from trajectory_compressor.read.select import RowSelection, Selected
 from trajectory_compressor.read.sources import InputSource
-from trajectory_compressor.run.commit import RowCommitter
+from trajectory_compressor.run.commit import RowCommitter, all_rejected_message
 from trajectory_compressor.run.jobs import CompressJob
 from trajectory_compressor.run.prepare import CHUNK_BYTES, CHUNK_ROWS, PreparedRow, notice_tokens, prepare_for_run
 from trajectory_compressor.run.row import FinishedRow, RowFinisher
@@ -235,6 +235,9 @@ class CompressionRun:
         if status == "completed" and self.config.output.fail_on_over_limit and self.totals.rows_still_over_limit:
             exit_code = ExitCode.OVER_LIMIT
             message = f"{self.totals.rows_still_over_limit} rows are still over the limit"
+        if status == "completed" and 0 < self.totals.rows_selected == self.totals.rows_rejected:
+            exit_code = ExitCode.ALL_REJECTED
+            message = all_rejected_message(self.totals.rows_rejected, committer.first_reject)
         return RunResult(report=report, exit_code=exit_code, paths=self.paths, message=message)
 
     async def _process(self, committer: RowCommitter, selection: RowSelection) -> None:
