@@ -286,8 +286,8 @@ class ChatClient:
             if detail:
                 message += f" ({detail})"
             message += self.credentials.no_key_hint()
-            if self._auth_error is None:
-                logger.error("%s", message)
+            if self._auth_error is None:  # said once, by the run that stops on it (`EndpointAuthError`)
+                logger.debug("%s", message)
                 self._auth_error = message
             return Failure("auth", message, False)
         if status == 429:
