@@ -129,7 +129,9 @@ class FakeOpenAIServer:
     default: Action = "ok"  # action for requests past the end of a list schedule
     model: str = "fake-model"
     hang_seconds: float = 60.0
+    models_status: int = 200  # what GET /v1/models answers (a run's preflight asks it): 401 refuses the key
     requests: list[RecordedRequest] = field(default_factory=list, init=False)
+    model_lists: int = field(default=0, init=False)  # GET /v1/models asked
     max_in_flight: int = field(default=0, init=False)
     base_url: str = field(default="", init=False)
     _in_flight: int = field(default=0, init=False, repr=False)
@@ -239,6 +241,9 @@ class FakeOpenAIServer:
         return schedule[number] if number < len(schedule) else self.default
 
     async def _models(self, request: web.Request) -> web.Response:
+        self.model_lists += 1
+        if self.models_status != 200:
+            return self._error(self.models_status, f"fake error {self.models_status}")
         return web.json_response({"object": "list", "data": [{"id": self.model, "object": "model"}]})
 
     async def _stats(self, request: web.Request) -> web.Response:

@@ -23,7 +23,7 @@ from trajectory_compressor.run.jobs import CompressJob, check_output_paths, plan
 from trajectory_compressor.run.pipeline import CompressionRun, RunResult
 from trajectory_compressor.run.settings_record import settings_record
 from trajectory_compressor.settings import ConfigError, RunConfig
-from trajectory_compressor.summarize.choose import SummarizerChoice, choose_summarizers, resolve_endpoint
+from trajectory_compressor.summarize.choose import SummarizerChoice, choose_summarizers, resolve_endpoint, wants_llm
 
 if TYPE_CHECKING:  # the batch phase loads aiohttp: only runs with --batch import it
     from trajectory_compressor.run.batch.driver import BatchPhase
@@ -63,6 +63,7 @@ async def compress_async(
     )
     jobs = plan_jobs(inputs, sources, str(output), config.output, config.select)
     check_output_paths(jobs, sources, config)
+    await check_before_loading(config)
     if counter is None:
         counter = counter_for(config)
     choice = None if config.dry_run else choose_summarizers(config, counter)
@@ -98,6 +99,17 @@ async def compress_async(
         if choice is not None and choice.fallback is not None and choice.fallback is not choice.primary:
             await choice.fallback.aclose()
     return results
+
+
+async def check_before_loading(config: RunConfig) -> None:
+    """What can be known before the tokenizer loads (seconds, tens of seconds from the Hub): the
+    LLM settings and whether the endpoint takes the key (`preflight`). Not for `--responses`,
+    whose answers come from a file (the endpoint may well be off), nor a dry run, which asks none."""
+    if config.dry_run or not wants_llm(config) or config.llm.responses:
+        return
+    from trajectory_compressor.summarize.llm.preflight import check_endpoint
+
+    await check_endpoint(config.llm)
 
 
 async def load_responses(choice: SummarizerChoice, path: Path, say: Callable[[str], None], *, line_limit: int) -> None:

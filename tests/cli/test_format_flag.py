@@ -24,9 +24,9 @@ def _run(tmp_path: Path, records: list[Any], *flags: str) -> tuple[list[bytes], 
     source = write_jsonl(tmp_path / "in.jsonl", records)
     out = tmp_path / "out" / "x.jsonl"
     result = run_cli("compress", str(source), "-o", str(out), *[a for a in BUDGET if a != "-q"], *flags)
-    assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
     metrics = read_jsonl(out.parent / "x.metrics.jsonl")
+    assert result.returncode == (4 if all(m["rejected"] for m in metrics) else 0), result.stderr  # 4: every row
     return source.read_bytes().splitlines(), out.read_bytes().splitlines(), metrics, result.stderr
 
 
@@ -106,3 +106,29 @@ def test_a_record_with_both_lists_compresses_the_chosen_one_only(
         _check_sharegpt_row(
             {"id": "both", "conversations": record["conversations"], "messages": record["messages"]}, after, m
         )
+
+
+def test_a_run_that_rejects_every_row_exits_4_naming_the_flags_that_read_it(tmp_path: Path) -> None:
+    """Turns kept under another key (`turns`): every row a reject, the outputs hold nothing compressed."""
+    rows = []
+    for i in range(3):
+        row = make_trajectory(i, steps=8)
+        rows.append({"id": row["id"], "turns": row.pop("conversations")})
+    source = write_jsonl(tmp_path / "in.jsonl", rows)
+    out = tmp_path / "out" / "x.jsonl"
+    result = run_cli("compress", str(source), "-o", str(out), *BUDGET, "--json")
+    assert result.returncode == 4, result.stderr
+    [error] = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert "every row was rejected (3 of 3)" in error and "in.jsonl:1: missing conversation list" in error
+    assert "--format" in error and "--conversation-key" in error
+    assert json.loads(result.stdout)["exit_code"] == 4
+    assert json.loads((out.parent / "x.report.json").read_text())["status"] == "completed"
+
+    fixed = run_cli("compress", str(source), "-o", str(out), *BUDGET, "--conversation-key", "turns")
+    assert fixed.returncode == 0, fixed.stderr
+    assert all(m["was_compressed"] for m in read_jsonl(out.parent / "x.metrics.jsonl"))
+
+
+def test_a_run_that_rejects_some_rows_only_exits_0(tmp_path: Path) -> None:
+    _, _, metrics, _ = _run(tmp_path, _mixed(), "--format", "openai")  # asserts exit 0: not every row
+    assert [m["rejected"] for m in metrics] == [True, False, True]

@@ -261,3 +261,53 @@ def test_many_near_zero_fidelity_summaries_are_said_once_at_the_end(tmp_path: Pa
     assert "--min-fidelity" in warnings[0] and result.stderr.strip().splitlines()[-1] == warnings[0]
     report = json.loads((tmp_path / "out" / "x.report.json").read_text())
     assert report["warnings"] == warnings
+
+
+# -- settings and the endpoint checked before the tokenizer loads -------------------------------
+# A tokenizer path that does not exist stands for the tokenizer: had it been loaded first, the
+# run would stop on it. Each error is the one line of stderr.
+NO_TOKENIZER = ["--tokenizer", "/nonexistent/tokenizer-never-loaded"]
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (["--summarizer", "llm"], "--summarizer llm needs an endpoint"),
+        (["--summarizer", "llm", "--base-url", "http://127.0.0.1:9/v1"], "no model: pass --model"),
+    ],
+)
+def test_llm_settings_missing_are_one_line_before_the_tokenizer_loads(
+    tmp_path: Path, flags: list[str], said: str
+) -> None:
+    env = {"OPENAI_BASE_URL": None, "OPENAI_API_KEY": None}  # type: ignore[dict-item]  # unset
+    result = run_cli("compress", str(_input(tmp_path, 2)), "-o", str(tmp_path / "o.jsonl"), *flags, *NO_TOKENIZER,
+                     env=env)  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [result.stderr.strip()] and said in result.stderr
+    assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_a_refused_or_missing_key_is_one_line_before_the_tokenizer_loads(tmp_path: Path) -> None:
+    with FakeServerThread(server=None, models_status=401) as server:
+        args = ["compress", str(_input(tmp_path, 2)), "-o", str(tmp_path / "o.jsonl"), *NO_TOKENIZER,
+                *_llm_args(server.base_url, tmp_path / "c")]  # fmt: skip
+        missing = run_cli(*args, env={"OPENAI_API_KEY": None})  # type: ignore[dict-item]  # unset
+        wrong = run_cli(*args, env={"OPENAI_API_KEY": SECRET})
+        assert server.server.model_lists == 2 and not server.requests  # no summary asked
+    assert missing.returncode == wrong.returncode == 2
+    [line] = missing.stderr.strip().splitlines()
+    assert line.startswith(f"error: HTTP 401 from {server.base_url}: the endpoint refused the credentials")
+    assert line.count("$OPENAI_API_KEY") == 1 and "no API key was found in $OPENAI_API_KEY" in line
+    assert "--api-key-env" in line
+    [line] = wrong.stderr.strip().splitlines()
+    assert "refused the credentials" in line and "check the key in $OPENAI_API_KEY" in line and SECRET not in line
+    assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_a_key_refused_mid_run_is_said_once(tmp_path: Path) -> None:
+    """The preflight passes (a server without a model list); the first summary is refused."""
+    with FakeServerThread(default="401", models_status=404) as server:
+        result = run_cli("compress", str(_input(tmp_path)), "-o", str(tmp_path / "o.jsonl"),
+                         *_llm_args(server.base_url, tmp_path / "c", "-q"), env={"OPENAI_API_KEY": SECRET})  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr.count("refused the credentials") == 1, result.stderr

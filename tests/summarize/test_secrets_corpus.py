@@ -34,6 +34,7 @@ from trajectory_compressor.types import SummaryRequest, Turn
 _RNG = random.Random(20261123)
 ALNUM = string.ascii_letters + string.digits
 HEX = "0123456789abcdef"
+UPPER_DIGITS = string.ascii_uppercase + string.digits
 
 
 def _r(n: int, alphabet: str = ALNUM) -> str:
@@ -47,6 +48,17 @@ def _b64(n: int) -> str:
 PEM_BODY = "\n".join(_b64(64) for _ in range(12))
 PGP_BODY = "\n".join(_b64(64) for _ in range(8))
 JWT = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9." + "eyJzdWIiOiI" + _r(40) + "." + _r(43, ALNUM + "_-")
+
+
+def _digitless_b64() -> str:
+    """A base64 password with no digit in it (`cGFzc3dvcmQ=`): its letters alone read as a name."""
+    while True:
+        encoded = base64.b64encode(_r(10, string.ascii_lowercase).encode()).decode()
+        if encoded.endswith("=") and not any(ch.isdigit() or ch in "+/" for ch in encoded):
+            return encoded
+
+
+DIGITLESS_B64 = _digitless_b64()
 
 # (family, text around the secret with {} where it goes, the secret)
 PLANTED: list[tuple[str, str, str]] = [
@@ -137,6 +149,29 @@ PLANTED: list[tuple[str, str, str]] = [
     ("mysql-p", "mysql -uroot -p{} app", _r(14)),
     ("mysql-p-quoted", "mysql -h db -u root -p'{}' app", "pw " + _r(14)),
     ("sshpass", "sshpass -p '{}' ssh deploy@host", _r(14)),
+    # Round 5: a token right after a terminal colour code (raw here; the trajectory's JSON layers
+    # hold it as `\u001b[36m`), in every family that was seen kept.
+    ("ansi-github", "gh auth status -t\n  - Token: \x1b[36m{}\x1b[0m", "ghp_" + _r(36)),
+    ("ansi-aws", "\x1b[1;32mAWS_ACCESS_KEY_ID\x1b[0m=\x1b[33m{}\x1b[0m", "AKIA" + _r(16, UPPER_DIGITS)),
+    ("ansi-openai", "\x1b[32m{}\x1b[0m loaded from .env", "sk-proj-" + _r(48)),
+    ("ansi-slack", "\x1b[2K\x1b[1Gtoken=\x1b[35m{}", f"xoxb-{_r(12, string.digits)}-{_r(13, string.digits)}-{_r(24)}"),
+    ("ansi-huggingface", "\x1b]8;;https://huggingface.co/settings/tokens\x1b\\{}\x1b]8;;\x1b\\", "hf_" + _r(34)),
+    ("ansi-gitlab", "PRIVATE-TOKEN: \x1b[31m{}\x1b[39m", "glpat-" + _r(20)),
+    # A query string's parameter that is not the last one, `&` or `;` after it.
+    ("query-not-last", "< GET /v1/items?api_token={}&limit=50 HTTP/1.1", _r(32)),
+    ("query-semicolon", '10.0.0.7 - - "GET /export?api_key={};format=csv HTTP/1.1" 200', "k-" + _r(24)),
+    ("query-percent-encoded", "next=https%3A%2F%2Fapp%2Fcb%3Fclient_secret%3D{}%26state%3Dxyz", _r(28)),
+    # Values ending in base64 padding, and a kubectl secret's (its letters alone look like a name).
+    ("padded-secret-key", "SECRET_KEY={}", base64.b64encode(_r(13).encode()).decode()),
+    ("padded-password", "DB_PASSWORD={}", _r(11) + "=="),
+    ("kubectl-secret", "apiVersion: v1\ndata:\n  password: {}\n  username: YWRtaW4=\nkind: Secret", DIGITLESS_B64),
+    # An `=` escaped for HTML or Python, an invisible character inside a token.
+    ("html-escaped-equals", "<td>DB_PASSWORD&#61;{}</td>", "pw-" + _r(14)),
+    ("hex-escaped-equals", "print('API_KEY\\x3d{}')", _r(30)),
+    ("zero-width-github", "pushed with {} yesterday", "ghp_" + _r(10) + "\u200b" + _r(26)),
+    ("soft-hyphen-aws", "key id {} in use", "AKIA" + _r(8, UPPER_DIGITS) + "\u00ad" + _r(8, UPPER_DIGITS)),
+    ("word-joiner-openai", "OPENAI {}", "sk-proj-" + _r(20) + "\u2060" + _r(28)),
+    ("bom-huggingface", "hf token {}", "hf_" + _r(17) + "\ufeff" + _r(17)),
 ]
 
 
@@ -285,8 +320,11 @@ def test_llm_prompts_replies_and_cache_carry_no_planted_secret(tmp_path: Path) -
     assert prompts and all(h == f"Basic {basic}" for h in headers)  # the credentials were really sent
     assert all("[REDACTED]" in p for p in prompts)
     assert leaks("\n".join(prompts)) == {}
-    summaries = _summaries(out)
-    assert sum("Authorization: " in s for s in summaries.values()) > 0  # the echoes were kept, masked
+    _summaries(out)
+    # An echo of the prompt is a transcript (its `[Turn N] ROLE:` lines): refused, the rows summarized
+    # by the fallback. `test_a_model_quoting_the_secrets_back_...` keeps a model's quotes as summaries.
+    metrics = read_jsonl(out.parent / "x.metrics.jsonl")
+    assert all("the reply is a transcript, not a summary" in m["last_error"] for m in metrics)
     everything = _written(out.parent) + cache.read_bytes().decode("utf-8", errors="replace")
     everything += result.stdout + result.stderr
     assert leaks(everything) == {}

@@ -144,3 +144,55 @@ def test_side_files_are_named_from_the_stem_whatever_the_suffix(tmp_path: Path, 
     assert sorted(p.name for p in out.parent.iterdir()) == sorted(
         [f"x{suffix}", "x.metrics.jsonl", "x.report.json", "x.over_limit.jsonl", "x.rejects.jsonl"]
     )
+
+
+# -- never replace a file this tool did not write ----------------------------------------------
+
+
+def _unrelated(path: Path, rows: int = 250) -> bytes:
+    """Somebody's data at an output path: not an input, no run's report or work folder beside it."""
+    write_jsonl(path, [{"id": f"theirs-{i}", "score": i} for i in range(rows)])
+    return path.read_bytes()
+
+
+def test_an_output_folder_holding_an_unrelated_file_of_the_output_name_is_refused(tmp_path: Path) -> None:
+    """`-o somedir/` mirrors `in/agent_runs.jsonl` onto `somedir/agent_runs.jsonl`: somebody's file."""
+    source = _input(tmp_path / "in", "agent_runs.jsonl", rows=3)
+    theirs = _unrelated(tmp_path / "somedir" / "agent_runs.jsonl")
+    refused = run_cli("compress", str(source), "-o", f"{tmp_path / 'somedir'}/", *SMALL)
+    _assert_one_line_error(refused, "somedir/agent_runs.jsonl", "not written by this tool", "--overwrite")
+    assert (tmp_path / "somedir" / "agent_runs.jsonl").read_bytes() == theirs
+    assert sorted(p.name for p in (tmp_path / "somedir").iterdir()) == ["agent_runs.jsonl"]  # nothing beside it
+
+    allowed = run_cli("compress", str(source), "-o", f"{tmp_path / 'somedir'}/", *SMALL, "--overwrite")
+    assert allowed.returncode == 0, allowed.stderr
+    again = run_cli("compress", str(source), "-o", f"{tmp_path / 'somedir'}/", *SMALL)  # now the run's own
+    assert again.returncode == 0, again.stderr
+    assert len((tmp_path / "somedir" / "agent_runs.jsonl").read_text().splitlines()) == 3
+
+
+@pytest.mark.parametrize("name", ["x.jsonl", "x.metrics.jsonl", "x.report.json", "x.rejects.jsonl"])
+def test_an_output_file_or_side_file_that_is_somebody_s_is_refused(tmp_path: Path, name: str) -> None:
+    source = _input(tmp_path)
+    theirs = _unrelated(tmp_path / "out" / name)
+    refused = run_cli("compress", str(source), "-o", str(tmp_path / "out" / "x.jsonl"), *SMALL)
+    _assert_one_line_error(refused, f"out/{name}", "--overwrite")
+    assert (tmp_path / "out" / name).read_bytes() == theirs
+
+
+def test_a_run_s_own_outputs_are_replaced_finished_or_interrupted(tmp_path: Path) -> None:
+    """Known by the report beside them, or by the work folder an interrupted run leaves."""
+    source, out = _input(tmp_path), tmp_path / "out" / "x.jsonl"
+    assert run_cli("compress", str(source), "-o", str(out), *SMALL).returncode == 0
+    assert run_cli("compress", str(source), "-o", str(out), *SMALL, "--target-max-tokens", "3000").returncode == 0
+    (tmp_path / "out" / "x.report.json").unlink()
+    (tmp_path / "out" / ".x.jsonl.work").mkdir()  # as an interrupted run leaves it
+    result = run_cli("compress", str(source), "-o", str(out), *SMALL, "--no-resume")
+    assert result.returncode == 0, result.stderr
+
+
+def test_html_report_with_an_output_folder_is_refused_in_one_line(tmp_path: Path) -> None:
+    source = _input(tmp_path / "in")
+    refused = run_cli("compress", str(source), "-o", f"{tmp_path / 'out'}/", "--html-report", str(tmp_path / "r.html"))
+    _assert_one_line_error(refused, "--html-report needs an output file", "one run per input file")
+    assert not (tmp_path / "out").exists() and not (tmp_path / "r.html").exists()

@@ -56,6 +56,14 @@ class TokenCounter:
     def name(self) -> str:
         return self._name or str(getattr(self.tokenizer, "name_or_path", "") or "tokenizer")
 
+    def added_tokens(self) -> tuple[str, ...]:
+        """The tokenizer's added tokens (special or not): the strings it reads in text as one
+        token, control markers among them, which a model's reply must not smuggle into a row."""
+        decoder = getattr(self._backend, "get_added_tokens_decoder", None)
+        if decoder is None:  # a stand-in tokenizer (tests)
+            return ()
+        return tuple(token.content for token in decoder().values())
+
     def count_many(self, texts: Sequence[str]) -> list[int]:
         """Token counts of `texts`, in order, without special tokens.
 

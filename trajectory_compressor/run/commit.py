@@ -25,6 +25,16 @@ REJECTS_SHOWN = 20  # bad records named on stderr; the rest are in the rejects f
 MORE_REJECTS = "warning: more bad records; see the rejects file"
 
 
+def all_rejected_message(rows: int, first: dict[str, Any] | None) -> str:
+    """The one line of a run that rejected every row it read: the likely cause and the flags."""
+    example = f" (first: {quoted(first['file'])}:{first['line']}: {first['error']})" if first else ""
+    return (
+        f"every row was rejected ({rows:,} of {rows:,}){example}: the input is likely in another format or keeps "
+        "its turns under another key; pass --format sharegpt|openai and --conversation-key NAME (the field "
+        "holding the turn list)"
+    )
+
+
 def reject_warning(reject: dict[str, Any]) -> str:
     """The stderr line naming one bad record (both engines print it)."""
     return f"warning: {quoted(reject['file'])}:{reject['line']}: {reject['error']}"
@@ -64,6 +74,7 @@ class RowCommitter:
         self._since_checkpoint = 0
         self._last_checkpoint = time.monotonic()
         self._rejects_reported = 0
+        self.first_reject: dict[str, Any] | None = None  # this run's first bad record, to name it again
 
     def commit(self, finished: FinishedRow) -> None:
         records = finished.records()
@@ -99,6 +110,7 @@ class RowCommitter:
 
     def _report_reject(self, reject: dict[str, Any]) -> None:
         self._rejects_reported += 1
+        self.first_reject = self.first_reject or reject
         if self._rejects_reported <= REJECTS_SHOWN:
             self.on_message(reject_warning(reject))
         elif self._rejects_reported == REJECTS_SHOWN + 1:

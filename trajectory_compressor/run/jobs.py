@@ -20,6 +20,7 @@ from trajectory_compressor.write.collisions import (
     NamedFile,
     html_report_file,
     input_files,
+    refuse_foreign_outputs,
     refuse_overwrites,
     run_outputs,
 )
@@ -48,6 +49,13 @@ def plan_jobs(
     """
     output = Path(output_arg)
     mirror = outputs.output_format != "hf" and (output_arg.endswith(("/", os.sep)) or output.is_dir())
+    if mirror and outputs.html_report:
+        # One page shows one run; a folder output is one run per input file, each with its own
+        # report, and a page merging them would show none of them as it ran.
+        raise ConfigError(
+            f"--html-report needs an output file: -o {quoted(output_arg)} is a folder, written as one run per "
+            "input file; give a file (all inputs in one run) or run each input with its own --html-report"
+        )
 
     def job(sources_: list[InputSource], path: Path) -> CompressJob:
         try:
@@ -78,7 +86,8 @@ def plan_jobs(
 
 
 def check_output_paths(jobs: Sequence[CompressJob], sources: Sequence[InputSource], config: RunConfig) -> None:
-    """Refuse outputs that would overwrite an input, the responses file, or one another.
+    """Refuse outputs that would overwrite an input, the responses file, or one another, and
+    (unless `--overwrite`) outputs onto existing files this tool did not write.
 
     Every file a run writes counts: the dataset, the metrics, the report, the over-limit list,
     the rejects and the HTML report (`write.collisions` compares them resolved).
@@ -87,10 +96,18 @@ def check_output_paths(jobs: Sequence[CompressJob], sources: Sequence[InputSourc
     if config.llm.responses:
         reads.append(NamedFile("the responses file", config.llm.responses))
     refuse_overwrites((named for job in jobs for named in _written_by(job)), reads)
+    if not config.output.overwrite:
+        for job in jobs:
+            paths = OutputPaths.beside(job.output, job.metrics)
+            refuse_foreign_outputs(paths, _origin(job), data=not config.dry_run)
+
+
+def _origin(job: CompressJob) -> str:
+    return f" (from {quoted(job.sources[0].name)})" if len(job.sources) == 1 else ""
 
 
 def _written_by(job: CompressJob) -> list[NamedFile]:
-    origin = f" (from {quoted(job.sources[0].name)})" if len(job.sources) == 1 else ""
+    origin = _origin(job)
     named = run_outputs(OutputPaths.beside(job.output, job.metrics).as_dict(), origin)
     if job.html_report is not None:
         named.append(html_report_file(job.html_report, origin))

@@ -157,6 +157,10 @@ class OutputConfig:
     resume: bool = setting(
         True, "bool", flag="--no-resume", flag_style="off", help="Start over instead of resuming an interrupted run."
     )
+    overwrite: bool = setting(
+        False, "bool", flag_style="flag",
+        help="Replace existing output files this tool did not write (refused otherwise, the file named).",
+    )  # fmt: skip
     over_limit: choices.OverLimitPolicy = setting(
         "keep", "choice", choices=get_args(choices.OverLimitPolicy), record=True,
         help="Rows still over the limit: keep them, drop them, or truncate their middle.",

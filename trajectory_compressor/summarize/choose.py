@@ -45,6 +45,19 @@ def resolve_endpoint(config: RunConfig) -> RunConfig:
     return config
 
 
+def wants_llm(config: RunConfig) -> bool:
+    """Whether `config`'s run summarizes with an LLM; `ConfigError` when it would but cannot (no
+    endpoint, no model). Pure: a run asks it before its tokenizer loads, so such a run stops at once."""
+    if config.summarizer == NO_SUMMARIES:
+        return False
+    wanted = config.summarizer == LLM_SUMMARIZER or (config.summarizer == AUTO_SUMMARIZER and bool(config.llm.base_url))
+    if wanted and not config.llm.base_url:
+        raise ConfigError("--summarizer llm needs an endpoint: pass --base-url or set OPENAI_BASE_URL")
+    if wanted and not config.llm.model:
+        raise ConfigError("an LLM endpoint is configured but no model: pass --model (or --summarizer extractive)")
+    return wanted
+
+
 def choose_summarizers(
     config: RunConfig, counter: TokenCounter, *, cache: Any = None, gate: Any = None
 ) -> SummarizerChoice:
@@ -57,20 +70,13 @@ def choose_summarizers(
         return SummarizerChoice(None, None, "summarizer: none (tool outputs pruned only; rows still over are flagged)")
     # The same `--redact-secrets` for both: a summary is redacted whichever summarizer writes it.
     extractive = ExtractiveSummarizer(counter, redact=config.llm.redact_secrets, anchor_index=config.llm.anchor_index)
-    wants_llm = config.summarizer == LLM_SUMMARIZER or (
-        config.summarizer == AUTO_SUMMARIZER and bool(config.llm.base_url)
-    )
-    if not wants_llm:
+    if not wants_llm(config):
         note = (
             "summarizer: extractive (offline; pass --base-url and --model to summarize with an LLM)"
             if config.summarizer == AUTO_SUMMARIZER
             else "summarizer: extractive"
         )
         return SummarizerChoice(extractive, extractive, note)
-    if not config.llm.base_url:
-        raise ConfigError("--summarizer llm needs an endpoint: pass --base-url or set OPENAI_BASE_URL")
-    if not config.llm.model:
-        raise ConfigError("an LLM endpoint is configured but no model: pass --model (or --summarizer extractive)")
     from trajectory_compressor.summarize.llm.summarizer import LLMSummarizer
     from trajectory_compressor.summarize.llm.usage import UsageTracker
     from trajectory_compressor.summarize.redact import display_url

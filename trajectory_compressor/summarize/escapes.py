@@ -7,9 +7,17 @@ the call's JSON; Gson writes `=` as `\\u003d`. Credential rules written for plai
 it: in `\\nghp_...` a word character (the `n`) is glued to the token, and in
 `DB_PASSWORD=x\\nHOME=/root` the value runs on into the next line. So the rules read
 `unescaped(text).text`, where every escape sequence, however many backslashes deep, is the one
-character it stands for; `original_span` takes a span found there back to the original text,
-widened to whole escape sequences, so that masking it never cuts a sequence in half and the
-masked text decodes as before.
+character it stands for (`\\xNN` too: a Python repr shows a colour code as `\\x1b[36m`);
+`original_span` takes a span found there back to the original text, widened to whole escape
+sequences, so that masking it never cuts a sequence in half and the masked text decodes as before.
+
+A second view, `as_shown(text)`, reads text as a terminal or a browser shows it: terminal
+escape sequences (ANSI colours, cursor moves; the delimiters of an OSC command such as a
+hyperlink, whose payload stays readable), invisible characters (zero-width space, joiners,
+word joiner, BOM, soft hyphen) are gone, and an `=` written as `%3D`, `&#61;` or `&#x3d;` (an
+`&` as `%26`) is that character. `gh<U+200B>p_...` or `\x1b[36mghp_...` shows as `ghp_...`,
+and the rules see what a reader sees. The two views compose: a JSON-escaped colour code
+(`\\u001b[32m`) is decoded first, then removed.
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ Span = tuple[int, int]
 # always starts at a run's first backslash and takes the whole run (the second branch takes
 # what the first leaves), so the search is linear; starting with a literal `\` lets `re`
 # skip to each backslash at memory speed.
-ESCAPE = re.compile(r"""(\\(?:\\*(?:[nrtbf"'/]|u[0-9a-fA-F]{4})|\\+))""")
+ESCAPE = re.compile(r"""(\\(?:\\*(?:[nrtbf"'/]|u[0-9a-fA-F]{4}|x[0-9a-fA-F]{2})|\\+))""")
 _CHARACTER = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f", '"': '"', "'": "'", "/": "/", "": "\\"}
 # The common sequences, decoded by one dictionary look-up.
 _KNOWN = {"\\" * depth + code: char for depth in range(1, 8) for code, char in _CHARACTER.items() if code or depth > 1}
@@ -34,6 +42,8 @@ _KNOWN = {"\\" * depth + code: char for depth in range(1, 8) for code, char in _
 
 def _decoded(sequence: str) -> str:
     code = sequence.lstrip("\\")
+    if code[:1] == "x":  # xNN
+        return chr(int(code[1:], 16))
     if len(code) == 5:  # uXXXX
         point = int(code[1:], 16)
         # Half of a UTF-16 pair (`json.dumps` writes an emoji as `\ud83d\ude00`): one sequence is
@@ -92,3 +102,74 @@ def unescaped(text: str) -> EscapeView | None:
         return None
     decoded = [_KNOWN.get(sequence) or _decoded(sequence) for sequence in pieces[1::2]]
     return EscapeView(pieces, decoded)
+
+
+# What a terminal or a browser does not show, or shows as another character. Terminal escape
+# sequences (ECMA-48): a CSI (`ESC [ params final`: colours, cursor moves), a charset choice
+# (`ESC ( B`), any other two-character escape, removed; an OSC command's opening (`ESC ]`) and
+# its end (BEL or `ESC \`) become a line break, so that its payload (a hyperlink's URL) is read
+# apart from the text around it. Zero-width and invisible characters, removed. An `=` or `&`
+# escaped for a URL or HTML, that character.
+_SHOWN = re.compile(
+    "(?P<csi>\x1b\\[[0-?]{0,64}[ -/]{0,8}[@-~])"
+    "|(?P<osc>\x1b\\]|\x07|\x1b\\\\)"
+    "|(?P<esc>\x1b(?:[()*+-./][ -~]|[ -~])?)"
+    "|(?P<invisible>[\u00ad\u180e\u200b-\u200d\u2060-\u2064\ufeff])"
+    "|(?P<eq>%3[dD]|&#0{0,4}61;|&#[xX]0{0,4}3[dD];)"
+    "|(?P<amp>%26|&#0{0,4}38;|&#[xX]0{0,4}26;|&amp;)"
+)
+_SHOWN_AS = {"csi": "", "osc": "\n", "esc": "", "invisible": "", "eq": "=", "amp": "&"}
+_INVISIBLE = "\u00ad\u180e\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\ufeff"
+
+
+class SplicedView:
+    """`text` with some pieces removed or replaced by one character; `original_span` maps back.
+
+    A span of the view is taken back to the original from its first character to its last, so
+    a piece removed inside it (a zero-width space in a token) is masked with it, and one removed
+    just before or after it (the colour codes around a token) is kept.
+    """
+
+    def __init__(self, text: str, splices: list[tuple[int, int, str]]) -> None:
+        parts: list[str] = []
+        self._at: list[int] = []  # where each splice sits in the view
+        self._starts: list[int] = []  # its start and end in the original
+        self._ends: list[int] = []
+        self._lengths: list[int] = []  # its length in the view: 0 or 1
+        position = shown = 0
+        for start, end, replacement in splices:
+            parts += [text[position:start], replacement]
+            shown += start - position
+            self._at.append(shown)
+            self._starts.append(start)
+            self._ends.append(end)
+            self._lengths.append(len(replacement))
+            shown += len(replacement)
+            position = end
+        parts.append(text[position:])
+        self.text = "".join(parts)
+
+    def _original(self, at: int, *, end: bool) -> int:
+        """Where the view's character `at` starts (or, `end`, ends) in the original."""
+        index = bisect_right(self._at, at) - 1
+        if index < 0:
+            return at + end
+        if self._at[index] + self._lengths[index] > at:  # `at` is this splice's own character
+            return self._ends[index] if end else self._starts[index]
+        return self._ends[index] + at - self._at[index] - self._lengths[index] + end
+
+    def original_span(self, start: int, end: int) -> Span:
+        return self._original(start, end=False), self._original(end - 1, end=True)
+
+
+# What `as_shown` can change: a text holding none of these is shown as it is. `redact` finds
+# them in the same pass as its rules' literals (lower-cased: `&AMP;` is found, and not spliced).
+SHOWN_MARKERS: tuple[str, ...] = ("\x1b", "\x07", "%3d", "%26", "&#", "&amp;", *_INVISIBLE)
+
+
+def as_shown(text: str) -> SplicedView | None:
+    """The view of `text` as it is shown (see the module's docstring), or None when it is the same.
+
+    Call it on text holding one of `SHOWN_MARKERS`: the regex pass is the cost of this view."""
+    splices = [(m.start(), m.end(), _SHOWN_AS[m.lastgroup or ""]) for m in _SHOWN.finditer(text)]
+    return SplicedView(text, splices) if splices else None

@@ -45,7 +45,12 @@ gitleaks, trufflehog and detect-secrets):
 
 Every rule reads escaped text as it reads decoded (`escapes`): a JSON string once or nested
 (`\\n`, `\\t`, `\\"`, `\\\\n`, `\\u003d`), so an env dump inside a tool result's JSON is
-masked like a plain one, and the masked text keeps valid escaping.
+masked like a plain one, and the masked text keeps valid escaping. Every rule also reads text as
+it is shown (`escapes.as_shown`): terminal colour codes and invisible characters are not there,
+and an `=` escaped for a URL or HTML is an `=`, so `\\x1b[36mghp_...` and `gh<U+200B>p_...` are
+masked, the codes around the token kept. A bare value ends at a query string's next parameter
+(`?access_token=...&limit=50`) or an HTML tag, and a value ending in base64 padding
+(`SECRET_KEY=VHIw...elE=`) or holding percent-escapes (`p%40ss`) is a value, not code.
 
 Speed: a rule runs only when one of its literals occurs in the text, so ordinary text costs a
 few `in` scans (see scripts/bench.py: tens of MB/s, against ~3 MB/s for token counting). The
@@ -56,7 +61,6 @@ trajectories would fill with noise.
 
 from __future__ import annotations
 
-import hashlib
 import re
 import string
 from base64 import b64encode
@@ -66,7 +70,7 @@ from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from ahocorasick_rs import AhoCorasick, Implementation
 
-from trajectory_compressor.summarize.escapes import ESCAPE, unescaped
+from trajectory_compressor.summarize.escapes import SHOWN_MARKERS, as_shown, unescaped
 from trajectory_compressor.summarize.secret_rules import RULES, Rule, Span, high_entropy
 
 REDACTED = "[REDACTED]"
@@ -128,6 +132,13 @@ _NOT_VALUES = frozenset(
 )
 _CODE_CHARS = frozenset("()[]{}<>$%*=")
 _DOTTED_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z_]*(?:\.[A-Za-z_][A-Za-z_]*)*")
+# A value ending in base64 padding (`VHIwdWI0ZG9yM3h5elE=`, a `kubectl get secret -o yaml`
+# field): encoded data, never code, whatever its letters.
+_PADDED = re.compile(r"[A-Za-z0-9+/_-]{4,}={1,2}")
+_PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+# Where a bare value ends before its text does: the next parameter of a query string
+# (`?access_token=...&limit=50`), an HTML tag (`<td>DB_PASSWORD&#61;...</td>`).
+_VALUE_END = re.compile(r"&[\w.\[\]-]{1,64}=|</?[A-Za-z]")
 
 
 def _assignment_value(value: str, quoted: bool, literal: bool = False) -> bool:
@@ -144,8 +155,12 @@ def _assignment_value(value: str, quoted: bool, literal: bool = False) -> bool:
         return False
     if value[0] in _CODE_CHARS or REDACTED in value:
         return False
+    if _PADDED.fullmatch(value):
+        return True
     if quoted:
         return not any(ch.isspace() for ch in value)
+    if "%" in value:  # percent-encoding (`p%40ss`, a URL's value) is not formatting code
+        value = _PERCENT_ESCAPE.sub("", value)
     if any(ch in _CODE_CHARS for ch in value):
         return False
     if literal and "." not in value:
@@ -180,7 +195,9 @@ def _assignment_span(match: re.Match[str], text: str, *, entropy: bool = False) 
     group = "quoted" if quoted else "bare"
     start, end = match.span(group)
     value = text[start:end]
-    if not quoted:  # keep a sentence's full stop
+    if not quoted:  # keep a sentence's full stop, a query string's next parameter, a tag
+        if ("&" in value or "<" in value) and (following := _VALUE_END.search(value)):
+            value = value[: following.start()]
         value = value.rstrip(".")
         end = start + len(value)
     name = match.group("name")
@@ -207,11 +224,6 @@ ASSIGNMENT_RULES = (
     ),
 )
 ALL_RULES = (*RULES, *ASSIGNMENT_RULES)
-# Names the rule set: summaries cleaned under other rules are not taken from the cache.
-# The escape sequences the rules read through are part of it.
-RULESET_ID = hashlib.sha256(
-    repr([ESCAPE.pattern, *((rule.name, rule.literals, rule.pattern.pattern) for rule in ALL_RULES)]).encode()
-).hexdigest()[:16]
 
 # The base64 body and END line of a PEM key whose BEGIN line was cut away (a transcript cut).
 _PEM_END = re.compile(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
@@ -240,18 +252,25 @@ def _orphan_pem_spans(text: str) -> list[Span]:
     return spans
 
 
-def _automaton() -> tuple[AhoCorasick, list[tuple[int, ...]]]:
-    """One automaton over every rule's literal (lower-cased), and the rules of each literal."""
+def _automaton() -> tuple[AhoCorasick, list[tuple[int, ...]], int]:
+    """One automaton over every rule's literal (lower-cased), and the rules of each literal.
+
+    The markers of text shown otherwise than it reads (`escapes.SHOWN_MARKERS`: a terminal
+    escape, an invisible character, an escaped `=`) come last, with no rule: the same pass says
+    whether `as_shown` is needed, at no cost for the ordinary text that holds none."""
     rules_of: dict[str, list[int]] = {}
     for index, rule in enumerate(ALL_RULES):
         for literal in rule.literals:
             rules_of.setdefault(literal.lower(), []).append(index)
     literals = list(rules_of)
+    first_marker = len(literals)
+    literals += SHOWN_MARKERS  # no marker is a rule's literal (tests/summarize/test_redact.py)
     # A DFA: more memory (a few MB), twice the speed of the default NFA.
-    return AhoCorasick(literals, implementation=Implementation.DFA), [tuple(rules_of[literal]) for literal in literals]
+    automaton = AhoCorasick(literals, implementation=Implementation.DFA)
+    return automaton, [tuple(rules_of.get(literal, ())) for literal in literals], first_marker
 
 
-_LITERALS, _RULES_OF_LITERAL = _automaton()
+_LITERALS, _RULES_OF_LITERAL, _FIRST_MARKER = _automaton()
 
 
 def find_secrets(text: str) -> list[Span]:
@@ -260,19 +279,33 @@ def find_secrets(text: str) -> list[Span]:
     One pass finds every rule literal in a lower-cased copy (same length: ASCII letters only);
     each rule's pattern is then matched where its literal sits, on the original text or, for
     case-insensitive rules, on the copy. Text with escape sequences (`\\n`, `\\"`,
-    `\\u003d`, nested) is matched as it reads decoded (`escapes`), and the spans are taken back
-    to whole sequences of the original. That costs a second pass, paid only when there is
-    something to find: a literal, or an escape that could make one appear (`\\/`, `\\u`)
+    `\\u003d`, `\\x1b`, nested) is matched as it reads decoded (`escapes.unescaped`), and text
+    holding terminal escapes, invisible characters or an escaped `=` as it is shown
+    (`escapes.as_shown`); the spans are taken back to whole sequences of the original. The
+    decoding costs a second pass, paid only when there is something to find: a literal, or an
+    escape that could make one appear (`\\/`, `\\u`, `\\x`)
     (tests/summarize/test_redact.py: `test_no_rule_literal_holds_a_character_an_escape_decodes_to`).
     """
     if not text:
         return []
     lowered, hits = _literal_hits(text)
-    if "\\" in text and (hits or "PRIVATE KEY" in text or "\\u" in text or "\\/" in text):
+    if "\\" in text and (hits or "PRIVATE KEY" in text or "\\u" in text or "\\/" in text or "\\x" in text):
         view = unescaped(text)
         if view is not None:
-            found = _find_in(view.text, *_literal_hits(view.text))
+            found = _find_shown(view.text)
             return _merge([view.original_span(start, end) for start, end in found])
+    return _find_shown(text, lowered, hits)
+
+
+def _find_shown(text: str, lowered: str | None = None, hits: list[tuple[int, int, int]] | None = None) -> list[Span]:
+    """The spans the rules find in `text` as it is shown (`escapes.as_shown`), in `text`'s offsets."""
+    if lowered is None or hits is None:
+        lowered, hits = _literal_hits(text)
+    if any(literal >= _FIRST_MARKER for literal, _, _ in hits):
+        shown = as_shown(text)
+        if shown is not None:
+            found = _find_in(shown.text, *_literal_hits(shown.text))
+            return [shown.original_span(start, end) for start, end in found]
     return _find_in(text, lowered, hits)
 
 

@@ -11,6 +11,13 @@ An HTML page is also refused onto an existing file that is not an HTML page: a c
 files it reads, not the dataset or metrics of another run a user may aim `--html-report` at by
 mistake (`analyze in.jsonl --html-report out/x.metrics.jsonl`). Pages are written anew on every
 run, so overwriting an older page is fine; anything else is somebody's data.
+
+And `compress` never replaces a file it did not write (`refuse_foreign_outputs`): `-o out/` over
+a folder that already holds an unrelated `agent_runs.jsonl` (not an input, so the guard above
+lets it pass) would replace 250 rows of somebody's data with the run's 3. A run's files are
+known by what a run leaves beside them: its report (`<stem>.report.json`, our JSON), its work
+folder (an interrupted run) or its batch folder; an existing file with none of these beside it
+is refused, one line naming it and `--overwrite`, the flag that allows it.
 """
 
 from __future__ import annotations
@@ -20,9 +27,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+import orjson
+
 from trajectory_compressor.messages import quoted
 from trajectory_compressor.read.sources import InputSource
+from trajectory_compressor.write.paths import OutputPaths
 from trajectory_compressor.write.run_files import OutputError
+
+# A run's report is a few kB; a larger file at its name is not one.
+_REPORT_MAX_BYTES = 64 << 20
 
 _ROLES = {
     "data": "the output",
@@ -81,6 +94,35 @@ def refuse_overwrites(writes: Iterable[NamedFile], reads: Iterable[NamedFile] = 
         if named.html_page and real.exists() and not _is_html_page(real):
             raise OutputError(f"{named} would overwrite a file that is not an HTML page; choose another path")
         written[real] = named
+
+
+def refuse_foreign_outputs(paths: OutputPaths, note: str = "", *, data: bool = True) -> None:
+    """Raise `OutputError` naming the first existing file of `paths` this tool did not write.
+
+    `data`: whether the dataset path is written (not by a dry run). A folder at a file's path
+    (an `--output-format hf` dataset, or anything else) counts as a file there."""
+    if written_by_this_tool(paths):
+        return
+    for name, path in paths.as_dict().items():
+        if (name != "data" or data) and os.path.lexists(path):
+            named = NamedFile(_ROLES[name], path, note)
+            raise OutputError(
+                f"{named} exists and was not written by this tool (no report or work folder of a run beside it): "
+                "choose another -o, or pass --overwrite to replace it"
+            )
+
+
+def written_by_this_tool(paths: OutputPaths) -> bool:
+    """Whether `paths` are a run's own: its report beside them, or its work or batch folder."""
+    if paths.work_dir.is_dir() or paths.batch_dir.is_dir():
+        return True
+    try:
+        if not paths.report.is_file() or paths.report.stat().st_size > _REPORT_MAX_BYTES:
+            return False
+        report = orjson.loads(paths.report.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return False
+    return isinstance(report, dict) and isinstance(report.get("status"), str) and "outputs" in report
 
 
 def _is_html_page(path: Path) -> bool:

@@ -1,4 +1,4 @@
-"""The summary prompt, the transcript it shows, and the cleaning of the model's reply."""
+"""The summary prompt and the transcript it shows (the reply's cleaning: `test_reply_text.py`)."""
 
 from __future__ import annotations
 
@@ -12,11 +12,10 @@ from trajectory_compressor.summarize.llm.prompt import (
     MIN_TURN_CHARS,
     SYSTEM_PROMPT,
     build_messages,
-    clean_reply,
     elide_middle,
     render_transcript,
 )
-from trajectory_compressor.types import SUMMARY_PREFIX, SummaryRequest, Turn
+from trajectory_compressor.types import SummaryRequest, Turn
 
 ELISION = re.compile(r"\[\.\.\. ([\d,]+) characters elided \.\.\.\]")
 
@@ -176,40 +175,6 @@ def test_non_english_text_passes_through() -> None:
 
 
 # -- reply cleaning -------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("reply", "expected"),
-    [
-        ("  The user asked for X.  \n", "The user asked for X."),
-        ("<think>hmm, let me see</think>\nThe user asked for X.", "The user asked for X."),
-        ("<think>a</think>The user<think>b</think> asked.", "The user asked."),
-        ("<THINK>\nplan\n</THINK>\n\nBody.", "Body."),
-        ("reasoning leaked from the template</think>\nBody.", "Body."),
-        (f"{SUMMARY_PREFIX} Body.", "Body."),
-        (f"{SUMMARY_PREFIX} {SUMMARY_PREFIX}\nBody.", "Body."),
-        ("**[CONTEXT SUMMARY]:** Body.", "Body."),
-        ("[context summary] Body.", "Body."),
-        ("<think>x</think>\n[CONTEXT SUMMARY]: Body.", "Body."),
-        ("Body mentions [CONTEXT SUMMARY]: inside.", "Body mentions [CONTEXT SUMMARY]: inside."),
-    ],
-)
-def test_clean_reply(reply: str, expected: str) -> None:
-    assert clean_reply(reply) == expected
-
-
-@pytest.mark.parametrize(
-    "reply",
-    ["", "   \n", "<think>only thinking, never closed", "<think>done</think>", SUMMARY_PREFIX, f"  {SUMMARY_PREFIX}  "],
-)
-def test_clean_reply_to_nothing(reply: str) -> None:
-    assert clean_reply(reply) == ""
-
-
-def test_clean_reply_redacts() -> None:
-    reply = "The assistant set GH_TOKEN=ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789 and pushed."
-    assert "ghp_" not in clean_reply(reply)
-    assert "ghp_" in clean_reply(reply, redact=False)
 
 
 # --- no cut shows part of a secret ------------------------------------------------------------

@@ -104,7 +104,7 @@ class BatchPhase:
                 f"run it with --api {state.api}, or remove {quoted(self.folder)} to start the batches over"
             )
         state.api = self.config.llm.api
-        answers = AnswerStore.for_endpoint(self.config.llm)
+        answers = AnswerStore.for_endpoint(self.config.llm, self.counter)
         try:
             async with batch_calls_for(self.config.llm, warn=self.say) as api:
                 while True:

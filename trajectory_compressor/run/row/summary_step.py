@@ -193,7 +193,7 @@ class SummaryStep:
                 result = await self._gated(self.primary, row, request, result, deadline)
             return result
         except EndpointAuthError as exc:
-            raise RunAborted(f"the summary endpoint refused the credentials: {exc}", ExitCode.USAGE) from None
+            raise RunAborted(str(exc), ExitCode.USAGE) from None  # it names the endpoint and the refusal
         except EndpointUnreachableError as exc:  # a wrong URL or a server that is down: not a row's failure
             raise RunAborted(str(exc), ExitCode.USAGE) from None
         except SummaryError as exc:

@@ -11,9 +11,9 @@ doubles neither the batch tokens nor the cost.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 
+from trajectory_compressor.count.counter import TokenCounter
 from trajectory_compressor.messages import quoted
 from trajectory_compressor.settings import ConfigError, LLMConfig
 from trajectory_compressor.summarize.llm.batch_file import ResponsesLoaded, read_batch_output
@@ -21,8 +21,8 @@ from trajectory_compressor.summarize.llm.cache import CachedSummary
 from trajectory_compressor.summarize.llm.cache_thread import CacheThread, open_cache
 from trajectory_compressor.summarize.llm.credentials import Credentials
 from trajectory_compressor.summarize.llm.dialects import dialect_for
-from trajectory_compressor.summarize.llm.prompt import clean_reply
 from trajectory_compressor.summarize.llm.reply import Reply, ReplyReader
+from trajectory_compressor.summarize.llm.reply_text import reply_cleaner
 from trajectory_compressor.summarize.llm.usage import UsageTracker
 
 
@@ -46,11 +46,12 @@ class AnswerStore:
         self.usage = usage
 
     @classmethod
-    def for_endpoint(cls, config: LLMConfig) -> AnswerStore:
+    def for_endpoint(cls, config: LLMConfig, counter: TokenCounter | None = None) -> AnswerStore:
         """A store of its own for `config`'s endpoint: its dialect, its cache, counters of its own
-        (the batch rounds count the answers in their record, and hand the run the totals)."""
+        (the batch rounds count the answers in their record, and hand the run the totals); an
+        answer is cleaned as a live reply is, the tokenizer's control tokens (`counter`) included."""
         dialect = dialect_for(config)
-        reader = ReplyReader(dialect, Credentials(config, dialect), partial(clean_reply, redact=config.redact_secrets))
+        reader = ReplyReader(dialect, Credentials(config, dialect), reply_cleaner(config, counter))
         cache = CacheThread(open_cache(config), model=str(config.model), name="batch-answers")
         return cls(reader, cache, UsageTracker(config.price_in, config.price_out))
 

@@ -26,9 +26,14 @@ from typing import Any
 import orjson
 
 from trajectory_compressor.settings import LLMConfig
-from trajectory_compressor.summarize.redact import RULESET_ID
 
-CACHE_VERSION = 2  # bump when the stored body's meaning changes (e.g. cleaning rules)
+CACHE_VERSION = 2  # bump when the stored body's meaning changes
+# What a key says of redaction when it is on: the rule set's id of round 4, kept as it was. A
+# summary is cleaned again (reply rules and redaction) whenever it is taken from the cache
+# (`LLMSummarizer.summarize`), so newer rules reach stored summaries without changing any key: a
+# changed key would make every user pay again for the summaries their cache holds. A prompt the
+# newer rules mask differently is another prompt, and so another key, anyway.
+KEYED_REDACTION = "6ccde893bc0175e9"
 BUSY_TIMEOUT_SECONDS = 30.0
 
 _SCHEMA = """
@@ -90,8 +95,9 @@ def cache_key(
 ) -> str:
     """sha256 over everything that shapes the reply; no credentials, no URL.
 
-    `redact` is included because it changes how the stored body was cleaned, and with it the
-    redaction rule set: a summary cleaned under older, narrower rules is not reused. `api` names
+    `redact` is included because it changes how the stored body was cleaned (a body stored
+    unredacted is not served to a run that redacts); the rule set is not (see `KEYED_REDACTION`:
+    hits are cleaned again under the current rules). `api` names
     a dialect other than OpenAI's (whose keys predate dialects and are kept as they were, so no
     stored summary is paid for again): the same prompt to another provider is another request.
     """
@@ -103,7 +109,7 @@ def cache_key(
         "temperature": temperature,
         "max_tokens": max_tokens,
         "extra_body": extra_body,
-        "redact": RULESET_ID if redact else False,
+        "redact": KEYED_REDACTION if redact else False,
     }
     if api is not None:
         material["api"] = api

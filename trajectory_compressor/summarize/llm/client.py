@@ -40,6 +40,7 @@ from trajectory_compressor.summarize.llm.dialects.base import Messages
 from trajectory_compressor.summarize.llm.ratelimit import RateLimiter, RequestGate, estimate_request_tokens
 from trajectory_compressor.summarize.llm.reply import (
     Failure,
+    Refused,
     Reply,
     ReplyReader,
     parse_retry_after,
@@ -95,7 +96,7 @@ class ChatClient:
         config: LLMConfig,
         *,
         usage: UsageTracker | None = None,
-        clean: Callable[[str], str] = str.strip,
+        clean: Callable[[str], str | Refused] = str.strip,
         retry_after_cap: float = 300.0,
         rng: random.Random | None = None,
         gate: RequestGate | None = None,
@@ -285,8 +286,8 @@ class ChatClient:
             if detail:
                 message += f" ({detail})"
             message += self.credentials.no_key_hint()
-            if self._auth_error is None:
-                logger.error("%s", message)
+            if self._auth_error is None:  # said once, by the run that stops on it (`EndpointAuthError`)
+                logger.debug("%s", message)
                 self._auth_error = message
             return Failure("auth", message, False)
         if status == 429:

@@ -1,4 +1,4 @@
-"""The summary prompt, the transcript it shows, and the cleaning of the reply.
+"""The summary prompt and the transcript it shows (the reply's cleaning: `reply_text`).
 
 Pure functions, no I/O: the prompt is part of the cache key, so it must be a deterministic
 function of the request. The system message does not depend on the request (providers that
@@ -16,7 +16,7 @@ import orjson
 from trajectory_compressor.settings import LLMConfig
 from trajectory_compressor.summarize.redact import find_secrets, mask_spans, redact_secrets
 from trajectory_compressor.summarize.toolcalls.text import too_deep
-from trajectory_compressor.types import SUMMARY_PREFIX, SummaryRequest, Turn
+from trajectory_compressor.types import SummaryRequest, Turn
 
 # A turn longer than this is middle-elided before anything else: one huge tool output (a file
 # dump, a log) rarely needs more than its head and tail to be summarized.
@@ -289,37 +289,3 @@ def _json(value: Any) -> str:
         return orjson.dumps(value).decode()
     except TypeError:
         return repr(value)
-
-
-_THINK_BLOCK = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.DOTALL | re.IGNORECASE)
-_THINK_OPEN = re.compile(r"^\s*<(?:think|thinking|reasoning)>", re.IGNORECASE)
-_THINK_CLOSE = re.compile(r"</(?:think|thinking|reasoning)>", re.IGNORECASE)
-_PREFIX = re.compile(
-    r"^\s*(?:[*_#>]+\s*)?" + re.escape(SUMMARY_PREFIX.rstrip(":")) + r":?(?:\s*[*_]+)?\s*",
-    re.IGNORECASE,
-)
-
-
-def clean_reply(text: str, *, redact: bool = True) -> str:
-    """The summary body from a model's reply, or "" when nothing usable is left.
-
-    Drops reasoning (`<think>...</think>` blocks; an unterminated leading `<think>` means the
-    reply is all reasoning; a stray leading `...</think>` comes from chat templates that open the
-    block in the prompt), trims, and strips any `[CONTEXT SUMMARY]:` prefixes the model copied:
-    the pipeline adds exactly one.
-    """
-    text = _THINK_BLOCK.sub("", text or "")
-    if _THINK_OPEN.match(text):
-        return ""
-    close = _THINK_CLOSE.search(text)
-    if close is not None:
-        text = text[close.end() :]
-    text = text.strip()
-    while True:
-        stripped = _PREFIX.sub("", text, count=1)
-        if stripped == text:
-            break
-        text = stripped.strip()
-    if redact:
-        text = redact_secrets(text)
-    return text

@@ -90,6 +90,13 @@ def content_text(content: Any) -> str | None:
 
 
 @dataclass(frozen=True)
+class Refused:
+    """A reply that is no summary (a transcript: `reply_text`), with why, to say in the row's error."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
 class Reply:
     """A usable reply: the cleaned summary text and the tokens the endpoint reported."""
 
@@ -115,10 +122,14 @@ class ReplyReader:
     """The verdict on a reply body: a `Reply` (cleaned, the key scrubbed) or the `Failure` to retry.
 
     `clean` turns the dialect's text into the stored text; an empty result is a failure, retried
-    like any other. Tokens are counted even for a rejected reply: they were paid for.
+    like any other; a `Refused` one (a transcript, not a summary) is a failure that is not
+    retried (the same prompt gets the same kind of answer), so the row takes
+    `--on-summary-failure`. Tokens are counted even for a rejected reply: they were paid for.
     """
 
-    def __init__(self, dialect: Dialect, credentials: Credentials, clean: Callable[[str], str] = str.strip) -> None:
+    def __init__(
+        self, dialect: Dialect, credentials: Credentials, clean: Callable[[str], str | Refused] = str.strip
+    ) -> None:
         self.dialect = dialect
         self.credentials = credentials
         self._clean = clean
@@ -138,7 +149,10 @@ class ReplyReader:
         if read.content is None:
             detail = f": {self.credentials.snippet(raw)}" if read.quote_error else ""
             return Failure("no_content", f"{read.missing}{detail}", True, None, *tokens)
-        text = scrub(self._clean(read.content), self.credentials.secrets)
+        cleaned = self._clean(read.content)
+        if isinstance(cleaned, Refused):
+            return Failure("transcript", self.credentials.sanitize(cleaned.reason), False, None, *tokens)
+        text = scrub(cleaned, self.credentials.secrets)
         if not text:
             return Failure("empty", "reply was empty after cleaning", True, None, *tokens)
         return Reply(text, *tokens)

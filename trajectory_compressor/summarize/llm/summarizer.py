@@ -13,7 +13,6 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import replace
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +25,8 @@ from trajectory_compressor.summarize.llm.cache import CachedSummary
 from trajectory_compressor.summarize.llm.cache_thread import CacheStore, CacheThread, open_cache
 from trajectory_compressor.summarize.llm.client import ChatClient, Completion
 from trajectory_compressor.summarize.llm.dialects.base import Messages
-from trajectory_compressor.summarize.llm.prompt import clean_reply
 from trajectory_compressor.summarize.llm.ratelimit import RequestGate
+from trajectory_compressor.summarize.llm.reply_text import reply_cleaner
 from trajectory_compressor.summarize.llm.request import MIN_PROMPT_CHARS, ChatRequest, RequestBuilder
 from trajectory_compressor.summarize.llm.usage import UsageTracker
 from trajectory_compressor.types import (
@@ -83,10 +82,11 @@ class LLMSummarizer:
         self.counter = counter
         self.usage = usage if usage is not None else UsageTracker(config.price_in, config.price_out)
         self._on_miss = on_miss
+        self._clean = reply_cleaner(config, counter)
         self._client = ChatClient(
             config,
             usage=self.usage,
-            clean=partial(clean_reply, redact=config.redact_secrets),
+            clean=self._clean,
             retry_after_cap=retry_after_cap,
             gate=gate,
         )
@@ -119,18 +119,23 @@ class LLMSummarizer:
         request, index = self._indexed(request)
         chat = self._requests.build(request)
         cached = await self._cache.get(chat.key)
-        if cached is not None:
+        # A stored summary is cleaned again (`reply_text`, `redact`): one stored under older
+        # rules is judged by today's, and one they refuse is asked for again.
+        text = self._clean(cached.text) if cached is not None else None
+        if cached is not None and isinstance(text, str) and text:
             self.usage.record_cache_hit()
             # Calls and errors are those it took when made: a row's metrics are the same
             # whether its summary came from the endpoint or, on a re-run, from the cache.
             return SummaryResult(
-                text=self._finished(cached.text, index),
+                text=self._finished(text, index),
                 summarizer=self.name,
                 cache_hit=True,
                 calls=cached.calls,
                 errors=cached.errors,
                 last_error=cached.last_error,
             )
+        if cached is not None:
+            logger.info("%s: the cached summary is refused under the current rules; asking again", request.label)
         if self._on_miss is not None:
             self._on_miss(chat, request)
         # Admission as wide as the client's concurrency: a row takes its place here, so the

@@ -36,6 +36,7 @@ class AnthropicDialect:
 
     name = "anthropic"
     path = MESSAGES_PATH  # the base URL has no /v1, as Anthropic's SDK takes it
+    models_path = "/v1/models"
 
     def __init__(self, config: LLMConfig) -> None:
         self.config = config

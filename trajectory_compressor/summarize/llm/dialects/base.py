@@ -66,6 +66,7 @@ class Dialect(Protocol):
 
     name: str
     path: str  # appended to the base URL: where a chat request is POSTed
+    models_path: str  # appended to the base URL: the model list, GET with the key before a run (`preflight`)
 
     def auth_headers(self, key: str | None) -> dict[str, str]:
         """The headers that carry `key` (and any fixed header the API requires)."""

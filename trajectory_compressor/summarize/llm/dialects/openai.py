@@ -26,6 +26,7 @@ class OpenAIDialect:
 
     name = "openai"
     path = "/chat/completions"  # the base URL ends in /v1
+    models_path = "/models"
 
     def __init__(self, config: LLMConfig) -> None:
         self.config = config

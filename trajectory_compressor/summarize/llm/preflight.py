@@ -1,0 +1,55 @@
+"""The endpoint checked before a run loads its tokenizer: a refused key is one line, at once.
+
+Loading a Hub tokenizer takes seconds to tens of seconds; a run with a missing or wrong API key
+used to learn it only after that, from its first summary request, and then said it twice. So a
+run that will ask an LLM first GETs the endpoint's model list with the run's own credentials
+(`Dialect.models_path`: `/models` for OpenAI-compatible servers, `/v1/models` for Anthropic):
+
+* 401 / 403: the endpoint refuses the credentials: `ConfigError`, one line naming the endpoint
+  (credentials removed) and, when no key was found, the variable it was looked for in;
+* anything else (the list, a 404 from a server without one, a 5xx, no answer at all or not
+  within a few seconds): nothing is decided here, and the run goes on to judge the endpoint by
+  its replies (`contact`: an endpoint that never answers stops the run, the client's retries).
+  A dead endpoint is left to that judgement, which has its retries and its own message; a
+  server starting up may well answer by the time the tokenizer is loaded.
+
+One request, bounded by `PREFLIGHT_SECONDS`; never retried.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import aiohttp
+
+from trajectory_compressor.settings import ConfigError, LLMConfig
+from trajectory_compressor.summarize.llm.credentials import Credentials
+from trajectory_compressor.summarize.llm.dialects import dialect_for
+
+PREFLIGHT_SECONDS = 10.0
+
+
+async def check_endpoint(config: LLMConfig) -> None:
+    """Raise `ConfigError` when `config`'s endpoint refuses the credentials or cannot be reached."""
+    dialect = dialect_for(config)
+    credentials = Credentials(config, dialect)
+    url = credentials.base + dialect.models_path
+    timeout = aiohttp.ClientTimeout(total=min(PREFLIGHT_SECONDS, config.request_timeout))
+    try:
+        async with (
+            aiohttp.ClientSession(headers=credentials.headers()) as session,
+            session.get(url, timeout=timeout) as response,
+        ):
+            status = response.status
+            body = await response.content.read(4096)
+    except (asyncio.TimeoutError, TimeoutError, aiohttp.ClientError, OSError, ValueError):
+        return  # slow, down or odd: the run's own requests judge it, with their retries
+    if status in (401, 403):
+        detail = credentials.snippet(body)
+        fix = (
+            f"{credentials.no_key_hint()}: set it, or name another with --api-key-env"
+            if credentials.no_key_hint()
+            else f"; check the key in ${credentials.key_env}"
+        )
+        said = f" ({detail})" if detail else ""
+        raise ConfigError(f"HTTP {status} from {credentials.endpoint}: the endpoint refused the credentials{said}{fix}")

@@ -1,0 +1,225 @@
+"""A reply is a summary, not a transcript: what of a model's text becomes the summary turn.
+
+The summary is written into a user (or system) turn of a training row. A weak model that goes on
+in the transcript format it was shown, or a server that does not stop at its end-of-turn token,
+puts a turn of its own into that text: `<|im_end|>\\n<|im_start|>assistant\\n...`, a
+`<tool_call>` running `rm -rf`, `Assistant:` lines. Rendered by a chat template (whose
+tokenizer reads `<|im_start|>` in text as the real control token), the user turn would then hold
+an assistant turn that "train on responses only" trainers learn from. So, by kind:
+
+* **Refused** (the reply is a `Refused` with its reason; the row takes `--on-summary-failure`),
+  because what follows the switch is another turn and no cut can tell which part is the summary:
+  a tool call block (`<tool_call>` before a JSON object or at a line start, `<function=name>`,
+  `<function_call>{`, `<tool_response>` at a line start, `[TOOL_CALLS]`, DeepSeek's
+  `<｜tool▁calls▁begin｜>`, Llama's `<|python_tag|>`); a turn-start control token anywhere but
+  the very start (`<|im_start|>`, `<|start_header_id|>`, `<｜User｜>`, `<｜Assistant｜>`,
+  `<start_of_turn>`, `[INST]`, `<|user|>`, a BOS token); a line that starts a turn (a role word
+  alone on its line, `Human:` / `Assistant:` or the prompt's own upper-case labels `USER:`,
+  `ASSISTANT:`, `TOOL RESULT:`, `SYSTEM:` before text) or copies the prompt's `[Turn N] ROLE:`.
+  Refusals are not retried: the same prompt gets the same kind of answer from the same model.
+* **Removed**, the rest kept, because they carry no turn of their own: a leading reasoning block
+  (`<think>...</think>`, or text up to a first `</think>` standing at a line's end when no
+  `<think>` opened it: chat templates that open the block in the prompt); only a *leading* one,
+  so a summary about a reasoning-tag parser that names `</think>` keeps every line; a leading
+  role label (`Assistant:`, `<|im_start|>assistant`); every other control token (the common
+  ChatML, Llama, Gemma, Mistral, Phi, DeepSeek and Hermes markers, any `<|name|>` or
+  `<｜name｜>`, and every added token of the tokenizer in use that is markup, reasoning tags
+  aside); a tool tag merely named (`</tool_call>`, a `<tool_call>` mid-sentence); every
+  `[CONTEXT SUMMARY]:` (the pipeline adds exactly one, and a second one would read as the start
+  of another summary).
+
+Then credentials are masked (`redact`). `clean_reply` is the one function live calls, `--batch`
+answers and `--responses` answers go through (`reply.ReplyReader`), and cache hits too
+(`LLMSummarizer`), so a summary stored under older rules is judged under these.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from functools import cache, partial
+from typing import TYPE_CHECKING
+
+from ahocorasick_rs import AhoCorasick, MatchKind
+
+from trajectory_compressor.summarize.llm.reply import Refused
+from trajectory_compressor.summarize.redact import redact_secrets
+from trajectory_compressor.types import SUMMARY_PREFIX
+
+if TYPE_CHECKING:
+    from trajectory_compressor.count.counter import TokenCounter
+    from trajectory_compressor.settings import LLMConfig
+
+_REASONING = ("think", "thinking", "reasoning")
+_LEADING_REASONING = re.compile(r"\s*<(think|thinking|reasoning)>", re.IGNORECASE)
+_CLOSE = re.compile(r"</(?:think|thinking|reasoning)>", re.IGNORECASE)
+_ANY_OPEN = re.compile(r"<(?:think|thinking|reasoning)>", re.IGNORECASE)
+_QUOTES = "`'\""
+
+# Control tokens of the common chat templates, whatever the tokenizer in use: ChatML, Llama 2/3,
+# Gemma, Mistral, Phi, Zephyr, DeepSeek (fullwidth bars), and any `<|name|>` / `<｜name｜>`.
+COMMON_CONTROL_TOKENS = (
+    "<|im_start|>", "<|im_end|>", "<|im_sep|>", "<|endoftext|>", "<|begin_of_text|>", "<|end_of_text|>",
+    "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>", "<|eom_id|>", "<|python_tag|>",
+    "<|user|>", "<|assistant|>", "<|system|>", "<|end|>", "<|EOT|>",
+    "<start_of_turn>", "<end_of_turn>", "[INST]", "[/INST]", "<<SYS>>", "<</SYS>>",
+    "[TOOL_CALLS]", "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]", "[TOOL_RESULTS]", "[/TOOL_RESULTS]",
+    "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>", "<｜User｜>", "<｜Assistant｜>",
+    "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>", "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>",
+    "<｜tool▁sep｜>", "<｜tool▁outputs▁begin｜>", "<｜tool▁outputs▁end｜>",
+    "<｜tool▁output▁begin｜>", "<｜tool▁output▁end｜>",
+)  # fmt: skip
+_GENERIC_CONTROL = re.compile(r"<\|[A-Za-z0-9_.\-▁]{1,48}\|>|<｜[^｜<>\s]{1,48}｜>")
+# Names (markup and `▁` dropped, lower case) of the tokens that start a turn or a conversation,
+# and of those that start a tool call: found anywhere but at the very start, they refuse a reply.
+_TURN_STARTS = frozenset(
+    {"im_start", "start_header_id", "start_of_turn", "inst", "user", "assistant", "system", "human",
+     "begin_of_text", "begin_of_sentence", "bos", "sys", "begin_sys"}
+)  # fmt: skip
+_TOOL_STARTS = frozenset({"tool_calls_begin", "tool_call_begin", "python_tag", "tool_calls"})
+# What a template leaks at a reply's start, dropped there: a turn's start and its header's end.
+_LEADING_MARKERS = _TURN_STARTS | {"end_header_id", "im_sep"}
+
+# Tool markup: a block (refused) or a tag merely named (removed).
+_TOOL_BLOCK = re.compile(
+    r"<tool_call>\s*[{\[<]|^[ \t]*<tool_call>|<function=[\w.\-]+>|<function_call>\s*[{\[]"
+    r"|^[ \t]*<tool_response>|<tool_response>\s*[{\[]",
+    re.MULTILINE,
+)
+_TOOL_TAG = re.compile(r"</?(?:tool_call|tool_response|tools|function_call|tool_use)>|</function>")
+
+_ROLES = r"user|human|assistant|system|tool|gpt|model|ai|bot|function|tool[ _]result"
+_ROLE_ALONE = re.compile(rf"^[#*_>\s]*(?:{_ROLES})[*_ \t]*:?[*_ \t]*$", re.IGNORECASE | re.MULTILINE)
+_ROLE_SPEAKS = re.compile(r"^[#*_> \t]*(?:Human|Assistant|USER|ASSISTANT|TOOL RESULT|SYSTEM)[*_]*:", re.MULTILINE)
+_TURN_HEADER = re.compile(r"^[ \t]*\[Turn \d+\][ \t]*[A-Za-z][A-Za-z ]*:", re.MULTILINE | re.IGNORECASE)
+_LEADING_ROLE = re.compile(r"\s*[#*_>]*\s*assistant[*_ \t]*(?::[*_ \t]*|[ \t]*\n|(?=<))", re.IGNORECASE)
+
+_PREFIX = re.compile(
+    r"^\s*(?:[*_#>]+\s*)?" + re.escape(SUMMARY_PREFIX.rstrip(":")) + r":?(?:\s*[*_]+)?\s*",
+    re.IGNORECASE,
+)
+_ANY_PREFIX = re.compile(r"(?:[*_]{1,3})?" + re.escape(SUMMARY_PREFIX.rstrip(":")) + r":?(?:[*_]{1,3})?[ \t]*", re.I)
+
+
+def _token_name(token: str) -> str:
+    """`<|im_start|>` -> `im_start`, `<｜tool▁calls▁begin｜>` -> `tool_calls_begin`, `[INST]` -> `inst`."""
+    return token.strip("<>|｜[] ").replace("▁", "_").lower()
+
+
+def _is_markup(token: str) -> bool:
+    """An added token that is a control marker (`<...>`, `[...]`, `｜...｜`), not a word or spaces."""
+    if len(token) < 3 or any(ch.isspace() for ch in token):
+        return False
+    if token.strip("</>").lower() in _REASONING:  # named in summaries of reasoning parsers: kept
+        return False
+    return any(ch in token for ch in "<>|｜[]")
+
+
+class ControlTokens:
+    """The control tokens a reply may hold: the common ones and the tokenizer's own markup."""
+
+    def __init__(self, tokenizer_tokens: Iterable[str] = ()) -> None:
+        tokens = dict.fromkeys([*COMMON_CONTROL_TOKENS, *(t for t in tokenizer_tokens if _is_markup(t))])
+        self._tokens = list(tokens)
+        self._automaton = AhoCorasick(self._tokens, matchkind=MatchKind.LeftmostLongest)
+
+    def find(self, text: str) -> list[tuple[int, int, str]]:
+        """Each control token in `text` (start, end, token), by position, none overlapping."""
+        matches = self._automaton.find_matches_as_indexes(text)
+        found = [(start, end, self._tokens[index]) for index, start, end in matches]
+        found += [(m.start(), m.end(), m.group()) for m in _GENERIC_CONTROL.finditer(text)]
+        found.sort(key=lambda match: (match[0], -match[1]))  # the longest of those at one place
+        spans: list[tuple[int, int, str]] = []
+        for start, end, token in found:
+            if not spans or start >= spans[-1][1]:
+                spans.append((start, end, token))
+        return spans
+
+
+@cache
+def common_control_tokens() -> ControlTokens:
+    """The common markers alone: for a summarizer built without a tokenizer."""
+    return ControlTokens()
+
+
+def reply_cleaner(config: LLMConfig, counter: TokenCounter | None = None) -> Callable[[str], str | Refused]:
+    """`clean_reply` as a run's replies are cleaned: its `--redact-secrets`, its tokenizer's tokens."""
+    control = ControlTokens(counter.added_tokens()) if counter is not None else common_control_tokens()
+    return partial(clean_reply, redact=config.redact_secrets, control=control)
+
+
+def clean_reply(text: str, *, redact: bool = True, control: ControlTokens | None = None) -> str | Refused:
+    """The summary body of a model's reply, "" when nothing is left, or why it is refused."""
+    body = _after_leading_reasoning(text or "")
+    if body is None:
+        return ""  # all reasoning: an unterminated leading block
+    tokens = control or common_control_tokens()
+    body = _after_leading_role(body.strip(), tokens)
+    refused = _transcript(body, tokens)
+    if refused is not None:
+        return Refused(f"the reply is a transcript, not a summary: {refused}")
+    pieces, position = [], 0
+    for start, end, _ in tokens.find(body):
+        pieces.append(body[position:start])
+        position = end
+    body = "".join([*pieces, body[position:]])
+    body = _TOOL_TAG.sub("", body)
+    while (stripped := _PREFIX.sub("", body, count=1)) != body:
+        body = stripped
+    body = _ANY_PREFIX.sub("", body).strip()
+    return redact_secrets(body) if redact else body
+
+
+def _after_leading_reasoning(text: str) -> str | None:
+    """`text` without its leading reasoning block; None when the block never ends.
+
+    Without an opening tag, the first closing tag ends a block only where reasoning ends: at a
+    line's end or start, unquoted, with no opening tag before it. Anywhere else it is named in
+    the summary (a parser's tags) and the whole text is kept."""
+    opened = _LEADING_REASONING.match(text)
+    if opened is not None:
+        close = re.search(rf"</{opened.group(1)}>", text[opened.end() :], re.IGNORECASE)
+        return None if close is None else text[opened.end() + close.end() :]
+    close = _CLOSE.search(text)
+    if close is None or _ANY_OPEN.search(text, 0, close.start()):
+        return text
+    start, end = close.span()
+    before, after = text[start - 1 : start], text[end : end + 1]
+    if (before and before in _QUOTES) or (after and after in _QUOTES):
+        return text
+    line_start = start == 0 or before == "\n"
+    line_end = not text[end:].split("\n", 1)[0].strip()
+    return text[end:] if line_start or line_end else text
+
+
+def _after_leading_role(text: str, tokens: ControlTokens) -> str:
+    """`text` without the turn header a template leaked at its start (`<|im_start|>assistant`,
+    `<｜Assistant｜>`, `Assistant:`), control tokens and role label alike."""
+    while True:
+        found = tokens.find(text[:64])
+        if found and found[0][0] == 0 and _token_name(found[0][2]) in _LEADING_MARKERS:
+            text = text[found[0][1] :].lstrip()
+            continue
+        label = _LEADING_ROLE.match(text)
+        if label is not None:
+            text = text[label.end() :].lstrip()
+            continue
+        return text
+
+
+def _transcript(text: str, tokens: ControlTokens) -> str | None:
+    """Why `text` is a transcript rather than a summary, or None."""
+    block = _TOOL_BLOCK.search(text)
+    if block is not None:
+        return f"it holds a tool call ({block.group().strip()[:24]!r})"
+    for _, _, token in tokens.find(text):
+        name = _token_name(token)
+        if name in _TOOL_STARTS:
+            return f"it holds a tool call ({token!r})"
+        if name in _TURN_STARTS:
+            return f"it starts another turn ({token!r})"
+    for pattern in (_TURN_HEADER, _ROLE_SPEAKS, _ROLE_ALONE):
+        line = pattern.search(text)
+        if line is not None:
+            return f"a line starts another turn ({line.group().strip()[:32]!r})"
+    return None
