@@ -142,9 +142,8 @@ def test_analyze_honours_sample_percent(data: Path) -> None:
 def test_the_pruning_estimate_agrees_with_a_pruning_dry_run(tmp_path: Path) -> None:
     """`analyze` always says what `--prune-tool-outputs` would do; with the flag its plan is the
     pruned one. Both agree with `compress --dry-run --prune-tool-outputs` row for row."""
-    from trajectory_compressor.run.row.finisher import FITTED_BY_PRUNING
-
     from tests.run.test_pruning import cut_off
+    from trajectory_compressor.run.row.finisher import FITTED_BY_PRUNING
 
     # Runs cut off after parallel calls: results no gpt turn answers, the ones pruning may clear;
     # one in three has a long answered part before them, which pruning cannot fit.

@@ -58,7 +58,11 @@ def _run(
             os.environ.update(TC_CHECKPOINT_ROWS=str(CHECKPOINT_ROWS), TC_CHECKPOINT_SECONDS="1e9")
             config = RunConfig(
                 plan=PlanConfig(
-                    target_max_tokens=2500, summary_target_tokens=200, windows=windows, prune_tool_outputs=prune
+                    target_max_tokens=2500,
+                    summary_target_tokens=200,
+                    windows=windows,
+                    prune_tool_outputs=prune,
+                    tail_ratio=0.5 if prune else PlanConfig.tail_ratio,  # tails of several groups: some to clear
                 ),
                 summarizer="extractive",
                 dry_run=dry_run,
@@ -124,7 +128,7 @@ def test_a_kill_at_every_boundary_then_a_rerun_gives_the_uninterrupted_bytes(
     if windows:  # the windows mode writes several records for some rows
         assert reference["x.jsonl"].count(b"\n") > ROWS + 5
     if prune:  # --prune-tool-outputs: some windows show cleared results
-        assert reference["x.metrics.jsonl"].count(b'"pruned_turns"') >= 3
+        assert reference["x.metrics.jsonl"].count(b'"pruned_turns"') >= 2
     names = {point.rpartition(":")[0] for point in boundaries}
     assert {"checkpoint-write", "checkpoint-renamed", "finalize-move", "finalize-done", "cleanup"} <= names
     assert sum(point.startswith("checkpoint-renamed") for point in boundaries) >= 4, "several checkpoints"
