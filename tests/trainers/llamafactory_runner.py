@@ -111,13 +111,16 @@ def llamafactory_dataset(
     (attr,) = parser.get_dataset_list(data_args.dataset, data_args.dataset_dir)
     aligned = loader._load_single_dataset(attr, model_args, data_args, training_args)
     chat_template = modules["llamafactory.data.template"].get_template_and_fix_tokenizer(tokenizer, data_args)
-    processed = loader._get_preprocessed_dataset(aligned, data_args, training_args, "sft", chat_template, tokenizer)
+    # supervised.py:preprocess_dataset drops a row whose prompt is not odd or response not one turn;
+    # a batch it drops whole returns no columns, which `datasets` then refuses ("Schema and number
+    # of arrays unequal"): only the rows it keeps are given to it, as it would keep them.
+    keep = [_kept(example) for example in aligned]
+    tokenize = aligned.select([i for i, kept in enumerate(keep) if kept])
+    processed = loader._get_preprocessed_dataset(tokenize, data_args, training_args, "sft", chat_template, tokenizer)
     tokenized = iter(processed)
     rows = []
-    for example in aligned:
+    for example, kept in zip(aligned, keep, strict=True):
         accepted = bool(example["_prompt"]) and bool(example["_response"])
-        # supervised.py:preprocess_dataset drops a row whose prompt is not odd or response not one turn
-        kept = accepted and len(example["_prompt"]) % 2 == 1 and len(example["_response"]) == 1
         encoded = next(tokenized) if kept else None
         rows.append(
             LlamaFactoryRow(
@@ -132,6 +135,11 @@ def llamafactory_dataset(
         )
     assert next(tokenized, None) is None, "LLaMA-Factory kept rows this harness thought it dropped"
     return rows
+
+
+def _kept(example: dict[str, Any]) -> bool:
+    accepted = bool(example["_prompt"]) and bool(example["_response"])
+    return accepted and len(example["_prompt"]) % 2 == 1 and len(example["_response"]) == 1
 
 
 @dataclass
