@@ -4,7 +4,9 @@ OK: done. FAILED: stopped (`--strict` on a bad record, `--on-summary-failure fai
 error). USAGE: a usage or configuration error (every `errors.UsageError`), or the endpoint
 refused the API key. OVER_LIMIT: rows still over the limit with `--fail-on-over-limit`.
 INTERRUPTED: re-run the same command to resume. PENDING (75, sysexits' EX_TEMPFAIL): `--batch
---no-wait` left batches with the provider; run the same command again later.
+--no-wait` left batches with the provider; run the same command again later. LOST (69,
+sysexits' EX_UNAVAILABLE): `--engine ray` lost a node, a worker or the run's own actor and could
+not go on; the parts it wrote are kept, and the same command resumes.
 """
 
 from enum import IntEnum
@@ -15,6 +17,7 @@ class ExitCode(IntEnum):
     FAILED = 1
     USAGE = 2
     OVER_LIMIT = 3
+    LOST = 69
     PENDING = 75
     INTERRUPTED = 130
 
