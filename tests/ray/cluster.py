@@ -243,8 +243,11 @@ class SimulatedCluster:
         return [pid for pid in descendants({raylet}, table) if "CompressWorker" in table[pid][1]]
 
     def actor_pids(self, class_name: str) -> list[int]:
-        """The processes of live actors of `class_name` (titled `ray::<ClassName>`), any node."""
-        return [pid for pid, (_, command) in process_table().items() if command.startswith(f"ray::{class_name}")]
+        """The processes of live actors of `class_name` (titled `ray::<ClassName>`) on this cluster's nodes
+        (other Rays of the machine have actors of that name too: never theirs)."""
+        table = process_table()
+        raylets = {pid for node in self.nodes if (pid := self.raylet_pid(node)) is not None}
+        return [pid for pid in descendants(raylets, table) if table[pid][1].startswith(f"ray::{class_name}")]
 
     def node_of(self, pid: int) -> Node | None:
         """The node a worker or actor process belongs to (the raylet it descends from)."""

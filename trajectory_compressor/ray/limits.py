@@ -179,6 +179,7 @@ def merge_usage(parts: list[dict[str, Any]]) -> dict[str, Any]:
 
 RESTARTS = 3  # the actor's process killed more often than this ends the run (exit LOST)
 LOST_LIMITS = "the run's limits actor (RunLimits, on the driver's node) was lost"
+RESUME = "re-run the same command to resume"
 
 
 def start_limits(max_concurrency: int, rpm: float | None, tpm: float | None) -> Any:
@@ -217,7 +218,10 @@ class ClusterGate:
             asyncio.get_running_loop().create_task(self._release_when_granted(ref))
             raise
         except RayActorError as exc:  # restarted RESTARTS times already: the run cannot keep its limits
-            raise RunAborted(f"{LOST_LIMITS} ({type(exc).__name__})", ExitCode.LOST) from None
+            message = (
+                f"{LOST_LIMITS} ({type(exc).__name__}); the parts written are kept: re-run the same command to resume"
+            )
+            raise RunAborted(message, ExitCode.LOST) from None
         return float(waited)
 
     def release(self) -> None:

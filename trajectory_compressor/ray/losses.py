@@ -21,6 +21,11 @@ def describe_loss(exc: BaseException) -> str | None:
     an actor or a worker process died; None for any other error."""
     import ray.exceptions as rx
 
+    from trajectory_compressor.ray.limits import LOST_LIMITS
+
+    said = re.search(re.escape(LOST_LIMITS) + r" \(\w+\)", _chain_text(exc))
+    if said:  # a worker's own word (Ray Data passes a worker's exception on as text only)
+        return said.group(0)
     seen: set[int] = set()
     current: BaseException | None = exc
     text = ""
@@ -42,6 +47,17 @@ def describe_loss(exc: BaseException) -> str | None:
         if name in text:
             return f"a Ray node or worker was lost ({name})"
     return None
+
+
+def _chain_text(exc: BaseException) -> str:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    text = ""
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        text += f" {current}"
+        current = getattr(current, "cause", None) or current.__cause__ or current.__context__
+    return text
 
 
 def user_cause(exc: BaseException) -> BaseException:
