@@ -288,6 +288,7 @@ def test_a_loss_that_ends_the_run_is_one_line_and_exit_69_never_a_hang(
         schedule.hold_from(0)
         process = driver(cluster, str(source), "-o", str(out), *llm_flags(server, tmp_path / "cache" / "s.sqlite3"))
         try:
+            cluster.wait_for("the first part's record", lambda: records_in(out) or process.poll() is not None)
             cluster.wait_for("a held request", lambda: server.held > 0 or process.poll() is not None)
             assert process.poll() is None, process.communicate()[1]
             for _ in range(RESTARTS + 1):  # each time Ray restarts it, on the driver's node
