@@ -140,9 +140,13 @@ class SimulatedCluster:
         """The environment of the nodes and of a driver joining them (private HOME, quick node death)."""
         home = self.root / "home"
         home.mkdir(parents=True, exist_ok=True)
+        inherited = {name: value for name, value in os.environ.items() if name not in ("RAY_ADDRESS",)}
         return {
-            **os.environ,
+            **inherited,
             "HOME": str(home),
+            # Explicit: a local `ray.init` earlier in this process sets RAY_AUTH_MODE=token in
+            # os.environ when it finds a token in the real ~/.ray; the nodes have no token.
+            "RAY_AUTH_MODE": "disabled",
             "RAY_USAGE_STATS_ENABLED": "0",
             # A lost node is declared dead after ~1.5 s, not the default ~30 s.
             "RAY_health_check_period_ms": "500",

@@ -199,6 +199,40 @@ def test_a_relative_output_and_input_are_the_drivers(
     assert report["rows"]["written"] == ROWS
 
 
+def test_a_loss_that_ends_the_run_is_one_line_and_exit_69_never_a_hang(
+    cluster: SimulatedCluster, source: Path, tmp_path: Path
+) -> None:
+    """The limits actor's process killed once more than Ray restarts it (an OOM killer that keeps
+    at it): the run stops with one line naming what died and that the same command resumes."""
+    out = tmp_path / "ray" / "x.jsonl"
+    schedule = HoldAfter()
+    with FakeServerThread(faults=schedule) as server:
+        schedule.hold_from(0)
+        process = driver(cluster, str(source), "-o", str(out), *llm_flags(server, tmp_path / "cache" / "s.sqlite3"))
+        try:
+            cluster.wait_for("the first part's record", lambda: records_in(out) or process.poll() is not None)
+            cluster.wait_for("a held request", lambda: server.held > 0 or process.poll() is not None)
+            assert process.poll() is None, process.communicate()[1]
+            for _ in range(RESTARTS + 1):  # each time Ray restarts it, on the driver's node
+                pid = cluster.wait_for("the limits actor", lambda: cluster.actor_pids("RunLimits"))[0]
+                os.kill(pid, signal.SIGKILL)
+                cluster.wait_for("it to be gone", lambda p=pid: p not in cluster.actor_pids("RunLimits"))
+            schedule.holding = False
+            server.release(None)  # the rows' next requests ask the lost actor for a slot
+            code, stdout, stderr = finish(process)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+    assert code == 69, stderr
+    report = one_json_object(stdout)
+    assert report["status"] == "aborted" and report["exit_code"] == 69
+    assert stderr.splitlines() == [
+        "error: the run's limits actor (RunLimits, on the driver's node) was lost (ActorDiedError); "
+        "the parts written are kept: re-run the same command to resume"
+    ], stderr
+    assert report["resume"]["parts_written"] == len(records_in(out)) >= 1
+
+
 def test_a_worker_node_lost_after_the_first_part_costs_nothing_and_stdout_stays_one_json_object(
     cluster: SimulatedCluster, source: Path, tmp_path: Path
 ) -> None:
@@ -275,37 +309,3 @@ def test_a_driver_killed_after_k_parts_is_resumed_redoing_only_the_missing_parts
     for name, mtime in kept_parts.items():  # the kept parts were not written again
         assert (out / name).stat().st_mtime_ns == mtime, name
     assert_same_outputs(tmp_path / "local" / "x.jsonl", out)
-
-
-def test_a_loss_that_ends_the_run_is_one_line_and_exit_69_never_a_hang(
-    cluster: SimulatedCluster, source: Path, tmp_path: Path
-) -> None:
-    """The limits actor's process killed once more than Ray restarts it (an OOM killer that keeps
-    at it): the run stops with one line naming what died and that the same command resumes."""
-    out = tmp_path / "ray" / "x.jsonl"
-    schedule = HoldAfter()
-    with FakeServerThread(faults=schedule) as server:
-        schedule.hold_from(0)
-        process = driver(cluster, str(source), "-o", str(out), *llm_flags(server, tmp_path / "cache" / "s.sqlite3"))
-        try:
-            cluster.wait_for("the first part's record", lambda: records_in(out) or process.poll() is not None)
-            cluster.wait_for("a held request", lambda: server.held > 0 or process.poll() is not None)
-            assert process.poll() is None, process.communicate()[1]
-            for _ in range(RESTARTS + 1):  # each time Ray restarts it, on the driver's node
-                pid = cluster.wait_for("the limits actor", lambda: cluster.actor_pids("RunLimits"))[0]
-                os.kill(pid, signal.SIGKILL)
-                cluster.wait_for("it to be gone", lambda p=pid: p not in cluster.actor_pids("RunLimits"))
-            schedule.holding = False
-            server.release(None)  # the rows' next requests ask the lost actor for a slot
-            code, stdout, stderr = finish(process)
-        finally:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-    assert code == 69, stderr
-    report = one_json_object(stdout)
-    assert report["status"] == "aborted" and report["exit_code"] == 69
-    assert stderr.splitlines() == [
-        "error: the run's limits actor (RunLimits, on the driver's node) was lost (ActorDiedError); "
-        "the parts written are kept: re-run the same command to resume"
-    ], stderr
-    assert report["resume"]["parts_written"] == len(records_in(out)) >= 1

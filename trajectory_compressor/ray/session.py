@@ -26,6 +26,7 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import faulthandler
 import io
@@ -79,7 +80,10 @@ def stop_ray(seconds: float = SHUTDOWN_SECONDS) -> bool:
         done.set()
 
     threading.Thread(target=shutdown, name="tc-ray-shutdown", daemon=True).start()
-    return done.wait(seconds)
+    if done.wait(seconds):
+        return True
+    atexit.unregister(ray.shutdown)  # Ray's own shutdown at exit would wait on the same thing: the process exits
+    return False
 
 
 @contextlib.contextmanager
