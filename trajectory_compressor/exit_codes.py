@@ -7,7 +7,9 @@ ALL_REJECTED: the run finished but rejected every row it read (almost always a w
 or `--conversation-key`): its outputs hold nothing compressed, so a script must not go on as if
 they did; a multi-output run stops there (the next input is most likely read the same way).
 INTERRUPTED: re-run the same command to resume. PENDING (75, sysexits' EX_TEMPFAIL): `--batch
---no-wait` left batches with the provider; run the same command again later.
+--no-wait` left batches with the provider; run the same command again later. LOST (69,
+sysexits' EX_UNAVAILABLE): `--engine ray` lost a node, a worker or the run's own actor and could
+not go on; the parts it wrote are kept, and the same command resumes.
 """
 
 from enum import IntEnum
@@ -19,6 +21,7 @@ class ExitCode(IntEnum):
     USAGE = 2
     OVER_LIMIT = 3
     ALL_REJECTED = 4
+    LOST = 69
     PENDING = 75
     INTERRUPTED = 130
 

@@ -1,15 +1,32 @@
-"""The parts of the Ray engine that need no Ray: the shared-folder cache, the limits' bookkeeping."""
+"""The parts of the Ray engine that need no Ray: the shared-folder cache, the limits' bookkeeping,
+the parts' records (checked on the driver, kept by a resume)."""
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from trajectory_compressor.ray import limits
 from trajectory_compressor.ray.cache import SharedFolderCache
+from trajectory_compressor.ray.layout import RayOutputLayout
 from trajectory_compressor.ray.limits import RunLimits, merge_usage
+from trajectory_compressor.ray.parts import (
+    PartFile,
+    PartRecord,
+    check_parts,
+    holds,
+    kept_parts,
+    row_runs,
+    segment,
+    write_record,
+)
 from trajectory_compressor.summarize.llm.cache import CachedSummary, SummaryCache
+from trajectory_compressor.write.run_files import ResumeMismatchError
 
 
 def test_each_worker_writes_its_own_file_and_reads_every_file(tmp_path: Path) -> None:
@@ -62,3 +79,69 @@ def test_usage_of_workers_adds_up() -> None:
     assert merge_usage(parts) == {
         "requests": 5, "retries_by_cause": {"429": 3, "5xx": 1}, "max_in_flight": 6, "model": "m", "cost_usd": None,
     }  # fmt: skip
+
+
+def _part(layout: RayOutputLayout, first: int, lines: list[bytes], fingerprint: str = "f") -> PartRecord:
+    """A part of `lines` (dataset and metrics) and its record, as a write task leaves them."""
+    name = f"part-{first:012d}.jsonl"
+    data = b"".join(line + b"\n" for line in lines)
+    files = {}
+    for output in ("data", "metrics"):
+        folder = Path(layout.outputs()[output])
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(data)
+        files[output] = PartFile.of(name, data)
+    record = PartRecord(first, row_runs(range(first, first + len(lines))), files, {"rows_selected": len(lines)}, (),
+                        fingerprint)  # fmt: skip
+    Path(layout.records).mkdir(parents=True, exist_ok=True)
+    write_record(layout, record)
+    return record
+
+
+def test_row_runs_and_the_rows_a_resume_skips() -> None:
+    assert row_runs([3, 4, 5, 9, 10, 12]) == ((3, 6), (9, 11), (12, 13))
+    runs = ((3, 6), (9, 11))
+    assert [index for index in range(13) if holds(runs, index)] == [3, 4, 5, 9, 10]
+    assert [segment((3, 9), index) for index in (0, 2, 6, 8, 11)] == [0, 0, 1, 1, 2]  # new parts never span a kept one
+
+
+def test_a_record_changed_after_it_was_written_is_not_one(tmp_path: Path) -> None:
+    layout = RayOutputLayout.beside(str(tmp_path / "x.jsonl"))
+    record = _part(layout, 0, [b'{"a": 1}'])
+    saved = Path(layout.records) / record.name
+    assert PartRecord.from_dict(json.loads(saved.read_bytes())) == record
+    edited = json.loads(saved.read_bytes())
+    edited["rows"] = [[0, 5]]
+    assert PartRecord.from_dict(edited) is None
+    assert PartRecord.from_dict(["not", "a", "record"]) is None
+
+
+def test_the_driver_reads_every_part_back_and_names_what_is_not_as_recorded(tmp_path: Path) -> None:
+    layout = RayOutputLayout.beside(str(tmp_path / "x.jsonl"))
+    records = [_part(layout, 0, [b'{"a": 1}', b'{"a": 2}']), _part(layout, 2, [b'{"a": 3}'])]
+    files, problems = check_parts(layout, records)
+    assert problems == []
+    whole = b'{"a": 1}\n{"a": 2}\n{"a": 3}\n'  # the parts in order: the local engine's file
+    assert files["data"] == {"path": layout.data, "parts": 2, "bytes": len(whole), "lines": 3,
+                             "sha256": hashlib.sha256(whole).hexdigest()}  # fmt: skip
+    assert files["rejects"]["parts"] == 0 and files["rejects"]["sha256"] == hashlib.sha256(b"").hexdigest()
+    (Path(layout.data) / "part-000000000002.jsonl").unlink()  # written on another machine's disk
+    (Path(layout.metrics) / "part-000000000000.jsonl").write_bytes(b'{"a": 9}\n{"a": 2}\n')
+    _, problems = check_parts(layout, records)
+    assert len(problems) == 2
+    assert "x.jsonl/part-000000000002.jsonl cannot be read here" in problems[0]
+    assert "x.metrics/part-000000000000.jsonl does not hold the bytes its record names" in problems[1]
+
+
+def test_a_resume_keeps_the_parts_that_verify_and_refuses_another_commands_parts(tmp_path: Path) -> None:
+    layout = RayOutputLayout.beside(str(tmp_path / "x.jsonl"))
+    good = _part(layout, 0, [b'{"a": 1}', b'{"a": 2}'])
+    _part(layout, 2, [b'{"a": 3}'])
+    (Path(layout.data) / "part-000000000002.jsonl").write_bytes(b'{"a": 4}\n')  # changed since: redone
+    said: list[str] = []
+    kept = kept_parts(layout, "f", said.append)
+    assert kept.records == (good,) and kept.runs == ((0, 2),) and kept.row_count == 2
+    assert kept.names()["data"] == {"part-000000000000.jsonl"} and kept.names()["part_records"] == {good.name}
+    assert said[0].startswith("resuming: 1 parts do not verify (") and said[1].startswith("resuming: 1 parts (2 rows)")
+    with pytest.raises(ResumeMismatchError, match="unfinished run with other inputs or settings"):
+        kept_parts(layout, "another command's fingerprint", said.append)

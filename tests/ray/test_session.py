@@ -27,3 +27,21 @@ def test_quiet_prints_what_a_quiet_local_run_prints_and_nothing_of_rays_own(tmp_
     )  # fmt: skip
     assert on_ray.returncode == 0, on_ray.stderr
     assert on_ray.stderr.splitlines() == local.stderr.splitlines()
+
+
+@pytest.mark.parametrize("where", ["flag", "environment"])
+def test_ray_client_is_refused_with_the_command_to_use_instead(tmp_path: Path, where: str) -> None:
+    """Ray Data does not run over Ray Client (`ray://`) with the pinned Ray: refused before Ray starts."""
+    pytest.importorskip("ray.data")
+    address = "ray://127.0.0.1:10001"
+    flags = ("--ray-address", address) if where == "flag" else ()
+    result = run_cli(
+        "compress", str(SAMPLE), "-o", str(tmp_path / "x.jsonl"), "--summarizer", "extractive", "--engine", "ray",
+        *flags, env={"RAY_ADDRESS": address} if where == "environment" else None,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        f"error: Ray Client ({address}) cannot run Ray Data jobs: submit the run as a job instead, ray job submit "
+        "--address http://HEAD:8265 -- trajectory-compressor compress ... --engine ray (README: Running on Ray)"
+    ]
+    assert not (tmp_path / "x.jsonl").exists()

@@ -5,16 +5,20 @@ parts (`read.readers` / `read.jsonl`, `run.prepare.prepare_rows`, `run.row.RowFi
 `write.report`), and this package only moves them across Ray:
 
     inputs.py   the input files, as the local engine lists them (or listed on any pyarrow filesystem)
-    read.py     records per file (counted first, so every row has its input-stream index)
-    limits.py   one async actor for the whole run: `--max-concurrency`, `--rpm`, `--tpm`, usage
+    read.py     records per file (counted and hashed first, so every row has its input-stream index)
+    limits.py   one async actor on the driver's node: `--max-concurrency`, `--rpm`, `--tpm`, usage
     cache.py    the summary cache on a shared folder: one SQLite file per worker, all read
     actor.py    the map_batches class: tokenizer and HTTP session once per actor, a batch's rows
                 summarized concurrently on the actor's event loop
     engine.py   `compress_dataset(dataset, settings)`: a Dataset in, a Dataset out
-    write.py    the Datasink: dataset, metrics, over-limit and rejects part files, totals
+    write.py    the Datasink: dataset, metrics, over-limit and rejects part files, each part's record
+    parts.py    the parts' records: checked on the driver, the report's `files`, what a resume keeps
+    storage.py  before any work on several nodes: is every local path the same storage on each node?
+    losses.py   what of the cluster an error says was lost (the one line of exit 69)
     layout.py   the output folders: their names, and which files are the run's own (no Ray)
-    session.py  the driver's Ray session: the caller's SIGTERM handler kept, `-q` kept quiet
-    run.py      the CLI's driver (`compress --engine ray`): read, map, write, report
+    session.py  the driver's Ray session: SIGTERM kept, stdout left to --json, `-q` kept quiet
+    report.py   the report on any filesystem, its `inputs` entries
+    run.py      the CLI's driver (`compress --engine ray`): check, read, map, write, verify, report
 
 Ray is imported only inside this package, and only when it is used: the rest of
 `trajectory_compressor` works without it (`pip install "trajectory-compressor[ray]"` adds it).

@@ -38,6 +38,7 @@ OUT_SCHEMA = pa.schema(
         ("reject", pa.binary()),  # the reject line (JSON), for a bad record
     ]
 )
+ABORT_SECONDS = 30  # telling the limits actor the run stopped: never waited on longer
 INPUT_COLUMNS = frozenset({"row_index", "source", "line", "raw", "payload", "error"})
 
 
@@ -102,7 +103,8 @@ class CompressWorker:
             return list(await asyncio.gather(*(self.finisher.finish(row) for row in prepared)))
         except RunAborted as exc:  # the driver learns it from the limits actor: Ray passes on text only
             if self.gate is not None:
-                await self.gate.limits.abort.remote(str(exc), int(exc.exit_code))
+                with contextlib.suppress(Exception):  # that actor lost: the driver reads the cause instead
+                    await asyncio.wait_for(self.gate.limits.abort.remote(str(exc), int(exc.exit_code)), ABORT_SECONDS)
             raise
         finally:
             if self.gate is not None and self.summarizer is not None:

@@ -81,8 +81,22 @@ def cluster_cpus() -> float:
 
 
 def default_workers() -> int:
-    """One worker per CPU of the cluster but one (kept for reading and writing)."""
-    return max(1, int(cluster_cpus() - 1.0))
+    """One worker per CPU of the cluster but one; two on a single machine of two CPUs.
+
+    A whole CPU must stay free on some node for Ray Data's own one-CPU tasks (the repartition
+    that spreads a file's rows over the actors, the writes): with actors of fractional CPUs on
+    several nodes, the free fractions can be spread so that no node has a whole one, and the run
+    waits forever (seen on three nodes of one CPU with three workers). On one node, two workers
+    of half a CPU each leave the other CPU whole: one worker there was slower than the local
+    engine (README "Performance").
+    """
+    import ray
+
+    cpus = cluster_cpus()
+    spare = max(1, int(cpus - 1.0))
+    if spare < 2 <= cpus and sum(1 for node in ray.nodes() if node.get("Alive")) == 1:
+        return 2
+    return spare
 
 
 def worker_cpus(workers: int) -> float:

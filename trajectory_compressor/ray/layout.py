@@ -1,12 +1,13 @@
 """Where a Ray run's outputs go, and which files in them this tool wrote: only those are ever deleted.
 
-A Ray run writes four folders of part files and a report beside them (see `write`). A re-run
-must clear the parts of the run before (their rows may be split differently this time), but a
-folder may hold anything: a Spark job's `part-00000-<uuid>.snappy.parquet` looks like a part
-too. So a folder this tool writes into carries a marker file, put there when the folder was
-empty, and a file counts as the run's own only in a marked folder and only under a name this
-tool gives (`part-<12 digits>.jsonl|parquet`, or that name's temporary `.part-….tmp`). A
-folder holding anything else is refused before a byte is written (`check_output_folders`).
+A Ray run writes four folders of part files, a folder of the parts' records (`parts`) and a
+report beside them (see `write`). A re-run must clear the parts it does not keep (a resume keeps
+those whose records verify), but a folder may hold anything: a Spark job's
+`part-00000-<uuid>.snappy.parquet` looks like a part too. So a folder this tool writes into
+carries a marker file, put there when the folder was empty, and a file counts as the run's own
+only in a marked folder and only under a name this tool gives (`part-<12 digits>.jsonl|parquet|json`,
+or that name's temporary `.part-….tmp`). A folder holding anything else is refused before a byte
+is written (`check_output_folders`).
 
 No Ray here: `eval` reads a Ray run's folders with it, with or without the `[ray]` extra.
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 import os
 import posixpath
 import re
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +27,7 @@ from trajectory_compressor.write.paths import output_stem
 
 MARKER = ".trajectory-compressor-ray"  # hidden: Ray Data, pyarrow and this tool's readers skip it
 MARKER_TEXT = b"Part files written by trajectory-compressor --engine ray; a re-run replaces them.\n"
-_RUN_FILE = re.compile(r"(part-\d{12}\.(?:jsonl|parquet))|(\.part-\d{12}\.(?:jsonl|parquet)\.tmp)")
+_RUN_FILE = re.compile(r"(part-\d{12}\.(?:jsonl|parquet|json))|(\.part-\d{12}\.(?:jsonl|parquet|json)\.tmp)")
 _PART = re.compile(r"part-\d{12}\.(?:jsonl|parquet)")
 
 
@@ -41,6 +43,7 @@ class RayOutputLayout:
     metrics: str
     over_limit: str
     rejects: str
+    records: str  # the record of each part written (`parts`): a resume keeps the parts that verify
     report: str
 
     @classmethod
@@ -49,10 +52,17 @@ class RayOutputLayout:
         parent, name = posixpath.split(output)
         stem = output_stem(Path(name))
         side = (lambda suffix: posixpath.join(parent, f"{stem}.{suffix}")) if parent else (lambda s: f"{stem}.{s}")
-        return cls(output, side("metrics"), side("over_limit"), side("rejects"), side("report.json"))
+        return cls(
+            output, side("metrics"), side("over_limit"), side("rejects"), side("part_records"), side("report.json")
+        )
+
+    def outputs(self) -> dict[str, str]:
+        """The folders of part files, by the names of the local engine's outputs."""
+        return {"data": self.data, "metrics": self.metrics, "over_limit": self.over_limit, "rejects": self.rejects}
 
     def folders(self) -> dict[str, str]:
-        return {"data": self.data, "metrics": self.metrics, "over_limit": self.over_limit, "rejects": self.rejects}
+        """Every folder the run writes into (and marks as its own)."""
+        return {**self.outputs(), "part_records": self.records}
 
     def as_dict(self) -> dict[str, str]:
         return {**self.folders(), "report": self.report}
@@ -65,6 +75,18 @@ def filesystem_of(path: str) -> tuple[Any, str]:
     if "://" in path:
         return pafs.FileSystem.from_uri(path)
     return pafs.LocalFileSystem(), os.path.abspath(path)
+
+
+def write_whole(folder: str, name: str, data: bytes) -> None:
+    """Write `folder/name` under a temporary name, then move it: a file there is whole.
+
+    A retried task writes the same name again, and the move replaces the first one.
+    """
+    filesystem, path = filesystem_of(folder)
+    temporary = posixpath.join(path, f".{name}.tmp")
+    with filesystem.open_output_stream(temporary) as stream:
+        stream.write(data)
+    filesystem.move(temporary, posixpath.join(path, name))
 
 
 def part_stem(first_row: int) -> str:
@@ -121,15 +143,17 @@ def check_output_folders(layout: RayOutputLayout) -> None:
             )
 
 
-def claim_output_folders(layout: RayOutputLayout) -> None:
-    """Make the run's folders, mark them as this tool's, and delete the parts an earlier run left.
+def claim_output_folders(layout: RayOutputLayout, keep: Mapping[str, Collection[str]] | None = None) -> None:
+    """Make the run's folders, mark them as this tool's, and delete the parts an earlier run left,
+    but those a resume keeps (`keep`: folder key of `layout.folders()` -> file names).
 
     Checked again first: a file that appeared since the run started stops it here, untouched.
     """
     check_output_folders(layout)
     import pyarrow.fs as pafs
 
-    for folder in layout.folders().values():
+    for key, folder in layout.folders().items():
+        kept = (keep or {}).get(key, ())
         filesystem, path = filesystem_of(folder)
         filesystem.create_dir(path, recursive=True)
         entries = filesystem.get_file_info(pafs.FileSelector(path))
@@ -137,7 +161,7 @@ def claim_output_folders(layout: RayOutputLayout) -> None:
             with filesystem.open_output_stream(posixpath.join(path, MARKER)) as stream:
                 stream.write(MARKER_TEXT)
         for info in entries:
-            if _RUN_FILE.fullmatch(info.base_name):
+            if _RUN_FILE.fullmatch(info.base_name) and info.base_name not in kept:
                 filesystem.delete_file(info.path)
 
 

@@ -10,6 +10,14 @@ therefore sends a heartbeat while it holds slots, and the slots of a worker sile
 `LEASE_SECONDS` are taken back (a restarted worker is a new worker: new id, new slots).
 The actor also keeps each worker's latest usage counters (`UsageTracker.stats()`), so the
 run report adds up every worker's requests, retries and tokens, killed ones included.
+
+The actor lives on the driver's node (node affinity, not soft): every worker's requests go
+through it, so on any other node the loss of that node (a spot preemption, a scale-down) would
+end the run; the driver's node is the one whose loss ends it anyway. Its process may still die
+(an OOM kill): Ray restarts it and retries the calls in flight, and it starts empty, which the
+workers tolerate (a slot released that the new actor never granted is ignored; usage is
+reported again, whole, after each batch). A worker whose call fails all the same stops the run
+with `RunAborted` (exit `LOST`), never a row's summary failure.
 """
 
 from __future__ import annotations
@@ -22,6 +30,8 @@ import uuid
 from collections import Counter
 from typing import Any
 
+from trajectory_compressor.errors import RunAborted
+from trajectory_compressor.exit_codes import ExitCode
 from trajectory_compressor.summarize.llm.ratelimit import RateLimiter
 
 LEASE_SECONDS = float(os.environ.get("TC_RAY_LEASE_SECONDS", "10"))
@@ -167,12 +177,24 @@ def merge_usage(parts: list[dict[str, Any]]) -> dict[str, Any]:
     return total
 
 
-def start_limits(max_concurrency: int, rpm: float | None, tpm: float | None) -> Any:
-    """The run's `RunLimits` actor (not detached: it ends with the driver that made it)."""
-    import ray
+RESTARTS = 3  # the actor's process killed more often than this ends the run (exit LOST)
+LOST_LIMITS = "the run's limits actor (RunLimits, on the driver's node) was lost"
+RESUME = "re-run the same command to resume"
 
+
+def start_limits(max_concurrency: int, rpm: float | None, tpm: float | None) -> Any:
+    """The run's `RunLimits` actor, on this (the driver's) node; not detached: it ends with the driver."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=False)
     actor = ray.remote(RunLimits).options(
-        num_cpus=0, max_concurrency=10_000, name=f"trajectory-compressor-limits-{uuid.uuid4().hex[:12]}"
+        num_cpus=0,
+        max_concurrency=10_000,
+        name=f"trajectory-compressor-limits-{uuid.uuid4().hex[:12]}",
+        scheduling_strategy=here,
+        max_restarts=RESTARTS,
+        max_task_retries=RESTARTS,
     )
     return actor.remote(max_concurrency, rpm, tpm)
 
@@ -186,6 +208,8 @@ class ClusterGate:
         self._heartbeat: asyncio.Task[None] | None = None
 
     async def acquire(self, estimated_tokens: int) -> float:
+        from ray.exceptions import RayActorError
+
         self.start_heartbeat()
         ref = self.limits.acquire.remote(self.worker, estimated_tokens)
         try:
@@ -193,6 +217,11 @@ class ClusterGate:
         except asyncio.CancelledError:  # the row gave up waiting; the slot may still come: return it
             asyncio.get_running_loop().create_task(self._release_when_granted(ref))
             raise
+        except RayActorError as exc:  # restarted RESTARTS times already: the run cannot keep its limits
+            message = (
+                f"{LOST_LIMITS} ({type(exc).__name__}); the parts written are kept: re-run the same command to resume"
+            )
+            raise RunAborted(message, ExitCode.LOST) from None
         return float(waited)
 
     def release(self) -> None:

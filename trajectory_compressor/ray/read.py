@@ -17,11 +17,14 @@ as the error that made it unreadable (`error`).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
+from trajectory_compressor.ray.parts import holds
 from trajectory_compressor.read.readers import FILE_FORMATS
 from trajectory_compressor.read.select import records_of, sampled
 from trajectory_compressor.read.sources import InputSource
@@ -42,8 +45,17 @@ ROW_SCHEMA = pa.schema(
 READ_BATCH_ROWS = 16  # rows per block handed on: small blocks spread one big file over the actors
 
 
-def count_inputs(sources: Sequence[InputSource], split: str) -> list[int]:
-    """The records of each source, counted in parallel (one Ray task per file)."""
+@dataclass(frozen=True)
+class InputCount:
+    """An input file as a Ray task found it: its records, and its bytes and sha256 (the report's `inputs`)."""
+
+    records: int
+    bytes: int | None
+    sha256: str | None
+
+
+def count_inputs(sources: Sequence[InputSource], split: str) -> list[InputCount]:
+    """Each source counted and hashed in parallel (one Ray task per file), in order."""
     import ray
 
     return list(ray.get([_count.remote(source, split) for source in sources]))
@@ -64,34 +76,66 @@ def stream_rows_read(total: int, select: SelectConfig) -> int:
     return total
 
 
-def read_inputs(sources: Sequence[InputSource], config: RunConfig, counts: Sequence[int] | None = None) -> Any:
+def limit_end(total: int, select: SelectConfig) -> int:
+    """The first stream index past the rows `--limit` selects (`total` without a limit).
+
+    The rows a run computes are the selected rows below it: a bound on the stream, not a count
+    of the rows that went by, so a resume that skips the rows it kept selects the same rows.
+    """
+    if select.limit is None:
+        return total
+    selected = 0
+    for index in range(total):
+        percent = select.sample_percent
+        if percent is None or percent >= 100 or sampled(index, percent, select.seed):
+            if selected == select.limit:
+                return index
+            selected += 1
+    return total
+
+
+def read_inputs(
+    sources: Sequence[InputSource],
+    config: RunConfig,
+    counts: Sequence[int] | None = None,
+    *,
+    skip: Sequence[tuple[int, int]] = (),
+) -> Any:
     """A `ray.data.Dataset` of the selected rows of `sources` (`ROW_SCHEMA`), in input order.
 
-    `counts` (from `count_inputs`) saves counting again when the caller has them.
+    `counts` (each file's records, from `count_inputs`) saves counting again when the caller has
+    them. `skip`: sorted, disjoint [start, end) runs of row indexes not to read (the rows of the
+    parts a resume keeps); a file all of whose rows are skipped is not opened.
     """
     import ray.data
 
     split = config.read.split
     if counts is None:
-        counts = count_inputs(sources, split)
+        counts = [count.records for count in count_inputs(sources, split)]
+    end = limit_end(sum(counts), config.select)
     entries = []
     offset = 0
     for ordinal, count in enumerate(counts):
-        entries.append({"ordinal": ordinal, "offset": offset})
+        if offset < end and not _covered(skip, offset, min(offset + count, end)):
+            entries.append({"ordinal": ordinal, "offset": offset})
         offset += count
     if not entries:
         return ray.data.from_arrow(ROW_SCHEMA.empty_table())
     select = config.select
-    dataset = ray.data.from_items(entries, override_num_blocks=len(entries)).map_batches(
+    kwargs = {"sources": list(sources), "split": split, "percent": select.sample_percent, "seed": select.seed,
+              "end": end, "skip": [tuple(run) for run in skip]}  # fmt: skip
+    return ray.data.from_items(entries, override_num_blocks=len(entries)).map_batches(
         read_files,  # type: ignore[arg-type]  # Ray's stub types `fn` without the `fn_kwargs` it is given
-        fn_kwargs={"sources": list(sources), "split": split, "percent": select.sample_percent, "seed": select.seed},
+        fn_kwargs=kwargs,
         batch_size=1,
         batch_format="pyarrow",
         num_cpus=0.25,
     )
-    if select.limit is not None:
-        dataset = dataset.limit(select.limit)
-    return dataset
+
+
+def _covered(runs: Sequence[tuple[int, int]], start: int, end: int) -> bool:
+    """Whether every row in [start, end) is in one of `runs`."""
+    return start >= end or any(first <= start and end <= last for first, last in runs)
 
 
 def count_records(source: InputSource, split: str) -> int:
@@ -101,6 +145,30 @@ def count_records(source: InputSource, split: str) -> int:
     if entry is not None and entry.count is not None:
         return entry.count(source)
     return sum(1 for _ in records_of(source, split))
+
+
+def count_and_hash(source: InputSource, split: str) -> InputCount:
+    """The Ray task per input: its records, and its bytes and sha256 for the report's `inputs`
+    (what `eval --input` checks a run against; a directory input has none)."""
+    records = count_records(source, split)
+    try:
+        digest, size = _sha256_of(source.path or source.name)
+    except (OSError, ValueError):  # a directory (a `save_to_disk` input), or a stream that cannot be read again
+        return InputCount(records, None, None)
+    return InputCount(records, size, digest)
+
+
+def _sha256_of(path: str) -> tuple[str, int]:
+    from trajectory_compressor.ray.layout import filesystem_of
+
+    filesystem, target = filesystem_of(path)
+    digest = hashlib.sha256()
+    size = 0
+    with filesystem.open_input_stream(target) as stream:
+        while chunk := stream.read(1 << 20):
+            digest.update(chunk)
+            size += len(chunk)
+    return digest.hexdigest(), size
 
 
 def row_of(index: int, item: SourceRecord) -> dict[str, Any]:
@@ -113,14 +181,26 @@ def row_of(index: int, item: SourceRecord) -> dict[str, Any]:
 
 
 def read_files(
-    batch: pa.Table, *, sources: list[InputSource], split: str, percent: float | None, seed: int
+    batch: pa.Table,
+    *,
+    sources: list[InputSource],
+    split: str,
+    percent: float | None,
+    seed: int,
+    end: int,
+    skip: list[tuple[int, int]],
 ) -> Iterator[pa.Table]:
-    """map_batches function: each file of the batch read whole, its rows out in small blocks."""
+    """map_batches function: each file of the batch read whole, its rows out in small blocks
+    (the selected rows below `end`, but those in `skip`)."""
     for ordinal, offset in zip(batch.column("ordinal").to_pylist(), batch.column("offset").to_pylist(), strict=True):
         rows: list[dict[str, Any]] = []
         for number, item in enumerate(records_of(sources[ordinal], split)):
             index = offset + number
+            if index >= end:
+                break
             if percent is not None and percent < 100 and not sampled(index, percent, seed):
+                continue
+            if skip and holds(skip, index):
                 continue
             rows.append(row_of(index, item))
             if len(rows) >= READ_BATCH_ROWS:
@@ -133,11 +213,11 @@ def read_files(
 def _remote_count() -> Any:
     import ray
 
-    return ray.remote(num_cpus=0.25)(count_records)
+    return ray.remote(num_cpus=0.25)(count_and_hash)
 
 
 class _LazyRemote:
-    """`count_records` as a Ray task, made on first use (so importing this module needs no Ray)."""
+    """`count_and_hash` as a Ray task, made on first use (so importing this module needs no Ray)."""
 
     def __init__(self) -> None:
         self._task: Any = None

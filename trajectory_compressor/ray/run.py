@@ -1,9 +1,11 @@
 """`compress --engine ray`: the driver that reads with Ray Data, compresses in the actor pool, writes, reports.
 
 The same settings as the local engine (one `RunConfig`); what only a local run can do is
-refused up front with one line (exit 2) rather than ignored. Resuming is by the summary
-cache: a re-run after the driver died rewrites every part, and every summary already received
-by any worker comes from the shared cache folder instead of the endpoint.
+refused up front with one line (exit 2) rather than ignored. Every part a worker writes is
+recorded and read back on the driver before the report says `completed` (`parts`). Resuming is
+by those records: a re-run of a run that did not complete keeps the parts that verify and
+computes only the rows they do not hold; and every summary already received by any worker comes
+from the shared cache folder instead of the endpoint.
 """
 
 from __future__ import annotations
@@ -13,18 +15,31 @@ import posixpath
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
-
-import orjson
 
 from trajectory_compressor.count.exactness import GuardResult
 from trajectory_compressor.errors import RunAborted, UsageError
 from trajectory_compressor.exit_codes import ExitCode
 from trajectory_compressor.ray.inputs import list_inputs
-from trajectory_compressor.ray.layout import RayOutputLayout, check_output_folders, filesystem_of
-from trajectory_compressor.ray.read import stream_rows_read
-from trajectory_compressor.ray.session import quiet_console, start_ray
+from trajectory_compressor.ray.layout import (
+    RayOutputLayout,
+    check_output_folders,
+    claim_output_folders,
+)
+from trajectory_compressor.ray.losses import describe_loss, user_cause
+from trajectory_compressor.ray.parts import (
+    KeptParts,
+    PartRecord,
+    check_parts,
+    kept_parts,
+    merged_totals,
+    read_records,
+)
+from trajectory_compressor.ray.read import count_inputs, stream_rows_read
+from trajectory_compressor.ray.report import forget_report, input_entry, report_status, write_report
+from trajectory_compressor.ray.session import ray_console, start_ray, stop_ray
+from trajectory_compressor.ray.storage import check_shared_storage
 from trajectory_compressor.ray.write import CompressedOutput
 from trajectory_compressor.read.files import is_uri
 from trajectory_compressor.read.sources import InputSource
@@ -35,11 +50,14 @@ from trajectory_compressor.summarize.choose import resolve_endpoint
 from trajectory_compressor.types import LLM_SUMMARIZER
 from trajectory_compressor.write.collisions import input_files, refuse_overwrites, run_outputs
 from trajectory_compressor.write.output_format import output_format_for
-from trajectory_compressor.write.report import build_report, render_text_summary
+from trajectory_compressor.write.report import RunTotals, build_report, render_text_summary
+from trajectory_compressor.write.run_files import fingerprint
 
 RAY_FORMATS = ("jsonl", "parquet")
 DATASET_SUFFIXES = (".jsonl", ".ndjson", ".parquet", ".jsonl.gz", ".ndjson.gz")  # gzip: refused by its name
-INTERRUPTED = "interrupted; re-run the same command to resume"  # the local engine's words
+RESUME = "re-run the same command to resume"
+INTERRUPTED = f"interrupted; {RESUME}"  # the local engine's words
+ASK_SECONDS = 60  # the longest the driver waits on one call to the limits actor
 Outcome = tuple[str, ExitCode, str | None]  # status, exit code, message
 
 
@@ -100,6 +118,27 @@ def ray_output_format(output: str, explicit: str | None) -> str:
     return output_format_for(name, explicit)
 
 
+def absolute_sources(sources: list[InputSource]) -> list[InputSource]:
+    """Local inputs opened by absolute path (each node would resolve a relative one against its own
+    working directory); their names, which the metrics show, stay as given."""
+    return [
+        replace(source, path=os.path.abspath(source.path)) if source.path and not is_uri(source.path) else source
+        for source in sources
+    ]
+
+
+def refuse_ray_client(config: RunConfig) -> None:
+    """Ray Client (`ray://`): Ray Data does not run over it with the Ray this tool is tested with
+    (`'Worker' object has no attribute 'core_worker'`), so say so before anything starts."""
+    address = config.ray_address or os.environ.get("RAY_ADDRESS", "")
+    if address.startswith("ray://"):
+        raise ConfigError(
+            f"Ray Client ({address}) cannot run Ray Data jobs: submit the run as a job instead, "
+            "ray job submit --address http://HEAD:8265 -- trajectory-compressor compress ... --engine ray "
+            "(README: Running on Ray)"
+        )
+
+
 def run_on_ray(
     inputs: list[str], output: str, config: RunConfig, *, on_message: Callable[[str], None] | None = None
 ) -> RayRunResult:
@@ -107,7 +146,9 @@ def run_on_ray(
 
     What a user can get wrong is refused before Ray starts and before a byte is written: the
     settings only the local engine has, an `-o` naming no dataset, output folders holding files
-    this tool did not write.
+    this tool did not write, Ray Client; and once Ray is up, before any work: local outputs or
+    inputs some node does not share (`storage`). Local paths are made absolute here, on the
+    driver: a node resolves a relative one against its own working directory.
     """
     from trajectory_compressor.count import counter_for
     from trajectory_compressor.summarize.choose import choose_summarizers
@@ -116,12 +157,15 @@ def run_on_ray(
     started = time.monotonic()
     config = resolve_endpoint(config)
     config.validate()
+    refuse_ray_client(config)
     output_format = ray_output_format(output, config.output.output_format)
     check_supported(config, output_format)
+    if not is_uri(output):
+        output = os.path.abspath(output)
     layout = RayOutputLayout.beside(output)
     check_output_folders(layout)
     own = [] if is_uri(output) else list(layout.folders().values())  # in an input folder: not inputs
-    sources = list_inputs(inputs, config, exclude=own)
+    sources = absolute_sources(list_inputs(inputs, config, exclude=own))
     if not is_uri(output):
         refuse_overwrites(run_outputs(layout.as_dict()), input_files(sources))
     counter = counter_for(config)
@@ -137,20 +181,25 @@ def run_on_ray(
         cache_folder = os.path.dirname(os.path.abspath(given)) if given else default_cache_folder(output)
         if cache_folder is None:
             say("warning: no --cache folder for a remote output: summaries will not be cached")
-    start_ray(config)
-    with quiet_console(config.quiet):
-        output_files = CompressedOutput(layout, output_format)
-        run = _RayRun(config, layout, output_files, cache_folder, say, counter.guard)
-        return run.execute(sources, settings_record(config, counter.name), started)
+    settings = settings_record(config, counter.name)
+    with ray_console(config.quiet):
+        joined = start_ray(config)
+        try:
+            run = _RayRun(config, layout, output_format, cache_folder, say, counter.guard)
+            return run.execute(sources, settings, started)
+        finally:
+            if joined:
+                stop_ray()
 
 
 @dataclass
 class _RayRun:
-    """The part of a run that happens on Ray: the dataset executed into the sink, then the report."""
+    """The part of a run that happens on Ray: the parts checked, the dataset executed into the sink,
+    every part checked again, then the report."""
 
     config: RunConfig
     layout: RayOutputLayout
-    sink: CompressedOutput
+    output_format: str
     cache_folder: str | None
     say: Callable[[str], None]
     counting: GuardResult  # the driver's backend and probe check; each worker's guard joins it at the end
@@ -160,7 +209,6 @@ class _RayRun:
         import ray.data
 
         from trajectory_compressor.ray.engine import default_workers
-        from trajectory_compressor.ray.limits import start_limits
 
         config = self.config
         context = ray.data.DataContext.get_current()
@@ -168,103 +216,161 @@ class _RayRun:
         context.enable_progress_bars = not config.quiet and sys.stderr.isatty()
         workers = config.num_workers or default_workers()
         self.say(f"engine: ray ({workers} workers, {ray.cluster_resources().get('CPU', 0):g} CPUs)")
-        limits = start_limits(config.llm.max_concurrency, config.llm.rpm, config.llm.tpm)
+        layout = self.layout
+        inputs: list[dict[str, Any]] = []
+        kept = KeptParts()
+        run_fingerprint: str | None = None
+        stream_rows = 0
+        usage: dict[str, Any] = {}
+        counting = self.counting
         try:
-            (status, exit_code, message), stream_rows = self._write(sources, workers, limits)
-            usage = ray.get(limits.usage.remote())
-            counting = self.counting.with_workers(
-                [GuardResult.from_dict(part) for part in ray.get(limits.counting.remote())]
+            check_shared_storage(list(layout.folders().values()), self.cache_folder, sources, self.say)
+            counts = count_inputs(sources, config.read.split)
+            stream_rows = sum(count.records for count in counts)
+            inputs = [input_entry(source, count) for source, count in zip(sources, counts, strict=True)]
+            run_fingerprint = fingerprint(
+                {
+                    "settings": settings,
+                    "format": self.output_format,
+                    "sources": inputs,
+                    "records": [c.records for c in counts],
+                }
             )
-        finally:
-            ray.kill(limits)
-        totals = self.sink.totals
-        if status != "interrupted":
-            totals.rows_read = stream_rows_read(stream_rows, config.select)
+            kept = self._kept(run_fingerprint)
+            claim_output_folders(layout, kept.names())
+            forget_report(layout.report)  # from here until the end: an unfinished run
+            sink = CompressedOutput(layout, self.output_format, fingerprint=run_fingerprint, kept_starts=kept.starts)
+            (status, exit_code, message), usage, counting = self._write(sources, counts, workers, kept, sink)
+        except RunAborted as exc:  # a node lost before the work started
+            status, exit_code, message = "aborted", exc.exit_code, str(exc)
+            sink = None
+        records = list(kept.records) + (sink.records if sink is not None and status == "completed" else [])
+        files: dict[str, Any] = {}
         if status == "completed":
-            self._name_bad_records()
+            files, problems = check_parts(layout, records)
+            if config.dry_run:
+                files.pop("data", None)
+            if problems:
+                status, exit_code = "aborted", ExitCode.FAILED
+                message = (
+                    f"{len(problems)} part files are not as the workers recorded them where this driver reads them "
+                    f"(first: {problems[0]}); is -o on storage every node shares? re-run the same command to redo them"
+                )
+        else:
+            records = self._written_so_far(run_fingerprint)
+        totals = merged_totals(records)
+        if status == "completed":
+            totals.rows_read = stream_rows_read(stream_rows, config.select)
+            self._name_bad_records(records, totals)
         report = build_report(
             totals,
             status=status,
             settings=settings,
-            outputs=self.layout.as_dict() if status == "completed" else {},
+            outputs=layout.as_dict() if status == "completed" else {},
             timings={"total": time.monotonic() - started},
             summarizer_stats=usage if usage.get("workers") else None,
             counting=counting.to_dict(),
             warnings=[counting.warning or ""],
         )
         report["engine"] = {"name": "ray", "workers": workers, "cache": self.cache_folder}
+        report["resume"] = {
+            "parts_kept": len(kept.records),
+            "rows_kept": kept.row_count,
+            "parts_written": len(records) - len(kept.records),
+        }
         if message:
             report["message"] = message
-        write_report(self.layout.report, report)
+        if status == "completed":
+            report["files"] = files
+            report["inputs"] = inputs
+        write_report(layout.report, report)
         if status == "completed" and config.output.fail_on_over_limit and totals.rows_still_over_limit:
             exit_code = ExitCode.OVER_LIMIT
             message = f"{totals.rows_still_over_limit} rows are still over the limit"
         return RayRunResult(report, exit_code, message)
 
-    def _write(self, sources: list[InputSource], workers: int, limits: Any) -> tuple[Outcome, int]:
-        """Read, compress and write every part; the outcome, and the rows the input stream holds.
+    def _kept(self, run_fingerprint: str) -> KeptParts:
+        """The verified parts of this command's unfinished run; none after a completed run or with --no-resume."""
+        if not self.config.output.resume or report_status(self.layout.report) == "completed":
+            return KeptParts()
+        return kept_parts(self.layout, run_fingerprint, self.say)
+
+    def _written_so_far(self, run_fingerprint: str | None) -> list[PartRecord]:
+        """A run that stopped: the parts it recorded so far (what a re-run keeps once verified), for its totals."""
+        if run_fingerprint is None:
+            return []
+        try:
+            records, _ = read_records(self.layout)
+        except OSError:
+            return []
+        return [record for record in records if record.fingerprint == run_fingerprint]
+
+    def _write(
+        self, sources: list[InputSource], counts: list[Any], workers: int, kept: KeptParts, sink: CompressedOutput
+    ) -> tuple[Outcome, dict[str, Any], GuardResult]:
+        """Read, compress and write every part the run does not keep; the outcome, usage and counting.
 
         Ctrl-C and SIGTERM (as Ctrl-C: see `session`) stop it as they stop the local engine: exit
-        130 and an `interrupted` report. The re-run rewrites every part, its summaries from the cache.
+        130 and an `interrupted` report; the re-run keeps the parts written. A lost node, worker
+        or actor that Ray could not recover from: exit `LOST`, one line naming it; the re-run
+        keeps the parts written too. Every wait on the limits actor is bounded.
         """
         import ray
 
-        from trajectory_compressor.ray.engine import compress_dataset
-        from trajectory_compressor.ray.read import count_inputs, read_inputs
+        from trajectory_compressor.ray import write
+        from trajectory_compressor.ray.engine import BATCH_ROWS, compress_dataset
+        from trajectory_compressor.ray.limits import start_limits
+        from trajectory_compressor.ray.read import read_inputs
 
         config = self.config
-        counts: list[int] = []
+        limits = start_limits(config.llm.max_concurrency, config.llm.rpm, config.llm.tpm)
+        outcome: Outcome = ("completed", ExitCode.OK, None)
         try:
-            counts = count_inputs(sources, config.read.split)
             dataset = compress_dataset(
-                read_inputs(sources, config, counts),
+                read_inputs(sources, config, [count.records for count in counts], skip=kept.runs),
                 config,
                 num_workers=workers,
                 cache_folder=self.cache_folder,
-                keep_rejects_in_data=self.sink.output_format == "jsonl",
+                batch_size=min(BATCH_ROWS, write.ROWS_PER_PART),  # a batch is never more than a part
+                keep_rejects_in_data=self.output_format == "jsonl",
                 limits=limits,
             )
-            dataset.write_datasink(self.sink)
+            dataset.write_datasink(sink)
         except KeyboardInterrupt:
-            return ("interrupted", ExitCode.INTERRUPTED, INTERRUPTED), sum(counts)
+            outcome = ("interrupted", ExitCode.INTERRUPTED, INTERRUPTED)
         except Exception as exc:
-            cause = _user_cause(exc)
+            cause = user_cause(exc)
             if isinstance(cause, UsageError):
                 raise cause from None
-            aborted = ray.get(limits.aborted.remote())
+            aborted = _ask(limits.aborted.remote()) if not isinstance(cause, RunAborted) else None
             if isinstance(cause, RunAborted):
                 aborted = (str(cause), cause.exit_code)
+            lost = describe_loss(exc)
+            if aborted is None and lost is not None:
+                aborted = (f"{lost}; the parts written are kept: {RESUME}", ExitCode.LOST)
             if aborted is None:
                 raise
-            return ("aborted", ExitCode(aborted[1]), aborted[0]), sum(counts)
-        return ("completed", ExitCode.OK, None), sum(counts)
+            outcome = ("aborted", ExitCode(aborted[1]), aborted[0])
+        usage = _ask(limits.usage.remote()) or {}
+        workers_counting = _ask(limits.counting.remote()) or []
+        counting = self.counting.with_workers([GuardResult.from_dict(part) for part in workers_counting])
+        ray.kill(limits)
+        return outcome, usage, counting
 
-    def _name_bad_records(self) -> None:
+    def _name_bad_records(self, records: list[PartRecord], totals: RunTotals) -> None:
         """The local engine's stderr lines for the first bad records, in input order, then one for the rest."""
-        for reject in self.sink.first_rejects[:REJECTS_SHOWN]:
+        rejects = [reject for record in sorted(records, key=lambda r: r.first_row) for reject in record.rejects]
+        for reject in rejects[:REJECTS_SHOWN]:
             self.say(reject_warning(reject))
-        if self.sink.totals.rows_rejected > REJECTS_SHOWN:
+        if totals.rows_rejected > REJECTS_SHOWN:
             self.say(MORE_REJECTS)
 
 
-def _user_cause(exc: BaseException) -> BaseException:
-    """The exception a worker raised, out of Ray's wrappers (`RayTaskError.cause`, `__cause__`)."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if isinstance(current, (UsageError, RunAborted)):
-            return current
-        current = getattr(current, "cause", None) or current.__cause__
-    return exc
+def _ask(ref: Any) -> Any:
+    """The answer of a call to the limits actor, or None when it is lost or silent: never a hang."""
+    import ray
 
-
-def write_report(path: str, report: dict[str, Any]) -> None:
-    """The report, written whole (a temporary name, then moved), on any filesystem."""
-    filesystem, target = filesystem_of(path)
-    parent = posixpath.dirname(target)
-    filesystem.create_dir(parent, recursive=True)
-    temporary = posixpath.join(parent, "." + posixpath.basename(target) + ".tmp")
-    with filesystem.open_output_stream(temporary) as stream:
-        stream.write(orjson.dumps(report, option=orjson.OPT_INDENT_2))
-    filesystem.move(temporary, target)
+    try:
+        return ray.get(ref, timeout=ASK_SECONDS)
+    except (ray.exceptions.RayError, TimeoutError):
+        return None

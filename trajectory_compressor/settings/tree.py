@@ -262,7 +262,7 @@ class RunConfig:
     )  # fmt: skip
     num_workers: int | None = setting(
         None, "int", minimum=1, optional=True, yaml="ray.num_workers",
-        help="Ray actors compressing rows (--engine ray) [one per CPU of the cluster].",
+        help="Ray actors compressing rows (--engine ray) [one per CPU of the cluster but one; 2 on one 2-CPU machine].",
     )  # fmt: skip
     probes: bool = setting(
         False, "bool", flag_style="flag", yaml="evaluation.probes", commands=("eval",),

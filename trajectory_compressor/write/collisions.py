@@ -43,6 +43,7 @@ _ROLES = {
     "report": "the report",
     "over_limit": "the over-limit list",
     "rejects": "the rejects file",
+    "part_records": "the parts' records",  # --engine ray
 }
 
 
