@@ -63,6 +63,23 @@ def test_windows_equal_the_local_engine(local_ray, tmp_path: Path, output: str) 
         assert [r["window"] for r in ray_rows] == [r["window"] for r in local_rows]
 
 
+def test_an_hf_chat_parquet_output_equals_the_local_engine(local_ray, tmp_path: Path) -> None:
+    """Ray's Parquet parts store hf-chat's messages as the local output does: a list of JSON
+    values, each message read back with exactly its own keys."""
+    import datasets
+
+    flags = ["--summarizer", "extractive", "--windows", "--target-max-tokens", "3000", "--limit", "12"]
+    flags += ["--write-format", "hf-chat"]
+    for engine, extra in (("local", []), ("ray", RAY)):
+        result = run_cli("compress", str(SAMPLE), "-o", str(tmp_path / engine / "x.parquet"), *flags, *extra)
+        assert result.returncode == 0, result.stderr
+    local = datasets.load_dataset("parquet", data_files=str(tmp_path / "local" / "x.parquet"), split="train")
+    parts = sorted(str(part) for part in (tmp_path / "ray" / "x.parquet").glob("part-*.parquet"))
+    on_ray = datasets.load_dataset("parquet", data_files=parts, split="train")
+    assert local.features["messages"] == on_ray.features["messages"] == datasets.List(datasets.Json())
+    assert local.to_list() == on_ray.to_list()
+
+
 def test_llm_run_equals_the_local_engine_and_limits_hold_across_workers(local_ray, tmp_path: Path) -> None:
     """Two workers, `--max-concurrency 2`: the endpoint never sees more than 2 requests at once."""
     with FakeServerThread(latency=0.02) as server:

@@ -41,6 +41,7 @@ from trajectory_compressor.ray.report import forget_report, input_entry, report_
 from trajectory_compressor.ray.session import ray_console, start_ray, stop_ray
 from trajectory_compressor.ray.storage import check_shared_storage
 from trajectory_compressor.ray.write import CompressedOutput
+from trajectory_compressor.read.convert_format import WriteShape
 from trajectory_compressor.read.files import is_uri
 from trajectory_compressor.read.sources import InputSource
 from trajectory_compressor.run.commit import MORE_REJECTS, REJECTS_SHOWN, reject_warning
@@ -239,7 +240,13 @@ class _RayRun:
             kept = self._kept(run_fingerprint)
             claim_output_folders(layout, kept.names())
             forget_report(layout.report)  # from here until the end: an unfinished run
-            sink = CompressedOutput(layout, self.output_format, fingerprint=run_fingerprint, kept_starts=kept.starts)
+            sink = CompressedOutput(
+                layout,
+                self.output_format,
+                fingerprint=run_fingerprint,
+                kept_starts=kept.starts,
+                json_lists=WriteShape(self.config.output.write_format).json_lists,
+            )
             (status, exit_code, message), usage, counting = self._write(sources, counts, workers, kept, sink)
         except RunAborted as exc:  # a node lost before the work started
             status, exit_code, message = "aborted", exc.exit_code, str(exc)

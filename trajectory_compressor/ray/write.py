@@ -57,9 +57,11 @@ class CompressedOutput(Datasink):
         *,
         fingerprint: str = "",
         kept_starts: tuple[int, ...] = (),
+        json_lists: tuple[str, ...] = (),
     ) -> None:
         self.layout = layout
         self.output_format = output_format
+        self.json_lists = json_lists  # list columns stored as list<json> (hf-chat's messages), as locally
         self.fingerprint = fingerprint  # each record carries it: a resume keeps only this command's parts
         self.kept_starts = kept_starts  # first rows of the parts a resume kept: new parts never span one
         self.records: list[PartRecord] = []  # the parts this run wrote, in input order
@@ -134,7 +136,7 @@ class CompressedOutput(Datasink):
         with tempfile.TemporaryDirectory(prefix="tc-part-") as scratch:
             lines, part = Path(scratch) / "part.jsonl", Path(scratch) / "part.parquet"
             lines.write_bytes(b"".join(record + b"\n" for record in records))
-            convert_jsonl(lines, part, "parquet")
+            convert_jsonl(lines, part, "parquet", json_lists=self.json_lists)
             data = part.read_bytes()
         write_whole(self.layout.data, f"{name}.parquet", data)
         return PartFile.of(f"{name}.parquet", data)
