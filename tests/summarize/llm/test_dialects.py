@@ -134,8 +134,29 @@ def test_api_anthropic_takes_anthropic_s_endpoint_and_key_unless_told_otherwise(
     assert headers == {"anthropic-version": "2023-06-01", "x-api-key": "sk-ant-from-env-123"}
     mine = LLMConfig(api="anthropic", base_url="http://h", model="m", api_key_env="MY_KEY")
     assert Credentials(mine, dialect_for(mine)).headers()["x-api-key"] == "sk-mine-456789"
-    with pytest.raises(ConfigError, match="api: must be one of openai, anthropic"):
-        RunConfig(llm=LLMConfig(api="gemini")).validate()  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="api: must be one of openai, anthropic, gemini"):
+        RunConfig(llm=LLMConfig(api="mistral")).validate()  # type: ignore[arg-type]
+
+
+def test_api_gemini_takes_google_s_endpoint_and_key_and_sends_the_key_in_its_header_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("GEMINI_BASE_URL", raising=False)
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://openai.example/v1")
+    monkeypatch.setenv("GEMINI_API_KEY", "AIza-from-env-123")
+    gemini = resolve_endpoint(RunConfig(llm=LLMConfig(api="gemini", model="gemini-2.5-flash"))).llm
+    assert gemini.base_url == "https://generativelanguage.googleapis.com/v1beta"
+    monkeypatch.setenv("GEMINI_BASE_URL", "http://gateway.example/v1beta")
+    assert resolve_endpoint(RunConfig(llm=LLMConfig(api="gemini"))).llm.base_url == "http://gateway.example/v1beta"
+    assert Credentials(gemini, dialect_for(gemini)).headers() == {"x-goog-api-key": "AIza-from-env-123"}
+    openai = RequestBuilder(_config()).build(REQUEST)
+    chat = RequestBuilder(_config(api="gemini")).build(REQUEST)
+    assert chat.messages == openai.messages and chat.key != openai.key  # another provider, another key
+    assert chat.body["systemInstruction"] == {"parts": [{"text": openai.messages[0]["content"]}]}
+    assert chat.body["contents"] == [{"role": "user", "parts": [{"text": openai.messages[1]["content"]}]}]
+    assert chat.body["generationConfig"] == {"maxOutputTokens": 600, "temperature": 0.3} and chat.body["seed"] == 7
+    with pytest.raises(ValueError, match="gemini dialect writes and reads no batch lines"):
+        RequestBuilder(_config(api="gemini")).batch_line(chat)
 
 
 def test_a_batch_record_from_before_dialects_loads_with_its_files_as_downloads(tmp_path: Any) -> None:

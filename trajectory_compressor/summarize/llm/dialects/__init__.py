@@ -72,6 +72,12 @@ DIALECTS: dict[str, DialectRow] = {
         "anthropic:AnthropicDialect",
         batch="anthropic_batches:AnthropicBatches",
     ),
+    "gemini": DialectRow(
+        "GEMINI_API_KEY",
+        "GEMINI_BASE_URL",
+        "https://generativelanguage.googleapis.com/v1beta",
+        "gemini:GeminiDialect",
+    ),
 }
 
 
