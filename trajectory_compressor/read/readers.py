@@ -14,7 +14,9 @@ names (`write.paths`) and the "supported" lists in messages follow from it.
   parsed at once, so keep them small or convert them to JSONL); a ``.json`` file whose first
   line is a complete JSON object is JSON Lines under another name and is streamed as such.
   Local files only: its kind is told from the local file's first line;
-- ``.parquet``: streamed by record batches, the record number being the 1-based row index.
+- ``.parquet``: streamed by record batches, the record number being the 1-based row index;
+- ``.jsonl.zst``, ``.ndjson.zst``: zstandard-compressed JSON Lines, streamed (pyarrow's zstd
+  codec), line by line as ``.jsonl``; mirrored into an output folder as ``.jsonl``.
 
 Inputs that are not files (``save_to_disk`` directories, ``hf:`` specs) are `datasets`'s to
 read (`read.hf_datasets`), and only the local engine's.
@@ -34,6 +36,7 @@ from trajectory_compressor.read.json_files import (
     read_json_array,
     read_jsonl,
 )
+from trajectory_compressor.read.jsonl_zst import JSONL_ZST_SUFFIXES, count_jsonl_zst, read_jsonl_zst
 from trajectory_compressor.read.parquet import count_parquet, read_parquet
 from trajectory_compressor.read.sources import InputError, InputSource
 from trajectory_compressor.settings import ReadConfig
@@ -74,6 +77,7 @@ FILE_FORMATS: dict[str, FileFormat] = {
             "json", (".json",), read_json_array, kind_of_file=json_file_kind, on_uris=False, written_as=".jsonl"
         ),
         FileFormat("parquet", (".parquet",), read_parquet, count=count_parquet),
+        FileFormat("jsonl.zst", JSONL_ZST_SUFFIXES, read_jsonl_zst, count=count_jsonl_zst, written_as=".jsonl"),
     )
 }
 
