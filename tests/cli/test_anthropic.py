@@ -153,8 +153,8 @@ def test_the_api_is_chosen_in_a_config_file_too_and_a_wrong_one_is_one_line(tmp_
                          *BUDGET, "--no-cache", env=ENV)  # fmt: skip
         assert result.returncode == 0, result.stderr
         assert len(server.requests) == 6 and all(r.api_key == SECRET for r in server.requests)
-    config.write_text("summarization:\n  api: gemini\n")
+    config.write_text("summarization:\n  api: mistral\n")
     wrong = run_cli("compress", str(source), "-o", str(tmp_path / "y.jsonl"), "--config", str(config))
-    assert wrong.returncode == 2 and "api" in wrong.stderr and "openai, anthropic" in wrong.stderr
-    flag = run_cli("compress", str(source), "-o", str(tmp_path / "y.jsonl"), "--api", "gemini")
+    assert wrong.returncode == 2 and "api" in wrong.stderr and "openai, anthropic, gemini" in wrong.stderr
+    flag = run_cli("compress", str(source), "-o", str(tmp_path / "y.jsonl"), "--api", "mistral")
     assert flag.returncode == 2 and "Traceback" not in flag.stderr
