@@ -39,6 +39,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.slow)
         if item.get_closest_marker("ray") or item.get_closest_marker("multinode"):
             item.add_marker(pytest.mark.xdist_group("ray"))
+
+
 SAMPLE = REPO / "sample_data" / "agent_runs.jsonl"
 
 
