@@ -2,6 +2,8 @@
 
 Thin on purpose: it turns flags and the YAML config into a `RunConfig`, calls the Python API
 and maps outcomes to exit codes. Logs go to stderr; `--json` puts one summary object on stdout.
+The commands with many options list them in named groups (`settings.help_groups`), `compress`
+with examples at the end.
 
 Exit codes: see `exit_codes`.
 """
@@ -24,6 +26,7 @@ from trajectory_compressor.exit_codes import FINISHED, ExitCode
 from trajectory_compressor.settings import RunConfig, build_run_config, load_yaml_overrides
 from trajectory_compressor.settings.build import empty_overrides
 from trajectory_compressor.settings.cli_options import apply_flags, settings_options
+from trajectory_compressor.settings.help_groups import GroupedCommand, GroupedOption
 from trajectory_compressor.types import one_line
 
 
@@ -85,10 +88,18 @@ def fail_internal(exc: Exception) -> None:
     sys.exit(ExitCode.FAILED)
 
 
-_config_option = click.option(
-    "--config", "config_file", type=click.Path(dir_okay=False), help="YAML config (reference layout)."
+def option(*names: str, group: str, common: bool = False, **kwargs: Any) -> Callable[[Any], Any]:
+    """A command's own option (not a setting), listed under `group` in its --help (`settings.help_groups`)."""
+    return click.option(*names, cls=GroupedOption, help_group=group, common=common, **kwargs)
+
+
+_config_option = option(
+    "--config", "config_file", type=click.Path(dir_okay=False), help="YAML config (reference layout).", group="io",
+    common=True,
+)  # fmt: skip
+_json_option = option(
+    "--json", "json_output", is_flag=True, help="Print one JSON summary object on stdout.", group="output"
 )
-_json_option = click.option("--json", "json_output", is_flag=True, help="Print one JSON summary object on stdout.")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
@@ -97,9 +108,45 @@ def main() -> None:
     """Fit agent trajectories into a training context window by summarizing just enough of the middle."""
 
 
-@main.command()
+# Command lines of at most 76 characters (`\` breaks): an 80-column terminal shows them whole.
+COMPRESS_EXAMPLES = (
+    (
+        "Fit every row into the default budget (15,250 tokens) with extractive summaries, no LLM:",
+        "trajectory-compressor compress runs.jsonl -o out/runs.jsonl",
+    ),
+    (
+        "See first what a budget would do: count and plan only, no summary, no dataset:",
+        "trajectory-compressor compress runs/ -o out/runs.jsonl \\\n  --target-max-tokens 16000 --dry-run",
+    ),
+    (
+        "Summaries by an OpenAI-compatible server (vLLM, SGLang, llama.cpp):",
+        "trajectory-compressor compress runs.jsonl -o out/runs.jsonl \\\n"
+        "  --base-url http://127.0.0.1:8000/v1 --model Qwen/Qwen3-8B",
+    ),
+    (
+        "Anthropic's batch API at half price; run it again until it exits 0 (75: still pending):",
+        "trajectory-compressor compress runs.jsonl -o out/runs.jsonl \\\n"
+        "  --api anthropic --model claude-haiku-4-5 --batch --no-wait",
+    ),
+    (
+        "Count as the trainer does (its chat template) and write what trainers load:",
+        "trajectory-compressor compress runs/ -o out/runs.parquet \\\n"
+        "  --count-mode chat-template --tokenizer Qwen/Qwen2.5-7B-Instruct \\\n"
+        "  --write-format hf-chat --target-max-tokens 8192",
+    ),
+    (
+        "Settings from a YAML file (the reference tool's layout), a flag overriding one of them:",
+        "trajectory-compressor compress runs.jsonl -o out/runs.jsonl \\\n  --config compress.yaml --limit 100",
+    ),
+)
+
+
+@main.command(cls=GroupedCommand, options_metavar="-o OUTPUT [OPTIONS]", examples=COMPRESS_EXAMPLES)
 @click.argument("inputs", nargs=-1, required=True)
-@click.option("-o", "--output", required=True, help="Output file (.jsonl, .jsonl.gz, .parquet) or directory.")
+@option(
+    "-o", "--output", required=True, help="Output file (.jsonl, .jsonl.gz, .parquet) or directory.", group="io",
+    common=True,
+)  # fmt: skip
 @_config_option
 @_json_option
 @settings_options("compress")
@@ -145,7 +192,7 @@ def compress(inputs: tuple[str, ...], output: str, config_file: str | None, json
     sys.exit(exit_code)
 
 
-@main.command()
+@main.command(cls=GroupedCommand)
 @click.argument("inputs", nargs=-1, required=True)
 @_config_option
 @_json_option
@@ -172,12 +219,19 @@ def analyze(inputs: tuple[str, ...], config_file: str | None, json_output: bool,
         click.echo(render_analysis(analysis, price_in, price_out))
 
 
-@main.command("eval")
+@main.command("eval", cls=GroupedCommand)
 @click.argument("outputs", nargs=-1, required=True)
-@click.option(
-    "-i", "--input", "inputs", multiple=True, required=True, help="The input the outputs were made from (repeatable)."
+@option(
+    "-i", "--input", "inputs", multiple=True, required=True, help="The input the outputs were made from (repeatable).",
+    group="io", common=True,
+)  # fmt: skip
+@option(
+    "--metrics",
+    "metrics",
+    multiple=True,
+    help="Metrics file of each OUTPUT, in order [beside each output].",
+    group="io",
 )
-@click.option("--metrics", "metrics", multiple=True, help="Metrics file of each OUTPUT, in order [beside each output].")
 @_json_option
 @settings_options("eval")
 @reports_usage_errors
@@ -200,9 +254,9 @@ def evaluate(
     click.echo(json.dumps(result.figures) if json_output else render_evaluation(result.figures))
 
 
-@main.command()
+@main.command(cls=GroupedCommand)
 @click.argument("inputs", nargs=-1, required=True)
-@click.option("-o", "--output", required=True, help="The batch input file to write (JSONL).")
+@option("-o", "--output", required=True, help="The batch input file to write (JSONL).", group="io", common=True)
 @_config_option
 @settings_options("requests")
 @reports_usage_errors
