@@ -139,7 +139,7 @@ def test_the_examples_are_last_and_each_is_a_command_line_compress_accepts() -> 
         assert what in " ".join(shown.split()) and line.splitlines()[0] in shown
         words = shlex.split(line.replace("\\\n", " "))
         assert words[:2] == ["trajectory-compressor", "compress"]
-        main.commands["compress"].make_context("compress", words[2:])  # parses: options and values exist
+        main.commands["compress"].make_context("compress", words[2:], **main.context_settings)  # it parses
     assert all(len(line) <= 80 for line in lines), "an example fits an 80-column terminal"
 
 

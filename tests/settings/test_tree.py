@@ -90,7 +90,9 @@ def test_each_yaml_key_sets_its_setting_and_refuses_a_wrong_type(tmp_path: Path,
 def _parsed(command: str, args: list[str]) -> RunConfig:
     """The config a command line gives, parsed by the real click command without running it."""
     required = {"compress": ["-o", "o.jsonl"], "requests": ["-o", "r.jsonl"], "eval": ["--input", "in.jsonl"]}
-    context = main.commands[command].make_context(command, [*args, "in.jsonl", *required.get(command, [])])
+    # The group's context settings, as when run under it: a command caches its help option (-h) at the first context.
+    arguments = [*args, "in.jsonl", *required.get(command, [])]
+    context = main.commands[command].make_context(command, arguments, **main.context_settings)
     params = dict(context.params)
     for own in ("inputs", "output", "outputs", "metrics", "json_output"):
         params.pop(own, None)
