@@ -15,7 +15,9 @@ import functools
 import json
 import os
 import sys
+import time
 from collections.abc import Callable
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -100,9 +102,51 @@ _config_option = option(
 _json_option = option(
     "--json", "json_output", is_flag=True, help="Print one JSON summary object on stdout.", group="output"
 )
+_verbose_option = option(
+    "-v", "--verbose", is_flag=True, group="output",
+    help="Add the engine's figures to the summary: token counting, endpoint counters, CPU time.",
+)  # fmt: skip
+
+# ------------------------------------------------------------------------------ the command's clock
+# The end-of-run `time:` counts from when the command started, start-up included (interpreter,
+# imports, tokenizer load and probe, endpoint check): a run of a few rows spends most of its time there.
+_STARTED: ContextVar[float | None] = ContextVar("tc_command_started", default=None)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+def process_started() -> float:
+    """When this process started, on the `time.monotonic()` clock (Linux's /proc); now where unknown."""
+    now = time.monotonic()
+    try:
+        with open("/proc/self/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()  # after the command name, which may hold spaces
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22
+    except (OSError, ValueError, IndexError, AttributeError):
+        return now
+    return now - min(max(age, 0.0), now)
+
+
+def command_started() -> float:
+    """When the command being run started (see `Main.main`); now when run outside of `main`."""
+    started = _STARTED.get()
+    return time.monotonic() if started is None else started
+
+
+class Main(click.Group):
+    """The command group; it notes when each command started, for the end-of-run `time:`."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        # Run as the program (the console script, `python -m`: no arguments given, sys.argv read) a
+        # command started when its process did; called with its arguments (in-process: tests, a
+        # notebook), when the call was made.
+        given = args[0] if args else kwargs.get("args")
+        token = _STARTED.set(process_started() if given is None else time.monotonic())
+        try:
+            return super().main(*args, **kwargs)
+        finally:
+            _STARTED.reset(token)
+
+
+@click.group(cls=Main, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
 @click.version_option(package_name="trajectory-compressor")
 def main() -> None:
     """Fit agent trajectories into a training context window by summarizing just enough of the middle."""
@@ -149,13 +193,17 @@ COMPRESS_EXAMPLES = (
 )  # fmt: skip
 @_config_option
 @_json_option
+@_verbose_option
 @settings_options("compress")
 @reports_usage_errors
 def compress(inputs: tuple[str, ...], output: str, config_file: str | None, json_output: bool, **flags: Any) -> None:
     """Compress INPUT... (JSONL, JSONL.gz, JSONL.zst, JSON, Parquet, HF datasets, directories, hf:NAME) into OUTPUT."""
     from trajectory_compressor.api import compress_async
     from trajectory_compressor.run.signals import install_sigterm_as_interrupt
+    from trajectory_compressor.write.run_summary import SummaryView, render_text_summary
 
+    started = command_started()
+    verbose = flags.pop("verbose")  # the command's own option: not a setting
     config = build_config(config_file, flags)
     install_sigterm_as_interrupt()
     say = _messages(config.quiet)
@@ -177,18 +225,24 @@ def compress(inputs: tuple[str, ...], output: str, config_file: str | None, json
     except Exception as exc:  # a bug, not the user's fault: one line, the traceback on request
         fail_internal(exc)
     exit_code = 0
+    since_start = time.monotonic() - started
+    single = len(results) == 1  # several outputs: each its rows' time, then the command's
+    view = SummaryView(verbose, since_start if single else None, config.llm.currency)
     for result in results:
         if not config.quiet:
-            click.echo(result.summary_text, err=True)
+            click.echo(render_text_summary(result.report, view), err=True)
         for warning in result.report.get("warnings", ()):  # said once, at the end, with -q too
             click.echo(warning, err=True)
         if result.message:
             failed = result.exit_code not in FINISHED and result.exit_code != ExitCode.PENDING
             click.echo(("error: " if failed else "") + result.message, err=True)
         exit_code = exit_code or result.exit_code
+    if not single and not config.quiet:
+        click.echo(f"time: {since_start:.1f}s since start, {len(results)} outputs", err=True)
     if json_output:
-        payload = results[0].report if len(results) == 1 else {"runs": [r.report for r in results]}
-        click.echo(json.dumps({"exit_code": exit_code, **payload}, ensure_ascii=False))
+        payload: dict[str, Any] = results[0].report if single else {"runs": [r.report for r in results]}
+        timings = {**payload.get("timings_seconds", {}), "since_start": round(since_start, 3)}
+        click.echo(json.dumps({"exit_code": exit_code, **payload, "timings_seconds": timings}, ensure_ascii=False))
     sys.exit(exit_code)
 
 
@@ -326,14 +380,16 @@ def batches_cancel(output: str, base_url: str | None, api_key_env: str | None) -
 @click.argument("reports", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("-o", "--output", required=True, help="Merged dataset path; side files are written beside it.")
 @click.option("--json", "json_output", is_flag=True, help="Print the merged report on stdout.")
+@click.option("-v", "--verbose", is_flag=True, help="End the summary with the endpoint's counters.")
 @reports_usage_errors
-def merge(reports: tuple[str, ...], output: str, json_output: bool) -> None:
+def merge(reports: tuple[str, ...], output: str, json_output: bool, verbose: bool) -> None:
     """Merge the outputs of `--num-shards` runs, given by their REPORTS (*.report.json), in input order."""
     from trajectory_compressor.commands.merge import merge_shards
-    from trajectory_compressor.write.report import render_text_summary
+    from trajectory_compressor.write.run_summary import SummaryView, render_text_summary
 
     merged = merge_shards([Path(r) for r in reports], Path(output))
-    click.echo(json.dumps(merged) if json_output else render_text_summary(merged), err=not json_output)
+    summary = render_text_summary(merged, SummaryView(verbose=verbose))
+    click.echo(json.dumps(merged) if json_output else summary, err=not json_output)
 
 
 if __name__ == "__main__":  # pragma: no cover - after every command is declared
