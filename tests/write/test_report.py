@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from trajectory_compressor.types import RowMetrics
-from trajectory_compressor.write.report import LOW_FIDELITY_MIN_SUMMARIES, RunTotals, build_report
+from trajectory_compressor.write.report import LOW_FIDELITY_MIN_SUMMARIES, RunTotals
+from trajectory_compressor.write.run_report import build_report
 
 
 def _report(scores: list[float | None], summarizer: str = "llm") -> dict:
@@ -16,7 +17,7 @@ def _report(scores: list[float | None], summarizer: str = "llm") -> dict:
         totals.add(
             RowMetrics(index, "in.jsonl", index + 1, was_compressed=True, summarizer=summarizer, fidelity=fidelity)
         )
-    return build_report(totals, status="completed", settings={}, outputs={}, timings={})
+    return build_report(totals, status="completed", settings={}, outputs={}, timings={}).to_dict()
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,8 @@ from typing import Any
 from trajectory_compressor.run.settings_record import settings_record
 from trajectory_compressor.settings import PlanConfig, RunConfig
 from trajectory_compressor.types import RowMetrics
-from trajectory_compressor.write.report import RunTotals, build_report
+from trajectory_compressor.write.report import RunTotals
+from trajectory_compressor.write.run_report import build_report
 from trajectory_compressor.write.run_summary import SummaryView, render_text_summary
 
 ENDPOINT = {
@@ -37,7 +38,7 @@ def _report(config: RunConfig | None = None, endpoint: dict[str, Any] | None = N
         timings={"total": 3.14, "cpu": 1.5, "finalize": 0.2},
         summarizer_stats=endpoint,
         counting={"backend": "hf", "fast_backend": None, "note": None, "guard": {"probes": 0}},
-    )
+    ).to_dict()
 
 
 def test_the_budget_is_named_per_row_or_per_window() -> None:

@@ -26,8 +26,9 @@ from trajectory_compressor.errors import UsageError
 from trajectory_compressor.messages import quoted
 from trajectory_compressor.write.collisions import NamedFile, refuse_overwrites, run_outputs
 from trajectory_compressor.write.paths import OutputPaths
-from trajectory_compressor.write.report import RunTotals, build_report
+from trajectory_compressor.write.report import RunTotals
 from trajectory_compressor.write.run_files import file_record, write_json_atomically
+from trajectory_compressor.write.run_report import COMPLETED, build_report
 
 
 class MergeError(UsageError, ValueError):
@@ -41,7 +42,7 @@ def _load_report(path: Path) -> dict[str, Any]:
         raise MergeError(f"cannot read shard report {quoted(path)}: {exc}") from None
     if not isinstance(report, dict):
         raise MergeError(f"shard report {quoted(path)} is not a report of this tool (not a JSON object)")
-    if report.get("status") != "completed":
+    if report.get("status") != COMPLETED:
         raise MergeError(f"shard report {quoted(path)} is not from a completed run (status: {report.get('status')})")
     if "counters" not in report:
         raise MergeError(f"shard report {quoted(path)} has no counters (written by another version?)")
@@ -198,15 +199,14 @@ def _merge_shards(report_paths: Sequence[Path], output: Path) -> dict[str, Any]:
     timings = {"total": max(r["timings_seconds"].get("total", 0.0) for r in reports)}
     merged = build_report(
         totals,
-        status="completed",
+        status=COMPLETED,
         settings={**reports[0]["settings"], "shard_index": None, "merged_shards": len(reports)},
         outputs=target.as_dict() if data_merged else {k: v for k, v in target.as_dict().items() if k != "data"},
         timings=timings,
         summarizer_stats=_sum_stats([r["summaries"].get("endpoint") or {} for r in reports]),
-    )
-    merged["files"] = files
-    if inputs is not None:
-        merged["inputs"] = inputs
+        files=files,
+        inputs=inputs,
+    ).to_dict()
     write_json_atomically(target.report, merged)
     return merged
 

@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any
 
 from trajectory_compressor.count.exactness import GuardResult
@@ -51,25 +52,38 @@ from trajectory_compressor.summarize.choose import resolve_endpoint
 from trajectory_compressor.types import LLM_SUMMARIZER
 from trajectory_compressor.write.collisions import input_files, refuse_overwrites, run_outputs
 from trajectory_compressor.write.output_format import output_format_for
-from trajectory_compressor.write.report import RunTotals, build_report
+from trajectory_compressor.write.report import RunTotals
 from trajectory_compressor.write.run_files import fingerprint
+from trajectory_compressor.write.run_report import (
+    ABORTED,
+    COMPLETED,
+    INTERRUPTED,
+    RunReport,
+    RunStatus,
+    build_report,
+)
 from trajectory_compressor.write.run_summary import render_text_summary
 
 RAY_FORMATS = ("jsonl", "parquet")
 DATASET_SUFFIXES = (".jsonl", ".ndjson", ".parquet", ".jsonl.gz", ".ndjson.gz")  # gzip: refused by its name
 RESUME = "re-run the same command to resume"
-INTERRUPTED = f"interrupted; {RESUME}"  # the local engine's words
+INTERRUPTED_MESSAGE = f"interrupted; {RESUME}"  # the local engine's words
 ASK_SECONDS = 60  # the longest the driver waits on one call to the limits actor
-Outcome = tuple[str, ExitCode, str | None]  # status, exit code, message
+Outcome = tuple[RunStatus, ExitCode, str | None]  # status, exit code, message
 
 
-@dataclass
+@dataclass(frozen=True)
 class RayRunResult:
     """What a Ray run reports back: the same shape as the local engine's `RunResult`."""
 
-    report: dict[str, Any]
+    record: RunReport
     exit_code: int
     message: str | None = None
+
+    @cached_property
+    def report(self) -> dict[str, Any]:
+        """The report as its file and `--json` say it (`RunReport.to_dict`)."""
+        return self.record.to_dict()
 
     @property
     def summary_text(self) -> str:
@@ -250,16 +264,16 @@ class _RayRun:
             )
             (status, exit_code, message), usage, counting = self._write(sources, counts, workers, kept, sink)
         except RunAborted as exc:  # a node lost before the work started
-            status, exit_code, message = "aborted", exc.exit_code, str(exc)
+            status, exit_code, message = ABORTED, exc.exit_code, str(exc)
             sink = None
-        records = list(kept.records) + (sink.records if sink is not None and status == "completed" else [])
+        records = list(kept.records) + (sink.records if sink is not None and status == COMPLETED else [])
         files: dict[str, Any] = {}
-        if status == "completed":
+        if status == COMPLETED:
             files, problems = check_parts(layout, records)
             if config.dry_run:
                 files.pop("data", None)
             if problems:
-                status, exit_code = "aborted", ExitCode.FAILED
+                status, exit_code = ABORTED, ExitCode.FAILED
                 message = (
                     f"{len(problems)} part files are not as the workers recorded them where this driver reads them "
                     f"(first: {problems[0]}); is -o on storage every node shares? re-run the same command to redo them"
@@ -267,39 +281,38 @@ class _RayRun:
         else:
             records = self._written_so_far(run_fingerprint)
         totals = merged_totals(records)
-        if status == "completed":
+        completed = status == COMPLETED
+        if completed:
             totals.rows_read = stream_rows_read(stream_rows, config.select)
             self._name_bad_records(records, totals)
         report = build_report(
             totals,
             status=status,
             settings=settings,
-            outputs=layout.as_dict() if status == "completed" else {},
+            outputs=layout.as_dict() if completed else {},
             timings={"total": time.monotonic() - started},
             summarizer_stats=usage if usage.get("workers") else None,
             counting=counting.to_dict(),
             warnings=[counting.warning or ""],
+            engine={"name": "ray", "workers": workers, "cache": self.cache_folder},
+            resume={
+                "parts_kept": len(kept.records),
+                "rows_kept": kept.row_count,
+                "parts_written": len(records) - len(kept.records),
+            },
+            message=message,
+            files=files if completed else None,
+            inputs=inputs if completed else None,
         )
-        report["engine"] = {"name": "ray", "workers": workers, "cache": self.cache_folder}
-        report["resume"] = {
-            "parts_kept": len(kept.records),
-            "rows_kept": kept.row_count,
-            "parts_written": len(records) - len(kept.records),
-        }
-        if message:
-            report["message"] = message
-        if status == "completed":
-            report["files"] = files
-            report["inputs"] = inputs
-        write_report(layout.report, report)
-        if status == "completed" and config.output.fail_on_over_limit and totals.rows_still_over_limit:
+        write_report(layout.report, report.to_dict())
+        if completed and config.output.fail_on_over_limit and totals.rows_still_over_limit:
             exit_code = ExitCode.OVER_LIMIT
             message = f"{totals.rows_still_over_limit} rows are still over the limit"
         return RayRunResult(report, exit_code, message)
 
     def _kept(self, run_fingerprint: str) -> KeptParts:
         """The verified parts of this command's unfinished run; none after a completed run or with --no-resume."""
-        if not self.config.output.resume or report_status(self.layout.report) == "completed":
+        if not self.config.output.resume or report_status(self.layout.report) == COMPLETED:
             return KeptParts()
         return kept_parts(self.layout, run_fingerprint, self.say)
 
@@ -332,7 +345,7 @@ class _RayRun:
 
         config = self.config
         limits = start_limits(config.llm.max_concurrency, config.llm.rpm, config.llm.tpm)
-        outcome: Outcome = ("completed", ExitCode.OK, None)
+        outcome: Outcome = (COMPLETED, ExitCode.OK, None)
         try:
             dataset = compress_dataset(
                 read_inputs(sources, config, [count.records for count in counts], skip=kept.runs),
@@ -345,7 +358,7 @@ class _RayRun:
             )
             dataset.write_datasink(sink)
         except KeyboardInterrupt:
-            outcome = ("interrupted", ExitCode.INTERRUPTED, INTERRUPTED)
+            outcome = (INTERRUPTED, ExitCode.INTERRUPTED, INTERRUPTED_MESSAGE)
         except Exception as exc:
             cause = user_cause(exc)
             if isinstance(cause, UsageError):
@@ -358,7 +371,7 @@ class _RayRun:
                 aborted = (f"{lost}; the parts written are kept: {RESUME}", ExitCode.LOST)
             if aborted is None:
                 raise
-            outcome = ("aborted", ExitCode(aborted[1]), aborted[0])
+            outcome = (ABORTED, ExitCode(aborted[1]), aborted[0])
         usage = _ask(limits.usage.remote()) or {}
         workers_counting = _ask(limits.counting.remote()) or []
         counting = self.counting.with_workers([GuardResult.from_dict(part) for part in workers_counting])

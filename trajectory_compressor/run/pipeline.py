@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from stat import S_ISREG
 from typing import TYPE_CHECKING, Any
@@ -42,8 +43,17 @@ from trajectory_compressor.types import Summarizer
 from trajectory_compressor.write.html_compress import write_compress_html_report
 from trajectory_compressor.write.lock import OutputLock
 from trajectory_compressor.write.paths import OutputPaths
-from trajectory_compressor.write.report import RunTotals, build_report
+from trajectory_compressor.write.report import RunTotals
 from trajectory_compressor.write.report_examples import examples_from_files
+from trajectory_compressor.write.run_report import (
+    ABORTED,
+    COMPLETED,
+    INTERRUPTED,
+    PENDING,
+    RunReport,
+    RunStatus,
+    build_report,
+)
 from trajectory_compressor.write.run_summary import render_text_summary
 
 if TYPE_CHECKING:  # the batch phase loads aiohttp: only runs with --batch import it
@@ -56,19 +66,25 @@ from trajectory_compressor.write.run_files import (
 )
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunResult:
-    """What a finished (or stopped) run reports back to its caller."""
+    """What a finished (or stopped) run reports back to its caller: its `RunReport` (`record`),
+    whose JSON document is `report`."""
 
-    report: dict[str, Any]
+    record: RunReport
     exit_code: int
     paths: OutputPaths
     message: str | None = None
 
+    @cached_property
+    def report(self) -> dict[str, Any]:
+        """The report as its file and `--json` say it (`RunReport.to_dict`), built on first use."""
+        return self.record.to_dict()
+
     @property
     def summary_text(self) -> str:
-        if "rows" not in self.report:  # stopped before any row: batches pending, or interrupted there
-            return f"status: {self.report['status']}"
+        if self.record.totals is None:  # stopped before any row: batches pending, or interrupted there
+            return f"status: {self.record.status}"
         return render_text_summary(self.report)
 
 
@@ -140,7 +156,7 @@ class CompressionRun:
                     if stopped is not None:
                         return stopped
                 result = await self._run_locked()
-                if self.batches is not None and result.report["status"] == "completed":
+                if self.batches is not None and result.record.completed:
                     self.batches.completed()
                 return result
         except OSError as exc:
@@ -158,13 +174,12 @@ class CompressionRun:
             outcome = await batches.run()
         except (KeyboardInterrupt, asyncio.CancelledError):
             message = "interrupted; re-run the same command: it picks up the same batches"
-            return RunResult({"status": "interrupted"}, ExitCode.INTERRUPTED, self.paths, message)
+            return RunResult(RunReport(INTERRUPTED), ExitCode.INTERRUPTED, self.paths, message)
         if outcome.settled:
             self.summarizer = outcome.summarizer
             self.finisher = self._finisher(outcome.summarizer)
             return None
-        report = {"status": "pending", "batches": outcome.status}
-        return RunResult(report, ExitCode.PENDING, self.paths, outcome.message)
+        return RunResult(RunReport(PENDING, batches=outcome.status), ExitCode.PENDING, self.paths, outcome.message)
 
     async def _run_locked(self) -> RunResult:
         started = time.monotonic()
@@ -193,7 +208,9 @@ class CompressionRun:
                 self.on_message(f"resuming: finishing the run whose work is in {quoted(files.work_dir)}")
             else:
                 self.on_message(f"resuming: {skip} input rows already committed in {quoted(files.work_dir)}")
-        status, exit_code, message = "completed", ExitCode.OK, None
+        status: RunStatus = COMPLETED
+        exit_code: ExitCode = ExitCode.OK
+        message: str | None = None
         committer = RowCommitter(files, self.totals, skip, strict=self.config.strict, on_message=self.on_message)
         if files.phase != "finalizing":
             selection = self._selection(skip)
@@ -201,17 +218,18 @@ class CompressionRun:
                 await self._process(committer, selection)
                 self.totals.rows_read = selection.stream_rows
             except RunAborted as exc:
-                status, exit_code, message = "aborted", exc.exit_code, str(exc)
+                status, exit_code, message = ABORTED, exc.exit_code, str(exc)
             except (KeyboardInterrupt, asyncio.CancelledError):
                 status, exit_code, message = (
-                    "interrupted",
+                    INTERRUPTED,
                     ExitCode.INTERRUPTED,
                     "interrupted; re-run the same command to resume",
                 )
         self._timings["total"] = time.monotonic() - started
         # CPU seconds too: on a busy machine wall time alone hides what other work took from the run.
         self._timings["cpu"] = time.process_time() - self._cpu_started
-        if status == "completed":
+        completed = status == COMPLETED
+        if completed:
             self._finalize(files, committer.position)
         else:
             committer.checkpoint()
@@ -220,23 +238,22 @@ class CompressionRun:
             self.totals,
             status=status,
             settings=self.settings,
-            outputs=self.paths.as_dict() if status == "completed" else {"work_dir": str(files.work_dir)},
+            outputs=self.paths.as_dict() if completed else {"work_dir": str(files.work_dir)},
             timings=self._timings,
             summarizer_stats=self.summarizer.stats() if self.summarizer is not None else None,
             counting=self.counter.guard.to_dict(),
             warnings=[self.counter.guard.warning or ""],
+            message=message,
+            files=files.files_written if completed else None,  # what `merge` checks each shard's files against
+            inputs=[input_record(entry) for entry in self._inputs] if completed else None,  # what `eval` checks
         )
-        if message:
-            report["message"] = message
-        if status == "completed":
-            report["files"] = files.files_written  # what `merge` checks each shard's files against
-            report["inputs"] = [input_record(entry) for entry in self._inputs]  # what `eval` checks --input against
-        self._write_report(report)
-        if status == "completed":
+        result = RunResult(report, exit_code, self.paths, message)
+        self._write_report(result)
+        if completed:
             files.cleanup()
-        if status == "completed":
             exit_code, message = completed_exit(self.totals, self.config, committer.first_reject)
-        return RunResult(report=report, exit_code=exit_code, paths=self.paths, message=message)
+            result = RunResult(report, exit_code, self.paths, message)
+        return result
 
     async def _process(self, committer: RowCommitter, selection: RowSelection) -> None:
         limit = self.config.effective_window
@@ -302,9 +319,10 @@ class CompressionRun:
         files.finalize(position, {"totals": self.totals.to_dict()}, convert, write_data=not self.config.dry_run)
         self._timings["finalize"] = time.monotonic() - started
 
-    def _write_report(self, report: dict[str, Any]) -> None:
+    def _write_report(self, result: RunResult) -> None:
+        report = result.report
         write_json_atomically(self.paths.report, report, hook="report")
-        if self.job.html_report is not None and report["status"] == "completed":
+        if self.job.html_report is not None and result.record.completed:
             examples = []
             if not self.config.dry_run:  # a few rows read back from the files just written
                 examples = examples_from_files(

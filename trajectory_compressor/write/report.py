@@ -7,7 +7,6 @@ or ten million and can be written into every checkpoint (a resumed run continues
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -206,30 +205,13 @@ class RunTotals:
         return cls(**known)
 
 
-def build_report(
-    totals: RunTotals,
-    *,
-    status: str,
-    settings: dict[str, Any],
-    outputs: dict[str, str],
-    timings: dict[str, float],
-    summarizer_stats: dict[str, Any] | None = None,
-    counting: dict[str, Any] | None = None,
-    warnings: Sequence[str] = (),
-) -> dict[str, Any]:
-    """The `<stem>.report.json` document: totals, ratios, usage and where everything went.
-
-    A dry run writes no dataset, so its path is not among the outputs listed. `counting` is
-    who counted the tokens and what the exactness guard saw (`count.exactness.GuardResult`);
-    `warnings` are the run's own, said once at its end.
-    """
-    if settings.get("dry_run"):
-        outputs = {name: path for name, path in outputs.items() if name != "data"}
+def report_figures(totals: RunTotals, summarizer_stats: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The report's figures derived from `totals`: rows, tokens, turns, summaries (with the
+    endpoint's usage, `summarizer_stats`), training, windows, pruning, fidelity and histograms, in
+    the order the report says them (`write/run_report.RunReport.to_dict` lays out the rest)."""
     before = totals.tokens_before
     kept_rows = max(totals.rows_selected - totals.rows_rejected, 0)
-    said = [warning for warning in (*warnings, low_fidelity_warning(totals)) if warning]
     return {
-        "status": status,
         "rows": {
             "read": totals.rows_read,
             "selected": totals.rows_selected,
@@ -286,12 +268,6 @@ def build_report(
             "before": totals.histogram_before,
             "after": totals.histogram_after,
         },
-        "timings_seconds": {k: round(v, 3) for k, v in timings.items()},
-        "counters": totals.to_dict(),  # raw counters, so shard reports can be merged exactly
-        **({"counting": counting} if counting else {}),
-        "settings": settings,
-        "outputs": outputs,
-        **({"warnings": said} if said else {}),
     }
 
 
