@@ -78,7 +78,6 @@ class CompressWorker:
             self.counter,
             self.summarizer,
             choice.fallback if choice else None,
-            over_limit=config.output.over_limit,
             keep_rejects_in_data=keep_rejects_in_data,
         )
 

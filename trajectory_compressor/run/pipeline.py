@@ -125,7 +125,6 @@ class CompressionRun:
             self.counter,
             summarizer,
             self.fallback,
-            over_limit=self.config.output.over_limit,
             keep_rejects_in_data=self.job.output_format in {"jsonl", "jsonl.gz"},
         )
 

@@ -19,6 +19,7 @@ from trajectory_compressor.run.prepare import CountedRow, ValidRow, notice_token
 from trajectory_compressor.run.row import RowFinisher
 from trajectory_compressor.run.row.measure import RowMeasure
 from trajectory_compressor.run.row.metrics import Outcome
+from trajectory_compressor.run.row.options import RowOptions
 from trajectory_compressor.run.row.outcome import RowOutcome
 from trajectory_compressor.run.row.over_limit import truncate_row
 from trajectory_compressor.run.row.summary_step import Summarized, SummaryFailure, SummaryStep, region_request
@@ -71,7 +72,8 @@ def _row(counter, plan: PlanConfig = PLAN, **trajectory: Any) -> ValidRow:
 
 def _step(counter, summarizer, policy: str, timeout: float = 60.0) -> SummaryStep:
     measure = RowMeasure(counter, PLAN, skip_under_target=True)
-    return SummaryStep(measure, summarizer, ExtractiveSummarizer(counter), policy=policy, row_timeout=timeout)
+    options = RowOptions(PLAN.target_max_tokens, failure_policy=policy, row_timeout=timeout)
+    return SummaryStep(measure, summarizer, ExtractiveSummarizer(counter), options)
 
 
 @pytest.mark.parametrize("policy", ["extractive", "keep", "fail"])
@@ -123,10 +125,10 @@ def test_truncation_cuts_only_the_middle_until_the_row_fits(counter) -> None:
 def test_the_outcome_writes_unchanged_rows_byte_for_byte_and_drop_leaves_them_out(counter) -> None:
     row = _row(counter)
     size = sum(row.token_counts)
-    kept = RowOutcome(2500, "keep", writes_data=True).finish(row, Outcome(size, len(row.turns), False), None)
+    kept = RowOutcome(RowOptions(2500, over_limit="keep")).finish(row, Outcome(size, len(row.turns), False), None)
     assert kept.data == row.item.raw and kept.over_limit is None and kept.metrics.written is True
     over = Outcome(size, len(row.turns), True)
-    dropped = RowOutcome(2500, "drop", writes_data=True).finish(row, over, None)
+    dropped = RowOutcome(RowOptions(2500, over_limit="drop")).finish(row, over, None)
     assert dropped.data is None and dropped.metrics.dropped is True and dropped.over_limit is not None
     assert dropped.over_limit["reason"] == "over target" and dropped.metrics.to_dict()["dropped"] is True
     assert dropped.metrics.written is False and dropped.metrics.reason == "over target"

@@ -15,18 +15,17 @@ from dataclasses import replace
 
 from trajectory_compressor.count import TokenCounter
 from trajectory_compressor.plan.region import Plan
-from trajectory_compressor.read.convert_format import HF_CHAT, WriteShape
 from trajectory_compressor.run.prepare import PreparedRow, RejectedRow, ValidRow
 from trajectory_compressor.run.pruning import Pruning
 from trajectory_compressor.run.row.fidelity_gate import FidelityGate
 from trajectory_compressor.run.row.measure import RowMeasure
 from trajectory_compressor.run.row.metrics import Outcome, failed_cost, written_cost
+from trajectory_compressor.run.row.options import RowOptions
 from trajectory_compressor.run.row.outcome import FinishedRow, RowOutcome, fidelity_metrics, rejected_row
 from trajectory_compressor.run.row.over_limit import truncate_row
 from trajectory_compressor.run.row.summary_step import Summarized, SummaryFailure, SummaryStep, refused_reason
 from trajectory_compressor.run.row.windows import WindowFinisher
 from trajectory_compressor.settings import RunConfig
-from trajectory_compressor.settings.choices import NO_SUMMARIES, OverLimitPolicy
 from trajectory_compressor.summarize.fidelity import score_summary
 from trajectory_compressor.summarize.fidelity.anchors import FutureFidelity, future_fidelity, hidden_future_fidelity
 from trajectory_compressor.types import (
@@ -47,7 +46,11 @@ EXAMPLE_TURN_CHARS = 2000
 
 
 class RowFinisher:
-    """Turns prepared rows into finished rows, calling the summarizer for the ones to compress."""
+    """Turns prepared rows into finished rows, calling the summarizer for the ones to compress.
+
+    The row path's settings are taken from `config` once (`RowOptions`), with the summarizer's
+    name and whether the output format keeps rejected rows' lines (`keep_rejects_in_data`), and
+    that one record is handed to every part of the path."""
 
     def __init__(
         self,
@@ -56,57 +59,43 @@ class RowFinisher:
         summarizer: Summarizer | None,
         fallback: Summarizer | None,
         *,
-        over_limit: OverLimitPolicy = "keep",
         keep_rejects_in_data: bool = True,
     ) -> None:
-        self.target = config.plan.target_max_tokens
-        self.dry_run = config.dry_run
+        options = RowOptions.from_config(
+            config, primary_name=getattr(summarizer, "name", None), keep_rejects_in_data=keep_rejects_in_data
+        )
+        self.options = options
+        self.target = options.target
         self.measure = RowMeasure(counter, config.plan, skip_under_target=config.skip_under_target)
-        self.primary_name = getattr(summarizer, "name", None)
-        # An hf-chat dataset holds conversations only: a record that is none is in rejects.jsonl.
-        self.keep_rejects_in_data = keep_rejects_in_data and config.output.write_format != HF_CHAT
         # A dry run has no summary step and writes no dataset (so nothing to truncate).
         self.summary_step = (
             None
-            if config.dry_run or config.summarizer == NO_SUMMARIES
+            if options.dry_run or not options.summaries
             else SummaryStep(
                 self.measure,
                 summarizer,
                 fallback,
-                policy=config.on_summary_failure,
-                row_timeout=config.row_timeout,
+                options,
                 gate=FidelityGate(config.min_fidelity, config.reject_unsupported),
                 fill_room=config.llm.anchor_index,
             )
         )
-        self.truncates = over_limit == "truncate" and not config.dry_run
-        self.shape = WriteShape(config.output.write_format, config.tools_key)
-        self.outcome = RowOutcome(self.target, over_limit, writes_data=not config.dry_run, shape=self.shape)
+        self.outcome = RowOutcome(options)
         self.example: ExampleRow | None = None  # the first compressed row, for the HTML report
         self.windows = (
-            WindowFinisher(
-                self.measure,
-                self.summary_step,
-                iterative=getattr(summarizer, "iterative", False),
-                row_timeout=config.row_timeout,
-                primary_name=self.primary_name,
-                writes_data=not config.dry_run,
-                over_limit=over_limit,
-                shape=self.shape,
-                summaries=config.summarizer != NO_SUMMARIES,
-            )
+            WindowFinisher(self.measure, self.summary_step, options, iterative=getattr(summarizer, "iterative", False))
             if config.plan.windows
             else None
         )
 
     async def finish(self, row: PreparedRow) -> FinishedRow:
         if isinstance(row, RejectedRow):
-            return rejected_row(row, keep_in_data=self.keep_rejects_in_data)
+            return rejected_row(row, keep_in_data=self.options.keep_rejects_in_data)
         if self.windows is not None:
             return await self.windows.finish(row)
         plan = row.plan
         if plan.region is not None and self.summary_step is None:
-            if self.dry_run:
+            if self.options.dry_run:
                 return self._planned(row, plan)
             return self._unchanged(row, plan, reason=NO_SUMMARIZER)  # --summarizer none
         if plan.region is not None:
@@ -128,7 +117,7 @@ class RowFinisher:
         outcome = Outcome(plan.total_tokens, len(row.turns), over, why, skipped_under_target=skipped)
         if row.pruning is not None:
             return self._pruned(row, row.pruning, plan, outcome)
-        if over and self.truncates:
+        if over and self.options.truncates:
             return self._truncated(row, outcome, plan, None, 0)
         return self.outcome.finish(row, outcome, None)
 
@@ -147,9 +136,9 @@ class RowFinisher:
             still_over_limit=size > self.target,
             fidelity={"future": future.to_metrics()},
         )
-        if outcome.still_over_limit and self.truncates:  # no summary: the cut starts after the head
+        if outcome.still_over_limit and self.options.truncates:  # no summary: the cut starts after the head
             return self._truncated(row, outcome, replace(plan, region=None), layout, size)
-        data = self._rewritten(row, layout) if self.outcome.writes_data else None
+        data = self._rewritten(row, layout) if self.options.writes_data else None
         return self.outcome.finish(row, outcome, data)
 
     def _planned(self, row: ValidRow, plan: Plan) -> FinishedRow:
@@ -197,11 +186,11 @@ class RowFinisher:
             was_compressed=True,
             region=region.to_dict(),
             summary_tokens=summarized.summary_tokens,
-            summary=written_cost(result, passes=summarized.passes, primary=self.primary_name),
+            summary=written_cost(result, passes=summarized.passes, primary=self.options.primary_name),
             fidelity=fidelity_line,
             unsupported=fidelity.shown_unsupported(),
         )
-        if over and self.truncates:
+        if over and self.options.truncates:
             return self._truncated(row, outcome, plan, summarized.layout, summarized.size)
         return self.outcome.finish(row, outcome, self._rewritten(row, summarized.layout), kept=_kept(summarized.layout))
 
@@ -237,7 +226,7 @@ class RowFinisher:
         )
 
     def _rewritten(self, row: ValidRow, layout: list[OutputTurn]) -> bytes:
-        return rewritten_bytes(row.item, row.fmt, layout, self.shape)
+        return rewritten_bytes(row.item, row.fmt, layout, self.options.shape)
 
 
 def _future(row: ValidRow, start: int, end: int, summary: str) -> FutureFidelity:

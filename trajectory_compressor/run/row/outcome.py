@@ -11,10 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from trajectory_compressor.read.convert_format import AS_READ, WriteShape
 from trajectory_compressor.run.prepare import RejectedRow, ValidRow
 from trajectory_compressor.run.row.metrics import Outcome, rejected_metrics, row_metrics
-from trajectory_compressor.settings.choices import OverLimitPolicy
+from trajectory_compressor.run.row.options import RowOptions
 from trajectory_compressor.summarize.anchor_index import split_index
 from trajectory_compressor.summarize.fidelity import Fidelity, score_summary
 from trajectory_compressor.summarize.fidelity.anchors import FutureFidelity
@@ -70,17 +69,12 @@ def rejected_row(row: RejectedRow, *, keep_in_data: bool) -> FinishedRow:
 class RowOutcome:
     """Closes a row: the dataset line (unchanged if none given), the over-limit entry, `--over-limit drop`.
 
-    `writes_data` is off for a dry run, which writes metrics and reports but no dataset.
-    `shape` (`--write-format`) converts an unchanged row read in another format.
+    A dry run (`options.writes_data` off) writes metrics and reports but no dataset; the
+    options' `shape` (`--write-format`) converts an unchanged row read in another format.
     """
 
-    def __init__(
-        self, target: int, over_limit: OverLimitPolicy, *, writes_data: bool, shape: WriteShape = AS_READ
-    ) -> None:
-        self.target = target
-        self.over_limit = over_limit
-        self.writes_data = writes_data
-        self.shape = shape
+    def __init__(self, options: RowOptions) -> None:
+        self.options = options
 
     def finish(
         self, row: ValidRow, outcome: Outcome, data: bytes | None, *, kept: Sequence[int] | None = None
@@ -89,8 +83,8 @@ class RowOutcome:
         (all when None), whose gpt turns are its training targets."""
         roles = row.roles
         train_turns = roles.count("gpt") if kept is None else sum(roles[i] == "gpt" for i in kept)
-        if data is None and self.writes_data:
-            data = unchanged_bytes(row.item, row.fmt, self.shape)
+        if data is None and self.options.writes_data:
+            data = unchanged_bytes(row.item, row.fmt, self.options.shape)
         over = None
         dropped = False
         if outcome.still_over_limit:
@@ -102,13 +96,13 @@ class RowOutcome:
                 "file": row.item.source,
                 "line": row.item.line,
                 "tokens": outcome.tokens,
-                "target": self.target,
+                "target": self.options.target,
                 "reason": outcome.reason,
             }
-            if self.over_limit == "drop":
+            if self.options.drops:
                 dropped = True
                 data = None
-        data = data if self.writes_data else None
+        data = data if self.options.writes_data else None
         metrics = row_metrics(row, outcome, written=data is not None, train_turns=train_turns, dropped=dropped)
         return FinishedRow(row.position, metrics, data=data, over_limit=over)
 

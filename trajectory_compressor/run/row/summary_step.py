@@ -21,7 +21,7 @@ from trajectory_compressor.plan.region import Plan
 from trajectory_compressor.run.prepare import CountedRow, ValidRow
 from trajectory_compressor.run.row.fidelity_gate import FidelityGate, LowFidelityError
 from trajectory_compressor.run.row.measure import RewriteRefused, RowMeasure
-from trajectory_compressor.settings.choices import FailurePolicy
+from trajectory_compressor.run.row.options import RowOptions
 from trajectory_compressor.summarize.anchor_index import split_index
 from trajectory_compressor.summarize.fidelity import Fidelity, SalientItems, row_text, salient_items, score_items
 from trajectory_compressor.summarize.fidelity.score import RowText
@@ -84,17 +84,15 @@ class SummaryStep:
         measure: RowMeasure,
         summarizer: Summarizer | None,
         fallback: Summarizer | None,
+        options: RowOptions,
         *,
-        policy: FailurePolicy,
-        row_timeout: float,
         gate: FidelityGate | None = None,
         fill_room: bool = False,
     ) -> None:
         self.measure = measure
         self.primary = summarizer or fallback
         self.fallback = fallback
-        self.policy = policy
-        self.row_timeout = row_timeout
+        self.options = options  # its failure policy and deadline
         self.gate = gate or FidelityGate()
         self.budget = measure.plan_config.summary_target_tokens
         self.target = measure.plan_config.target_max_tokens
@@ -104,7 +102,7 @@ class SummaryStep:
 
     async def run(self, row: ValidRow, plan: Plan) -> Summarized | SummaryFailure:
         """The summary of `plan`'s region (the row's plan, its notice cost already exact)."""
-        deadline = asyncio.get_running_loop().time() + self.row_timeout
+        deadline = asyncio.get_running_loop().time() + self.options.row_timeout
         first = await self._summarize(row, plan, deadline)
         if isinstance(first, SummaryFailure):
             return first
@@ -203,7 +201,7 @@ class SummaryStep:
             if (silence := tally.endpoint_silence()) is not None:  # cut waiting on an endpoint that never answered
                 raise RunAborted(silence, ExitCode.USAGE) from None
             # Cancelled mid-flight: the requests already sent still count.
-            error, calls, errors = f"row deadline of {self.row_timeout:g}s exceeded", tally.calls, tally.errors
+            error, calls, errors = f"row deadline of {self.options.row_timeout:g}s exceeded", tally.calls, tally.errors
         finally:
             CURRENT_TALLY.reset(token)
         failure = SummaryFailure(error, calls, errors, fidelity_retried=retried)
@@ -217,7 +215,7 @@ class SummaryStep:
         """What a summary that could not be had becomes: the run stops (`fail`), the row stays
         unchanged (`keep`, or nothing else to try), or the fallback summarizer writes it."""
         self._stop_if_fail(row, failure)
-        if self.policy == "keep" or self.fallback is None or from_fallback:
+        if self.options.failure_policy == "keep" or self.fallback is None or from_fallback:
             return failure
         result = await self.fallback.summarize(request)
         return replace(
@@ -230,7 +228,7 @@ class SummaryStep:
 
     def _stop_if_fail(self, row: ValidRow, failure: SummaryFailure) -> None:
         """`--on-summary-failure fail`: a summary that could not be had stops the run."""
-        if self.policy == "fail":
+        if self.options.failure_policy == "fail":
             raise RunAborted(f"summary failed for {row.label}: {failure.error}", ExitCode.FAILED)
 
     async def _gated(

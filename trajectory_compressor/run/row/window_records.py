@@ -11,10 +11,10 @@ from dataclasses import dataclass, replace
 
 from trajectory_compressor.plan.region import PROTECTED_OVER_BUDGET, UNDER_TARGET, system_turn_in_head
 from trajectory_compressor.plan.windows import Cut, Window, WindowReplay, window_layout, written_end
-from trajectory_compressor.read.convert_format import WriteShape
 from trajectory_compressor.run.prepare import ValidRow
 from trajectory_compressor.run.row.measure import RowMeasure
 from trajectory_compressor.run.row.metrics import Outcome, failed_cost, row_metrics, written_cost
+from trajectory_compressor.run.row.options import RowOptions
 from trajectory_compressor.run.row.outcome import OVER_TARGET, FinishedRow, OutputRecord, fidelity_metrics
 from trajectory_compressor.run.row.summary_step import SummaryFailure, refused_reason
 from trajectory_compressor.summarize.fidelity import score_summary
@@ -51,19 +51,12 @@ class WindowRecords:
     def __init__(
         self,
         measure: RowMeasure,
-        *,
-        summaries: bool,
-        primary_name: str | None,
-        writes_data: bool,
-        drops: bool,
-        shape: WriteShape,
+        options: RowOptions,
     ) -> None:
         self.measure = measure
-        self.summaries = summaries  # off for --summarizer none: a cut then carries no summary
-        self.primary_name = primary_name
-        self.writes_data = writes_data
-        self.drops = drops
-        self.shape = shape  # --write-format: windows of a row read in another format, converted
+        # `summaries` off for --summarizer none: a cut then carries no summary; `shape`
+        # (--write-format): windows of a row read in another format, converted.
+        self.options = options
         self.target = measure.plan_config.target_max_tokens
 
     def layout(
@@ -95,7 +88,7 @@ class WindowRecords:
         window = item.window
         layout, marks = self.layout(row, replay, item)
         # A dry run's window: its summary is planned at its budget, not written yet.
-        planned = self.summaries and item.cut is not None and item.result is None
+        planned = self.options.summaries and item.cut is not None and item.result is None
         end = written_end(row.turns, window)
         size = window.tokens - replay.tokens(end, window.end) if planned else self.measure.size(row, layout)
         skipped = count == 1 and replay.total <= self.target
@@ -117,13 +110,13 @@ class WindowRecords:
             outcome = replace(outcome, reason=failure.reason, summary=failed_cost(failure))
         marked = {"index": window.index, "count": count, "input_index": row.index}
         data = None
-        if self.writes_data:
-            data = window_bytes(row.item, row.fmt, layout, marks, marked, self.shape)
+        if self.options.writes_data:
+            data = window_bytes(row.item, row.fmt, layout, marks, marked, self.options.shape)
         over_entry = None
         dropped = False
         if outcome.still_over_limit:
             over_entry = self._over_limit_entry(row, marked, outcome)
-            if self.drops:
+            if self.options.drops:
                 dropped = True
                 data = None
         pruned = None
@@ -153,7 +146,7 @@ class WindowRecords:
         hidden = set(range(replay.head, cut.context_start)) | set(window.cleared)
         placeholders = [edit.value for edit in cleared_edits(row, window).values()]
         shown = row.turns[: written_end(row.turns, window)]  # the window as written: its future
-        if not self.summaries:
+        if not self.options.summaries:
             future = hidden_future_fidelity(shown, hidden, "\n".join(placeholders))
             return replace(outcome, fidelity={"future": future.to_metrics()})
         region = {
@@ -174,7 +167,7 @@ class WindowRecords:
             was_compressed=True,
             region=region,
             summary_tokens=self.measure.summary_tokens(result),
-            summary=written_cost(result, passes=item.passes, primary=self.primary_name),
+            summary=written_cost(result, passes=item.passes, primary=self.options.primary_name),
             fidelity=fidelity_metrics(fidelity, future, result, summarized, row.turns),
             unsupported=fidelity.shown_unsupported(),
         )

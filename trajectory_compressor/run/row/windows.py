@@ -20,14 +20,13 @@ from dataclasses import replace
 from trajectory_compressor.plan.protect import head_end
 from trajectory_compressor.plan.region import system_turn_in_head
 from trajectory_compressor.plan.windows import Cut, Window, WindowReplay, written_end
-from trajectory_compressor.read.convert_format import AS_READ, WriteShape
 from trajectory_compressor.read.formats import text_of, with_text
 from trajectory_compressor.run.prepare import ValidRow
 from trajectory_compressor.run.row.measure import RowMeasure
+from trajectory_compressor.run.row.options import RowOptions
 from trajectory_compressor.run.row.outcome import FinishedRow
 from trajectory_compressor.run.row.summary_step import SummaryFailure, SummaryStep, region_request
 from trajectory_compressor.run.row.window_records import BuiltWindow, WindowRecords
-from trajectory_compressor.settings.choices import OverLimitPolicy
 from trajectory_compressor.summarize.llm.prompt import elide_middle
 from trajectory_compressor.types import EditedTurn, SummaryRequest, Turn
 
@@ -41,29 +40,17 @@ class WindowFinisher:
         self,
         measure: RowMeasure,
         step: SummaryStep | None,
+        options: RowOptions,
         *,
         iterative: bool,
-        row_timeout: float,
-        primary_name: str | None,
-        writes_data: bool,
-        over_limit: OverLimitPolicy,
-        shape: WriteShape = AS_READ,
-        summaries: bool = True,
     ) -> None:
         self.measure = measure
         self.step = step
         self.iterative = iterative
-        self.row_timeout = row_timeout
-        self.primary_name = primary_name
-        self.summaries = summaries  # off for --summarizer none: windows grow by pruning only
-        self.records = WindowRecords(
-            measure,
-            summaries=summaries,
-            primary_name=primary_name,
-            writes_data=writes_data,
-            drops=over_limit == "drop",
-            shape=shape,
-        )
+        self.row_timeout = options.row_timeout  # each window's summary has its own deadline
+        self.primary_name = options.primary_name
+        self.summaries = options.summaries  # off for --summarizer none: windows grow by pruning only
+        self.records = WindowRecords(measure, options)
         self.target = measure.plan_config.target_max_tokens
 
     async def finish(self, row: ValidRow) -> FinishedRow:
@@ -256,9 +243,8 @@ class WindowFinisher:
 def first_window_request(row: ValidRow, measure: RowMeasure) -> SummaryRequest | None:
     """The one summary request of a row's windows known before any answer: the first cut's
     (`requests` writes it; the later ones update its answer, so a run asks them itself)."""
-    finisher = WindowFinisher(
-        measure, None, iterative=True, row_timeout=0, primary_name=None, writes_data=False, over_limit="keep"
-    )
+    options = RowOptions(measure.plan_config.target_max_tokens, dry_run=True)  # writes nothing: asks the request
+    finisher = WindowFinisher(measure, None, options, iterative=True)
     replay = finisher.replay(row)
     if replay.fits_whole():
         return None
