@@ -27,6 +27,20 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 pytest_plugins = ["tests.trainers.fixtures"]
 
 REPO = Path(__file__).resolve().parent.parent
+SLOW_SUITES = ("local_llm", "huge_rows", "trainers", "multinode", "bench", "browser")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test of a slow suite is also `slow`: the test command leaves them out (`-m 'not
+    slow'` in pyproject's addopts), the slow-suite command runs them (`-m slow`). Ray's tests run
+    on one worker after another (`--dist loadgroup`): two local Ray clusters on two cores starve."""
+    for item in items:
+        if any(item.get_closest_marker(name) for name in SLOW_SUITES):
+            item.add_marker(pytest.mark.slow)
+        if item.get_closest_marker("ray") or item.get_closest_marker("multinode"):
+            item.add_marker(pytest.mark.xdist_group("ray"))
+
+
 SAMPLE = REPO / "sample_data" / "agent_runs.jsonl"
 
 

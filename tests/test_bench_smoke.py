@@ -13,9 +13,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.bench
 def test_bench_runs_every_stage_at_tiny_sizes(tmp_path: Path) -> None:
     figures = tmp_path / "bench.json"
     done = subprocess.run(

@@ -22,6 +22,8 @@ from pymdownx.slugs import slugify
 from tests.conftest import REPO
 from trajectory_compressor.cli import main
 
+pytestmark = pytest.mark.xdist_group("docs")  # one worker builds the site once for the module's tests
+
 DOCS = REPO / "docs"
 GITHUB_SLUG = slugify(case="lower")
 FENCE = re.compile(r"^(```|~~~).*?^\1", re.MULTILINE | re.DOTALL)

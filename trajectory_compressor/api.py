@@ -24,6 +24,7 @@ from trajectory_compressor.run.pipeline import CompressionRun, RunResult
 from trajectory_compressor.run.settings_record import settings_record
 from trajectory_compressor.settings import ConfigError, RunConfig
 from trajectory_compressor.summarize.choose import SummarizerChoice, choose_summarizers, resolve_endpoint, wants_llm
+from trajectory_compressor.summarize.llm.dialects import require
 
 if TYPE_CHECKING:  # the batch phase loads aiohttp: only runs with --batch import it
     from trajectory_compressor.run.batch.driver import BatchPhase
@@ -104,7 +105,12 @@ async def compress_async(
 async def check_before_loading(config: RunConfig) -> None:
     """What can be known before the tokenizer loads (seconds, tens of seconds from the Hub): the
     LLM settings and whether the endpoint takes the key (`preflight`). Not for `--responses`,
-    whose answers come from a file (the endpoint may well be off), nor a dry run, which asks none."""
+    whose answers come from a file (the endpoint may well be off), nor a dry run, which asks none.
+    First, whether the provider has what `--batch` and `--responses` need (`DIALECTS`)."""
+    if config.batch.enabled:
+        require(config.llm, "--batch")
+    if config.llm.responses:
+        require(config.llm, "--responses")
     if config.dry_run or not wants_llm(config) or config.llm.responses:
         return
     from trajectory_compressor.summarize.llm.preflight import check_endpoint
@@ -116,11 +122,6 @@ async def load_responses(choice: SummarizerChoice, path: Path, say: Callable[[st
     """`--responses`: put a batch output file's answers into the cache before the run asks."""
     if choice.llm is None:
         raise ConfigError("--responses needs the llm summarizer: pass --base-url and --model")
-    if choice.llm.config.api != "openai":
-        raise ConfigError(
-            "--responses reads OpenAI batch output files (`requests`, `vllm run-batch`) only: with --api "
-            f"{choice.llm.config.api}, use --batch"
-        )
     loaded = await choice.llm.load_responses(path, line_limit=line_limit)
     say(loaded.summary())
     for problem in loaded.problems:

@@ -105,7 +105,7 @@ def main() -> None:
 @settings_options("compress")
 @reports_usage_errors
 def compress(inputs: tuple[str, ...], output: str, config_file: str | None, json_output: bool, **flags: Any) -> None:
-    """Compress INPUT... (JSONL, JSONL.gz, JSON, Parquet, HF datasets, directories, hf:NAME) into OUTPUT."""
+    """Compress INPUT... (JSONL, JSONL.gz, JSONL.zst, JSON, Parquet, HF datasets, directories, hf:NAME) into OUTPUT."""
     from trajectory_compressor.api import compress_async
     from trajectory_compressor.run.signals import install_sigterm_as_interrupt
 

@@ -3,7 +3,8 @@
 The fakes of both providers answer the same prompt with the same summary and the same usage, so
 a run through Anthropic's API must write the very bytes a run through OpenAI's writes: the seam
 changes the wire, nothing else. The key (`ANTHROPIC_API_KEY`) is in no file and no message; the
-cost is in the report; what stays OpenAI-only (`requests`, `--responses`) says so in one line.
+cost is in the report; what its row in the dialect table lacks (offline batch files: `requests`,
+`--responses`) is refused in one line naming it.
 """
 
 from __future__ import annotations
@@ -120,19 +121,25 @@ def test_refused_credentials_stop_the_run_with_one_line_naming_anthropic_s_varia
     _no_secret_anywhere(tmp_path, quoted.stderr, quoted.stdout)
 
 
-def test_requests_and_responses_stay_openai_only_and_say_so_in_one_line(tmp_path: Path) -> None:
+def test_requests_and_responses_need_offline_files_anthropic_lacks_and_say_so_in_one_line(tmp_path: Path) -> None:
     source = _source(tmp_path)
     requests = run_cli("requests", str(source), "-o", str(tmp_path / "r.jsonl"), "--api", "anthropic",
                        "--model", "claude-fake", *BUDGET)  # fmt: skip
     assert requests.returncode == 2 and not (tmp_path / "r.jsonl").exists()
-    assert "requests writes OpenAI batch input files" in requests.stderr and "use compress --batch" in requests.stderr
+    assert "requests writes offline batch files, which --api anthropic does not have (openai has them)" in (
+        requests.stderr
+    )
+    assert "use compress --batch" in requests.stderr  # it has a batch API
     (tmp_path / "answers.jsonl").write_text("")
     with FakeServerThread(server=FakeAnthropicServer()) as server:
         responses = run_cli("compress", str(source), "-o", str(tmp_path / "x.jsonl"), "--api", "anthropic",
                             *_flags(server.base_url), "--cache", str(tmp_path / "c.sqlite3"),
                             "--responses", str(tmp_path / "answers.jsonl"), env=ENV)  # fmt: skip
         assert server.requests == []
-    assert responses.returncode == 2 and "--responses reads OpenAI batch output files" in responses.stderr
+    assert (
+        responses.returncode == 2 and "--responses reads offline batch files, which --api anthropic" in responses.stderr
+    )
+    assert "use compress --batch" in responses.stderr
     for result in (requests, responses):
         assert len(result.stderr.strip().splitlines()) <= 2 and "Traceback" not in result.stderr
 
@@ -146,8 +153,8 @@ def test_the_api_is_chosen_in_a_config_file_too_and_a_wrong_one_is_one_line(tmp_
                          *BUDGET, "--no-cache", env=ENV)  # fmt: skip
         assert result.returncode == 0, result.stderr
         assert len(server.requests) == 6 and all(r.api_key == SECRET for r in server.requests)
-    config.write_text("summarization:\n  api: gemini\n")
+    config.write_text("summarization:\n  api: mistral\n")
     wrong = run_cli("compress", str(source), "-o", str(tmp_path / "y.jsonl"), "--config", str(config))
-    assert wrong.returncode == 2 and "api" in wrong.stderr and "openai, anthropic" in wrong.stderr
-    flag = run_cli("compress", str(source), "-o", str(tmp_path / "y.jsonl"), "--api", "gemini")
+    assert wrong.returncode == 2 and "api" in wrong.stderr and "openai, anthropic, gemini" in wrong.stderr
+    flag = run_cli("compress", str(source), "-o", str(tmp_path / "y.jsonl"), "--api", "mistral")
     assert flag.returncode == 2 and "Traceback" not in flag.stderr

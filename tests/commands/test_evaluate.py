@@ -248,6 +248,7 @@ def _measured(browser: str, page: Path, tmp_path: Path) -> dict[str, Any]:
     return json.loads(dom.split('<pre id="measured">', 1)[1].split("</pre>", 1)[0].replace("&quot;", '"'))
 
 
+@pytest.mark.browser
 @pytest.mark.skipif(_chromium() is None, reason="no headless browser installed (.ci/run installs chromium)")
 def test_reports_render_in_a_real_browser(tmp_path: Path) -> None:
     # A deep absolute input path: the row labels are long, and must not stretch a table past its card.

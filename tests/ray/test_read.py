@@ -16,7 +16,7 @@ from trajectory_compressor.ray.inputs import list_inputs
 from trajectory_compressor.ray.read import count_records
 from trajectory_compressor.read.readers import FILE_FORMATS
 from trajectory_compressor.read.select import records_of
-from trajectory_compressor.settings import RunConfig
+from trajectory_compressor.settings import ReadConfig, RunConfig
 
 pytestmark = pytest.mark.ray
 
@@ -29,12 +29,14 @@ def test_a_format_added_to_the_table_is_listed_counted_and_read_at_uris(
     counted: list[str] = []
     counter = LINES_FORMAT.count
     assert counter is not None
-    counting = dataclasses.replace(LINES_FORMAT, count=lambda source: counted.append(source.name) or counter(source))
+    counting = dataclasses.replace(
+        LINES_FORMAT, count=lambda source, read: counted.append(source.name) or counter(source, read)
+    )
     monkeypatch.setitem(FILE_FORMATS, "lines", counting)
     (source,) = list_inputs([f"file://{tmp_path}"], RunConfig())
     assert (source.name, source.kind) == (f"file://{tmp_path}/a.lines", "lines")
-    assert count_records(source, "train") == 3 and counted == [source.name]  # its own count, not a read
-    assert [item.record for item in records_of(source, "train")] == [{"id": "x1"}, {"id": "x2"}, {"id": "x3"}]
+    assert count_records(source, ReadConfig()) == 3 and counted == [source.name]  # its own count, not a read
+    assert [item.record for item in records_of(source, ReadConfig())] == [{"id": "x1"}, {"id": "x2"}, {"id": "x3"}]
 
 
 def test_files_at_uris_are_counted_and_read_as_local_files(tmp_path: Path) -> None:
@@ -50,9 +52,9 @@ def test_files_at_uris_are_counted_and_read_as_local_files(tmp_path: Path) -> No
     assert [Path(s.name).name for s in local] == ["a.jsonl.gz", "b.jsonl", "c.parquet", "d.parquet", "e.json"]
     assert [s.name for s in remote] == [f"file://{tmp_path}/{Path(s.name).name}" for s in local[:4]]
     for here, there in zip(local, remote, strict=False):
-        read_here = [(i.line, i.record, i.raw, i.error) for i in records_of(here, "train")]
-        read_there = [(i.line, i.record, i.raw, i.error) for i in records_of(there, "train")]
-        assert count_records(here, "train") == count_records(there, "train") == len(read_here)
+        read_here = [(i.line, i.record, i.raw, i.error) for i in records_of(here, ReadConfig())]
+        read_there = [(i.line, i.record, i.raw, i.error) for i in records_of(there, ReadConfig())]
+        assert count_records(here, ReadConfig()) == count_records(there, ReadConfig()) == len(read_here)
         if here.kind == "parquet" and here.name.endswith("d.parquet"):  # the error names the file as given
             assert len(read_there) == 1 and "unreadable from here on" in str(read_there[0][3])
             continue

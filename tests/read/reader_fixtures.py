@@ -12,6 +12,7 @@ from typing import Any
 from trajectory_compressor.read.files import open_lines
 from trajectory_compressor.read.readers import FileFormat, iter_source
 from trajectory_compressor.read.sources import InputSource
+from trajectory_compressor.settings import ReadConfig
 from trajectory_compressor.types import SourceRecord
 
 ROWS: list[dict[str, Any]] = [
@@ -20,18 +21,18 @@ ROWS: list[dict[str, Any]] = [
 ]
 
 
-def read_all(source: InputSource, **kwargs: Any) -> list[tuple[int, Any]]:
-    """(record number, record) of every record of `source`."""
-    return [(item.line, item.record) for item in iter_source(source, **kwargs)]
+def read_all(source: InputSource, **settings: Any) -> list[tuple[int, Any]]:
+    """(record number, record) of every record of `source`, read with these read settings."""
+    return [(item.line, item.record) for item in iter_source(source, ReadConfig(**settings))]
 
 
-def _read_lines(source: InputSource) -> Iterator[SourceRecord]:
+def _read_lines(source: InputSource, settings: ReadConfig) -> Iterator[SourceRecord]:
     with open_lines(source.path or source.name) as handle:
         for number, line in enumerate((line for line in handle if line.strip()), start=1):
             yield SourceRecord(source=source.name, line=number, record={"id": line.strip().decode()})
 
 
-def _count_lines(source: InputSource) -> int:
+def _count_lines(source: InputSource, settings: ReadConfig) -> int:
     with open_lines(source.path or source.name) as handle:
         return sum(1 for line in handle if line.strip())
 

@@ -12,6 +12,7 @@ from tests.read.reader_fixtures import ROWS, read_all
 from trajectory_compressor.read.expand import expand_inputs
 from trajectory_compressor.read.readers import iter_source
 from trajectory_compressor.read.sources import InputError
+from trajectory_compressor.settings import ReadConfig
 
 
 def test_save_to_disk_dataset_and_dataset_dict(tmp_path: Path) -> None:
@@ -30,7 +31,7 @@ def test_save_to_disk_dataset_and_dataset_dict(tmp_path: Path) -> None:
     assert [r["id"] for _, r in read_all(sources[1])] == ["r0", "r1", "r2"]
     assert [r["id"] for _, r in read_all(sources[1], split="test")] == ["r3", "r4"]
     with pytest.raises(InputError, match=r"split 'validation' not in .*splits: test, train"):
-        list(iter_source(sources[1], split="validation"))
+        list(iter_source(sources[1], ReadConfig(split="validation")))
 
 
 def test_save_to_disk_binary_and_timestamp_columns_are_read_as_json(tmp_path: Path) -> None:

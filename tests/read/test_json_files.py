@@ -16,6 +16,7 @@ from trajectory_compressor.read.json_files import count_jsonl
 from trajectory_compressor.read.readers import iter_source
 from trajectory_compressor.read.select import records_of
 from trajectory_compressor.read.sources import InputError, InputSource
+from trajectory_compressor.settings import ReadConfig
 
 
 def test_jsonl_lines_are_numbered_and_bad_lines_become_error_records(tmp_path: Path) -> None:
@@ -164,5 +165,5 @@ def test_count_is_the_number_of_records_read_and_one_more_for_a_broken_file(tmp_
     cut.write_bytes(payload[: len(payload) // 2])
     for path in (whole, cut):
         source = InputSource(name=str(path), kind="jsonl", path=str(path))
-        assert count_jsonl(source) == len(list(records_of(source, "train")))
-    assert count_jsonl(InputSource(name=str(whole), kind="jsonl", path=str(whole))) == 3
+        assert count_jsonl(source, ReadConfig()) == len(list(records_of(source, ReadConfig())))
+    assert count_jsonl(InputSource(name=str(whole), kind="jsonl", path=str(whole)), ReadConfig()) == 3

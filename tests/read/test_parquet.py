@@ -15,6 +15,7 @@ from trajectory_compressor.read.parquet import count_parquet
 from trajectory_compressor.read.readers import iter_source
 from trajectory_compressor.read.select import records_of
 from trajectory_compressor.read.sources import InputError, InputSource
+from trajectory_compressor.settings import ReadConfig
 
 
 def test_parquet_rows_stream_in_batches_with_row_numbers(tmp_path: Path) -> None:
@@ -109,4 +110,4 @@ def test_count_is_the_footers_row_count_and_one_for_a_file_that_does_not_open(tm
     (tmp_path / "bad.parquet").write_bytes(b"not parquet")
     for name, rows in (("a.parquet", 7), ("bad.parquet", 1)):
         source = InputSource(name=name, kind="parquet", path=str(tmp_path / name))
-        assert count_parquet(source) == rows == len(list(records_of(source, "train")))
+        assert count_parquet(source, ReadConfig()) == rows == len(list(records_of(source, ReadConfig())))

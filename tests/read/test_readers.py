@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,7 +18,11 @@ from trajectory_compressor.read.readers import (
     iter_source,
     supported_suffixes,
 )
+from trajectory_compressor.read.select import RowSelection
 from trajectory_compressor.read.sources import InputError, InputSource
+from trajectory_compressor.settings import ReadConfig
+from trajectory_compressor.types import SourceRecord
+from trajectory_compressor.write.paths import OutputPaths, mirrored_name, output_stem
 
 
 def test_every_suffix_belongs_to_one_format() -> None:
@@ -56,3 +62,33 @@ def test_a_format_added_to_the_table_is_found_and_read_by_the_local_engine(
     with pytest.raises(InputError, match=r"\.lines"):  # the message lists it among the supported suffixes
         expand_inputs([str(tmp_path / "in" / "b.txt")])
     assert readers.supported_suffixes()[-1] == ".lines"
+
+
+def test_a_reader_is_given_the_run_s_read_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As datatrove's readers take `text_key`: what a run reads with reaches the format's reader."""
+    seen: list[ReadConfig] = []
+
+    def read(source: InputSource, settings: ReadConfig) -> Iterator[SourceRecord]:
+        seen.append(settings)
+        yield from LINES_FORMAT.read(source, settings)
+
+    monkeypatch.setitem(FILE_FORMATS, "lines", dataclasses.replace(LINES_FORMAT, read=read))
+    (tmp_path / "a.lines").write_text("x1\n")
+    settings = ReadConfig(conversation_key="turns", format="openai")
+    rows = list(RowSelection(expand_inputs([str(tmp_path / "a.lines")]), read=settings))
+    assert [item.record for _, _, item in rows] == [{"id": "x1"}] and seen == [settings]
+
+
+def test_output_names_come_from_the_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A format's files keep their names mirrored into an output folder, or take its `written_as`
+    suffix; a dataset named like any format's file has its side files named by its stem."""
+    monkeypatch.setitem(FILE_FORMATS, "lines", dataclasses.replace(LINES_FORMAT, written_as=".jsonl"))
+    root = tmp_path / "in"
+    (root / "sub").mkdir(parents=True)
+    for name in ("sub/a.lines", "b.json", "c.jsonl.gz", "d.parquet"):
+        (root / name).write_text("")
+    named = {str(mirrored_name(root / name, [root])) for name in ("sub/a.lines", "b.json", "c.jsonl.gz", "d.parquet")}
+    assert named == {"sub/a.jsonl", "b.jsonl", "c.jsonl.gz", "d.parquet"}
+    assert str(mirrored_name(tmp_path / "in" / "B.LINES", [])) == "B.jsonl"
+    assert output_stem(Path("out/x.lines")) == "x" and output_stem(Path("out/x.ndjson.gz")) == "x"
+    assert OutputPaths.beside(Path("out/x.lines")).metrics == Path("out/x.metrics.jsonl")

@@ -114,9 +114,9 @@ class RowMatcher:
         self.output, self.metrics, self.config = output, list(metrics), config
         shown = self.metrics[0].parent if len(self.metrics) > 1 else self.metrics[0]
         self._output_named, self._metrics_named = quoted(output), quoted(shown)  # as messages show them
-        self._inputs = iter(RowSelection(inputs, split=config.read.split))
+        self._inputs = iter(RowSelection(inputs, read=config.read))
         files = [str(path) for path in (dataset or [output])]
-        self._outputs = (item for _, _, item in RowSelection(expand_inputs(files), split=config.read.split))
+        self._outputs = (item for _, _, item in RowSelection(expand_inputs(files), read=config.read))
         self.input_rows = 0  # input rows read so far
         self.metrics_lines = 0
         self.rows = 0  # input rows the metrics describe (one line each, or one per window)

@@ -1,8 +1,9 @@
 """`requests`: the summary requests a compress run would send, as an OpenAI batch input file.
 
-OpenAI's format only (what `vllm run-batch` and the OpenAI-style Files APIs read): `--api anthropic`
-is refused in one line, since Anthropic's batches take their requests in the create call and
-`compress --batch` drives them whole.
+For a provider whose row in `summarize.llm.dialects.DIALECTS` declares offline batch files
+(OpenAI's format, what `vllm run-batch` and the OpenAI-style Files APIs read); any other is refused
+in one line naming it (Anthropic's batches take their requests in the create call, and
+`compress --batch` drives them whole; Gemini's `--api gemini` is live only).
 
 Rows are read, counted and planned exactly as `compress` does (the same exact notice cost, the
 same region), and each request is built by the same code as a live call, so its `custom_id` is
@@ -30,6 +31,7 @@ from trajectory_compressor.run.row.summary_step import summary_budget, summary_r
 from trajectory_compressor.run.row.windows import first_window_request
 from trajectory_compressor.settings import ConfigError, RunConfig
 from trajectory_compressor.summarize.anchor_index import indexed_request
+from trajectory_compressor.summarize.llm.dialects import require
 from trajectory_compressor.summarize.llm.request import RequestBuilder
 from trajectory_compressor.types import SummaryRequest
 from trajectory_compressor.write.collisions import NamedFile, input_files, refuse_overwrites
@@ -59,11 +61,7 @@ def write_requests(
     """Write the first-pass summary requests of `sources` to `output` (replaced whole at the end)."""
     if not config.llm.model:
         raise ConfigError("requests need the model they are for: pass --model")
-    if config.llm.api != "openai":
-        raise ConfigError(
-            f"requests writes OpenAI batch input files (for `vllm run-batch` or a provider's Files API) only: "
-            f"with --api {config.llm.api}, use compress --batch"
-        )
+    require(config.llm, "requests")  # a provider with offline batch files (`DIALECTS`)
     builder = RequestBuilder(config.llm)
     refuse_overwrites([NamedFile("the output", output)], input_files(sources))
     plan = config.plan

@@ -28,7 +28,7 @@ from trajectory_compressor.ray.parts import holds
 from trajectory_compressor.read.readers import FILE_FORMATS
 from trajectory_compressor.read.select import records_of, sampled
 from trajectory_compressor.read.sources import InputSource
-from trajectory_compressor.settings import RunConfig, SelectConfig
+from trajectory_compressor.settings import ReadConfig, RunConfig, SelectConfig
 from trajectory_compressor.types import SourceRecord
 from trajectory_compressor.write.records import dumps
 
@@ -54,11 +54,11 @@ class InputCount:
     sha256: str | None
 
 
-def count_inputs(sources: Sequence[InputSource], split: str) -> list[InputCount]:
+def count_inputs(sources: Sequence[InputSource], read: ReadConfig) -> list[InputCount]:
     """Each source counted and hashed in parallel (one Ray task per file), in order."""
     import ray
 
-    return list(ray.get([_count.remote(source, split) for source in sources]))
+    return list(ray.get([_count.remote(source, read) for source in sources]))
 
 
 def stream_rows_read(total: int, select: SelectConfig) -> int:
@@ -109,9 +109,8 @@ def read_inputs(
     """
     import ray.data
 
-    split = config.read.split
     if counts is None:
-        counts = [count.records for count in count_inputs(sources, split)]
+        counts = [count.records for count in count_inputs(sources, config.read)]
     end = limit_end(sum(counts), config.select)
     entries = []
     offset = 0
@@ -122,7 +121,7 @@ def read_inputs(
     if not entries:
         return ray.data.from_arrow(ROW_SCHEMA.empty_table())
     select = config.select
-    kwargs = {"sources": list(sources), "split": split, "percent": select.sample_percent, "seed": select.seed,
+    kwargs = {"sources": list(sources), "read": config.read, "percent": select.sample_percent, "seed": select.seed,
               "end": end, "skip": [tuple(run) for run in skip]}  # fmt: skip
     return ray.data.from_items(entries, override_num_blocks=len(entries)).map_batches(
         read_files,  # type: ignore[arg-type]  # Ray's stub types `fn` without the `fn_kwargs` it is given
@@ -138,19 +137,19 @@ def _covered(runs: Sequence[tuple[int, int]], start: int, end: int) -> bool:
     return start >= end or any(first <= start and end <= last for first, last in runs)
 
 
-def count_records(source: InputSource, split: str) -> int:
+def count_records(source: InputSource, read: ReadConfig) -> int:
     """How many records `source` yields, as the local reader counts them (a broken file: one more):
     its format's `count` when it has one (JSONL lines, the Parquet footer), else by reading it."""
     entry = FILE_FORMATS.get(source.kind)
     if entry is not None and entry.count is not None:
-        return entry.count(source)
-    return sum(1 for _ in records_of(source, split))
+        return entry.count(source, read)
+    return sum(1 for _ in records_of(source, read))
 
 
-def count_and_hash(source: InputSource, split: str) -> InputCount:
+def count_and_hash(source: InputSource, read: ReadConfig) -> InputCount:
     """The Ray task per input: its records, and its bytes and sha256 for the report's `inputs`
     (what `eval --input` checks a run against; a directory input has none)."""
-    records = count_records(source, split)
+    records = count_records(source, read)
     try:
         digest, size = _sha256_of(source.path or source.name)
     except (OSError, ValueError):  # a directory (a `save_to_disk` input), or a stream that cannot be read again
@@ -184,7 +183,7 @@ def read_files(
     batch: pa.Table,
     *,
     sources: list[InputSource],
-    split: str,
+    read: ReadConfig,
     percent: float | None,
     seed: int,
     end: int,
@@ -194,7 +193,7 @@ def read_files(
     (the selected rows below `end`, but those in `skip`)."""
     for ordinal, offset in zip(batch.column("ordinal").to_pylist(), batch.column("offset").to_pylist(), strict=True):
         rows: list[dict[str, Any]] = []
-        for number, item in enumerate(records_of(sources[ordinal], split)):
+        for number, item in enumerate(records_of(sources[ordinal], read)):
             index = offset + number
             if index >= end:
                 break

@@ -226,7 +226,7 @@ class _RayRun:
         counting = self.counting
         try:
             check_shared_storage(list(layout.folders().values()), self.cache_folder, sources, self.say)
-            counts = count_inputs(sources, config.read.split)
+            counts = count_inputs(sources, config.read)
             stream_rows = sum(count.records for count in counts)
             inputs = [input_entry(source, count) for source, count in zip(sources, counts, strict=True)]
             run_fingerprint = fingerprint(

@@ -18,12 +18,13 @@ from trajectory_compressor.messages import quoted
 from trajectory_compressor.read.files import open_lines
 from trajectory_compressor.read.jsonl import BOM, json_spans, parse_json_line, parse_record, record_lines
 from trajectory_compressor.read.sources import InputError, InputSource
+from trajectory_compressor.settings import ReadConfig
 from trajectory_compressor.types import SourceRecord, one_line
 
 JSONL_SUFFIXES: tuple[str, ...] = (".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz")
 
 
-def read_jsonl(source: InputSource) -> Iterator[SourceRecord]:
+def read_jsonl(source: InputSource, settings: ReadConfig) -> Iterator[SourceRecord]:
     """One record per non-blank line, numbered by line; a truncated or corrupt file raises
     `InputError` naming the last line read (a line that does not parse is a record with `error`)."""
     last_line = 0
@@ -39,7 +40,7 @@ def read_jsonl(source: InputSource) -> Iterator[SourceRecord]:
         ) from exc
 
 
-def count_jsonl(source: InputSource) -> int:
+def count_jsonl(source: InputSource, settings: ReadConfig) -> int:
     """The records `read_jsonl` yields, its lines counted without parsing them; a file that
     breaks counts one more, the record that says so (`read.select.records_of`)."""
     count = 0
@@ -77,7 +78,7 @@ def _parses_as_object(line: bytes) -> bool:
         return False
 
 
-def read_json_array(source: InputSource) -> Iterator[SourceRecord]:
+def read_json_array(source: InputSource, settings: ReadConfig) -> Iterator[SourceRecord]:
     """A JSON array of records, parsed whole (not streamed); a single object is one record.
 
     When the whole does not parse because one element is too deep or holds a lone surrogate,

@@ -15,13 +15,14 @@ from trajectory_compressor.messages import quoted
 from trajectory_compressor.read.column_types import contains_json_type, json_decoder
 from trajectory_compressor.read.files import random_access
 from trajectory_compressor.read.sources import InputError, InputSource
+from trajectory_compressor.settings import ReadConfig
 from trajectory_compressor.types import SourceRecord, one_line
 
 _UNCONVERTIBLE = (UnicodeDecodeError, ValueError, OverflowError)  # what `to_pylist` raises for one bad value
 PARQUET_BATCH_ROWS = 256  # trajectories are large (tens of KB each): keep a batch to a few MB
 
 
-def read_parquet(source: InputSource) -> Iterator[SourceRecord]:
+def read_parquet(source: InputSource, settings: ReadConfig) -> Iterator[SourceRecord]:
     """Rows of a parquet file (local, or at a URI), a record batch at a time, JSON-typed columns decoded back."""
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -56,7 +57,7 @@ def read_parquet(source: InputSource) -> Iterator[SourceRecord]:
             raise InputError(f"cannot read parquet file {quoted(name)} after row {number}: {one_line(exc)}") from exc
 
 
-def count_parquet(source: InputSource) -> int:
+def count_parquet(source: InputSource, settings: ReadConfig) -> int:
     """The rows `read_parquet` yields, from the file's footer; a file that cannot be opened
     counts one, the record that says so (`read.select.records_of`)."""
     import pyarrow as pa

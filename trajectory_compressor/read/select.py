@@ -12,7 +12,7 @@ from collections.abc import Generator, Iterator, Sequence
 
 from trajectory_compressor.read.readers import iter_source
 from trajectory_compressor.read.sources import InputError, InputSource
-from trajectory_compressor.settings import SelectConfig
+from trajectory_compressor.settings import ReadConfig, SelectConfig
 from trajectory_compressor.types import SourceRecord
 
 # A selected row: (index in the input stream, stream position once it is committed, record).
@@ -38,12 +38,12 @@ def shard_filter(index: int, num_shards: int, shard_index: int) -> bool:
     return index % num_shards == shard_index
 
 
-def records_of(source: InputSource, split: str) -> Iterator[SourceRecord]:
+def records_of(source: InputSource, settings: ReadConfig) -> Iterator[SourceRecord]:
     """The source's records; a source that breaks mid-way (a truncated gzip) ends with one
     error record naming where, so the rows read so far are kept and the run goes on."""
     line = 0
     try:
-        for item in iter_source(source, split=split):
+        for item in iter_source(source, settings):
             line = item.line
             yield item
     except InputError as exc:
@@ -61,14 +61,14 @@ class RowSelection:
         self,
         sources: Sequence[InputSource],
         *,
-        split: str = "train",
+        read: ReadConfig | None = None,
         select: SelectConfig | None = None,
         skip: int = 0,
         already_selected: int = 0,
     ) -> None:
         select = select or SelectConfig()
         self.sources = sources
-        self.split = split
+        self.read = read or ReadConfig()
         self.sample_percent = select.sample_percent
         self.seed = select.seed
         self.limit = select.limit
@@ -87,7 +87,7 @@ class RowSelection:
     def __iter__(self) -> Iterator[Selected]:
         index = 0
         for source in self.sources:
-            for item in records_of(source, self.split):
+            for item in records_of(source, self.read):
                 current = index
                 index += 1
                 self.stream_rows = index

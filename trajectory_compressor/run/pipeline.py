@@ -117,7 +117,7 @@ class CompressionRun:
         """The rows this run takes, after the `skip` stream positions a resumed run committed."""
         return RowSelection(
             self.job.sources,
-            split=self.config.read.split,
+            read=self.config.read,
             select=self.config.select,
             skip=skip,
             already_selected=self.totals.rows_selected,
@@ -306,11 +306,9 @@ class CompressionRun:
         if self.job.html_report is not None and report["status"] == "completed":
             examples = []
             if not self.config.dry_run:  # a few rows read back from the files just written
-                read = self.config.read
                 examples = examples_from_files(
-                    self.paths.metrics, self.paths.data, self.job.sources, split=read.split,
-                    conversation_key=read.conversation_key,
-                )  # fmt: skip
+                    self.paths.metrics, self.paths.data, self.job.sources, read=self.config.read
+                )
             write_compress_html_report(
                 self.job.html_report,
                 report,

@@ -296,7 +296,7 @@ def planned_rows(sources: Sequence[InputSource], config: RunConfig, counter: Tok
     """
     plan = config.plan
     notice = notice_tokens(counter, plan)
-    selection = RowSelection(sources, split=config.read.split, select=config.select)
+    selection = RowSelection(sources, read=config.read, select=config.select)
     # Three threads: parsing a chunk, counting the one before, the caller on the one before that.
     chunks = ReadAhead(selection.chunks(CHUNK_ROWS, CHUNK_BYTES), name="tc-read")
     prepared = ReadAhead((prepare_for_run(chunk, counter, config, notice) for chunk in chunks), name="tc-prepare")

@@ -11,21 +11,23 @@ from typing import Any, Literal, get_args
 
 from trajectory_compressor.settings.declare import ASKS, BOTH, PROBES, check_part, setting
 
-ApiName = Literal["openai", "anthropic"]  # the provider dialects (`summarize/llm/dialects/`)
+ApiName = Literal["openai", "anthropic", "gemini"]  # the provider dialects (`summarize/llm/dialects/`)
 
 
 @dataclass(frozen=True)
 class LLMConfig:
-    """How to reach a chat endpoint (OpenAI-compatible, or Anthropic's own API), and how hard to push it."""
+    """How to reach a chat endpoint (OpenAI-compatible, Anthropic's or Gemini's own API), and how hard to push it."""
 
     api: ApiName = setting(
         "openai", "choice", choices=get_args(ApiName), yaml="summarization.api", commands=(*ASKS, "eval"),
-        help="The endpoint's API: openai (chat completions, any compatible server) or anthropic (Messages API).",
+        help="The endpoint's API: openai (chat completions, any compatible server), anthropic (Messages API) or "
+        "gemini (generateContent, live only).",
     )  # fmt: skip
     base_url: str | None = setting(
         None, "url", optional=True, yaml="summarization.base_url", record=True, commands=PROBES,
         help="The endpoint, e.g. http://127.0.0.1:8080/v1 [env OPENAI_BASE_URL; --api anthropic: env "
-        "ANTHROPIC_BASE_URL, then https://api.anthropic.com].",
+        "ANTHROPIC_BASE_URL, then https://api.anthropic.com; --api gemini: env GEMINI_BASE_URL, then "
+        "https://generativelanguage.googleapis.com/v1beta].",
     )  # fmt: skip
     model: str | None = setting(
         None, "str", optional=True, yaml="summarization.model", record=True, commands=(*ASKS, "eval"),
@@ -33,7 +35,8 @@ class LLMConfig:
     )  # fmt: skip
     api_key_env: str | None = setting(
         None, "str", optional=True, yaml="summarization.api_key_env", commands=PROBES,
-        help="Environment variable holding the API key [OPENAI_API_KEY; ANTHROPIC_API_KEY with --api anthropic].",
+        help="Environment variable holding the API key [OPENAI_API_KEY; ANTHROPIC_API_KEY with --api anthropic; "
+        "GEMINI_API_KEY with --api gemini].",
     )  # fmt: skip
     temperature: float = setting(0.3, "number", minimum=0, yaml="summarization.temperature", record=True, commands=ASKS)
     max_concurrency: int = setting(

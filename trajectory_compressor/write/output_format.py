@@ -9,6 +9,12 @@ from trajectory_compressor.errors import UsageError
 from trajectory_compressor.messages import quoted
 
 OUTPUT_FORMATS: tuple[str, ...] = ("jsonl", "jsonl.gz", "parquet", "hf")
+# The file formats by the suffixes that name them (longest first: `.jsonl.gz` before `.jsonl`).
+OUTPUT_SUFFIXES: dict[str, tuple[str, ...]] = {
+    "jsonl.gz": (".jsonl.gz", ".ndjson.gz"),
+    "jsonl": (".jsonl", ".ndjson"),
+    "parquet": (".parquet",),
+}
 
 
 class ConversionError(UsageError, ValueError):
@@ -27,12 +33,9 @@ def output_format_for(path: str, explicit: str | None = None) -> str:
             raise ConversionError(f"unknown output format {explicit!r} (expected {', '.join(OUTPUT_FORMATS)})")
         return fmt
     lower = path.lower()
-    if lower.endswith((".jsonl.gz", ".ndjson.gz")):
-        return "jsonl.gz"
-    if lower.endswith((".jsonl", ".ndjson")):
-        return "jsonl"
-    if lower.endswith(".parquet"):
-        return "parquet"
+    for fmt, suffixes in OUTPUT_SUFFIXES.items():
+        if lower.endswith(suffixes):
+            return fmt
     if path.endswith(("/", os.sep)) or Path(path).is_dir() or not Path(path).suffix:
         return "hf"
     raise ConversionError(

@@ -4,12 +4,18 @@ The dataset path is the user's; everything else is derived from it here: the sid
 (metrics, report, over-limit list, rejects), the hidden work folder and the lock files, a
 shard's own names, and the names an input gets when mirrored into an output directory. The
 pipeline, `merge` and the collision checks all ask this module, so two of them never disagree.
+The suffixes come from the two format tables, never from a list of this module's: the input
+formats' (`read.readers.FILE_FORMATS`, with the suffix a format's file takes mirrored) and the
+output formats' (`write.output_format.OUTPUT_SUFFIXES`), so a new reader's files are named too.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+
+from trajectory_compressor.read.readers import FILE_FORMATS, format_of_file
+from trajectory_compressor.write.output_format import OUTPUT_SUFFIXES
 
 
 @dataclass(frozen=True)
@@ -69,31 +75,45 @@ def lock_beside(path: Path) -> Path:
     return path.parent / f".{path.name}.lock"
 
 
+def data_suffixes() -> list[str]:
+    """Every suffix a dataset file may end with, longest first: the output formats' and the input
+    formats' (an output named like an input, with `--output-format`)."""
+    output = (suffix for suffixes in OUTPUT_SUFFIXES.values() for suffix in suffixes)
+    inputs = (suffix for entry in FILE_FORMATS.values() for suffix in entry.suffixes)
+    return sorted({*output, *inputs}, key=len, reverse=True)
+
+
 def output_stem(path: Path) -> str:
     """`out/x.jsonl.gz` -> `x`; `out/x.ndjson.gz` -> `x`; `out/x.parquet` -> `x`; `out/ds` -> `ds`."""
     name = path.name
-    for suffix in (".jsonl.gz", ".ndjson.gz", ".jsonl", ".ndjson", ".json", ".parquet"):
+    for suffix in data_suffixes():
         if name.endswith(suffix) and len(name) > len(suffix):
             return name[: -len(suffix)]
     return name
 
 
 def mirrored_name(path: Path, roots: list[Path]) -> Path:
+    """An input file's name under an output folder: its path below the input folder it was found
+    in (or its name), with its format's `written_as` suffix (`written_name`)."""
     for root in roots:
         try:
             relative = path.resolve().relative_to(root.resolve())
         except ValueError:
             continue
         if str(relative) != ".":
-            return jsonl_name(relative)
-    return jsonl_name(Path(path.name))
+            return written_name(relative)
+    return written_name(Path(path.name))
 
 
-def jsonl_name(path: Path) -> Path:
-    """A JSON-array input is written as JSONL (the output stays streamable)."""
-    if path.name.endswith(".json"):
-        return path.with_name(path.name[: -len(".json")] + ".jsonl")
-    return path
+def written_name(path: Path) -> Path:
+    """`path` with the suffix its input format says its output takes (`FileFormat.written_as`: a
+    JSON array, or a compressed file this tool does not write, becomes JSON Lines); else as it is."""
+    entry = format_of_file(path.name)
+    if entry is None or entry.written_as is None:
+        return path
+    lower = path.name.lower()
+    suffix = max((suffix for suffix in entry.suffixes if lower.endswith(suffix)), key=len)
+    return path.with_name(path.name[: -len(suffix)] + entry.written_as)
 
 
 def shard_path(path: Path, fmt: str, index: int, count: int) -> Path:

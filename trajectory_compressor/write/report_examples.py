@@ -20,6 +20,7 @@ from trajectory_compressor.read.expand import expand_inputs
 from trajectory_compressor.read.formats import detect_format, to_turns
 from trajectory_compressor.read.select import RowSelection
 from trajectory_compressor.read.sources import InputSource
+from trajectory_compressor.settings import ReadConfig
 from trajectory_compressor.types import SUMMARY_PREFIX, SourceRecord, Turn
 from trajectory_compressor.write.html_examples import RowExample, make_example, row_label
 
@@ -31,8 +32,7 @@ def examples_from_files(
     dataset: Path,
     sources: Sequence[InputSource],
     *,
-    split: str = "train",
-    conversation_key: str | None = None,
+    read: ReadConfig | None = None,
     count: int = EXAMPLE_ROWS,
 ) -> list[RowExample]:
     """Up to `count` compressed rows (a `--windows` row's first compressed window): the first of
@@ -41,13 +41,14 @@ def examples_from_files(
     if not wanted:
         return []
     try:
-        originals = _rows_at(RowSelection(sources, split=split), {index for index, _, _ in wanted})
-        produced = _rows_at(RowSelection(expand_inputs([str(dataset)]), split=split), {n for _, n, _ in wanted})
+        read = read or ReadConfig()
+        originals = _rows_at(RowSelection(sources, read=read), {index for index, _, _ in wanted})
+        produced = _rows_at(RowSelection(expand_inputs([str(dataset)]), read=read), {n for _, n, _ in wanted})
         return [
             example
             for index, number, entry in wanted
             if index in originals and number in produced
-            for example in [_example(entry, originals[index], produced[number], conversation_key)]
+            for example in [_example(entry, originals[index], produced[number], read.conversation_key)]
             if example is not None
         ]
     except Exception:  # examples are a picture: never the reason a finished run fails

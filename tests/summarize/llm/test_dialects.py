@@ -134,8 +134,29 @@ def test_api_anthropic_takes_anthropic_s_endpoint_and_key_unless_told_otherwise(
     assert headers == {"anthropic-version": "2023-06-01", "x-api-key": "sk-ant-from-env-123"}
     mine = LLMConfig(api="anthropic", base_url="http://h", model="m", api_key_env="MY_KEY")
     assert Credentials(mine, dialect_for(mine)).headers()["x-api-key"] == "sk-mine-456789"
-    with pytest.raises(ConfigError, match="api: must be one of openai, anthropic"):
-        RunConfig(llm=LLMConfig(api="gemini")).validate()  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="api: must be one of openai, anthropic, gemini"):
+        RunConfig(llm=LLMConfig(api="mistral")).validate()  # type: ignore[arg-type]
+
+
+def test_api_gemini_takes_google_s_endpoint_and_key_and_sends_the_key_in_its_header_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("GEMINI_BASE_URL", raising=False)
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://openai.example/v1")
+    monkeypatch.setenv("GEMINI_API_KEY", "AIza-from-env-123")
+    gemini = resolve_endpoint(RunConfig(llm=LLMConfig(api="gemini", model="gemini-2.5-flash"))).llm
+    assert gemini.base_url == "https://generativelanguage.googleapis.com/v1beta"
+    monkeypatch.setenv("GEMINI_BASE_URL", "http://gateway.example/v1beta")
+    assert resolve_endpoint(RunConfig(llm=LLMConfig(api="gemini"))).llm.base_url == "http://gateway.example/v1beta"
+    assert Credentials(gemini, dialect_for(gemini)).headers() == {"x-goog-api-key": "AIza-from-env-123"}
+    openai = RequestBuilder(_config()).build(REQUEST)
+    chat = RequestBuilder(_config(api="gemini")).build(REQUEST)
+    assert chat.messages == openai.messages and chat.key != openai.key  # another provider, another key
+    assert chat.body["systemInstruction"] == {"parts": [{"text": openai.messages[0]["content"]}]}
+    assert chat.body["contents"] == [{"role": "user", "parts": [{"text": openai.messages[1]["content"]}]}]
+    assert chat.body["generationConfig"] == {"maxOutputTokens": 600, "temperature": 0.3} and chat.body["seed"] == 7
+    with pytest.raises(ValueError, match="gemini dialect writes and reads no batch lines"):
+        RequestBuilder(_config(api="gemini")).batch_line(chat)
 
 
 def test_a_batch_record_from_before_dialects_loads_with_its_files_as_downloads(tmp_path: Any) -> None:
@@ -153,3 +174,44 @@ def test_a_batch_record_from_before_dialects_loads_with_its_files_as_downloads(t
     [submission] = state.submissions
     assert submission.downloads == {"output": "file-2", "errors": "file-3"} and submission.done == 3
     assert isinstance(submission, Submission) and submission.create_sent_at == 0.0
+
+
+def test_every_row_s_classes_speak_what_the_row_declares() -> None:
+    """A row's capabilities are what its classes implement: the live protocol for every provider,
+    batch lines for a row with a batch API or offline files, `BatchCalls` for a batch API."""
+    from trajectory_compressor.summarize.llm.dialects import DIALECTS, _load
+    from trajectory_compressor.summarize.llm.dialects.base import BatchDialect, Dialect
+
+    live = [name for name in Dialect.__dict__ if not name.startswith("_")]
+    for api, row in DIALECTS.items():
+        dialect = dialect_for(_config(api=api))
+        assert all(hasattr(dialect, name) for name in live), api
+        assert isinstance(dialect, BatchDialect) == row.batch_lines, api
+        if row.batch is not None:
+            batches = _load(row.batch)
+            assert all(hasattr(batches, name) for name in ("create_batch", "get_batch", "cancel_batch", "download"))
+
+
+def test_a_command_asks_the_row_and_refuses_what_it_lacks_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`require` reads the row, never the provider's name: a row stripped of its capabilities is
+    refused, naming the provider, what it lacks, who has it, and what to do instead."""
+    from dataclasses import replace
+
+    from trajectory_compressor.summarize.llm.dialects import DIALECTS, batch_calls_for, require
+
+    openai = _config()
+    for needer in ("--batch", "--responses", "requests"):
+        require(openai, needer)  # OpenAI has all three
+    with pytest.raises(ConfigError) as refused:
+        require(_config(api="anthropic"), "requests")
+    assert str(refused.value) == (
+        "requests writes offline batch files, which --api anthropic does not have (openai has them); "
+        "use compress --batch, which drives anthropic's batch API whole"
+    )
+    monkeypatch.setitem(DIALECTS, "openai", replace(DIALECTS["openai"], batch=None, offline_files=False))
+    with pytest.raises(ConfigError, match=r"^--batch needs a batch API, which --api openai does not have "
+                       r"\(anthropic has one\); drop --batch: compress asks openai live$"):  # fmt: skip
+        batch_calls_for(openai)
+    with pytest.raises(ConfigError, match=r"^--responses reads offline batch files, which --api openai does not have "
+                       r"\(no provider has them\); drop --responses: compress asks openai live$"):  # fmt: skip
+        require(openai, "--responses")

@@ -20,7 +20,8 @@ from trajectory_compressor.summarize.llm.batch_file import ResponsesLoaded, read
 from trajectory_compressor.summarize.llm.cache import CachedSummary
 from trajectory_compressor.summarize.llm.cache_thread import CacheThread, open_cache
 from trajectory_compressor.summarize.llm.credentials import Credentials
-from trajectory_compressor.summarize.llm.dialects import dialect_for
+from trajectory_compressor.summarize.llm.dialects import batch_dialect_for
+from trajectory_compressor.summarize.llm.dialects.base import with_batch_lines
 from trajectory_compressor.summarize.llm.reply import Reply, ReplyReader
 from trajectory_compressor.summarize.llm.reply_text import reply_cleaner
 from trajectory_compressor.summarize.llm.usage import UsageTracker
@@ -50,7 +51,7 @@ class AnswerStore:
         """A store of its own for `config`'s endpoint: its dialect, its cache, counters of its own
         (the batch rounds count the answers in their record, and hand the run the totals); an
         answer is cleaned as a live reply is, the tokenizer's control tokens (`counter`) included."""
-        dialect = dialect_for(config)
+        dialect = batch_dialect_for(config)
         reader = ReplyReader(dialect, Credentials(config, dialect), reply_cleaner(config, counter))
         cache = CacheThread(open_cache(config), model=str(config.model), name="batch-answers")
         return cls(reader, cache, UsageTracker(config.price_in, config.price_out))
@@ -93,7 +94,9 @@ class AnswerStore:
         stored_answers = StoredAnswers()
         failed, answered = stored_answers.failed, stored_answers.answered
         answered_on: dict[str, int] = {}
-        for answer in read_batch_output(path, loaded, line_limit=line_limit, dialect=self.reader.dialect):
+        for answer in read_batch_output(
+            path, loaded, line_limit=line_limit, dialect=with_batch_lines(self.reader.dialect)
+        ):
             if keys is not None and answer.custom_id not in keys:
                 loaded.malformed += 1
                 loaded.problem(answer.line, "answers a request this batch did not ask")

@@ -33,7 +33,7 @@ from trajectory_compressor.errors import UsageError
 from trajectory_compressor.messages import quoted
 from trajectory_compressor.settings import LLMConfig
 from trajectory_compressor.summarize.llm.backoff import Backoff
-from trajectory_compressor.summarize.llm.client import AUTH_STATUSES, USER_AGENT
+from trajectory_compressor.summarize.llm.client import USER_AGENT
 from trajectory_compressor.summarize.llm.contact import EndpointContact
 from trajectory_compressor.summarize.llm.credentials import Credentials
 from trajectory_compressor.summarize.llm.dialects.base import Dialect
@@ -239,7 +239,7 @@ class BatchTransport:
     def _refusal(self, status: int, raw: bytes, what: str) -> str:
         """The message for a non-2xx reply; raises at once when retrying cannot help."""
         message = f"{what}: {self.credentials.status_message(status, raw, self.endpoint)}"
-        if status in AUTH_STATUSES:
+        if self.credentials.refused(status, raw):
             raise BatchAPIError(f"{message} (the endpoint refused the credentials{self.credentials.no_key_hint()})")
         if status in TRANSIENT_STATUSES or status >= 500:
             return message

@@ -17,7 +17,7 @@ import orjson
 
 from trajectory_compressor.messages import quoted
 from trajectory_compressor.summarize.llm.client import LENGTH_RETRY_MAX_FACTOR
-from trajectory_compressor.summarize.llm.dialects.base import BatchAnswer, Dialect
+from trajectory_compressor.summarize.llm.dialects.base import BatchAnswer, BatchDialect
 from trajectory_compressor.summarize.llm.reply import reply_byte_limit
 from trajectory_compressor.summarize.llm.request import max_tokens_for
 
@@ -57,7 +57,7 @@ def answer_line_limit(budget_tokens: int) -> int:
 
 
 def read_batch_output(
-    path: Path, loaded: ResponsesLoaded, *, line_limit: int, dialect: Dialect
+    path: Path, loaded: ResponsesLoaded, *, line_limit: int, dialect: BatchDialect
 ) -> Iterator[BatchAnswer]:
     """The answer lines of `path`; malformed lines (or lines over `line_limit` bytes, which the
     live client would not have read either) are counted in `loaded` and skipped."""
@@ -81,7 +81,7 @@ def read_batch_output(
             yield answer
 
 
-def _answer(number: int, raw: bytes, dialect: Dialect) -> BatchAnswer | str:
+def _answer(number: int, raw: bytes, dialect: BatchDialect) -> BatchAnswer | str:
     try:
         data = orjson.loads(raw)  # refuses lone surrogates and nesting past orjson's limit
     except orjson.JSONDecodeError:

@@ -10,7 +10,8 @@ holds) is the dialect's (`dialects/`), the key and its scrubbing are `credential
   unusable or truncated replies) are retried with exponential backoff and full jitter; a 429
   (or a Retry-After) pauses the whole client, since every request would hit the same limit;
 * permanent failures fail fast: 400/404/422 and other 4xx raise `SummaryError` at once, and a
-  401/403 raises `EndpointAuthError` for this and every later call without sending anything;
+  401/403 (or what the dialect takes as a refused key) raises `EndpointAuthError` for this and
+  every later call without sending anything;
 * an endpoint that has never answered at all (refused, unresolvable, silent) is probed by one
   request while the others wait, and, if it stays silent, raises `EndpointUnreachableError` for
   every call (see `contact`): a wrong URL stops the run instead of falling back row by row;
@@ -64,7 +65,6 @@ _CONTEXT_OVERFLOW = re.compile(
     re.IGNORECASE,
 )
 FAIL_FAST_STATUSES = frozenset({400, 404, 422})  # named in messages; every other 4xx fails fast too
-AUTH_STATUSES = frozenset({401, 403})
 
 
 @dataclass(frozen=True)
@@ -280,7 +280,7 @@ class ChatClient:
 
     def _classify(self, status: int, retry_after: str | None, raw: bytes) -> Reply | Failure:
         said = self.credentials.status_message
-        if status in AUTH_STATUSES:
+        if self.credentials.refused(status, raw):
             message = f"HTTP {status} from {self.endpoint}: the endpoint refused the credentials"
             detail = self.credentials.snippet(raw)
             if detail:

@@ -44,6 +44,11 @@ class Credentials:
             if self.key:
                 logger.warning("the base URL carries credentials: using them instead of $%s", self.key_env)
         self._headers = headers
+        self._refuses_key = dialect.refuses_key
+
+    def refused(self, status: int, body: bytes) -> bool:
+        """Whether a reply says the endpoint refused the credentials (401/403; as its dialect says)."""
+        return self._refuses_key(status, body)
 
     def headers(self) -> dict[str, str]:
         """The headers that carry the key (none for a URL with credentials: aiohttp sends those)."""

@@ -5,7 +5,8 @@ used to learn it only after that, from its first summary request, and then said 
 run that will ask an LLM first GETs the endpoint's model list with the run's own credentials
 (`Dialect.models_path`: `/models` for OpenAI-compatible servers, `/v1/models` for Anthropic):
 
-* 401 / 403: the endpoint refuses the credentials: `ConfigError`, one line naming the endpoint
+* 401 / 403 (or what the dialect takes as a refused key, `Dialect.refuses_key`): the endpoint
+  refuses the credentials: `ConfigError`, one line naming the endpoint
   (credentials removed) and, when no key was found, the variable it was looked for in;
 * anything else (the list, a 404 from a server without one, a 5xx, no answer at all or not
   within a few seconds): nothing is decided here, and the run goes on to judge the endpoint by
@@ -44,7 +45,7 @@ async def check_endpoint(config: LLMConfig) -> None:
             body = await response.content.read(4096)
     except (asyncio.TimeoutError, TimeoutError, aiohttp.ClientError, OSError, ValueError):
         return  # slow, down or odd: the run's own requests judge it, with their retries
-    if status in (401, 403):
+    if credentials.refused(status, body):
         detail = credentials.snippet(body)
         fix = (
             f"{credentials.no_key_hint()}: set it, or name another with --api-key-env"

@@ -13,7 +13,7 @@ from typing import Any
 
 from trajectory_compressor.settings import LLMConfig
 from trajectory_compressor.summarize.llm.dialects import dialect_for
-from trajectory_compressor.summarize.llm.dialects.base import Dialect, Messages
+from trajectory_compressor.summarize.llm.dialects.base import Dialect, Messages, with_batch_lines
 from trajectory_compressor.summarize.llm.prompt import MAX_TURN_CHARS, build_messages
 from trajectory_compressor.types import SummaryRequest
 
@@ -83,5 +83,6 @@ class RequestBuilder:
         return ChatRequest(chat.key, messages, chat.max_tokens, self.dialect.body(messages, chat.max_tokens))
 
     def batch_line(self, chat: ChatRequest) -> dict[str, Any]:
-        """One line of the dialect's batch input (OpenAI's is also what `vllm run-batch` reads)."""
-        return self.dialect.batch_line(chat.key, chat.body)
+        """One line of the dialect's batch input (OpenAI's is also what `vllm run-batch` reads); only
+        a provider whose row declares batches has them (`dialects.require` asked first)."""
+        return with_batch_lines(self.dialect).batch_line(chat.key, chat.body)

@@ -18,7 +18,14 @@ import orjson
 
 from trajectory_compressor.settings import LLMConfig
 from trajectory_compressor.summarize.llm.cache import request_cache_key
-from trajectory_compressor.summarize.llm.dialects.base import BatchAnswer, Messages, ReplyRead, custom_id_of, error_text
+from trajectory_compressor.summarize.llm.dialects.base import (
+    AUTH_STATUSES,
+    BatchAnswer,
+    Messages,
+    ReplyRead,
+    custom_id_of,
+    error_text,
+)
 from trajectory_compressor.summarize.llm.reply import content_text, usage_numbers
 
 MESSAGES_PATH = "/v1/messages"
@@ -43,6 +50,9 @@ class AnthropicDialect:
 
     def auth_headers(self, key: str | None) -> dict[str, str]:
         return {"anthropic-version": ANTHROPIC_VERSION, **({"x-api-key": key} if key else {})}
+
+    def refuses_key(self, status: int, body: bytes) -> bool:
+        return status in AUTH_STATUSES
 
     def body(self, messages: Messages, max_tokens: int) -> dict[str, Any]:
         system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")

@@ -8,6 +8,11 @@ where it goes, how the key travels, what a reply holds, and how a batch line is 
 its batch calls (`BatchCalls`) say how a provider's batch API is driven. As in Bespoke Curator:
 one transport, one request processor per provider.
 
+Two protocols, because not every provider has batches: `Dialect` is what every provider speaks
+(live calls: the body, the key's headers, the reply, the cache key); `BatchDialect` adds the batch
+lines, written and read, for a provider whose row in `DIALECTS` declares a batch API or offline
+batch files. A live-only provider implements `Dialect` alone.
+
 The records here are the neutral shapes both sides of the seam speak: `ReplyRead` (what a dialect
 found in a reply), `BatchAnswer` (one line of a provider's batch output), `BatchView` (a batch, in
 the run's words) and `BatchJob` (a request file to submit).
@@ -19,7 +24,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import orjson
 
@@ -31,6 +36,7 @@ TERMINAL = frozenset({"completed", "failed", "expired", "cancelled"})
 # characters of [0-9a-f] are within every provider's rule (Anthropic: 1 to 64 of [a-zA-Z0-9_-]).
 CUSTOM_ID = re.compile(r"^[0-9a-f]{64}$")
 ERROR_CHARS = 200  # of a provider's error for one request, kept
+AUTH_STATUSES = frozenset({401, 403})  # the statuses by which most providers refuse credentials
 
 
 @dataclass(frozen=True)
@@ -62,14 +68,20 @@ class BatchAnswer:
 
 
 class Dialect(Protocol):
-    """A provider's chat API, bound to one run's `LLMConfig` (model, temperature, `extra_body`)."""
+    """A provider's chat API, live, bound to one run's `LLMConfig` (model, temperature, `extra_body`)."""
 
     name: str
-    path: str  # appended to the base URL: where a chat request is POSTed
+    path: str  # appended to the base URL: where a chat request is POSTed (it may name the model)
     models_path: str  # appended to the base URL: the model list, GET with the key before a run (`preflight`)
 
     def auth_headers(self, key: str | None) -> dict[str, str]:
         """The headers that carry `key` (and any fixed header the API requires)."""
+        ...
+
+    def refuses_key(self, status: int, body: bytes) -> bool:
+        """Whether a reply (`status`, the first bytes of its `body`) says the credentials were
+        refused: `AUTH_STATUSES` for most; a provider that says it otherwise (a 400 naming the
+        key) says so here. A refusal stops the run in one line instead of failing row by row."""
         ...
 
     def body(self, messages: Messages, max_tokens: int) -> dict[str, Any]:
@@ -84,6 +96,12 @@ class Dialect(Protocol):
         """The text and the tokens of a reply object (a 2xx body, or a batch answer's body)."""
         ...
 
+
+@runtime_checkable
+class BatchDialect(Dialect, Protocol):
+    """A provider's batch lines, on top of its live calls: what `--batch`, `requests` and
+    `--responses` write and read. Only a provider whose row declares `batch` or `offline_files`."""
+
     def batch_line(self, key: str, body: dict[str, Any]) -> dict[str, Any]:
         """One request line of this provider's batch input, `custom_id` = `key`."""
         ...
@@ -91,6 +109,14 @@ class Dialect(Protocol):
     def read_batch_line(self, number: int, data: dict[str, Any]) -> BatchAnswer | str:
         """One line of this provider's batch output (a JSON object), or why it is not an answer."""
         ...
+
+
+def with_batch_lines(dialect: Dialect) -> BatchDialect:
+    """`dialect` as the `BatchDialect` it is; `ValueError` for a live-only one (a command asks its
+    row first, `dialects.require`, so this is a guard against a bug, not a user's message)."""
+    if not isinstance(dialect, BatchDialect):
+        raise ValueError(f"the {dialect.name} dialect writes and reads no batch lines: it is asked live only")
+    return dialect
 
 
 def custom_id_of(line: dict[str, Any]) -> str | None:

@@ -15,7 +15,14 @@ import orjson
 
 from trajectory_compressor.settings import LLMConfig
 from trajectory_compressor.summarize.llm.cache import request_cache_key
-from trajectory_compressor.summarize.llm.dialects.base import BatchAnswer, Messages, ReplyRead, custom_id_of, error_text
+from trajectory_compressor.summarize.llm.dialects.base import (
+    AUTH_STATUSES,
+    BatchAnswer,
+    Messages,
+    ReplyRead,
+    custom_id_of,
+    error_text,
+)
 from trajectory_compressor.summarize.llm.reply import content_text, usage_numbers
 
 CHAT_COMPLETIONS_PATH = "/v1/chat/completions"  # the `url` of a batch line, and the batch's endpoint
@@ -33,6 +40,9 @@ class OpenAIDialect:
 
     def auth_headers(self, key: str | None) -> dict[str, str]:
         return {"Authorization": f"Bearer {key}"} if key else {}
+
+    def refuses_key(self, status: int, body: bytes) -> bool:
+        return status in AUTH_STATUSES
 
     def body(self, messages: Messages, max_tokens: int) -> dict[str, Any]:
         body: dict[str, Any] = {
