@@ -2,6 +2,8 @@
 
 Thin on purpose: it turns flags and the YAML config into a `RunConfig`, calls the Python API
 and maps outcomes to exit codes. Logs go to stderr; `--json` puts one summary object on stdout.
+The commands with many options list them in named groups (`settings.help_groups`), `compress`
+with examples at the end.
 
 Exit codes: see `exit_codes`.
 """
@@ -13,7 +15,9 @@ import functools
 import json
 import os
 import sys
+import time
 from collections.abc import Callable
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +28,7 @@ from trajectory_compressor.exit_codes import FINISHED, ExitCode
 from trajectory_compressor.settings import RunConfig, build_run_config, load_yaml_overrides
 from trajectory_compressor.settings.build import empty_overrides
 from trajectory_compressor.settings.cli_options import apply_flags, settings_options
+from trajectory_compressor.settings.help_groups import GroupedCommand, GroupedOption
 from trajectory_compressor.types import one_line
 
 
@@ -85,30 +90,120 @@ def fail_internal(exc: Exception) -> None:
     sys.exit(ExitCode.FAILED)
 
 
-_config_option = click.option(
-    "--config", "config_file", type=click.Path(dir_okay=False), help="YAML config (reference layout)."
+def option(*names: str, group: str, common: bool = False, **kwargs: Any) -> Callable[[Any], Any]:
+    """A command's own option (not a setting), listed under `group` in its --help (`settings.help_groups`)."""
+    return click.option(*names, cls=GroupedOption, help_group=group, common=common, **kwargs)
+
+
+_config_option = option(
+    "--config", "config_file", type=click.Path(dir_okay=False), help="YAML config (reference layout).", group="io",
+    common=True,
+)  # fmt: skip
+_json_option = option(
+    "--json", "json_output", is_flag=True, help="Print one JSON summary object on stdout.", group="output"
 )
-_json_option = click.option("--json", "json_output", is_flag=True, help="Print one JSON summary object on stdout.")
+_verbose_option = option(
+    "-v", "--verbose", is_flag=True, group="output",
+    help="Add the engine's figures to the summary: token counting, endpoint counters, CPU time.",
+)  # fmt: skip
+
+# ------------------------------------------------------------------------------ the command's clock
+# The end-of-run `time:` counts from when the command started, start-up included (interpreter,
+# imports, tokenizer load and probe, endpoint check): a run of a few rows spends most of its time there.
+_STARTED: ContextVar[float | None] = ContextVar("tc_command_started", default=None)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+def process_started() -> float:
+    """When this process started, on the `time.monotonic()` clock (Linux's /proc); now where unknown."""
+    now = time.monotonic()
+    try:
+        with open("/proc/self/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()  # after the command name, which may hold spaces
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22
+    except (OSError, ValueError, IndexError, AttributeError):
+        return now
+    return now - min(max(age, 0.0), now)
+
+
+def command_started() -> float:
+    """When the command being run started (see `Main.main`); now when run outside of `main`."""
+    started = _STARTED.get()
+    return time.monotonic() if started is None else started
+
+
+class Main(click.Group):
+    """The command group; it notes when each command started, for the end-of-run `time:`."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        # Run as the program (the console script, `python -m`: no arguments given, sys.argv read) a
+        # command started when its process did; called with its arguments (in-process: tests, a
+        # notebook), when the call was made.
+        given = args[0] if args else kwargs.get("args")
+        token = _STARTED.set(process_started() if given is None else time.monotonic())
+        try:
+            return super().main(*args, **kwargs)
+        finally:
+            _STARTED.reset(token)
+
+
+@click.group(cls=Main, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
 @click.version_option(package_name="trajectory-compressor")
 def main() -> None:
     """Fit agent trajectories into a training context window by summarizing just enough of the middle."""
 
 
-@main.command()
+# Command lines of at most 76 characters (`\` breaks): an 80-column terminal shows them whole.
+COMPRESS_EXAMPLES = (
+    (
+        "Fit every row into the default budget (15,250 tokens) with extractive summaries, no LLM:",
+        "trajectory-compressor compress runs.jsonl -o out/runs.jsonl",
+    ),
+    (
+        "See first what a budget would do: count and plan only, no summary, no dataset:",
+        "trajectory-compressor compress runs/ -o out/runs.jsonl \\\n  --target-max-tokens 16000 --dry-run",
+    ),
+    (
+        "Summaries by an OpenAI-compatible server (vLLM, SGLang, llama.cpp):",
+        "trajectory-compressor compress runs.jsonl -o out/runs.jsonl \\\n"
+        "  --base-url http://127.0.0.1:8000/v1 --model Qwen/Qwen3-8B",
+    ),
+    (
+        "Anthropic's batch API at half price; run it again until it exits 0 (75: still pending):",
+        "trajectory-compressor compress runs.jsonl -o out/runs.jsonl \\\n"
+        "  --api anthropic --model claude-haiku-4-5 --batch --no-wait",
+    ),
+    (
+        "Count as the trainer does (its chat template) and write what trainers load:",
+        "trajectory-compressor compress runs/ -o out/runs.parquet \\\n"
+        "  --count-mode chat-template --tokenizer Qwen/Qwen2.5-7B-Instruct \\\n"
+        "  --write-format hf-chat --target-max-tokens 8192",
+    ),
+    (
+        "Settings from a YAML file (the reference tool's layout), a flag overriding one of them:",
+        "trajectory-compressor compress runs.jsonl -o out/runs.jsonl \\\n  --config compress.yaml --limit 100",
+    ),
+)
+
+
+@main.command(cls=GroupedCommand, options_metavar="-o OUTPUT [OPTIONS]", examples=COMPRESS_EXAMPLES)
 @click.argument("inputs", nargs=-1, required=True)
-@click.option("-o", "--output", required=True, help="Output file (.jsonl, .jsonl.gz, .parquet) or directory.")
+@option(
+    "-o", "--output", required=True, help="Output file (.jsonl, .jsonl.gz, .parquet) or directory.", group="io",
+    common=True,
+)  # fmt: skip
 @_config_option
 @_json_option
+@_verbose_option
 @settings_options("compress")
 @reports_usage_errors
 def compress(inputs: tuple[str, ...], output: str, config_file: str | None, json_output: bool, **flags: Any) -> None:
     """Compress INPUT... (JSONL, JSONL.gz, JSONL.zst, JSON, Parquet, HF datasets, directories, hf:NAME) into OUTPUT."""
     from trajectory_compressor.api import compress_async
     from trajectory_compressor.run.signals import install_sigterm_as_interrupt
+    from trajectory_compressor.write.run_summary import SummaryView, render_text_summary
 
+    started = command_started()
+    verbose = flags.pop("verbose")  # the command's own option: not a setting
     config = build_config(config_file, flags)
     install_sigterm_as_interrupt()
     say = _messages(config.quiet)
@@ -130,22 +225,28 @@ def compress(inputs: tuple[str, ...], output: str, config_file: str | None, json
     except Exception as exc:  # a bug, not the user's fault: one line, the traceback on request
         fail_internal(exc)
     exit_code = 0
+    since_start = time.monotonic() - started
+    single = len(results) == 1  # several outputs: each its rows' time, then the command's
+    view = SummaryView(verbose, since_start if single else None, config.llm.currency)
     for result in results:
         if not config.quiet:
-            click.echo(result.summary_text, err=True)
+            click.echo(render_text_summary(result.report, view), err=True)
         for warning in result.report.get("warnings", ()):  # said once, at the end, with -q too
             click.echo(warning, err=True)
         if result.message:
             failed = result.exit_code not in FINISHED and result.exit_code != ExitCode.PENDING
             click.echo(("error: " if failed else "") + result.message, err=True)
         exit_code = exit_code or result.exit_code
+    if not single and not config.quiet:
+        click.echo(f"time: {since_start:.1f}s since start, {len(results)} outputs", err=True)
     if json_output:
-        payload = results[0].report if len(results) == 1 else {"runs": [r.report for r in results]}
-        click.echo(json.dumps({"exit_code": exit_code, **payload}, ensure_ascii=False))
+        payload: dict[str, Any] = results[0].report if single else {"runs": [r.report for r in results]}
+        timings = {**payload.get("timings_seconds", {}), "since_start": round(since_start, 3)}
+        click.echo(json.dumps({"exit_code": exit_code, **payload, "timings_seconds": timings}, ensure_ascii=False))
     sys.exit(exit_code)
 
 
-@main.command()
+@main.command(cls=GroupedCommand)
 @click.argument("inputs", nargs=-1, required=True)
 @_config_option
 @_json_option
@@ -172,12 +273,19 @@ def analyze(inputs: tuple[str, ...], config_file: str | None, json_output: bool,
         click.echo(render_analysis(analysis, price_in, price_out))
 
 
-@main.command("eval")
+@main.command("eval", cls=GroupedCommand)
 @click.argument("outputs", nargs=-1, required=True)
-@click.option(
-    "-i", "--input", "inputs", multiple=True, required=True, help="The input the outputs were made from (repeatable)."
+@option(
+    "-i", "--input", "inputs", multiple=True, required=True, help="The input the outputs were made from (repeatable).",
+    group="io", common=True,
+)  # fmt: skip
+@option(
+    "--metrics",
+    "metrics",
+    multiple=True,
+    help="Metrics file of each OUTPUT, in order [beside each output].",
+    group="io",
 )
-@click.option("--metrics", "metrics", multiple=True, help="Metrics file of each OUTPUT, in order [beside each output].")
 @_json_option
 @settings_options("eval")
 @reports_usage_errors
@@ -200,9 +308,9 @@ def evaluate(
     click.echo(json.dumps(result.figures) if json_output else render_evaluation(result.figures))
 
 
-@main.command()
+@main.command(cls=GroupedCommand)
 @click.argument("inputs", nargs=-1, required=True)
-@click.option("-o", "--output", required=True, help="The batch input file to write (JSONL).")
+@option("-o", "--output", required=True, help="The batch input file to write (JSONL).", group="io", common=True)
 @_config_option
 @settings_options("requests")
 @reports_usage_errors
@@ -272,14 +380,16 @@ def batches_cancel(output: str, base_url: str | None, api_key_env: str | None) -
 @click.argument("reports", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("-o", "--output", required=True, help="Merged dataset path; side files are written beside it.")
 @click.option("--json", "json_output", is_flag=True, help="Print the merged report on stdout.")
+@click.option("-v", "--verbose", is_flag=True, help="End the summary with the endpoint's counters.")
 @reports_usage_errors
-def merge(reports: tuple[str, ...], output: str, json_output: bool) -> None:
+def merge(reports: tuple[str, ...], output: str, json_output: bool, verbose: bool) -> None:
     """Merge the outputs of `--num-shards` runs, given by their REPORTS (*.report.json), in input order."""
     from trajectory_compressor.commands.merge import merge_shards
-    from trajectory_compressor.write.report import render_text_summary
+    from trajectory_compressor.write.run_summary import SummaryView, render_text_summary
 
     merged = merge_shards([Path(r) for r in reports], Path(output))
-    click.echo(json.dumps(merged) if json_output else render_text_summary(merged), err=not json_output)
+    summary = render_text_summary(merged, SummaryView(verbose=verbose))
+    click.echo(json.dumps(merged) if json_output else summary, err=not json_output)
 
 
 if __name__ == "__main__":  # pragma: no cover - after every command is declared

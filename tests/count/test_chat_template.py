@@ -214,12 +214,18 @@ def test_a_template_whose_loop_cannot_be_seen_splits_by_prefixes(template: str) 
     assert counts == [after - before for before, after in zip([0, *prefixes], prefixes, strict=False)]
 
 
+NO_TOOL_RESULTS = (
+    "{% for m in messages %}{% if m.role == 'tool' %}{{ raise_exception('this model takes no tool results') }}"
+    "{% endif %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+)
+
+
 def test_a_row_the_template_refuses_fails_as_the_trainers_does() -> None:
-    counter = _counter("qwen", QWEN3)
-    record = openai_record()  # null content on tool calls: Qwen3's template adds a string to it
+    counter = _counter("qwen", NO_TOOL_RESULTS)
+    record = openai_record()  # it holds tool results, which this template refuses
     with pytest.raises(Exception):  # noqa: B017 - whatever transformers raises, it raises
         _expected(counter, record)
-    good = Chat(_trainer_messages(sharegpt_record()))
+    good = Chat([{"role": "user", "content": "Hello."}, {"role": "assistant", "content": "Hi."}])
     with pytest.raises(ChatTemplateError) as caught:
         counter.count_chats([good, counter.chat_of(record, detect_format(record))])
     assert caught.value.position == 1 and str(caught.value).startswith("chat template failed: ")

@@ -136,13 +136,27 @@ def _agent_messages(index: int, steps: int, lines: int) -> list[dict]:
 def _trainer_total(tokenizer, row: dict, tools_key: str = "tools", **kwargs) -> int:
     from tests.count.chat_fixtures import trainer_count
 
-    if "messages" in row:
-        messages = row["messages"]
+    if "messages" in row:  # a call's JSON-text arguments decoded, as axolotl and the recipes give them
+        messages = [_decoded_arguments(message) for message in row["messages"]]
     else:
         roles = {"human": "user", "gpt": "assistant"}
         messages = [{"role": roles.get(t["from"], t["from"]), "content": t["value"]} for t in row["conversations"]]
     tools = row.get(tools_key)
     return trainer_count(tokenizer, messages, json.loads(tools) if isinstance(tools, str) else tools, **kwargs)
+
+
+def _decoded_arguments(message: dict) -> dict:
+    calls = message.get("tool_calls")
+    if not calls:
+        return {**message, "content": ""} if message.get("content", "") is None and "tool_calls" in message else message
+    decoded = []
+    for call in calls:
+        arguments = call["function"]["arguments"]
+        if isinstance(arguments, str) and isinstance(json.loads(arguments), dict):
+            call = {**call, "function": {**call["function"], "arguments": json.loads(arguments)}}
+        decoded.append(call)
+    content = "" if message.get("content") is None else message["content"]
+    return {**message, "tool_calls": decoded, "content": content}
 
 
 def test_chat_template_counts_are_the_trainers_on_openai_rows_with_tools(tmp_path: Path, qwen_model: Path) -> None:
@@ -307,14 +321,26 @@ def test_pruned_rows_equal_a_recount(tmp_path: Path, mode: str) -> None:
         "{% for m in messages %}<|{{ m.role }}|>\n{{ m.content }}<|end|>\n{% endfor %}"
         "{% if add_generation_prompt %}<|assistant|>\n{% endif %}"
     )
-    rows = [make_trajectory(i, steps=3 + 2 * i, output_lines=30) for i in range(6)]
-    rows += [openai_trajectory(7, steps=5), openai_trajectory(8, steps=12)]
+    from tests.cli.test_prune import _parallel_cut_off
+    from tests.run.test_pruning import cut_off
+
+    # Pruning clears results no gpt turn answers: runs cut off after parallel calls (fitted by it),
+    # runs with a long answered part before such results (pruned, then summarized), ordinary runs.
+    rows = [cut_off(make_trajectory(i, steps=3 + 2 * i, output_lines=30)) for i in range(4)]
+    for i in (4, 5):
+        long_run = make_trajectory(i, steps=12, output_lines=30)["conversations"][:-1]
+        rows.append(
+            {"id": f"long-{i}", "conversations": long_run + cut_off(make_trajectory(i, steps=6))["conversations"][5:]}
+        )
+    rows += [make_trajectory(6, steps=9, output_lines=30)]
+    rows += [_parallel_cut_off(openai_trajectory(7, steps=5)), openai_trajectory(8, steps=12)]
     source = write_jsonl(tmp_path / "in.jsonl", rows)
     out = tmp_path / "o.jsonl"
     counting = ["--count-mode", "chat-template", "--chat-template", str(template)] if mode == "chat-template" else []
     result = run_cli(
         "compress", str(source), "-o", str(out), "--prune-tool-outputs", "--target-max-tokens", "2500",
-        "--summary-target-tokens", "200", "-q", "--summarizer", "extractive", *counting,
+        "--summary-target-tokens", "200", "-q", "--summarizer", "extractive", "--protect-last-n-turns", "0",
+        *counting,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     recounter = build_counter(count_mode=mode, chat_template=str(template) if counting else None)

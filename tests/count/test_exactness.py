@@ -240,13 +240,13 @@ def test_the_report_and_json_name_the_backend_and_the_guards_result(tmp_path: Pa
     import json
 
     source = write_jsonl(tmp_path / "in.jsonl", [make_trajectory(index) for index in range(3)])
-    done = run_cli("compress", str(source), "-o", str(tmp_path / "out.jsonl"), "--dry-run", "--json")
+    done = run_cli("compress", str(source), "-o", str(tmp_path / "out.jsonl"), "--dry-run", "--json", "-v")
     assert done.returncode == 0, done.stderr
     counting = json.loads(done.stdout)["counting"]
     assert counting["backend"] == FAST and counting["requested"] == "auto"
     assert counting["guard"]["probes"] > 100 and counting["guard"]["sampled"] >= 1
     assert counting["guard"]["sample_differences"] == 0
-    assert f"counting: {FAST} ({FAST} checked against hf" in done.stderr
+    assert f"counting: {FAST} ({FAST} checked against hf" in done.stderr  # the summary's line, with -v
     analyzed = run_cli("analyze", str(source), "--json", "--tokenizer-backend", "hf")
     assert json.loads(analyzed.stdout)["counting"]["backend"] == "hf"
 

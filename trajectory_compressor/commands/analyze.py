@@ -41,8 +41,8 @@ from trajectory_compressor.write.html_report import (
     render_terminal_histogram,
     token_histogram,
 )
-from trajectory_compressor.write.report import counting_line
 from trajectory_compressor.write.run_files import OutputError
+from trajectory_compressor.write.run_summary import counting_line
 
 PROMPT_OVERHEAD_TOKENS = 600  # instructions and transcript labels around the region's turns
 

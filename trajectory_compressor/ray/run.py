@@ -51,8 +51,9 @@ from trajectory_compressor.summarize.choose import resolve_endpoint
 from trajectory_compressor.types import LLM_SUMMARIZER
 from trajectory_compressor.write.collisions import input_files, refuse_overwrites, run_outputs
 from trajectory_compressor.write.output_format import output_format_for
-from trajectory_compressor.write.report import RunTotals, build_report, render_text_summary
+from trajectory_compressor.write.report import RunTotals, build_report
 from trajectory_compressor.write.run_files import fingerprint
+from trajectory_compressor.write.run_summary import render_text_summary
 
 RAY_FORMATS = ("jsonl", "parquet")
 DATASET_SUFFIXES = (".jsonl", ".ndjson", ".parquet", ".jsonl.gz", ".ndjson.gz")  # gzip: refused by its name

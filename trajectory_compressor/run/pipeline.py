@@ -42,8 +42,9 @@ from trajectory_compressor.types import Summarizer
 from trajectory_compressor.write.html_compress import write_compress_html_report
 from trajectory_compressor.write.lock import OutputLock
 from trajectory_compressor.write.paths import OutputPaths
-from trajectory_compressor.write.report import RunTotals, build_report, render_text_summary
+from trajectory_compressor.write.report import RunTotals, build_report
 from trajectory_compressor.write.report_examples import examples_from_files
+from trajectory_compressor.write.run_summary import render_text_summary
 
 if TYPE_CHECKING:  # the batch phase loads aiohttp: only runs with --batch import it
     from trajectory_compressor.run.batch.driver import BatchPhase

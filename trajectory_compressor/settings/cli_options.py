@@ -1,7 +1,8 @@
 """Command-line options built from the settings declarations, and flags turned back into settings.
 
 Each declared setting with a flag becomes one click option on the commands it names; its help
-ends with the default, taken from the declaration. Flags parse to plain values here and are
+ends with the default, taken from the declaration, and it is listed under the `--help` group the
+declaration names (`settings.help_groups`). Flags parse to plain values here and are
 checked by the same `coerce_value` as YAML and the Python API, so a flag, a YAML key and a
 keyword argument accept exactly the same values.
 """
@@ -16,6 +17,7 @@ import click
 
 from trajectory_compressor.settings.build import Overrides, walk
 from trajectory_compressor.settings.declare import ConfigError, Setting, coerce_value
+from trajectory_compressor.settings.help_groups import GroupedOption
 from trajectory_compressor.settings.tree import PARTS
 
 _CLICK_TYPES: dict[str, Any] = {"int": int, "number": float, "path": click.Path(dir_okay=False)}
@@ -44,11 +46,12 @@ def _option(part: str, name: str, spec: Setting) -> Callable[[Any], Any]:
     names = flag_names(name, spec)
     help_text = (spec.help + _default_text(part, name, spec)).strip() or None
     param = _param(part, name)
+    grouped: dict[str, Any] = {"cls": GroupedOption, "help_group": spec.group, "common": spec.common}
     if spec.flag_style == "switch":
         long = names[-1][2:]
-        return click.option(f"--{long}/--no-{long}", param, default=None, help=help_text)
+        return click.option(f"--{long}/--no-{long}", param, default=None, help=help_text, **grouped)
     if spec.flag_style in ("flag", "off"):
-        return click.option(*names, param, is_flag=True, default=None, help=help_text)
+        return click.option(*names, param, is_flag=True, default=None, help=help_text, **grouped)
     if spec.kind == "choice":
         kind: Any = click.Choice(list(spec.choices))
     else:
@@ -61,6 +64,7 @@ def _option(part: str, name: str, spec: Setting) -> Callable[[Any], Any]:
         default=None,
         help=help_text,
         metavar=spec.metavar or _METAVARS.get(spec.kind),
+        **grouped,
     )
 
 

@@ -3,13 +3,14 @@
 Every setting is written once, as a field of a part of the settings tree (`settings.tree`):
 
     temperature: float = setting(0.3, "number", minimum=0, yaml="summarization.temperature",
-                                 help="Sampling temperature of summaries.", record=True)
+                                 help="Sampling temperature of summaries.", record=True, group="endpoint")
 
 and everything else is derived from that one line: the CLI option (`settings.cli_options`), the
 YAML key (`settings.yaml_file`), the type check of a value given through any of the three
-(`check_value`), and whether it belongs to the run's settings record (report and resume
-fingerprint, `run/settings_record.py`). Adding a setting therefore touches the tree and the code that
-uses it, nothing else.
+(`check_value`), whether it belongs to the run's settings record (report and resume
+fingerprint, `run/settings_record.py`), and where `--help` lists it (`group`, one of `HELP_GROUPS`;
+`common=True` lists it first in its group; `settings.help_groups`). Adding a setting therefore
+touches the tree and the code that uses it, nothing else.
 """
 
 from __future__ import annotations
@@ -36,6 +37,21 @@ READERS = ("compress", "analyze", "eval", "requests")  # every command that read
 ASKS = ("compress", "requests")  # every command that builds summary requests
 PROBES = ("compress", "eval")  # every command that calls the endpoint (`eval --probes` asks questions)
 
+# The groups of a command's --help, in the order a user needs them: the key a setting names
+# (`setting(group=...)`) and the heading shown. A setting naming none is listed under DEFAULT_GROUP.
+HELP_GROUPS = {
+    "io": "Input and output",
+    "budget": "Budget and planning",
+    "counting": "Tokenizer and counting",
+    "summarizer": "Summarizer",
+    "endpoint": "LLM endpoint",
+    "batch": "Batch API",
+    "output": "Output files and messages",
+    "run": "Run control",
+    "other": "Other options",
+}
+DEFAULT_GROUP = "other"
+
 KINDS = ("int", "number", "duration", "bool", "str", "url", "path", "dict", "choice", "list")
 # How a setting appears on the command line.
 #   value:  --name VALUE          switch: --name/--no-name
@@ -60,9 +76,15 @@ class Setting:
     commands: tuple[str, ...] = ("compress",)
     record: bool = False  # part of the run's settings record (report, resume fingerprint)
     metavar: str | None = None
+    group: str = ""  # its heading in --help (a key of HELP_GROUPS); "" falls into DEFAULT_GROUP
+    common: bool = False  # listed first in its group
 
     def __post_init__(self) -> None:
-        if self.kind not in KINDS or self.flag_style not in FLAG_STYLES:
+        if (
+            self.kind not in KINDS
+            or self.flag_style not in FLAG_STYLES
+            or (self.group and self.group not in HELP_GROUPS)
+        ):
             raise ValueError(f"bad setting declaration: {self}")
 
 

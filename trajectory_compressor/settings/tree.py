@@ -33,30 +33,36 @@ class PlanConfig:
 
     target_max_tokens: int = setting(
         15250, "int", minimum=1, yaml="compression.target_max_tokens", commands=BOTH, record=True,
+        group="budget", common=True,
         help="Token budget per trajectory.",
     )  # fmt: skip
     summary_target_tokens: int = setting(
         750, "int", minimum=1, yaml="compression.summary_target_tokens", commands=BOTH, record=True,
+        group="budget", common=True,
         help="Token budget of the summary turn.",
     )  # fmt: skip
     protect_first_system: bool = setting(
         True, "bool", yaml="protected_turns.first_system", flag_style="switch", commands=BOTH, record=True,
+        group="budget",
         help="Keep the first system turn verbatim.",
     )  # fmt: skip
     protect_first_human: bool = setting(
         True, "bool", yaml="protected_turns.first_human", flag_style="switch", commands=BOTH, record=True,
+        group="budget",
         help="Keep the first human turn verbatim.",
     )  # fmt: skip
     protect_first_gpt: bool = setting(
-        True, "bool", yaml="protected_turns.first_gpt", flag_style="switch", commands=BOTH, record=True,
+        True, "bool", yaml="protected_turns.first_gpt", flag_style="switch", commands=BOTH, record=True, group="budget",
         help="Keep the first gpt turn verbatim.",
     )  # fmt: skip
     protect_first_tool: bool = setting(
         True, "bool", yaml="protected_turns.first_tool", flag_style="switch", commands=BOTH, record=True,
+        group="budget",
         help="Keep the tool turns answering the first gpt turn verbatim.",
     )  # fmt: skip
     protect_last_n_turns: int = setting(
         4, "int", minimum=0, yaml="protected_turns.last_n_turns", commands=BOTH, record=True,
+        group="budget", common=True,
         help="Turns at the end kept verbatim.",
     )  # fmt: skip
     add_summary_notice: bool = setting(
@@ -68,21 +74,22 @@ class PlanConfig:
         help="The notice appended to the system turn of a compressed row.",
     )  # fmt: skip
     windows: bool = setting(
-        False, "bool", yaml="compression.windows", flag_style="flag", commands=BOTH, record=True,
+        False, "bool", yaml="compression.windows", flag_style="flag", commands=BOTH, record=True, group="budget",
         help="Split each long row into context windows, as a live context compressor would see it; every "
         "gpt turn is trained (\"train\": true) in the one window where it is new.",
     )  # fmt: skip
     tail_ratio: float = setting(
-        0.2, "number", above=0, maximum=0.9, yaml="compression.tail_ratio", commands=BOTH, record=True,
+        0.2, "number", above=0, maximum=0.9, yaml="compression.tail_ratio", commands=BOTH, record=True, group="budget",
         help="--windows: share of the budget the recent turns kept verbatim after each compaction may take.",
     )  # fmt: skip
     prune_tool_outputs: bool = setting(
         False, "bool", yaml="compression.prune_tool_outputs", flag_style="flag", commands=BOTH, record=True,
-        help="Before summarizing, replace old tool results (outside the protected head and tail), oldest first and "
-        "only as far as needed, by a one-line placeholder naming the tool and the size cleared.",
+        group="budget", common=True,
+        help="Before summarizing, replace old tool results, oldest first and only as far as needed, by a one-line "
+        "placeholder.",
     )  # fmt: skip
     prune_min_chars: int = setting(
-        200, "int", minimum=0, yaml="compression.prune_min_chars", commands=BOTH, record=True,
+        200, "int", minimum=0, yaml="compression.prune_min_chars", commands=BOTH, record=True, group="budget",
         help="--prune-tool-outputs: only tool results longer than this many characters are cleared.",
     )  # fmt: skip
 
@@ -101,16 +108,20 @@ class PlanConfig:
 class ReadConfig:
     """How to read inputs and find the conversation in each record (auto-detected unless set)."""
 
-    split: str = setting("train", "str", commands=READERS, record=True, help="Split of a dataset input.")
+    split: str = setting(
+        "train", "str", commands=READERS, record=True, group="io", help="Split of a dataset input."
+    )  # fmt: skip
     data_files: list[str] | None = setting(
-        None, "list", optional=True, commands=READERS, help="data_files for an hf:BUILDER input (repeatable)."
-    )
+        None, "list", optional=True, commands=READERS, group="io",
+        help="data_files for an hf:BUILDER input (repeatable).",
+    )  # fmt: skip
     conversation_key: str | None = setting(
-        None, "str", optional=True, commands=READERS, record=True,
+        None, "str", optional=True, commands=READERS, record=True, group="io",
         help="Key of the turn list [auto: conversations / messages].",
     )  # fmt: skip
     format: str | None = setting(
         None, "choice", optional=True, choices=("sharegpt", "openai"), commands=READERS, record=True,
+        group="io", common=True,
         help="Conversation format [auto].",
     )  # fmt: skip
     streaming: bool = setting(True, "bool", flag=None, help="Stream Hugging Face Hub datasets.")
@@ -124,15 +135,20 @@ class SelectConfig:
     """Which input rows a run takes: its shard, a deterministic sample, a limit."""
 
     sample_percent: float | None = setting(
-        None, "number", above=0, maximum=100, optional=True, commands=BOTH, record=True,
+        None, "number", above=0, maximum=100, optional=True, commands=BOTH, record=True, group="io",
         help="Process a deterministic sample of the rows.",
     )  # fmt: skip
-    seed: int = setting(42, "int", commands=BOTH, record=True, help="Seed of --sample-percent.")
+    seed: int = setting(42, "int", commands=BOTH, record=True, group="io", help="Seed of --sample-percent.")
     limit: int | None = setting(
-        None, "int", minimum=0, optional=True, commands=BOTH, record=True, help="Process at most N rows."
-    )
-    num_shards: int = setting(1, "int", minimum=1, record=True, help="Split the input into this many shards.")
-    shard_index: int = setting(0, "int", minimum=0, record=True, help="The shard this run processes (0-based).")
+        None, "int", minimum=0, optional=True, commands=BOTH, record=True, group="io", common=True,
+        help="Process at most N rows.",
+    )  # fmt: skip
+    num_shards: int = setting(
+        1, "int", minimum=1, record=True, group="run", help="Split the input into this many shards."
+    )  # fmt: skip
+    shard_index: int = setting(
+        0, "int", minimum=0, record=True, group="run", help="The shard this run processes (0-based)."
+    )  # fmt: skip
 
     def validate(self) -> None:
         check_part(self)
@@ -148,32 +164,37 @@ class OutputConfig:
 
     output_format: str | None = setting(
         None, "choice", optional=True, choices=("jsonl", "jsonl.gz", "parquet", "hf"), record=True,
+        group="output", common=True,
         help="Output format [by suffix].",
     )  # fmt: skip
-    metrics: str | None = setting(None, "path", optional=True, help="Per-row metrics [<output stem>.metrics.jsonl].")
+    metrics: str | None = setting(
+        None, "path", optional=True, group="output", help="Per-row metrics [<output stem>.metrics.jsonl]."
+    )  # fmt: skip
     html_report: str | None = setting(
-        None, "path", optional=True, commands=("compress", "analyze", "eval"), help="Write an HTML report."
-    )
+        None, "path", optional=True, commands=("compress", "analyze", "eval"), group="output", common=True,
+        help="Write an HTML report.",
+    )  # fmt: skip
     resume: bool = setting(
-        True, "bool", flag="--no-resume", flag_style="off", help="Start over instead of resuming an interrupted run."
-    )
+        True, "bool", flag="--no-resume", flag_style="off", group="run", common=True,
+        help="Start over instead of resuming an interrupted run.",
+    )  # fmt: skip
     overwrite: bool = setting(
-        False, "bool", flag_style="flag",
+        False, "bool", flag_style="flag", group="output",
         help="Replace existing output files this tool did not write (refused otherwise, the file named).",
     )  # fmt: skip
     over_limit: choices.OverLimitPolicy = setting(
-        "keep", "choice", choices=get_args(choices.OverLimitPolicy), record=True,
+        "keep", "choice", choices=get_args(choices.OverLimitPolicy), record=True, group="budget", common=True,
         help="Rows still over the limit: keep them, drop them, or truncate their middle.",
     )  # fmt: skip
     fail_on_over_limit: bool = setting(
-        False, "bool", flag_style="flag", help="Exit 3 when any row is still over the limit."
+        False, "bool", flag_style="flag", group="budget", help="Exit 3 when any row is still over the limit."
     )
     write_format: choices.WriteFormat | None = setting(
         None, "choice", optional=True, choices=get_args(choices.WriteFormat), yaml="output.write_format", record=True,
+        group="output", common=True,
         commands=BOTH,
-        help="Write conversations as ShareGPT, as OpenAI messages (tool_calls, arguments as JSON text), or "
-        "hf-chat: what trainers load (messages with arguments as objects; tools and every other key as JSON "
-        "text, so any mix of sources loads with datasets) [as read].",
+        help="Write conversations as ShareGPT, OpenAI messages (arguments as JSON text), or hf-chat: what "
+        "trainers load (arguments as objects, other keys as JSON text) [as read].",
     )  # fmt: skip
 
     def validate(self) -> None:
@@ -191,86 +212,93 @@ class RunConfig:
     select: SelectConfig = field(default_factory=SelectConfig)
     output: OutputConfig = field(default_factory=OutputConfig)
     tokenizer: str | None = setting(
-        None, "str", optional=True, yaml="tokenizer.name", commands=BOTH,
+        None, "str", optional=True, yaml="tokenizer.name", commands=BOTH, group="counting", common=True,
         help="Hub id, tokenizer directory or tokenizer.json [default: bundled DeepSeek].",
     )  # fmt: skip
     trust_remote_code: bool = setting(
-        False, "bool", yaml="tokenizer.trust_remote_code", flag_style="flag", commands=BOTH,
+        False, "bool", yaml="tokenizer.trust_remote_code", flag_style="flag", commands=BOTH, group="counting",
         help="Allow a Hub tokenizer to run its own code.",
     )  # fmt: skip
     tokenizer_backend: str = setting(
-        "auto", "choice", choices=TOKENIZER_BACKENDS, yaml="tokenizer.backend", commands=BOTH,
-        help="Who counts tokens: auto (the fastest backend that counts this tokenizer exactly, checked against "
-        "Hugging Face tokenizers; else tokenizers itself), hf, or a fast backend by name.",
+        "auto", "choice", choices=TOKENIZER_BACKENDS, yaml="tokenizer.backend", commands=BOTH, group="counting",
+        help="Who counts tokens: auto (the fastest exact backend, checked against hf), hf (Hugging Face "
+        "tokenizers), or a fast backend by name.",
     )  # fmt: skip
     count_mode: str = setting(
         "values", "choice", choices=("values", "chat-template"), yaml="tokenizer.count_mode", commands=BOTH,
+        group="counting", common=True,
         record=True, help="Count turn values (reference measure) or rows as apply_chat_template renders them.",
     )  # fmt: skip
     chat_template: str | None = setting(
         None, "path", optional=True, yaml="tokenizer.chat_template", commands=BOTH, record=True, metavar="FILE|NAME",
+        group="counting", common=True,
         help="Jinja chat template file, or a shipped one by name: qwen2.5, qwen3, deepseek-v3.1.",
     )  # fmt: skip
     chat_template_kwargs: dict[str, Any] = setting(
-        {}, "dict", yaml="tokenizer.chat_template_kwargs", commands=BOTH, record=True, metavar="JSON",
+        {}, "dict", yaml="tokenizer.chat_template_kwargs", commands=BOTH, record=True, metavar="JSON", group="counting",
         help='Variables for the chat template, as apply_chat_template\'s kwargs: \'{"enable_thinking": false}\'.',
     )  # fmt: skip
     tools_key: str = setting(
-        "tools", "str", yaml="tokenizer.tools_key", commands=BOTH, record=True,
+        "tools", "str", yaml="tokenizer.tools_key", commands=BOTH, record=True, group="counting",
         help="Record key of the tool schemas the chat template renders (a list, or a JSON string of one).",
     )  # fmt: skip
     summarizer: choices.SummarizerSetting = setting(
         "auto", "choice", choices=get_args(choices.SummarizerSetting), yaml="summarization.summarizer", record=True,
+        group="summarizer", common=True,
         help="auto: the LLM when an endpoint is set, else extractive; none: prune tool outputs only "
         "(needs --prune-tool-outputs).",
     )  # fmt: skip
     on_summary_failure: choices.FailurePolicy = setting(
         "extractive", "choice", choices=get_args(choices.FailurePolicy), yaml="summarization.on_summary_failure",
+        group="summarizer", common=True,
         record=True, help="What a row whose summary fails becomes.",
     )  # fmt: skip
     min_fidelity: float | None = setting(
         None, "number", minimum=0, maximum=1, optional=True, yaml="summarization.min_fidelity", record=True,
+        group="summarizer",
         help="An LLM summary scoring below this is asked for again, then takes --on-summary-failure.",
     )  # fmt: skip
     reject_unsupported: bool = setting(
-        False, "bool", yaml="summarization.reject_unsupported", flag_style="flag", record=True,
+        False, "bool", yaml="summarization.reject_unsupported", flag_style="flag", record=True, group="summarizer",
         help="Treat an LLM summary stating items found nowhere in the row like one below --min-fidelity.",
     )  # fmt: skip
     row_timeout: float = setting(
-        600.0, "duration", above=0, yaml="processing.per_trajectory_timeout",
+        600.0, "duration", above=0, yaml="processing.per_trajectory_timeout", group="summarizer",
         help="Seconds a row may spend on summaries.",
     )  # fmt: skip
     skip_under_target: bool = setting(True, "bool", yaml="processing.skip_under_target", flag=None, record=True)
     dry_run: bool = setting(
-        False, "bool", flag_style="flag", record=True, help="Count and plan only: metrics and report, no summaries."
-    )
-    strict: bool = setting(False, "bool", flag_style="flag", help="Stop at the first bad record (exit 1).")
+        False, "bool", flag_style="flag", record=True, group="budget",
+        help="Count and plan only: metrics and report, no summaries.",
+    )  # fmt: skip
+    strict: bool = setting(False, "bool", flag_style="flag", group="run", help="Stop at the first bad record (exit 1).")
     window: int | None = setting(
-        None, "int", minimum=1, optional=True,
+        None, "int", minimum=1, optional=True, group="run",
         help="Rows read ahead of the oldest unfinished one [4 x concurrency, >= 256].",
     )  # fmt: skip
     quiet: bool = setting(
-        False, "bool", flag="-q --quiet", flag_style="flag", commands=BOTH, help="No progress bar, fewer messages."
-    )
+        False, "bool", flag="-q --quiet", flag_style="flag", commands=BOTH, group="output",
+        help="No progress bar, fewer messages.",
+    )  # fmt: skip
     engine: str = setting(
-        "local", "choice", choices=("local", "ray"), yaml="processing.engine",
+        "local", "choice", choices=("local", "ray"), yaml="processing.engine", group="run", common=True,
         help='Where the run goes: this process, or Ray Data (pip install "trajectory-compressor[ray]").',
     )  # fmt: skip
     ray_address: str | None = setting(
-        None, "str", optional=True, yaml="ray.address",
+        None, "str", optional=True, yaml="ray.address", group="run",
         help="Ray cluster to join (--engine ray) [a local Ray].",
     )  # fmt: skip
     num_workers: int | None = setting(
-        None, "int", minimum=1, optional=True, yaml="ray.num_workers",
+        None, "int", minimum=1, optional=True, yaml="ray.num_workers", group="run",
         help="Ray actors compressing rows (--engine ray) [one per CPU of the cluster but one; 2 on one 2-CPU machine].",
     )  # fmt: skip
     probes: bool = setting(
-        False, "bool", flag_style="flag", yaml="evaluation.probes", commands=("eval",),
+        False, "bool", flag_style="flag", yaml="evaluation.probes", commands=("eval",), group="endpoint", common=True,
         help="eval: ask the model (--base-url, --model) recall questions about what each summary replaced, "
         "answered from the compressed row and from the uncompressed one (the ceiling).",
     )  # fmt: skip
     probe_questions: int = setting(
-        5, "int", minimum=1, yaml="evaluation.probe_questions", commands=("eval",),
+        5, "int", minimum=1, yaml="evaluation.probe_questions", commands=("eval",), group="endpoint",
         help="eval --probes: questions per compressed row (or window), at most.",
     )  # fmt: skip
 

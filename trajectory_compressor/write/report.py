@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from trajectory_compressor.messages import quoted
 from trajectory_compressor.types import LLM_SUMMARIZER, RowMetrics
 
 # Token-length histogram bin edges (upper bounds): fine enough for a report, fixed so that
@@ -337,92 +336,3 @@ def pruning_report(totals: RunTotals) -> dict[str, Any]:
         "turns_pruned": totals.turns_pruned,
         "tokens_cleared": totals.tokens_pruned,
     }
-
-
-def counting_line(counting: dict[str, Any]) -> str:
-    """Who counted, and what the exactness guard checked: one line of the run's summary."""
-    guard = counting["guard"]
-    line = f"counting: {counting['backend']}"
-    if counting.get("fast_backend") and guard["probes"]:
-        line += (
-            f" ({counting['fast_backend']} checked against hf: {guard['probes']:,} probe texts at load, "
-            f"{guard['sampled']:,} sampled texts, {guard['sample_differences']} differences)"
-        )
-    if counting.get("note"):
-        line += f"; {counting['note']}"
-    return line
-
-
-def _tokens_line(tokens: dict[str, Any], *, dry: bool, windows: bool) -> str:
-    """Tokens before and after. With `--windows` the records repeat the context each window's
-    turns had, so more tokens are written than read: that is the design, not a loss, and a
-    "saved -11,184" would read as one."""
-    label = "tokens (planned)" if dry else "tokens"
-    if windows:
-        return (
-            f"{label}: {tokens['before']:,} read -> {tokens['after']:,} written in the windows "
-            f"(ratio {tokens['overall_ratio']:.3f}: each window repeats the context its turns had)"
-        )
-    return (
-        f"{label}: {tokens['before']:,} -> {tokens['after']:,} "
-        f"({'would save' if dry else 'saved'} {tokens['saved']:,}, ratio {tokens['overall_ratio']:.3f})"
-    )
-
-
-def render_text_summary(report: dict[str, Any]) -> str:
-    """A short human-readable account of the report for the end of a run."""
-    rows, tokens = report["rows"], report["tokens"]
-    dry = bool(report.get("settings", {}).get("dry_run"))  # figures of a plan, not of a dataset
-    status = report["status"] + (" (dry run: planned only, no summaries asked for, no dataset written)" if dry else "")
-    done = f"{rows.get('planned', 0)} planned to compress" if dry else f"{rows['compressed']} compressed"
-    lines = [
-        f"status: {status}",
-        f"rows: {rows['selected']} processed, {done}, "
-        f"{rows['skipped_under_target']} under target, {rows['unchanged_over_target']} unchanged over target, "
-        f"{rows['still_over_limit']} {'would stay' if dry else 'still'} over limit, {rows['rejected']} rejected",
-        _tokens_line(tokens, dry=dry, windows=bool(report.get("windows"))),
-    ]
-    windows = report.get("windows")
-    if windows:
-        lines.append(
-            f"windows: {windows['windows']} written, {windows['rows_split']} rows split "
-            f"({windows['windows_per_split_row']} windows each), {windows['over_limit']} over the limit, "
-            f"{windows['tokens_written_per_input_token']:.2f} tokens written per input token"
-        )
-    pruning = report.get("pruning")
-    if pruning:
-        lines.append(
-            f"pruning: {pruning['rows_pruned']} rows pruned, {pruning['rows_fitted_by_pruning']} fitted by pruning "
-            f"alone (no summary); {pruning['turns_pruned']:,} tool results cleared, "
-            f"{pruning['tokens_cleared']:,} tokens"
-        )
-    training = report.get("training")
-    if training and training["gpt_turns"]:
-        lines.append(
-            f"training: {training['gpt_turns_trained']:,} of {training['gpt_turns']:,} gpt turns kept as "
-            f"training targets ({training['trainable_share']:.1%})"
-        )
-    fidelity = report.get("fidelity") or {}
-    if fidelity.get("future") is not None:
-        lines.append(
-            f"future-grounded fidelity: {fidelity['future']:.3f} ({fidelity['future_kept']:,} of "
-            f"{fidelity['future_anchors']:,} anchors the kept turns need are in the summaries"
-            + (" or the placeholders)" if pruning else ")")
-        )
-    if rows["by_summarizer"]:
-        parts = ", ".join(f"{name}: {count}" for name, count in rows["by_summarizer"].items())
-        lines.append(f"summaries by: {parts}; second pass: {rows['second_pass']}; failed: {rows['summary_failed']}")
-    endpoint = report["summaries"].get("endpoint")
-    if endpoint and endpoint.get("requests") is not None:
-        lines.append(
-            "endpoint: " + ", ".join(f"{k}={v}" for k, v in endpoint.items() if not isinstance(v, (dict, list)))
-        )
-    counting = report.get("counting")
-    if counting:
-        lines.append(counting_line(counting))
-    duration = report["timings_seconds"].get("total")
-    if duration is not None:
-        lines.append(f"time: {duration:.1f}s")
-    for name, path in report["outputs"].items():
-        lines.append(f"{name}: {quoted(path)}")
-    return "\n".join(lines)
