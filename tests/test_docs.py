@@ -2,7 +2,8 @@
 
 `mkdocs build --strict` turns every warning into an error, and mkdocs.yml's `validation` makes a
 link to a missing page or anchor a warning; the CLI reference is generated from the click
-definitions (mkdocs-click), so a command or option can only be missing if the build broke. The
+definitions at each build (scripts/cli_reference.py, a mkdocs hook), and checked here to list
+every command and option. The
 README and ARCHITECTURE.md are read on GitHub, not built: their relative links are checked here,
 with GitHub's anchors, which mkdocs.yml makes the site's anchors too (`pymdownx.slugs`).
 """
