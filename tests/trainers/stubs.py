@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.machinery
+import importlib.util
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -95,11 +96,12 @@ def verl_stubs() -> dict[str, ModuleType]:
 
 
 def axolotl_stubs() -> dict[str, ModuleType]:
-    return {
-        # axolotl/prompters.py:6 imports colorama's Fore for the colours of a prompter's repr
-        # (prompters.py:12, REPR_TEMPLATE); nothing tokenizes through it.
-        "colorama": module("colorama", Fore=module("colorama.Fore", CYAN="", RESET="")),
-    }
+    """axolotl/prompters.py:6 imports colorama's Fore for the colours of a prompter's repr
+    (prompters.py:12, REPR_TEMPLATE); nothing tokenizes through it. The real colorama is used
+    where it is installed (Ray's and others' dependencies bring it, and may have imported it)."""
+    if importlib.util.find_spec("colorama") is not None:
+        return {}
+    return {"colorama": module("colorama", Fore=module("colorama.Fore", CYAN="", RESET=""))}
 
 
 @contextlib.contextmanager
