@@ -30,6 +30,8 @@ from functools import lru_cache
 from itertools import chain, filterfalse
 from typing import Any
 
+from ahocorasick_rs import AhoCorasick
+
 from trajectory_compressor.summarize.fidelity.score import occurs, shown_item, unique_tails
 from trajectory_compressor.summarize.huge_turns import elide_huge_turns
 from trajectory_compressor.types import Turn
@@ -274,19 +276,73 @@ def hidden_needed_anchors(turns: Sequence[Turn], hidden: Container[int]) -> tupl
     kept turn makes its anchors visible, and a kept user or assistant turn needs those it uses
     that a hidden turn before it introduced and no kept turn before it showed. A huge turn is
     read by its head and tail (`huge_turns`).
+
+    Only the anchors the hidden turns introduce can be needed or made visible, so the kept turns
+    (most of a compressed row) are not read whole: their occurrences of those anchors are found
+    in one pass (Aho-Corasick), and only the words around them read as anchors (`_kept_anchors`).
     """
-    introduced: dict[str, None] = {}
-    visible: dict[str, None] = {}
-    needed: dict[str, None] = {}
-    for index, turn in enumerate(elide_huge_turns(turns)):
-        anchors = anchors_in(_value(turn))
+    turns = elide_huge_turns(turns)
+    introduced_at: dict[str, int] = {}
+    for index, turn in enumerate(turns):
         if index in hidden:
-            introduced.update(anchors)
+            for anchor in anchors_in(_value(turn)):
+                introduced_at.setdefault(anchor, index)
+    if not introduced_at:
+        return ()
+    patterns = list(introduced_at)
+    automaton = AhoCorasick(patterns)
+    settled: set[str] = set()  # visible, or needed: what a later turn's use of it no longer changes
+    needed: dict[str, None] = {}
+    for index, turn in enumerate(turns):
+        if index in hidden:
             continue
-        if turn.role in ("human", "gpt") and introduced:
-            needed.update((a, None) for a in anchors if a in introduced and a not in visible and a not in needed)
-        visible.update(anchors)
+        shown = _kept_anchors(_value(turn), automaton, patterns, settled)
+        if turn.role in ("human", "gpt"):
+            needed.update((anchor, None) for anchor in shown if introduced_at[anchor] < index)
+        settled.update(shown)
+        if len(settled) == len(patterns):
+            break
     return tuple(needed)
+
+
+def _kept_anchors(text: str, automaton: AhoCorasick, patterns: list[str], settled: Container[str]) -> list[str]:
+    """The anchors among `patterns` (but `settled`) that `anchors_in(text)` holds, in its order.
+
+    Tokens never span whitespace, and a JSON escape never starts on it, so `anchors_in` of a text
+    is that of its whitespace-separated chunks, in order: each occurrence of a pattern is checked
+    against the anchors of the chunk around it (cached: chunks recur), ordered by where that chunk
+    starts and where the anchor first appears in it."""
+    found: dict[str, tuple[int, int]] = {}
+    chunks: dict[int, tuple[int, dict[str, int]]] = {}  # chunk start -> (chunk end, anchor -> order)
+    for pattern, start, end in automaton.find_matches_as_indexes(text, overlapping=True):
+        anchor = patterns[pattern]
+        if anchor in settled or (anchor in found and found[anchor][0] <= start):
+            continue
+        chunk_start = max(text.rfind(" ", 0, start), text.rfind("\n", 0, start)) + 1
+        known = chunks.get(chunk_start)
+        if known is None or known[0] < end:
+            space, newline = text.find(" ", end), text.find("\n", end)
+            chunk_end = min(space if space >= 0 else len(text), newline if newline >= 0 else len(text))
+            known = chunks[chunk_start] = (chunk_end, _chunk_anchors(text[chunk_start:chunk_end]))
+        order = known[1].get(anchor)
+        if order is not None:
+            key = (chunk_start, order)
+            if anchor not in found or key < found[anchor]:
+                found[anchor] = key
+    return sorted(found, key=found.__getitem__)
+
+
+def _chunk_anchors(chunk: str) -> dict[str, int]:
+    """Each anchor of a chunk and its place in the chunk's order (cached)."""
+    ranks = _CHUNK_ANCHORS.get(chunk)
+    if ranks is None:
+        if len(_CHUNK_ANCHORS) >= _RUN_CACHE_SIZE:
+            _CHUNK_ANCHORS.clear()
+        ranks = _CHUNK_ANCHORS[chunk] = {anchor: order for order, anchor in enumerate(anchors_in(chunk))}
+    return ranks
+
+
+_CHUNK_ANCHORS: dict[str, dict[str, int]] = {}
 
 
 @dataclass(frozen=True)
