@@ -25,6 +25,7 @@ from trajectory_compressor.run.row.fidelity_gate import FidelityGate, LowFidelit
 from trajectory_compressor.run.row.measure import RewriteRefused, RowMeasure
 from trajectory_compressor.settings.choices import FailurePolicy
 from trajectory_compressor.summarize.anchor_index import split_index
+from trajectory_compressor.summarize.deadline import summary_deadline
 from trajectory_compressor.summarize.fidelity import Fidelity, SalientItems, row_text, salient_items, score_items
 from trajectory_compressor.summarize.fidelity.score import RowText
 from trajectory_compressor.summarize.huge_turns import elide_huge, elide_huge_turns
@@ -190,7 +191,8 @@ class SummaryStep:
         try:
             if remaining <= 0:
                 raise TimeoutError
-            result = await asyncio.wait_for(self.primary.summarize(request), timeout=remaining)
+            with summary_deadline(remaining):  # what a summarizer that computes checks (`summarize.deadline`)
+                result = await asyncio.wait_for(self.primary.summarize(request), timeout=remaining)
             if self.gate.active and result.summarizer == LLM_SUMMARIZER:
                 result = await self._gated(self.primary, row, request, result, deadline)
             return result

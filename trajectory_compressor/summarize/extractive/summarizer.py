@@ -21,6 +21,7 @@ from typing import Any
 from trajectory_compressor.count.counter import TokenCounter
 from trajectory_compressor.summarize.anchor_index import earlier_anchors, split_index
 from trajectory_compressor.summarize.anchor_rank import AnchorRanking
+from trajectory_compressor.summarize.deadline import SUMMARY_DEADLINE, check_deadline
 from trajectory_compressor.summarize.extractive.digest import RegionDigest, unchanged
 from trajectory_compressor.summarize.extractive.render import Renderer
 from trajectory_compressor.summarize.extractive.values import MIN_FILES, WithValues
@@ -39,6 +40,7 @@ from trajectory_compressor.types import (
 _FIRST_CHARS_PER_TOKEN = 3.3  # a first guess; code and JSON run ~3, English prose ~4+, CJK ~1.5
 _MAX_COUNTS = 4  # tokenizer calls per summary before falling back to a hard cut
 _GOOD_FILL = 0.9  # a fitting rendering this close to the budget is not worth another count
+_TURNS_BETWEEN_CHECKS = 256  # of a region read between two looks at the row's deadline
 
 
 class ExtractiveSummarizer:
@@ -74,9 +76,11 @@ class ExtractiveSummarizer:
         earlier: str = "",
         task: str = "",
         carry: SummaryCarry | None = None,
+        deadline: float | None = None,
     ) -> tuple[str, int | None]:
-        """The body and, when it was measured, the tokens of prefix + " " + body."""
-        renderer = self._renderer(turns, earlier, task, carry)
+        """The body and, when it was measured, the tokens of prefix + " " + body; `deadline` (the
+        row's, `summarize.deadline`) is checked between pieces of the work (`TimeoutError`)."""
+        renderer = self._renderer(turns, earlier, task, carry, deadline)
         available = budget_tokens - self._prefix_tokens
         if available <= 0:
             return "", None
@@ -101,6 +105,7 @@ class ExtractiveSummarizer:
             richest = renderer.richest()
         text = richest if richest is not None and len(richest) <= target else renderer.within(target)
         for _ in range(_MAX_COUNTS):
+            check_deadline(deadline)
             tokens = measured[text] = self.counter.count(self._prefix + text)
             ratio = len(self._prefix + text) / max(tokens, 1)  # measured on this very content
             if tokens <= budget_tokens:
@@ -126,18 +131,31 @@ class ExtractiveSummarizer:
         return best, best_tokens
 
     def _renderer(
-        self, turns: Sequence[Turn], earlier: str, task: str, carry: SummaryCarry | None = None
+        self,
+        turns: Sequence[Turn],
+        earlier: str,
+        task: str,
+        carry: SummaryCarry | None = None,
+        deadline: float | None = None,
     ) -> Renderer | WithValues:
         """The digest's renderer; with the anchor index, one that ends with the region's values
         (an earlier summary's index is not repeated as text: its values join the ranking).
         The region's digest and ranking are those `carry` holds, extended with the turns after
-        them, when they are of a prefix of `turns` (the previous context window's region)."""
+        them, when they are of a prefix of `turns` (the previous context window's region). They
+        are read `_TURNS_BETWEEN_CHECKS` turns at a time, the deadline checked in between."""
         state = carry.state if carry is not None else None
         if not isinstance(state, _Region) or not state.extends(self, turns, earlier, task):
             state = _Region(self, earlier, task)
-        state.extend(turns)
         if carry is not None:
             carry.state = state
+        try:
+            for end in range(len(state.turns), len(turns), _TURNS_BETWEEN_CHECKS):
+                check_deadline(deadline)
+                state.extend(turns[: end + _TURNS_BETWEEN_CHECKS])
+        except BaseException:
+            if carry is not None:  # cut short (the deadline) or worse: start again next time
+                carry.state = None
+            raise
         if state.ranking is None:
             return Renderer(state.digest.digest(earlier))
         digest = state.digest.digest(split_index(earlier)[0])
@@ -146,7 +164,12 @@ class ExtractiveSummarizer:
     async def summarize(self, request: SummaryRequest) -> SummaryResult:
         """Summarize `request.turns`; raises SummaryError when the budget cannot hold any summary."""
         body, tokens = self._fit(
-            request.turns, request.budget_tokens, request.previous_summary, request.task, request.carry
+            request.turns,
+            request.budget_tokens,
+            request.previous_summary,
+            request.task,
+            request.carry,
+            SUMMARY_DEADLINE.get(),
         )
         if not body:
             where = f" ({request.label})" if request.label else ""
