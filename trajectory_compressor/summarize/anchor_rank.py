@@ -112,6 +112,8 @@ class AnchorRanking:
         self._plain: list[int] = []  # pieces (their parts outside boilerplate) that hold it; an earlier summary counts
         self._kind: list[float] = []  # its kind's weight
         self._lengths: list[int] = []
+        self._touched: set[int] = set()  # anchors whose figures changed since the arrays were made
+        self._arrays = _Arrays()
         self._size = 0  # the anchors' characters
         self._turns = 0
         self._pieces = 0
@@ -189,7 +191,7 @@ class AnchorRanking:
 
     def _add(self, number: int, position: int, bit: int, found: dict[str, None], part: int) -> None:
         """Part `part` (0: outside boilerplate lines) of piece `number` of turn `position` holds `found`."""
-        ids, left_out = self._ids, self._left_out
+        ids, left_out, touched = self._ids, self._left_out, self._touched
         count, last, sources, plain = self._count, self._last, self._sources, self._plain
         for order, anchor in enumerate(found):
             index = ids.get(anchor)
@@ -203,6 +205,7 @@ class AnchorRanking:
             if last[index] != position:
                 count[index] += 1
                 last[index] = position
+                touched.add(index)
             sources[index] |= bit
             if part == 0:
                 plain[index] += 1
@@ -227,6 +230,7 @@ class AnchorRanking:
         for anchor in result.plain:
             if anchor not in plain and (index := ids.get(anchor)) is not None:
                 self._plain[index] -= 1
+                self._touched.add(index)
         firsts: dict[str, int] = {}
         for part, found in enumerate((plain, repeated)):
             for order, anchor in enumerate(found):
@@ -235,26 +239,64 @@ class AnchorRanking:
             index = ids.get(anchor)
             if index is not None and self._first[index] >> _PIECE_SHIFT == result.number + 1:
                 self._first[index] = first
+                self._touched.add(index)
         result.plain, result.repeated = plain, repeated
 
     def ranking(self) -> RankedAnchors:
         """The anchors, most likely needed first (sorted as arrays: `_score`'s sums, in its order)."""
         if not self._names:
             return RankedAnchors([], np.zeros(0, dtype=np.int64), [], 0)
-        count = self._turns
-        ages = count - 1 - np.array(self._last, dtype=np.int64)
-        turns = np.array(self._count, dtype=np.int64)
+        arrays = self._arrays
+        arrays.sync(self, self._touched)  # only what changed since the last ranking is copied
+        self._touched = set()
+        ages = self._turns - 1 - arrays.last
         score = _recency(int(ages.max()))[ages]
-        score = score + _reuse(int(turns.max()))[turns]
-        score = score + _SOURCE_SUM_ARRAY[np.array(self._sources, dtype=np.int64)]
-        score = score + np.array(self._kind, dtype=np.float64)
-        unplain = np.array(self._plain, dtype=np.int64) <= 0
-        order = np.lexsort((np.array(self._first, dtype=np.int64), -score, unplain))
+        score = score + _reuse(int(arrays.count.max()))[arrays.count]
+        score = score + _SOURCE_SUM_ARRAY[arrays.sources]
+        score = score + arrays.kind
+        order = np.lexsort((arrays.first, -score, arrays.plain <= 0))
         return RankedAnchors(self._names, order, self._lengths, self._size)
 
     def ranked(self) -> tuple[str, ...]:
         """The anchors, most likely needed first."""
         return tuple(self.ranking())
+
+
+class _Arrays:
+    """The ranking's figures as arrays, kept in step with its lists: a window of a long row copies
+    the figures of the anchors its turns touched (and the new ones), not all of them again."""
+
+    _COLUMNS = (("first", np.int64), ("count", np.int64), ("last", np.int64), ("sources", np.int64),
+                ("plain", np.int64), ("kind", np.float64))  # fmt: skip
+
+    def __init__(self) -> None:
+        self.size = 0
+        self._store = {name: np.zeros(0, dtype=kind) for name, kind in self._COLUMNS}
+        self.first = self.count = self.last = self.sources = self.plain = np.zeros(0, dtype=np.int64)
+        self.kind = np.zeros(0, dtype=np.float64)
+
+    def sync(self, ranking: AnchorRanking, touched: set[int]) -> None:
+        lists: dict[str, list[int] | list[float]] = {
+            "first": ranking._first, "count": ranking._count, "last": ranking._last,
+            "sources": ranking._sources, "plain": ranking._plain, "kind": ranking._kind,
+        }  # fmt: skip
+        size = len(ranking._names)
+        old = self.size
+        if size > len(self._store["first"]):  # room for the new anchors, doubling
+            capacity = max(size, 2 * len(self._store["first"]), 64)
+            for name, kind in self._COLUMNS:
+                grown = np.zeros(capacity, dtype=kind)
+                grown[:old] = self._store[name][:old]
+                self._store[name] = grown
+        changed = sorted(index for index in touched if index < old)
+        for name, values in lists.items():
+            store = self._store[name]
+            if size > old:
+                store[old:size] = values[old:size]
+            if changed:
+                store[changed] = [values[index] for index in changed]
+            setattr(self, name, store[:size])
+        self.size = size
 
 
 class RankedAnchors(Sequence[str]):

@@ -4,22 +4,24 @@ from __future__ import annotations
 
 import json
 
-from hypothesis import given, settings
+import pytest
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trajectory_compressor.summarize.fidelity import score_summary
+from trajectory_compressor.summarize.fidelity import score_summary, windows
 from trajectory_compressor.summarize.fidelity.anchors import hidden_future_fidelity
 from trajectory_compressor.summarize.fidelity.score import Stated, occurs
 from trajectory_compressor.summarize.fidelity.windows import WindowFidelity
 from trajectory_compressor.types import Turn
 
-_WORDS = ["src/a.py", "lib/b/a.py", "mia_li_3668", "EHGLP3", "KeyError", "1234", "v1.2.3", "ok", "bash", "x"]
+_WORDS = ["src/a.py", "lib/b/a.py", "mia_li_3668", "EHGLP3", "KeyError", "1234", "v1.2.3", "ok", "bash", "x",
+          "a b/c d.py", "/x/" + "y" * 300 + "/z.py", "2024-01-02 10:00"]  # fmt: skip
 
 
 def _turn(role: str, words: list[str]) -> Turn:
     text = " ".join(words)
     if role == "gpt" and words:
-        call = {"name": "bash", "arguments": {"command": f"cat {words[0]}", "id": words[-1]}}
+        call = {"name": "bash", "arguments": {"command": f"cat {words[0]}", "path": words[-1], "id": words[-1]}}
         return Turn("gpt", f"{text}\n<tool_call>\n{json.dumps(call)}\n</tool_call>")
     if role == "tool":
         content = json.dumps({"content": f"{text}\nValueError: {words[0] if words else 'x'}"})
@@ -34,9 +36,13 @@ turns_strategy = st.lists(
 ).map(lambda items: [Turn("system", "You fix src/a.py."), *(_turn(role, words) for role, words in items)])
 
 
-@settings(max_examples=200, deadline=None)
+@pytest.mark.parametrize("many", [512, 0])  # 0: every window counted from the summary's side
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(turns_strategy, st.data())
-def test_each_window_scores_as_scored_from_scratch(turns: list[Turn], data: st.DataObject) -> None:
+def test_each_window_scores_as_scored_from_scratch(
+    monkeypatch: pytest.MonkeyPatch, many: int, turns: list[Turn], data: st.DataObject
+) -> None:
+    monkeypatch.setattr(windows, "_MANY_ITEMS", many)
     head = 1
     scores = WindowFidelity(turns, head)
     cut = head
@@ -45,8 +51,8 @@ def test_each_window_scores_as_scored_from_scratch(turns: list[Turn], data: st.D
         end = data.draw(st.integers(cut, len(turns)))
         cleared = {i for i in range(cut, end) if turns[i].role == "tool" and data.draw(st.booleans())}
         summary = " ".join(data.draw(st.lists(st.sampled_from([*_WORDS, "a.py", "b/a.py", "keyerror"]), max_size=8)))
-        expected = score_summary(turns[head:cut], summary, turns)
-        assert scores.score(cut, summary) == expected
+        expected, got = score_summary(turns[head:cut], summary, turns), scores.score(cut, summary)
+        assert (got.to_metrics(), got.unsupported) == (expected.to_metrics(), expected.unsupported)
         hidden = set(range(head, cut)) | cleared
         assert scores.future(cut, end, cleared, summary) == hidden_future_fidelity(turns[:end], hidden, summary)
 

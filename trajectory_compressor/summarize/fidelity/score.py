@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Container, Iterable, Sequence
+from collections.abc import Container, Iterable, KeysView, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -122,11 +122,11 @@ def score_items(items: SalientItems, summary: str, corpus: RowText, tails: PathT
         in_text: Container[str] = Stated(text, _LONGEST_LOOKED_UP)
         in_lowered: Container[str] = Stated(lowered, _LONGEST_LOOKED_UP)
     else:
-        in_text, in_lowered = _Occurs(text), _Occurs(lowered)
+        in_text, in_lowered = Occurs(text), Occurs(lowered)
     for kind in KINDS:
         wanted = items.of(kind)
         haystack = in_lowered if kind in _CASE_INSENSITIVE_KINDS else in_text
-        lost = [item for item in wanted if not _stated(kind, item, haystack, tails, in_lowered)]
+        lost = [item for item in wanted if not stated(kind, item, haystack, tails, in_lowered)]
         total[kind] = len(wanted)
         found[kind] = len(wanted) - len(lost)
         missed[kind] = tuple(lost)
@@ -137,7 +137,7 @@ _MANY_ITEMS = 512  # a few hundred items are quicker searched each
 _LONGEST_LOOKED_UP = 256
 
 
-class _Occurs:
+class Occurs:
     """`occurs` in one text, as a container (what `Stated` answers with a set)."""
 
     def __init__(self, text: str) -> None:
@@ -200,7 +200,7 @@ def row_text(turns: Sequence[Turn]) -> RowText:
     return RowText(turns)
 
 
-def _stated(kind: str, item: str, haystack: Container[str], tails: PathTails, lowered: Container[str]) -> bool:
+def stated(kind: str, item: str, haystack: Container[str], tails: PathTails, lowered: Container[str]) -> bool:
     needle = item.casefold() if kind in _CASE_INSENSITIVE_KINDS else item
     if needle in haystack:
         return True
@@ -230,6 +230,7 @@ class PathTails:
     def __init__(self, paths: Iterable[str] = ()) -> None:
         self._ends: Counter[str] = Counter()
         self._paths: set[str] = set()
+        self._proper: dict[str, str] = {}  # a tail after a "/" (not the first character) -> a path it ends
         self.extend(paths)
 
     def __len__(self) -> int:
@@ -241,6 +242,19 @@ class PathTails:
             if path not in self._paths:
                 self._paths.add(path)
                 self._ends.update(ends_of(path))
+                position = path.find("/", 1)
+                while position >= 0:
+                    self._proper[path[position + 1 :]] = path
+                    position = path.find("/", position + 1)
+
+    def tails(self) -> KeysView[str]:
+        """Every tail after a "/" (not the first character) of the paths: what `owner` may know."""
+        return self._proper.keys()
+
+    def owner(self, tail: str) -> str | None:
+        """The path `tail` is a unique tail of (`unique`), if any."""
+        path = self._proper.get(tail)
+        return path if path is not None and tail and self._ends[tail] == 1 else None
 
     def unique(self, path: str) -> list[str]:
         """`unique_tails(path, paths)`, for one of the paths."""
@@ -294,9 +308,18 @@ class Stated:
     def __contains__(self, needle: object) -> bool:
         if not isinstance(needle, str):
             return False
-        if not needle or len(needle) > self.longest or not _ONE_WORD.fullmatch(needle):
+        if not self.looks_up(needle):
             return occurs(needle, self.text)
         return needle in self._found
+
+    def looks_up(self, needle: str) -> bool:
+        """Whether `needle` is answered from the set (no whitespace, at most `longest` long)."""
+        return bool(needle) and len(needle) <= self.longest and _ONE_WORD.fullmatch(needle) is not None
+
+    @property
+    def substrings(self) -> set[str]:
+        """Every needle the text states that `looks_up` answers."""
+        return self._found
 
 
 _CUT = re.compile(r"(?<!\w)|(?!\w)|(?<=_)(?=_)")  # where a word can be cut without gluing (as `_glued`)
