@@ -30,8 +30,11 @@ def test_bench_runs_every_stage_at_tiny_sizes(tmp_path: Path) -> None:
             "--summary-target-tokens", "300",
             "--repeat", "1",
             "--llm-rows", "12",
-            "--concurrency", "4",
+            "--concurrency", "4,8",
             "--latency", "0.01",
+            "--copies", "2",
+            "--row-groups", "4,8",
+            "--rows-target", "3000",
             "--rss-rows", "6,12",
             "--workdir", str(tmp_path / "work"),
             "--json", str(figures),
@@ -54,6 +57,12 @@ def test_bench_runs_every_stage_at_tiny_sizes(tmp_path: Path) -> None:
         "dry_wall_s",
         "extractive_wall_s",
         "llm_rps",
+        "llm1_rps",
+        "jobs_dry_run_cpu_s",
+        "jobs_main_run_s",
+        "jobs_windows_run_cpu_s",
+        "rows_4_run_s",
+        "rows_8_run_cpu_s",
         "prompt_mean_ms",
         "rss_dry_12_mb",
     ):
@@ -62,7 +71,8 @@ def test_bench_runs_every_stage_at_tiny_sizes(tmp_path: Path) -> None:
     assert info["limit"]["tokens"] == info["dry"]["tokens_before"]  # the limit counts what we count
     assert info["limit"]["backend"] == info["dry"]["counting"]  # with the backend a run counts with
     assert info["llm"]["requests"] == info["llm"]["summarized"] == 12  # every row needed one summary
-    assert medians["llm_max_in_flight"] <= 4
+    assert medians["llm_max_in_flight"] <= 4 and medians["llm1_max_in_flight"] <= 8
+    assert info["jobs"]["windows_tokens_written"] > info["jobs"]["main_tokens_written"] > 0
     if importlib.util.find_spec("ray") is not None:  # (6) the Ray engine, with the [ray] extra
         for name in ("ray_local_rows_per_s", "ray_ray1_rows_per_s", "ray_ray2_rows_per_s", "ray_llm_rps"):
             assert medians.get(name) is not None, name

@@ -151,3 +151,16 @@ def test_bench_huge_lines_compares_equal_counts_side_by_side(tmp_path: Path) -> 
     empty = write_jsonl(tmp_path / "empty.jsonl", [])
     done = _script("bench_huge_lines.py", "--input", str(empty), "--megabytes", "1", "--repeat", "1")
     assert done.returncode != 0 and "nothing measured" in done.stderr
+
+
+def test_a_long_row_of_n_groups_is_the_first_n_groups_of_the_stream() -> None:
+    """scripts/make_long_row.py: the row-length series compares like for like (bench stage 8)."""
+    sys.path.insert(0, str(SCRIPTS))
+    try:
+        from make_long_row import long_row
+    finally:
+        sys.path.remove(str(SCRIPTS))
+    short, long = long_row(70, seed=3)["conversations"], long_row(140, seed=3)["conversations"]
+    assert sum(turn["from"] == "gpt" for turn in short) == 70  # one assistant turn per group
+    assert long[: len(short)] == short
+    assert any(turn["value"].startswith("Next issue:") for turn in long)  # a new task every 60 groups

@@ -7,7 +7,7 @@ tested alone and lets the planner stay a pure function of numbers.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 if TYPE_CHECKING:  # the scorer imports these records; only type checkers need it here
@@ -86,6 +86,19 @@ class SourceRecord:
     raw_is_json: bool = False
 
 
+class SummaryCarry:
+    """What a summarizer may keep from one request of a row to the next, when each region is the
+    one before with more turns after it (the extractive digest of a context window's region:
+    `--windows` then reads each turn once, as an LLM updates its summary with the new turns).
+    The row code makes one per row and passes it in each request; a summarizer checks that the
+    state it finds is for a prefix of the request's turns before it uses it."""
+
+    __slots__ = ("state",)
+
+    def __init__(self) -> None:
+        self.state: object = None
+
+
 @dataclass(frozen=True)
 class SummaryRequest:
     """What a summarizer is asked to condense: the region's turns and a token budget."""
@@ -97,6 +110,7 @@ class SummaryRequest:
     feedback: str = ""  # what an earlier summary of this region missed, when asking again
     previous_summary: str = ""  # the summary of what came before `turns`, to update (not rewrite)
     structured: bool = False  # the sectioned summary of a context window (Goal, Progress, ...)
+    carry: SummaryCarry | None = field(default=None, compare=False, repr=False)  # never part of what is asked
 
 
 @dataclass(frozen=True)

@@ -66,7 +66,8 @@ def open_binary(path: str | Path) -> io.BufferedIOBase:
 
 # A run of 19+ digits may be an integer beyond 64 bits, which orjson silently turns into a float:
 # -9223372036854775809 (below int64) has 19, 18446744073709551616 (2**64) has 20.
-_LONG_DIGITS = re.compile(rb"\d{19,}")
+_DIGITS_AS_ZERO = bytes.maketrans(b"0123456789", b"0000000000")
+_NINETEEN_ZEROS = b"0" * 19
 
 
 def parse_json_line(line: bytes) -> Any:
@@ -141,7 +142,9 @@ def needs_standard_json(raw: bytes) -> bool:
     are written from their raw bytes), so the scan costs nothing on the common path; a match
     inside a string only costs the slower path.
     """
-    return _LONG_DIGITS.search(raw) is not None or b"NaN" in raw or b"Infinity" in raw
+    # Nineteen digits in a row, found as nineteen zeros once every digit is one (two passes in C,
+    # twice the speed of the regex, which tries a match at every digit of a long row).
+    return b"NaN" in raw or b"Infinity" in raw or _NINETEEN_ZEROS in raw.translate(_DIGITS_AS_ZERO)
 
 
 def parse_record(source: str, line: int, raw: bytes) -> SourceRecord:

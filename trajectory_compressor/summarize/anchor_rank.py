@@ -28,16 +28,24 @@ nothing a later turn types, and one may be a credential in an encoding redaction
 
 The weights were chosen on half of the shared real runs and checked on the other half
 (`scripts/extractive_fidelity.py`). Pure and deterministic.
+
+`AnchorRanking` holds a region's anchors as it grows (`extend` with the turns after it), so the
+context windows of a long row read each turn once, not once per window: what an anchor's rank
+depends on (where it first appeared, in which turns, from which sources, whether only in
+boilerplate lines) is kept per anchor and updated with the new turns; only the lines of earlier
+results that the new turns make boilerplate are read again. `ranked_anchors` is the whole region
+at once.
 """
 
 from __future__ import annotations
 
 import math
-from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from itertools import groupby
-from typing import Any
+from typing import Any, overload
+
+import numpy as np
 
 from trajectory_compressor.summarize.fidelity.anchors import anchor_kind, anchors_in
 from trajectory_compressor.summarize.toolcalls import parse_tool_calls, parse_tool_responses, prose_of, think_of
@@ -55,20 +63,274 @@ _OPAQUE_CHARS = 16
 _HEX = frozenset("0123456789abcdefABCDEF")
 _SCAN_CHARS = 200_000  # of one piece: a huge dump's anchors beyond this say little
 
+_SOURCES = tuple(SOURCE_WEIGHTS)
+_BIT = {source: 1 << index for index, source in enumerate(_SOURCES)}
+# The sum of the weights of each set of sources, as `sum` adds them (halves: exact in any order).
+_SOURCE_SUMS = [sum(SOURCE_WEIGHTS[s] for s in _SOURCES if mask & _BIT[s]) for mask in range(1 << len(_SOURCES))]
+_EARLIER = -1  # the piece number of an earlier summary's anchors: before every piece of the region
+
 
 def unchanged(text: str) -> str:
     return text
 
 
 @dataclass
-class _Seen:
-    """Where one anchor occurs in the region."""
+class _Result:
+    """A tool result of the region: its anchors inside and outside boilerplate lines."""
 
-    first: int  # order of first appearance: ties keep the region's order
-    turns: set[int] = field(default_factory=set)
-    sources: set[str] = field(default_factory=set)
-    last: int = 0
-    outside_boilerplate: bool = False
+    number: int
+    text: str
+    plain: dict[str, None]  # anchors of its lines that are not boilerplate, in order
+    repeated: dict[str, None]  # anchors of its boilerplate lines, in order
+
+
+class AnchorRanking:
+    """The anchors of a growing region, ranked without seeing what comes after it.
+
+    `known` is text the context after the summary still shows (the task): its anchors are left
+    out. `earlier` holds the anchors an earlier summary of the turns before the region kept (its
+    index): they join the ranking as the oldest turn, so an index stays cumulative, each anchor
+    once, the still-used ones first.
+
+    What each anchor's rank is made of is kept in one list per figure (an anchor is its index),
+    so that ranking sorts arrays (`ranking`): a window of a long row ranks thousands of anchors.
+    """
+
+    def __init__(
+        self, *, known: str = "", earlier: Sequence[str] = (), redact: Callable[[str], str] = unchanged
+    ) -> None:
+        self.known = known
+        self.earlier = tuple(earlier)
+        self._redact = redact
+        self._left_out = set(anchors_in(redact(known))) if known else set()
+        self._ids: dict[str, int] = {}
+        self._names: list[str] = []
+        self._first: list[int] = []  # (piece, part, order in the part) of its first appearance, as one number
+        self._count: list[int] = []  # turns that hold it
+        self._last: list[int] = []  # the last of them
+        self._sources: list[int] = []  # bit mask of `_SOURCES`
+        self._plain: list[int] = []  # pieces (their parts outside boilerplate) that hold it; an earlier summary counts
+        self._kind: list[float] = []  # its kind's weight
+        self._lengths: list[int] = []
+        self._touched: set[int] = set()  # anchors whose figures changed since the arrays were made
+        self._arrays = _Arrays()
+        self._size = 0  # the anchors' characters
+        self._turns = 0
+        self._pieces = 0
+        self._results: dict[int, _Result] = {}  # by piece number
+        self._line_results: dict[str, list[int]] = {}  # a line not yet boilerplate -> the results holding it
+        self._boilerplate: set[str] = set()
+        for order, anchor in enumerate(self.earlier):
+            if anchor in self._left_out or anchor in self._ids or anchor_kind(anchor) is None or _opaque(anchor):
+                continue
+            index = self._new(anchor, _first(_EARLIER, 0, order))
+            self._sources[index] = _BIT["earlier"]
+            self._plain[index] = 1
+
+    @property
+    def turns(self) -> int:
+        """Turns of the region so far."""
+        return self._turns
+
+    def extend(self, turns: Iterable[Turn]) -> AnchorRanking:
+        """The region with `turns` after it. A line the new results repeat for the third time
+        becomes boilerplate in every result, so the earlier results holding it are read again."""
+        added = list(turns)
+        pieces = [
+            (self._turns + offset, source, text)
+            for offset, turn in enumerate(added)
+            for source, text in _pieces_of(turn, self._redact)
+        ]
+        self._turns += len(added)
+        base = self._pieces
+        self._pieces += len(pieces)
+        lines_of: dict[int, tuple[list[str], set[str]]] = {}
+        new_boilerplate: set[str] = set()
+        for index, (_, source, text) in enumerate(pieces):
+            if source != "result":
+                continue
+            lines = text.split("\n")
+            stripped = set(map(str.strip, lines))
+            stripped.discard("")
+            lines_of[index] = (lines, stripped)
+            for line in stripped - self._boilerplate:
+                holders = self._line_results.setdefault(line, [])
+                holders.append(base + index)
+                if len(holders) >= BOILERPLATE_TURNS:
+                    new_boilerplate.add(line)
+        if new_boilerplate:
+            self._boilerplate |= new_boilerplate
+            again = {number for line in new_boilerplate for number in self._line_results.pop(line) if number < base}
+            for number in sorted(again):
+                self._reread(self._results[number])
+        for index, (position, source, text) in enumerate(pieces):
+            number = base + index
+            if source == "result":
+                lines, stripped = lines_of[index]
+                plain, repeated = self._parts(text, lines, stripped)
+                self._results[number] = _Result(number, text, plain, repeated)
+            else:
+                plain, repeated = anchors_in(text), {}
+            self._add(number, position, _BIT[source], plain, 0)
+            if repeated:
+                self._add(number, position, _BIT[source], repeated, 1)
+        return self
+
+    def _new(self, anchor: str, first: int) -> int:
+        index = self._ids[anchor] = len(self._names)
+        self._names.append(anchor)
+        self._first.append(first)
+        self._count.append(0)
+        self._last.append(-1)
+        self._sources.append(0)
+        self._plain.append(0)
+        self._kind.append(KIND_WEIGHTS.get(anchor_kind(anchor) or "", 0.0))
+        self._lengths.append(len(anchor))
+        self._size += len(anchor)
+        return index
+
+    def _add(self, number: int, position: int, bit: int, found: dict[str, None], part: int) -> None:
+        """Part `part` (0: outside boilerplate lines) of piece `number` of turn `position` holds `found`."""
+        ids, left_out, touched = self._ids, self._left_out, self._touched
+        count, last, sources, plain = self._count, self._last, self._sources, self._plain
+        for order, anchor in enumerate(found):
+            index = ids.get(anchor)
+            if index is None:
+                if anchor in left_out:
+                    continue
+                if _opaque(anchor):
+                    left_out.add(anchor)  # judged once
+                    continue
+                index = self._new(anchor, _first(number, part, order))
+            if last[index] != position:
+                count[index] += 1
+                last[index] = position
+                touched.add(index)
+            sources[index] |= bit
+            if part == 0:
+                plain[index] += 1
+
+    def _parts(self, text: str, lines: list[str], stripped: set[str]) -> tuple[dict[str, None], dict[str, None]]:
+        """The anchors of a result outside and inside boilerplate lines (one scan of the text
+        when none of its lines is boilerplate)."""
+        boilerplate = self._boilerplate
+        if boilerplate.isdisjoint(stripped):
+            return anchors_in(text), {}
+        plain = [line for line in lines if line.strip() not in boilerplate]
+        repeated = [line for line in lines if line.strip() in boilerplate]
+        return anchors_in("\n".join(plain)), anchors_in("\n".join(repeated))
+
+    def _reread(self, result: _Result) -> None:
+        """A result some of whose lines just became boilerplate: its anchors split again. Fewer are
+        outside boilerplate now, and those first seen in it may have moved to its repeated part."""
+        lines = result.text.split("\n")
+        stripped = set(map(str.strip, lines))
+        plain, repeated = self._parts(result.text, lines, stripped)
+        ids = self._ids
+        for anchor in result.plain:
+            if anchor not in plain and (index := ids.get(anchor)) is not None:
+                self._plain[index] -= 1
+                self._touched.add(index)
+        firsts: dict[str, int] = {}
+        for part, found in enumerate((plain, repeated)):
+            for order, anchor in enumerate(found):
+                firsts.setdefault(anchor, _first(result.number, part, order))
+        for anchor, first in firsts.items():
+            index = ids.get(anchor)
+            if index is not None and self._first[index] >> _PIECE_SHIFT == result.number + 1:
+                self._first[index] = first
+                self._touched.add(index)
+        result.plain, result.repeated = plain, repeated
+
+    def ranking(self) -> RankedAnchors:
+        """The anchors, most likely needed first (sorted as arrays: `_score`'s sums, in its order)."""
+        if not self._names:
+            return RankedAnchors([], np.zeros(0, dtype=np.int64), [], 0)
+        arrays = self._arrays
+        arrays.sync(self, self._touched)  # only what changed since the last ranking is copied
+        self._touched = set()
+        ages = self._turns - 1 - arrays.last
+        score = _recency(int(ages.max()))[ages]
+        score = score + _reuse(int(arrays.count.max()))[arrays.count]
+        score = score + _SOURCE_SUM_ARRAY[arrays.sources]
+        score = score + arrays.kind
+        order = np.lexsort((arrays.first, -score, arrays.plain <= 0))
+        return RankedAnchors(self._names, order, self._lengths, self._size)
+
+    def ranked(self) -> tuple[str, ...]:
+        """The anchors, most likely needed first."""
+        return tuple(self.ranking())
+
+
+class _Arrays:
+    """The ranking's figures as arrays, kept in step with its lists: a window of a long row copies
+    the figures of the anchors its turns touched (and the new ones), not all of them again."""
+
+    _COLUMNS = (("first", np.int64), ("count", np.int64), ("last", np.int64), ("sources", np.int64),
+                ("plain", np.int64), ("kind", np.float64))  # fmt: skip
+
+    def __init__(self) -> None:
+        self.size = 0
+        self._store = {name: np.zeros(0, dtype=kind) for name, kind in self._COLUMNS}
+        self.first = self.count = self.last = self.sources = self.plain = np.zeros(0, dtype=np.int64)
+        self.kind = np.zeros(0, dtype=np.float64)
+
+    def sync(self, ranking: AnchorRanking, touched: set[int]) -> None:
+        lists: dict[str, list[int] | list[float]] = {
+            "first": ranking._first, "count": ranking._count, "last": ranking._last,
+            "sources": ranking._sources, "plain": ranking._plain, "kind": ranking._kind,
+        }  # fmt: skip
+        size = len(ranking._names)
+        old = self.size
+        if size > len(self._store["first"]):  # room for the new anchors, doubling
+            capacity = max(size, 2 * len(self._store["first"]), 64)
+            for name, kind in self._COLUMNS:
+                grown = np.zeros(capacity, dtype=kind)
+                grown[:old] = self._store[name][:old]
+                self._store[name] = grown
+        changed = sorted(index for index in touched if index < old)
+        for name, values in lists.items():
+            store = self._store[name]
+            if size > old:
+                store[old:size] = values[old:size]
+            if changed:
+                store[changed] = [values[index] for index in changed]
+            setattr(self, name, store[:size])
+        self.size = size
+
+
+class RankedAnchors(Sequence[str]):
+    """A region's anchors in rank order, read as far as needed (an index holds a few of thousands)."""
+
+    def __init__(self, names: list[str], order: np.ndarray, lengths: list[int], size: int) -> None:
+        self._names = names
+        self._order = order
+        self._lengths = lengths
+        self.size = size  # characters of all the anchors
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[str, ...]: ...
+    def __getitem__(self, index: int | slice) -> str | tuple[str, ...]:
+        if isinstance(index, slice):
+            return tuple(map(self._names.__getitem__, self._order[index].tolist()))
+        return self._names[int(self._order[index])]
+
+    def __iter__(self) -> Iterator[str]:
+        return map(self._names.__getitem__, self._order.tolist())
+
+    def by_length(self) -> dict[int, list[int]]:
+        """Rank positions of the anchors of each length, in rank order."""
+        if not len(self._order):
+            return {}
+        lengths = np.array(self._lengths, dtype=np.int64)[self._order]  # of the anchor at each rank
+        positions = np.argsort(lengths, kind="stable")  # grouped by length, in rank order within
+        starts = np.flatnonzero(np.diff(lengths[positions])) + 1
+        return {int(lengths[chunk[0]]): chunk.tolist() for chunk in np.split(positions, starts)}
 
 
 def ranked_anchors(
@@ -78,71 +340,62 @@ def ranked_anchors(
     earlier: Sequence[str] = (),
     redact: Callable[[str], str] = unchanged,
 ) -> tuple[str, ...]:
-    """The anchors of `turns` (a region), most likely needed first.
-
-    `known` is text the context after the summary still shows (the task): its anchors are left
-    out. `earlier` holds the anchors an earlier summary of the turns before the region kept (its
-    index): they join the ranking as the oldest turn, so an index stays cumulative, each anchor
-    once, the still-used ones first.
-    """
-    pieces = list(_pieces(turns, redact))
-    boilerplate = _boilerplate_lines(pieces)
-    left_out = set(anchors_in(redact(known))) if known else set()
-    seen: dict[str, _Seen] = {}
-    for anchor in earlier:
-        if anchor not in left_out and anchor not in seen and anchor_kind(anchor) is not None and not _opaque(anchor):
-            known_before = seen[anchor] = _Seen(first=len(seen), last=-1, outside_boilerplate=True)
-            known_before.sources.add("earlier")
-    for position, source, text in pieces:
-        for part, plain in _parts(text, boilerplate if source == "result" else frozenset()):
-            for anchor in anchors_in(part):
-                entry = seen.get(anchor)
-                if entry is None:
-                    if anchor in left_out:
-                        continue
-                    if _opaque(anchor):
-                        left_out.add(anchor)  # judged once
-                        continue
-                    entry = seen[anchor] = _Seen(first=len(seen))
-                entry.turns.add(position)
-                entry.sources.add(source)
-                entry.last = max(entry.last, position)
-                entry.outside_boilerplate |= plain
-    count = len(turns)
-    return tuple(sorted(seen, key=lambda anchor: _rank_key(anchor, seen[anchor], count)))
+    """The anchors of `turns` (a region), most likely needed first (see `AnchorRanking`)."""
+    return AnchorRanking(known=known, earlier=earlier, redact=redact).extend(turns).ranked()
 
 
-def _rank_key(anchor: str, seen: _Seen, count: int) -> tuple[bool, float, int]:
-    return (not seen.outside_boilerplate, -_score(anchor, seen, count), seen.first)
+_PIECE_SHIFT = 33
 
 
-def _score(anchor: str, seen: _Seen, count: int) -> float:
-    age = count - 1 - seen.last  # turns between its last appearance and the region's end
-    score = RECENCY_WEIGHT * 0.5 ** (age / HALF_LIFE_TURNS)
-    score += REUSE_WEIGHT * math.log(max(1, len(seen.turns)))
-    score += sum(SOURCE_WEIGHTS[source] for source in seen.sources)
-    return score + KIND_WEIGHTS.get(anchor_kind(anchor) or "", 0.0)
+def _first(piece: int, part: int, order: int) -> int:
+    """(piece, part, order) as one number that sorts as the triple (piece from -1, order < 2**32)."""
+    return (piece + 1) << _PIECE_SHIFT | part << 32 | order
 
 
-def _pieces(turns: Sequence[Turn], redact: Callable[[str], str]) -> Iterator[tuple[int, str, str]]:
-    """(turn position, source, redacted text) of each piece of each turn: a user's words; an
-    assistant's words (its reasoning when it says nothing else), its calls' names and arguments;
-    each tool result's content. Markup and JSON wrappers (call ids) are not pieces."""
-    for position, turn in enumerate(turns):
-        value = turn.value if isinstance(turn.value, str) else str(turn.value)
-        if turn.role == "human":
-            yield position, "user", redact(value[:_SCAN_CHARS])
-        elif turn.role == "gpt":
-            said = prose_of(value) or (think_of(value) if "think>" in value else "")
-            if said:
-                yield position, "said", redact(said[:_SCAN_CHARS])
-            for call in parse_tool_calls(value):
-                yield position, "call", redact(call.name)
-                for text in _argument_texts(call.arguments):
-                    yield position, "call", redact(text[:_SCAN_CHARS])
-        elif turn.role == "tool":
-            for response in parse_tool_responses(value):
-                yield position, "result", redact(response.content[:_SCAN_CHARS])
+_RECENCY: list[float] = []
+_RECENCY_ARRAY = np.zeros(0, dtype=np.float64)
+_REUSE: list[float] = []
+_REUSE_ARRAY = np.zeros(0, dtype=np.float64)
+_SOURCE_SUM_ARRAY = np.array(_SOURCE_SUMS, dtype=np.float64)
+
+
+def _recency(age: int) -> np.ndarray:
+    """`RECENCY_WEIGHT * 0.5 ** (age / HALF_LIFE_TURNS)` for ages 0 to at least `age`, each
+    computed by Python as `_score` computes it (numpy's own power could differ in the last bit)."""
+    global _RECENCY_ARRAY
+    if len(_RECENCY) <= age:
+        _RECENCY.extend(RECENCY_WEIGHT * 0.5 ** (a / HALF_LIFE_TURNS) for a in range(len(_RECENCY), 2 * age + 64))
+        _RECENCY_ARRAY = np.array(_RECENCY, dtype=np.float64)
+    return _RECENCY_ARRAY
+
+
+def _reuse(turns: int) -> np.ndarray:
+    """`REUSE_WEIGHT * math.log(max(1, turns))` for 0 to at least `turns` turns, as `_score` has it."""
+    global _REUSE_ARRAY
+    if len(_REUSE) <= turns:
+        _REUSE.extend(REUSE_WEIGHT * math.log(max(1, n)) for n in range(len(_REUSE), 2 * turns + 64))
+        _REUSE_ARRAY = np.array(_REUSE, dtype=np.float64)
+    return _REUSE_ARRAY
+
+
+def _pieces_of(turn: Turn, redact: Callable[[str], str]) -> Iterator[tuple[str, str]]:
+    """(source, redacted text) of each piece of a turn: a user's words; an assistant's words (its
+    reasoning when it says nothing else), its calls' names and arguments; each tool result's
+    content. Markup and JSON wrappers (call ids) are not pieces."""
+    value = turn.value if isinstance(turn.value, str) else str(turn.value)
+    if turn.role == "human":
+        yield "user", redact(value[:_SCAN_CHARS])
+    elif turn.role == "gpt":
+        said = prose_of(value) or (think_of(value) if "think>" in value else "")
+        if said:
+            yield "said", redact(said[:_SCAN_CHARS])
+        for call in parse_tool_calls(value):
+            yield "call", redact(call.name)
+            for text in _argument_texts(call.arguments):
+                yield "call", redact(text[:_SCAN_CHARS])
+    elif turn.role == "tool":
+        for response in parse_tool_responses(value):
+            yield "result", redact(response.content[:_SCAN_CHARS])
 
 
 def _argument_texts(arguments: dict[str, Any] | str) -> Iterator[str]:
@@ -155,28 +408,7 @@ def _argument_texts(arguments: dict[str, Any] | str) -> Iterator[str]:
         yield value if isinstance(value, str) else str(value)
 
 
-def _parts(text: str, boilerplate: frozenset[str]) -> Iterator[tuple[str, bool]]:
-    """`text` as (its lines outside `boilerplate`, True) and (its boilerplate lines, False): two
-    scans at most, not one per line."""
-    if not boilerplate:
-        yield text, True
-        return
-    lines = text.split("\n")
-    repeated = [line for line in lines if line.strip() in boilerplate]
-    if not repeated:
-        yield text, True
-        return
-    yield "\n".join(line for line in lines if line.strip() not in boilerplate), True
-    yield "\n".join(repeated), False
-
-
-def _boilerplate_lines(pieces: list[tuple[int, str, str]]) -> frozenset[str]:
-    """Lines of tool results that recur verbatim in `BOILERPLATE_TURNS` results or more."""
-    counts: Counter[str] = Counter()
-    for _, source, text in pieces:
-        if source == "result":
-            counts.update({line.strip() for line in text.split("\n") if line.strip()})
-    return frozenset(line for line, seen in counts.items() if seen >= BOILERPLATE_TURNS)
+_OPAQUE: dict[str, bool] = {}
 
 
 def _opaque(anchor: str) -> bool:
@@ -186,12 +418,19 @@ def _opaque(anchor: str) -> bool:
     hex hash (`9f3c2ab71d`, `0x7f23b2e35940`: kept, later turns do quote those)."""
     if len(anchor) < _OPAQUE_CHARS:
         return False
-    letters = "".join(c for c in anchor if c.isalnum())
-    if len(letters) < _OPAQUE_CHARS or all(c in _HEX for c in letters.removeprefix("0x")):
-        return False
-    runs = sum(1 for _ in groupby(letters, _char_class))
-    mean_run = len(letters) / runs
-    return mean_run < 2.0 or (mean_run < 2.4 and any(c.isdigit() for c in letters))
+    judged = _OPAQUE.get(anchor)
+    if judged is None:
+        letters = "".join(c for c in anchor if c.isalnum())
+        if len(letters) < _OPAQUE_CHARS or all(c in _HEX for c in letters.removeprefix("0x")):
+            judged = False
+        else:
+            runs = sum(1 for _ in groupby(letters, _char_class))
+            mean_run = len(letters) / runs
+            judged = mean_run < 2.0 or (mean_run < 2.4 and any(c.isdigit() for c in letters))
+        if len(_OPAQUE) >= 1 << 16:
+            _OPAQUE.clear()
+        _OPAQUE[anchor] = judged
+    return judged
 
 
 def _char_class(char: str) -> int:

@@ -77,6 +77,26 @@ def rewritten_bytes(
 
 def _encoded(item: SourceRecord, build: Callable[[Any], dict[str, Any]]) -> bytes:
     raw = item.raw
-    if raw is not None and needs_standard_json(raw):
-        return json.dumps(build(json.loads(raw)), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    if raw is not None:
+        standard = _standard_record(raw)
+        if standard is not None:
+            return json.dumps(build(standard), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     return dumps(build(item.record))
+
+
+# The last record read again with the standard library: a row's context windows are each built
+# from it (`window_bytes`), and scanning and parsing a long row once per window made `--windows`
+# cost windows times the row. One entry, told apart by the raw bytes' identity: read, never changed.
+_STANDARD: tuple[bytes | None, Any] = (None, None)
+_NOT_NEEDED = object()
+
+
+def _standard_record(raw: bytes) -> Any:
+    """The record of `raw` as the standard library reads it, when orjson would not keep it exact
+    (`needs_standard_json`), else None."""
+    global _STANDARD
+    cached_raw, record = _STANDARD
+    if cached_raw is not raw:
+        record = json.loads(raw) if needs_standard_json(raw) else _NOT_NEEDED
+        _STANDARD = (raw, record)
+    return None if record is _NOT_NEEDED else record

@@ -1,6 +1,8 @@
 """The LLM summarizer against a real aiohttp server on 127.0.0.1, one failure mode at a time.
 
-Timings are kept small: backoffs of a few hundredths of a second, a 0.3 s request timeout.
+Timings are kept small: backoffs of a few hundredths of a second; a 0.3 s request timeout
+only where a test makes the server hang (`HANG_TIMEOUT`), 5 s elsewhere so a busy machine
+never turns an ordinary reply into a timeout.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from trajectory_compressor.types import SUMMARY_PREFIX, EndpointAuthError, Summa
 KEY = "sk-fakeTESTKEY0123456789abcdefXYZ"  # distinctive; must never leak
 URL_PASSWORD = "hunter2-url-pass"
 FAST = {"retry_delay": 0.01, "retry_max_delay": 0.05}  # tiny backoff sleeps
+HANG_TIMEOUT = 0.3  # the request timeout of tests whose server hangs on purpose
 
 
 @pytest.fixture(autouse=True)
@@ -40,7 +43,7 @@ def make_config(base_url: str | None = None, **overrides: Any) -> LLMConfig:
     values: dict[str, Any] = {
         "base_url": base_url,
         "model": "fake-model",
-        "request_timeout": 0.3,
+        "request_timeout": 5.0,
         "max_retries": 3,
         "use_cache": False,
         **FAST,
@@ -192,7 +195,8 @@ RETRYABLE = [
 def test_transient_failure_is_retried_and_counted_by_cause(action: str, cause: str) -> None:
     async def scenario() -> None:
         async with FakeOpenAIServer(faults=[action]) as server:
-            result, stats = await summarize_with(server)
+            timeout = HANG_TIMEOUT if action == "hang" else 5.0
+            result, stats = await summarize_with(server, request_timeout=timeout)
         assert server.actions() == [action, "ok"]
         assert (result.calls, result.errors) == (2, 1)
         assert result.last_error
@@ -503,7 +507,9 @@ def test_api_key_never_leaks(tmp_path: Path, caplog: pytest.LogCaptureFixture) -
     async def scenario() -> list[str]:
         texts: list[str] = []
         async with FakeOpenAIServer(faults=[echo_429, "hang", "drop", echo_reply, echo]) as server:
-            config = make_config(server.base_url, use_cache=True, cache_path=str(cache), max_retries=3)
+            config = make_config(
+                server.base_url, use_cache=True, cache_path=str(cache), max_retries=3, request_timeout=HANG_TIMEOUT
+            )
             async with LLMSummarizer(config) as summarizer:
                 result = await summarizer.summarize(make_request(0))
                 texts += [result.text, str(result.last_error), repr(result)]

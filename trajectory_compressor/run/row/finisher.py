@@ -26,8 +26,9 @@ from trajectory_compressor.run.row.over_limit import truncate_row
 from trajectory_compressor.run.row.summary_step import Summarized, SummaryFailure, SummaryStep, refused_reason
 from trajectory_compressor.run.row.windows import WindowFinisher
 from trajectory_compressor.settings import RunConfig
-from trajectory_compressor.summarize.fidelity import score_summary
+from trajectory_compressor.summarize.fidelity import SalientItems, row_text, salient_items, score_items
 from trajectory_compressor.summarize.fidelity.anchors import FutureFidelity, future_fidelity, hidden_future_fidelity
+from trajectory_compressor.summarize.fidelity.score import Fidelity, RowText
 from trajectory_compressor.types import (
     CompressionRegion,
     EditedTurn,
@@ -166,10 +167,11 @@ class RowFinisher:
         # Judged against the turns as read (as `eval` judges it): the gate, when it measured, saw
         # what the summarizer was sent, pruned.
         fidelity = result.fidelity if row.pruning is None else None
+        score = _Scorer(source[start:end], source)  # the region's items read once for both scores of an indexed summary
         if fidelity is None:
-            fidelity = score_summary(source[start:end], result.text, source)
+            fidelity = score(result.text)
         future = _future(row, start, end, result.text)
-        fidelity_line = fidelity_metrics(fidelity, future, result, source[start:end], source)
+        fidelity_line = fidelity_metrics(fidelity, future, result, source[start:end], source, score=score)
         if self.example is None or row.index < self.example.index:
             shown = row.turns[start : min(end, start + EXAMPLE_TURNS)]
             example_region = tuple(Turn(turn.role, turn.value[:EXAMPLE_TURN_CHARS]) for turn in shown)
@@ -251,3 +253,18 @@ def _outside(row: ValidRow, region: CompressionRegion | None) -> list[int]:
     if region is None:
         return list(range(count))
     return [index for index in range(count) if not region.start <= index < region.end]
+
+
+class _Scorer:
+    """`score_summary(region, text, row)` of any text, the region's items and the row's text read
+    on the first call only."""
+
+    def __init__(self, region: list[Turn], row: list[Turn]) -> None:
+        self._region = region
+        self._row = row
+        self._read: tuple[SalientItems, RowText] | None = None
+
+    def __call__(self, text: str) -> Fidelity:
+        if self._read is None:
+            self._read = salient_items(self._region), row_text(self._row)
+        return score_items(self._read[0], text, self._read[1])

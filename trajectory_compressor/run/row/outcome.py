@@ -7,7 +7,7 @@ input order.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -108,14 +108,22 @@ class RowOutcome:
 
 
 def fidelity_metrics(
-    fidelity: Fidelity, future: FutureFidelity, result: SummaryResult, region: Sequence[Turn], source: Sequence[Turn]
+    fidelity: Fidelity,
+    future: FutureFidelity,
+    result: SummaryResult,
+    region: Sequence[Turn],
+    source: Sequence[Turn],
+    *,
+    score: Callable[[str], Fidelity] | None = None,
 ) -> dict[str, Any]:
     """The metrics line's `fidelity` of a written summary: item recall and future-grounded
     fidelity of what was written, and for an LLM summary that ends with an anchor index, the
-    item score of the model's own text (`without_index`: what the near-zero warning judges)."""
+    item score of the model's own text (`without_index`: what the near-zero warning judges).
+    `score(text)` scores a text against the region when its items are at hand (a row's windows
+    keep them)."""
     metrics = {**fidelity.to_metrics(), "future": future.to_metrics()}
     text = split_index(result.text)[0]
     if result.summarizer == LLM_SUMMARIZER and text != result.text:
-        score = score_summary(region, text, source).score
-        metrics["without_index"] = None if score is None else round(score, 4)
+        own = (score_summary(region, text, source) if score is None else score(text)).score
+        metrics["without_index"] = None if own is None else round(own, 4)
     return metrics

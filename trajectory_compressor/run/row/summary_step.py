@@ -13,6 +13,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from itertools import islice
+from typing import Protocol
 
 from trajectory_compressor.errors import RunAborted
 from trajectory_compressor.exit_codes import ExitCode
@@ -23,6 +25,7 @@ from trajectory_compressor.run.row.fidelity_gate import FidelityGate, LowFidelit
 from trajectory_compressor.run.row.measure import RewriteRefused, RowMeasure
 from trajectory_compressor.run.row.options import RowOptions
 from trajectory_compressor.summarize.anchor_index import split_index
+from trajectory_compressor.summarize.deadline import summary_deadline
 from trajectory_compressor.summarize.fidelity import Fidelity, SalientItems, row_text, salient_items, score_items
 from trajectory_compressor.summarize.fidelity.score import RowText
 from trajectory_compressor.summarize.huge_turns import elide_huge, elide_huge_turns
@@ -186,7 +189,8 @@ class SummaryStep:
         try:
             if remaining <= 0:
                 raise TimeoutError
-            result = await asyncio.wait_for(self.primary.summarize(request), timeout=remaining)
+            with summary_deadline(remaining):  # what a summarizer that computes checks (`summarize.deadline`)
+                result = await asyncio.wait_for(self.primary.summarize(request), timeout=remaining)
             if self.gate.active and result.summarizer == LLM_SUMMARIZER:
                 result = await self._gated(self.primary, row, request, result, deadline)
             return result
@@ -283,6 +287,12 @@ def summary_request(row: ValidRow, plan: Plan, budget: int) -> SummaryRequest:
     return region_request(row, plan.region.start, plan.region.end, budget)
 
 
+class _Slices(Protocol):
+    """Turns that can be sliced (a list, or a window's view of a row)."""
+
+    def __getitem__(self, index: slice, /) -> Sequence[Turn]: ...
+
+
 def region_request(
     row: CountedRow,
     start: int,
@@ -291,7 +301,7 @@ def region_request(
     *,
     previous: str = "",
     structured: bool = False,
-    turns: Sequence[Turn] | None = None,
+    turns: _Slices | None = None,
 ) -> SummaryRequest:
     """The request for turns [start, end) of `row` (of `turns`, the row as a window shows it,
     when given), on top of the `previous` summary if any.
@@ -305,7 +315,8 @@ def region_request(
     region = source[start:end]
     earlier = [elide_huge(body) for turn in region if (body := earlier_summary(turn)) is not None]
     kept = tuple(elide_huge_turns([turn for turn in region if earlier_summary(turn) is None]))
-    task = next((turn.value for turn in source[:start] if turn.role == "human" and earlier_summary(turn) is None), "")
+    # The task is a user turn, never cleared: read from the row, up to the first one.
+    task = next((t.value for t in islice(row.turns, start) if t.role == "human" and earlier_summary(t) is None), "")
     task = elide_huge(task)
     previous = "\n\n".join(part for part in (previous, *earlier) if part)
     return SummaryRequest(

@@ -8,6 +8,7 @@ size, its metrics (the summary's cost and fidelity, the results cleared) and its
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import partial
 
 from trajectory_compressor.plan.region import PROTECTED_OVER_BUDGET, UNDER_TARGET, system_turn_in_head
 from trajectory_compressor.plan.windows import Cut, Window, WindowReplay, window_layout, written_end
@@ -17,8 +18,7 @@ from trajectory_compressor.run.row.metrics import Outcome, failed_cost, row_metr
 from trajectory_compressor.run.row.options import RowOptions
 from trajectory_compressor.run.row.outcome import OVER_TARGET, FinishedRow, OutputRecord, fidelity_metrics
 from trajectory_compressor.run.row.summary_step import SummaryFailure, refused_reason
-from trajectory_compressor.summarize.fidelity import score_summary
-from trajectory_compressor.summarize.fidelity.anchors import hidden_future_fidelity
+from trajectory_compressor.summarize.fidelity.windows import WindowFidelity
 from trajectory_compressor.types import EditedTurn, OutputTurn, SummaryResult
 from trajectory_compressor.write.records import window_bytes
 
@@ -78,12 +78,19 @@ class WindowRecords:
     ) -> FinishedRow:
         """The row's records; `failure`: a summary could not be had and the row is kept as one
         window (`--on-summary-failure keep`), flagged with why."""
-        records = [self._record(row, replay, item, len(built), failure) for item in built]
+        scores = WindowFidelity(row.turns, replay.head)  # the windows' summaries, each turn read once
+        records = [self._record(row, replay, item, len(built), failure, scores) for item in built]
         first = records[0]
         return FinishedRow(row.position, first.metrics, first.data, first.over_limit, more=tuple(records[1:]))
 
     def _record(
-        self, row: ValidRow, replay: WindowReplay, item: BuiltWindow, count: int, failure: SummaryFailure | None
+        self,
+        row: ValidRow,
+        replay: WindowReplay,
+        item: BuiltWindow,
+        count: int,
+        failure: SummaryFailure | None,
+        scores: WindowFidelity,
     ) -> OutputRecord:
         window = item.window
         layout, marks = self.layout(row, replay, item)
@@ -100,7 +107,7 @@ class WindowRecords:
             reason = PROTECTED_OVER_BUDGET if replay.head_tokens > self.target else GROUP_OVER_BUDGET
         outcome = Outcome(size, len(layout) + planned, over, reason, skipped_under_target=skipped)
         if item.cut is not None:
-            outcome = self._summarized(row, replay, outcome, item.cut, item)
+            outcome = self._summarized(row, replay, outcome, item.cut, item, scores)
             if planned:
                 outcome = replace(outcome, planned_tokens=size, summary_tokens=item.cut.budget)
         if item.refused is not None:
@@ -135,7 +142,7 @@ class WindowRecords:
         return OutputRecord(metrics, data, over_entry)
 
     def _summarized(
-        self, row: ValidRow, replay: WindowReplay, outcome: Outcome, cut: Cut, item: BuiltWindow
+        self, row: ValidRow, replay: WindowReplay, outcome: Outcome, cut: Cut, item: BuiltWindow, scores: WindowFidelity
     ) -> Outcome:
         """`outcome` with what left the context at the `cut` before the window: the summary that
         stands for it (what it covers, who wrote it, what it cost, its fidelity) or, with no
@@ -143,11 +150,10 @@ class WindowRecords:
         window = item.window
         # The window's own turns are its future: what they use, the summary (and the placeholders
         # of the results it cleared) must hold.
-        hidden = set(range(replay.head, cut.context_start)) | set(window.cleared)
         placeholders = [edit.value for edit in cleared_edits(row, window).values()]
-        shown = row.turns[: written_end(row.turns, window)]  # the window as written: its future
+        shown_end = written_end(row.turns, window)  # the window as written: its future
         if not self.options.summaries:
-            future = hidden_future_fidelity(shown, hidden, "\n".join(placeholders))
+            future = scores.future(cut.context_start, shown_end, set(window.cleared), "\n".join(placeholders))
             return replace(outcome, fidelity={"future": future.to_metrics()})
         region = {
             "start_idx": replay.head,
@@ -160,15 +166,18 @@ class WindowRecords:
         # Judged against everything it stands for: an updated summary must still carry the
         # earlier windows' facts.
         summarized = row.turns[replay.head : cut.context_start]
-        fidelity = score_summary(summarized, result.text, row.turns)
-        future = hidden_future_fidelity(shown, hidden, "\n".join([result.text, *placeholders]))
+        fidelity = scores.score(cut.context_start, result.text)
+        context = "\n".join([result.text, *placeholders])
+        future = scores.future(cut.context_start, shown_end, set(window.cleared), context)
         return replace(
             outcome,
             was_compressed=True,
             region=region,
             summary_tokens=self.measure.summary_tokens(result),
             summary=written_cost(result, passes=item.passes, primary=self.options.primary_name),
-            fidelity=fidelity_metrics(fidelity, future, result, summarized, row.turns),
+            fidelity=fidelity_metrics(
+                fidelity, future, result, summarized, row.turns, score=partial(scores.score, cut.context_start)
+            ),
             unsupported=fidelity.shown_unsupported(),
         )
 

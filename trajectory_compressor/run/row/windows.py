@@ -3,9 +3,11 @@
 The replay (`plan.windows.WindowReplay`) says where each window ends and what its summary
 covers; this module gets the summaries, measures each window exactly, and builds its record.
 With an iterative summarizer (the LLM), window k's summary is asked as the update of window
-k-1's with only the turns that left the context since; the extractive summarizer, cheap and
-deterministic, digests everything from the head to the cut each time (its lists are then
-cumulative by construction). The second pass, the fidelity gate and the failure policy apply
+k-1's with only the turns that left the context since; the extractive summarizer, deterministic,
+digests everything from the head to the cut each time (its lists are then cumulative by
+construction), but reads only the turns that left: the region's request grows by them
+(`_GrowingRegion`) and the summarizer extends the digest it kept (`SummaryCarry`), so a row's
+windows cost what they write, not windows times the row. The second pass, the fidelity gate and the failure policy apply
 per window; a failure under `--on-summary-failure keep` leaves the whole row as one window,
 unchanged but for its marks, flagged. With `--prune-tool-outputs`, the replay clears context
 tool results before a window closes (the summarizer is then sent them as placeholders too);
@@ -17,6 +19,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 
+from trajectory_compressor.plan.apply import earlier_summary
 from trajectory_compressor.plan.protect import head_end
 from trajectory_compressor.plan.region import system_turn_in_head
 from trajectory_compressor.plan.windows import Cut, Window, WindowReplay, written_end
@@ -27,8 +30,9 @@ from trajectory_compressor.run.row.options import RowOptions
 from trajectory_compressor.run.row.outcome import FinishedRow
 from trajectory_compressor.run.row.summary_step import SummaryFailure, SummaryStep, region_request
 from trajectory_compressor.run.row.window_records import BuiltWindow, WindowRecords
+from trajectory_compressor.summarize.huge_turns import elide_huge, elide_huge_turns
 from trajectory_compressor.summarize.llm.prompt import elide_middle
-from trajectory_compressor.types import EditedTurn, SummaryRequest, Turn
+from trajectory_compressor.types import EditedTurn, SummaryCarry, SummaryRequest, Turn
 
 MIN_ELIDED_TOKENS = 64  # a tool result is never cut below this: its head and tail still say something
 
@@ -89,6 +93,7 @@ class WindowFinisher:
     async def _replay(self, row: ValidRow, replay: WindowReplay) -> list[BuiltWindow] | SummaryFailure:
         """The windows one after the other, each summary within its own deadline."""
         loop = asyncio.get_running_loop()
+        region = None if self.iterative else _GrowingRegion(row, replay.head)
         built = [self._exact(row, replay, BuiltWindow(replay.first()))]
         previous = ""
         cleared: set[int] = set()  # every result cleared so far: the summaries are sent them so
@@ -101,7 +106,7 @@ class WindowFinisher:
                 built.append(self._exact(row, replay, BuiltWindow(window, cut)))
                 continue
             deadline = loop.time() + self.row_timeout
-            got = await self._summary(row, replay, closed, previous, deadline, cleared)
+            got = await self._summary(row, replay, closed, previous, deadline, cleared, region)
             if isinstance(got, SummaryFailure):
                 return got
             built.append(self._exact(row, replay, got))
@@ -169,13 +174,14 @@ class WindowFinisher:
         previous: str,
         deadline: float,
         cleared: set[int] | frozenset[int] = frozenset(),
+        region: _GrowingRegion | None = None,
     ) -> BuiltWindow | SummaryFailure:
         """The window after `closed`: its summary (a second pass if the first overshoots so far
         that the next group no longer fits), and how far it then grows. The summarizer is sent
         the `cleared` results as their placeholders."""
         assert self.step is not None
         cut = replay.cut_after(closed)
-        request = self._request(row, replay, cut, previous, cleared)
+        request = self._request(row, replay, cut, previous, cleared, region)
         result = await self.step.ask(row, request, deadline)
         if isinstance(result, SummaryFailure):
             return result
@@ -186,7 +192,7 @@ class WindowFinisher:
         second_cut = replay.cut_after(closed, summary_tokens=tokens)
         if second_cut.context_start != cut.context_start:
             second = await self.step.ask(
-                row, self._request(row, replay, second_cut, previous, cleared), deadline, second_pass=True
+                row, self._request(row, replay, second_cut, previous, cleared, region), deadline, second_pass=True
             )
             if not isinstance(second, SummaryFailure):
                 second = second.with_calls(result.calls, result.errors)
@@ -217,14 +223,17 @@ class WindowFinisher:
         cut: Cut,
         previous: str,
         cleared: set[int] | frozenset[int] = frozenset(),
+        region: _GrowingRegion | None = None,
     ) -> SummaryRequest:
         """An update of `previous` with the turns that left the context (iterative summarizers),
-        or a digest of everything from the head to the cut; `cleared` results as placeholders."""
+        or a digest of everything from the head to the cut (`region`, grown by the turns that
+        left); `cleared` results as placeholders."""
+        if region is not None:
+            return region.request(cut.context_start, cut.budget, cleared)
         start = cut.previous_start if self.iterative else replay.head
-        turns = row.turns
+        turns: list[Turn] | _Shown = row.turns
         if cleared:
-            edits = row.placeholder_edits
-            turns = [Turn(turn.role, edits[i].value) if i in cleared else turn for i, turn in enumerate(turns)]
+            turns = _Shown(row, cleared)
         return region_request(
             row,
             start,
@@ -249,3 +258,69 @@ def first_window_request(row: ValidRow, measure: RowMeasure) -> SummaryRequest |
     if replay.fits_whole():
         return None
     return finisher._request(row, replay, replay.cut_after(replay.first()), "")
+
+
+class _Shown:
+    """A row's turns as a window shows them: each cleared result as its placeholder (made only
+    for the turns read, not the whole row each window)."""
+
+    def __init__(self, row: ValidRow, cleared: set[int] | frozenset[int]) -> None:
+        self._turns = row.turns
+        self._cleared = cleared
+        self._edits = row.placeholder_edits
+
+    def __len__(self) -> int:
+        return len(self._turns)
+
+    def __getitem__(self, index: slice) -> list[Turn]:
+        start, stop, _ = index.indices(len(self._turns))
+        return [self._turn(i) for i in range(start, stop)]
+
+    def _turn(self, index: int) -> Turn:
+        turn = self._turns[index]
+        return Turn(turn.role, self._edits[index].value) if index in self._cleared else turn
+
+
+class _GrowingRegion:
+    """The request for turns [head, end) of a row, for an end that grows window after window:
+    each turn is prepared once (its placeholder if cleared, a huge one elided, an earlier
+    summary set apart), as `region_request` prepares the whole region, and the same turn objects
+    are sent each time, so the summarizer can extend what it read (`SummaryCarry`).
+
+    A result is cleared, if ever, while it is in a window's context, before any cut passes it:
+    by the time a turn joins the region, how it is shown is final."""
+
+    def __init__(self, row: ValidRow, head: int) -> None:
+        self.row = row
+        self.head = head
+        self.carry = SummaryCarry()
+        self._kept: list[Turn] = []
+        self._earlier: list[str] = []
+        self._end = head
+        self._task = elide_huge(
+            next((t.value for t in row.turns[:head] if t.role == "human" and earlier_summary(t) is None), "")
+        )
+
+    def request(self, end: int, budget: int, cleared: set[int] | frozenset[int]) -> SummaryRequest:
+        if end < self._end:  # a region shorter than the last (not seen in practice): start again
+            self._kept, self._earlier, self._end, self.carry = [], [], self.head, SummaryCarry()
+        edits = self.row.placeholder_edits
+        for index in range(self._end, end):
+            turn = self.row.turns[index]
+            if index in cleared:
+                turn = Turn(turn.role, edits[index].value)
+            body = earlier_summary(turn)
+            if body is not None:
+                self._earlier.append(elide_huge(body))
+            else:
+                self._kept.extend(elide_huge_turns([turn]))
+        self._end = max(self._end, end)
+        return SummaryRequest(
+            turns=tuple(self._kept),
+            budget_tokens=budget,
+            label=self.row.label,
+            task=self._task,
+            previous_summary="\n\n".join(part for part in self._earlier if part),
+            structured=True,
+            carry=self.carry,
+        )

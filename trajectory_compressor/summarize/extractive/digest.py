@@ -4,23 +4,31 @@ Calls are paired with their results, and the user requests, files, errors and th
 last words collected, each piece redacted as it is taken (before any cut). Every rendering of
 the summary, at any level of detail, reads this digest and nothing else, so the region is
 parsed once however many renderings the fitting tries.
+
+The digest can be extended (`RegionDigest.extend`): a context window's region is the previous
+window's and the turns that left the context since, so `--windows` reads each turn once, as the
+LLM path updates its summary with only those turns. What a rendering reads of the lists (the
+last errors, the first files, the tool names of any range of calls) is kept so that it costs
+what the rendering shows, not the length of the region.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
 from collections import Counter
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, overload
 
 from trajectory_compressor.summarize.extractive.earlier import read_earlier
 from trajectory_compressor.summarize.fidelity.salient import (
     ERROR_CLASS,
     NAMED_IDENTIFIER,
+    error_key,
     identifiers_in,
     paths_in_output,
 )
-from trajectory_compressor.summarize.fidelity.score import unique_tails
+from trajectory_compressor.summarize.fidelity.score import ends_of, unique_tails
 from trajectory_compressor.summarize.toolcalls import (
     Outcome,
     analyze_output,
@@ -36,6 +44,8 @@ from trajectory_compressor.types import Turn
 _ROLE_ORDER = ("system", "human", "gpt", "tool")
 _KEPT_TEXT = 2000  # chars kept per request / note in the digest; no level shows more
 
+ErrorEntry = tuple[str, Sequence[int]]  # (error line, 1-based numbers of the calls that failed with it)
+
 
 @dataclass(frozen=True)
 class Action:
@@ -45,22 +55,82 @@ class Action:
     arguments: dict[str, Any] | str | None  # None: the call was made before the region
     outcome: Outcome | None  # None: no result in the region
 
+    @property
+    def failed(self) -> bool:
+        return self.outcome is not None and self.outcome.failed
+
+
+class LineCache:
+    """Lines made from the calls at each level of detail, with their running lengths, kept across
+    the digests of a growing region: a call's line is made once, and again only when its result
+    arrives after a digest was read (`invalidate`)."""
+
+    def __init__(self) -> None:
+        self._lines: dict[int, list[str]] = {}
+        self._ends: dict[int, list[int]] = {}
+
+    def invalidate(self, index: int) -> None:
+        for level, lines in self._lines.items():
+            del lines[index:]
+            del self._ends[level][index + 1 :]
+
+    def lines(self, level: int, actions: Sequence[Action], make: Callable[[int, Action], str]) -> list[str]:
+        """The lines of every call at `level` (`make(number, action)`), the list kept."""
+        lines = self._lines.setdefault(level, [])
+        ends = self._ends.setdefault(level, [0])
+        for index in range(len(lines), len(actions)):
+            line = make(index + 1, actions[index])
+            lines.append(line)
+            ends.append(ends[-1] + len(line) + 1)
+        return lines
+
+    def ends(self, level: int) -> list[int]:
+        """Running sums of the line lengths (+1 each) at `level`: [0, after line 1, ...]."""
+        return self._ends[level]
+
+
+class ActionNames:
+    """Where each tool name occurs among the calls: the names of any range of calls, counted in
+    a few steps per distinct name (a rendering that elides the middle calls names them)."""
+
+    def __init__(self) -> None:
+        self._positions: dict[str, list[int]] = {}
+
+    def add(self, index: int, name: str) -> None:
+        self._positions.setdefault(name, []).append(index)
+
+    def counts(self, start: int, end: int) -> list[tuple[str, int, int]]:
+        """(name, calls, first call) of each name among calls [start, end), by first call."""
+        found = []
+        for name, positions in self._positions.items():
+            low = bisect_left(positions, start)
+            high = bisect_left(positions, end, low)
+            if high > low:
+                found.append((name, high - low, positions[low]))
+        return found
+
 
 @dataclass(frozen=True)
 class Digest:
-    """Everything a rendering needs, extracted from the region in one pass."""
+    """Everything a rendering needs, extracted from the region in one pass.
+
+    `files` and `errors` are views of the builder that made the digest (`RegionDigest`): read
+    them before it is extended."""
 
     turns: int
     roles: tuple[tuple[str, int], ...]
     requests: tuple[str, ...]
     actions: tuple[Action, ...]
-    files: tuple[tuple[str, bool], ...]  # (shortest unambiguous name, written), written first, then first mention
-    errors: tuple[tuple[str, tuple[int, ...]], ...]  # (error line, 1-based action numbers)
+    files: Sequence[tuple[str, bool]]  # (shortest unambiguous name, written), written first, then first mention
+    errors: Sequence[ErrorEntry]  # (error line, 1-based action numbers)
     note: str
     earlier: str = ""  # the summary of an earlier compaction this one updates (redacted)
     earlier_errors: tuple[str, ...] = ()  # its error lines (ours) or classes (other text), kept in the Errors list
     earlier_error_lines: bool = False  # `earlier_errors` are whole lines, shown one per line
     earlier_ids: tuple[str, ...] = ()  # its identifiers (ids, hashes, versions, URLs), kept too
+    names: ActionNames = field(default_factory=ActionNames)  # tool names by call, for counts over ranges
+    failed: int = 0  # calls whose result failed
+    lines: LineCache = field(default_factory=LineCache)  # the calls' lines, kept across digests
 
 
 def unchanged(text: str) -> str:
@@ -77,96 +147,299 @@ def digest_region(turns: Sequence[Turn], redact: Callable[[str], str] = unchange
     summarizer wrote it, its user requests, error lines and last note too (`earlier.py`); from
     any other text, its error classes.
     """
-    roles: Counter[str] = Counter()
-    requests: list[str] = []
-    actions: list[Action] = []
-    pending: list[int] = []  # indexes into `actions` of calls still waiting for a result
-    note = ""
-    files: dict[str, bool] = {}
-    for turn in turns:
-        roles[turn.role] += 1
-        value = turn.value if isinstance(turn.value, str) else str(turn.value)
-        if turn.role != "tool":  # a tool turn's pieces are redacted once parsed (below)
-            value = redact(value)
-        if turn.role == "human":
-            text = value.strip()
-            if text:
-                requests.append(text[:_KEPT_TEXT])
-        elif turn.role == "gpt":
-            pending.clear()  # a new assistant turn: earlier calls got no result in this region
-            # The latest words win; reasoning stands in when a turn says nothing else.
-            said = prose_of(value) or (think_of(value) if "think>" in value else "")
-            if said:
-                note = said[:_KEPT_TEXT]
-            for parsed in parse_tool_calls(value):
-                call = replace(parsed, name=redact(parsed.name), arguments=_redact_value(parsed.arguments, redact))
-                pending.append(len(actions))
-                actions.append(Action(call.name, call.arguments, None))
-                for path in files_in(call.arguments):
-                    files.setdefault(path, False)
-                for path in files_written_in(call.arguments, call.name):
-                    files[path] = True
-        elif turn.role == "tool":
-            for parsed_response in parse_tool_responses(value):
-                response = replace(
-                    parsed_response,
-                    name=redact(parsed_response.name) if parsed_response.name else parsed_response.name,
-                    content=redact(parsed_response.content),
-                )
-                for path in paths_in_output(response.content):
-                    files.setdefault(path, False)
-                slot = _match_pending(actions, pending, response.name)
-                if slot is None:
-                    actions.append(Action(response.name or "tool", None, analyze_output(response.content)))
-                else:
-                    made = actions[slot]
-                    outcome = analyze_output(response.content, _scalar_values(made.arguments))
-                    actions[slot] = Action(made.name, made.arguments, outcome)
-    earlier = redact(earlier.strip())
-    carried = read_earlier(earlier)
-    requests[:0] = carried.requests
-    note = note or carried.note
-    for path in files_in(earlier):
-        files.setdefault(path, False)
-    errors: dict[str, list[int]] = {}
-    for number, action in enumerate(actions, start=1):
-        if action.outcome is not None and action.outcome.error:
-            errors.setdefault(action.outcome.error, []).append(number)
-    names = _short_names(list(files))
-    ordered_files = [(names[p], True) for p, w in files.items() if w] + [
-        (names[p], False) for p, w in files.items() if not w
-    ]
-    return Digest(
-        turns=len(turns),
-        roles=tuple((role, roles[role]) for role in _ordered_roles(roles)),
-        requests=tuple(requests),
-        actions=tuple(actions),
-        files=tuple(ordered_files),
-        errors=tuple((line, tuple(numbers)) for line, numbers in errors.items()),
-        note=note,
-        earlier=carried.text,
-        earlier_errors=tuple(line for line in carried.errors if not _seen_again(line, errors))
-        if carried.structured
-        else tuple(dict.fromkeys(m.group(1).rsplit(".", 1)[-1] for m in ERROR_CLASS.finditer(earlier))),
-        earlier_error_lines=carried.structured,
-        earlier_ids=tuple(dict.fromkeys(identifiers_in(earlier, NAMED_IDENTIFIER))),
-    )
+    return RegionDigest(redact).extend(turns).digest(earlier)
 
 
-def _seen_again(line: str, errors: dict[str, list[int]]) -> bool:
+class RegionDigest:
+    """The digest of a region that grows at its end (`extend`), read at any point (`digest`)."""
+
+    def __init__(self, redact: Callable[[str], str] = unchanged) -> None:
+        self._redact = redact
+        self.turns = 0
+        self._roles: Counter[str] = Counter()
+        self._requests: list[str] = []
+        self._actions: list[Action] = []
+        self._pending: list[int] = []  # indexes into `_actions` of calls still waiting for a result
+        self._note = ""
+        self._names = ActionNames()
+        self._failed = 0
+        self._lines = LineCache()
+        self._files = _Files()
+        self._errors = _Errors()
+
+    def extend(self, turns: Iterable[Turn]) -> RegionDigest:
+        """The region with `turns` after it."""
+        redact = self._redact
+        actions, pending = self._actions, self._pending
+        for turn in turns:
+            self.turns += 1
+            self._roles[turn.role] += 1
+            value = turn.value if isinstance(turn.value, str) else str(turn.value)
+            if turn.role != "tool":  # a tool turn's pieces are redacted once parsed (below)
+                value = redact(value)
+            if turn.role == "human":
+                text = value.strip()
+                if text:
+                    self._requests.append(text[:_KEPT_TEXT])
+            elif turn.role == "gpt":
+                pending.clear()  # a new assistant turn: earlier calls got no result in this region
+                # The latest words win; reasoning stands in when a turn says nothing else.
+                said = prose_of(value) or (think_of(value) if "think>" in value else "")
+                if said:
+                    self._note = said[:_KEPT_TEXT]
+                for parsed in parse_tool_calls(value):
+                    call = replace(parsed, name=redact(parsed.name), arguments=_redact_value(parsed.arguments, redact))
+                    pending.append(len(actions))
+                    self._append(Action(call.name, call.arguments, None))
+                    for path in files_in(call.arguments):
+                        self._files.mention(path)
+                    for path in files_written_in(call.arguments, call.name):
+                        self._files.write(path)
+            elif turn.role == "tool":
+                for parsed_response in parse_tool_responses(value):
+                    response = replace(
+                        parsed_response,
+                        name=redact(parsed_response.name) if parsed_response.name else parsed_response.name,
+                        content=redact(parsed_response.content),
+                    )
+                    for path in paths_in_output(response.content):
+                        self._files.mention(path)
+                    slot = _match_pending(actions, pending, response.name)
+                    if slot is None:
+                        self._append(Action(response.name or "tool", None, analyze_output(response.content)))
+                    else:
+                        made = actions[slot]
+                        outcome = analyze_output(response.content, _scalar_values(made.arguments))
+                        self._set(slot, Action(made.name, made.arguments, outcome))
+            # Calls before the first one still waiting are final: their errors go in, in order.
+            self._errors.commit(actions, pending[0] if pending else len(actions))
+        return self
+
+    def _append(self, action: Action) -> None:
+        self._names.add(len(self._actions), action.name)
+        self._failed += action.failed
+        self._actions.append(action)
+
+    def _set(self, index: int, action: Action) -> None:
+        self._failed += action.failed - self._actions[index].failed
+        self._actions[index] = action
+        self._lines.invalidate(index)
+
+    def digest(self, earlier: str = "") -> Digest:
+        """The digest of the region so far; `earlier`: see `digest_region`."""
+        earlier = self._redact(earlier.strip())
+        carried = read_earlier(earlier)
+        errors = self._errors.view(self._actions)
+        files: Sequence[tuple[str, bool]] = self._files
+        if earlier:
+            files = self._files.with_mentions(files_in(earlier))
+        return Digest(
+            turns=self.turns,
+            roles=tuple((role, self._roles[role]) for role in _ordered_roles(self._roles)),
+            requests=(*carried.requests, *self._requests),
+            actions=tuple(self._actions),
+            files=files,
+            errors=errors,
+            note=self._note or carried.note,
+            earlier=carried.text,
+            earlier_errors=tuple(line for line in carried.errors if not _seen_again(line, errors))
+            if carried.structured
+            else tuple(dict.fromkeys(m.group(1).rsplit(".", 1)[-1] for m in ERROR_CLASS.finditer(earlier))),
+            earlier_error_lines=carried.structured,
+            earlier_ids=tuple(dict.fromkeys(identifiers_in(earlier, NAMED_IDENTIFIER))),
+            names=self._names,
+            failed=self._failed,
+            lines=self._lines,
+        )
+
+
+class _Files(Sequence[tuple[str, bool]]):
+    """The files the region touched, as (shortest unambiguous name, written): written ones first,
+    each group in order of first mention. Names are made for the entries read, by counting, for
+    every tail of every path, the paths it ends."""
+
+    def __init__(self) -> None:
+        self._index: dict[str, int] = {}  # path -> order of first mention
+        self._paths: list[str] = []
+        self._written: list[int] = []  # mention orders, sorted
+        self._other: list[int] = []
+        self._ends: Counter[str] = Counter()  # tail -> paths it is, or ends after a "/"
+        self._entries: dict[int, tuple[str, bool]] = {}  # made since the files last changed
+
+    def mention(self, path: str) -> None:
+        if path not in self._index:
+            self._add(path)
+            self._other.append(self._index[path])
+
+    def write(self, path: str) -> None:
+        order = self._index.get(path)
+        if order is None:
+            self._add(path)
+            self._written.append(self._index[path])
+        elif self._other and (at := bisect_left(self._other, order)) < len(self._other) and self._other[at] == order:
+            del self._other[at]
+            insort(self._written, order)
+            self._entries.clear()
+
+    def _add(self, path: str) -> None:
+        self._entries.clear()
+        self._index[path] = len(self._paths)
+        self._paths.append(path)
+        self._ends.update(ends_of(path))
+
+    def with_mentions(self, paths: Iterable[str]) -> Sequence[tuple[str, bool]]:
+        """These files and `paths` after them, mentioned only (an earlier summary's), as a tuple."""
+        extra = [path for path in dict.fromkeys(paths) if path not in self._index]
+        if not extra:
+            return self
+        every = [*self._paths, *extra]
+        names = {path: (unique_tails(path, every) or [path])[-1] for path in every}
+        written = [names[self._paths[order]] for order in self._written]
+        return tuple(
+            [(name, True) for name in written]
+            + [(names[self._paths[order]], False) for order in self._other]
+            + [(names[path], False) for path in extra]
+        )
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+    @overload
+    def __getitem__(self, index: int) -> tuple[str, bool]: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[tuple[str, bool], ...]: ...
+    def __getitem__(self, index: int | slice) -> tuple[str, bool] | tuple[tuple[str, bool], ...]:
+        if isinstance(index, slice):
+            return tuple(self._entry(i) for i in range(*index.indices(len(self))))
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        return self._entry(index)
+
+    def __iter__(self) -> Iterator[tuple[str, bool]]:
+        return (self._entry(i) for i in range(len(self)))
+
+    def _entry(self, index: int) -> tuple[str, bool]:
+        entry = self._entries.get(index)
+        if entry is None:
+            written = index < len(self._written)
+            order = self._written[index] if written else self._other[index - len(self._written)]
+            entry = self._entries[index] = (self._short_name(self._paths[order]), written)
+        return entry
+
+    def _short_name(self, path: str) -> str:
+        """The shortest tail of `path` after a "/" that ends no other path (`unique_tails`' last)."""
+        ends = self._ends
+        position = path.rfind("/")
+        while position > 0:
+            tail = path[position + 1 :]
+            if tail and ends[tail] == 1:
+                return tail
+            position = path.rfind("/", 0, position)
+        return path
+
+
+class _Errors:
+    """The distinct error lines of the region's calls, in order of the first call that failed with
+    each, with the numbers of those calls. Calls are taken in order once final (`commit`); the
+    few still waiting for their result are added when a digest is read (`view`)."""
+
+    def __init__(self) -> None:
+        self.committed = 0  # calls [0, committed) are in
+        self.lines: list[str] = []
+        self.numbers: dict[str, list[int]] = {}
+        self.keys: list[tuple[int, str]] = []  # (index of the first line with it, key), each key once
+        self.seen_keys: set[str] = set()
+
+    def commit(self, actions: Sequence[Action], end: int) -> None:
+        for index in range(self.committed, end):
+            outcome = actions[index].outcome
+            if outcome is not None and outcome.error:
+                self._add(outcome.error, index + 1)
+        self.committed = max(self.committed, end)
+
+    def _add(self, line: str, number: int) -> None:
+        numbers = self.numbers.get(line)
+        if numbers is None:
+            self.numbers[line] = [number]
+            key = error_key(line)
+            if key not in self.seen_keys:
+                self.seen_keys.add(key)
+                self.keys.append((len(self.lines), key))
+            self.lines.append(line)
+        else:
+            numbers.append(number)
+
+    def view(self, actions: Sequence[Action]) -> ErrorList:
+        tail: dict[str, list[int]] = {}
+        for index in range(self.committed, len(actions)):
+            outcome = actions[index].outcome
+            if outcome is not None and outcome.error:
+                tail.setdefault(outcome.error, []).append(index + 1)
+        return ErrorList(self, tail)
+
+
+class ErrorList(Sequence[ErrorEntry]):
+    """The digest's errors: (line, call numbers), in order; the distinct keys of any first part
+    of them (`keys`) without reading the rest."""
+
+    def __init__(self, errors: _Errors, tail: dict[str, list[int]]) -> None:
+        self._errors = errors
+        self._extra = {line: numbers for line, numbers in tail.items() if line in errors.numbers}
+        self._new = [line for line in tail if line not in errors.numbers]
+        self._tail = tail
+        self._size = len(errors.lines) + len(self._new)
+
+    def __len__(self) -> int:
+        return self._size
+
+    @overload
+    def __getitem__(self, index: int) -> ErrorEntry: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[ErrorEntry, ...]: ...
+    def __getitem__(self, index: int | slice) -> ErrorEntry | tuple[ErrorEntry, ...]:
+        if isinstance(index, slice):
+            return tuple(self._entry(i) for i in range(*index.indices(self._size)))
+        if index < 0:
+            index += self._size
+        if not 0 <= index < self._size:
+            raise IndexError(index)
+        return self._entry(index)
+
+    def __iter__(self) -> Iterator[ErrorEntry]:
+        return (self._entry(i) for i in range(self._size))
+
+    def _entry(self, index: int) -> ErrorEntry:
+        lines = self._errors.lines
+        if index < len(lines):
+            line = lines[index]
+            extra = self._extra.get(line)
+            numbers = self._errors.numbers[line]
+            return line, numbers if extra is None else [*numbers, *extra]
+        line = self._new[index - len(lines)]
+        return line, self._tail[line]
+
+    def keys(self, count: int) -> Iterator[str]:
+        """The distinct keys (`error_key`) of the first `count` errors, in order."""
+        committed = len(self._errors.lines)
+        for first, key in self._errors.keys:
+            if first >= count:
+                return
+            yield key
+        if count > committed:
+            seen = set(self._errors.seen_keys)
+            for line in self._new[: count - committed]:
+                key = error_key(line)
+                if key not in seen:
+                    seen.add(key)
+                    yield key
+
+
+def _seen_again(line: str, errors: Sequence[ErrorEntry]) -> bool:
     """An earlier error line (perhaps clipped with "…") that this region's errors show again."""
     head = line.removesuffix("…")
-    return any(error.startswith(head) for error in errors)
-
-
-def _short_names(paths: list[str]) -> dict[str, str]:
-    """Each path as its shortest tail (after a `/`) that no other path of the region ends with.
-
-    `/testbed/django/db/models/query.py` becomes `models/query.py` beside `sql/query.py`, and
-    `query.py` alone: the summary can list three times as many files in the same budget, and
-    each still names one file of the region.
-    """
-    return {path: (unique_tails(path, paths) or [path])[-1] for path in paths}
+    return any(error.startswith(head) for error, _ in errors)
 
 
 def _redact_value(value: Any, redact: Callable[[str], str]) -> Any:

@@ -8,12 +8,11 @@ a number of characters; the summarizer turns its token budget into that number.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from trajectory_compressor.summarize.extractive.digest import Action, Digest
+from trajectory_compressor.summarize.extractive.digest import Action, Digest, ErrorEntry, ErrorList
 from trajectory_compressor.summarize.fidelity.salient import error_key
 from trajectory_compressor.summarize.toolcalls import clip, command_gist, dumps
 
@@ -84,7 +83,9 @@ _COMPACT_LEVELS = (
 
 
 class Renderer:
-    """Renders one digest at any level of detail, caching the per-level action lines."""
+    """Renders one digest at any level of detail. The per-level action lines and their running
+    lengths are the digest's (`Digest.lines`), kept across the digests of a growing region, so a
+    rendering costs what it shows, whatever the number of calls."""
 
     def __init__(self, digest: Digest, *, min_files: int = 0) -> None:
         self.digest = digest
@@ -92,10 +93,22 @@ class Renderer:
         # few): with the values index the digest is shorter, and the files the region touched are
         # what the next turns act on, each a few tokens by its short name.
         self.min_files = min_files
-        self._lines: dict[int, list[str]] = {}
+        self._heads: dict[_Detail, list[str]] = {}
+        self._tails: dict[_Detail, list[str]] = {}
 
     def richest(self) -> str:
         return self._render(0, None, None) or ""
+
+    def richest_floor(self) -> int:
+        """The length of `richest()`, without making it."""
+        d = self.digest
+        head, tail = self._head(_LEVELS[0]), self._tail(_LEVELS[0])
+        fixed = sum(len(line) + 1 for line in head) + sum(len(line) + 1 for line in tail)
+        if not d.actions:
+            return fixed - 1
+        self._action_lines(0)
+        header = f"Actions ({_plural(len(d.actions), 'tool call')}):"
+        return fixed + len(header) + 1 + d.lines.ends(0)[len(d.actions)] - 1
 
     def within(self, max_chars: int) -> str:
         """The richest rendering of at most `max_chars` chars (the one-liner if none is)."""
@@ -114,12 +127,43 @@ class Renderer:
         """The body at `level`, or None when it cannot be made to fit `max_chars`."""
         detail = _LEVELS[level]
         d = self.digest
+        head, tail = self._head(detail), self._tail(detail)
+        fixed = sum(len(line) + 1 for line in head) + sum(len(line) + 1 for line in tail)
+        if not d.actions:
+            text = "\n".join(head + tail)
+            return text if max_chars is None or len(text) <= max_chars else None
+        lines = self._action_lines(level)
+        actions_header = f"Actions ({_plural(len(lines), 'tool call')}):"
+        budget = None if max_chars is None else max_chars - fixed - len(actions_header) - 1
+        block = _fit_actions(lines, d.lines.ends(level), d, budget, min_keep)
+        if block is None:
+            return None
+        return "\n".join([*head, actions_header, *block, *tail])
+
+    def _head(self, detail: _Detail) -> list[str]:
+        head = self._heads.get(detail)
+        if head is None:
+            head = self._heads[detail] = self._make_head(detail)
+        return head
+
+    def _tail(self, detail: _Detail) -> list[str]:
+        tail = self._tails.get(detail)
+        if tail is None:
+            tail = self._tails[detail] = self._make_tail(detail)
+        return tail
+
+    def _make_head(self, detail: _Detail) -> list[str]:
+        d = self.digest
         head = [_turns_line(d)]
         if d.earlier:
             head.append("Earlier summary: " + clip(d.earlier, detail.note_chars * 3))
         if d.requests:
             head.append("User requests:")
             head.extend(f"- {clip(text, detail.request_chars)}" for text in _pick_requests(d.requests, detail))
+        return head
+
+    def _make_tail(self, detail: _Detail) -> list[str]:
+        d = self.digest
         tail = []
         if d.files:
             tail.append("Files touched: " + _files_text(d.files, max(detail.files, self.min_files)))
@@ -131,25 +175,12 @@ class Renderer:
             tail.append("Earlier identifiers: " + clip(", ".join(d.earlier_ids), detail.note_chars))
         if d.note:
             tail.append("Last assistant note: " + clip(d.note, detail.note_chars))
-        fixed = sum(len(line) + 1 for line in head) + sum(len(line) + 1 for line in tail)
-        if not d.actions:
-            text = "\n".join(head + tail)
-            return text if max_chars is None or len(text) <= max_chars else None
-        lines = self._action_lines(level)
-        actions_header = f"Actions ({_plural(len(lines), 'tool call')}):"
-        budget = None if max_chars is None else max_chars - fixed - len(actions_header) - 1
-        block = _fit_actions(lines, d.actions, budget, min_keep)
-        if block is None:
-            return None
-        return "\n".join([*head, actions_header, *block, *tail])
+        return tail
 
     def _action_lines(self, level: int) -> list[str]:
-        if level not in self._lines:
-            detail = _LEVELS[level]
-            self._lines[level] = [
-                _action_line(i, action, detail) for i, action in enumerate(self.digest.actions, start=1)
-            ]
-        return self._lines[level]
+        detail = _LEVELS[level]
+        d = self.digest
+        return d.lines.lines(level, d.actions, lambda number, action: _action_line(number, action, detail))
 
     def compact(self, level: int) -> str:
         """A few short lines: counts, tool names, the latest error, files and the last note."""
@@ -161,15 +192,15 @@ class Renderer:
         if d.requests and detail.request_chars:
             lines.append("Last user request: " + clip(d.requests[-1], detail.request_chars))
         if d.actions:
-            failed = sum(1 for a in d.actions if a.outcome is not None and a.outcome.failed)
+            failed = d.failed
             lines.append(
-                f"Actions ({_plural(len(d.actions), 'tool call')}): {_name_counts(d.actions, detail.names)}"
+                f"Actions ({_plural(len(d.actions), 'tool call')}): {_name_counts(d, 0, len(d.actions), detail.names)}"
                 + (f"; {failed} failed" if failed else "")
             )
         if d.files and detail.files:
             lines.append("Files touched: " + _files_text(d.files, detail.files))
         if d.errors and detail.error_chars:
-            lines.append(f"Errors ({len(d.errors)}): " + _error_keys(d.errors, detail.error_chars))
+            lines.append(f"Errors ({len(d.errors)}): " + _error_keys(d.errors, len(d.errors), detail.error_chars))
         if d.note and detail.note_chars:
             lines.append("Last assistant note: " + clip(d.note, detail.note_chars))
         return "\n".join(lines)
@@ -184,7 +215,7 @@ class Renderer:
         if users:
             parts.append(_plural(users, "user message"))
         if d.actions:
-            parts.append(f"{_plural(len(d.actions), 'tool call')} ({_name_counts(d.actions, 3)})")
+            parts.append(f"{_plural(len(d.actions), 'tool call')} ({_name_counts(d, 0, len(d.actions), 3)})")
         if d.errors:
             parts.append(_plural(len(d.errors), "error"))
             if rich:
@@ -248,30 +279,28 @@ def _action_line(number: int, action: Action, detail: _Detail) -> str:
 
 
 def _fit_actions(
-    lines: list[str], actions: tuple[Action, ...], budget: int | None, min_keep: int | None
+    lines: list[str], ends: list[int], d: Digest, budget: int | None, min_keep: int | None
 ) -> list[str] | None:
-    """All action lines if they fit; else the first and last ones around an elision line."""
-    total = sum(len(line) + 1 for line in lines)
+    """All action lines if they fit; else the first and last ones around an elision line.
+    `ends` are the running lengths of `lines` (+1 each), from 0."""
+    n = len(lines)
+    total = ends[n]
     if budget is None or total <= budget:
         return lines
     if min_keep is None or budget <= 0:
         return None
-    n = len(lines)
-    prefix = [0]
-    for line in lines:
-        prefix.append(prefix[-1] + len(line) + 1)
 
     def block(keep: int) -> list[str]:
         head = max(1, keep // 3)  # later actions matter more to what follows the region
         tail = keep - head
-        skipped = actions[head : n - tail]
-        marker = f"... {_plural(len(skipped), 'more tool call')} (names: {_name_counts(skipped, 4)}) ..."
+        skipped = n - tail - head
+        marker = f"... {_plural(skipped, 'more tool call')} (names: {_name_counts(d, head, n - tail, 4)}) ..."
         return [*lines[:head], marker, *lines[n - tail :]]
 
     def size(keep: int) -> int:
         head = max(1, keep // 3)
         tail = keep - head
-        return prefix[head] + (prefix[n] - prefix[n - tail]) + 80  # 80: room for the marker
+        return ends[head] + (ends[n] - ends[n - tail]) + 80  # 80: room for the marker
 
     low, high = min_keep, n - 1
     if low >= n or size(low) > budget:
@@ -289,18 +318,16 @@ def _fit_actions(
     return None
 
 
-def _name_counts(actions: Sequence[Action], limit: int) -> str:
-    """ "bash×3, edit×2": tool names by count, ties in order of first use."""
-    counts = Counter(action.name for action in actions)
-    first_seen = {name: i for i, name in reversed(list(enumerate(a.name for a in actions)))}
-    ranked = sorted(counts, key=lambda name: (-counts[name], first_seen[name]))
-    shown = [f"{clip(name, 40)}×{counts[name]}" for name in ranked[:limit]]
+def _name_counts(d: Digest, start: int, end: int, limit: int) -> str:
+    """ "bash×3, edit×2": the tool names of calls [start, end) by count, ties in order of first use."""
+    ranked = sorted(d.names.counts(start, end), key=lambda entry: (-entry[1], entry[2]))
+    shown = [f"{clip(name, 40)}×{count}" for name, count, _ in ranked[:limit]]
     if len(ranked) > limit:
         shown.append(f"+{len(ranked) - limit} more")
     return ", ".join(shown)
 
 
-def _files_text(files: tuple[tuple[str, bool], ...], limit: int) -> str:
+def _files_text(files: Sequence[tuple[str, bool]], limit: int) -> str:
     """ "edited: a.py, b.py; other: c.py, +3 more" (edited files come first in the digest)."""
     shown = files[:limit]
     edited = [clip(path, 80) for path, written in shown if written]
@@ -313,10 +340,24 @@ def _files_text(files: tuple[tuple[str, bool], ...], limit: int) -> str:
     return "edited: " + ", ".join(edited) + "; other: " + ", ".join(other + more)
 
 
-def _error_keys(errors: tuple[tuple[str, tuple[int, ...]], ...], max_chars: int) -> str:
-    """ "ValueError, KeyError, ls: cannot access…": each distinct error by its class or head."""
-    keys = list(dict.fromkeys(error_key(line) for line, _ in errors))
-    return clip(", ".join(keys), max_chars * 6)
+def _error_keys(errors: Sequence[ErrorEntry], count: int, max_chars: int) -> str:
+    """ "ValueError, KeyError, ls: cannot access…": each distinct error of the first `count` by its
+    class or head. Only as many keys are joined as the clipped text can show."""
+    keys = errors.keys(count) if isinstance(errors, ErrorList) else _keys(errors[:count])
+    limit = max_chars * 6
+    wanted = limit * 4 + 64  # all `clip` reads of the text
+    joined: list[str] = []
+    size = -2
+    for key in keys:
+        joined.append(key)
+        size += len(key) + 2
+        if size >= wanted:
+            break
+    return clip(", ".join(joined), limit)
+
+
+def _keys(errors: Sequence[ErrorEntry]) -> list[str]:
+    return list(dict.fromkeys(error_key(line) for line, _ in errors))
 
 
 def _earlier_error_lines(d: Digest, detail: _Detail) -> list[str]:
@@ -328,18 +369,19 @@ def _earlier_error_lines(d: Digest, detail: _Detail) -> list[str]:
         return ["- earlier: " + clip(", ".join(d.earlier_errors), detail.error_chars * 2)]
     shown = d.earlier_errors[-detail.errors :] if detail.errors else ()
     older = d.earlier_errors[: len(d.earlier_errors) - len(shown)]
-    lines = ["- earlier: " + _error_keys(tuple((line, ()) for line in older), detail.error_chars)] if older else []
+    entries: tuple[ErrorEntry, ...] = tuple((line, ()) for line in older)
+    lines = ["- earlier: " + _error_keys(entries, len(entries), detail.error_chars)] if older else []
     return lines + [f"- earlier: {clip(line, detail.error_chars)}" for line in shown]
 
 
-def _error_lines(errors: tuple[tuple[str, tuple[int, ...]], ...], detail: _Detail) -> list[str]:
+def _error_lines(errors: Sequence[ErrorEntry], detail: _Detail) -> list[str]:
     """The latest distinct errors (older ones are likelier to be fixed), with their call numbers;
     the older ones beyond the level's count by their class or head only."""
     shown = errors[-detail.errors :] if detail.errors else ()
     lines = []
     if len(errors) > len(shown):
-        older = errors[: len(errors) - len(shown)]
-        lines.append(f"- {_plural(len(older), 'earlier distinct error')}: {_error_keys(older, detail.error_chars)}")
+        older = len(errors) - len(shown)
+        lines.append(f"- {_plural(older, 'earlier distinct error')}: {_error_keys(errors, older, detail.error_chars)}")
     for line, numbers in shown:
         where = ", ".join(str(n) for n in numbers[:4]) + (", …" if len(numbers) > 4 else "")
         label = "call" if len(numbers) == 1 else "calls"

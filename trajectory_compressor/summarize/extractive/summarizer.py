@@ -20,8 +20,9 @@ from typing import Any
 
 from trajectory_compressor.count.counter import TokenCounter
 from trajectory_compressor.summarize.anchor_index import earlier_anchors, split_index
-from trajectory_compressor.summarize.anchor_rank import ranked_anchors
-from trajectory_compressor.summarize.extractive.digest import digest_region, unchanged
+from trajectory_compressor.summarize.anchor_rank import AnchorRanking
+from trajectory_compressor.summarize.deadline import SUMMARY_DEADLINE, check_deadline
+from trajectory_compressor.summarize.extractive.digest import RegionDigest, unchanged
 from trajectory_compressor.summarize.extractive.render import Renderer
 from trajectory_compressor.summarize.extractive.values import MIN_FILES, WithValues
 from trajectory_compressor.summarize.redact import redact_secrets
@@ -29,6 +30,7 @@ from trajectory_compressor.types import (
     EXTRACTIVE_SUMMARIZER,
     SUMMARY_PREFIX,
     SummarizerName,
+    SummaryCarry,
     SummaryError,
     SummaryRequest,
     SummaryResult,
@@ -38,13 +40,14 @@ from trajectory_compressor.types import (
 _FIRST_CHARS_PER_TOKEN = 3.3  # a first guess; code and JSON run ~3, English prose ~4+, CJK ~1.5
 _MAX_COUNTS = 4  # tokenizer calls per summary before falling back to a hard cut
 _GOOD_FILL = 0.9  # a fitting rendering this close to the budget is not worth another count
+_TURNS_BETWEEN_CHECKS = 256  # of a region read between two looks at the row's deadline
 
 
 class ExtractiveSummarizer:
     """Summarizes a region without a model, always within the token budget."""
 
     name: SummarizerName = EXTRACTIVE_SUMMARIZER
-    iterative = False  # cheap: a context window's summary digests the whole region again
+    iterative = False  # a context window's summary digests the whole region (its digest carried: `SummaryCarry`)
 
     def __init__(self, counter: TokenCounter, *, redact: bool = True, anchor_index: bool = True) -> None:
         self.counter = counter
@@ -67,25 +70,48 @@ class ExtractiveSummarizer:
         return self._fit(turns, budget_tokens, task=task)[0]
 
     def _fit(
-        self, turns: Sequence[Turn], budget_tokens: int, earlier: str = "", task: str = ""
+        self,
+        turns: Sequence[Turn],
+        budget_tokens: int,
+        earlier: str = "",
+        task: str = "",
+        carry: SummaryCarry | None = None,
+        deadline: float | None = None,
     ) -> tuple[str, int | None]:
-        """The body and, when it was measured, the tokens of prefix + " " + body."""
-        renderer = self._renderer(turns, earlier, task)
+        """The body and, when it was measured, the tokens of prefix + " " + body; `deadline` (the
+        row's, `summarize.deadline`) is checked between pieces of the work (`TimeoutError`)."""
+        renderer = self._renderer(turns, earlier, task, carry, deadline)
         available = budget_tokens - self._prefix_tokens
         if available <= 0:
             return "", None
         best, best_tokens = "", -1
         measured: dict[str, int] = {}
-        richest = renderer.richest()
+        # The richest rendering is made only when it could be what is asked: one that lists every
+        # call of a long region is far longer than any target, as its length (known without making
+        # it) says.
+        floor = renderer.richest_floor()
+        richest: str | None = None
+
+        def is_richest(text: str) -> bool:
+            nonlocal richest
+            if len(text) < floor:
+                return False
+            if richest is None:
+                richest = renderer.richest()
+            return text == richest
+
         target = int(available * _FIRST_CHARS_PER_TOKEN)
-        text = richest if len(richest) <= target else renderer.within(target)
+        if floor <= target:
+            richest = renderer.richest()
+        text = richest if richest is not None and len(richest) <= target else renderer.within(target)
         for _ in range(_MAX_COUNTS):
+            check_deadline(deadline)
             tokens = measured[text] = self.counter.count(self._prefix + text)
             ratio = len(self._prefix + text) / max(tokens, 1)  # measured on this very content
             if tokens <= budget_tokens:
                 if tokens > best_tokens:
                     best, best_tokens = text, tokens
-                if text == richest or tokens >= _GOOD_FILL * budget_tokens:
+                if is_richest(text) or tokens >= _GOOD_FILL * budget_tokens:
                     break
                 target = max(target, int(available * ratio * 0.97))  # room left: aim higher
             else:
@@ -104,18 +130,47 @@ class ExtractiveSummarizer:
             return best, None
         return best, best_tokens
 
-    def _renderer(self, turns: Sequence[Turn], earlier: str, task: str) -> Renderer | WithValues:
+    def _renderer(
+        self,
+        turns: Sequence[Turn],
+        earlier: str,
+        task: str,
+        carry: SummaryCarry | None = None,
+        deadline: float | None = None,
+    ) -> Renderer | WithValues:
         """The digest's renderer; with the anchor index, one that ends with the region's values
-        (an earlier summary's index is not repeated as text: its values join the ranking)."""
-        if not self._anchor_index:
-            return Renderer(digest_region(turns, self._redact, earlier))
-        anchors = ranked_anchors(turns, known=task, earlier=earlier_anchors(earlier, self._redact), redact=self._redact)
-        earlier = split_index(earlier)[0]
-        return WithValues(Renderer(digest_region(turns, self._redact, earlier), min_files=MIN_FILES), anchors)
+        (an earlier summary's index is not repeated as text: its values join the ranking).
+        The region's digest and ranking are those `carry` holds, extended with the turns after
+        them, when they are of a prefix of `turns` (the previous context window's region). They
+        are read `_TURNS_BETWEEN_CHECKS` turns at a time, the deadline checked in between."""
+        state = carry.state if carry is not None else None
+        if not isinstance(state, _Region) or not state.extends(self, turns, earlier, task):
+            state = _Region(self, earlier, task)
+        if carry is not None:
+            carry.state = state
+        try:
+            for end in range(len(state.turns), len(turns), _TURNS_BETWEEN_CHECKS):
+                check_deadline(deadline)
+                state.extend(turns[: end + _TURNS_BETWEEN_CHECKS])
+        except BaseException:
+            if carry is not None:  # cut short (the deadline) or worse: start again next time
+                carry.state = None
+            raise
+        if state.ranking is None:
+            return Renderer(state.digest.digest(earlier))
+        digest = state.digest.digest(split_index(earlier)[0])
+        return WithValues(Renderer(digest, min_files=MIN_FILES), state.ranking.ranking())
 
     async def summarize(self, request: SummaryRequest) -> SummaryResult:
         """Summarize `request.turns`; raises SummaryError when the budget cannot hold any summary."""
-        body, tokens = self._fit(request.turns, request.budget_tokens, request.previous_summary, request.task)
+        body, tokens = self._fit(
+            request.turns,
+            request.budget_tokens,
+            request.previous_summary,
+            request.task,
+            request.carry,
+            SUMMARY_DEADLINE.get(),
+        )
         if not body:
             where = f" ({request.label})" if request.label else ""
             raise SummaryError(f"budget of {request.budget_tokens} tokens is too small for any summary{where}", calls=0)
@@ -140,3 +195,52 @@ class ExtractiveSummarizer:
                 return cut
             limit -= 1
         return ""
+
+
+class _Region:
+    """A region's digest and anchor ranking, which the next context window's region extends."""
+
+    def __init__(self, summarizer: ExtractiveSummarizer, earlier: str, task: str) -> None:
+        self.summarizer = summarizer
+        self.earlier = earlier
+        self.task = task
+        # The digest and the ranking redact the same tool results: each once (`extend` clears it).
+        self._redacted: dict[str, str] = {}
+        redact = self._redact_once if summarizer._redact is not unchanged else unchanged
+        self.digest = RegionDigest(redact)
+        self.ranking = (
+            AnchorRanking(known=task, earlier=earlier_anchors(earlier, redact), redact=redact)
+            if summarizer._anchor_index
+            else None
+        )
+        self.turns: list[Turn] = []
+
+    def extends(self, summarizer: ExtractiveSummarizer, turns: Sequence[Turn], earlier: str, task: str) -> bool:
+        """Whether `turns` begin with the turns read so far (the same objects), for the same
+        summarizer, earlier summary and task."""
+        count = len(self.turns)
+        return (
+            summarizer is self.summarizer
+            and earlier == self.earlier
+            and task == self.task
+            and count <= len(turns)
+            and (count == 0 or (turns[0] is self.turns[0] and turns[count - 1] is self.turns[-1]))
+        )
+
+    def extend(self, turns: Sequence[Turn]) -> None:
+        new = turns[len(self.turns) :]
+        if not new:
+            return
+        try:
+            self.digest.extend(new)
+            if self.ranking is not None:
+                self.ranking.extend(new)
+        finally:
+            self._redacted.clear()
+        self.turns.extend(new)
+
+    def _redact_once(self, text: str) -> str:
+        redacted = self._redacted.get(text)
+        if redacted is None:
+            redacted = self._redacted[text] = self.summarizer._redact(text)
+        return redacted

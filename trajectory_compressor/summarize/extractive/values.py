@@ -11,33 +11,47 @@ budget as it did with the digest alone.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Sequence
 
-from trajectory_compressor.summarize.anchor_index import index_line
+from trajectory_compressor.summarize.anchor_index import INDEX_LABEL, index_line
+from trajectory_compressor.summarize.anchor_rank import RankedAnchors
 from trajectory_compressor.summarize.extractive.render import Renderer
-from trajectory_compressor.summarize.fidelity.score import occurs
+from trajectory_compressor.summarize.fidelity.score import Stated, occurs
 
 # Chosen on the tune half of the shared real runs (`scripts/extractive_fidelity.py`): less
 # starves item recall (files, errors), more starves the values the next turns use.
 DIGEST_SHARE = 0.5
 MIN_FILES = 40  # the digest's file list keeps this many at every detailed level (`Renderer`)
+_MANY_ANCHORS = 2000  # a few hundred anchors to try are quicker searched each
+_LONGEST_LOOKED_UP = 256
 
 
 class WithValues:
-    """Renders a digest followed by an index of `anchors` (ranked) within a character target."""
+    """Renders a digest followed by an index of `anchors` (ranked) within a character target.
+
+    The index takes anchors in rank order while they fit, then shorter ones further down: the
+    walk visits, in rank order, only anchors short enough for the room left (`_by_length`), so it
+    costs what the index holds, not the region's thousands of anchors."""
 
     def __init__(self, renderer: Renderer, anchors: Sequence[str]) -> None:
         self.renderer = renderer
-        self.anchors = tuple(anchors)
-        self._full = index_line(self.anchors)
+        self.anchors = anchors if isinstance(anchors, RankedAnchors) else tuple(anchors)
+        size = anchors.size if isinstance(anchors, RankedAnchors) else sum(map(len, self.anchors))
+        self._full_size = len(INDEX_LABEL) + size + len(self.anchors) if self.anchors else 0
+        self._by_length: dict[int, list[int]] | None = None
 
     def richest(self) -> str:
         return self._joined(self.renderer.richest(), None)
 
+    def richest_floor(self) -> int:
+        """A length `richest()` is never shorter than (its digest's), known without making it."""
+        return self.renderer.richest_floor()
+
     def within(self, max_chars: int) -> str:
         """The digest at the richest level that leaves the values their share of `max_chars`,
         then as many values as fit in the rest."""
-        digest_chars = max(int(max_chars * DIGEST_SHARE), max_chars - len(self._full) - 1)
+        digest_chars = max(int(max_chars * DIGEST_SHARE), max_chars - self._full_size - 1)
         digest = self.renderer.within(digest_chars)
         if len(digest) > max_chars:  # the one-liner, longer than a tiny target
             return digest
@@ -47,15 +61,44 @@ class WithValues:
         return self.renderer.one_line(rich)
 
     def _joined(self, digest: str, max_chars: int | None) -> str:
-        """`digest` and the index of the values it does not state, at most `max_chars` long."""
-        chosen: list[str] = []
-        used = len(index_line(["x"])) - 2  # the label and its space
-        for anchor in self.anchors:
-            if max_chars is not None and used + len(anchor) + 1 > max_chars:
-                continue  # a shorter one further down may still fit
-            if occurs(anchor, digest):
-                continue
-            chosen.append(anchor)
-            used += len(anchor) + 1
+        """`digest` and the index of the values it does not state, at most `max_chars` long: each
+        anchor in rank order that fits the room left and that `digest` does not state."""
+        if max_chars is None:
+            chosen = [anchor for anchor in self.anchors if not occurs(anchor, digest)]
+        else:
+            chosen = self._chosen(digest, max_chars)
         line = index_line(chosen)
         return f"{digest}\n{line}" if line else digest
+
+    def _chosen(self, digest: str, max_chars: int) -> list[str]:
+        """The anchors in rank order, each taken if it fits the room left and `digest` does not
+        state it. Only anchors short enough for the room are visited: one list of rank positions
+        per length, merged on a heap, a length dropped for good once it no longer fits (the room
+        only shrinks)."""
+        if self._by_length is None:
+            if isinstance(self.anchors, RankedAnchors):
+                self._by_length = self.anchors.by_length()
+            else:
+                self._by_length = {}
+                for position, anchor in enumerate(self.anchors):
+                    self._by_length.setdefault(len(anchor), []).append(position)
+        by_length = self._by_length
+        chosen: list[str] = []
+        # Many anchors to try: what the digest states, as a set (`Stated`), not a search each.
+        stated = Stated(digest, _LONGEST_LOOKED_UP) if len(self.anchors) > _MANY_ANCHORS else None
+        room = max_chars - len(INDEX_LABEL) - 1  # an anchor fits when it is at most this long
+        heap = [(positions[0], length, 0) for length, positions in by_length.items() if length <= room]
+        heapq.heapify(heap)
+        while heap:
+            position, length, at = heapq.heappop(heap)
+            if length > room:
+                continue
+            positions = by_length[length]
+            if at + 1 < len(positions):
+                heapq.heappush(heap, (positions[at + 1], length, at + 1))
+            anchor = self.anchors[position]
+            if anchor in stated if stated is not None else occurs(anchor, digest):
+                continue
+            chosen.append(anchor)
+            room -= length + 1
+        return chosen

@@ -27,7 +27,10 @@ import re
 from collections.abc import Container, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import chain, filterfalse
 from typing import Any
+
+from ahocorasick_rs import AhoCorasick
 
 from trajectory_compressor.summarize.fidelity.score import occurs, shown_item, unique_tails
 from trajectory_compressor.summarize.huge_turns import elide_huge_turns
@@ -42,6 +45,10 @@ _HEX = re.compile(r"(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,64}")
 _NUMBER = re.compile(r"\d{3,}(?:\.\d+)?|\d+\.\d+")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _ESCAPES = re.compile(r"\\[nrt\"\\/]")
+# `_WORD`, with the `<` before a token and the `":` or `>` after it, which make it a key or a tag.
+_TOKEN = re.compile(
+    r'(?=[<~/A-Za-z0-9_])(<?)(https?://[^\s"\'<>()\[\]{}`\\]+|(?:~?/)?[A-Za-z0-9_][A-Za-z0-9_./-]*)(":|>)?'
+)
 # Names any program writes, whatever it saw: standard modules and their usual aliases (as the
 # head of a dotted name), a file handle's methods, and system paths. Not anchors.
 _GENERIC_HEADS = frozenset(
@@ -117,20 +124,142 @@ def _version(word: str) -> bool:
 
 def anchors_in(text: str) -> dict[str, None]:
     """The anchors of `text`, distinct, in order of first appearance (JSON escapes read as the
-    whitespace they stand for, so `\\nsrc/a.py` gives `src/a.py`; JSON keys and markup tags skipped)."""
+    whitespace they stand for, so `\\nsrc/a.py` gives `src/a.py`; JSON keys and markup tags skipped).
+
+    This reads every turn of every summarized row, so it is written for speed, its rule unchanged
+    (`tests/summarize/fidelity/test_anchors_fast.py` holds it to the token-by-token reading):
+    the text is cut into runs of token characters in C (the escapes, and what makes a token a JSON
+    key or a tag, written into the runs as marks), and each distinct run is read once, through a
+    cache, as the same runs recur across turns and rows. A text with a URL (whose token spans
+    other characters) is read by the tokenizing regex in one pass."""
+    if "://" in text or not _MARKS.isdisjoint(text):
+        return _anchors_of_tokens(unescaped(text))
     if "\\" in text:
-        text = _ESCAPES.sub(lambda m: '"' if m.group(0) == '\\"' else " ", text)
+        if '\\":' in text:  # an escaped quote before a colon: the token before it is a key
+            text = _ESCAPED_KEY.sub("\\1\x02 ", text)
+        text = _ANY_ESCAPE.sub(" ", text)
+    if '":' in text:
+        text = text.replace('":', "\x02 ")
+    if ">" in text:
+        text = text.replace(">", "\x03 ")
+    if "<" in text:
+        text = text.replace("<", " \x04")
+    runs = text.translate(_RUN_CHARS).split() if text.isascii() else _RUN.findall(text)
+    # In C: the runs not known to be plain, their anchors (a miss reads the run), in order, once.
+    unknown = filterfalse(_PLAIN_RUNS.__contains__, runs)
+    return dict.fromkeys(chain.from_iterable(map(_RUN_ANCHORS.__getitem__, unknown)))
+
+
+def unescaped(text: str) -> str:
+    """`text` with each JSON escape read as anchors read it: `\\"` as a quote, the others (`\\n`,
+    `\\t`, `\\r`, `\\\\`, `\\/`) as a space."""
+    if "\\" not in text:
+        return text
+    return _ESCAPES.sub(lambda m: '"' if m.group(0) == '\\"' else " ", text)
+
+
+def _anchors_of_tokens(text: str) -> dict[str, None]:
+    """`anchors_in` of an unescaped `text` by the tokenizing regex (`findall`: each token with the
+    `<` before it and the `":` or `>` after it), each distinct token judged once."""
+    found: dict[str, None] = {}
+    for before, token, after in dict.fromkeys(_TOKEN.findall(text)):
+        if after:
+            if after == '":' or before:
+                continue  # a JSON key (an argument's name) or a markup tag (`<tool_call>`): the format, not a fact
+            if token[0] in "/~":  # a tag if the character before it is "/" ("//x>"): only the spans can say
+                return _anchors_in_exact(text)
+        word = _anchor_of(token)
+        if word is not None and word not in found:
+            found[word] = None
+    return found
+
+
+def _anchors_in_exact(text: str) -> dict[str, None]:
+    """`anchors_in` of an unescaped `text`, token by token with their spans: the rule as written."""
     found: dict[str, None] = {}
     for match in _WORD.finditer(text):
         start, end = match.span()
         if text.startswith('":', end) or (text[start - 1 : start] in ("<", "/") and text.startswith(">", end)):
-            continue  # a JSON key (an argument's name) or a markup tag (`<tool_call>`): the format, not a fact
-        word = match.group(0).rstrip(".-/")
-        while word.startswith("./"):
-            word = word[2:]
-        if word and word not in found and anchor_kind(word) is not None:
+            continue
+        word = _anchor_of(match.group(0))
+        if word is not None and word not in found:
             found[word] = None
     return found
+
+
+def _anchor_of(token: str) -> str | None:
+    """The anchor a token stands for (without trailing `.-/` and leading `./`), or None."""
+    word = token.rstrip(".-/")
+    while word.startswith("./"):
+        word = word[2:]
+    return word if word and anchor_kind(word) is not None else None
+
+
+# A run: token characters (and `~`), with `\x04` for a `<` before it and `\x02` (`":`) or `\x03`
+# (`>`) after it. The marks are control characters a text holding any of reads the slow way.
+_MARKS = frozenset("\x02\x03\x04")
+_TOKEN_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./-"
+_RUN_CHARS = {code: code if chr(code) in _TOKEN_CHARS + "~\x02\x03\x04" else 32 for code in range(128)}
+_RUN = re.compile(r"[A-Za-z0-9_./~\x02-\x04-]+")
+_STARTS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+_ESCAPED_KEY = re.compile(r'(?<!\\)((?:\\\\)*)\\":')  # an escaped quote (its backslash unpaired), then ":"
+_ANY_ESCAPE = re.compile(r'\\[nrt"\\/]')
+
+
+class _RunAnchors(dict[str, tuple[str, ...]]):
+    """Run -> its anchors, for the runs that hold some; a run not seen yet is read on lookup."""
+
+    def __missing__(self, run: str) -> tuple[str, ...]:
+        return _read_run(run)
+
+
+_RUN_ANCHORS = _RunAnchors()
+_PLAIN_RUNS: set[str] = set()  # runs that hold none: most words
+_RUN_CACHE_SIZE = 1 << 17
+
+
+def _read_run(run: str) -> tuple[str, ...]:
+    """The anchors of one run, as `_WORD` tokenizes it (cached): a token starts at a word
+    character, at `/` before one, or at `~/` before one, and runs to the next `~` or the end;
+    the last token is a key before `\x02`, a tag before `\x03` when `<` or `/` comes before it."""
+    before_lt = run.startswith("\x04")
+    core = run[1:] if before_lt else run
+    mark = core[-1:] if core.endswith(("\x02", "\x03")) else ""
+    if mark:
+        core = core[:-1]
+    words: list[str] = []
+    position, size = 0, len(core)
+    while position < size:
+        char = core[position]
+        following = core[position + 1 : position + 2]
+        if char in _STARTS:
+            starts = True
+        elif char == "/":
+            starts = following in _STARTS
+        else:
+            starts = char == "~" and following == "/" and core[position + 2 : position + 3] in _STARTS
+        if not starts:
+            position += 1
+            continue
+        stop = core.find("~", position + 1)
+        stop = size if stop < 0 else stop
+        last = stop == size
+        before = core[position - 1] if position else ("<" if before_lt else "")
+        if last and (mark == "\x02" or (mark == "\x03" and before in ("<", "/"))):
+            break  # a JSON key or a markup tag: the format, not a fact
+        word = _anchor_of(core[position:stop])
+        if word is not None and word not in words:
+            words.append(word)
+        position = stop
+    result = tuple(words)
+    if len(_RUN_ANCHORS) >= _RUN_CACHE_SIZE or len(_PLAIN_RUNS) >= _RUN_CACHE_SIZE:
+        _RUN_ANCHORS.clear()
+        _PLAIN_RUNS.clear()
+    if result:
+        _RUN_ANCHORS[run] = result
+    else:
+        _PLAIN_RUNS.add(run)
+    return result
 
 
 def needed_anchors(head: Sequence[Turn], region: Sequence[Turn], after: Sequence[Turn]) -> tuple[str, ...]:
@@ -147,19 +276,73 @@ def hidden_needed_anchors(turns: Sequence[Turn], hidden: Container[int]) -> tupl
     kept turn makes its anchors visible, and a kept user or assistant turn needs those it uses
     that a hidden turn before it introduced and no kept turn before it showed. A huge turn is
     read by its head and tail (`huge_turns`).
+
+    Only the anchors the hidden turns introduce can be needed or made visible, so the kept turns
+    (most of a compressed row) are not read whole: their occurrences of those anchors are found
+    in one pass (Aho-Corasick), and only the words around them read as anchors (`_kept_anchors`).
     """
-    introduced: dict[str, None] = {}
-    visible: dict[str, None] = {}
-    needed: dict[str, None] = {}
-    for index, turn in enumerate(elide_huge_turns(turns)):
-        anchors = anchors_in(_value(turn))
+    turns = elide_huge_turns(turns)
+    introduced_at: dict[str, int] = {}
+    for index, turn in enumerate(turns):
         if index in hidden:
-            introduced.update(anchors)
+            for anchor in anchors_in(_value(turn)):
+                introduced_at.setdefault(anchor, index)
+    if not introduced_at:
+        return ()
+    patterns = list(introduced_at)
+    automaton = AhoCorasick(patterns)
+    settled: set[str] = set()  # visible, or needed: what a later turn's use of it no longer changes
+    needed: dict[str, None] = {}
+    for index, turn in enumerate(turns):
+        if index in hidden:
             continue
-        if turn.role in ("human", "gpt") and introduced:
-            needed.update((a, None) for a in anchors if a in introduced and a not in visible and a not in needed)
-        visible.update(anchors)
+        shown = _kept_anchors(_value(turn), automaton, patterns, settled)
+        if turn.role in ("human", "gpt"):
+            needed.update((anchor, None) for anchor in shown if introduced_at[anchor] < index)
+        settled.update(shown)
+        if len(settled) == len(patterns):
+            break
     return tuple(needed)
+
+
+def _kept_anchors(text: str, automaton: AhoCorasick, patterns: list[str], settled: Container[str]) -> list[str]:
+    """The anchors among `patterns` (but `settled`) that `anchors_in(text)` holds, in its order.
+
+    Tokens never span whitespace, and a JSON escape never starts on it, so `anchors_in` of a text
+    is that of its whitespace-separated chunks, in order: each occurrence of a pattern is checked
+    against the anchors of the chunk around it (cached: chunks recur), ordered by where that chunk
+    starts and where the anchor first appears in it."""
+    found: dict[str, tuple[int, int]] = {}
+    chunks: dict[int, tuple[int, dict[str, int]]] = {}  # chunk start -> (chunk end, anchor -> order)
+    for pattern, start, end in automaton.find_matches_as_indexes(text, overlapping=True):
+        anchor = patterns[pattern]
+        if anchor in settled or (anchor in found and found[anchor][0] <= start):
+            continue
+        chunk_start = max(text.rfind(" ", 0, start), text.rfind("\n", 0, start)) + 1
+        known = chunks.get(chunk_start)
+        if known is None or known[0] < end:
+            space, newline = text.find(" ", end), text.find("\n", end)
+            chunk_end = min(space if space >= 0 else len(text), newline if newline >= 0 else len(text))
+            known = chunks[chunk_start] = (chunk_end, _chunk_anchors(text[chunk_start:chunk_end]))
+        order = known[1].get(anchor)
+        if order is not None:
+            key = (chunk_start, order)
+            if anchor not in found or key < found[anchor]:
+                found[anchor] = key
+    return sorted(found, key=found.__getitem__)
+
+
+def _chunk_anchors(chunk: str) -> dict[str, int]:
+    """Each anchor of a chunk and its place in the chunk's order (cached)."""
+    ranks = _CHUNK_ANCHORS.get(chunk)
+    if ranks is None:
+        if len(_CHUNK_ANCHORS) >= _RUN_CACHE_SIZE:
+            _CHUNK_ANCHORS.clear()
+        ranks = _CHUNK_ANCHORS[chunk] = {anchor: order for order, anchor in enumerate(anchors_in(chunk))}
+    return ranks
+
+
+_CHUNK_ANCHORS: dict[str, dict[str, int]] = {}
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ result and an error line mean the same thing in both places.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,6 +60,16 @@ IDENTIFIER = re.compile("|".join((_URL, _DATE, _HEX_HASH, _VERSION, _MIXED_ID, _
 NAMED_IDENTIFIER = re.compile("|".join((_URL, _DATE, _HEX_HASH, _VERSION, _MIXED_ID)))
 ERROR_CLASS = re.compile(r"\b((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Warning))\b")
 
+_DECIMAL = re.compile(r"\d")  # Unicode decimal digits: some of what `str.isdigit` holds for
+
+
+def _has_digit(text: str) -> bool:
+    """Whether a character of `text` is a digit (`str.isdigit`: decimal digits, and superscripts
+    and the like), in C: a decimal digit by the regex, or the ASCII text has none, or each
+    character asked."""
+    return _DECIMAL.search(text) is not None or (not text.isascii() and any(map(str.isdigit, text)))
+
+
 _EDITOR_HEADER = re.compile(r"^\[File: ([^\s\]]+)", re.M)
 _TRACEBACK_FRAME = re.compile(r'^\s*File "([^"]+)", line \d+', re.M)
 _LEADING_CLASS = re.compile(r"^(?:[A-Za-z_]\w*\.)*([A-Z]\w*):")
@@ -85,32 +95,46 @@ class SalientItems:
 def salient_items(turns: Sequence[Turn]) -> SalientItems:
     """Everything a summary of `turns` should keep, by kind (see the module docstring); a huge
     turn is read by its head and tail (`huge_turns`)."""
-    tools: dict[str, None] = {}
-    paths: dict[str, None] = {}
-    errors: dict[str, None] = {}
-    identifiers: dict[str, None] = {}
-    for turn in elide_huge_turns(turns):
-        value = turn.value if isinstance(turn.value, str) else str(turn.value)
-        if turn.role == "human":
-            identifiers.update(dict.fromkeys(identifiers_in(value[:_SCAN_CHARS])))
-        elif turn.role == "gpt":
-            for call in parse_tool_calls(value):
-                tools.setdefault(call.name)
-                paths.update(dict.fromkeys(files_in(call.arguments)))
-                identifiers.update(dict.fromkeys(_argument_identifiers(call.arguments)))
-        elif turn.role == "tool":
-            for response in parse_tool_responses(value):
-                paths.update(dict.fromkeys(paths_in_output(response.content)))
-                data = _structured(response.content)  # parsed once: JSON results are common and long
-                if data is not None:
-                    error = json_error(data)
-                    identifiers.update(dict.fromkeys(_result_identifiers(data)))
-                else:
-                    error = analyze_output(response.content).error
-                if error:
-                    errors.setdefault(error_key(error))
-                    identifiers.update(dict.fromkeys(identifiers_in(error)))
-    return SalientItems(tuple(tools), tuple(paths), tuple(errors), tuple(identifiers))
+    return GrowingItems().extend(turns).items()
+
+
+class GrowingItems:
+    """The salient items of a region that grows at its end: each turn read once (a row's context
+    windows each summarize the region before their cut, which only grows)."""
+
+    def __init__(self) -> None:
+        self._tools: dict[str, None] = {}
+        self._paths: dict[str, None] = {}
+        self._errors: dict[str, None] = {}
+        self._identifiers: dict[str, None] = {}
+
+    def extend(self, turns: Iterable[Turn]) -> GrowingItems:
+        tools, paths, errors, identifiers = self._tools, self._paths, self._errors, self._identifiers
+        for turn in elide_huge_turns(list(turns)):
+            value = turn.value if isinstance(turn.value, str) else str(turn.value)
+            if turn.role == "human":
+                identifiers.update(dict.fromkeys(identifiers_in(value[:_SCAN_CHARS])))
+            elif turn.role == "gpt":
+                for call in parse_tool_calls(value):
+                    tools.setdefault(call.name)
+                    paths.update(dict.fromkeys(files_in(call.arguments)))
+                    identifiers.update(dict.fromkeys(_argument_identifiers(call.arguments)))
+            elif turn.role == "tool":
+                for response in parse_tool_responses(value):
+                    paths.update(dict.fromkeys(paths_in_output(response.content)))
+                    data = _structured(response.content)  # parsed once: JSON results are common and long
+                    if data is not None:
+                        error = json_error(data)
+                        identifiers.update(dict.fromkeys(_result_identifiers(data)))
+                    else:
+                        error = analyze_output(response.content).error
+                    if error:
+                        errors.setdefault(error_key(error))
+                        identifiers.update(dict.fromkeys(identifiers_in(error)))
+        return self
+
+    def items(self) -> SalientItems:
+        return SalientItems(tuple(self._tools), tuple(self._paths), tuple(self._errors), tuple(self._identifiers))
 
 
 def error_key(line: str) -> str:
@@ -127,8 +151,8 @@ def error_key(line: str) -> str:
 
 def identifiers_in(text: str, pattern: re.Pattern[str] = IDENTIFIER) -> list[str]:
     """The identifier-like tokens of `text`, distinct, in order."""
-    if not any(ch.isdigit() for ch in text[:_SCAN_CHARS]) and "://" not in text:
-        return []  # the common case for prose, decided without the regex
+    if "://" not in text and not _has_digit(text[:_SCAN_CHARS]):
+        return []  # the common case for prose, decided without the identifier regex
     return list(dict.fromkeys(match.group(0) for match in pattern.finditer(text)))
 
 

@@ -19,7 +19,9 @@ Pure and deterministic: the same summary of the same row always scores the same.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import re
+from collections import Counter
+from collections.abc import Container, Iterable, KeysView, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -107,21 +109,42 @@ def score_summary(region: Sequence[Turn], summary: str, row: Sequence[Turn] | No
     return score_items(salient_items(region), summary, row_text(row if row is not None else region))
 
 
-def score_items(items: SalientItems, summary: str, corpus: RowText) -> Fidelity:
-    """`score_summary` with the items and the row's text already at hand."""
+def score_items(items: SalientItems, summary: str, corpus: RowText, tails: PathTails | None = None) -> Fidelity:
+    """`score_summary` with the items and the row's text already at hand (and the paths' tails,
+    `PathTails(items.paths)`, when they are kept as the items grow)."""
     text = " ".join(summary.split())
     lowered = text.casefold()
     total: dict[str, int] = {}
     found: dict[str, int] = {}
     missed: dict[str, tuple[str, ...]] = {}
+    tails = PathTails(items.paths) if tails is None else tails
+    if items.total > _MANY_ITEMS:  # each item a set lookup, not a search of the summary
+        in_text: Container[str] = Stated(text, _LONGEST_LOOKED_UP)
+        in_lowered: Container[str] = Stated(lowered, _LONGEST_LOOKED_UP)
+    else:
+        in_text, in_lowered = Occurs(text), Occurs(lowered)
     for kind in KINDS:
         wanted = items.of(kind)
-        haystack = lowered if kind in _CASE_INSENSITIVE_KINDS else text
-        lost = [item for item in wanted if not _stated(kind, item, haystack, items, lowered)]
+        haystack = in_lowered if kind in _CASE_INSENSITIVE_KINDS else in_text
+        lost = [item for item in wanted if not stated(kind, item, haystack, tails, in_lowered)]
         total[kind] = len(wanted)
         found[kind] = len(wanted) - len(lost)
         missed[kind] = tuple(lost)
     return Fidelity(total, found, missed, unsupported_items(text, corpus))
+
+
+_MANY_ITEMS = 512  # a few hundred items are quicker searched each
+_LONGEST_LOOKED_UP = 256
+
+
+class Occurs:
+    """`occurs` in one text, as a container (what `Stated` answers with a set)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __contains__(self, needle: object) -> bool:
+        return isinstance(needle, str) and occurs(needle, self.text)
 
 
 def unsupported_items(summary: str, corpus: RowText) -> tuple[str, ...]:
@@ -137,7 +160,10 @@ class RowText:
 
     Tool results are often JSON with escaped text (`\\u00e9`, `\\"`), and a summary quotes them
     decoded; decoding every result of a long row costs more than the rest of the scoring, and
-    most items are found in the raw text, so it is done once, on the first miss.
+    most items are found in the raw text, so it is done once, on the first miss. Each answer is
+    kept: a row's context windows ask about their summaries' items again and again, and an item
+    first seen in the turns a window summarized is looked for there first (`recent`), not in the
+    whole row.
     """
 
     def __init__(self, turns: Sequence[Turn]) -> None:
@@ -145,11 +171,19 @@ class RowText:
         self._turns = turns
         self._raw = "\n".join(turn.value if isinstance(turn.value, str) else str(turn.value) for turn in turns)
         self._decoded: str | None = None
+        self._known: dict[str, bool] = {}
+        self.recent = ""  # a part of the raw text to look in first
 
     def __contains__(self, item: object) -> bool:
         if not isinstance(item, str):
             return False
-        if item in self._raw:
+        known = self._known.get(item)
+        if known is None:
+            known = self._known[item] = self._holds(item)
+        return known
+
+    def _holds(self, item: str) -> bool:
+        if item in self.recent or item in self._raw:
             return True
         if self._decoded is None:
             self._decoded = "\n".join(
@@ -166,14 +200,14 @@ def row_text(turns: Sequence[Turn]) -> RowText:
     return RowText(turns)
 
 
-def _stated(kind: str, item: str, haystack: str, items: SalientItems, lowered: str) -> bool:
+def stated(kind: str, item: str, haystack: Container[str], tails: PathTails, lowered: Container[str]) -> bool:
     needle = item.casefold() if kind in _CASE_INSENSITIVE_KINDS else item
-    if occurs(needle, haystack):
+    if needle in haystack:
         return True
-    if kind == "errors" and occurs(item.casefold(), lowered):  # an error head, in other case
+    if kind == "errors" and item.casefold() in lowered:  # an error head, in other case
         return True
     if kind == "paths" and "/" in item:
-        return any(occurs(tail, haystack) for tail in unique_tails(item, items.paths))
+        return any(tail in haystack for tail in tails.unique(item))
     return False
 
 
@@ -187,6 +221,110 @@ def unique_tails(path: str, paths: Sequence[str]) -> list[str]:
             tails.append(tail)
         position = path.find("/", position + 1)
     return tails
+
+
+class PathTails:
+    """`unique_tails` of each of many paths against all of them, in one pass over the paths: for
+    every string, how many of the paths are it or end with it after a "/"."""
+
+    def __init__(self, paths: Iterable[str] = ()) -> None:
+        self._ends: Counter[str] = Counter()
+        self._paths: set[str] = set()
+        self._proper: dict[str, str] = {}  # a tail after a "/" (not the first character) -> a path it ends
+        self.extend(paths)
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+    def extend(self, paths: Iterable[str]) -> None:
+        """More paths (each counted once)."""
+        for path in paths:
+            if path not in self._paths:
+                self._paths.add(path)
+                self._ends.update(ends_of(path))
+                position = path.find("/", 1)
+                while position >= 0:
+                    self._proper[path[position + 1 :]] = path
+                    position = path.find("/", position + 1)
+
+    def tails(self) -> KeysView[str]:
+        """Every tail after a "/" (not the first character) of the paths: what `owner` may know."""
+        return self._proper.keys()
+
+    def owner(self, tail: str) -> str | None:
+        """The path `tail` is a unique tail of (`unique`), if any."""
+        path = self._proper.get(tail)
+        return path if path is not None and tail and self._ends[tail] == 1 else None
+
+    def unique(self, path: str) -> list[str]:
+        """`unique_tails(path, paths)`, for one of the paths."""
+        tails = []
+        position = path.find("/", 1)
+        while position >= 0:
+            tail = path[position + 1 :]
+            if tail and self._ends[tail] == 1:
+                tails.append(tail)
+            position = path.find("/", position + 1)
+        return tails
+
+
+def ends_of(path: str) -> set[str]:
+    """What `path` is, and ends with after each "/": the strings another path's tail can be."""
+    ends = {path}
+    position = path.find("/")
+    while position >= 0:
+        if position + 1 < len(path):
+            ends.add(path[position + 1 :])
+        position = path.find("/", position + 1)
+    return ends
+
+
+class Stated:
+    """What `occurs` says of many needles in one text, each a set lookup.
+
+    A needle without whitespace occurs inside one word of the text, from a place where it is not
+    glued to the character before to one where it is not glued to the character after; those
+    places are the word's edges and the edges of its runs of letters, digits and underscores
+    (`_glued`: two such characters glue, but for two underscores). So the substrings between two
+    such places, up to `longest` characters, are every needle that occurs: made once, in one pass
+    over the words (a needle with whitespace, or longer, is looked for as `occurs` does)."""
+
+    def __init__(self, text: str, longest: int) -> None:
+        self.text = text
+        self.longest = longest
+        words = text.split()
+        found = set(filter(_PLAIN_WORD.fullmatch, words))  # a word of one run is cut at its ends only
+        for word in words:
+            if word in found:
+                continue
+            cuts = [match.start() for match in _CUT.finditer(word)]
+            for at, start in enumerate(cuts):
+                for end in cuts[at + 1 :]:
+                    if end - start > longest:
+                        break
+                    found.add(word[start:end])
+        self._found = found
+
+    def __contains__(self, needle: object) -> bool:
+        if not isinstance(needle, str):
+            return False
+        if not self.looks_up(needle):
+            return occurs(needle, self.text)
+        return needle in self._found
+
+    def looks_up(self, needle: str) -> bool:
+        """Whether `needle` is answered from the set (no whitespace, at most `longest` long)."""
+        return bool(needle) and len(needle) <= self.longest and _ONE_WORD.fullmatch(needle) is not None
+
+    @property
+    def substrings(self) -> set[str]:
+        """Every needle the text states that `looks_up` answers."""
+        return self._found
+
+
+_CUT = re.compile(r"(?<!\w)|(?!\w)|(?<=_)(?=_)")  # where a word can be cut without gluing (as `_glued`)
+_ONE_WORD = re.compile(r"\S+")  # no whitespace (re's \s is str.isspace)
+_PLAIN_WORD = re.compile(r"(?!.*__)\w+")  # letters, digits, underscores (not two together): no cut inside
 
 
 def occurs(needle: str, haystack: str) -> bool:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -98,6 +99,10 @@ class LLMSummarizer:
         self._admission = asyncio.Semaphore(config.max_concurrency)
         self._cache = CacheThread(cache if cache is not None else open_cache(config), model=str(config.model))
         self._answers = AnswerStore(self._client.reader, self._cache, self.usage)
+        # The anchor index and the prompt (ranking a region's anchors, the transcript, redaction:
+        # milliseconds a row) are made on this thread, not the event loop: the loop is left to
+        # the requests in flight, which it must send and read back on time to keep the pipe full.
+        self._prompts = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tc-prompts")
 
     @property
     def endpoint(self) -> str:
@@ -116,8 +121,8 @@ class LLMSummarizer:
         """
         # The anchor index (`--anchor-index`): the model is asked for the budget it leaves, and
         # the index is added to its text here, on a cache hit or a fresh answer alike.
-        request, index = self._indexed(request)
-        chat = self._requests.build(request)
+        loop = asyncio.get_running_loop()
+        request, index, chat = await loop.run_in_executor(self._prompts, self._prepared, request)
         cached = await self._cache.get(chat.key)
         # A stored summary is cleaned again (`reply_text`, `redact`): one stored under older
         # rules is judged by today's, and one they refuse is asked for again.
@@ -127,7 +132,7 @@ class LLMSummarizer:
             # Calls and errors are those it took when made: a row's metrics are the same
             # whether its summary came from the endpoint or, on a re-run, from the cache.
             return SummaryResult(
-                text=self._finished(text, index),
+                text=await self._finished_off_loop(text, index),
                 summarizer=self.name,
                 cache_hit=True,
                 calls=cached.calls,
@@ -152,7 +157,7 @@ class LLMSummarizer:
         )
         await self._cache.put(chat.key, stored)
         return SummaryResult(
-            text=self._finished(completion.text, index),
+            text=await self._finished_off_loop(completion.text, index),
             summarizer=self.name,
             calls=completion.calls,
             errors=completion.errors,
@@ -161,6 +166,17 @@ class LLMSummarizer:
             prompt_tokens=completion.prompt_tokens,
             completion_tokens=completion.completion_tokens,
         )
+
+    def _prepared(self, request: SummaryRequest) -> tuple[SummaryRequest, IndexPlan | None, ChatRequest]:
+        """What is asked for `request` (on `_prompts`' thread): the request less its index, the
+        index, and the chat request."""
+        asked, index = self._indexed(request)
+        return asked, index, self._requests.build(asked)
+
+    async def _finished_off_loop(self, text: str, index: IndexPlan | None) -> str:
+        if index is None or self.counter is None:
+            return text
+        return await asyncio.get_running_loop().run_in_executor(self._prompts, self._finished, text, index)
 
     def _indexed(self, request: SummaryRequest) -> tuple[SummaryRequest, IndexPlan | None]:
         if self.counter is None:
@@ -231,6 +247,7 @@ class LLMSummarizer:
         """Close the HTTP session and the cache; pending writes finish first."""
         await self._client.aclose()
         await self._cache.aclose()
+        self._prompts.shutdown(wait=False)
 
     async def __aenter__(self) -> LLMSummarizer:
         return self

@@ -34,6 +34,7 @@ _FILE_EXTENSIONS = frozenset(_EXTENSIONS_TEXT.split())
 _FILE_NAMES = frozenset(
     {"Makefile", "Dockerfile", "README", "LICENSE", "CHANGELOG", "Gemfile", "Rakefile", "Procfile", "Pipfile"}
 )
+_MAYBE_FILE = re.compile("|".join([r"\.", *sorted(_FILE_NAMES)]))
 _PATH_KEYS = frozenset(
     {
         "path",
@@ -186,7 +187,10 @@ def _without_heredocs(command: str) -> str:
 
 def _files_in_command(command: str) -> list[str]:
     text = _without_heredocs(command)
-    return [normalize_path(tok) for tok in _TOKEN_SPLIT.split(text) if _plausible_path(tok.rstrip("."))]
+    # Only a token with a dot or a file's well-known name can be one (`_plausible_path`): the
+    # others, most of a long text, are passed over in C.
+    tokens = filter(_MAYBE_FILE.search, _TOKEN_SPLIT.split(text))
+    return [normalize_path(tok) for tok in tokens if _plausible_path(tok.rstrip("."))]
 
 
 def _files_written_by_command(command: str) -> list[str]:

@@ -1,0 +1,108 @@
+"""`anchors_in` reads tokens in one C pass: it must find exactly what the token-by-token rule finds."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.conftest import SAMPLE
+from trajectory_compressor.read.formats import detect_format, to_turns
+from trajectory_compressor.summarize.fidelity.anchors import anchor_kind, anchors_in, hidden_needed_anchors, unescaped
+from trajectory_compressor.summarize.huge_turns import elide_huge_turns
+from trajectory_compressor.types import Turn
+
+_WORD = re.compile(r"https?://[^\s\"'<>()\[\]{}`\\]+|(?:~?/)?[A-Za-z0-9_][A-Za-z0-9_./-]*")
+_ESCAPES = re.compile(r"\\[nrt\"\\/]")
+
+
+def reference_anchors_in(text: str) -> dict[str, None]:
+    """The rule as it was first written: a Python step per token (the speed it replaces)."""
+    if "\\" in text:
+        text = _ESCAPES.sub(lambda m: '"' if m.group(0) == '\\"' else " ", text)
+    found: dict[str, None] = {}
+    for match in _WORD.finditer(text):
+        start, end = match.span()
+        if text.startswith('":', end) or (text[start - 1 : start] in ("<", "/") and text.startswith(">", end)):
+            continue
+        word = match.group(0).rstrip(".-/")
+        while word.startswith("./"):
+            word = word[2:]
+        if word and word not in found and anchor_kind(word) is not None:
+            found[word] = None
+    return found
+
+
+# Everything the rule treats specially: escapes, keys, tags, URLs, paths, separators, markers.
+_PIECES = st.sampled_from(
+    [
+        "a", "Z", "7", "_", ".", "/", "-", "~", "<", ">", '"', ":", "\\", "n", "t", " ", "\n", "\x00", "\x01",
+        "é", "https://", "http://x.io/a", '":', "</", "/>", "./", "//", "~/", "src/a.py", "get_user", "mia_li_3668",
+        "EHGLP3", "9f3c2ab71d", "v1.2.3", "2025-12-20", "1234", "19.99", "getUser", "np.array", "/bin/x", '\\"',
+        "\\n", "\\\\", "<tool_call>", "</tool_call>", '{"k": "v"}', "\x02", "\x03", "\x04", '\\":', "~~/", "<~/",
+        ">", "a<b", '"":', "\u4e2d", "\x1c", "\t",
+    ]
+)  # fmt: skip
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(_PIECES, max_size=40).map("".join))
+def test_the_one_pass_reading_finds_what_the_token_by_token_rule_finds(text: str) -> None:
+    assert list(anchors_in(text)) == list(reference_anchors_in(text))
+    if "\\" in text:
+        assert unescaped(text) == _ESCAPES.sub(lambda m: '"' if m.group(0) == '\\"' else " ", text)
+
+
+def test_every_turn_of_the_sample_data_reads_the_same() -> None:
+    with open(SAMPLE, encoding="utf-8") as handle:
+        for line in handle:
+            record = json.loads(line)
+            for turn in to_turns(record, detect_format(record)):
+                assert list(anchors_in(turn.value)) == list(reference_anchors_in(turn.value))
+
+
+def test_a_tag_whose_slash_opens_no_token_is_still_a_tag() -> None:
+    # "//x>": the first "/" opens no token, the second does, and the token is a tag.
+    text = "a //tool_x> b/~/c_d> ~/e_f> mia_li_3668"
+    assert list(anchors_in(text)) == list(reference_anchors_in(text)) == ["~/e_f", "mia_li_3668"]
+
+
+def reference_hidden_needed_anchors(turns: list[Turn], hidden: set[int]) -> tuple[str, ...]:
+    """The rule as first written: every turn read whole."""
+    introduced: dict[str, None] = {}
+    visible: dict[str, None] = {}
+    needed: dict[str, None] = {}
+    for index, turn in enumerate(elide_huge_turns(turns)):
+        anchors = reference_anchors_in(turn.value)
+        if index in hidden:
+            introduced.update(anchors)
+            continue
+        if turn.role in ("human", "gpt") and introduced:
+            needed.update((a, None) for a in anchors if a in introduced and a not in visible and a not in needed)
+        visible.update(anchors)
+    return tuple(needed)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from(["human", "gpt", "tool"]), st.lists(_PIECES, max_size=12).map("".join))),
+    st.data(),
+)
+def test_the_needed_anchors_read_around_occurrences_are_those_read_whole(
+    items: list[tuple[str, str]], data: st.DataObject
+) -> None:
+    turns = [Turn(role, text) for role, text in items]
+    hidden = {i for i in range(len(turns)) if data.draw(st.booleans())}
+    assert hidden_needed_anchors(turns, hidden) == reference_hidden_needed_anchors(turns, hidden)
+
+
+def test_the_sample_data_needs_the_same_anchors() -> None:
+    with open(SAMPLE, encoding="utf-8") as handle:
+        for number, line in enumerate(handle):
+            record = json.loads(line)
+            turns = to_turns(record, detect_format(record))
+            middle = set(range(2, max(2, len(turns) - 6)))
+            for hidden in (middle, {i for i in range(len(turns)) if (i + number) % 3 == 0}):
+                assert hidden_needed_anchors(turns, hidden) == reference_hidden_needed_anchors(turns, hidden)

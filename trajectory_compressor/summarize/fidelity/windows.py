@@ -1,0 +1,170 @@
+"""The fidelity of a row's context-window summaries, each turn of the row read once.
+
+Window k's summary stands for the turns between the head and its cut, which only grows from one
+window to the next; its item fidelity is judged against all of them, and its future-grounded
+fidelity by what the window's own turns use of them. Scored window by window from scratch, a
+row of W windows reads its turns W times; here the region's salient items and anchors grow with
+the cut (`GrowingItems`, the introduced anchors), each turn's anchors are read once, and a
+window reads only its own turns. The scores are those of `score_summary` and
+`hidden_future_fidelity` on the same turns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Container, Sequence
+
+from trajectory_compressor.summarize.fidelity.anchors import FutureFidelity, anchors_in, score_future
+from trajectory_compressor.summarize.fidelity.salient import KINDS, GrowingItems, SalientItems
+from trajectory_compressor.summarize.fidelity.score import (
+    Fidelity,
+    Occurs,
+    PathTails,
+    RowText,
+    Stated,
+    score_items,
+    stated,
+    unsupported_items,
+)
+from trajectory_compressor.summarize.fidelity.score import row_text as make_row_text
+from trajectory_compressor.summarize.huge_turns import elide_huge
+from trajectory_compressor.types import Turn
+
+
+class WindowFidelity:
+    """Scores the summaries of one row's windows, in order of their cuts."""
+
+    def __init__(self, turns: Sequence[Turn], head: int) -> None:
+        self._turns = turns
+        self._head = head
+        self.corpus = make_row_text(turns)  # the whole row, for unsupported items: made once
+        self._items = GrowingItems()
+        self._tails = PathTails()  # of the items' paths, grown with them
+        self._sorted = _Sorted()
+        self._items_end = head
+        self._anchors: dict[int, dict[str, None]] = {}
+        self._seen_in_head: set[str] = set()
+        for index in range(head):
+            self._seen_in_head.update(self._anchors_of(index))
+        self._introduced: dict[str, None] = {}
+        self._introduced_end = head
+
+    def score(self, cut: int, summary: str) -> Fidelity:
+        """`score_summary(turns[head:cut], summary, turns)`."""
+        if cut < self._items_end:  # a cut before the last one (not seen in practice): read again
+            self._items, self._tails, self._items_end = GrowingItems(), PathTails(), self._head
+            self._sorted = _Sorted()
+        new = self._turns[self._items_end : cut]
+        self._items.extend(new)
+        self._items_end = cut
+        if new:  # the items new in this summary come from the turns it now covers: looked for there first
+            self.corpus.recent = "\n".join(_value(turn) for turn in new)
+        items = self._items.items()
+        self._tails.extend(items.paths[len(self._tails) :])  # the items only grow at their end
+        self._sorted.extend(items)
+        if items.total <= _MANY_ITEMS:
+            return score_items(items, summary, self.corpus, self._tails)
+        return _counted(items, self._sorted, summary, self.corpus, self._tails)
+
+    def future(self, cut: int, end: int, cleared: Container[int], context: str) -> FutureFidelity:
+        """`hidden_future_fidelity(turns[:end], range(head, cut) + cleared, context)`, where the
+        `cleared` results all lie in [cut, end)."""
+        return score_future(self.needed(cut, end, cleared), context)
+
+    def needed(self, cut: int, end: int, cleared: Container[int]) -> tuple[str, ...]:
+        """The anchors the window's kept turns [cut, end) need from the region [head, cut) and
+        from its `cleared` results, in order of first use (`hidden_needed_anchors`' rule)."""
+        if cut < self._introduced_end:  # a cut before the last one (not seen in practice): read again
+            self._introduced, self._introduced_end = {}, self._head
+        for index in range(self._introduced_end, cut):
+            self._introduced.update(self._anchors_of(index))
+        self._introduced_end = cut
+        introduced = self._introduced
+        cleared_anchors: dict[str, None] = {}
+        visible: set[str] = set()
+        needed: dict[str, None] = {}
+        for index in range(cut, end):
+            anchors = self._anchors_of(index)
+            if index in cleared:
+                cleared_anchors.update(anchors)
+                continue
+            if self._turns[index].role in ("human", "gpt") and (introduced or cleared_anchors):
+                needed.update(
+                    (anchor, None)
+                    for anchor in anchors
+                    if (anchor in introduced or anchor in cleared_anchors)
+                    and anchor not in self._seen_in_head
+                    and anchor not in visible
+                    and anchor not in needed
+                )
+            visible.update(anchors)
+        return tuple(needed)
+
+    def _anchors_of(self, index: int) -> dict[str, None]:
+        found = self._anchors.get(index)
+        if found is None:
+            found = self._anchors[index] = anchors_in(elide_huge(_value(self._turns[index])))
+        return found
+
+
+_MANY_ITEMS = 512
+_LONGEST = 256
+
+
+class _Sorted:
+    """The region's paths and identifiers sorted once each: those a `Stated` set answers (no
+    whitespace, at most `_LONGEST` long), and the few it does not."""
+
+    def __init__(self) -> None:
+        self.paths: set[str] = set()
+        self.other_paths: list[str] = []
+        self.identifiers: set[str] = set()
+        self.other_identifiers: list[str] = []
+        self._seen = (0, 0)
+
+    def extend(self, items: SalientItems) -> None:
+        paths, identifiers = self._seen
+        probe = Stated("", _LONGEST)
+        for path in items.paths[paths:]:
+            if probe.looks_up(path):
+                self.paths.add(path)
+            else:
+                self.other_paths.append(path)
+        for item in items.identifiers[identifiers:]:
+            if probe.looks_up(item):
+                self.identifiers.add(item)
+            else:
+                self.other_identifiers.append(item)
+        self._seen = (len(items.paths), len(items.identifiers))
+
+
+def _counted(items: SalientItems, sorted_: _Sorted, summary: str, corpus: RowText, tails: PathTails) -> Fidelity:
+    """`score_items` without the missed items (the metrics do not show them), counting what the
+    summary states from its side: paths and identifiers are looked up among the summary's
+    substrings (`Stated`), so a window costs what its summary holds, not the thousands of items
+    of a long row's region (tools and errors, a few, one by one as `score_items` does)."""
+    text = " ".join(summary.split())
+    lowered = text.casefold()
+    said = Stated(text, _LONGEST)
+    substrings = said.substrings
+    total = {kind: len(items.of(kind)) for kind in KINDS}
+    in_text, in_lowered = Occurs(text), Occurs(lowered)
+    found = {
+        kind: sum(
+            stated(kind, item, in_lowered if kind == "tools" else in_text, tails, in_lowered) for item in items.of(kind)
+        )
+        for kind in ("tools", "errors")
+    }
+    found["identifiers"] = len(sorted_.identifiers & substrings) + sum(
+        item in said for item in sorted_.other_identifiers
+    )
+    stated_paths = sorted_.paths & substrings
+    stated_paths.update(owner for tail in tails.tails() & substrings if (owner := tails.owner(tail)) is not None)
+    for path in sorted_.other_paths:  # what the set cannot answer (a space, or too long), as `score_items` asks
+        if path in said or any(tail in said for tail in tails.unique(path)):
+            stated_paths.add(path)
+    found["paths"] = len(stated_paths)
+    return Fidelity(total, found, {}, unsupported_items(text, corpus))
+
+
+def _value(turn: Turn) -> str:
+    return turn.value if isinstance(turn.value, str) else str(turn.value)
