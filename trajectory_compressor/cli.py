@@ -381,13 +381,14 @@ def batches_cancel(output: str, base_url: str | None, api_key_env: str | None) -
 @click.option("-o", "--output", required=True, help="Merged dataset path; side files are written beside it.")
 @click.option("--json", "json_output", is_flag=True, help="Print the merged report on stdout.")
 @click.option("-v", "--verbose", is_flag=True, help="End the summary with the endpoint's counters.")
+@click.option("--overwrite", is_flag=True, help="Replace existing output files this tool did not write.")
 @reports_usage_errors
-def merge(reports: tuple[str, ...], output: str, json_output: bool, verbose: bool) -> None:
+def merge(reports: tuple[str, ...], output: str, json_output: bool, verbose: bool, overwrite: bool) -> None:
     """Merge the outputs of `--num-shards` runs, given by their REPORTS (*.report.json), in input order."""
     from trajectory_compressor.commands.merge import merge_shards
     from trajectory_compressor.write.run_summary import SummaryView, render_text_summary
 
-    merged = merge_shards([Path(r) for r in reports], Path(output))
+    merged = merge_shards([Path(r) for r in reports], Path(output), overwrite=overwrite)
     summary = render_text_summary(merged, SummaryView(verbose=verbose))
     click.echo(json.dumps(merged) if json_output else summary, err=not json_output)
 

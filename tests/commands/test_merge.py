@@ -227,3 +227,21 @@ def test_merge_refuses_to_overwrite_a_shard_file_and_reports_unwritable_places_i
     blocker = work / "blocker"
     blocker.write_text("a file where a folder should be")
     _one_line_usage_error(run_cli("merge", *reports, "-o", str(blocker / "x.jsonl")), "cannot merge into")
+
+
+def test_merge_never_replaces_a_file_this_tool_did_not_write(work: Path, tmp_path: Path) -> None:
+    reports = [str(work / "shards" / _shard_name(i, ".report.json")) for i in range(SHARDS)]
+    target = tmp_path / "merged" / "x.jsonl"
+    write_jsonl(target, [{"id": f"theirs-{i}"} for i in range(250)])
+    theirs = target.read_bytes()
+
+    refused = run_cli("merge", *reports, "-o", str(target))
+    _one_line_usage_error(refused, "not written by this tool")
+    assert "--overwrite" in refused.stderr and target.read_bytes() == theirs
+    assert sorted(p.name for p in target.parent.iterdir()) == ["x.jsonl"]  # nothing written beside it
+
+    allowed = run_cli("merge", *reports, "-o", str(target), "--overwrite")
+    assert allowed.returncode == 0, allowed.stderr
+    assert target.read_bytes() == (work / "merged" / "x.jsonl").read_bytes()
+    again = run_cli("merge", *reports, "-o", str(target))  # the merged run's own files now: replaced
+    assert again.returncode == 0, again.stderr

@@ -24,7 +24,7 @@ import orjson
 
 from trajectory_compressor.errors import UsageError
 from trajectory_compressor.messages import quoted
-from trajectory_compressor.write.collisions import NamedFile, refuse_overwrites, run_outputs
+from trajectory_compressor.write.collisions import NamedFile, refuse_foreign_outputs, refuse_overwrites, run_outputs
 from trajectory_compressor.write.paths import OutputPaths
 from trajectory_compressor.write.report import RunTotals
 from trajectory_compressor.write.run_files import file_record, write_json_atomically
@@ -151,16 +151,17 @@ def _check_shard_files(report_path: Path, report: dict[str, Any], names: Sequenc
             )
 
 
-def merge_shards(report_paths: Sequence[Path], output: Path) -> dict[str, Any]:
-    """Merge shard runs (given by their report files) into the files beside `output`."""
+def merge_shards(report_paths: Sequence[Path], output: Path, *, overwrite: bool = False) -> dict[str, Any]:
+    """Merge shard runs (given by their report files) into the files beside `output`; existing
+    files there are replaced only if a run wrote them (or with `overwrite`)."""
     try:
-        return _merge_shards(report_paths, output)
+        return _merge_shards(report_paths, output, overwrite=overwrite)
     except OSError as exc:
         where = f" ({quoted(exc.filename)})" if exc.filename else ""
         raise MergeError(f"cannot merge into {quoted(output)}: {exc.strerror or exc}{where}") from None
 
 
-def _merge_shards(report_paths: Sequence[Path], output: Path) -> dict[str, Any]:
+def _merge_shards(report_paths: Sequence[Path], output: Path, *, overwrite: bool) -> dict[str, Any]:
     if not report_paths:
         raise MergeError("no shard reports given")
     reports = [_load_report(path) for path in report_paths]
@@ -190,6 +191,8 @@ def _merge_shards(report_paths: Sequence[Path], output: Path) -> dict[str, Any]:
     inputs = reports[0].get("inputs")  # every shard reads the same inputs
     shard_files += [NamedFile("the shards' input", i["path"]) for i in inputs or () if i.get("path")]
     refuse_overwrites(run_outputs(target.as_dict()), shard_files)
+    if not overwrite:
+        refuse_foreign_outputs(target, data=data_merged)
     target.data.parent.mkdir(parents=True, exist_ok=True)
     files: dict[str, dict[str, Any]] = {}
     for name in ("metrics", "over_limit", "rejects"):

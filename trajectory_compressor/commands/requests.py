@@ -32,9 +32,10 @@ from trajectory_compressor.run.row.windows import first_window_request
 from trajectory_compressor.settings import ConfigError, RunConfig
 from trajectory_compressor.summarize.anchor_index import indexed_request
 from trajectory_compressor.summarize.llm.dialects import require
+from trajectory_compressor.summarize.llm.dialects.base import custom_id_of
 from trajectory_compressor.summarize.llm.request import RequestBuilder
 from trajectory_compressor.types import SummaryRequest
-from trajectory_compressor.write.collisions import NamedFile, input_files, refuse_overwrites
+from trajectory_compressor.write.collisions import NamedFile, input_files, refuse_foreign_file, refuse_overwrites
 from trajectory_compressor.write.run_files import OutputError, new_file_beside
 
 
@@ -64,6 +65,8 @@ def write_requests(
     require(config.llm, "requests")  # a provider with offline batch files (`DIALECTS`)
     builder = RequestBuilder(config.llm)
     refuse_overwrites([NamedFile("the output", output)], input_files(sources))
+    if not config.output.overwrite:
+        refuse_foreign_file(NamedFile("the output", output), is_requests_file)
     plan = config.plan
     measure = RowMeasure(counter, plan, skip_under_target=config.skip_under_target)
     written = RequestsWritten(str(output))
@@ -102,6 +105,28 @@ def write_requests(
         if partial is not None:
             partial.unlink(missing_ok=True)  # gone already once renamed into place
     return written
+
+
+def is_requests_file(path: Path) -> bool:
+    """Whether `path` is a batch file `requests` wrote: empty (no row needed a summary), or its
+    first line a JSON object whose `custom_id` is one of our keys (any provider's line shape)."""
+    try:
+        with open(path, "rb") as handle:
+            first = handle.readline(_FIRST_LINE_MAX + 1)
+    except OSError:
+        return False
+    if not first:
+        return True
+    if len(first) > _FIRST_LINE_MAX:
+        return False
+    try:
+        line = orjson.loads(first)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(line, dict) and custom_id_of(line) is not None
+
+
+_FIRST_LINE_MAX = 64 << 20  # a request line holds one prompt: far less than this
 
 
 def _first_request(row: ValidRow, measure: RowMeasure, *, windows: bool, fill_room: bool) -> SummaryRequest | None:

@@ -179,7 +179,7 @@ class OutputConfig:
         help="Start over instead of resuming an interrupted run.",
     )  # fmt: skip
     overwrite: bool = setting(
-        False, "bool", flag_style="flag", group="output",
+        False, "bool", flag_style="flag", group="output", commands=("compress", "requests"),
         help="Replace existing output files this tool did not write (refused otherwise, the file named).",
     )  # fmt: skip
     over_limit: choices.OverLimitPolicy = setting(

@@ -17,13 +17,15 @@ a folder that already holds an unrelated `agent_runs.jsonl` (not an input, so th
 lets it pass) would replace 250 rows of somebody's data with the run's 3. A run's files are
 known by what a run leaves beside them: its report (`<stem>.report.json`, our JSON), its work
 folder (an interrupted run) or its batch folder; an existing file with none of these beside it
-is refused, one line naming it and `--overwrite`, the flag that allows it.
+is refused, one line naming it and `--overwrite`, the flag that allows it. `merge -o` asks the
+same of the merged run's files, and `requests -o` of its batch file (`refuse_foreign_file`: an
+existing file is replaced only if its first line is one of our request lines).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -111,6 +113,16 @@ def refuse_foreign_outputs(paths: OutputPaths, note: str = "", *, data: bool = T
                 f"{named} exists and was not written by this tool (no report or work folder of a run beside it): "
                 "choose another -o, or pass --overwrite to replace it"
             )
+
+
+def refuse_foreign_file(named: NamedFile, ours: Callable[[Path], bool]) -> None:
+    """Raise `OutputError` if `named` exists and `ours` does not recognise it as this tool's
+    (a `requests` batch file: its first line is one of our request lines)."""
+    path = Path(named.path)
+    if os.path.lexists(path) and not (path.is_file() and ours(path)):
+        raise OutputError(
+            f"{named} exists and was not written by this tool: choose another -o, or pass --overwrite to replace it"
+        )
 
 
 def written_by_this_tool(paths: OutputPaths) -> bool:
