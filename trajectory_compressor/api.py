@@ -23,8 +23,8 @@ from trajectory_compressor.run.jobs import CompressJob, check_output_paths, plan
 from trajectory_compressor.run.pipeline import CompressionRun, RunResult
 from trajectory_compressor.run.settings_record import settings_record
 from trajectory_compressor.settings import ConfigError, RunConfig
-from trajectory_compressor.summarize.choose import SummarizerChoice, choose_summarizers, resolve_endpoint, wants_llm
-from trajectory_compressor.summarize.llm.dialects import require
+from trajectory_compressor.summarize.choose import SummarizerChoice, choose_summarizers, resolve_endpoint
+from trajectory_compressor.summarize.llm.preflight import check_before_loading
 
 if TYPE_CHECKING:  # the batch phase loads aiohttp: only runs with --batch import it
     from trajectory_compressor.run.batch.driver import BatchPhase
@@ -100,22 +100,6 @@ async def compress_async(
         if choice is not None and choice.fallback is not None and choice.fallback is not choice.primary:
             await choice.fallback.aclose()
     return results
-
-
-async def check_before_loading(config: RunConfig) -> None:
-    """What can be known before the tokenizer loads (seconds, tens of seconds from the Hub): the
-    LLM settings and whether the endpoint takes the key (`preflight`). Not for `--responses`,
-    whose answers come from a file (the endpoint may well be off), nor a dry run, which asks none.
-    First, whether the provider has what `--batch` and `--responses` need (`DIALECTS`)."""
-    if config.batch.enabled:
-        require(config.llm, "--batch")
-    if config.llm.responses:
-        require(config.llm, "--responses")
-    if config.dry_run or not wants_llm(config) or config.llm.responses:
-        return
-    from trajectory_compressor.summarize.llm.preflight import check_endpoint
-
-    await check_endpoint(config.llm)
 
 
 async def load_responses(choice: SummarizerChoice, path: Path, say: Callable[[str], None], *, line_limit: int) -> None:

@@ -154,6 +154,30 @@ def test_an_endpoint_that_never_answers_stops_the_run_with_exit_2(local_ray, tmp
     assert json.loads((tmp_path / "x.report.json").read_text())["status"] == "aborted"
 
 
+def test_a_key_the_model_list_refuses_is_one_line_before_ray_starts(tmp_path: Path) -> None:
+    """As the local engine: the endpoint is asked before the tokenizer loads, and before Ray."""
+    with FakeServerThread(models_status=401) as server:
+        result = run_cli(
+            "compress", str(SAMPLE), "-o", str(tmp_path / "x.jsonl"),
+            *llm_args(server.base_url, tmp_path / "c.sqlite3"), *RAY, env={"OPENAI_API_KEY": "sk-wrong"},
+        )  # fmt: skip
+        assert server.server.model_lists == 1 and not server.requests  # no summary asked
+    assert result.returncode == 2, result.stderr
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith(f"error: HTTP 401 from {server.base_url}: the endpoint refused the credentials"), line
+    assert "sk-wrong" not in result.stderr and not list(tmp_path.glob("x*"))  # Ray never started: nothing written
+
+
+def test_a_run_that_rejects_every_row_exits_4_naming_the_cause(local_ray, tmp_path: Path) -> None:
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps({"messages_v2": [{"from": "human", "value": "hi"}]}) + "\n" for _ in range(3)))
+    result = run_cli("compress", str(source), "-o", str(tmp_path / "out" / "x.jsonl"), "--dry-run", *RAY)
+    assert result.returncode == 4, result.stderr
+    assert "every row was rejected (3 of 3)" in result.stderr and "--conversation-key" in result.stderr
+    assert f"{source}:1" in result.stderr.splitlines()[-1]
+    assert json.loads((tmp_path / "out" / "x.report.json").read_text())["status"] == "completed"
+
+
 def test_a_refused_key_stops_the_run_with_exit_2_and_local_only_flags_are_refused(local_ray, tmp_path: Path) -> None:
     with FakeServerThread(default="401") as server:
         result = run_cli(

@@ -10,6 +10,7 @@ from the shared cache folder instead of the endpoint.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import posixpath
 import sys
@@ -45,10 +46,11 @@ from trajectory_compressor.ray.write import CompressedOutput
 from trajectory_compressor.read.convert_format import WriteShape
 from trajectory_compressor.read.files import is_uri
 from trajectory_compressor.read.sources import InputSource
-from trajectory_compressor.run.commit import MORE_REJECTS, REJECTS_SHOWN, reject_warning
+from trajectory_compressor.run.commit import MORE_REJECTS, REJECTS_SHOWN, completed_exit, reject_warning
 from trajectory_compressor.run.settings_record import settings_record
 from trajectory_compressor.settings import ConfigError, RunConfig, with_values
 from trajectory_compressor.summarize.choose import resolve_endpoint
+from trajectory_compressor.summarize.llm.preflight import check_before_loading
 from trajectory_compressor.types import LLM_SUMMARIZER
 from trajectory_compressor.write.collisions import input_files, refuse_overwrites, run_outputs
 from trajectory_compressor.write.output_format import output_format_for
@@ -184,6 +186,8 @@ def run_on_ray(
     sources = absolute_sources(list_inputs(inputs, config, exclude=own))
     if not is_uri(output):
         refuse_overwrites(run_outputs(layout.as_dict()), input_files(sources))
+    # As the local engine: the endpoint and the provider's capabilities before the tokenizer loads.
+    asyncio.run(check_before_loading(config))
     counter = counter_for(config)
     uses_llm = False
     if not config.dry_run:  # the same checks and note as a local run, without opening a cache
@@ -282,9 +286,10 @@ class _RayRun:
             records = self._written_so_far(run_fingerprint)
         totals = merged_totals(records)
         completed = status == COMPLETED
+        first_reject = None
         if completed:
             totals.rows_read = stream_rows_read(stream_rows, config.select)
-            self._name_bad_records(records, totals)
+            first_reject = self._name_bad_records(records, totals)
         report = build_report(
             totals,
             status=status,
@@ -305,9 +310,8 @@ class _RayRun:
             inputs=inputs if completed else None,
         )
         write_report(layout.report, report.to_dict())
-        if completed and config.output.fail_on_over_limit and totals.rows_still_over_limit:
-            exit_code = ExitCode.OVER_LIMIT
-            message = f"{totals.rows_still_over_limit} rows are still over the limit"
+        if completed:  # every row rejected (4), over the limit with --fail-on-over-limit (3): as locally
+            exit_code, message = completed_exit(totals, config, first_reject)
         return RayRunResult(report, exit_code, message)
 
     def _kept(self, run_fingerprint: str) -> KeptParts:
@@ -378,13 +382,15 @@ class _RayRun:
         ray.kill(limits)
         return outcome, usage, counting
 
-    def _name_bad_records(self, records: list[PartRecord], totals: RunTotals) -> None:
-        """The local engine's stderr lines for the first bad records, in input order, then one for the rest."""
+    def _name_bad_records(self, records: list[PartRecord], totals: RunTotals) -> dict[str, Any] | None:
+        """The local engine's stderr lines for the first bad records, in input order, then one for
+        the rest; returns the first (named again when every row was rejected)."""
         rejects = [reject for record in sorted(records, key=lambda r: r.first_row) for reject in record.rejects]
         for reject in rejects[:REJECTS_SHOWN]:
             self.say(reject_warning(reject))
         if totals.rows_rejected > REJECTS_SHOWN:
             self.say(MORE_REJECTS)
+        return rejects[0] if rejects else None
 
 
 def _ask(ref: Any) -> Any:

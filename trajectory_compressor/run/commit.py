@@ -17,6 +17,7 @@ from trajectory_compressor.errors import RunAborted, UsageError
 from trajectory_compressor.exit_codes import ExitCode
 from trajectory_compressor.messages import quoted
 from trajectory_compressor.run.row import FinishedRow
+from trajectory_compressor.settings import RunConfig
 from trajectory_compressor.write.records import dumps
 from trajectory_compressor.write.report import RunTotals
 from trajectory_compressor.write.run_files import RunFiles
@@ -33,6 +34,18 @@ def all_rejected_message(rows: int, first: dict[str, Any] | None) -> str:
         "its turns under another key; pass --format sharegpt|openai and --conversation-key NAME (the field "
         "holding the turn list)"
     )
+
+
+def completed_exit(
+    totals: RunTotals, config: RunConfig, first_reject: dict[str, Any] | None
+) -> tuple[ExitCode, str | None]:
+    """A completed run's exit code and line, whichever engine ran it: every row rejected (4),
+    rows over the limit with `--fail-on-over-limit` (3), else done (0)."""
+    if 0 < totals.rows_selected == totals.rows_rejected:
+        return ExitCode.ALL_REJECTED, all_rejected_message(totals.rows_rejected, first_reject)
+    if config.output.fail_on_over_limit and totals.rows_still_over_limit:
+        return ExitCode.OVER_LIMIT, f"{totals.rows_still_over_limit} rows are still over the limit"
+    return ExitCode.OK, None
 
 
 def reject_warning(reject: dict[str, Any]) -> str:

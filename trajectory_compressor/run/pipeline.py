@@ -32,7 +32,7 @@ from trajectory_compressor.read.ahead import ReadAhead
 from trajectory_compressor.read.convert_format import WriteShape
 from trajectory_compressor.read.select import RowSelection, Selected
 from trajectory_compressor.read.sources import InputSource
-from trajectory_compressor.run.commit import RowCommitter, all_rejected_message
+from trajectory_compressor.run.commit import RowCommitter, completed_exit
 from trajectory_compressor.run.jobs import CompressJob
 from trajectory_compressor.run.prepare import CHUNK_BYTES, CHUNK_ROWS, PreparedRow, notice_tokens, prepare_for_run
 from trajectory_compressor.run.row import FinishedRow, RowFinisher
@@ -336,18 +336,6 @@ class CompressionRun:
                 examples=examples,
                 currency=self.config.llm.currency,
             )
-
-
-def completed_exit(
-    totals: RunTotals, config: RunConfig, first_reject: dict[str, Any] | None
-) -> tuple[ExitCode, str | None]:
-    """A completed run's exit code and line: every row rejected (4), rows over the limit with
-    `--fail-on-over-limit` (3), else done (0)."""
-    if 0 < totals.rows_selected == totals.rows_rejected:
-        return ExitCode.ALL_REJECTED, all_rejected_message(totals.rows_rejected, first_reject)
-    if config.output.fail_on_over_limit and totals.rows_still_over_limit:
-        return ExitCode.OVER_LIMIT, f"{totals.rows_still_over_limit} rows are still over the limit"
-    return ExitCode.OK, None
 
 
 def describe_os_error(exc: OSError, output: Path) -> str:

@@ -23,9 +23,10 @@ import asyncio
 
 import aiohttp
 
-from trajectory_compressor.settings import ConfigError, LLMConfig
+from trajectory_compressor.settings import ConfigError, LLMConfig, RunConfig
+from trajectory_compressor.summarize.choose import wants_llm
 from trajectory_compressor.summarize.llm.credentials import Credentials
-from trajectory_compressor.summarize.llm.dialects import dialect_for
+from trajectory_compressor.summarize.llm.dialects import dialect_for, require
 
 PREFLIGHT_SECONDS = 10.0
 
@@ -54,3 +55,18 @@ async def check_endpoint(config: LLMConfig) -> None:
         )
         said = f" ({detail})" if detail else ""
         raise ConfigError(f"HTTP {status} from {credentials.endpoint}: the endpoint refused the credentials{said}{fix}")
+
+
+async def check_before_loading(config: RunConfig) -> None:
+    """What can be known before the tokenizer loads (seconds, tens of seconds from the Hub): the
+    LLM settings and whether the endpoint takes the key (`preflight`). Not for `--responses`,
+    whose answers come from a file (the endpoint may well be off), nor a dry run, which asks none.
+    Both engines ask it (`api.compress_async`, `ray.run.run_on_ray`). First, whether the provider
+    has what `--batch` and `--responses` need (`DIALECTS`)."""
+    if config.batch.enabled:
+        require(config.llm, "--batch")
+    if config.llm.responses:
+        require(config.llm, "--responses")
+    if config.dry_run or not wants_llm(config) or config.llm.responses:
+        return
+    await check_endpoint(config.llm)
