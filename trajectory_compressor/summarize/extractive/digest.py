@@ -14,21 +14,20 @@ what the rendering shows, not the length of the region.
 
 from __future__ import annotations
 
-from bisect import bisect_left, insort
+from bisect import bisect_left
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, overload
+from typing import Any
 
+from trajectory_compressor.summarize.extractive.digest_lists import ErrorEntry, ErrorLines, FileList
 from trajectory_compressor.summarize.extractive.earlier import read_earlier
 from trajectory_compressor.summarize.fidelity.salient import (
     ERROR_CLASS,
     NAMED_IDENTIFIER,
-    error_key,
     identifiers_in,
     paths_in_output,
 )
-from trajectory_compressor.summarize.fidelity.score import ends_of, unique_tails
 from trajectory_compressor.summarize.toolcalls import (
     Outcome,
     analyze_output,
@@ -43,8 +42,6 @@ from trajectory_compressor.types import Turn
 
 _ROLE_ORDER = ("system", "human", "gpt", "tool")
 _KEPT_TEXT = 2000  # chars kept per request / note in the digest; no level shows more
-
-ErrorEntry = tuple[str, Sequence[int]]  # (error line, 1-based numbers of the calls that failed with it)
 
 
 @dataclass(frozen=True)
@@ -164,8 +161,8 @@ class RegionDigest:
         self._names = ActionNames()
         self._failed = 0
         self._lines = LineCache()
-        self._files = _Files()
-        self._errors = _Errors()
+        self._files = FileList()
+        self._errors = ErrorLines()
 
     def extend(self, turns: Iterable[Turn]) -> RegionDigest:
         """The region with `turns` after it."""
@@ -251,189 +248,6 @@ class RegionDigest:
             failed=self._failed,
             lines=self._lines,
         )
-
-
-class _Files(Sequence[tuple[str, bool]]):
-    """The files the region touched, as (shortest unambiguous name, written): written ones first,
-    each group in order of first mention. Names are made for the entries read, by counting, for
-    every tail of every path, the paths it ends."""
-
-    def __init__(self) -> None:
-        self._index: dict[str, int] = {}  # path -> order of first mention
-        self._paths: list[str] = []
-        self._written: list[int] = []  # mention orders, sorted
-        self._other: list[int] = []
-        self._ends: Counter[str] = Counter()  # tail -> paths it is, or ends after a "/"
-        self._entries: dict[int, tuple[str, bool]] = {}  # made since the files last changed
-
-    def mention(self, path: str) -> None:
-        if path not in self._index:
-            self._add(path)
-            self._other.append(self._index[path])
-
-    def write(self, path: str) -> None:
-        order = self._index.get(path)
-        if order is None:
-            self._add(path)
-            self._written.append(self._index[path])
-        elif self._other and (at := bisect_left(self._other, order)) < len(self._other) and self._other[at] == order:
-            del self._other[at]
-            insort(self._written, order)
-            self._entries.clear()
-
-    def _add(self, path: str) -> None:
-        self._entries.clear()
-        self._index[path] = len(self._paths)
-        self._paths.append(path)
-        self._ends.update(ends_of(path))
-
-    def with_mentions(self, paths: Iterable[str]) -> Sequence[tuple[str, bool]]:
-        """These files and `paths` after them, mentioned only (an earlier summary's), as a tuple."""
-        extra = [path for path in dict.fromkeys(paths) if path not in self._index]
-        if not extra:
-            return self
-        every = [*self._paths, *extra]
-        names = {path: (unique_tails(path, every) or [path])[-1] for path in every}
-        written = [names[self._paths[order]] for order in self._written]
-        return tuple(
-            [(name, True) for name in written]
-            + [(names[self._paths[order]], False) for order in self._other]
-            + [(names[path], False) for path in extra]
-        )
-
-    def __len__(self) -> int:
-        return len(self._paths)
-
-    @overload
-    def __getitem__(self, index: int) -> tuple[str, bool]: ...
-    @overload
-    def __getitem__(self, index: slice) -> tuple[tuple[str, bool], ...]: ...
-    def __getitem__(self, index: int | slice) -> tuple[str, bool] | tuple[tuple[str, bool], ...]:
-        if isinstance(index, slice):
-            return tuple(self._entry(i) for i in range(*index.indices(len(self))))
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError(index)
-        return self._entry(index)
-
-    def __iter__(self) -> Iterator[tuple[str, bool]]:
-        return (self._entry(i) for i in range(len(self)))
-
-    def _entry(self, index: int) -> tuple[str, bool]:
-        entry = self._entries.get(index)
-        if entry is None:
-            written = index < len(self._written)
-            order = self._written[index] if written else self._other[index - len(self._written)]
-            entry = self._entries[index] = (self._short_name(self._paths[order]), written)
-        return entry
-
-    def _short_name(self, path: str) -> str:
-        """The shortest tail of `path` after a "/" that ends no other path (`unique_tails`' last)."""
-        ends = self._ends
-        position = path.rfind("/")
-        while position > 0:
-            tail = path[position + 1 :]
-            if tail and ends[tail] == 1:
-                return tail
-            position = path.rfind("/", 0, position)
-        return path
-
-
-class _Errors:
-    """The distinct error lines of the region's calls, in order of the first call that failed with
-    each, with the numbers of those calls. Calls are taken in order once final (`commit`); the
-    few still waiting for their result are added when a digest is read (`view`)."""
-
-    def __init__(self) -> None:
-        self.committed = 0  # calls [0, committed) are in
-        self.lines: list[str] = []
-        self.numbers: dict[str, list[int]] = {}
-        self.keys: list[tuple[int, str]] = []  # (index of the first line with it, key), each key once
-        self.seen_keys: set[str] = set()
-
-    def commit(self, actions: Sequence[Action], end: int) -> None:
-        for index in range(self.committed, end):
-            outcome = actions[index].outcome
-            if outcome is not None and outcome.error:
-                self._add(outcome.error, index + 1)
-        self.committed = max(self.committed, end)
-
-    def _add(self, line: str, number: int) -> None:
-        numbers = self.numbers.get(line)
-        if numbers is None:
-            self.numbers[line] = [number]
-            key = error_key(line)
-            if key not in self.seen_keys:
-                self.seen_keys.add(key)
-                self.keys.append((len(self.lines), key))
-            self.lines.append(line)
-        else:
-            numbers.append(number)
-
-    def view(self, actions: Sequence[Action]) -> ErrorList:
-        tail: dict[str, list[int]] = {}
-        for index in range(self.committed, len(actions)):
-            outcome = actions[index].outcome
-            if outcome is not None and outcome.error:
-                tail.setdefault(outcome.error, []).append(index + 1)
-        return ErrorList(self, tail)
-
-
-class ErrorList(Sequence[ErrorEntry]):
-    """The digest's errors: (line, call numbers), in order; the distinct keys of any first part
-    of them (`keys`) without reading the rest."""
-
-    def __init__(self, errors: _Errors, tail: dict[str, list[int]]) -> None:
-        self._errors = errors
-        self._extra = {line: numbers for line, numbers in tail.items() if line in errors.numbers}
-        self._new = [line for line in tail if line not in errors.numbers]
-        self._tail = tail
-        self._size = len(errors.lines) + len(self._new)
-
-    def __len__(self) -> int:
-        return self._size
-
-    @overload
-    def __getitem__(self, index: int) -> ErrorEntry: ...
-    @overload
-    def __getitem__(self, index: slice) -> tuple[ErrorEntry, ...]: ...
-    def __getitem__(self, index: int | slice) -> ErrorEntry | tuple[ErrorEntry, ...]:
-        if isinstance(index, slice):
-            return tuple(self._entry(i) for i in range(*index.indices(self._size)))
-        if index < 0:
-            index += self._size
-        if not 0 <= index < self._size:
-            raise IndexError(index)
-        return self._entry(index)
-
-    def __iter__(self) -> Iterator[ErrorEntry]:
-        return (self._entry(i) for i in range(self._size))
-
-    def _entry(self, index: int) -> ErrorEntry:
-        lines = self._errors.lines
-        if index < len(lines):
-            line = lines[index]
-            extra = self._extra.get(line)
-            numbers = self._errors.numbers[line]
-            return line, numbers if extra is None else [*numbers, *extra]
-        line = self._new[index - len(lines)]
-        return line, self._tail[line]
-
-    def keys(self, count: int) -> Iterator[str]:
-        """The distinct keys (`error_key`) of the first `count` errors, in order."""
-        committed = len(self._errors.lines)
-        for first, key in self._errors.keys:
-            if first >= count:
-                return
-            yield key
-        if count > committed:
-            seen = set(self._errors.seen_keys)
-            for line in self._new[: count - committed]:
-                key = error_key(line)
-                if key not in seen:
-                    seen.add(key)
-                    yield key
 
 
 def _seen_again(line: str, errors: Sequence[ErrorEntry]) -> bool:

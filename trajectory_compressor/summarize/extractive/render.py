@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from trajectory_compressor.summarize.extractive.digest import Action, Digest, ErrorEntry, ErrorList
+from trajectory_compressor.summarize.extractive.digest import Action, Digest
+from trajectory_compressor.summarize.extractive.digest_lists import ErrorEntry, ErrorList
 from trajectory_compressor.summarize.fidelity.salient import error_key
 from trajectory_compressor.summarize.toolcalls import clip, command_gist, dumps
 
