@@ -124,6 +124,17 @@ def test_a_retry_that_falls_short_too_takes_the_failure_policy(tmp_path: Path) -
     assert kept[0]["summary_calls"] == 2
 
 
+def test_a_retry_that_fails_at_the_endpoint_counts_the_first_attempt_too(tmp_path: Path) -> None:
+    # The poor first summary is asked for again; the retry gets a 400: two requests sent, one failed.
+    _, metrics, prompts = _run(tmp_path, [POOR, "400"], "--min-fidelity", "0.9")
+    [row] = metrics
+    assert len(prompts) == 2 and row["summarizer"] == "extractive" and row["summary_failed"] is True
+    assert (row["summary_calls"], row["summary_errors"]) == (2, 1)
+    report = json.loads((tmp_path / "out.report.json").read_text())
+    assert report["summaries"]["calls"] == report["summaries"]["endpoint"]["requests"] == 2
+    assert report["summaries"]["errors"] == 1
+
+
 def test_reject_unsupported_refuses_a_summary_that_invents_a_file(tmp_path: Path) -> None:
     def inventing(number: int, body: Any) -> Any:
         if MISSED_MARKER in prompt_text(body):

@@ -212,6 +212,24 @@ def test_a_cached_summary_reports_the_requests_it_took_when_made(tmp_path: Path)
     assert (again.parent / "x.metrics.jsonl").read_bytes() == (first.parent / "x.metrics.jsonl").read_bytes()
 
 
+def test_a_prompt_too_long_then_another_failure_counts_both_requests(tmp_path: Path) -> None:
+    # The endpoint refuses the prompt as too long (a shorter one is sent), then fails with a 400.
+    too_long = {"status": 400, "json": {"error": {"message": "This model's maximum context length is 4096 tokens"}}}
+    source = write_jsonl(tmp_path / "in.jsonl", [make_trajectory(0, steps=8, output_lines=40)])
+    out = tmp_path / "out" / "x.jsonl"
+    with FakeServerThread(faults=[too_long, "400"]) as server:
+        args = _llm_args(server.base_url, tmp_path / "c", "--no-cache")
+        result = run_cli("compress", str(source), "-o", str(out), *args, "-q")
+        assert len(server.requests) == 2
+    assert result.returncode == 0, result.stderr
+    [m] = read_jsonl(out.parent / "x.metrics.jsonl")
+    assert m["summarizer"] == "extractive" and m["summary_failed"] is True
+    assert (m["summary_calls"], m["summary_errors"]) == (2, 2)
+    report = json.loads((out.parent / "x.report.json").read_text())
+    assert report["summaries"]["calls"] == report["summaries"]["endpoint"]["requests"] == 2
+    assert report["summaries"]["errors"] == 2
+
+
 def _error_lines(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if line.startswith("error:")]
 

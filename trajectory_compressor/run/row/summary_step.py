@@ -251,7 +251,11 @@ class SummaryStep:
         if remaining <= 0:
             raise TimeoutError
         again = replace(request, feedback=first.shortfall())
-        second = await asyncio.wait_for(primary.summarize(again), timeout=remaining)
+        try:
+            second = await asyncio.wait_for(primary.summarize(again), timeout=remaining)
+        except SummaryError as exc:  # the first attempt's requests count too
+            exc.calls, exc.errors = exc.calls + result.calls, exc.errors + result.errors
+            raise
         second = replace(second.with_calls(result.calls, result.errors), fidelity_retried=True)
         second, score = _gate_score(second, items, corpus)
         why = self.gate.shortfall(score)

@@ -220,6 +220,9 @@ class LLMSummarizer:
                 self._fitting_prompt_chars = min(self._fitting_prompt_chars, prompt_chars)
                 messages = self._requests.messages_within(request, prompt_chars)
                 continue
+            except SummaryError as exc:  # another failure after a shorter prompt: the refused ones count too
+                exc.calls, exc.errors = exc.calls + calls, exc.errors + errors
+                raise
             if calls:
                 completion = replace(
                     completion,
