@@ -7,7 +7,7 @@ tested alone and lets the planner stay a pure function of numbers.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 if TYPE_CHECKING:  # the scorer imports these records; only type checkers need it here
@@ -117,8 +117,9 @@ class SummaryRequest:
 class SummaryResult:
     """A summary body (without the `[CONTEXT SUMMARY]:` prefix) and how it was obtained.
 
-    Frozen: the row code holds it in frozen records (`Summarized`, `BuiltWindow`); an attempt that
-    adds to what it cost makes a new one (`with_calls`).
+    `calls` and `errors` are the requests this one summary took (counted in the summarizer's
+    tally, `summarize.tally`; from the cache: those it took when made). A row's metrics do not read
+    them: the row code counts every attempt of a summary in one tally of its own.
     """
 
     text: str
@@ -133,10 +134,6 @@ class SummaryResult:
     fidelity_retried: bool = False  # asked for again because the first one fell short (--min-fidelity)
     fidelity: Fidelity | None = None  # its score, when the fidelity gate already measured it
 
-    def with_calls(self, calls: int, errors: int) -> SummaryResult:
-        """This summary, with the requests (and failed ones) of another attempt counted too."""
-        return replace(self, calls=self.calls + calls, errors=self.errors + errors)
-
 
 def one_line(exc: BaseException) -> str:
     """The first line of an exception's message (or its type): user-facing errors are one line."""
@@ -147,13 +144,9 @@ def one_line(exc: BaseException) -> str:
 class SummaryError(Exception):
     """A summary could not be produced after every retry; the row takes the failure policy.
 
-    The message must never contain a credential: it is written to metrics and logs.
+    The message must never contain a credential: it is written to metrics and logs. The
+    requests it took are in the current tally (`summarize.tally`).
     """
-
-    def __init__(self, message: str, *, calls: int = 0, errors: int = 0) -> None:
-        super().__init__(message)
-        self.calls = calls
-        self.errors = errors
 
 
 class PromptTooLongError(SummaryError):

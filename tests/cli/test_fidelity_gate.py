@@ -115,11 +115,24 @@ def test_a_retry_that_falls_short_too_takes_the_failure_policy(tmp_path: Path) -
     assert row["summarizer"] == "extractive" and row["summary_failed"] is True and row["fidelity_retried"] is True
     assert "fidelity" in row["last_error"] and "below 0.9" in row["last_error"] and "asked twice" in row["last_error"]
     assert row["fidelity"]["score"] >= 0.9  # the extractive fallback's own summary, scored
+    assert (row["summary_calls"], row["summary_errors"]) == (2, 0), "the fallback reports both failed attempts"
 
     (tmp_path / "keep").mkdir()
     _, kept, _ = _run(tmp_path / "keep", POOR, "--min-fidelity", "0.9", "--on-summary-failure", "keep")
     assert not kept[0]["was_compressed"] and kept[0]["summary_failed"] is True
     assert kept[0]["reason"].startswith("summary failed: fidelity") and kept[0]["fidelity_retried"] is True
+    assert kept[0]["summary_calls"] == 2
+
+
+def test_a_retry_that_fails_at_the_endpoint_counts_the_first_attempt_too(tmp_path: Path) -> None:
+    # The poor first summary is asked for again; the retry gets a 400: two requests sent, one failed.
+    _, metrics, prompts = _run(tmp_path, [POOR, "400"], "--min-fidelity", "0.9")
+    [row] = metrics
+    assert len(prompts) == 2 and row["summarizer"] == "extractive" and row["summary_failed"] is True
+    assert (row["summary_calls"], row["summary_errors"]) == (2, 1)
+    report = json.loads((tmp_path / "out.report.json").read_text())
+    assert report["summaries"]["calls"] == report["summaries"]["endpoint"]["requests"] == 2
+    assert report["summaries"]["errors"] == 1
 
 
 def test_reject_unsupported_refuses_a_summary_that_invents_a_file(tmp_path: Path) -> None:

@@ -100,6 +100,7 @@ def test_failure_policies(tmp_path: Path) -> None:
         metrics = read_jsonl(keep.parent / "x.metrics.jsonl")
         failed = [m for m in metrics if m["reason"] and m["reason"].startswith("summary failed")]
         assert failed and all(not m["was_compressed"] and m["still_over_limit"] for m in failed)
+        assert all(m["summary_calls"] == 2 and m["summary_errors"] == 2 for m in failed), "the attempts still count"
         assert keep.read_bytes() == source.read_bytes(), "kept rows are written unchanged"
 
         stop = tmp_path / "fail" / "x.jsonl"
@@ -178,6 +179,55 @@ def test_rows_cut_by_the_row_timeout_count_the_requests_they_sent(tmp_path: Path
     assert all(m["summary_calls"] == 1 and m["summarizer"] == "extractive" for m in timed_out)
     report = json.loads((out.parent / "x.report.json").read_text())
     assert report["summaries"]["endpoint"]["requests"] == sent
+
+
+def test_a_row_cut_by_the_row_timeout_after_a_retry_counts_both_requests(tmp_path: Path) -> None:
+    # The first request fails (500), the retry hangs: the deadline cuts the second mid-request.
+    source = write_jsonl(tmp_path / "in.jsonl", [make_trajectory(0, steps=8, output_lines=40)])
+    out = tmp_path / "out" / "x.jsonl"
+    with FakeServerThread(faults=["500"], default="hang") as server:
+        args = [*_llm_args(server.base_url, tmp_path / "c", "--no-cache", "--request-timeout", "60")]
+        result = run_cli("compress", str(source), "-o", str(out), *args, "--row-timeout", "2", "-q")
+        assert server.server.actions() == ["500", "hang"]
+    assert result.returncode == 0, result.stderr
+    [m] = read_jsonl(out.parent / "x.metrics.jsonl")
+    assert "deadline" in m["last_error"] and m["summarizer"] == "extractive" and m["summary_failed"]
+    assert (m["summary_calls"], m["summary_errors"]) == (2, 1)
+
+
+def test_a_cached_summary_reports_the_requests_it_took_when_made(tmp_path: Path) -> None:
+    # Made after one failed attempt (2 calls, 1 error); a re-run from the cache sends nothing
+    # and writes the same metrics line, those counts included.
+    source = write_jsonl(tmp_path / "in.jsonl", [make_trajectory(0, steps=8, output_lines=40)])
+    cache = tmp_path / "cache.sqlite3"
+    first, again = tmp_path / "first" / "x.jsonl", tmp_path / "again" / "x.jsonl"
+    with FakeServerThread(faults=["500"]) as server:
+        assert run_cli("compress", str(source), "-o", str(first), *_llm_args(server.base_url, cache)).returncode == 0
+        assert len(server.requests) == 2
+    with FakeServerThread(default="500") as server:
+        assert run_cli("compress", str(source), "-o", str(again), *_llm_args(server.base_url, cache)).returncode == 0
+        assert len(server.requests) == 0
+    [made] = read_jsonl(first.parent / "x.metrics.jsonl")
+    assert made["summarizer"] == "llm" and (made["summary_calls"], made["summary_errors"]) == (2, 1)
+    assert (again.parent / "x.metrics.jsonl").read_bytes() == (first.parent / "x.metrics.jsonl").read_bytes()
+
+
+def test_a_prompt_too_long_then_another_failure_counts_both_requests(tmp_path: Path) -> None:
+    # The endpoint refuses the prompt as too long (a shorter one is sent), then fails with a 400.
+    too_long = {"status": 400, "json": {"error": {"message": "This model's maximum context length is 4096 tokens"}}}
+    source = write_jsonl(tmp_path / "in.jsonl", [make_trajectory(0, steps=8, output_lines=40)])
+    out = tmp_path / "out" / "x.jsonl"
+    with FakeServerThread(faults=[too_long, "400"]) as server:
+        args = _llm_args(server.base_url, tmp_path / "c", "--no-cache")
+        result = run_cli("compress", str(source), "-o", str(out), *args, "-q")
+        assert len(server.requests) == 2
+    assert result.returncode == 0, result.stderr
+    [m] = read_jsonl(out.parent / "x.metrics.jsonl")
+    assert m["summarizer"] == "extractive" and m["summary_failed"] is True
+    assert (m["summary_calls"], m["summary_errors"]) == (2, 2)
+    report = json.loads((out.parent / "x.report.json").read_text())
+    assert report["summaries"]["calls"] == report["summaries"]["endpoint"]["requests"] == 2
+    assert report["summaries"]["errors"] == 2
 
 
 def _error_lines(stderr: str) -> list[str]:

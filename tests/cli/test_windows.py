@@ -133,6 +133,7 @@ def test_llm_windows_update_the_previous_summary_with_only_the_new_turns(tmp_pat
     windows = _windows_by_row(out)[0]
     metrics = read_jsonl(out.parent / "x.metrics.jsonl")
     assert len(windows) >= 3 and len(prompts) == len(windows) - 1
+    assert [m["summary_calls"] for m in metrics] == [0] + [1] * len(prompts), "each window counts its own"
     summaries = [_messages(w)[4]["value"].removeprefix("[CONTEXT SUMMARY]: ") for w in windows[1:]]
     for k, prompt in enumerate(prompts, start=1):
         assert "## Goal" in prompt and "## Critical Context" in prompt  # the structured template
@@ -163,6 +164,7 @@ def test_a_failed_summary_under_keep_leaves_the_row_one_flagged_window(tmp_path:
     assert window["window"] == {"index": 0, "count": 1, "input_index": 0}
     [m] = read_jsonl(out.parent / "x.metrics.jsonl")
     assert m["summary_failed"] and m["still_over_limit"] and m["reason"].startswith("summary failed")
+    assert (m["summary_calls"], m["summary_errors"]) == (1, 1)
     assert [t["value"] for t in window["conversations"]] == [t["value"] for t in row["conversations"]]
 
 

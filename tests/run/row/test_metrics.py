@@ -39,7 +39,7 @@ def test_a_chunk_yields_a_valid_row_and_a_rejected_row_in_input_order(counter: T
 def test_the_metrics_line_is_what_the_outcome_says_and_cannot_change_after(counter: TokenCounter) -> None:
     row = _rows(counter)[0]
     assert isinstance(row, ValidRow)
-    result = SummaryResult("s", LLM_SUMMARIZER, calls=2, errors=1, last_error=None, fidelity_retried=True)
+    result = SummaryResult("s", LLM_SUMMARIZER, calls=1, errors=0, last_error=None, fidelity_retried=True)
     original = row.source_tokens
     outcome = Outcome(
         original - 1000,
@@ -48,7 +48,7 @@ def test_the_metrics_line_is_what_the_outcome_says_and_cannot_change_after(count
         was_compressed=True,
         region={"start_idx": 3, "end_idx": 8, "turns_count": 6},
         summary_tokens=180,
-        summary=written_cost(result, passes=2, primary=LLM_SUMMARIZER),
+        summary=written_cost(result, 2, 1, passes=2, primary=LLM_SUMMARIZER),
     )
     metrics = row_metrics(row, outcome, written=True, train_turns=3, dropped=False)
     line = metrics.to_dict()
@@ -66,10 +66,10 @@ def test_the_metrics_line_is_what_the_outcome_says_and_cannot_change_after(count
 def test_a_fallback_summary_and_a_failed_one_say_so(counter: TokenCounter) -> None:
     row = _rows(counter)[0]
     assert isinstance(row, ValidRow)
-    fallback = SummaryResult("s", EXTRACTIVE_SUMMARIZER, calls=3, errors=3, last_error="HTTP 500")
-    cost = written_cost(fallback, passes=1, primary=LLM_SUMMARIZER)
+    fallback = SummaryResult("s", EXTRACTIVE_SUMMARIZER, last_error="HTTP 500")
+    cost = written_cost(fallback, 3, 3, passes=1, primary=LLM_SUMMARIZER)
     assert cost.failed is True and cost.last_error == "HTTP 500"
-    only = written_cost(dataclasses.replace(fallback, last_error=None), passes=1, primary=EXTRACTIVE_SUMMARIZER)
+    only = written_cost(dataclasses.replace(fallback, last_error=None), 0, 0, passes=1, primary=EXTRACTIVE_SUMMARIZER)
     assert only.failed is None
     failed = failed_cost(SummaryFailure("row deadline of 1s exceeded", calls=2, errors=2))
     outcome = Outcome(row.plan.total_tokens, len(row.turns), True, "summary failed: x", summary=failed)
@@ -87,9 +87,7 @@ def test_a_rejected_row_has_its_error_as_reason(counter: TokenCounter) -> None:
     assert line["original_tokens"] == 0 and "gpt_turns" not in line
 
 
-def test_a_summary_result_is_never_changed_a_new_one_counts_more_calls() -> None:
+def test_a_summary_result_is_never_changed() -> None:
     result = SummaryResult("s", LLM_SUMMARIZER, calls=1, errors=0)
-    more = result.with_calls(2, 1)
-    assert (more.calls, more.errors) == (3, 1) and (result.calls, result.errors) == (1, 0)
     with pytest.raises(dataclasses.FrozenInstanceError):
         result.calls = 5  # type: ignore[misc]

@@ -26,6 +26,7 @@ from trajectory_compressor.run.row.summary_step import Summarized, SummaryFailur
 from trajectory_compressor.settings import PlanConfig, ReadConfig, RunConfig
 from trajectory_compressor.summarize.extractive import ExtractiveSummarizer
 from trajectory_compressor.summarize.huge_turns import HUGE_TURN_CHARS
+from trajectory_compressor.summarize.tally import note_call, note_error
 from trajectory_compressor.types import SourceRecord, SummaryError, SummaryRequest, SummaryResult, Turn
 
 PLAN = PlanConfig(target_max_tokens=2500, summary_target_tokens=200)
@@ -41,8 +42,10 @@ class Scripted:
 
     async def summarize(self, request: SummaryRequest) -> SummaryResult:
         self.calls += 1
+        note_call()  # as the client does, in the row's tally
         if self.behaviour == "fail":
-            raise SummaryError("endpoint said no", calls=1, errors=1)
+            note_error()
+            raise SummaryError("endpoint said no")
         if self.behaviour == "stall":
             await asyncio.sleep(3600)
         return SummaryResult(text=self.text, summarizer=self.name, calls=1)
@@ -87,7 +90,8 @@ def test_a_failed_summary_takes_the_failure_policy(counter, policy: str) -> None
         return
     got = asyncio.run(step.run(row, row.plan))
     if policy == "keep":
-        assert isinstance(got, SummaryFailure) and got.error == "endpoint said no" and got.calls == 1
+        assert isinstance(got, SummaryFailure) and got.error == "endpoint said no"
+        assert (got.calls, got.errors) == (1, 1)
     else:
         assert isinstance(got, Summarized) and got.result.summarizer == "extractive"
         assert got.result.last_error == "endpoint said no" and got.size <= PLAN.target_max_tokens

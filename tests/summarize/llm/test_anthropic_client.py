@@ -18,6 +18,7 @@ from tests.summarize.llm.test_client import make_request
 from trajectory_compressor.settings import LLMConfig
 from trajectory_compressor.summarize.llm import LLMSummarizer
 from trajectory_compressor.summarize.llm.dialects.anthropic import ANTHROPIC_VERSION
+from trajectory_compressor.summarize.tally import counting
 from trajectory_compressor.types import EndpointAuthError, SummaryError, SummaryRequest, Turn
 
 KEY = "sk-ant-api03-TESTKEY-0123456789-abcdefXYZ"  # distinctive; must never leak
@@ -166,9 +167,9 @@ def test_a_reply_quoting_the_key_is_scrubbed_before_it_is_stored() -> None:
 def test_a_ten_megabyte_reply_is_not_read_nor_retried() -> None:
     async def scenario() -> None:
         async with FakeAnthropicServer(default={"content": "x" * 10_000_000}) as server:
-            with pytest.raises(SummaryError, match="bytes") as caught:
+            with counting() as tally, pytest.raises(SummaryError, match="bytes"):
                 await summarize_with(server)
-            assert caught.value.calls == 1 and server.count == 1
+            assert tally.calls == 1 and server.count == 1
 
     asyncio.run(scenario())
 

@@ -25,6 +25,7 @@ from trajectory_compressor.settings import ConfigError, LLMConfig
 from trajectory_compressor.summarize.llm import LLMSummarizer
 from trajectory_compressor.summarize.llm.ratelimit import TokenBucket
 from trajectory_compressor.summarize.llm.reply import parse_retry_after
+from trajectory_compressor.summarize.tally import counting
 from trajectory_compressor.types import SUMMARY_PREFIX, EndpointAuthError, SummaryError, SummaryRequest, Turn
 
 KEY = "sk-fakeTESTKEY0123456789abcdefXYZ"  # distinctive; must never leak
@@ -210,10 +211,10 @@ def test_transient_failure_is_retried_and_counted_by_cause(action: str, cause: s
 def test_gives_up_after_max_retries() -> None:
     async def scenario() -> None:
         async with FakeOpenAIServer(default="503") as server:
-            with pytest.raises(SummaryError) as caught:
+            with counting() as tally, pytest.raises(SummaryError) as caught:
                 await summarize_with(server, max_retries=2)
         assert server.count == 3
-        assert caught.value.calls == 3 and caught.value.errors == 3
+        assert tally.calls == 3 and tally.errors == 3
         assert "503" in str(caught.value) and "3 attempts" in str(caught.value)
         assert not isinstance(caught.value, EndpointAuthError)
 
@@ -251,10 +252,10 @@ def test_connection_refused_is_retried_then_fails() -> None:
     async def scenario() -> None:
         config = make_config(f"http://127.0.0.1:{port}/v1", max_retries=2)
         async with LLMSummarizer(config) as summarizer:
-            with pytest.raises(SummaryError) as caught:
+            with counting() as tally, pytest.raises(SummaryError):
                 await summarizer.summarize(make_request())
             assert summarizer.stats()["retries_by_cause"] == {"connection": 2}
-        assert caught.value.calls == 3
+        assert tally.calls == 3
 
     run(scenario())
 
@@ -398,12 +399,12 @@ def test_cancelled_calls_free_their_slot() -> None:
 def test_client_errors_fail_fast(status: Any) -> None:
     async def scenario() -> None:
         async with FakeOpenAIServer(default=status) as server:
-            with pytest.raises(SummaryError) as caught:
+            with counting() as tally, pytest.raises(SummaryError) as caught:
                 await summarize_with(server, max_retries=5)
         assert server.count == 1
         expected = (status, f"fake error {status}") if isinstance(status, str) else ("413", "too big")
         assert all(part in str(caught.value) for part in expected)
-        assert caught.value.calls == 1 and caught.value.errors == 1
+        assert tally.calls == 1 and tally.errors == 1
         assert not isinstance(caught.value, EndpointAuthError)
 
     run(scenario())

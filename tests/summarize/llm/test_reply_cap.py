@@ -20,6 +20,7 @@ from tests.fake_openai_server import FakeOpenAIServer, FakeServerThread
 from trajectory_compressor.settings import LLMConfig
 from trajectory_compressor.summarize.llm import LLMSummarizer
 from trajectory_compressor.summarize.llm.reply import REPLY_MIN_BYTES, reply_byte_limit
+from trajectory_compressor.summarize.tally import counting
 from trajectory_compressor.types import SummaryError, SummaryRequest, Turn
 
 TARGET, BUDGET = 2500, 200
@@ -117,9 +118,9 @@ def test_the_client_reads_a_bounded_number_of_bytes(monkeypatch: pytest.MonkeyPa
                 retry_max_delay=0.02,
             )
             async with LLMSummarizer(config) as summarizer:
-                with pytest.raises(SummaryError, match="bytes") as caught:
+                with counting() as tally, pytest.raises(SummaryError, match="bytes"):
                     await summarizer.summarize(request)
-                assert caught.value.calls == 1 and server.count == 1
+                assert tally.calls == 1 and server.count == 1
                 assert json.dumps(summarizer.stats())
 
     asyncio.run(scenario())

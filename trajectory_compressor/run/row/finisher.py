@@ -188,7 +188,9 @@ class RowFinisher:
             was_compressed=True,
             region=region.to_dict(),
             summary_tokens=summarized.summary_tokens,
-            summary=written_cost(result, passes=summarized.passes, primary=self.options.primary_name),
+            summary=written_cost(
+                result, summarized.calls, summarized.errors, passes=summarized.passes, primary=self.options.primary_name
+            ),
             fidelity=fidelity_line,
             unsupported=fidelity.shown_unsupported(),
         )

@@ -30,13 +30,14 @@ class SummaryCost:
     fidelity_retried: bool = False
 
 
-def written_cost(result: SummaryResult, *, passes: int, primary: str | None) -> SummaryCost:
-    """The cost of a summary that is written: `failed` says, for one the primary did not write,
-    whether it stands in for a failed one (the fallback) or was the run's only summarizer."""
+def written_cost(result: SummaryResult, calls: int, errors: int, *, passes: int, primary: str | None) -> SummaryCost:
+    """The cost of a summary that is written (`calls` and `errors`: every request sent for it, from
+    its tally): `failed` says, for one the primary did not write, whether it stands in for a
+    failed one (the fallback) or was the run's only summarizer."""
     return SummaryCost(
         result.summarizer,
-        result.calls,
-        result.errors,
+        calls,
+        errors,
         result.last_error,
         passes,
         failed=result.last_error is not None if result.summarizer != primary else None,

@@ -29,7 +29,7 @@ from trajectory_compressor.summarize.deadline import summary_deadline
 from trajectory_compressor.summarize.fidelity import Fidelity, SalientItems, row_text, salient_items, score_items
 from trajectory_compressor.summarize.fidelity.score import RowText
 from trajectory_compressor.summarize.huge_turns import elide_huge, elide_huge_turns
-from trajectory_compressor.summarize.tally import CURRENT_TALLY, CallTally
+from trajectory_compressor.summarize.tally import counting, endpoint_silence
 from trajectory_compressor.types import (
     LLM_SUMMARIZER,
     EndpointAuthError,
@@ -45,7 +45,11 @@ from trajectory_compressor.types import (
 
 @dataclass(frozen=True)
 class SummaryFailure:
-    """A summary that could not be had; the row stays unchanged, flagged with the error."""
+    """A summary that could not be had; the row stays unchanged, flagged with the error.
+
+    `calls` and `errors`: every request sent for it, from the summary's tally (`SummaryStep.run`,
+    `WindowFinisher`), set once when it is given up on.
+    """
 
     error: str
     calls: int = 0
@@ -77,6 +81,8 @@ class Summarized:
     layout: list[OutputTurn]
     size: int  # exact tokens of the rewritten row
     refused: str | None = None  # why the primary's summary was refused and the fallback's used
+    calls: int = 0  # every request sent for the row's summary (both passes, retries, refused ones)
+    errors: int = 0  # and the failed attempts among them
 
 
 class SummaryStep:
@@ -104,7 +110,16 @@ class SummaryStep:
         self.fill_room = fill_room
 
     async def run(self, row: ValidRow, plan: Plan) -> Summarized | SummaryFailure:
-        """The summary of `plan`'s region (the row's plan, its notice cost already exact)."""
+        """The summary of `plan`'s region (the row's plan, its notice cost already exact).
+
+        Every request sent for it, whatever the path (a second pass, the fidelity gate's retry,
+        a failure, the fallback, the deadline), is counted in one tally, read once here.
+        """
+        with counting() as tally:
+            got = await self._run(row, plan)
+        return replace(got, calls=tally.calls, errors=tally.errors)
+
+    async def _run(self, row: ValidRow, plan: Plan) -> Summarized | SummaryFailure:
         deadline = asyncio.get_running_loop().time() + self.options.row_timeout
         first = await self._summarize(row, plan, deadline)
         if isinstance(first, SummaryFailure):
@@ -112,18 +127,18 @@ class SummaryStep:
         try:
             summarized = await self._second_pass_if_due(row, plan, first, deadline)
         except RewriteRefused as exc:  # any summary would be refused alike: the policy, no fallback
-            failure = SummaryFailure(str(exc), first.calls, first.errors)
+            failure = SummaryFailure(str(exc))
             self._stop_if_fail(row, failure)
             return failure
         refusal = self._refusal(plan, summarized)
         if refusal is None:
             return summarized
-        failure = SummaryFailure(refusal, summarized.result.calls, summarized.result.errors)
+        failure = SummaryFailure(refusal)
         from_fallback = self.fallback is None or summarized.result.summarizer == self.fallback.name
         try:
             fallback = await self.by_policy(row, self._request(row, plan), failure, from_fallback=from_fallback)
         except SummaryError as exc:
-            return SummaryFailure(f"{refusal}; fallback: {exc}", failure.calls, failure.errors)
+            return SummaryFailure(f"{refusal}; fallback: {exc}")
         if isinstance(fallback, SummaryFailure):
             return fallback
         return self._written(row, plan, fallback, passes=1, refused=refusal)
@@ -140,12 +155,12 @@ class SummaryStep:
         if replanned.region is None or replanned.region == plan.region:
             return summarized
         second = await self._summarize(row, replanned, deadline, second_pass=True)
-        if isinstance(second, SummaryFailure):  # the first pass stands; the second's requests still count
-            return replace(summarized, result=result.with_calls(second.calls, second.errors))
+        if isinstance(second, SummaryFailure):  # the first pass stands (the second's requests count: the tally)
+            return summarized
         try:
-            return self._written(row, replanned, second.with_calls(result.calls, result.errors), passes=2)
+            return self._written(row, replanned, second, passes=2)
         except RewriteRefused:  # the second region's rewrite is refused: the first pass stands
-            return replace(summarized, result=result.with_calls(second.calls, second.errors))
+            return summarized
 
     def _written(
         self, row: ValidRow, plan: Plan, result: SummaryResult, *, passes: int, refused: str | None = None
@@ -179,13 +194,11 @@ class SummaryStep:
         self, row: ValidRow, request: SummaryRequest, deadline: float, *, second_pass: bool = False
     ) -> SummaryResult | SummaryFailure:
         """One summary within the row's deadline, through the fidelity gate; a failed first pass
-        takes the failure policy (a second pass's failure is returned: the first pass stands)."""
+        takes the failure policy (a second pass's failure is returned: the first pass stands).
+        Its requests count in the caller's tally (`run`, or a window's)."""
         assert self.primary is not None
         remaining = deadline - asyncio.get_running_loop().time()
-        calls = errors = 0
         retried = False
-        tally = CallTally()
-        token = CURRENT_TALLY.set(tally)  # the summary's task copies it: see `summarize.tally`
         try:
             if remaining <= 0:
                 raise TimeoutError
@@ -199,16 +212,13 @@ class SummaryStep:
         except EndpointUnreachableError as exc:  # a wrong URL or a server that is down: not a row's failure
             raise RunAborted(str(exc), ExitCode.USAGE) from None
         except SummaryError as exc:
-            error, calls, errors = str(exc), exc.calls, exc.errors
-            retried = isinstance(exc, LowFidelityError)
+            error, retried = str(exc), isinstance(exc, LowFidelityError)
         except TimeoutError:
-            if (silence := tally.endpoint_silence()) is not None:  # cut waiting on an endpoint that never answered
+            if (silence := endpoint_silence()) is not None:  # cut waiting on an endpoint that never answered
                 raise RunAborted(silence, ExitCode.USAGE) from None
-            # Cancelled mid-flight: the requests already sent still count.
-            error, calls, errors = f"row deadline of {self.options.row_timeout:g}s exceeded", tally.calls, tally.errors
-        finally:
-            CURRENT_TALLY.reset(token)
-        failure = SummaryFailure(error, calls, errors, fidelity_retried=retried)
+            # Cancelled mid-flight: the requests already sent are in the tally.
+            error = f"row deadline of {self.options.row_timeout:g}s exceeded"
+        failure = SummaryFailure(error, fidelity_retried=retried)
         if second_pass:
             return failure
         return await self.by_policy(row, request, failure, from_fallback=self.primary is self.fallback)
@@ -222,13 +232,7 @@ class SummaryStep:
         if self.options.failure_policy == "keep" or self.fallback is None or from_fallback:
             return failure
         result = await self.fallback.summarize(request)
-        return replace(
-            result,
-            calls=failure.calls,
-            errors=failure.errors,
-            last_error=failure.error,
-            fidelity_retried=failure.fidelity_retried,
-        )
+        return replace(result, last_error=failure.error, fidelity_retried=failure.fidelity_retried)
 
     def _stop_if_fail(self, row: ValidRow, failure: SummaryFailure) -> None:
         """`--on-summary-failure fail`: a summary that could not be had stops the run."""
@@ -252,11 +256,11 @@ class SummaryStep:
             raise TimeoutError
         again = replace(request, feedback=first.shortfall())
         second = await asyncio.wait_for(primary.summarize(again), timeout=remaining)
-        second = replace(second.with_calls(result.calls, result.errors), fidelity_retried=True)
+        second = replace(second, fidelity_retried=True)
         second, score = _gate_score(second, items, corpus)
         why = self.gate.shortfall(score)
         if why is not None:
-            raise LowFidelityError(f"{why}, asked twice", calls=second.calls, errors=second.errors)
+            raise LowFidelityError(f"{why}, asked twice")
         return second
 
     def _request(self, row: ValidRow, plan: Plan) -> SummaryRequest:

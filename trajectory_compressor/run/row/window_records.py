@@ -36,6 +36,8 @@ class BuiltWindow:
     passes: int = 0
     refused: str | None = None  # why the primary's summary was refused and the fallback's used
     elided: tuple[tuple[int, EditedTurn], ...] = ()  # tool results shortened so the window fits
+    calls: int = 0  # every request sent for its summary (both passes, refused ones, the fallback's)
+    errors: int = 0  # and the failed attempts among them
 
 
 def cleared_edits(row: ValidRow, window: Window) -> dict[int, EditedTurn]:
@@ -174,7 +176,9 @@ class WindowRecords:
             was_compressed=True,
             region=region,
             summary_tokens=self.measure.summary_tokens(result),
-            summary=written_cost(result, passes=item.passes, primary=self.options.primary_name),
+            summary=written_cost(
+                result, item.calls, item.errors, passes=item.passes, primary=self.options.primary_name
+            ),
             fidelity=fidelity_metrics(
                 fidelity, future, result, summarized, row.turns, score=partial(scores.score, cut.context_start)
             ),

@@ -32,6 +32,7 @@ from trajectory_compressor.run.row.summary_step import SummaryFailure, SummarySt
 from trajectory_compressor.run.row.window_records import BuiltWindow, WindowRecords
 from trajectory_compressor.summarize.huge_turns import elide_huge, elide_huge_turns
 from trajectory_compressor.summarize.llm.prompt import elide_middle
+from trajectory_compressor.summarize.tally import counting
 from trajectory_compressor.types import EditedTurn, SummaryCarry, SummaryRequest, Turn
 
 MIN_ELIDED_TOKENS = 64  # a tool result is never cut below this: its head and tail still say something
@@ -178,7 +179,22 @@ class WindowFinisher:
     ) -> BuiltWindow | SummaryFailure:
         """The window after `closed`: its summary (a second pass if the first overshoots so far
         that the next group no longer fits), and how far it then grows. The summarizer is sent
-        the `cleared` results as their placeholders."""
+        the `cleared` results as their placeholders. Every request sent for the window's summary
+        is counted in one tally, read once here."""
+        with counting() as tally:
+            got = await self._window_summary(row, replay, closed, previous, deadline, cleared, region)
+        return replace(got, calls=tally.calls, errors=tally.errors)
+
+    async def _window_summary(
+        self,
+        row: ValidRow,
+        replay: WindowReplay,
+        closed: Window,
+        previous: str,
+        deadline: float,
+        cleared: set[int] | frozenset[int],
+        region: _GrowingRegion | None,
+    ) -> BuiltWindow | SummaryFailure:
         assert self.step is not None
         cut = replay.cut_after(closed)
         request = self._request(row, replay, cut, previous, cleared, region)
@@ -194,18 +210,15 @@ class WindowFinisher:
             second = await self.step.ask(
                 row, self._request(row, replay, second_cut, previous, cleared, region), deadline, second_pass=True
             )
-            if not isinstance(second, SummaryFailure):
-                second = second.with_calls(result.calls, result.errors)
+            if not isinstance(second, SummaryFailure):  # a failed second pass: the first stands
                 second_tokens = self.measure.summary_tokens(second)
                 second_window = replay.grow(second_cut, second_tokens, end_before=closed.end, cleared=closed.cleared)
                 if not second_window.over:
                     return BuiltWindow(second_window, second_cut, second, passes=2)
-            else:
-                result = result.with_calls(second.calls, second.errors)
         if not replay.grow(cut, cut.budget, end_before=closed.end, cleared=closed.cleared).over:
             # At its budget the next group would fit: the overshoot is the summary's fault.
             refusal = f"summary of {tokens} tokens (budget {cut.budget}) leaves no room for the next turns"
-            failure = SummaryFailure(refusal, result.calls, result.errors)
+            failure = SummaryFailure(refusal)
             fallback = await self.step.by_policy(
                 row, request, failure, from_fallback=result.summarizer != self.primary_name
             )

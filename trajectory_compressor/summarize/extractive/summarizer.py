@@ -173,7 +173,7 @@ class ExtractiveSummarizer:
         )
         if not body:
             where = f" ({request.label})" if request.label else ""
-            raise SummaryError(f"budget of {request.budget_tokens} tokens is too small for any summary{where}", calls=0)
+            raise SummaryError(f"budget of {request.budget_tokens} tokens is too small for any summary{where}")
         self._summaries += 1
         return SummaryResult(text=body, summarizer=self.name, calls=0, tokens=tokens)
 

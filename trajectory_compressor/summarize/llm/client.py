@@ -69,11 +69,12 @@ FAIL_FAST_STATUSES = frozenset({400, 404, 422})  # named in messages; every othe
 
 @dataclass(frozen=True)
 class Completion:
-    """A usable reply (already cleaned) and what it took to get it."""
+    """A usable reply (already cleaned), the last failed attempt's error before it, and its tokens.
+
+    The requests it took are counted in the current tally (`summarize.tally`), not here.
+    """
 
     text: str
-    calls: int
-    errors: int
     last_error: str | None
     prompt_tokens: int
     completion_tokens: int
@@ -130,7 +131,7 @@ class ChatClient:
         `EndpointAuthError` (401/403, now or earlier) or `EndpointUnreachableError` (the endpoint
         never answered since the run started).
         """
-        calls = errors = prompt_tokens = completion_tokens = 0
+        calls = prompt_tokens = completion_tokens = 0  # calls: for the message only (the tally counts)
         last: Failure | None = None
         tokens = max_tokens
         caller = object()  # this call, for the first-contact probe (`contact`)
@@ -149,8 +150,7 @@ class ChatClient:
                     self._backoff.succeeded()
                     self.usage.record_success()
                     last_error = last.message if last else None
-                    return Completion(outcome.text, calls, errors, last_error, prompt_tokens, completion_tokens)
-                errors += 1
+                    return Completion(outcome.text, last_error, prompt_tokens, completion_tokens)
                 note_error()
                 last = outcome
                 if outcome.no_response:
@@ -175,19 +175,19 @@ class ChatClient:
         # Every raise below is outside an `except` block: no aiohttp exception is chained.
         if self._auth_error is not None:
             self.usage.record_failure("auth")
-            raise EndpointAuthError(self._auth_error, calls=calls, errors=errors)
+            raise EndpointAuthError(self._auth_error)
         if self.contact.unreachable is not None:
             self.usage.record_failure("unreachable")
-            raise EndpointUnreachableError(self.contact.unreachable, calls=calls, errors=errors)
+            raise EndpointUnreachableError(self.contact.unreachable)
         assert last is not None
         if last.cause == "context":
-            raise PromptTooLongError(last.message, calls=calls, errors=errors)
+            raise PromptTooLongError(last.message)
         self.usage.record_failure(last.cause)
         message = f"gave up after {calls} attempts; last error: {last.message}" if last.retryable else last.message
         # INFO, not WARNING: the row's metrics carry the error, and a failing endpoint would
         # otherwise print one line per row over the progress bar.
         logger.info("%s: %s", label or "summary", message)
-        raise SummaryError(message, calls=calls, errors=errors)
+        raise SummaryError(message)
 
     async def aclose(self) -> None:
         """Close the HTTP session; the client may be used again afterwards (a new one opens)."""

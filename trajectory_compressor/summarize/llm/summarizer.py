@@ -30,6 +30,7 @@ from trajectory_compressor.summarize.llm.ratelimit import RequestGate
 from trajectory_compressor.summarize.llm.reply_text import reply_cleaner
 from trajectory_compressor.summarize.llm.request import MIN_PROMPT_CHARS, ChatRequest, RequestBuilder
 from trajectory_compressor.summarize.llm.usage import UsageTracker
+from trajectory_compressor.summarize.tally import CallTally, counting, note_cached
 from trajectory_compressor.types import (
     LLM_SUMMARIZER,
     PromptTooLongError,
@@ -118,7 +119,13 @@ class LLMSummarizer:
 
         A cache hit returns `cache_hit=True` with no tokens spent in this run, and the calls and
         errors the summary took when it was made (so metrics lines do not change on a re-run).
+        The requests are counted in a tally of this summary's own (`summarize.tally`), nested
+        in the caller's: they fill the result's `calls` and `errors` and the cache entry's.
         """
+        with counting() as tally:
+            return await self._summarize(request, tally)
+
+    async def _summarize(self, request: SummaryRequest, tally: CallTally) -> SummaryResult:
         # The anchor index (`--anchor-index`): the model is asked for the budget it leaves, and
         # the index is added to its text here, on a cache hit or a fresh answer alike.
         loop = asyncio.get_running_loop()
@@ -131,12 +138,13 @@ class LLMSummarizer:
             self.usage.record_cache_hit()
             # Calls and errors are those it took when made: a row's metrics are the same
             # whether its summary came from the endpoint or, on a re-run, from the cache.
+            note_cached(cached.calls, cached.errors)
             return SummaryResult(
                 text=await self._finished_off_loop(text, index),
                 summarizer=self.name,
                 cache_hit=True,
-                calls=cached.calls,
-                errors=cached.errors,
+                calls=tally.calls,
+                errors=tally.errors,
                 last_error=cached.last_error,
             )
         if cached is not None:
@@ -151,16 +159,16 @@ class LLMSummarizer:
             completion.text,
             completion.prompt_tokens,
             completion.completion_tokens,
-            completion.calls,
-            completion.errors,
+            tally.calls,
+            tally.errors,
             completion.last_error,
         )
         await self._cache.put(chat.key, stored)
         return SummaryResult(
             text=await self._finished_off_loop(completion.text, index),
             summarizer=self.name,
-            calls=completion.calls,
-            errors=completion.errors,
+            calls=tally.calls,
+            errors=tally.errors,
             last_error=completion.last_error,
             cache_hit=False,
             prompt_tokens=completion.prompt_tokens,
@@ -191,11 +199,11 @@ class LLMSummarizer:
         """Ask the endpoint; if it says the prompt exceeds its context, halve the transcript and ask again.
 
         Small local servers (llama.cpp with a few thousand tokens per slot) refuse long prompts
-        with a 400; a shorter, middle-elided transcript still yields a real summary. The calls
-        and errors of the refused attempts are counted in the result.
+        with a 400; a shorter, middle-elided transcript still yields a real summary. Every
+        attempt, refused or not, is counted in the summary's tally as it is sent.
         """
         prompt_chars = self._max_prompt_chars
-        calls = errors = 0
+        shrunk = False
         while True:
             if self._fitting_prompt_chars < prompt_chars:
                 prompt_chars = self._fitting_prompt_chars
@@ -208,25 +216,20 @@ class LLMSummarizer:
                     messages, max_tokens=max_tokens, label=request.label, prompt_estimate=estimate
                 )
             except PromptTooLongError as exc:
-                calls, errors = calls + exc.calls, errors + exc.errors
+                shrunk = True
                 sent = sum(len(message["content"]) for message in messages)
                 prompt_chars = min(prompt_chars, sent) // 2
                 if prompt_chars < MIN_PROMPT_CHARS:
                     self.usage.record_failure("context")
                     message = f"{exc} (even at {prompt_chars * 2} characters)"
-                    raise SummaryError(message, calls=calls, errors=errors) from None
+                    raise SummaryError(message) from None
                 self.usage.record_retry("context")
                 logger.info("%s: prompt too long for the endpoint; now %d characters", request.label, prompt_chars)
                 self._fitting_prompt_chars = min(self._fitting_prompt_chars, prompt_chars)
                 messages = self._requests.messages_within(request, prompt_chars)
                 continue
-            if calls:
-                completion = replace(
-                    completion,
-                    calls=completion.calls + calls,
-                    errors=completion.errors + errors,
-                    last_error=completion.last_error or "prompt too long for the endpoint",
-                )
+            if shrunk and completion.last_error is None:
+                completion = replace(completion, last_error="prompt too long for the endpoint")
             return completion
 
     async def load_responses(self, path: Path, *, line_limit: int) -> ResponsesLoaded:
