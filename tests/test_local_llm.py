@@ -123,7 +123,9 @@ def test_batch_file_round_trip_through_a_real_local_model(tmp_path: Path, local_
 def test_eval_probes_through_a_real_local_model(tmp_path: Path, local_llm_url: str) -> None:
     """`eval --probes` against llama.cpp: questions asked from both contexts and scored, answers
     read from a real server's replies. The 270M base model's answers are not a quality measure, so
-    only the structure of the figures is asserted, not their values."""
+    only the structure of the figures is asserted, not their values. One request at a time: the
+    server's replies then do not depend on which requests it happened to batch together (CI once
+    saw one question of a concurrent run fail, never reproduced)."""
     rows = read_jsonl(SAMPLE)[:6]
     source = write_jsonl(tmp_path / "in.jsonl", rows)
     out = tmp_path / "out" / "x.jsonl"
@@ -137,7 +139,7 @@ def test_eval_probes_through_a_real_local_model(tmp_path: Path, local_llm_url: s
     }
     result = run_cli(
         "eval", str(out), "--input", str(source), "--probes", "--probe-questions", "2",
-        "--base-url", local_llm_url, "--model", "gemma", "--max-concurrency", "4", "--request-timeout", "300",
+        "--base-url", local_llm_url, "--model", "gemma", "--max-concurrency", "1", "--request-timeout", "300",
         "--max-retries", "2", "--max-prompt-chars", "6000", "--no-cache", "--extra-body", json.dumps(extra_body),
         "--json", timeout=1500,
     )  # fmt: skip
@@ -145,7 +147,8 @@ def test_eval_probes_through_a_real_local_model(tmp_path: Path, local_llm_url: s
     data = json.loads(result.stdout)
     asked, endpoint = data["outputs"][0]["probes"], data["probes"]["endpoint"]
     assert asked["questions"] > 0 and asked["rows"] > 0
-    assert asked["failed"] == asked["ceiling_failed"] == 0  # every question got a real reply
+    failures = [e for e in asked.get("examples", []) if "(failed:" in f"{e.get('answer')}{e.get('ceiling_answer')}"]
+    assert asked["failed"] == asked["ceiling_failed"] == 0, failures  # every question got a real reply
     assert endpoint["successes"] == 2 * asked["questions"] and endpoint["prompt_tokens"] > 0
     for side in ("recall", "ceiling_recall"):
         assert 0 <= asked[side] <= 1
