@@ -63,8 +63,9 @@ def test_requests_file_answered_offline_gives_the_live_run_byte_for_byte(tmp_pat
         assert written.returncode == 0, written.stderr
         _run_batch(requests, results, server.base_url)
     lines = read_jsonl(requests)
-    # The live run asked twice for the identical rows (both in flight at once); the file once.
-    assert len(lines) == live_requests - 1 == len({line["custom_id"] for line in lines})
+    # The file asks once for the identical rows; the live run once or twice (twice when both were
+    # in flight before either answer was cached: it depends on the machine's timing).
+    assert len(lines) == len({line["custom_id"] for line in lines}) in (live_requests - 1, live_requests)
     assert "1 duplicate request" in written.stderr
     assert all(line["method"] == "POST" and line["url"] == "/v1/chat/completions" for line in lines)
     # Room for twice the summary the prompt asks for: the budget, less what the anchor index keeps.
