@@ -11,6 +11,8 @@ In CI the test fails when the server cannot start. Elsewhere, `TC_SKIP_LOCAL_LLM
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import subprocess
@@ -46,12 +48,41 @@ def local_llm_url() -> Iterator[str]:
         return
     if os.environ.get("TC_SKIP_LOCAL_LLM") and os.environ.get("CI") != "true":
         pytest.skip("TC_SKIP_LOCAL_LLM is set")
-    started = subprocess.run([str(SCRIPT), "start"], capture_output=True, text=True, timeout=1800, check=False)
-    assert started.returncode == 0, f"the local llama.cpp server did not start:\n{started.stderr[-4000:]}"
+    # `local_llm.sh` runs one server per machine (its pid file), and xdist may give this file's
+    # tests to two workers: each takes a lease, and the last one out stops the server, never a
+    # worker whose tests are done under another's still running.
+    with _leases() as leases:
+        started = subprocess.run([str(SCRIPT), "start"], capture_output=True, text=True, timeout=1800, check=False)
+        assert started.returncode == 0, f"the local llama.cpp server did not start:\n{started.stderr[-4000:]}"
+        (leases / str(os.getpid())).touch()
     try:
         yield started.stdout.strip()
     finally:
-        subprocess.run([str(SCRIPT), "stop"], capture_output=True, text=True, timeout=60, check=False)
+        with _leases() as leases:
+            (leases / str(os.getpid())).unlink(missing_ok=True)
+            if not any(_alive(int(lease.name)) for lease in leases.iterdir() if lease.name.isdigit()):
+                subprocess.run([str(SCRIPT), "stop"], capture_output=True, text=True, timeout=60, check=False)
+
+
+@contextlib.contextmanager
+def _leases() -> Iterator[Path]:
+    """The folder of the processes using the server (a file each, named by pid), locked."""
+    home = Path(os.environ.get("TC_LOCAL_LLM_HOME") or Path.home() / ".cache" / "trajectory_compressor" / "local_llm")
+    folder = home / "leases"
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield folder
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def test_compress_with_a_real_local_model(tmp_path: Path, local_llm_url: str) -> None:
@@ -123,9 +154,7 @@ def test_batch_file_round_trip_through_a_real_local_model(tmp_path: Path, local_
 def test_eval_probes_through_a_real_local_model(tmp_path: Path, local_llm_url: str) -> None:
     """`eval --probes` against llama.cpp: questions asked from both contexts and scored, answers
     read from a real server's replies. The 270M base model's answers are not a quality measure, so
-    only the structure of the figures is asserted, not their values. One request at a time: the
-    server's replies then do not depend on which requests it happened to batch together (CI once
-    saw one question of a concurrent run fail, never reproduced)."""
+    only the structure of the figures is asserted, not their values."""
     rows = read_jsonl(SAMPLE)[:6]
     source = write_jsonl(tmp_path / "in.jsonl", rows)
     out = tmp_path / "out" / "x.jsonl"
@@ -139,7 +168,7 @@ def test_eval_probes_through_a_real_local_model(tmp_path: Path, local_llm_url: s
     }
     result = run_cli(
         "eval", str(out), "--input", str(source), "--probes", "--probe-questions", "2",
-        "--base-url", local_llm_url, "--model", "gemma", "--max-concurrency", "1", "--request-timeout", "300",
+        "--base-url", local_llm_url, "--model", "gemma", "--max-concurrency", "4", "--request-timeout", "300",
         "--max-retries", "2", "--max-prompt-chars", "6000", "--no-cache", "--extra-body", json.dumps(extra_body),
         "--json", timeout=1500,
     )  # fmt: skip
