@@ -280,6 +280,9 @@ def hidden_needed_anchors(turns: Sequence[Turn], hidden: Container[int]) -> tupl
     Only the anchors the hidden turns introduce can be needed or made visible, so the kept turns
     (most of a compressed row) are not read whole: their occurrences of those anchors are found
     in one pass (Aho-Corasick), and only the words around them read as anchors (`_kept_anchors`).
+    And only an anchor a kept user or assistant turn uses can be needed, so those turns are read
+    first; the other kept turns (tool results, most of the text) are then searched only for the
+    few anchors they could still make visible before that use.
     """
     turns = elide_huge_turns(turns)
     introduced_at: dict[str, int] = {}
@@ -289,20 +292,34 @@ def hidden_needed_anchors(turns: Sequence[Turn], hidden: Container[int]) -> tupl
                 introduced_at.setdefault(anchor, index)
     if not introduced_at:
         return ()
+    kept = [index for index in range(len(turns)) if index not in hidden]
+    spoken = [index for index in kept if turns[index].role in ("human", "gpt")]
+    # The first user or assistant turn to use each anchor, and where in it (the order of use).
+    first_use: dict[str, tuple[int, int]] = {}
     patterns = list(introduced_at)
     automaton = AhoCorasick(patterns)
-    settled: set[str] = set()  # visible, or needed: what a later turn's use of it no longer changes
-    needed: dict[str, None] = {}
-    for index, turn in enumerate(turns):
-        if index in hidden:
-            continue
-        shown = _kept_anchors(_value(turn), automaton, patterns, settled)
-        if turn.role in ("human", "gpt"):
-            needed.update((anchor, None) for anchor in shown if introduced_at[anchor] < index)
-        settled.update(shown)
-        if len(settled) == len(patterns):
+    for index in spoken:
+        for order, anchor in enumerate(_kept_anchors(_value(turns[index]), automaton, patterns, first_use)):
+            first_use[anchor] = (index, order)
+        if len(first_use) == len(patterns):
             break
-    return tuple(needed)
+    candidates = [anchor for anchor, (index, _) in first_use.items() if introduced_at[anchor] < index]
+    if not candidates:
+        return ()
+    # A candidate another kept turn shows before that use is visible there, so not needed.
+    last_use = max(first_use[anchor][0] for anchor in candidates)
+    automaton = AhoCorasick(candidates)
+    shown_before: set[str] = set()
+    for index in kept:
+        if index >= last_use:
+            break
+        if turns[index].role in ("human", "gpt"):
+            continue
+        for anchor in _kept_anchors(_value(turns[index]), automaton, candidates, shown_before):
+            if index < first_use[anchor][0]:
+                shown_before.add(anchor)
+    needed = [anchor for anchor in candidates if anchor not in shown_before]
+    return tuple(sorted(needed, key=first_use.__getitem__))
 
 
 def _kept_anchors(text: str, automaton: AhoCorasick, patterns: list[str], settled: Container[str]) -> list[str]:

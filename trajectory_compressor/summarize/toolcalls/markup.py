@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from trajectory_compressor.summarize.toolcalls.memo import TextMemo
 from trajectory_compressor.summarize.toolcalls.text import dumps, loads
 
 _STRAY_TAG = re.compile(r"</?(?:tool_call|tool_response)>")
@@ -45,21 +46,35 @@ class ToolResponse:
 
 
 def parse_tool_calls(gpt_value: str) -> list[ToolCall]:
-    """The tool calls in an assistant turn, in order; unparseable blocks keep their raw text."""
+    """The tool calls in an assistant turn, in order; unparseable blocks keep their raw text.
+    (Remembered per turn: the summary and both fidelity scores read the same turns.)"""
     if "<tool_call>" not in gpt_value:
         return []
-    calls: list[ToolCall] = []
-    for _, _, body in _blocks(gpt_value, "<tool_call>", "</tool_call>"):
-        calls.extend(_parse_call_block(body.strip()))
-    return calls
+    return list(_CALLS(gpt_value))
 
 
 def parse_tool_responses(tool_value: str) -> list[ToolResponse]:
-    """The results in a tool turn; a turn without markup is one plain-text result."""
+    """The results in a tool turn; a turn without markup is one plain-text result. (Remembered
+    per turn, so that the readers of one turn get the same content strings.)"""
+    return list(_RESPONSES(tool_value))
+
+
+def _read_calls(gpt_value: str) -> tuple[ToolCall, ...]:
+    calls: list[ToolCall] = []
+    for _, _, body in _blocks(gpt_value, "<tool_call>", "</tool_call>"):
+        calls.extend(_parse_call_block(body.strip()))
+    return tuple(calls)
+
+
+def _read_responses(tool_value: str) -> tuple[ToolResponse, ...]:
     blocks = [body.strip() for _, _, body in _blocks(tool_value, "<tool_response>", "</tool_response>")]
     if not blocks:
-        return [ToolResponse(name=None, content=tool_value.strip())]
-    return [_parse_response_block(block) for block in blocks]
+        return (ToolResponse(name=None, content=tool_value.strip()),)
+    return tuple(_parse_response_block(block) for block in blocks)
+
+
+_CALLS = TextMemo(_read_calls)
+_RESPONSES = TextMemo(_read_responses)
 
 
 def strip_think(text: str) -> str:

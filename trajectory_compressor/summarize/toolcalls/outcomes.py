@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from trajectory_compressor.summarize.toolcalls.memo import TextMemo
 from trajectory_compressor.summarize.toolcalls.text import clip, dumps, loads, plural
 
 # Output wrappers that harnesses put around a command's output; they are not output.
@@ -96,22 +97,42 @@ def analyze_output(content: str, known: Collection[str] = ()) -> Outcome:
     """Exit code, error line, test verdict, size and first line (or JSON gist) of one tool result.
 
     `known` holds values the reader has already seen (the call's arguments); JSON fields equal
-    to one of them are left out of the gist, so it shows what the result added.
+    to one of them are left out of the gist, so it shows what the result added. What does not
+    depend on `known` is read once per result (`_FACTS`): the digest and the item fidelity both
+    ask it of every result of a summarized region.
     """
+    facts = _FACTS(content)
+    if facts.data is None:
+        return facts.outcome
+    return replace(facts.outcome, preview=_gist(facts.data, known))
+
+
+@dataclass(frozen=True)
+class _Facts:
+    """A result's outcome, and its parsed JSON (None for text) from which the gist is made."""
+
+    outcome: Outcome
+    data: dict[str, Any] | list[Any] | None
+
+
+def _read_facts(content: str) -> _Facts:
     text, elided = _clean_output(content)
     exit_code = _exit_code(content)
     data = loads(text) if text[:1] in ("{", "[") and len(text) < _MAX_JSON else None
-    structured = isinstance(data, (dict, list))
     lines = text.count("\n") + 1 if text else 0
-    if structured:
-        return Outcome(exit_code, json_error(data), None, lines, len(text) + elided, _gist(data, known), True)
+    if isinstance(data, (dict, list)):
+        return _Facts(Outcome(exit_code, json_error(data), None, lines, len(text) + elided, "", True), data)
     window = text if len(text) <= 2 * _SCAN_WINDOW else _scan_window(text)
     preview = ""
     for line in text.split("\n", 50):
         if line.strip():
             preview = " ".join(line.split())
             break
-    return Outcome(exit_code, _error_line(window), _test_verdict(window), lines, len(text) + elided, preview)
+    outcome = Outcome(exit_code, _error_line(window), _test_verdict(window), lines, len(text) + elided, preview)
+    return _Facts(outcome, None)
+
+
+_FACTS = TextMemo(_read_facts)
 
 
 def outcome_of(response_content: str) -> str:
