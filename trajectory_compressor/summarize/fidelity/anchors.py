@@ -287,14 +287,13 @@ def hidden_needed_anchors(turns: Sequence[Turn], hidden: Container[int]) -> tupl
     few anchors they could still make visible before that use.
     """
     turns = elide_huge_turns(turns)
-    introduced_at: dict[str, int] = {}
-    for index, turn in enumerate(turns):
+    kept = [index for index in range(len(turns)) if index not in hidden]
+    introduced_at: dict[str, int] = {}  # the first hidden turn to hold each anchor (latest first, so it wins)
+    for index in reversed(range(len(turns))):
         if index in hidden:
-            for anchor in anchors_in(_value(turn)):
-                introduced_at.setdefault(anchor, index)
+            introduced_at.update(dict.fromkeys(anchors_in(_value(turns[index])), index))
     if not introduced_at:
         return ()
-    kept = [index for index in range(len(turns)) if index not in hidden]
     spoken = [index for index in kept if turns[index].role in ("human", "gpt")]
     # The first user or assistant turn to use each anchor, and where in it (the order of use).
     first_use: dict[str, tuple[int, int]] = {}

@@ -153,7 +153,9 @@ def identifiers_in(text: str, pattern: re.Pattern[str] = IDENTIFIER) -> list[str
     """The identifier-like tokens of `text`, distinct, in order."""
     if "://" not in text and not _has_digit(text[:_SCAN_CHARS]):
         return []  # the common case for prose, decided without the identifier regex
-    return list(dict.fromkeys(match.group(0) for match in pattern.finditer(text)))
+    if pattern.groups:
+        return list(dict.fromkeys(match.group(0) for match in pattern.finditer(text)))
+    return list(dict.fromkeys(pattern.findall(text)))  # no groups: `findall` gives each match, in C
 
 
 def paths_in_output(content: str) -> list[str]:
