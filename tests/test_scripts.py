@@ -164,3 +164,27 @@ def test_a_long_row_of_n_groups_is_the_first_n_groups_of_the_stream() -> None:
     assert sum(turn["from"] == "gpt" for turn in short) == 70  # one assistant turn per group
     assert long[: len(short)] == short
     assert any(turn["value"].startswith("Next issue:") for turn in long)  # a new task every 60 groups
+
+
+def _coverage_report(path: Path, modules: dict[str, tuple[int, int]]) -> Path:
+    files = {
+        name: {"summary": {"covered_lines": covered, "num_statements": statements}}
+        for name, (covered, statements) in modules.items()
+    }
+    path.write_text(json.dumps({"files": files}))
+    return path
+
+
+def test_coverage_table_shows_each_module_before_and_after_and_fails_when_the_total_drops(tmp_path: Path) -> None:
+    before = _coverage_report(tmp_path / "before.json", {"pkg/a.py": (9, 10), "pkg/old.py": (5, 10)})
+    after = _coverage_report(tmp_path / "after.json", {"pkg/a.py": (10, 10), "pkg/new/__init__.py": (1, 10)})
+    done = _script("coverage_table.py", str(before), str(after))
+    assert done.returncode == 1  # 70.0 -> 55.0
+    rows = done.stdout.splitlines()
+    assert "| `pkg.a` | 10 | 90.0 | 100.0 | +10.0 |" in rows
+    assert "| `pkg.new` | 10 | - | 10.0 | new |" in rows
+    assert "| `pkg.old` | 10 | 50.0 | - | gone |" in rows
+    assert rows[-1] == "| **total** | 20 | 70.0 | 55.0 | -15.0 |"
+    unchanged = _script("coverage_table.py", str(after), str(after), "--changed", "0.5")
+    assert unchanged.returncode == 0
+    assert unchanged.stdout.splitlines()[2:] == ["| **total** | 20 | 55.0 | 55.0 | +0.0 |"]
