@@ -30,16 +30,13 @@ from functools import lru_cache
 from itertools import chain, filterfalse
 from typing import Any
 
-from ahocorasick_rs import AhoCorasick, Implementation
+from ahocorasick_rs import AhoCorasick
 
 from trajectory_compressor.summarize.fidelity.score import occurs, shown_item, unique_tails
 from trajectory_compressor.summarize.huge_turns import elide_huge_turns
 from trajectory_compressor.types import Turn
 
 _MAX_MISSED = 10
-# An automaton of a region's hundreds of anchors searches a few short turns: one that builds in a
-# fifth of the default's time (and searches a little slower) is the cheaper.
-_QUICK_TO_BUILD = Implementation.NoncontiguousNFA
 # Candidate tokens: URLs whole, else runs of word characters with the separators names use.
 _WORD = re.compile(r"https?://[^\s\"'<>()\[\]{}`\\]+|(?:~?/)?[A-Za-z0-9_][A-Za-z0-9_./-]*")
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
@@ -279,12 +276,11 @@ def hidden_needed_anchors(turns: Sequence[Turn], hidden: Container[int]) -> tupl
     that a hidden turn before it introduced and no kept turn before it showed. A huge turn is
     read by its head and tail (`huge_turns`).
 
-    Only the anchors the hidden turns introduce can be needed or made visible, so the kept turns
-    (most of a compressed row) are not read whole: their occurrences of those anchors are found
-    in one pass (Aho-Corasick), and only the words around them read as anchors (`_kept_anchors`).
-    And only an anchor a kept user or assistant turn uses can be needed, so those turns are read
-    first; the other kept turns (tool results, most of the text) are then searched only for the
-    few anchors they could still make visible before that use.
+    Only an anchor a kept user or assistant turn uses can be needed, so those turns (short) are
+    read first; the other kept turns (tool results, most of a compressed row) are not read whole:
+    they are searched only for the few anchors they could still make visible before that use, in
+    one pass (Aho-Corasick), and only the words around each occurrence read as anchors
+    (`_kept_anchors`).
     """
     turns = elide_huge_turns(turns)
     kept = [index for index in range(len(turns)) if index not in hidden]
@@ -294,16 +290,14 @@ def hidden_needed_anchors(turns: Sequence[Turn], hidden: Container[int]) -> tupl
             introduced_at.update(dict.fromkeys(anchors_in(_value(turns[index])), index))
     if not introduced_at:
         return ()
-    spoken = [index for index in kept if turns[index].role in ("human", "gpt")]
     # The first user or assistant turn to use each anchor, and where in it (the order of use).
+    # These turns are short: read whole, quicker than building an automaton of hundreds of anchors.
     first_use: dict[str, tuple[int, int]] = {}
-    patterns = list(introduced_at)
-    automaton = AhoCorasick(patterns, implementation=_QUICK_TO_BUILD)  # hundreds of patterns, short turns
-    for index in spoken:
-        for order, anchor in enumerate(_kept_anchors(_value(turns[index]), automaton, patterns, first_use)):
-            first_use[anchor] = (index, order)
-        if len(first_use) == len(patterns):
-            break
+    for index in kept:
+        if turns[index].role in ("human", "gpt"):
+            for order, anchor in enumerate(anchors_in(_value(turns[index]))):
+                if anchor in introduced_at and anchor not in first_use:
+                    first_use[anchor] = (index, order)
     candidates = [anchor for anchor, (index, _) in first_use.items() if introduced_at[anchor] < index]
     if not candidates:
         return ()
