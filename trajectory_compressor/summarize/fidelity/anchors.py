@@ -98,9 +98,9 @@ def anchor_kind(word: str) -> str | None:
         return "url"
     if "/" in word:
         generic = word.startswith(_GENERIC_PATHS)
-        return "path" if any(c.isalpha() for c in word) and len(word) > 3 and not generic else None
-    has_digit = any(c.isdigit() for c in word)
-    has_alpha = any(c.isalpha() for c in word)
+        return "path" if any(map(str.isalpha, word)) and len(word) > 3 and not generic else None
+    has_digit = any(map(str.isdigit, word))
+    has_alpha = any(map(str.isalpha, word))
     if not has_alpha or (word[0] in "vV" and _version(word[1:])):
         return "number" if _NUMBER.fullmatch(word) or _DATE.fullmatch(word) or _version(word.lstrip("vV")) else None
     if _HEX.fullmatch(word):
