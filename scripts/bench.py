@@ -657,6 +657,16 @@ def _ratio(a: float | None, b: float | None) -> float | None:
 
 
 # ------------------------------------------------------------------------------------ stages
+def main_budget(args: argparse.Namespace) -> tuple[str, ...]:
+    """The main input's budget flags (`--target-max-tokens`, `--summary-target-tokens`): stages 3, 6 and 7."""
+    return (
+        "--target-max-tokens",
+        str(args.target_max_tokens),
+        "--summary-target-tokens",
+        str(args.summary_target_tokens),
+    )
+
+
 def stage_main(args: argparse.Namespace, data: Path, workdir: Path, figures: Figures) -> None:
     """Stages 1-3 on the main data, interleaved per round."""
     from trajectory_compressor.run.pipeline import CHUNK_BYTES, CHUNK_ROWS
@@ -708,12 +718,7 @@ def stage_main(args: argparse.Namespace, data: Path, workdir: Path, figures: Fig
                 figures.add("reference_rss_mb", (measured.max_rss_kb or 0) / 1024 or None)
                 figures.info["reference"] = {k: result[k] for k in ("rows", "compressed_rows", "tokens")}
         if "cli" in wanted:
-            budget = (
-                "--target-max-tokens",
-                str(args.target_max_tokens),
-                "--summary-target-tokens",
-                str(args.summary_target_tokens),
-            )
+            budget = main_budget(args)
             for mode, flags in (("dry", ("--dry-run",)), ("extractive", ("--summarizer", "extractive"))):
                 start, _ = run_compress(one_row, workdir / f"out-{mode}-1", workdir, *flags, *budget)
                 figures.add(f"{mode}_startup_s", start.wall)
@@ -758,12 +763,7 @@ def stage_jobs(args: argparse.Namespace, data: Path, workdir: Path, figures: Fig
     one_row = workdir / "jobs_one_row.jsonl"
     first_line(data, one_row)
     figures.info["jobs"] = {"copies": args.copies, "megabytes": round(jobs.stat().st_size / 1e6, 1)}
-    budget = (
-        "--target-max-tokens",
-        str(args.target_max_tokens),
-        "--summary-target-tokens",
-        str(args.summary_target_tokens),
-    )
+    budget = main_budget(args)
     modes = {
         "dry": ("--dry-run",),
         "main": ("--summarizer", "extractive"),
@@ -906,12 +906,7 @@ def stage_ray(args: argparse.Namespace, workdir: Path, figures: Figures, main_da
     one_row = workdir / "ray_one_row.jsonl"
     first_line(main_data, one_row)
     rows = sum(1 for line in main_data.open("rb") if line.strip())
-    budget = (
-        "--target-max-tokens",
-        str(args.target_max_tokens),
-        "--summary-target-tokens",
-        str(args.summary_target_tokens),
-    )
+    budget = main_budget(args)
     engines = {
         "local": (),
         "ray1": ("--engine", "ray", "--num-workers", "1"),

@@ -30,10 +30,17 @@ REPO = Path(__file__).resolve().parent.parent
 SLOW_SUITES = ("local_llm", "huge_rows", "trainers", "multinode", "bench", "browser")
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every test of a slow suite is also `slow`: the test command leaves them out (`-m 'not
-    slow'` in pyproject's addopts), the slow-suite command runs them (`-m slow`). Ray's tests run
-    on one worker after another (`--dist loadgroup`): two local Ray clusters on two cores starve."""
+    slow'` in pyproject's addopts), the slow-suite command runs them (`-m slow`).
+
+    Ray's tests are marked `xdist_group("ray")` so that `--dist loadgroup` would run them on one
+    worker after another (two local Ray clusters on two cores starve). `tryfirst`: xdist's worker
+    reads that mark in its own hook of this name, which would otherwise run before this one. Even
+    so, with pytest 9.2 and pytest-xdist 3.8.0 no test is grouped: xdist writes the group into
+    `item._nodeid`, which pytest 9.2 no longer reads (pytest-xdist issue #1386), so Ray's tests
+    are spread over the workers like any other and may run at the same time."""
     for item in items:
         if any(item.get_closest_marker(name) for name in SLOW_SUITES):
             item.add_marker(pytest.mark.slow)

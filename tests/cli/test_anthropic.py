@@ -11,55 +11,34 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
-from tests.conftest import make_trajectory, run_cli, write_jsonl
+from tests.conftest import run_cli
 from tests.fake_anthropic_api import FakeAnthropicServer
-from tests.fake_openai_server import FakeServerThread, prompt_text
+from tests.fake_openai_server import FakeServerThread
+from tests.providers import (
+    BUDGET,
+    OUTPUTS,
+    first_tries_fail,
+    live_flags,
+    no_secret_anywhere,
+    openai_run,
+    twelve_runs,
+)
 
 SECRET = "sk-ant-api03-LIVE-never-written-7d6c5b4a"
 ENV = {"ANTHROPIC_API_KEY": SECRET}
-OUTPUTS = ("x.jsonl", "x.metrics.jsonl", "x.over_limit.jsonl")
-BUDGET = ["--target-max-tokens", "2500", "--summary-target-tokens", "200"]
-
-
-def _source(tmp_path: Path) -> Path:
-    rows = [make_trajectory(i, steps=2 + i % 8, output_lines=40) for i in range(12)]
-    return write_jsonl(tmp_path / "in.jsonl", rows)
 
 
 def _flags(base_url: str, *extra: str) -> list[str]:
-    return [*BUDGET, "--base-url", base_url, "--model", "claude-fake", "--no-cache", "--retry-delay", "0.01",
-            "--retry-max-delay", "0.05", *extra]  # fmt: skip
-
-
-def _no_secret_anywhere(root: Path, *texts: str) -> None:
-    for path in root.rglob("*"):
-        if path.is_file():
-            assert SECRET.encode() not in path.read_bytes(), path
-    for text in texts:
-        assert SECRET not in text
+    return live_flags(base_url, "claude-fake", *extra)
 
 
 def test_a_live_anthropic_run_writes_the_bytes_an_openai_run_writes_with_its_cost_and_no_key(tmp_path: Path) -> None:
-    source = _source(tmp_path)
-    with FakeServerThread() as openai:
-        result = run_cli("compress", str(source), "-o", str(tmp_path / "openai" / "x.jsonl"),
-                         *_flags(openai.base_url), env={"OPENAI_API_KEY": "sk-openai-other"})  # fmt: skip
-        assert result.returncode == 0, result.stderr
-        # Each asks for the budget the anchor index leaves: the same under both dialects.
-        asked_openai = sorted(request.body["max_tokens"] for request in openai.requests)
-    first_tries: dict[str, str] = {}
-
-    def overloaded_then_limited(number: int, body: Any) -> str | None:
-        """The first try of the first two rows asked: 529 (overloaded), then 429 (rate limited)."""
-        prompt = prompt_text(body)
-        if prompt in first_tries or len(first_tries) >= 2:
-            return None
-        first_tries[prompt] = "529" if not first_tries else "429:0"
-        return first_tries[prompt]
-
-    server = FakeAnthropicServer(faults=overloaded_then_limited)
+    source = twelve_runs(tmp_path)
+    # Each asks for the budget the anchor index leaves: the same under both dialects.
+    asked_openai = openai_run(source, tmp_path / "openai" / "x.jsonl", "claude-fake")
+    # The first try of the first two rows asked: 529 (overloaded), then 429 (rate limited).
+    server = FakeAnthropicServer(faults=first_tries_fail("529", "429:0"))
     with FakeServerThread(server=server):
         result = run_cli("compress", str(source), "-o", str(tmp_path / "anthropic" / "x.jsonl"), "--api", "anthropic",
                          *_flags(server.base_url, "--price-in", "3", "--price-out", "15"), env=ENV)  # fmt: skip
@@ -90,11 +69,11 @@ def test_a_live_anthropic_run_writes_the_bytes_an_openai_run_writes_with_its_cos
     assert endpoint["prompt_tokens"] > 0 and endpoint["completion_tokens"] > 0
     cost = (endpoint["prompt_tokens"] * 3 + endpoint["completion_tokens"] * 15) / 1e6
     assert endpoint["cost_usd"] == round(cost, 6) and endpoint["cost_live_usd"] == endpoint["cost_usd"]
-    _no_secret_anywhere(tmp_path, result.stderr, result.stdout)
+    no_secret_anywhere(SECRET, tmp_path, result.stderr, result.stdout)
 
 
 def test_without_retries_the_anthropic_outputs_are_the_openai_outputs_byte_for_byte(tmp_path: Path) -> None:
-    source = _source(tmp_path)
+    source = twelve_runs(tmp_path)
     for name, server, env in (
         ("openai", None, {"OPENAI_API_KEY": "k-1234"}),
         ("anthropic", FakeAnthropicServer(), ENV),
@@ -109,7 +88,7 @@ def test_without_retries_the_anthropic_outputs_are_the_openai_outputs_byte_for_b
 
 
 def test_refused_credentials_stop_the_run_with_one_line_naming_anthropic_s_variable(tmp_path: Path) -> None:
-    source = _source(tmp_path)
+    source = twelve_runs(tmp_path)
     with FakeServerThread(server=FakeAnthropicServer(default="echo_auth:401")) as server:
         quoted = run_cli("compress", str(source), "-o", str(tmp_path / "a" / "x.jsonl"), "--api", "anthropic",
                          *_flags(server.base_url), env=ENV)  # fmt: skip
@@ -118,11 +97,11 @@ def test_refused_credentials_stop_the_run_with_one_line_naming_anthropic_s_varia
     assert quoted.returncode == 2 and "refused the credentials" in quoted.stderr
     assert "x-api-key: [REDACTED]" in quoted.stderr and "Traceback" not in quoted.stderr
     assert missing.returncode == 2 and "no API key was found in $ANTHROPIC_API_KEY" in missing.stderr
-    _no_secret_anywhere(tmp_path, quoted.stderr, quoted.stdout)
+    no_secret_anywhere(SECRET, tmp_path, quoted.stderr, quoted.stdout)
 
 
 def test_requests_and_responses_need_offline_files_anthropic_lacks_and_say_so_in_one_line(tmp_path: Path) -> None:
-    source = _source(tmp_path)
+    source = twelve_runs(tmp_path)
     requests = run_cli("requests", str(source), "-o", str(tmp_path / "r.jsonl"), "--api", "anthropic",
                        "--model", "claude-fake", *BUDGET)  # fmt: skip
     assert requests.returncode == 2 and not (tmp_path / "r.jsonl").exists()
@@ -145,7 +124,7 @@ def test_requests_and_responses_need_offline_files_anthropic_lacks_and_say_so_in
 
 
 def test_the_api_is_chosen_in_a_config_file_too_and_a_wrong_one_is_one_line(tmp_path: Path) -> None:
-    source = _source(tmp_path)
+    source = twelve_runs(tmp_path)
     with FakeServerThread(server=FakeAnthropicServer()) as server:
         config = tmp_path / "c.yaml"
         config.write_text(f"summarization:\n  api: anthropic\n  base_url: {server.base_url}\n  model: claude-fake\n")

@@ -20,6 +20,7 @@ from tests.cli.test_batch_api import SECRET, Live, _flags, _paid_once, _same_as_
 from tests.conftest import read_jsonl, run_cli
 from tests.fake_anthropic_api import FakeAnthropicBatchServer, at
 from tests.fake_openai_server import FakeServerThread
+from tests.providers import no_secret_anywhere
 
 __all__ = ["live"]  # the module fixture: the live run's outputs (the fakes of both providers answer alike)
 
@@ -29,14 +30,6 @@ ENV = {"ANTHROPIC_API_KEY": SECRET}
 def _batch(source: Path, out: Path, base_url: str, cache: Path, *extra: str):  # type: ignore[no-untyped-def]
     flags = _flags(base_url, cache, "--batch", "--api", "anthropic", *extra)
     return run_cli("compress", str(source), "-o", str(out), *flags, env=ENV)
-
-
-def _no_secret_anywhere(root: Path, *texts: str) -> None:
-    for path in root.rglob("*"):
-        if path.is_file():
-            assert SECRET.encode() not in path.read_bytes(), path
-    for text in texts:
-        assert SECRET not in text
 
 
 def test_a_message_batch_run_writes_the_live_bytes_with_no_live_call_at_the_batch_price(
@@ -61,7 +54,7 @@ def test_a_message_batch_run_writes_the_live_bytes_with_no_live_call_at_the_batc
     full_price = (endpoint["batch_prompt_tokens"] * 3 + endpoint["batch_completion_tokens"] * 15) / 1e6
     assert endpoint["batch_prompt_tokens"] > 0 and endpoint["cost_batch_usd"] == pytest.approx(full_price / 2, abs=1e-6)
     assert not (tmp_path / "out" / ".x.jsonl.batches").exists()
-    _no_secret_anywhere(tmp_path, result.stderr, result.stdout)
+    no_secret_anywhere(SECRET, tmp_path, result.stderr, result.stdout)
 
 
 @pytest.mark.parametrize("fallback", ["batch", "live"])
@@ -154,7 +147,7 @@ def test_hostile_result_lines_are_reported_and_change_nothing(tmp_path: Path, li
         assert f"warning: {name}:{line}: " in result.stderr, line
     assert "answers a request this batch did not ask" in result.stderr
     _same_as_live(tmp_path / "out", live)
-    _no_secret_anywhere(tmp_path, result.stderr)
+    no_secret_anywhere(SECRET, tmp_path, result.stderr)
 
 
 def test_a_ten_megabyte_result_is_not_stored_and_its_request_goes_to_the_fallback(tmp_path: Path, live: Live) -> None:
@@ -204,4 +197,4 @@ def test_no_wait_status_and_cancel_follow_the_api_the_record_names(tmp_path: Pat
     assert "batch msgbatch_0001 cancelled: 3 answers stored, 3 requests without an answer" in result.stderr
     assert len(server.requests) == 3 and server.created() == 1
     _same_as_live(out.parent, live)
-    _no_secret_anywhere(tmp_path, pending.stderr, status.stdout, cancel.stderr, result.stderr)
+    no_secret_anywhere(SECRET, tmp_path, pending.stderr, status.stdout, cancel.stderr, result.stderr)

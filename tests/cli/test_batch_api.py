@@ -26,16 +26,10 @@ from tests.conftest import make_trajectory, read_jsonl, run_cli, run_cli_subproc
 from tests.fake_anthropic_api import FakeAnthropicBatchServer
 from tests.fake_batch_api import FakeBatchServer
 from tests.fake_openai_server import FakeServerThread
+from tests.providers import BUDGET, OUTPUTS, no_secret_anywhere, twelve_runs
 
 SECRET = "sk-test-BATCH-never-written-5f1e2d3c"
 KEY_ENV = {"OPENAI_API_KEY": SECRET}
-BUDGET = ["--target-max-tokens", "2500", "--summary-target-tokens", "200"]
-OUTPUTS = ("x.jsonl", "x.metrics.jsonl", "x.over_limit.jsonl")
-
-
-def _source(tmp_path: Path) -> Path:
-    rows = [make_trajectory(i, steps=2 + i % 8, output_lines=40) for i in range(12)]
-    return write_jsonl(tmp_path / "in.jsonl", rows)
 
 
 def _flags(base_url: str, cache: Path, *extra: str) -> list[str]:
@@ -58,7 +52,7 @@ class Live:
 def live(tmp_path_factory: pytest.TempPathFactory) -> Live:
     """The live run's outputs, for byte comparisons (the fake answers batch and live alike)."""
     tmp = tmp_path_factory.mktemp("live")
-    source = _source(tmp)
+    source = twelve_runs(tmp)
     with FakeServerThread() as server:
         result = run_cli("compress", str(source), "-o", str(tmp / "out" / "x.jsonl"),
                          *_flags(server.base_url, tmp / "c.sqlite3"), env=KEY_ENV)  # fmt: skip
@@ -71,14 +65,6 @@ def _same_as_live(out: Path, live: Live | Path) -> None:
     expected = live.out if isinstance(live, Live) else live
     for name in OUTPUTS:
         assert (out / name).read_bytes() == (expected / name).read_bytes(), name
-
-
-def _no_secret_anywhere(root: Path, *texts: str) -> None:
-    for path in root.rglob("*"):
-        if path.is_file():
-            assert SECRET.encode() not in path.read_bytes(), path
-    for text in texts:
-        assert SECRET not in text
 
 
 def _paid_once(server: FakeBatchServer) -> None:
@@ -107,7 +93,7 @@ def test_a_batch_run_writes_the_live_bytes_with_no_live_call_at_the_batch_price(
     assert endpoint["cost_batch_usd"] == pytest.approx(full_price / 2, abs=1e-6)
     assert endpoint["cost_usd"] == endpoint["cost_batch_usd"] and endpoint["cost_live_usd"] == 0
     assert not (tmp_path / "out" / ".x.jsonl.batches").exists()  # done with once the run is written
-    _no_secret_anywhere(tmp_path, result.stderr, result.stdout)
+    no_secret_anywhere(SECRET, tmp_path, result.stderr, result.stdout)
 
 
 def test_request_files_are_split_by_count_and_by_bytes(tmp_path: Path, live: Live) -> None:
@@ -153,7 +139,7 @@ def test_failed_cut_and_expired_requests_go_to_the_fallback(tmp_path: Path, live
 
 
 def test_a_request_failed_in_every_batch_takes_the_failure_policy_without_a_live_call(tmp_path: Path) -> None:
-    source = _source(tmp_path)
+    source = twelve_runs(tmp_path)
     server = FakeBatchServer(line_faults=lambda batch, index, line: "500" if index == 0 else None)
     with FakeServerThread(server=server):
         result = _batch(source, tmp_path / "out" / "x.jsonl", server.base_url, tmp_path / "c.sqlite3")
@@ -200,7 +186,7 @@ def test_429_on_create_and_lost_replies_never_make_a_second_batch(tmp_path: Path
 
 
 def test_fidelity_retries_are_a_second_round(tmp_path: Path) -> None:
-    source = _source(tmp_path)
+    source = twelve_runs(tmp_path)
     gate = ["--min-fidelity", "0.99"]
     with FakeServerThread() as plain:
         result = run_cli("compress", str(source), "-o", str(tmp_path / "live" / "x.jsonl"),
@@ -228,7 +214,7 @@ def test_no_wait_exits_pending_and_the_same_command_reattaches(tmp_path: Path, l
             assert "1 batch(es) pending with the provider" in pending.stderr
             assert "run the same command again later" in pending.stderr and "error:" not in pending.stderr
         assert server.created() == 1 and not out.exists()
-        _no_secret_anywhere(tmp_path, pending.stderr)  # the batch folder, mid-run, included
+        no_secret_anywhere(SECRET, tmp_path, pending.stderr)  # the batch folder, mid-run, included
         status = run_cli("batches", "status", str(out), "--base-url", server.base_url, "--json", env=KEY_ENV)
         assert status.returncode == 0, status.stderr
         [run] = json.loads(status.stdout)
@@ -303,11 +289,11 @@ def test_killed_at_any_step_a_re_run_pays_nothing_twice_and_loses_nothing(
     assert server.created() == 1 and len(server.requests) == 0
     _paid_once(server)
     _same_as_live(out.parent, live)
-    _no_secret_anywhere(tmp_path, killed.stderr, again.stderr)
+    no_secret_anywhere(SECRET, tmp_path, killed.stderr, again.stderr)
 
 
 def test_what_batch_mode_needs_is_one_line(tmp_path: Path) -> None:
-    source = _source(tmp_path)
+    source = twelve_runs(tmp_path)
     out = str(tmp_path / "o.jsonl")
     extractive = run_cli("compress", str(source), "-o", out, "--batch", "--summarizer", "extractive")
     assert extractive.returncode == 2 and "--batch needs the llm summarizer" in extractive.stderr
@@ -322,7 +308,7 @@ def test_what_batch_mode_needs_is_one_line(tmp_path: Path) -> None:
 
 
 def test_refused_credentials_a_wrong_endpoint_and_a_damaged_record_are_one_line(tmp_path: Path) -> None:
-    source = _source(tmp_path)
+    source = twelve_runs(tmp_path)
     out = tmp_path / "out" / "x.jsonl"
     server = FakeBatchServer(upload_faults=["401"])
     with FakeServerThread(server=server):
@@ -393,7 +379,7 @@ def test_hostile_lines_in_an_output_file_are_reported_and_change_nothing(tmp_pat
         assert f"warning: {name}:{line}: " in result.stderr, line
     assert "answers a request this batch did not ask" in result.stderr
     _same_as_live(tmp_path / "out", live)
-    _no_secret_anywhere(tmp_path, result.stderr)
+    no_secret_anywhere(SECRET, tmp_path, result.stderr)
 
 
 def test_a_summary_over_its_budget_gets_its_second_pass_in_the_next_round(tmp_path: Path) -> None:

@@ -12,60 +12,31 @@ import json
 import logging
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.conftest import make_trajectory, run_cli, write_jsonl
+from tests.conftest import run_cli
 from tests.fake_gemini_api import FakeGeminiServer, neutral_body
-from tests.fake_openai_server import FakeServerThread, prompt_text
+from tests.fake_openai_server import FakeServerThread
+from tests.providers import BUDGET, first_tries_fail, live_flags, no_secret_anywhere, openai_run, twelve_runs
 from trajectory_compressor.summarize.llm.dialects import DIALECTS
 
 SECRET = "AIzaSy-LIVE-gemini-never-written-9f8e7d6c"
 ENV = {"GEMINI_API_KEY": SECRET}
-OUTPUTS = ("x.jsonl", "x.metrics.jsonl", "x.over_limit.jsonl")
-BUDGET = ["--target-max-tokens", "2500", "--summary-target-tokens", "200"]
-
-
-def _source(tmp_path: Path) -> Path:
-    rows = [make_trajectory(i, steps=2 + i % 8, output_lines=40) for i in range(12)]
-    return write_jsonl(tmp_path / "in.jsonl", rows)
 
 
 def _flags(base_url: str, *extra: str) -> list[str]:
-    return [*BUDGET, "--base-url", base_url, "--model", "gemini-fake", "--no-cache", "--retry-delay", "0.01",
-            "--retry-max-delay", "0.05", *extra]  # fmt: skip
-
-
-def _no_secret_anywhere(root: Path, *texts: str) -> None:
-    for path in root.rglob("*"):
-        if path.is_file():
-            assert SECRET.encode() not in path.read_bytes(), path
-    for text in texts:
-        assert SECRET not in text
+    return live_flags(base_url, "gemini-fake", *extra)
 
 
 def test_a_live_gemini_run_writes_the_bytes_an_openai_run_writes_with_its_cost_and_no_key(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
-    source = _source(tmp_path)
-    with FakeServerThread() as openai:
-        result = run_cli("compress", str(source), "-o", str(tmp_path / "openai" / "x.jsonl"),
-                         *_flags(openai.base_url), env={"OPENAI_API_KEY": "sk-openai-other"})  # fmt: skip
-        assert result.returncode == 0, result.stderr
-        asked_openai = sorted(request.body["max_tokens"] for request in openai.requests)
-    first_tries: dict[str, str] = {}
-
-    def unavailable_then_exhausted(number: int, body: Any) -> str | None:
-        """The first try of the first two rows asked: 503 (unavailable), then 429 (quota)."""
-        prompt = prompt_text(body)
-        if prompt in first_tries or len(first_tries) >= 2:
-            return None
-        first_tries[prompt] = "503" if not first_tries else "429:0"
-        return first_tries[prompt]
-
-    server = FakeGeminiServer(faults=unavailable_then_exhausted, key=SECRET)
+    source = twelve_runs(tmp_path)
+    asked_openai = openai_run(source, tmp_path / "openai" / "x.jsonl", "gemini-fake")
+    # The first try of the first two rows asked: 503 (unavailable), then 429 (quota).
+    server = FakeGeminiServer(faults=first_tries_fail("503", "429:0"), key=SECRET)
     with FakeServerThread(server=server):
         result = run_cli("compress", str(source), "-o", str(tmp_path / "gemini" / "x.jsonl"), "--api", "gemini",
                          *_flags(server.base_url, "--price-in", "0.3", "--price-out", "2.5"), env=ENV)  # fmt: skip
@@ -92,11 +63,11 @@ def test_a_live_gemini_run_writes_the_bytes_an_openai_run_writes_with_its_cost_a
     assert endpoint["successes"] == 6 and endpoint["retries_by_cause"] == {"429": 1, "5xx": 1}
     cost = (endpoint["prompt_tokens"] * 0.3 + endpoint["completion_tokens"] * 2.5) / 1e6
     assert endpoint["prompt_tokens"] > 0 and endpoint["cost_usd"] == round(cost, 6)
-    _no_secret_anywhere(tmp_path, result.stderr, result.stdout, caplog.text)
+    no_secret_anywhere(SECRET, tmp_path, result.stderr, result.stdout, caplog.text)
 
 
 def test_a_wrong_key_stops_the_run_before_the_tokenizer_in_one_line_naming_gemini_s_variable(tmp_path: Path) -> None:
-    source = _source(tmp_path)
+    source = twelve_runs(tmp_path)
     with FakeServerThread(server=FakeGeminiServer(key="AIzaSy-the-right-one")) as server:
         wrong = run_cli("compress", str(source), "-o", str(tmp_path / "a" / "x.jsonl"), "--api", "gemini",
                         *_flags(server.base_url), env=ENV)  # fmt: skip
@@ -108,11 +79,11 @@ def test_a_wrong_key_stops_the_run_before_the_tokenizer_in_one_line_naming_gemin
     assert missing.returncode == 2 and "no API key was found in $GEMINI_API_KEY" in missing.stderr
     for result in (wrong, missing):
         assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
-    _no_secret_anywhere(tmp_path, wrong.stderr, wrong.stdout)
+    no_secret_anywhere(SECRET, tmp_path, wrong.stderr, wrong.stdout)
 
 
 def test_batch_requests_and_responses_are_refused_in_one_line_naming_gemini(tmp_path: Path) -> None:
-    source = _source(tmp_path)
+    source = twelve_runs(tmp_path)
     (tmp_path / "answers.jsonl").write_text("")
     with FakeServerThread(server=FakeGeminiServer()) as server:
         batch = run_cli("compress", str(source), "-o", str(tmp_path / "b" / "x.jsonl"), "--api", "gemini",
@@ -142,7 +113,7 @@ def test_batch_requests_and_responses_are_refused_in_one_line_naming_gemini(tmp_
 
 def test_the_commands_ask_the_table_not_the_provider_s_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """OpenAI's row stripped of its offline files: `requests` refuses OpenAI, and points to its batch API."""
-    source = _source(tmp_path)
+    source = twelve_runs(tmp_path)
     monkeypatch.setitem(DIALECTS, "openai", replace(DIALECTS["openai"], offline_files=False))
     refused = run_cli("requests", str(source), "-o", str(tmp_path / "q.jsonl"), "--model", "m", *BUDGET)
     assert refused.returncode == 2 and "which --api openai does not have (no provider has them)" in refused.stderr

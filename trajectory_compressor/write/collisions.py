@@ -108,11 +108,7 @@ def refuse_foreign_outputs(paths: OutputPaths, note: str = "", *, data: bool = T
         return
     for name, path in paths.as_dict().items():
         if (name != "data" or data) and os.path.lexists(path):
-            named = NamedFile(_ROLES[name], path, note)
-            raise OutputError(
-                f"{named} exists and was not written by this tool (no report or work folder of a run beside it): "
-                "choose another -o, or pass --overwrite to replace it"
-            )
+            raise _foreign(NamedFile(_ROLES[name], path, note), " (no report or work folder of a run beside it)")
 
 
 def refuse_foreign_file(named: NamedFile, ours: Callable[[Path], bool]) -> None:
@@ -120,9 +116,14 @@ def refuse_foreign_file(named: NamedFile, ours: Callable[[Path], bool]) -> None:
     (a `requests` batch file: its first line is one of our request lines)."""
     path = Path(named.path)
     if os.path.lexists(path) and not (path.is_file() and ours(path)):
-        raise OutputError(
-            f"{named} exists and was not written by this tool: choose another -o, or pass --overwrite to replace it"
-        )
+        raise _foreign(named)
+
+
+def _foreign(named: NamedFile, why: str = "") -> OutputError:
+    """The one-line error for an existing file this tool did not write; `why`: how it can tell."""
+    return OutputError(
+        f"{named} exists and was not written by this tool{why}: choose another -o, or pass --overwrite to replace it"
+    )
 
 
 def written_by_this_tool(paths: OutputPaths) -> bool:

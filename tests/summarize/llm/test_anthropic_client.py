@@ -13,35 +13,22 @@ from typing import Any
 import pytest
 
 from tests.fake_anthropic_api import FakeAnthropicServer
-from tests.fake_openai_server import FakeOpenAIServer, fake_summary
+from tests.fake_openai_server import fake_summary
+from tests.providers import ProviderClient
 from tests.summarize.llm.test_client import make_request
-from trajectory_compressor.settings import LLMConfig
-from trajectory_compressor.summarize.llm import LLMSummarizer
 from trajectory_compressor.summarize.llm.dialects.anthropic import ANTHROPIC_VERSION
 from trajectory_compressor.summarize.tally import counting
 from trajectory_compressor.types import EndpointAuthError, SummaryError, SummaryRequest, Turn
 
 KEY = "sk-ant-api03-TESTKEY-0123456789-abcdefXYZ"  # distinctive; must never leak
-FAST = {"retry_delay": 0.01, "retry_max_delay": 0.05}
+ANTHROPIC = ProviderClient("anthropic", "claude-fake", "ANTHROPIC_API_KEY", KEY)
+make_config = ANTHROPIC.config
+summarize_with = ANTHROPIC.summarize_with
 
 
 @pytest.fixture(autouse=True)
 def api_key(monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-key-not-for-anthropic")
-    return KEY
-
-
-def make_config(base_url: str, **overrides: Any) -> LLMConfig:
-    values: dict[str, Any] = {"api": "anthropic", "base_url": base_url, "model": "claude-fake", "request_timeout": 5,
-                              "max_retries": 3, "use_cache": False, **FAST}  # fmt: skip
-    return LLMConfig(**{**values, **overrides})
-
-
-async def summarize_with(server: FakeOpenAIServer, request: SummaryRequest | None = None, **overrides: Any) -> Any:
-    async with LLMSummarizer(make_config(server.base_url, **overrides)) as summarizer:
-        result = await summarizer.summarize(request or make_request())
-        return result, summarizer.stats()
+    return ANTHROPIC.set_keys(monkeypatch)
 
 
 def test_the_request_is_anthropic_s_messages_call_and_the_reply_its_content_blocks() -> None:

@@ -8,40 +8,27 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from typing import Any
 
 import pytest
 
 from tests.fake_gemini_api import FakeGeminiServer, neutral_body
-from tests.fake_openai_server import FakeOpenAIServer, fake_summary
+from tests.fake_openai_server import fake_summary
+from tests.providers import ProviderClient
 from tests.summarize.llm.test_client import make_request
-from trajectory_compressor.settings import ConfigError, LLMConfig
-from trajectory_compressor.summarize.llm import LLMSummarizer
+from trajectory_compressor.settings import ConfigError
 from trajectory_compressor.summarize.llm.dialects.gemini import GeminiDialect
 from trajectory_compressor.summarize.llm.preflight import check_endpoint
-from trajectory_compressor.types import EndpointAuthError, SummaryError, SummaryRequest
+from trajectory_compressor.types import EndpointAuthError, SummaryError
 
 KEY = "AIzaSyFAKE-gemini-TESTKEY-0123456789abcdef"  # distinctive; must never leak
-FAST = {"retry_delay": 0.01, "retry_max_delay": 0.05}
+GEMINI = ProviderClient("gemini", "gemini-fake", "GEMINI_API_KEY", KEY)
+make_config = GEMINI.config
+summarize_with = GEMINI.summarize_with
 
 
 @pytest.fixture(autouse=True)
 def api_key(monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setenv("GEMINI_API_KEY", KEY)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-key-not-for-gemini")
-    return KEY
-
-
-def make_config(base_url: str, **overrides: Any) -> LLMConfig:
-    values: dict[str, Any] = {"api": "gemini", "base_url": base_url, "model": "gemini-fake", "request_timeout": 5,
-                              "max_retries": 3, "use_cache": False, **FAST}  # fmt: skip
-    return LLMConfig(**{**values, **overrides})
-
-
-async def summarize_with(server: FakeOpenAIServer, request: SummaryRequest | None = None, **overrides: Any) -> Any:
-    async with LLMSummarizer(make_config(server.base_url, **overrides)) as summarizer:
-        result = await summarizer.summarize(request or make_request())
-        return result, summarizer.stats()
+    return GEMINI.set_keys(monkeypatch)
 
 
 def test_the_request_is_generate_content_and_the_reply_its_candidate_s_parts() -> None:

@@ -98,7 +98,7 @@ class WindowRecords:
         layout, marks = self.layout(row, replay, item)
         # A dry run's window: its summary is planned at its budget, not written yet.
         planned = self.options.summaries and item.cut is not None and item.result is None
-        end = written_end(row.turns, window)
+        end = written_end(row.turns, window)  # where the window as written stops
         size = window.tokens - replay.tokens(end, window.end) if planned else self.measure.size(row, layout)
         skipped = count == 1 and replay.total <= self.target
         over = size > self.target
@@ -109,7 +109,7 @@ class WindowRecords:
             reason = PROTECTED_OVER_BUDGET if replay.head_tokens > self.target else GROUP_OVER_BUDGET
         outcome = Outcome(size, len(layout) + planned, over, reason, skipped_under_target=skipped)
         if item.cut is not None:
-            outcome = self._summarized(row, replay, outcome, item.cut, item, scores)
+            outcome = self._summarized(row, replay, outcome, item.cut, item, scores, end)
             if planned:
                 outcome = replace(outcome, planned_tokens=size, summary_tokens=item.cut.budget)
         if item.refused is not None:
@@ -144,16 +144,23 @@ class WindowRecords:
         return OutputRecord(metrics, data, over_entry)
 
     def _summarized(
-        self, row: ValidRow, replay: WindowReplay, outcome: Outcome, cut: Cut, item: BuiltWindow, scores: WindowFidelity
+        self,
+        row: ValidRow,
+        replay: WindowReplay,
+        outcome: Outcome,
+        cut: Cut,
+        item: BuiltWindow,
+        scores: WindowFidelity,
+        shown_end: int,
     ) -> Outcome:
         """`outcome` with what left the context at the `cut` before the window: the summary that
         stands for it (what it covers, who wrote it, what it cost, its fidelity) or, with no
-        summarizer, only the fidelity of what the window still shows (its placeholders)."""
+        summarizer, only the fidelity of what the window still shows (its placeholders).
+        `shown_end`: where the window as written stops (`written_end`)."""
         window = item.window
         # The window's own turns are its future: what they use, the summary (and the placeholders
         # of the results it cleared) must hold.
         placeholders = [edit.value for edit in cleared_edits(row, window).values()]
-        shown_end = written_end(row.turns, window)  # the window as written: its future
         if not self.options.summaries:
             future = scores.future(cut.context_start, shown_end, set(window.cleared), "\n".join(placeholders))
             return replace(outcome, fidelity={"future": future.to_metrics()})
