@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 
+pytest.register_assert_rewrite("tests.providers")  # its shared checks fail with pytest's detailed messages
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

@@ -23,7 +23,9 @@ from pymdownx.slugs import slugify
 from tests.conftest import REPO
 from trajectory_compressor.cli import main
 
-pytestmark = pytest.mark.xdist_group("docs")  # one worker builds the site once for the module's tests
+# Meant to keep the module on one worker so the site is built once; pytest 9.2 with pytest-xdist 3.8.0
+# groups nothing (tests/conftest.py), so each worker that runs one of these tests builds it.
+pytestmark = pytest.mark.xdist_group("docs")
 
 DOCS = REPO / "docs"
 GITHUB_SLUG = slugify(case="lower")
