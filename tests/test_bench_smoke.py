@@ -74,9 +74,10 @@ def test_bench_runs_every_stage_at_tiny_sizes(tmp_path: Path) -> None:
     assert medians["llm_max_in_flight"] <= 4 and medians["llm1_max_in_flight"] <= 8
     assert info["jobs"]["windows_tokens_written"] > info["jobs"]["main_tokens_written"] > 0
     if importlib.util.find_spec("ray") is not None:  # (6) the Ray engine, with the [ray] extra
-        for name in ("ray_local_rows_per_s", "ray_ray1_rows_per_s", "ray_ray2_rows_per_s", "ray_llm_rps"):
+        for name in ("ray_local_rows_per_s", "ray_ray1_rows_per_s", "ray_ray_rows_per_s", "ray_llm_rps"):
             assert medians.get(name) is not None, name
         assert info["ray"]["llm_requests"] == info["ray"]["llm_summarized"] == 12
         assert medians["ray_llm_max_in_flight"] <= 4  # --max-concurrency holds for both workers together
-        assert info["ray"]["local_compressed"] == info["ray"]["ray2_compressed"]
+        assert info["ray"]["local_compressed"] == info["ray"]["ray_compressed"]
+        assert info["ray"]["ray1_workers"] == 1 and info["ray"]["ray_workers"] >= 1  # (the default's count)
     assert payload["machine"]["cores"] >= 1
