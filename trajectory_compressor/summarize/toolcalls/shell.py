@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
+from trajectory_compressor.summarize.toolcalls.memo import TextMemo
 from trajectory_compressor.summarize.toolcalls.text import plural
 
 # A path-like token: split commands on shell punctuation, then keep what looks like a file.
@@ -126,8 +127,12 @@ def command_gist(command: str) -> str:
 
     Agents write whole scripts through `cat > f.py << 'EOF'` (or SWE-agent's `edit 1:5 ...
     end_of_edit`); the script's first lines say less than the commands around it, so the body
-    becomes "[N lines]".
+    becomes "[N lines]". (Remembered per command: a digest shows each call at several levels.)
     """
+    return _GISTS(command)
+
+
+def _gist_of(command: str) -> str:
     text = command.strip()
     if "<<" in text:
         text = _HEREDOC.sub(_heredoc_placeholder, text)
@@ -136,6 +141,9 @@ def command_gist(command: str) -> str:
     if text.startswith("cd ") and " && " in text[:200]:
         text = text.split(" && ", 1)[1]
     return text
+
+
+_GISTS = TextMemo(_gist_of)
 
 
 def _heredoc_placeholder(match: re.Match[str]) -> str:
@@ -185,12 +193,21 @@ def _without_heredocs(command: str) -> str:
     return _HEREDOC.sub("<<HEREDOC\n", command) if "<<" in command else command
 
 
-def _files_in_command(command: str) -> list[str]:
+def _files_in_command(command: str) -> tuple[str, ...]:
+    """The files a command names (remembered per command: the digest and the item fidelity both
+    ask it of every call of a summarized region)."""
+    return _COMMAND_FILES(command)
+
+
+def _read_command_files(command: str) -> tuple[str, ...]:
     text = _without_heredocs(command)
     # Only a token with a dot or a file's well-known name can be one (`_plausible_path`): the
     # others, most of a long text, are passed over in C.
     tokens = filter(_MAYBE_FILE.search, _TOKEN_SPLIT.split(text))
-    return [normalize_path(tok) for tok in tokens if _plausible_path(tok.rstrip("."))]
+    return tuple(normalize_path(tok) for tok in tokens if _plausible_path(tok.rstrip(".")))
+
+
+_COMMAND_FILES = TextMemo(_read_command_files)
 
 
 def _files_written_by_command(command: str) -> list[str]:
