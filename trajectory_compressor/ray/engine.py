@@ -88,7 +88,7 @@ def default_workers() -> int:
     several nodes, the free fractions can be spread so that no node has a whole one, and the run
     waits forever (seen on three nodes of one CPU with three workers). On one node, two workers
     of half a CPU each leave the other CPU whole: one worker there was slower than the local
-    engine (README "Performance").
+    engine (docs/performance.md: 0.50x; the default of two, 0.71x, and 1.41x one worker).
     """
     import ray
 
