@@ -104,6 +104,11 @@ class CountedRow:
         """Each turn's role (made once: the planner, pruning and metrics all ask; read-only)."""
         return [turn.role for turn in self.turns]
 
+    @cached_property
+    def gpt_turns(self) -> int:
+        """How many turns are the assistant's (counted once: each `--windows` record's metrics ask)."""
+        return self.roles.count("gpt")
+
     @property
     def placeholder_edits(self) -> dict[int, EditedTurn]:
         """`--windows` with `--prune-tool-outputs`: each tool turn a window may clear, as written."""

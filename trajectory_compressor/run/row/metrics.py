@@ -123,7 +123,7 @@ def row_metrics(
         fidelity=outcome.fidelity,
         unsupported=outcome.unsupported,
         fidelity_retried=True if cost is not None and cost.fidelity_retried else None,
-        gpt_turns=row.roles.count("gpt"),
+        gpt_turns=row.gpt_turns,
         train_turns=train_turns,
         window=window,
         elided_turns=elided_turns,

@@ -82,7 +82,7 @@ class RowOutcome:
         """The row's finished record and its metrics line; `kept` are the original turns it holds
         (all when None), whose gpt turns are its training targets."""
         roles = row.roles
-        train_turns = roles.count("gpt") if kept is None else sum(roles[i] == "gpt" for i in kept)
+        train_turns = row.gpt_turns if kept is None else sum(roles[i] == "gpt" for i in kept)
         if data is None and self.options.writes_data:
             data = unchanged_bytes(row.item, row.fmt, self.options.shape)
         over = None
