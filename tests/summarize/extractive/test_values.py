@@ -175,3 +175,25 @@ def test_every_file_the_region_touched_stays_listed_beside_the_values(counter: T
     files_line = next(line for line in body.splitlines() if line.startswith("Files touched:"))
     assert all(f"module_{i}.py" in files_line for i in range(35)) and "more" not in files_line
     assert split_index(body)[1]  # and the values still have their share
+
+
+def test_values_given_as_a_plain_list_fill_the_room_in_rank_order_shorter_ones_further_down() -> None:
+    from trajectory_compressor.summarize.extractive.digest import RegionDigest
+    from trajectory_compressor.summarize.extractive.render import Renderer
+    from trajectory_compressor.summarize.extractive.values import WithValues
+
+    turns = [gpt("Checking.", ("bash", {"command": "cat src/app.py"})), tool("bash", "def main(): pass")]
+    digest = RegionDigest().extend(turns).digest("")
+    renderer = Renderer(digest)
+    ranked = ["reservation_id_ABC123", "src/app.py", "x" * 300, "EHGLP3", "gift_card_7731"]
+    values = WithValues(renderer, ranked)
+    richest = values.richest()
+    body, index = split_index(richest)
+    assert body == renderer.richest() and index == ("reservation_id_ABC123", "x" * 300, "EHGLP3", "gift_card_7731")
+    # Less room than the long value needs: it is passed over, the shorter ones after it still taken.
+    room = len(richest) - 100
+    text = values.within(room)
+    body, index = split_index(text)
+    assert len(text) <= room and "x" * 300 not in index and "EHGLP3" in index
+    assert list(index) == [value for value in ranked if value in index]  # in rank order
+    assert all(value not in body for value in index)  # none the digest already states

@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import SAMPLE
 from trajectory_compressor.read.formats import detect_format, to_turns
+from trajectory_compressor.summarize.fidelity import anchors
 from trajectory_compressor.summarize.fidelity.anchors import anchor_kind, anchors_in, hidden_needed_anchors, unescaped
 from trajectory_compressor.summarize.huge_turns import elide_huge_turns
 from trajectory_compressor.types import Turn
@@ -67,6 +69,25 @@ def test_a_tag_whose_slash_opens_no_token_is_still_a_tag() -> None:
     # "//x>": the first "/" opens no token, the second does, and the token is a tag.
     text = "a //tool_x> b/~/c_d> ~/e_f> mia_li_3668"
     assert list(anchors_in(text)) == list(reference_anchors_in(text)) == ["~/e_f", "mia_li_3668"]
+
+
+def test_a_text_with_a_url_reads_such_a_tag_by_its_spans_too() -> None:
+    # A URL sends the text to the tokenizing regex, which cannot tell "//x>" from "/x>": the spans do.
+    text = "see https://a.io/x //tool_x> b/~/c_d> ~/e_f> mia_li_3668"
+    assert list(anchors_in(text)) == list(reference_anchors_in(text)) == ["https://a.io/x", "~/e_f", "mia_li_3668"]
+
+
+def test_full_caches_are_emptied_and_the_readings_stay_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    texts = [f"run{i} src/mod_{i}/a.py id_{i} plain{i}x" for i in range(6)]
+    expected = [list(reference_anchors_in(text)) for text in texts]
+    monkeypatch.setattr(anchors, "_RUN_CACHE_SIZE", 2)
+    assert [list(anchors_in(text)) for text in texts] == expected
+    assert len(anchors._RUN_ANCHORS) <= 2 and len(anchors._PLAIN_RUNS) <= 2
+    # The kept result shows the second text's anchors before the assistant uses them: read by chunks.
+    turns = [Turn("tool", " ".join(texts)), Turn("tool", texts[1]), Turn("gpt", texts[0]), Turn("gpt", texts[1])]
+    needed = hidden_needed_anchors(turns, {0})
+    assert needed == reference_hidden_needed_anchors(turns, {0}) == tuple(expected[0])
+    assert len(anchors._CHUNK_ANCHORS) <= 2
 
 
 def reference_hidden_needed_anchors(turns: list[Turn], hidden: set[int]) -> tuple[str, ...]:
