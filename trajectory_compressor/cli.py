@@ -322,7 +322,8 @@ def requests(inputs: tuple[str, ...], output: str, config_file: str | None, **fl
 
     config = build_config(config_file, flags)
     sources = expand_inputs(list(inputs), data_files=config.read.data_files)
-    written = write_requests(sources, Path(output), config, counter_for(config))
+    say = functools.partial(click.echo, err=True)
+    written = write_requests(sources, Path(output), config, counter_for(config), say=say)
     click.echo(written.summary(), err=True)
 
 

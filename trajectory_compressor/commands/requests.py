@@ -17,6 +17,7 @@ that overshoots its budget, or a `--min-fidelity` retry, is asked for live by th
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +26,7 @@ import orjson
 from trajectory_compressor.count import TokenCounter
 from trajectory_compressor.messages import quoted
 from trajectory_compressor.read.sources import InputSource
+from trajectory_compressor.run.commit import REJECTS_SHOWN, reject_warning
 from trajectory_compressor.run.prepare import RejectedRow, ValidRow, planned_rows
 from trajectory_compressor.run.row.measure import RowMeasure
 from trajectory_compressor.run.row.summary_step import summary_budget, summary_request
@@ -57,9 +59,15 @@ class RequestsWritten:
 
 
 def write_requests(
-    sources: list[InputSource], output: Path, config: RunConfig, counter: TokenCounter
+    sources: list[InputSource],
+    output: Path,
+    config: RunConfig,
+    counter: TokenCounter,
+    say: Callable[[str], None] = lambda line: None,
 ) -> RequestsWritten:
-    """Write the first-pass summary requests of `sources` to `output` (replaced whole at the end)."""
+    """Write the first-pass summary requests of `sources` to `output` (replaced whole at the end);
+    each bad record is named to `say` (file and line, the first `REJECTS_SHOWN`), as `compress`
+    names them."""
     if not config.llm.model:
         raise ConfigError("requests need the model they are for: pass --model")
     require(config.llm, "requests")  # a provider with offline batch files (`DIALECTS`)
@@ -81,6 +89,8 @@ def write_requests(
                 written.rows += 1
                 if isinstance(row, RejectedRow):
                     written.rejected += 1
+                    if written.rejected <= REJECTS_SHOWN:
+                        say(reject_warning({"file": row.item.source, "line": row.item.line, "error": row.error}))
                     continue
                 request = _first_request(row, measure, windows=plan.windows, fill_room=config.llm.anchor_index)
                 if request is None:
@@ -99,6 +109,8 @@ def write_requests(
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(partial, output)
+        if written.rejected > REJECTS_SHOWN:
+            say(f"warning: {written.rejected - REJECTS_SHOWN:,} more bad records not named")
     except OSError as exc:
         raise OutputError(f"cannot write {quoted(output)}: {exc.strerror or exc}") from None
     finally:
