@@ -36,9 +36,11 @@ One run measures, on the same data, and prints ratios against targets:
               rows that all need a summary (a budget far below their size), for each C of
               `--concurrency` with its latency of `--latency` (default C=64 at 200 ms and C=256 at
               800 ms: the same ideal 320 requests/s, the second with four times the requests in
-              flight): achieved requests/s (server request count / (wall - startup from (3)))
-              against the ideal C / latency, and the server's max requests in flight, with the
-              anchor index on (the default). (4b) times what small rows cannot show: building the
+              flight): achieved requests/s (the requests the server served / (wall - the wall of
+              the same command on 1 row, whose start-up holds the endpoint's check and one
+              request's latency, as the full run's does)) against the ideal C / latency, and the
+              server's max requests in flight, with the anchor index on (the default). (4b)
+              times what small rows cannot show: building the
               anchor index and the prompt (transcript, elision, secret redaction) for the regions
               the planner picks in the main input, which the summarizer does on its prompt thread
               (not the event loop) for every summarized row.
@@ -825,34 +827,33 @@ def stage_llm(args: argparse.Namespace, workdir: Path, figures: Figures, main_da
     data = workdir / "llm_rows.jsonl"
     pool = clipped_rows(min(rows, 4000), args.seed, args.clip_chars, args.clip_turns)
     write_cycled(data, pool, rows)
-    startup = figures.median("dry_startup_s")
-    if startup is None:  # stage 3 skipped: time the startup here
-        one_row = workdir / "llm_one_row.jsonl"
-        first_line(data, one_row)
-        startup = statistics.median(
-            run_compress(one_row, workdir / "out-llm-1", workdir, "--dry-run", *SMALL_BUDGET)[0].wall
-            for _ in range(args.repeat)
-        )
+    one_row = workdir / "llm_one_row.jsonl"
+    first_line(data, one_row)
     figures.info["llm"] = {
         "rows": rows,
         "ideal_rps": args.concurrency / args.latency,
         "pairs": [{"concurrency": c, "latency": latency, "ideal_rps": c / latency} for c, latency in pairs],
-        "startup_s": startup,
         "megabytes": round(data.stat().st_size / 1e6, 1),
     }
     for round_number in range(args.repeat):
         print(f"  llm round {round_number + 1}/{args.repeat}", file=sys.stderr, flush=True)
         for index, (concurrency, latency) in enumerate(pairs):
+            flags = (
+                "--summarizer", "llm", "--no-cache", "--model", "fake-model", "--max-concurrency", str(concurrency),
+                "--on-summary-failure", "keep", *SMALL_BUDGET,
+            )  # fmt: skip
             with fake_server(latency) as (base_url, stats):
-                measured, report = run_compress(
-                    data, workdir / "out-llm", workdir, "--summarizer", "llm", "--no-cache", "--base-url", base_url,
-                    "--model", "fake-model", "--max-concurrency", str(concurrency), "--on-summary-failure", "keep",
-                    *SMALL_BUDGET,
-                )  # fmt: skip
+                # The same command on one row: its start-up (imports, the endpoint's check, the first
+                # chunk) and one request's latency, as the full run has them once too.
+                start, _ = run_compress(one_row, workdir / "out-llm-1", workdir, *flags, "--base-url", base_url)
+                before = stats()["requests"]
+                measured, report = run_compress(data, workdir / "out-llm", workdir, *flags, "--base-url", base_url)
                 served = stats()
-            busy = steady_seconds(measured.wall, startup)  # a tiny run can end inside the start-up's noise
+                served["requests"] -= before
+            busy = steady_seconds(measured.wall, start.wall)  # a tiny run can end inside the start-up's noise
             names = [f"llm{index}"] + (["llm"] if index == 0 else [])  # the first pair also under the old names
             for name in names:
+                figures.add(f"{name}_startup_s", start.wall)
                 figures.add(f"{name}_wall_s", measured.wall)
                 figures.add(f"{name}_cpu_s", measured.cpu)
                 figures.add(f"{name}_rps", served["requests"] / busy)
@@ -1137,7 +1138,8 @@ def evaluate(args: argparse.Namespace, figures: Figures) -> list[tuple[str, str,
                     f"{llm.get('summarized')} / {llm.get('requests')}",
                 )
             row("    ideal C / latency, req/s", ideal, "{:.1f}")
-            row("    achieved requests/s (requests / (wall - startup))", m(f"llm{index}_rps"), "{:.1f}")
+            row("    start-up: the same command on 1 row, s", m(f"llm{index}_startup_s"), "{:.2f}")
+            row("    achieved requests/s (requests / (wall - the 1-row wall))", m(f"llm{index}_rps"), "{:.1f}")
             row("    llm wall, s", m(f"llm{index}_wall_s"), "{:.2f}")
             row(
                 "    llm CPU / wall (client cores used)",
