@@ -81,13 +81,14 @@ def test_full_caches_are_emptied_and_the_readings_stay_the_same(monkeypatch: pyt
     texts = [f"run{i} src/mod_{i}/a.py id_{i} plain{i}x" for i in range(6)]
     expected = [list(reference_anchors_in(text)) for text in texts]
     monkeypatch.setattr(anchors, "_RUN_CACHE_SIZE", 2)
+    monkeypatch.setattr(anchors._chunk_anchors, "_entries", 2)
     assert [list(anchors_in(text)) for text in texts] == expected
     assert len(anchors._RUN_ANCHORS) <= 2 and len(anchors._PLAIN_RUNS) <= 2
     # The kept result shows the second text's anchors before the assistant uses them: read by chunks.
     turns = [Turn("tool", " ".join(texts)), Turn("tool", texts[1]), Turn("gpt", texts[0]), Turn("gpt", texts[1])]
     needed = hidden_needed_anchors(turns, {0})
     assert needed == reference_hidden_needed_anchors(turns, {0}) == tuple(expected[0])
-    assert len(anchors._CHUNK_ANCHORS) <= 2
+    assert len(anchors._chunk_anchors._known) <= 2
 
 
 def reference_hidden_needed_anchors(turns: list[Turn], hidden: set[int]) -> tuple[str, ...]:

@@ -34,6 +34,7 @@ from ahocorasick_rs import AhoCorasick
 
 from trajectory_compressor.summarize.fidelity.score import occurs, shown_item, unique_tails
 from trajectory_compressor.summarize.huge_turns import elide_huge_turns
+from trajectory_compressor.summarize.toolcalls.memo import TextMemo
 from trajectory_compressor.types import Turn
 
 _MAX_MISSED = 10
@@ -283,13 +284,13 @@ def hidden_needed_anchors(turns: Sequence[Turn], hidden: Container[int]) -> tupl
     (`_kept_anchors`).
     """
     turns = elide_huge_turns(turns)
-    kept = [index for index in range(len(turns)) if index not in hidden]
     introduced_at: dict[str, int] = {}  # the first hidden turn to hold each anchor (latest first, so it wins)
     for index in reversed(range(len(turns))):
         if index in hidden:
             introduced_at.update(dict.fromkeys(anchors_in(_value(turns[index])), index))
     if not introduced_at:
         return ()
+    kept = [index for index in range(len(turns)) if index not in hidden]
     # The first user or assistant turn to use each anchor, and where in it (the order of use).
     # These turns are short: read whole, quicker than building an automaton of hundreds of anchors.
     first_use: dict[str, tuple[int, int]] = {}
@@ -344,17 +345,13 @@ def _kept_anchors(text: str, automaton: AhoCorasick, patterns: list[str], settle
     return sorted(found, key=found.__getitem__)
 
 
-def _chunk_anchors(chunk: str) -> dict[str, int]:
-    """Each anchor of a chunk and its place in the chunk's order (cached)."""
-    ranks = _CHUNK_ANCHORS.get(chunk)
-    if ranks is None:
-        if len(_CHUNK_ANCHORS) >= _RUN_CACHE_SIZE:
-            _CHUNK_ANCHORS.clear()
-        ranks = _CHUNK_ANCHORS[chunk] = {anchor: order for order, anchor in enumerate(anchors_in(chunk))}
-    return ranks
+def _read_chunk(chunk: str) -> dict[str, int]:
+    """Each anchor of a chunk and its place in the chunk's order (read through `_chunk_anchors`,
+    which remembers it: chunks recur; callers only read the dict)."""
+    return {anchor: order for order, anchor in enumerate(anchors_in(chunk))}
 
 
-_CHUNK_ANCHORS: dict[str, dict[str, int]] = {}
+_chunk_anchors = TextMemo(_read_chunk, entries=_RUN_CACHE_SIZE, max_chars=1 << 20)
 
 
 @dataclass(frozen=True)
