@@ -16,6 +16,7 @@ from typing import Any
 
 from trajectory_compressor.run.prepare import PreparedRow
 from trajectory_compressor.run.row import FinishedRow
+from trajectory_compressor.summarize.oldest_first import take_place
 
 
 async def finish_in_order(
@@ -58,7 +59,7 @@ async def finish_in_order(
                 if prepared is None:
                     exhausted = True
                 else:
-                    window.extend(asyncio.ensure_future(finish(row)) for row in prepared)
+                    window.extend(asyncio.ensure_future(_in_place(finish, row)) for row in prepared)
             while window and window[0].done():
                 commit(window.popleft().result())
             after_commits(len(window))
@@ -68,3 +69,11 @@ async def finish_in_order(
         if window:
             await asyncio.gather(*window, return_exceptions=True)
         executor.shutdown(wait=True, cancel_futures=True)
+
+
+async def _in_place(finish: Callable[[PreparedRow], Awaitable[FinishedRow]], row: PreparedRow) -> FinishedRow:
+    """Finish `row` in its own place in the summarizer's queues: input order, since the tasks start
+    in the order they were made. A row asking again (a second pass) is then served before the
+    rows behind it, instead of holding the head of the window while they go first."""
+    take_place()
+    return await finish(row)

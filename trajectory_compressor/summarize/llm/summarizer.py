@@ -9,10 +9,8 @@ and this class only strings them together: build the request, look in the cache,
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -30,6 +28,7 @@ from trajectory_compressor.summarize.llm.ratelimit import RequestGate
 from trajectory_compressor.summarize.llm.reply_text import reply_cleaner
 from trajectory_compressor.summarize.llm.request import MIN_PROMPT_CHARS, ChatRequest, RequestBuilder
 from trajectory_compressor.summarize.llm.usage import UsageTracker
+from trajectory_compressor.summarize.oldest_first import OrderedSlots, OrderedWorker
 from trajectory_compressor.summarize.tally import CallTally, counting, note_cached
 from trajectory_compressor.types import (
     LLM_SUMMARIZER,
@@ -97,13 +96,14 @@ class LLMSummarizer:
         # Lowered when the endpoint refuses a prompt as too long, so later rows start at a size
         # it accepts instead of each paying the same refusals.
         self._fitting_prompt_chars = config.max_prompt_chars
-        self._admission = asyncio.Semaphore(config.max_concurrency)
+        self._admission = OrderedSlots(config.max_concurrency)  # the oldest row first
         self._cache = CacheThread(cache if cache is not None else open_cache(config), model=str(config.model))
         self._answers = AnswerStore(self._client.reader, self._cache, self.usage)
         # The anchor index and the prompt (ranking a region's anchors, the transcript, redaction:
         # milliseconds a row) are made on this thread, not the event loop: the loop is left to
         # the requests in flight, which it must send and read back on time to keep the pipe full.
-        self._prompts = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tc-prompts")
+        # The oldest row's first, as admission: see `oldest_first`.
+        self._prompts = OrderedWorker("tc-prompts")
 
     @property
     def endpoint(self) -> str:
@@ -128,8 +128,7 @@ class LLMSummarizer:
     async def _summarize(self, request: SummaryRequest, tally: CallTally) -> SummaryResult:
         # The anchor index (`--anchor-index`): the model is asked for the budget it leaves, and
         # the index is added to its text here, on a cache hit or a fresh answer alike.
-        loop = asyncio.get_running_loop()
-        request, index, chat = await loop.run_in_executor(self._prompts, self._prepared, request)
+        request, index, chat = await self._prompts.call(self._prepared, request)
         cached = await self._cache.get(chat.key)
         # A stored summary is cleaned again (`reply_text`, `redact`): one stored under older
         # rules is judged by today's, and one they refuse is asked for again.
@@ -184,7 +183,7 @@ class LLMSummarizer:
     async def _finished_off_loop(self, text: str, index: IndexPlan | None) -> str:
         if index is None or self.counter is None:
             return text
-        return await asyncio.get_running_loop().run_in_executor(self._prompts, self._finished, text, index)
+        return await self._prompts.call(self._finished, text, index)
 
     def _indexed(self, request: SummaryRequest) -> tuple[SummaryRequest, IndexPlan | None]:
         if self.counter is None:
@@ -250,7 +249,7 @@ class LLMSummarizer:
         """Close the HTTP session and the cache; pending writes finish first."""
         await self._client.aclose()
         await self._cache.aclose()
-        self._prompts.shutdown(wait=False)
+        self._prompts.close()
 
     async def __aenter__(self) -> LLMSummarizer:
         return self
