@@ -25,7 +25,7 @@ from trajectory_compressor.run.row.fidelity_gate import FidelityGate, LowFidelit
 from trajectory_compressor.run.row.measure import RewriteRefused, RowMeasure
 from trajectory_compressor.run.row.options import RowOptions
 from trajectory_compressor.summarize.anchor_index import split_index
-from trajectory_compressor.summarize.deadline import summary_deadline
+from trajectory_compressor.summarize.deadline import summary_deadline, within
 from trajectory_compressor.summarize.fidelity import Fidelity, SalientItems, row_text, salient_items, score_items
 from trajectory_compressor.summarize.fidelity.score import RowText
 from trajectory_compressor.summarize.huge_turns import elide_huge, elide_huge_turns
@@ -203,7 +203,7 @@ class SummaryStep:
             if remaining <= 0:
                 raise TimeoutError
             with summary_deadline(remaining):  # what a summarizer that computes checks (`summarize.deadline`)
-                result = await asyncio.wait_for(self.primary.summarize(request), timeout=remaining)
+                result = await within(remaining, self.primary.summarize(request))
             if self.gate.active and result.summarizer == LLM_SUMMARIZER:
                 result = await self._gated(self.primary, row, request, result, deadline)
             return result
@@ -255,7 +255,7 @@ class SummaryStep:
         if remaining <= 0:
             raise TimeoutError
         again = replace(request, feedback=first.shortfall())
-        second = await asyncio.wait_for(primary.summarize(again), timeout=remaining)
+        second = await within(remaining, primary.summarize(again))
         second = replace(second, fidelity_retried=True)
         second, score = _gate_score(second, items, corpus)
         why = self.gate.shortfall(score)

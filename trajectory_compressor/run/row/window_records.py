@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import partial
+from typing import Any
 
 from trajectory_compressor.plan.region import PROTECTED_OVER_BUDGET, UNDER_TARGET, system_turn_in_head
 from trajectory_compressor.plan.windows import Cut, Window, WindowReplay, window_layout, written_end
@@ -38,6 +39,15 @@ class BuiltWindow:
     elided: tuple[tuple[int, EditedTurn], ...] = ()  # tool results shortened so the window fits
     calls: int = 0  # every request sent for its summary (both passes, refused ones, the fallback's)
     errors: int = 0  # and the failed attempts among them
+    judged: Judged | None = None  # its summary's fidelity, scored as soon as the window was built
+
+
+@dataclass(frozen=True)
+class Judged:
+    """A window's summary as its metrics judge it: `fidelity_metrics` and the unsupported items."""
+
+    fidelity: dict[str, Any]
+    unsupported: list[str]
 
 
 def cleared_edits(row: ValidRow, window: Window) -> dict[int, EditedTurn]:
@@ -76,11 +86,18 @@ class WindowRecords:
         )
 
     def finished(
-        self, row: ValidRow, replay: WindowReplay, built: list[BuiltWindow], failure: SummaryFailure | None = None
+        self,
+        row: ValidRow,
+        replay: WindowReplay,
+        built: list[BuiltWindow],
+        failure: SummaryFailure | None = None,
+        scores: WindowFidelity | None = None,
     ) -> FinishedRow:
         """The row's records; `failure`: a summary could not be had and the row is kept as one
-        window (`--on-summary-failure keep`), flagged with why."""
-        scores = WindowFidelity(row.turns, replay.head)  # the windows' summaries, each turn read once
+        window (`--on-summary-failure keep`), flagged with why. `scores`: the one that `judge`d
+        the windows as they were built, if any."""
+        if scores is None:
+            scores = WindowFidelity(row.turns, replay.head)  # the windows' summaries, each turn read once
         records = [self._record(row, replay, item, len(built), failure, scores) for item in built]
         first = records[0]
         return FinishedRow(row.position, first.metrics, first.data, first.over_limit, more=tuple(records[1:]))
@@ -172,12 +189,7 @@ class WindowRecords:
         result = item.result
         if result is None:
             return replace(outcome, was_compressed=True, region=region)
-        # Judged against everything it stands for: an updated summary must still carry the
-        # earlier windows' facts.
-        summarized = row.turns[replay.head : cut.context_start]
-        fidelity = scores.score(cut.context_start, result.text)
-        context = "\n".join([result.text, *placeholders])
-        future = scores.future(cut.context_start, shown_end, set(window.cleared), context)
+        judged = item.judged or self.judge(row, replay, item, scores, shown_end)
         return replace(
             outcome,
             was_compressed=True,
@@ -186,11 +198,39 @@ class WindowRecords:
             summary=written_cost(
                 result, item.calls, item.errors, passes=item.passes, primary=self.options.primary_name
             ),
-            fidelity=fidelity_metrics(
-                fidelity, future, result, summarized, row.turns, score=partial(scores.score, cut.context_start)
-            ),
-            unsupported=fidelity.shown_unsupported(),
+            fidelity=judged.fidelity,
+            unsupported=judged.unsupported,
         )
+
+    def judge(
+        self,
+        row: ValidRow,
+        replay: WindowReplay,
+        item: BuiltWindow,
+        scores: WindowFidelity,
+        shown_end: int | None = None,
+    ) -> Judged:
+        """The fidelity of a built window's summary. `scores` reads the region as it grows, so the
+        windows are judged in order; the windows' finisher judges each one as soon as it is built,
+        while the turns it summarized are still fresh in the readers' memos (`TextMemo`): judged
+        after the last window, a long row's early turns were parsed all over again. `shown_end`: where
+        the window as written stops (`written_end`), when known."""
+        window, cut, result = item.window, item.cut, item.result
+        assert cut is not None and result is not None
+        # The window's own turns are its future: what they use, the summary (and the placeholders
+        # of the results it cleared) must hold. Judged against everything it stands for: an updated
+        # summary must still carry the earlier windows' facts.
+        placeholders = [edit.value for edit in cleared_edits(row, window).values()]
+        summarized = row.turns[replay.head : cut.context_start]
+        fidelity = scores.score(cut.context_start, result.text)
+        context = "\n".join([result.text, *placeholders])
+        if shown_end is None:
+            shown_end = written_end(row.turns, window)
+        future = scores.future(cut.context_start, shown_end, set(window.cleared), context)
+        metrics = fidelity_metrics(
+            fidelity, future, result, summarized, row.turns, score=partial(scores.score, cut.context_start)
+        )
+        return Judged(metrics, fidelity.shown_unsupported())
 
     def _over_limit_entry(self, row: ValidRow, window: dict[str, int], outcome: Outcome) -> dict[str, object]:
         return {

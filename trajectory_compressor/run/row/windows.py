@@ -30,6 +30,7 @@ from trajectory_compressor.run.row.options import RowOptions
 from trajectory_compressor.run.row.outcome import FinishedRow
 from trajectory_compressor.run.row.summary_step import SummaryFailure, SummaryStep, region_request
 from trajectory_compressor.run.row.window_records import BuiltWindow, WindowRecords
+from trajectory_compressor.summarize.fidelity.windows import WindowFidelity
 from trajectory_compressor.summarize.huge_turns import elide_huge, elide_huge_turns
 from trajectory_compressor.summarize.llm.prompt import elide_middle
 from trajectory_compressor.summarize.tally import counting
@@ -68,10 +69,11 @@ class WindowFinisher:
             built = [BuiltWindow(windows[0])]
             built += [BuiltWindow(w, cut=Cut(w.index, 0, w.context_start, w.summary_tokens)) for w in windows[1:]]
             return self.records.finished(row, replay, built)
-        built_or_failure = await self._replay(row, replay)
+        scores = WindowFidelity(row.turns, replay.head)
+        built_or_failure = await self._replay(row, replay, scores)
         if isinstance(built_or_failure, SummaryFailure):
             return self._kept_after_failure(row, replay, built_or_failure)
-        return self.records.finished(row, replay, built_or_failure)
+        return self.records.finished(row, replay, built_or_failure, scores=scores)
 
     def replay(self, row: ValidRow) -> WindowReplay:
         """The row's replay: its counts, the notice's cost, the placeholders its windows may use."""
@@ -91,8 +93,11 @@ class WindowFinisher:
             return 0
         return self.measure.notice_cost(row, index)
 
-    async def _replay(self, row: ValidRow, replay: WindowReplay) -> list[BuiltWindow] | SummaryFailure:
-        """The windows one after the other, each summary within its own deadline."""
+    async def _replay(
+        self, row: ValidRow, replay: WindowReplay, scores: WindowFidelity
+    ) -> list[BuiltWindow] | SummaryFailure:
+        """The windows one after the other, each summary within its own deadline, each judged
+        (`scores`) as soon as it is built."""
         loop = asyncio.get_running_loop()
         region = None if self.iterative else _GrowingRegion(row, replay.head)
         built = [self._exact(row, replay, BuiltWindow(replay.first()))]
@@ -110,7 +115,8 @@ class WindowFinisher:
             got = await self._summary(row, replay, closed, previous, deadline, cleared, region)
             if isinstance(got, SummaryFailure):
                 return got
-            built.append(self._exact(row, replay, got))
+            exact = self._exact(row, replay, got)
+            built.append(replace(exact, judged=self.records.judge(row, replay, exact, scores)))
             assert got.result is not None
             previous = got.result.text
         return built
