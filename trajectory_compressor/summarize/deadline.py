@@ -48,7 +48,10 @@ def check_deadline(deadline: float | None) -> None:
 
 async def within(seconds: float, awaitable: Awaitable[T]) -> T:
     """`await awaitable`, cancelled after `seconds` with `TimeoutError`, in the calling task."""
-    if sys.version_info < (3, 11):  # no asyncio.timeout: a task of its own
-        return await asyncio.wait_for(awaitable, timeout=seconds)
+    if sys.version_info < (3, 11):  # no asyncio.timeout: a task of its own, and its own TimeoutError
+        try:
+            return await asyncio.wait_for(awaitable, timeout=seconds)
+        except asyncio.TimeoutError:
+            raise TimeoutError from None
     async with asyncio.timeout(seconds):
         return await awaitable

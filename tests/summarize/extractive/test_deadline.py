@@ -62,3 +62,25 @@ def test_a_row_past_the_deadline_is_written_unchanged_and_flagged(tmp_path: Path
     turns = [{k: v for k, v in turn.items() if k != "train"} for turn in written[0]["conversations"]]
     assert turns == rows[0]["conversations"]  # no data lost: the row as it came in (one window: its marks added)
     assert metrics[0]["reason"] == "summary failed: row deadline of 0.0001s exceeded"
+
+
+def test_within_waits_in_the_calling_task_and_cuts_a_wait_with_timeout_error() -> None:
+    """`within` is the row's deadline around a summary: in the row's own task (what the summary
+    sets in its context is seen after it: no task of its own), and a wait past it is cut."""
+    from contextvars import ContextVar
+
+    from trajectory_compressor.summarize.deadline import within
+
+    seen: ContextVar[str] = ContextVar("seen", default="")
+
+    async def computes() -> int:
+        seen.set("set by the summary")
+        return 7
+
+    async def scenario() -> tuple[int, str]:
+        never = asyncio.Event()
+        with pytest.raises(TimeoutError):
+            await within(0.01, never.wait())
+        return await within(5, computes()), seen.get()
+
+    assert asyncio.run(scenario()) == (7, "set by the summary")
