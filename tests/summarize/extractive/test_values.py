@@ -197,3 +197,42 @@ def test_values_given_as_a_plain_list_fill_the_room_in_rank_order_shorter_ones_f
     assert len(text) <= room and "x" * 300 not in index and "EHGLP3" in index
     assert list(index) == [value for value in ranked if value in index]  # in rank order
     assert all(value not in body for value in index)  # none the digest already states
+
+
+class _FixedDigest:
+    """A renderer whose digest is one fixed text at every level."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def within(self, max_chars: int) -> str:
+        return self.text
+
+    def richest(self) -> str:
+        return self.text
+
+
+def test_a_walk_past_hundreds_of_stated_anchors_takes_what_the_rule_takes() -> None:
+    """The first 700 ranked anchors are all in the digest, so the walk tries more than
+    `_MANY_VISITS` and switches to a set of what the digest states: what it takes after that must
+    be what the rule says (each anchor in rank order that fits the room and the digest does not
+    state, glued fragments of stated words included)."""
+    from trajectory_compressor.summarize.extractive import values
+    from trajectory_compressor.summarize.fidelity.score import occurs
+
+    stated = [f"stated_name_{i}" for i in range(700)]
+    digest = "Did: " + " ".join(stated)
+    fresh = ["ated_name_3", "reservation_ABC123", "stated_name_7x", "src/app.py", "tated_name_12", "gift_card_7731"]
+    ranked = [*stated, *fresh, *(f"more_value_{i}" for i in range(50))]
+    assert len(stated) > values._MANY_VISITS
+    max_chars = len(digest) * 2 + 300
+    text = values.WithValues(_FixedDigest(digest), ranked).within(max_chars)  # type: ignore[arg-type]
+    body, index = split_index(text)
+    room = max_chars - len(digest) - 1 - len(INDEX_LABEL) - 1
+    expected = []
+    for anchor in ranked:
+        if len(anchor) <= room and not occurs(anchor, digest):
+            expected.append(anchor)
+            room -= len(anchor) + 1
+    assert body == digest and list(index) == expected
+    assert index[:6] == tuple(fresh) and len(index) > 20

@@ -23,7 +23,7 @@ from trajectory_compressor.summarize.fidelity.score import Stated, occurs
 # starves item recall (files, errors), more starves the values the next turns use.
 DIGEST_SHARE = 0.5
 MIN_FILES = 40  # the digest's file list keeps this many at every detailed level (`Renderer`)
-_MANY_ANCHORS = 2000  # a few hundred anchors to try are quicker searched each
+_MANY_VISITS = 512  # anchors tried before what the digest states is made a set (`Stated`)
 _LONGEST_LOOKED_UP = 256
 
 
@@ -85,8 +85,12 @@ class WithValues:
                     self._by_length.setdefault(len(anchor), []).append(position)
         by_length = self._by_length
         chosen: list[str] = []
-        # Many anchors to try: what the digest states, as a set (`Stated`), not a search each.
-        stated = Stated(digest, _LONGEST_LOOKED_UP) if len(self.anchors) > _MANY_ANCHORS else None
+        # Each anchor tried is searched for in the digest (`in` first: most are nowhere in it, and
+        # it answers that in C). Only a walk that tries many (the room is only used up by anchors
+        # taken, so most walks try a few hundred) makes what the digest states a set (`Stated`):
+        # built for every walk over a long row's thousands of anchors, it cost twice the searches.
+        stated: Stated | None = None
+        tried = 0
         room = max_chars - len(INDEX_LABEL) - 1  # an anchor fits when it is at most this long
         heap = [(positions[0], length, 0) for length, positions in by_length.items() if length <= room]
         heapq.heapify(heap)
@@ -98,6 +102,9 @@ class WithValues:
             if at + 1 < len(positions):
                 heapq.heappush(heap, (positions[at + 1], length, at + 1))
             anchor = self.anchors[position]
+            tried += 1
+            if stated is None and tried > _MANY_VISITS:
+                stated = Stated(digest, _LONGEST_LOOKED_UP)
             if anchor in stated if stated is not None else (anchor in digest and occurs(anchor, digest)):
                 continue
             chosen.append(anchor)
