@@ -211,6 +211,9 @@ class _FixedDigest:
     def richest(self) -> str:
         return self.text
 
+    def richest_floor(self) -> int:
+        return len(self.text)
+
 
 def test_a_walk_past_hundreds_of_stated_anchors_takes_what_the_rule_takes() -> None:
     """The first 700 ranked anchors are all in the digest, so the walk tries more than
@@ -236,3 +239,20 @@ def test_a_walk_past_hundreds_of_stated_anchors_takes_what_the_rule_takes() -> N
             room -= len(anchor) + 1
     assert body == digest and list(index) == expected
     assert index[:6] == tuple(fresh) and len(index) > 20
+
+
+def test_the_richest_text_is_the_same_whether_a_within_made_it_or_not() -> None:
+    """`within` remembers `richest()` when every value fitted beside the richest digest (the
+    fitting loop compares with it); what it remembers must be what `richest()` makes."""
+    from trajectory_compressor.summarize.extractive import values
+    from trajectory_compressor.summarize.fidelity.score import occurs
+
+    digest = "Did: ran tests/test_app.py and edited src/app.py (stated_name_1)."
+    ranked = ["stated_name_1", "reservation_ABC123", "src/app.py", "x" * 120, "gift_card_7731", "ated_name_1"]
+    rule = "\n".join([digest, INDEX_LABEL + " " + " ".join(a for a in ranked if not occurs(a, digest))])
+    made = values.WithValues(_FixedDigest(digest), ranked)  # type: ignore[arg-type]
+    assert made.within(10_000) == made.richest()
+    fresh = values.WithValues(_FixedDigest(digest), ranked)  # type: ignore[arg-type]
+    short = fresh.within(len(digest) + 80)  # the long value does not fit: not the richest
+    assert "x" * 120 not in short and fresh.richest() != short
+    assert split_index(made.richest()) == split_index(fresh.richest()) == split_index(rule)

@@ -40,9 +40,12 @@ class WithValues:
         size = anchors.size if isinstance(anchors, RankedAnchors) else sum(map(len, self.anchors))
         self._full_size = len(INDEX_LABEL) + size + len(self.anchors) if self.anchors else 0
         self._by_length: dict[int, list[int]] | None = None
+        self._richest: str | None = None  # known once a `within` made it: the fitting loop asks for it
 
     def richest(self) -> str:
-        return self._joined(self.renderer.richest(), None)
+        if self._richest is None:
+            self._richest = self._joined(self.renderer.richest())
+        return self._richest
 
     def richest_floor(self) -> int:
         """A length `richest()` is never shorter than (its digest's), known without making it."""
@@ -55,27 +58,30 @@ class WithValues:
         digest = self.renderer.within(digest_chars)
         if len(digest) > max_chars:  # the one-liner, longer than a tiny target
             return digest
-        return self._joined(digest, max_chars - len(digest) - 1)
+        chosen, every_one = self._chosen(digest, max_chars - len(digest) - 1)
+        text = _with_index(digest, chosen)
+        # Every value the digest does not state fitted: with the richest digest, this is `richest()`,
+        # which the fitting loop compares its texts with (making it again walks every anchor).
+        richest_digest = every_one and len(digest) == self.richest_floor() and digest == self.renderer.richest()
+        if richest_digest and self._richest is None:
+            self._richest = text
+        return text
 
     def one_line(self, rich: bool = False) -> str:
         return self.renderer.one_line(rich)
 
-    def _joined(self, digest: str, max_chars: int | None) -> str:
-        """`digest` and the index of the values it does not state, at most `max_chars` long: each
-        anchor in rank order that fits the room left and that `digest` does not state."""
-        if max_chars is None:
-            # `in` first: most anchors are nowhere in the digest, and it answers that in C.
-            chosen = [anchor for anchor in self.anchors if anchor not in digest or not occurs(anchor, digest)]
-        else:
-            chosen = self._chosen(digest, max_chars)
-        line = index_line(chosen)
-        return f"{digest}\n{line}" if line else digest
+    def _joined(self, digest: str) -> str:
+        """`digest` and the index of every value it does not state, in rank order."""
+        # `in` first: most anchors are nowhere in the digest, and it answers that in C.
+        return _with_index(
+            digest, [anchor for anchor in self.anchors if anchor not in digest or not occurs(anchor, digest)]
+        )
 
-    def _chosen(self, digest: str, max_chars: int) -> list[str]:
+    def _chosen(self, digest: str, max_chars: int) -> tuple[list[str], bool]:
         """The anchors in rank order, each taken if it fits the room left and `digest` does not
-        state it. Only anchors short enough for the room are visited: one list of rank positions
-        per length, merged on a heap, a length dropped for good once it no longer fits (the room
-        only shrinks)."""
+        state it, and whether every one it does not state was taken. Only anchors short enough
+        for the room are visited: one list of rank positions per length, merged on a heap, a
+        length dropped for good once it no longer fits (the room only shrinks)."""
         if self._by_length is None:
             if isinstance(self.anchors, RankedAnchors):
                 self._by_length = self.anchors.by_length()
@@ -93,10 +99,12 @@ class WithValues:
         tried = 0
         room = max_chars - len(INDEX_LABEL) - 1  # an anchor fits when it is at most this long
         heap = [(positions[0], length, 0) for length, positions in by_length.items() if length <= room]
+        every_one = len(heap) == len(by_length)  # no length left out for want of room
         heapq.heapify(heap)
         while heap:
             position, length, at = heapq.heappop(heap)
             if length > room:
+                every_one = False
                 continue
             positions = by_length[length]
             if at + 1 < len(positions):
@@ -109,4 +117,10 @@ class WithValues:
                 continue
             chosen.append(anchor)
             room -= length + 1
-        return chosen
+        return chosen, every_one
+
+
+def _with_index(digest: str, chosen: list[str]) -> str:
+    """`digest`, then the index line of `chosen` (none when empty)."""
+    line = index_line(chosen)
+    return f"{digest}\n{line}" if line else digest
