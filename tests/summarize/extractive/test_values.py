@@ -239,6 +239,9 @@ def test_a_walk_past_hundreds_of_stated_anchors_takes_what_the_rule_takes() -> N
             room -= len(anchor) + 1
     assert body == digest and list(index) == expected
     assert index[:6] == tuple(fresh) and len(index) > 20
+    # The richest text lists every value the digest does not state: past the switch to a set too.
+    richest = values.WithValues(_FixedDigest(digest), ranked).richest()  # type: ignore[arg-type]
+    assert split_index(richest) == (digest, tuple(a for a in ranked if not occurs(a, digest)))
 
 
 def test_the_richest_text_is_the_same_whether_a_within_made_it_or_not() -> None:

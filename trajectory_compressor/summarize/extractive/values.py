@@ -72,10 +72,14 @@ class WithValues:
 
     def _joined(self, digest: str) -> str:
         """`digest` and the index of every value it does not state, in rank order."""
-        # `in` first: most anchors are nowhere in the digest, and it answers that in C.
-        return _with_index(
-            digest, [anchor for anchor in self.anchors if anchor not in digest or not occurs(anchor, digest)]
-        )
+        # `in` first: most anchors are nowhere in the digest, and it answers that in C. Past the
+        # first `_MANY_VISITS`, what the digest states is made a set (`Stated`) for the rest.
+        anchors = self.anchors
+        chosen = [anchor for anchor in anchors[:_MANY_VISITS] if anchor not in digest or not occurs(anchor, digest)]
+        if len(anchors) > _MANY_VISITS:
+            stated = Stated(digest, _LONGEST_LOOKED_UP)
+            chosen += [anchor for anchor in anchors[_MANY_VISITS:] if anchor not in stated]
+        return _with_index(digest, chosen)
 
     def _chosen(self, digest: str, max_chars: int) -> tuple[list[str], bool]:
         """The anchors in rank order, each taken if it fits the room left and `digest` does not
