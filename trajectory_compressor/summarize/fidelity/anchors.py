@@ -278,17 +278,14 @@ def hidden_needed_anchors(turns: Sequence[Turn], hidden: Container[int]) -> tupl
     read by its head and tail (`huge_turns`).
 
     Only an anchor a kept user or assistant turn uses can be needed, so those turns (short) are
-    read first; the other kept turns (tool results, most of a compressed row) are not read whole:
-    they are searched only for the few anchors they could still make visible before that use, in
-    one pass (Aho-Corasick), and only the words around each occurrence read as anchors
-    (`_kept_anchors`).
+    read first, whole; every other turn (the hidden ones, most of a summarized row, and the kept
+    tool results) is not read whole: it is searched only for the few anchors those turns use
+    after the first hidden turn, in one pass (Aho-Corasick), and only the words around each
+    occurrence read as anchors (`_kept_anchors`).
     """
     turns = elide_huge_turns(turns)
-    introduced_at: dict[str, int] = {}  # the first hidden turn to hold each anchor (latest first, so it wins)
-    for index in reversed(range(len(turns))):
-        if index in hidden:
-            introduced_at.update(dict.fromkeys(anchors_in(_value(turns[index])), index))
-    if not introduced_at:
+    hidden_turns = [index for index in range(len(turns)) if index in hidden]
+    if not hidden_turns:
         return ()
     kept = [index for index in range(len(turns)) if index not in hidden]
     # The first user or assistant turn to use each anchor, and where in it (the order of use).
@@ -297,9 +294,21 @@ def hidden_needed_anchors(turns: Sequence[Turn], hidden: Container[int]) -> tupl
     for index in kept:
         if turns[index].role in ("human", "gpt"):
             for order, anchor in enumerate(anchors_in(_value(turns[index]))):
-                if anchor in introduced_at and anchor not in first_use:
+                if anchor not in first_use:
                     first_use[anchor] = (index, order)
-    candidates = [anchor for anchor, (index, _) in first_use.items() if introduced_at[anchor] < index]
+    # Only an anchor first used after a hidden turn can have been introduced before its use.
+    used = [anchor for anchor, (index, _) in first_use.items() if index > hidden_turns[0]]
+    if not used:
+        return ()
+    automaton = AhoCorasick(used)
+    introduced_at: dict[str, int] = {}  # the first hidden turn to hold each used anchor
+    last_first_use = max(first_use[anchor][0] for anchor in used)
+    for index in hidden_turns:
+        if index > last_first_use or len(introduced_at) == len(used):
+            break  # nothing a later hidden turn holds is introduced before its first use
+        for anchor in _kept_anchors(_value(turns[index]), automaton, used, introduced_at):
+            introduced_at[anchor] = index
+    candidates = [anchor for anchor in used if anchor in introduced_at and introduced_at[anchor] < first_use[anchor][0]]
     if not candidates:
         return ()
     # A candidate another kept turn shows before that use is visible there, so not needed.
