@@ -208,3 +208,17 @@ def test_a_task_keeps_its_place_and_a_new_task_takes_a_later_one() -> None:
 
     first, again, later = asyncio.run(scenario())
     assert first == again and later > first
+
+
+def test_a_call_raising_stop_iteration_fails_its_caller_instead_of_hanging_it() -> None:
+    worker = OrderedWorker("test-stop")
+
+    async def scenario() -> None:
+        with pytest.raises(RuntimeError, match="StopIteration"):
+            await asyncio.wait_for(worker.call(next, iter([])), timeout=10)
+        assert await worker.call(len, "abc") == 3  # the thread goes on
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        worker.close()

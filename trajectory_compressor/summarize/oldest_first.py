@@ -130,6 +130,8 @@ class OrderedWorker:
                 continue
             try:
                 value = run()
+            except StopIteration:  # a future cannot hold it (asyncio refuses): the caller would hang
+                _settle_soon(loop, result, None, RuntimeError(f"{self.name}: a call raised StopIteration"))
             except BaseException as exc:  # handed to the caller, as an executor does
                 _settle_soon(loop, result, None, exc)
             else:
