@@ -259,3 +259,25 @@ def test_the_richest_text_is_the_same_whether_a_within_made_it_or_not() -> None:
     short = fresh.within(len(digest) + 80)  # the long value does not fit: not the richest
     assert "x" * 120 not in short and fresh.richest() != short
     assert split_index(made.richest()) == split_index(fresh.richest()) == split_index(rule)
+
+
+def test_the_richest_text_within_a_target_is_the_richest_text_when_it_fits_and_none_else() -> None:
+    """The fitting loop asks first whether the richest text fits its target; `within` answers
+    when it can (every value fitted, or one the digest does not state was left out for room),
+    and the answer must be what making the richest text and measuring it says."""
+    from trajectory_compressor.summarize.extractive import values
+
+    digest = "Did: ran tests/test_app.py and edited src/app.py (stated_name_1) " + "word " * 40
+    ranked = [
+        "stated_name_1", "reservation_ABC123", "src/app.py", "x" * 120, "gift_card_7731", "ated_name_1",
+        *(f"value_{i}" for i in range(30)), "y" * 60, "tests/test_app.py",
+    ]  # fmt: skip
+    rich = values.WithValues(_FixedDigest(digest), ranked).richest()  # type: ignore[arg-type]
+    answers = set()
+    for max_chars in range(len(digest) - 3, len(rich) + 40, 3):
+        asked = values.WithValues(_FixedDigest(digest), ranked)  # type: ignore[arg-type]
+        got = asked.richest_within(max_chars)
+        assert got == (rich if len(rich) <= max_chars else None), max_chars
+        answers.add(got is None)
+        assert asked.richest() == rich  # and what it remembered is the richest text
+    assert answers == {True, False}

@@ -100,6 +100,10 @@ class Renderer:
     def richest(self) -> str:
         return self._render(0, None, None) or ""
 
+    def richest_within(self, max_chars: int) -> str | None:
+        """`richest()` if it is at most `max_chars` long, else None (its length known first)."""
+        return self.richest() if self.richest_floor() <= max_chars else None
+
     def richest_floor(self) -> int:
         """The length of `richest()`, without making it."""
         d = self.digest

@@ -90,20 +90,19 @@ class ExtractiveSummarizer:
         # call of a long region is far longer than any target, as its length (known without making
         # it) says.
         floor = renderer.richest_floor()
-        richest: str | None = None
+        target = int(available * _FIRST_CHARS_PER_TOKEN)
+        richest = renderer.richest_within(target) if floor <= target else None
+        longer_than = target if richest is None else -1  # what the richest rendering is known to exceed
 
         def is_richest(text: str) -> bool:
             nonlocal richest
-            if len(text) < floor:
+            if len(text) < floor or len(text) <= longer_than:
                 return False
             if richest is None:
                 richest = renderer.richest()
             return text == richest
 
-        target = int(available * _FIRST_CHARS_PER_TOKEN)
-        if floor <= target:
-            richest = renderer.richest()
-        text = richest if richest is not None and len(richest) <= target else renderer.within(target)
+        text = richest if richest is not None else renderer.within(target)
         for _ in range(_MAX_COUNTS):
             check_deadline(deadline)
             tokens = measured[text] = self.counter.count(self._prefix + text)

@@ -12,7 +12,7 @@ budget as it did with the digest alone.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from trajectory_compressor.summarize.anchor_index import INDEX_LABEL, index_line
 from trajectory_compressor.summarize.anchor_rank import RankedAnchors
@@ -41,51 +41,87 @@ class WithValues:
         self._full_size = len(INDEX_LABEL) + size + len(self.anchors) if self.anchors else 0
         self._by_length: dict[int, list[int]] | None = None
         self._richest: str | None = None  # known once a `within` made it: the fitting loop asks for it
+        self._richest_digest: str | None = None
+        self._withins: dict[int, tuple[str, bool | None]] = {}
 
     def richest(self) -> str:
         if self._richest is None:
-            self._richest = self._joined(self.renderer.richest())
+            self._richest = self._joined(self._the_richest_digest())
         return self._richest
 
     def richest_floor(self) -> int:
         """A length `richest()` is never shorter than (its digest's), known without making it."""
         return self.renderer.richest_floor()
 
+    def richest_within(self, max_chars: int) -> str | None:
+        """`richest()` if it is at most `max_chars` long, else None: the fitting loop's first
+        question. Answered by `within` when it can (it renders the richest digest when that leaves
+        the values their share): every value fitted beside it (that is the richest text), or one
+        the digest does not state was left out for want of room (the richest text is longer).
+        Only otherwise is the richest text made, walking every anchor of the region."""
+        floor = self.richest_floor()
+        if floor > max_chars:
+            return None
+        if self._richest is None and floor <= self._digest_chars(max_chars):
+            _, verdict = self._within(max_chars)
+            if verdict is False:
+                return None
+        richest = self.richest()
+        return richest if len(richest) <= max_chars else None
+
     def within(self, max_chars: int) -> str:
         """The digest at the richest level that leaves the values their share of `max_chars`,
         then as many values as fit in the rest."""
-        digest_chars = max(int(max_chars * DIGEST_SHARE), max_chars - self._full_size - 1)
-        digest = self.renderer.within(digest_chars)
+        return self._within(max_chars)[0]
+
+    def _digest_chars(self, max_chars: int) -> int:
+        return max(int(max_chars * DIGEST_SHARE), max_chars - self._full_size - 1)
+
+    def _within(self, max_chars: int) -> tuple[str, bool | None]:
+        """`within(max_chars)`, and what it tells of `richest()`: True, it is this text; False, it
+        is longer than `max_chars`; None, nothing. Remembered: the fitting loop asks `within` at
+        the target it first asked `richest_within` at."""
+        known = self._withins.get(max_chars)
+        if known is None:
+            known = self._withins[max_chars] = self._within_made(max_chars)
+        return known
+
+    def _within_made(self, max_chars: int) -> tuple[str, bool | None]:
+        digest = self.renderer.within(self._digest_chars(max_chars))
         if len(digest) > max_chars:  # the one-liner, longer than a tiny target
-            return digest
-        chosen, every_one = self._chosen(digest, max_chars - len(digest) - 1)
+            return digest, None
+        chosen, dropped, states = self._chosen(digest, max_chars - len(digest) - 1)
         text = _with_index(digest, chosen)
-        # Every value the digest does not state fitted: with the richest digest, this is `richest()`,
-        # which the fitting loop compares its texts with (making it again walks every anchor).
-        richest_digest = every_one and len(digest) == self.richest_floor() and digest == self.renderer.richest()
-        if richest_digest and self._richest is None:
-            self._richest = text
-        return text
+        if len(digest) != self.richest_floor() or digest != self._the_richest_digest():
+            return text, None
+        if not dropped:  # every value the digest does not state fitted: the richest text
+            if self._richest is None:
+                self._richest = text  # the fitting loop compares its texts with it
+            return text, True
+        by_length = self._by_length or {}
+        anchors = self.anchors
+        left_out = (anchors[p] for length, at in dropped for p in by_length[length][at:])
+        return text, (False if any(not states(anchor) for anchor in left_out) else None)
+
+    def _the_richest_digest(self) -> str:
+        if self._richest_digest is None:
+            self._richest_digest = self.renderer.richest()
+        return self._richest_digest
 
     def one_line(self, rich: bool = False) -> str:
         return self.renderer.one_line(rich)
 
     def _joined(self, digest: str) -> str:
         """`digest` and the index of every value it does not state, in rank order."""
-        # `in` first: most anchors are nowhere in the digest, and it answers that in C. Past the
-        # first `_MANY_VISITS`, what the digest states is made a set (`Stated`) for the rest.
-        anchors = self.anchors
-        chosen = [anchor for anchor in anchors[:_MANY_VISITS] if anchor not in digest or not occurs(anchor, digest)]
-        if len(anchors) > _MANY_VISITS:
-            stated = Stated(digest, _LONGEST_LOOKED_UP)
-            chosen += [anchor for anchor in anchors[_MANY_VISITS:] if anchor not in stated]
-        return _with_index(digest, chosen)
+        states = _DigestStates(digest)
+        return _with_index(digest, [anchor for anchor in self.anchors if not states(anchor)])
 
-    def _chosen(self, digest: str, max_chars: int) -> tuple[list[str], bool]:
+    def _chosen(self, digest: str, max_chars: int) -> tuple[list[str], list[tuple[int, int]], Callable[[str], bool]]:
         """The anchors in rank order, each taken if it fits the room left and `digest` does not
-        state it, and whether every one it does not state was taken. Only anchors short enough
-        for the room are visited: one list of rank positions per length, merged on a heap, a
-        length dropped for good once it no longer fits (the room only shrinks)."""
+        state it; the lengths left out for want of room (each from its rank list's position on);
+        and what the walk asked of the digest, whether it states an anchor. Only anchors short
+        enough for the room are visited: one list of rank positions per length, merged on a
+        heap, a length dropped for good once it no longer fits (the room only shrinks)."""
         if self._by_length is None:
             if isinstance(self.anchors, RankedAnchors):
                 self._by_length = self.anchors.by_length()
@@ -95,33 +131,56 @@ class WithValues:
                     self._by_length.setdefault(len(anchor), []).append(position)
         by_length = self._by_length
         chosen: list[str] = []
-        # Each anchor tried is searched for in the digest (`in` first: most are nowhere in it, and
-        # it answers that in C). Only a walk that tries many (the room is only used up by anchors
-        # taken, so most walks try a few hundred) makes what the digest states a set (`Stated`):
-        # built for every walk over a long row's thousands of anchors, it cost twice the searches.
-        stated: Stated | None = None
-        tried = 0
         room = max_chars - len(INDEX_LABEL) - 1  # an anchor fits when it is at most this long
+        states = _DigestStates(digest)
         heap = [(positions[0], length, 0) for length, positions in by_length.items() if length <= room]
-        every_one = len(heap) == len(by_length)  # no length left out for want of room
+        dropped = [(length, 0) for length in by_length if length > room]
         heapq.heapify(heap)
+        anchors = self.anchors
+        tried = 0
         while heap:
             position, length, at = heapq.heappop(heap)
             if length > room:
-                every_one = False
+                dropped.append((length, at))
                 continue
             positions = by_length[length]
             if at + 1 < len(positions):
                 heapq.heappush(heap, (positions[at + 1], length, at + 1))
-            anchor = self.anchors[position]
-            tried += 1
-            if stated is None and tried > _MANY_VISITS:
-                stated = Stated(digest, _LONGEST_LOOKED_UP)
-            if anchor in stated if stated is not None else (anchor in digest and occurs(anchor, digest)):
+            anchor = anchors[position]
+            tried += 1  # `states`, inlined: this loop runs for every anchor an index takes
+            if tried <= _MANY_VISITS:
+                if anchor in digest and occurs(anchor, digest):
+                    continue
+            elif states.in_set(anchor):
                 continue
             chosen.append(anchor)
             room -= length + 1
-        return chosen, every_one
+        return chosen, dropped, states
+
+
+class _DigestStates:
+    """Whether a digest states an anchor: searched for each (`in` first: most anchors are nowhere
+    in it, and it answers that in C). Only after many (`_MANY_VISITS`) is what the digest states
+    made a set (`Stated`): a walk's room is used up by anchors taken, so most try a few hundred,
+    and a set built for every walk over a long row's thousands of anchors cost twice the searches."""
+
+    def __init__(self, digest: str) -> None:
+        self.digest = digest
+        self._asked = 0
+        self._stated: Stated | None = None
+
+    def __call__(self, anchor: str) -> bool:
+        if self._stated is None:
+            self._asked += 1
+            if self._asked <= _MANY_VISITS:
+                return anchor in self.digest and occurs(anchor, self.digest)
+        return self.in_set(anchor)
+
+    def in_set(self, anchor: str) -> bool:
+        """The same answer from the set of what the digest states (made on first use)."""
+        if self._stated is None:
+            self._stated = Stated(self.digest, _LONGEST_LOOKED_UP)
+        return anchor in self._stated
 
 
 def _with_index(digest: str, chosen: list[str]) -> str:
