@@ -193,15 +193,30 @@ class AnchorRanking:
         """Part `part` (0: outside boilerplate lines) of piece `number` of turn `position` holds `found`."""
         ids, left_out, touched = self._ids, self._left_out, self._touched
         count, last, sources, plain = self._count, self._last, self._sources, self._plain
+        names, firsts, kinds, lengths = self._names, self._first, self._kind, self._lengths
+        piece = (number + 1) << _PIECE_SHIFT | part << 32  # `_first`, less the order
+        new_chars = 0
         for order, anchor in enumerate(found):
             index = ids.get(anchor)
             if index is None:
                 if anchor in left_out:
                     continue
-                if _opaque(anchor):
+                if len(anchor) >= _OPAQUE_CHARS and _opaque(anchor):
                     left_out.add(anchor)  # judged once
                     continue
-                index = self._new(anchor, _first(number, part, order))
+                # A new anchor (`_new`, with this piece's figures at once: the arrays take new
+                # anchors whole, so it is not marked touched).
+                ids[anchor] = len(names)
+                names.append(anchor)
+                firsts.append(piece | order)
+                count.append(1)
+                last.append(position)
+                sources.append(bit)
+                plain.append(1 if part == 0 else 0)
+                kinds.append(KIND_WEIGHTS.get(anchor_kind(anchor) or "", 0.0))
+                lengths.append(len(anchor))
+                new_chars += len(anchor)
+                continue
             if last[index] != position:
                 count[index] += 1
                 last[index] = position
@@ -209,6 +224,7 @@ class AnchorRanking:
             sources[index] |= bit
             if part == 0:
                 plain[index] += 1
+        self._size += new_chars
 
     def _parts(self, text: str, lines: list[str], stripped: set[str]) -> tuple[dict[str, None], dict[str, None]]:
         """The anchors of a result outside and inside boilerplate lines (one scan of the text

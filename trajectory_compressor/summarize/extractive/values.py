@@ -43,6 +43,7 @@ class WithValues:
         self._richest: str | None = None  # known once a `within` made it: the fitting loop asks for it
         self._richest_digest: str | None = None
         self._withins: dict[int, tuple[str, bool | None]] = {}
+        self._in_rank: list[str] | None = None
 
     def richest(self) -> str:
         if self._richest is None:
@@ -98,8 +99,7 @@ class WithValues:
             if self._richest is None:
                 self._richest = text  # the fitting loop compares its texts with it
             return text, True
-        by_length = self._by_length or {}
-        anchors = self.anchors
+        by_length, anchors = self._by_length or {}, self._in_rank or []
         left_out = (anchors[p] for length, at in dropped for p in by_length[length][at:])
         return text, (False if any(not states(anchor) for anchor in left_out) else None)
 
@@ -136,7 +136,9 @@ class WithValues:
         heap = [(positions[0], length, 0) for length, positions in by_length.items() if length <= room]
         dropped = [(length, 0) for length in by_length if length > room]
         heapq.heapify(heap)
-        anchors = self.anchors
+        if self._in_rank is None:  # the anchors as a list: a ranking's own lookups go through numpy
+            self._in_rank = list(self.anchors)
+        anchors = self._in_rank
         tried = 0
         while heap:
             position, length, at = heapq.heappop(heap)
