@@ -114,3 +114,27 @@ def test_a_shown_item_cut_inside_a_secret_shows_none_of_it() -> None:
     for pad in range(50, 80):
         shown = shown_item("x" * pad + f" git push https://{token}@github.com/x/y")
         assert "ghp_" not in shown and "AbCd" not in shown, shown
+
+
+def test_a_row_text_looks_first_in_its_region_and_answers_as_the_whole_row() -> None:
+    """`look_first_in` points `recent` at the region's own text, a slice of the row's (a huge turn
+    by its head and tail there too): an item is found there first, and nothing changes what the
+    row is said to mention."""
+    from trajectory_compressor.summarize.fidelity.score import RowText
+
+    huge = "x" * 1_200_000 + " tail_marker_9"
+    turns = [
+        Turn("system", "You are an agent. " * 50),
+        Turn("human", "Fix src/app.py"),
+        Turn("gpt", "Reading.\n<tool_call>\n{\"name\": \"cat\", \"arguments\": {\"path\": \"src/app.py\"}}\n</tool_call>"),
+        Turn("tool", "<tool_response>\nValueError: bad id a1b2c3d4e5\n</tool_response>"),
+        Turn("tool", huge),
+        Turn("gpt", "Done: fixed ValueError in src/app.py."),
+    ]
+    whole = RowText(turns)
+    first = RowText(turns)
+    first.look_first_in(2, 5)
+    assert first.recent.startswith("Reading.\n<tool_call>") and first.recent.endswith("tail_marker_9")
+    assert first.recent in whole._raw and len(first.recent) < len(whole._raw)
+    for item in ("src/app.py", "a1b2c3d4e5", "tail_marker_9", "You are an agent", "Done: fixed", "never_said_q7"):
+        assert (item in first) == (item in whole), item

@@ -167,7 +167,7 @@ class RowFinisher:
         # Judged against the turns as read (as `eval` judges it): the gate, when it measured, saw
         # what the summarizer was sent, pruned.
         fidelity = result.fidelity if row.pruning is None else None
-        score = _Scorer(source[start:end], source)  # the region's items read once for both scores of an indexed summary
+        score = _Scorer(source, start, end)  # the region's items read once for both scores of an indexed summary
         if fidelity is None:
             fidelity = score(result.text)
         future = _future(row, start, end, result.text)
@@ -261,12 +261,15 @@ class _Scorer:
     """`score_summary(region, text, row)` of any text, the region's items and the row's text read
     on the first call only."""
 
-    def __init__(self, region: list[Turn], row: list[Turn]) -> None:
-        self._region = region
+    def __init__(self, row: list[Turn], start: int, end: int) -> None:
         self._row = row
+        self._region = (start, end)
         self._read: tuple[SalientItems, RowText] | None = None
 
     def __call__(self, text: str) -> Fidelity:
         if self._read is None:
-            self._read = salient_items(self._region), row_text(self._row)
+            start, end = self._region
+            corpus = row_text(self._row)
+            corpus.look_first_in(start, end)
+            self._read = salient_items(self._row[start:end]), corpus
         return score_items(self._read[0], text, self._read[1])

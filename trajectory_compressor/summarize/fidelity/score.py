@@ -174,6 +174,13 @@ class RowText:
         self._known: dict[str, bool] = {}
         self.recent = ""  # a part of the raw text to look in first
 
+    def look_first_in(self, start: int, end: int) -> None:
+        """Look for items in turns [start, end) first (`recent`): a summary's items come from the
+        turns it summarized, which a long task or system prompt before them would delay."""
+        values = [turn.value if isinstance(turn.value, str) else str(turn.value) for turn in self._turns]
+        offset = sum(map(len, values[:start])) + start  # each value and its "\n"
+        self.recent = self._raw[offset : offset + sum(map(len, values[start:end])) + max(end - start - 1, 0)]
+
     def __contains__(self, item: object) -> bool:
         if not isinstance(item, str):
             return False
