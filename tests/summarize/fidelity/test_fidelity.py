@@ -126,7 +126,7 @@ def test_a_row_text_looks_first_in_its_region_and_answers_as_the_whole_row() -> 
     turns = [
         Turn("system", "You are an agent. " * 50),
         Turn("human", "Fix src/app.py"),
-        Turn("gpt", "Reading.\n<tool_call>\n{\"name\": \"cat\", \"arguments\": {\"path\": \"src/app.py\"}}\n</tool_call>"),
+        Turn("gpt", 'Reading.\n<tool_call>\n{"name": "cat", "arguments": {"path": "src/app.py"}}\n</tool_call>'),
         Turn("tool", "<tool_response>\nValueError: bad id a1b2c3d4e5\n</tool_response>"),
         Turn("tool", huge),
         Turn("gpt", "Done: fixed ValueError in src/app.py."),

@@ -170,9 +170,14 @@ def _clean_output(content: str) -> tuple[str, int]:
 def _exit_code(content: str) -> int | None:
     # Harnesses put the code at the very start or end; searching only there keeps source
     # code that mentions `returncode` from passing for a result.
+    # Each pattern is tried only where its words occur (`in` is far cheaper than a regex): the
+    # tag's literal, and "exit" or "return" in ASCII text lowered (other text: the regex itself,
+    # whose case-insensitive match knows letters `lower` would not map to these).
     head, tail = content[:300], content[-300:]
     for part in (head, tail) if len(content) > 300 else (content,):
-        match = _RETURNCODE_TAG.search(part) or _EXIT_CODE.search(part)
+        match = _RETURNCODE_TAG.search(part) if "<returncode>" in part else None
+        if match is None and (not part.isascii() or "exit" in (lowered := part.lower()) or "return" in lowered):
+            match = _EXIT_CODE.search(part)
         if match:
             return int(match.group(1))
     return None
@@ -240,10 +245,12 @@ def _error_line(text: str) -> str | None:
 
 
 def _test_verdict(text: str) -> str | None:
-    summaries = _PYTEST_SUMMARY.findall(text)
+    # Each pattern is tried only where it can match: a pytest summary is a line that starts
+    # with "=", unittest's count one that starts with "Ran ".
+    summaries = _PYTEST_SUMMARY.findall(text) if text.startswith("=") or "\n=" in text else None
     if summaries:
         return str(summaries[-1]).strip()  # the final summary line wins
-    ran = _UNITTEST_RAN.search(text)
+    ran = _UNITTEST_RAN.search(text) if "Ran " in text else None
     if ran:
         result = _UNITTEST_RESULT.search(text, ran.end())
         verdict = (result.group(1) + result.group(2)).strip() if result else "no verdict"
