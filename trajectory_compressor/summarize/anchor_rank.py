@@ -111,7 +111,6 @@ class AnchorRanking:
         self._sources: list[int] = []  # bit mask of `_SOURCES`
         self._plain: list[int] = []  # pieces (their parts outside boilerplate) that hold it; an earlier summary counts
         self._kind: list[float] = []  # its kind's weight
-        self._lengths: list[int] = []
         self._touched: set[int] = set()  # anchors whose figures changed since the arrays were made
         self._arrays = _Arrays()
         self._size = 0  # the anchors' characters
@@ -185,7 +184,6 @@ class AnchorRanking:
         self._sources.append(0)
         self._plain.append(0)
         self._kind.append(KIND_WEIGHTS.get(anchor_kind(anchor) or "", 0.0))
-        self._lengths.append(len(anchor))
         self._size += len(anchor)
         return index
 
@@ -193,7 +191,7 @@ class AnchorRanking:
         """Part `part` (0: outside boilerplate lines) of piece `number` of turn `position` holds `found`."""
         ids, left_out, touched = self._ids, self._left_out, self._touched
         count, last, sources, plain = self._count, self._last, self._sources, self._plain
-        names, firsts, kinds, lengths = self._names, self._first, self._kind, self._lengths
+        names, firsts, kinds = self._names, self._first, self._kind
         piece = (number + 1) << _PIECE_SHIFT | part << 32  # `_first`, less the order
         new_chars = 0
         for order, anchor in enumerate(found):
@@ -214,7 +212,6 @@ class AnchorRanking:
                 sources.append(bit)
                 plain.append(1 if part == 0 else 0)
                 kinds.append(KIND_WEIGHTS.get(anchor_kind(anchor) or "", 0.0))
-                lengths.append(len(anchor))
                 new_chars += len(anchor)
                 continue
             if last[index] != position:
@@ -261,7 +258,7 @@ class AnchorRanking:
     def ranking(self) -> RankedAnchors:
         """The anchors, most likely needed first (sorted as arrays: `_score`'s sums, in its order)."""
         if not self._names:
-            return RankedAnchors([], np.zeros(0, dtype=np.int64), [], 0)
+            return RankedAnchors([], np.zeros(0, dtype=np.int64), 0)
         arrays = self._arrays
         arrays.sync(self, self._touched)  # only what changed since the last ranking is copied
         self._touched = set()
@@ -271,7 +268,7 @@ class AnchorRanking:
         score = score + _SOURCE_SUM_ARRAY[arrays.sources]
         score = score + arrays.kind
         order = np.lexsort((arrays.first, -score, arrays.plain <= 0))
-        return RankedAnchors(self._names, order, self._lengths, self._size)
+        return RankedAnchors(self._names, order, self._size)
 
     def ranked(self) -> tuple[str, ...]:
         """The anchors, most likely needed first."""
@@ -318,10 +315,9 @@ class _Arrays:
 class RankedAnchors(Sequence[str]):
     """A region's anchors in rank order, read as far as needed (an index holds a few of thousands)."""
 
-    def __init__(self, names: list[str], order: np.ndarray, lengths: list[int], size: int) -> None:
+    def __init__(self, names: list[str], order: np.ndarray, size: int) -> None:
         self._names = names
         self._order = order
-        self._lengths = lengths
         self.size = size  # characters of all the anchors
 
     def __len__(self) -> int:
@@ -338,15 +334,6 @@ class RankedAnchors(Sequence[str]):
 
     def __iter__(self) -> Iterator[str]:
         return map(self._names.__getitem__, self._order.tolist())
-
-    def by_length(self) -> dict[int, list[int]]:
-        """Rank positions of the anchors of each length, in rank order."""
-        if not len(self._order):
-            return {}
-        lengths = np.array(self._lengths, dtype=np.int64)[self._order]  # of the anchor at each rank
-        positions = np.argsort(lengths, kind="stable")  # grouped by length, in rank order within
-        starts = np.flatnonzero(np.diff(lengths[positions])) + 1
-        return {int(lengths[chunk[0]]): chunk.tolist() for chunk in np.split(positions, starts)}
 
 
 def ranked_anchors(

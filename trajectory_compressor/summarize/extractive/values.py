@@ -11,8 +11,7 @@ budget as it did with the digest alone.
 
 from __future__ import annotations
 
-import heapq
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from trajectory_compressor.summarize.anchor_index import INDEX_LABEL, index_line
 from trajectory_compressor.summarize.anchor_rank import RankedAnchors
@@ -30,20 +29,19 @@ _LONGEST_LOOKED_UP = 256
 class WithValues:
     """Renders a digest followed by an index of `anchors` (ranked) within a character target.
 
-    The index takes anchors in rank order while they fit, then shorter ones further down: the
-    walk visits, in rank order, only anchors short enough for the room left (`_by_length`), so it
-    costs what the index holds, not the region's thousands of anchors."""
+    The index takes anchors in rank order while they fit, then shorter ones further down: one
+    walk down the ranks, an anchor too long for the room left passed over by its length alone,
+    and the walk ends once the room is shorter than the shortest anchor."""
 
     def __init__(self, renderer: Renderer, anchors: Sequence[str]) -> None:
         self.renderer = renderer
         self.anchors = anchors if isinstance(anchors, RankedAnchors) else tuple(anchors)
         size = anchors.size if isinstance(anchors, RankedAnchors) else sum(map(len, self.anchors))
         self._full_size = len(INDEX_LABEL) + size + len(self.anchors) if self.anchors else 0
-        self._by_length: dict[int, list[int]] | None = None
         self._richest: str | None = None  # known once a `within` made it: the fitting loop asks for it
         self._richest_digest: str | None = None
         self._withins: dict[int, tuple[str, bool | None]] = {}
-        self._in_rank: list[str] | None = None
+        self._ranks: tuple[list[str], list[int], int] | None = None  # the anchors, their lengths, the shortest
 
     def richest(self) -> str:
         if self._richest is None:
@@ -91,17 +89,17 @@ class WithValues:
         digest = self.renderer.within(self._digest_chars(max_chars))
         if len(digest) > max_chars:  # the one-liner, longer than a tiny target
             return digest, None
-        chosen, dropped, states = self._chosen(digest, max_chars - len(digest) - 1)
+        chosen, proof, stop, states = self._chosen(digest, max_chars - len(digest) - 1)
         text = _with_index(digest, chosen)
         if len(digest) != self.richest_floor() or digest != self._the_richest_digest():
             return text, None
-        if not dropped:  # every value the digest does not state fitted: the richest text
-            if self._richest is None:
+        anchors = self._ranked()[0]
+        if not proof and stop is None:  # every anchor passed over is one the digest states
+            if self._richest is None:  # every value the digest does not state fitted: the richest text
                 self._richest = text  # the fitting loop compares its texts with it
             return text, True
-        by_length, anchors = self._by_length or {}, self._in_rank or []
-        left_out = (anchors[p] for length, at in dropped for p in by_length[length][at:])
-        return text, (False if any(not states(anchor) for anchor in left_out) else None)
+        left_out = anchors[stop:] if stop is not None else ()
+        return text, (False if proof or any(not states(anchor) for anchor in left_out) else None)
 
     def _the_richest_digest(self) -> str:
         if self._richest_digest is None:
@@ -116,39 +114,23 @@ class WithValues:
         states = _DigestStates(digest)
         return _with_index(digest, [anchor for anchor in self.anchors if not states(anchor)])
 
-    def _chosen(self, digest: str, max_chars: int) -> tuple[list[str], list[tuple[int, int]], Callable[[str], bool]]:
+    def _chosen(self, digest: str, max_chars: int) -> tuple[list[str], bool, int | None, _DigestStates]:
         """The anchors in rank order, each taken if it fits the room left and `digest` does not
-        state it; the lengths left out for want of room (each from its rank list's position on);
-        and what the walk asked of the digest, whether it states an anchor. Only anchors short
-        enough for the room are visited: one list of rank positions per length, merged on a
-        heap, a length dropped for good once it no longer fits (the room only shrinks)."""
-        if self._by_length is None:
-            if isinstance(self.anchors, RankedAnchors):
-                self._by_length = self.anchors.by_length()
-            else:
-                self._by_length = {}
-                for position, anchor in enumerate(self.anchors):
-                    self._by_length.setdefault(len(anchor), []).append(position)
-        by_length = self._by_length
+        state it. Also: whether one the digest does not state was passed over for want of room
+        (proof that the whole index is longer than `max_chars`); where the walk stopped, the
+        room shorter than any anchor (None: at the end); and what it asked of the digest."""
+        anchors, lengths, shortest = self._ranked()
         chosen: list[str] = []
         room = max_chars - len(INDEX_LABEL) - 1  # an anchor fits when it is at most this long
         states = _DigestStates(digest)
-        heap = [(positions[0], length, 0) for length, positions in by_length.items() if length <= room]
-        dropped = [(length, 0) for length in by_length if length > room]
-        heapq.heapify(heap)
-        if self._in_rank is None:  # the anchors as a list: a ranking's own lookups go through numpy
-            self._in_rank = list(self.anchors)
-        anchors = self._in_rank
+        proof = False
         tried = 0
-        while heap:
-            position, length, at = heapq.heappop(heap)
+        for position, (anchor, length) in enumerate(zip(anchors, lengths, strict=True)):
             if length > room:
-                dropped.append((length, at))
+                if room < shortest:
+                    return chosen, proof, position, states
+                proof = proof or not states(anchor)
                 continue
-            positions = by_length[length]
-            if at + 1 < len(positions):
-                heapq.heappush(heap, (positions[at + 1], length, at + 1))
-            anchor = anchors[position]
             tried += 1  # `states`, inlined: this loop runs for every anchor an index takes
             if tried <= _MANY_VISITS:
                 if anchor in digest and occurs(anchor, digest):
@@ -157,7 +139,16 @@ class WithValues:
                 continue
             chosen.append(anchor)
             room -= length + 1
-        return chosen, dropped, states
+        return chosen, proof, None, states
+
+    def _ranked(self) -> tuple[list[str], list[int], int]:
+        """The anchors in rank order as a list (a ranking's own lookups go through numpy), their
+        lengths and the shortest length."""
+        if self._ranks is None:
+            anchors = list(self.anchors)
+            lengths = list(map(len, anchors))
+            self._ranks = (anchors, lengths, min(lengths, default=0))
+        return self._ranks
 
 
 class _DigestStates:
