@@ -128,3 +128,12 @@ def test_the_sample_data_needs_the_same_anchors() -> None:
             middle = set(range(2, max(2, len(turns) - 6)))
             for hidden in (middle, {i for i in range(len(turns)) if (i + number) % 3 == 0}):
                 assert hidden_needed_anchors(turns, hidden) == reference_hidden_needed_anchors(turns, hidden)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("aZ09_./-é²١ǅİ ")), max_size=16) | st.text(max_size=16))
+def test_the_quick_letter_and_digit_tests_answer_as_str_does(word: str) -> None:
+    from trajectory_compressor.summarize.fidelity import anchors
+
+    assert anchors._has_alpha(word) == any(map(str.isalpha, word))
+    assert anchors._has_digit(word) == any(map(str.isdigit, word))

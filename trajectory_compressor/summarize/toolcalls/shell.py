@@ -228,4 +228,4 @@ def _files_written_by_command(command: str) -> list[str]:
 
 
 def _unique(items: list[str]) -> list[str]:
-    return list(dict.fromkeys(item for item in items if item))
+    return list(dict.fromkeys(filter(None, items)))
