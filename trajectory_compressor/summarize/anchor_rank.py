@@ -122,9 +122,7 @@ class AnchorRanking:
         for order, anchor in enumerate(self.earlier):
             if anchor in self._left_out or anchor in self._ids or anchor_kind(anchor) is None or _opaque(anchor):
                 continue
-            index = self._new(anchor, _first(_EARLIER, 0, order))
-            self._sources[index] = _BIT["earlier"]
-            self._plain[index] = 1
+            self._new(anchor, _first(_EARLIER, 0, order), sources=_BIT["earlier"], plain=1)
 
     @property
     def turns(self) -> int:
@@ -175,44 +173,36 @@ class AnchorRanking:
                 self._add(number, position, _BIT[source], repeated, 1)
         return self
 
-    def _new(self, anchor: str, first: int) -> int:
-        index = self._ids[anchor] = len(self._names)
+    def _new(
+        self, anchor: str, first: int, *, count: int = 0, last: int = -1, sources: int = 0, plain: int = 0
+    ) -> None:
+        """A new anchor with its figures. The arrays take new anchors whole (`_Arrays.sync`), so
+        it is not marked touched."""
+        self._ids[anchor] = len(self._names)
         self._names.append(anchor)
         self._first.append(first)
-        self._count.append(0)
-        self._last.append(-1)
-        self._sources.append(0)
-        self._plain.append(0)
+        self._count.append(count)
+        self._last.append(last)
+        self._sources.append(sources)
+        self._plain.append(plain)
         self._kind.append(KIND_WEIGHTS.get(anchor_kind(anchor) or "", 0.0))
         self._size += len(anchor)
-        return index
 
     def _add(self, number: int, position: int, bit: int, found: dict[str, None], part: int) -> None:
         """Part `part` (0: outside boilerplate lines) of piece `number` of turn `position` holds `found`."""
         ids, left_out, touched = self._ids, self._left_out, self._touched
         count, last, sources, plain = self._count, self._last, self._sources, self._plain
-        names, firsts, kinds = self._names, self._first, self._kind
         piece = (number + 1) << _PIECE_SHIFT | part << 32  # `_first`, less the order
-        new_chars = 0
         for order, anchor in enumerate(found):
             index = ids.get(anchor)
             if index is None:
                 if anchor in left_out:
                     continue
-                if len(anchor) >= _OPAQUE_CHARS and _opaque(anchor):
+                if _opaque(anchor):
                     left_out.add(anchor)  # judged once
                     continue
-                # A new anchor (`_new`, with this piece's figures at once: the arrays take new
-                # anchors whole, so it is not marked touched).
-                ids[anchor] = len(names)
-                names.append(anchor)
-                firsts.append(piece | order)
-                count.append(1)
-                last.append(position)
-                sources.append(bit)
-                plain.append(1 if part == 0 else 0)
-                kinds.append(KIND_WEIGHTS.get(anchor_kind(anchor) or "", 0.0))
-                new_chars += len(anchor)
+                # With this piece's figures at once, not made empty and then updated below.
+                self._new(anchor, piece | order, count=1, last=position, sources=bit, plain=1 if part == 0 else 0)
                 continue
             if last[index] != position:
                 count[index] += 1
@@ -221,7 +211,6 @@ class AnchorRanking:
             sources[index] |= bit
             if part == 0:
                 plain[index] += 1
-        self._size += new_chars
 
     def _parts(self, text: str, lines: list[str], stripped: set[str]) -> tuple[dict[str, None], dict[str, None]]:
         """The anchors of a result outside and inside boilerplate lines (one scan of the text

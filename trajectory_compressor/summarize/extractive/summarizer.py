@@ -91,7 +91,7 @@ class ExtractiveSummarizer:
         # it) says.
         floor = renderer.richest_floor()
         target = int(available * _FIRST_CHARS_PER_TOKEN)
-        richest = renderer.richest_within(target) if floor <= target else None
+        richest = renderer.richest_within(target)
         longer_than = target if richest is None else -1  # what the richest rendering is known to exceed
 
         def is_richest(text: str) -> bool:

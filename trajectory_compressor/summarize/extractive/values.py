@@ -93,12 +93,11 @@ class WithValues:
         text = _with_index(digest, chosen)
         if len(digest) != self.richest_floor() or digest != self._the_richest_digest():
             return text, None
-        anchors = self._ranked()[0]
         if not proof and stop is None:  # every anchor passed over is one the digest states
             if self._richest is None:  # every value the digest does not state fitted: the richest text
                 self._richest = text  # the fitting loop compares its texts with it
             return text, True
-        left_out = anchors[stop:] if stop is not None else ()
+        left_out = self._ranked()[0][stop:] if stop is not None else ()
         return text, (False if proof or any(not states(anchor) for anchor in left_out) else None)
 
     def _the_richest_digest(self) -> str:
