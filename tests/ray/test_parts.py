@@ -81,6 +81,48 @@ def test_usage_of_workers_adds_up() -> None:
     }  # fmt: skip
 
 
+def test_a_batch_goes_back_only_once_the_limits_actor_holds_its_workers_figures() -> None:
+    """Ray orders one caller's calls, not two callers': a report sent and forgotten could reach the
+    actor after the driver's final sum (a CI run's report counted 71 cache hits of 93)."""
+    from trajectory_compressor.ray.actor import CompressWorker
+
+    class HeldLimits:  # `report.remote` answers only when the test says so, as a slow actor would
+        def __init__(self) -> None:
+            self.report = self
+            self.received: list[tuple[object, ...]] = []
+            self.answer: asyncio.Future[None] | None = None
+
+        def remote(self, *args: object) -> asyncio.Future[None]:
+            self.received.append(args)
+            self.answer = asyncio.get_running_loop().create_future()
+            return self.answer
+
+    class Finisher:
+        async def finish(self, row: str) -> str:
+            return row.upper()
+
+    class Guard:
+        def to_dict(self) -> dict[str, int]:
+            return {"checked": 1}
+
+    worker = object.__new__(CompressWorker)
+    worker.gate, worker.finisher = limits.ClusterGate(HeldLimits()), Finisher()
+    worker.summarizer = type("Summarizer", (), {"stats": lambda self: {"cache_hits": 3}})()
+    worker.counter = type("Counter", (), {"guard": Guard()})()
+
+    async def scenario() -> None:
+        held = worker.gate.limits
+        batch = asyncio.ensure_future(worker._finish(["a", "b"]))
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert held.received == [(worker.gate.worker, {"cache_hits": 3}, {"checked": 1})]
+        assert not batch.done()  # the batch waits for the actor's answer
+        held.answer.set_result(None)
+        assert await batch == ["A", "B"]
+
+    asyncio.run(scenario())
+
+
 def _part(layout: RayOutputLayout, first: int, lines: list[bytes], fingerprint: str = "f") -> PartRecord:
     """A part of `lines` (dataset and metrics) and its record, as a write task leaves them."""
     name = f"part-{first:012d}.jsonl"

@@ -106,10 +106,9 @@ class CompressWorker:
                     await asyncio.wait_for(self.gate.limits.abort.remote(str(exc), int(exc.exit_code)), ABORT_SECONDS)
             raise
         finally:
-            if self.gate is not None and self.summarizer is not None:
-                self.gate.report(self.summarizer.stats())
-            if self.gate is not None:  # this worker's exactness guard, for the report
-                self.gate.report_counting(self.counter.guard.to_dict())
+            if self.gate is not None:  # usage and exactness guard, held by the actor before the batch goes back
+                stats = self.summarizer.stats() if self.summarizer is not None else None
+                await self.gate.report(stats, self.counter.guard.to_dict())
 
     def _records(self, batch: pa.Table) -> list[tuple[int, SourceRecord]]:
         """The batch's rows as the local reader's `SourceRecord`s: from `read_inputs` rows, or plain records."""
