@@ -8,6 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from trajectory_compressor.summarize import huge_turns
 from trajectory_compressor.summarize.fidelity import score_summary, windows
 from trajectory_compressor.summarize.fidelity.anchors import hidden_future_fidelity
 from trajectory_compressor.summarize.fidelity.score import Stated, occurs
@@ -55,6 +56,22 @@ def test_each_window_scores_as_scored_from_scratch(
         assert (got.to_metrics(), got.unsupported) == (expected.to_metrics(), expected.unsupported)
         hidden = set(range(head, cut)) | cleared
         assert scores.future(cut, end, cleared, summary) == hidden_future_fidelity(turns[:end], hidden, summary)
+
+
+def test_an_item_only_in_a_huge_turns_elided_middle_is_unsupported_in_a_window_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A huge turn is read by its head and tail everywhere: a window's summary that names what
+    only its middle holds invents it, as the single-row summary would (the window looked for
+    items first in its new turns' whole values, and found it there)."""
+    monkeypatch.setattr(huge_turns, "HUGE_TURN_CHARS", 400)
+    middle = "plain words " * 30 + "the reservation mia_li_3668 " + "plain words " * 30
+    turns = [Turn("system", "You book flights."), Turn("human", "Book one."), _turn("gpt", ["bash"]),
+             Turn("tool", f"<tool_response>\n{middle}\n</tool_response>"), _turn("gpt", ["ok"])]  # fmt: skip
+    summary = "Booked mia_li_3668."
+    expected = score_summary(turns[1:4], summary, turns)
+    assert expected.unsupported == ("mia_li_3668",)
+    assert WindowFidelity(turns, 1).score(4, summary).unsupported == expected.unsupported
 
 
 @settings(max_examples=500, deadline=None)

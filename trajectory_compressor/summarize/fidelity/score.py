@@ -23,6 +23,7 @@ import re
 from collections import Counter
 from collections.abc import Container, Iterable, KeysView, Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Any
 
 from trajectory_compressor.summarize.fidelity.salient import (
@@ -169,17 +170,20 @@ class RowText:
     def __init__(self, turns: Sequence[Turn]) -> None:
         turns = elide_huge_turns(turns)  # a huge turn by its head and tail, as summarizers read it
         self._turns = turns
-        self._raw = "\n".join(turn.value if isinstance(turn.value, str) else str(turn.value) for turn in turns)
+        values = [turn.value if isinstance(turn.value, str) else str(turn.value) for turn in turns]
+        self._raw = "\n".join(values)
+        # Where each turn starts in `_raw` (each value and its "\n"), and one past the end.
+        self._starts = [0, *accumulate(len(value) + 1 for value in values)]
         self._decoded: str | None = None
         self._known: dict[str, bool] = {}
         self.recent = ""  # a part of the raw text to look in first
 
     def look_first_in(self, start: int, end: int) -> None:
         """Look for items in turns [start, end) first (`recent`): a summary's items come from the
-        turns it summarized, which a long task or system prompt before them would delay."""
-        values = [turn.value if isinstance(turn.value, str) else str(turn.value) for turn in self._turns]
-        offset = sum(map(len, values[:start])) + start  # each value and its "\n"
-        self.recent = self._raw[offset : offset + sum(map(len, values[start:end])) + max(end - start - 1, 0)]
+        turns it summarized, which a long task or system prompt before them would delay. A part
+        of the row's text as it is read (huge turns by their head and tail), so where an item is
+        looked for first never changes the answer."""
+        self.recent = self._raw[self._starts[start] : self._starts[end] - 1] if end > start else ""
 
     def __contains__(self, item: object) -> bool:
         if not isinstance(item, str):

@@ -53,11 +53,10 @@ class WindowFidelity:
         if cut < self._items_end:  # a cut before the last one (not seen in practice): read again
             self._items, self._tails, self._items_end = GrowingItems(), PathTails(), self._head
             self._sorted = _Sorted()
-        new = self._turns[self._items_end : cut]
-        self._items.extend(new)
-        self._items_end = cut
-        if new:  # the items new in this summary come from the turns it now covers: looked for there first
-            self.corpus.recent = "\n".join(_value(turn) for turn in new)
+        start, self._items_end = self._items_end, cut
+        self._items.extend(self._turns[start:cut])
+        if cut > start:  # the items new in this summary come from the turns it now covers: looked for there first
+            self.corpus.look_first_in(start, cut)
         items = self._items.items()
         self._tails.extend(items.paths[len(self._tails) :])  # the items only grow at their end
         self._sorted.extend(items)
