@@ -24,7 +24,8 @@ from tests.conftest import SAMPLE, read_jsonl, run_cli
 from tests.fake_openai_server import FakeServerThread
 from tests.ray.conftest import assert_same_outputs, json_lines, ray_parts
 
-pytestmark = pytest.mark.ray
+# Killed, signalled and resumed runs: each starts Ray two or three times (a slow suite).
+pytestmark = [pytest.mark.ray, pytest.mark.ray_faults]
 WAIT_SECONDS = 120
 SECRET = "sk-test-ray-0123456789abcdef0123456789"
 

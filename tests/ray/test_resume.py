@@ -17,7 +17,8 @@ from tests.conftest import SAMPLE, read_jsonl, run_cli, write_jsonl
 from tests.ray.conftest import assert_same_outputs
 from trajectory_compressor.ray import write
 
-pytestmark = pytest.mark.ray
+# Killed, signalled and resumed runs: each starts Ray two or three times (a slow suite).
+pytestmark = [pytest.mark.ray, pytest.mark.ray_faults]
 RAY = ("--engine", "ray", "--num-workers", "2", "-q")
 ROWS = 120
 
