@@ -169,6 +169,7 @@ def test_a_compressed_row_keeps_nan_infinity_and_huge_integers_in_its_other_keys
         "-9223372036854775809",  # 19 digits, one below int64: orjson reads it as a float, silently
         "18446744073709551616",  # 2**64
         "-18446744073709551616",
+        '[1,{"n":18446744073709551616}]',  # nested: the record's only float, once orjson read it
     ],
 )
 def test_a_compressed_row_keeps_an_integer_beyond_64_bits_alone(tmp_path: Path, number: str) -> None:

@@ -78,7 +78,7 @@ def rewritten_bytes(
 def _encoded(item: SourceRecord, build: Callable[[Any], dict[str, Any]]) -> bytes:
     raw = item.raw
     if raw is not None:
-        standard = _standard_record(raw)
+        standard = _standard_record(raw, item.record)
         if standard is not None:
             return json.dumps(build(standard), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     return dumps(build(item.record))
@@ -91,12 +91,30 @@ _STANDARD: tuple[bytes | None, Any] = (None, None)
 _NOT_NEEDED = object()
 
 
-def _standard_record(raw: bytes) -> Any:
+def _standard_record(raw: bytes, parsed: Any) -> Any:
     """The record of `raw` as the standard library reads it, when orjson would not keep it exact
-    (`needs_standard_json`), else None."""
+    (`needs_standard_json`), else None. `parsed` is the record read from `raw`: orjson reads an
+    integer beyond 64 bits as a float, and NaN and Infinity come from the standard library as
+    floats, so a record without a float is exact as read, and its bytes are not scanned."""
     global _STANDARD
     cached_raw, record = _STANDARD
     if cached_raw is not raw:
-        record = json.loads(raw) if needs_standard_json(raw) else _NOT_NEEDED
+        needed = _holds_float(parsed) and needs_standard_json(raw)
+        record = json.loads(raw) if needed else _NOT_NEEDED
         _STANDARD = (raw, record)
     return None if record is _NOT_NEEDED else record
+
+
+def _holds_float(value: Any) -> bool:
+    """Whether any value inside `value` is a float (iterative: records nest deep)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            stack.extend(item.values())
+        elif kind is list:
+            stack.extend(item)
+        elif kind is float:
+            return True
+    return False
