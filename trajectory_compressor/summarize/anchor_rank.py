@@ -185,24 +185,28 @@ class AnchorRanking:
         self._last.append(last)
         self._sources.append(sources)
         self._plain.append(plain)
-        self._kind.append(KIND_WEIGHTS.get(anchor_kind(anchor) or "", 0.0))
+        self._kind.append(_kind_weight(anchor))
         self._size += len(anchor)
 
     def _add(self, number: int, position: int, bit: int, found: dict[str, None], part: int) -> None:
-        """Part `part` (0: outside boilerplate lines) of piece `number` of turn `position` holds `found`."""
+        """Part `part` (0: outside boilerplate lines) of piece `number` of turn `position` holds `found`.
+
+        Most anchors of a region are new where they are read: the anchors new in this piece are
+        collected, then their figures (this piece's) appended to each list at once."""
         ids, left_out, touched = self._ids, self._left_out, self._touched
         count, last, sources, plain = self._count, self._last, self._sources, self._plain
-        piece = (number + 1) << _PIECE_SHIFT | part << 32  # `_first`, less the order
+        new: list[str] = []
+        orders: list[int] = []
         for order, anchor in enumerate(found):
             index = ids.get(anchor)
             if index is None:
                 if anchor in left_out:
                     continue
-                if _opaque(anchor):
+                if len(anchor) >= _OPAQUE_CHARS and _opaque(anchor):
                     left_out.add(anchor)  # judged once
                     continue
-                # With this piece's figures at once, not made empty and then updated below.
-                self._new(anchor, piece | order, count=1, last=position, sources=bit, plain=1 if part == 0 else 0)
+                new.append(anchor)
+                orders.append(order)
                 continue
             if last[index] != position:
                 count[index] += 1
@@ -211,6 +215,17 @@ class AnchorRanking:
             sources[index] |= bit
             if part == 0:
                 plain[index] += 1
+        if new:  # the arrays take new anchors whole (`_Arrays.sync`): not marked touched
+            size, added = len(self._names), len(new)
+            ids.update(zip(new, range(size, size + added), strict=True))
+            self._names += new
+            self._first += map(((number + 1) << _PIECE_SHIFT | part << 32).__or__, orders)
+            count += [1] * added
+            last += [position] * added
+            sources += [bit] * added
+            plain += [1 if part == 0 else 0] * added
+            self._kind += map(_kind_weight, new)
+            self._size += sum(map(len, new))
 
     def _parts(self, text: str, lines: list[str], stripped: set[str]) -> tuple[dict[str, None], dict[str, None]]:
         """The anchors of a result outside and inside boilerplate lines (one scan of the text
@@ -398,6 +413,10 @@ def _argument_texts(arguments: dict[str, Any] | str) -> Iterator[str]:
         return
     for value in arguments.values():
         yield value if isinstance(value, str) else str(value)
+
+
+def _kind_weight(anchor: str) -> float:
+    return KIND_WEIGHTS.get(anchor_kind(anchor) or "", 0.0)
 
 
 _OPAQUE: dict[str, bool] = {}
