@@ -37,6 +37,8 @@ from typing import Any
 
 import orjson
 
+from trajectory_compressor.read.jsonl import holds_float
+
 CALL_OPEN, CALL_CLOSE = "<tool_call>", "</tool_call>"
 RESPONSE_OPEN, RESPONSE_CLOSE = "<tool_response>", "</tool_response>"
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
@@ -137,7 +139,7 @@ def _result_json(body: str) -> Any:
         return parse_json(body)
     if isinstance(data, dict):
         content = data.get("content")
-        if type(content) is not str and _holds_float(content):
+        if type(content) is not str and holds_float(content):
             return parse_json(body)
     return data
 
@@ -167,27 +169,12 @@ def parse_json(text: str) -> Any:
     except orjson.JSONDecodeError:
         value = None
     else:
-        if not _holds_float(value):
+        if not holds_float(value):
             return value
     try:
         return json.loads(text)
     except (ValueError, RecursionError):
         return None
-
-
-def _holds_float(value: Any) -> bool:
-    """Whether a float is anywhere in `value` (a tool result is a few keys: cheap); iterative."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        kind = type(item)
-        if kind is float:
-            return True
-        if kind is dict:
-            stack.extend(item.values())
-        elif kind is list:
-            stack.extend(item)
-    return False
 
 
 def arguments_object(arguments: Any) -> dict[str, Any] | None:

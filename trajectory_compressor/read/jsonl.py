@@ -134,6 +134,24 @@ def _has_lone_surrogate(value: Any) -> bool:
     return False
 
 
+def holds_float(value: Any) -> bool:
+    """Whether a float is anywhere in decoded JSON `value`; iterative (records nest deep).
+
+    What orjson reads an integer beyond 64 bits as, and what the standard library reads NaN and
+    Infinity as: a value without one is exact as orjson read it."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is float:
+            return True
+        if kind is dict:
+            stack.extend(item.values())
+        elif kind is list:
+            stack.extend(item)
+    return False
+
+
 def needs_standard_json(raw: bytes) -> bool:
     """Whether a record must be re-read and re-written with the standard library to keep it exact.
 

@@ -19,7 +19,7 @@ import orjson
 
 from trajectory_compressor.read.convert_format import AS_READ, WriteShape
 from trajectory_compressor.read.formats import ConversationFormat, from_turns, with_training_marks
-from trajectory_compressor.read.jsonl import needs_standard_json
+from trajectory_compressor.read.jsonl import holds_float, needs_standard_json
 from trajectory_compressor.types import OutputTurn, SourceRecord
 
 
@@ -99,22 +99,7 @@ def _standard_record(raw: bytes, parsed: Any) -> Any:
     global _STANDARD
     cached_raw, record = _STANDARD
     if cached_raw is not raw:
-        needed = _holds_float(parsed) and needs_standard_json(raw)
+        needed = holds_float(parsed) and needs_standard_json(raw)
         record = json.loads(raw) if needed else _NOT_NEEDED
         _STANDARD = (raw, record)
     return None if record is _NOT_NEEDED else record
-
-
-def _holds_float(value: Any) -> bool:
-    """Whether any value inside `value` is a float (iterative: records nest deep)."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        kind = type(item)
-        if kind is dict:
-            stack.extend(item.values())
-        elif kind is list:
-            stack.extend(item)
-        elif kind is float:
-            return True
-    return False
