@@ -185,7 +185,7 @@ class AnchorRanking:
         self._last.append(last)
         self._sources.append(sources)
         self._plain.append(plain)
-        self._kind.append(_kind_weight(anchor))
+        self._kind.append(_KIND_WEIGHTS[anchor])
         self._size += len(anchor)
 
     def _add(self, number: int, position: int, bit: int, found: dict[str, None], part: int) -> None:
@@ -224,7 +224,7 @@ class AnchorRanking:
             last += [position] * added
             sources += [bit] * added
             plain += [1 if part == 0 else 0] * added
-            self._kind += map(_kind_weight, new)
+            self._kind += map(_KIND_WEIGHTS.__getitem__, new)
             self._size += sum(map(len, new))
 
     def _parts(self, text: str, lines: list[str], stripped: set[str]) -> tuple[dict[str, None], dict[str, None]]:
@@ -415,8 +415,18 @@ def _argument_texts(arguments: dict[str, Any] | str) -> Iterator[str]:
         yield value if isinstance(value, str) else str(value)
 
 
-def _kind_weight(anchor: str) -> float:
-    return KIND_WEIGHTS.get(anchor_kind(anchor) or "", 0.0)
+class _KindWeights(dict[str, float]):
+    """Anchor -> its kind's weight, looked up in C (`map(_KIND_WEIGHTS.__getitem__, ...)`); an
+    anchor not seen yet is judged on lookup (`anchor_kind`, itself cached)."""
+
+    def __missing__(self, anchor: str) -> float:
+        if len(self) >= 1 << 16:
+            self.clear()
+        weight = self[anchor] = KIND_WEIGHTS.get(anchor_kind(anchor) or "", 0.0)
+        return weight
+
+
+_KIND_WEIGHTS = _KindWeights()
 
 
 _OPAQUE: dict[str, bool] = {}
