@@ -42,11 +42,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import groupby
 from typing import Any, overload
 
 import numpy as np
 
+from trajectory_compressor.summarize.anchor_traits import OPAQUE_CHARS, kind_weights, opaque
 from trajectory_compressor.summarize.fidelity.anchors import anchor_kind, anchors_in
 from trajectory_compressor.summarize.toolcalls import parse_tool_calls, parse_tool_responses, prose_of, think_of
 from trajectory_compressor.types import Turn
@@ -57,10 +57,7 @@ REUSE_WEIGHT = 1.5
 # By where an anchor was seen (once is enough): the assistant's words and calls, the user's words,
 # and an earlier summary (what an earlier compaction already chose to keep).
 SOURCE_WEIGHTS = {"said": 1.0, "call": 1.5, "user": 1.0, "result": -0.5, "earlier": 1.5}
-KIND_WEIGHTS = {"id": 0.5, "name": 0.5, "path": 0.5, "number": 0.0, "url": 0.0}
 BOILERPLATE_TURNS = 3  # a result line repeated verbatim in this many tool results is boilerplate
-_OPAQUE_CHARS = 16
-_HEX = frozenset("0123456789abcdefABCDEF")
 _SCAN_CHARS = 200_000  # of one piece: a huge dump's anchors beyond this say little
 
 _SOURCES = tuple(SOURCE_WEIGHTS)
@@ -120,7 +117,7 @@ class AnchorRanking:
         self._line_results: dict[str, list[int]] = {}  # a line not yet boilerplate -> the results holding it
         self._boilerplate: set[str] = set()
         for order, anchor in enumerate(self.earlier):
-            if anchor in self._left_out or anchor in self._ids or anchor_kind(anchor) is None or _opaque(anchor):
+            if anchor in self._left_out or anchor in self._ids or anchor_kind(anchor) is None or opaque(anchor):
                 continue
             self._new(anchor, _first(_EARLIER, 0, order), sources=_BIT["earlier"], plain=1)
 
@@ -185,7 +182,7 @@ class AnchorRanking:
         self._last.append(last)
         self._sources.append(sources)
         self._plain.append(plain)
-        self._kind.append(_KIND_WEIGHTS[anchor])
+        self._kind.append(kind_weights[anchor])
         self._size += len(anchor)
 
     def _add(self, number: int, position: int, bit: int, found: dict[str, None], part: int) -> None:
@@ -202,7 +199,7 @@ class AnchorRanking:
             if index is None:
                 if anchor in left_out:
                     continue
-                if len(anchor) >= _OPAQUE_CHARS and _opaque(anchor):
+                if len(anchor) >= OPAQUE_CHARS and opaque(anchor):
                     left_out.add(anchor)  # judged once
                     continue
                 new.append(anchor)
@@ -224,7 +221,7 @@ class AnchorRanking:
             last += [position] * added
             sources += [bit] * added
             plain += [1 if part == 0 else 0] * added
-            self._kind += map(_KIND_WEIGHTS.__getitem__, new)
+            self._kind += map(kind_weights.__getitem__, new)
             self._size += sum(map(len, new))
 
     def _parts(self, text: str, lines: list[str], stripped: set[str]) -> tuple[dict[str, None], dict[str, None]]:
@@ -413,46 +410,3 @@ def _argument_texts(arguments: dict[str, Any] | str) -> Iterator[str]:
         return
     for value in arguments.values():
         yield value if isinstance(value, str) else str(value)
-
-
-class _KindWeights(dict[str, float]):
-    """Anchor -> its kind's weight, looked up in C (`map(_KIND_WEIGHTS.__getitem__, ...)`); an
-    anchor not seen yet is judged on lookup (`anchor_kind`, itself cached)."""
-
-    def __missing__(self, anchor: str) -> float:
-        if len(self) >= 1 << 16:
-            self.clear()
-        weight = self[anchor] = KIND_WEIGHTS.get(anchor_kind(anchor) or "", 0.0)
-        return weight
-
-
-_KIND_WEIGHTS = _KindWeights()
-
-
-_OPAQUE: dict[str, bool] = {}
-
-
-def _opaque(anchor: str) -> bool:
-    """A blob (base64, a token, a key), never a name a later turn types: at least
-    `_OPAQUE_CHARS` letters and digits that switch between upper case, lower case and digits every
-    two characters or so (names switch every four or more: `RemovedInDjango40Warning`), and not a
-    hex hash (`9f3c2ab71d`, `0x7f23b2e35940`: kept, later turns do quote those)."""
-    if len(anchor) < _OPAQUE_CHARS:
-        return False
-    judged = _OPAQUE.get(anchor)
-    if judged is None:
-        letters = "".join(c for c in anchor if c.isalnum())
-        if len(letters) < _OPAQUE_CHARS or all(c in _HEX for c in letters.removeprefix("0x")):
-            judged = False
-        else:
-            runs = sum(1 for _ in groupby(letters, _char_class))
-            mean_run = len(letters) / runs
-            judged = mean_run < 2.0 or (mean_run < 2.4 and any(c.isdigit() for c in letters))
-        if len(_OPAQUE) >= 1 << 16:
-            _OPAQUE.clear()
-        _OPAQUE[anchor] = judged
-    return judged
-
-
-def _char_class(char: str) -> int:
-    return 0 if char.isdigit() else 1 if char.isupper() else 2
