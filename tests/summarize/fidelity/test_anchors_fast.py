@@ -133,7 +133,7 @@ def test_the_sample_data_needs_the_same_anchors() -> None:
 @settings(max_examples=500, deadline=None)
 @given(st.text(alphabet=st.sampled_from(list("aZ09_./-é²١ǅİ ")), max_size=16) | st.text(max_size=16))
 def test_the_quick_letter_and_digit_tests_answer_as_str_does(word: str) -> None:
-    from trajectory_compressor.summarize.fidelity import anchors
+    from trajectory_compressor.summarize.fidelity import anchors, salient
 
     assert anchors._has_alpha(word) == any(map(str.isalpha, word))
-    assert anchors._has_digit(word) == any(map(str.isdigit, word))
+    assert salient.has_digit(word) == any(map(str.isdigit, word))

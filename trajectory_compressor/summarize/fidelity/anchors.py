@@ -32,6 +32,7 @@ from typing import Any
 
 from ahocorasick_rs import AhoCorasick, Implementation
 
+from trajectory_compressor.summarize.fidelity.salient import has_digit
 from trajectory_compressor.summarize.fidelity.score import occurs, shown_item, unique_tails
 from trajectory_compressor.summarize.huge_turns import elide_huge_turns
 from trajectory_compressor.summarize.toolcalls.memo import TextMemo
@@ -111,7 +112,7 @@ def anchor_kind(word: str) -> str | None:
         return "name" if len(word) >= 5 and _DOTTED.fullmatch(word) and not generic else None
     if _CAMEL.fullmatch(word):
         return "name"
-    if len(word) >= 4 and _has_digit(word):
+    if len(word) >= 4 and has_digit(word):
         return "id"
     return None
 
@@ -119,14 +120,6 @@ def anchor_kind(word: str) -> str | None:
 def _has_alpha(word: str) -> bool:
     """`any(map(str.isalpha, word))`; in ASCII, a letter is what has two cases (quicker in C)."""
     return word.lower() != word.upper() if word.isascii() else any(map(str.isalpha, word))
-
-
-def _has_digit(word: str) -> bool:
-    """`any(map(str.isdigit, word))`; in ASCII, the digits are 0-9 (dropped in C, the length compared)."""
-    return len(word.translate(_DROP_DIGITS)) != len(word) if word.isascii() else any(map(str.isdigit, word))
-
-
-_DROP_DIGITS = str.maketrans("", "", "0123456789")
 
 
 def _version(word: str) -> bool:

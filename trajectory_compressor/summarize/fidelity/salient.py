@@ -78,7 +78,7 @@ ERROR_CLASS = re.compile(r"\b((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit
 _DECIMAL = re.compile(r"\d")  # Unicode decimal digits: some of what `str.isdigit` holds for
 
 
-def _has_digit(text: str) -> bool:
+def has_digit(text: str) -> bool:
     """Whether a character of `text` is a digit (`str.isdigit`: decimal digits, and superscripts
     and the like), in C: a decimal digit by the regex, or the ASCII text has none, or each
     character asked."""
@@ -166,7 +166,7 @@ def error_key(line: str) -> str:
 
 def identifiers_in(text: str, pattern: re.Pattern[str] = IDENTIFIER) -> list[str]:
     """The identifier-like tokens of `text`, distinct, in order."""
-    if "://" not in text and not _has_digit(text):
+    if "://" not in text and not has_digit(text):
         return []  # the common case for prose, decided without the identifier regex (each kind holds a digit)
     if pattern.groups:
         return list(dict.fromkeys(match.group(0) for match in pattern.finditer(text)))
