@@ -116,10 +116,13 @@ class AnchorRanking:
         self._results: dict[int, _Result] = {}  # by piece number
         self._line_results: dict[str, list[int]] = {}  # a line not yet boilerplate -> the results holding it
         self._boilerplate: set[str] = set()
+        kept: dict[str, int] = {}  # an earlier anchor -> its order there
         for order, anchor in enumerate(self.earlier):
-            if anchor in self._left_out or anchor in self._ids or anchor_kind(anchor) is None or opaque(anchor):
+            if anchor in self._left_out or anchor in kept or anchor_kind(anchor) is None or opaque(anchor):
                 continue
-            self._new(anchor, _first(_EARLIER, 0, order), sources=_BIT["earlier"], plain=1)
+            kept[anchor] = order
+        firsts = (_first(_EARLIER, 0, order) for order in kept.values())
+        self._append_new(list(kept), firsts, count=0, last=-1, sources=_BIT["earlier"], plain=1)
 
     @property
     def turns(self) -> int:
@@ -170,21 +173,6 @@ class AnchorRanking:
                 self._add(number, position, _BIT[source], repeated, 1)
         return self
 
-    def _new(
-        self, anchor: str, first: int, *, count: int = 0, last: int = -1, sources: int = 0, plain: int = 0
-    ) -> None:
-        """A new anchor with its figures. The arrays take new anchors whole (`_Arrays.sync`), so
-        it is not marked touched."""
-        self._ids[anchor] = len(self._names)
-        self._names.append(anchor)
-        self._first.append(first)
-        self._count.append(count)
-        self._last.append(last)
-        self._sources.append(sources)
-        self._plain.append(plain)
-        self._kind.append(kind_weights[anchor])
-        self._size += len(anchor)
-
     def _add(self, number: int, position: int, bit: int, found: dict[str, None], part: int) -> None:
         """Part `part` (0: outside boilerplate lines) of piece `number` of turn `position` holds `found`.
 
@@ -212,17 +200,27 @@ class AnchorRanking:
             sources[index] |= bit
             if part == 0:
                 plain[index] += 1
-        if new:  # the arrays take new anchors whole (`_Arrays.sync`): not marked touched
-            size, added = len(self._names), len(new)
-            ids.update(zip(new, range(size, size + added), strict=True))
-            self._names += new
-            self._first += map(((number + 1) << _PIECE_SHIFT | part << 32).__or__, orders)
-            count += [1] * added
-            last += [position] * added
-            sources += [bit] * added
-            plain += [1 if part == 0 else 0] * added
-            self._kind += map(kind_weights.__getitem__, new)
-            self._size += sum(map(len, new))
+        firsts = map(((number + 1) << _PIECE_SHIFT | part << 32).__or__, orders)
+        self._append_new(new, firsts, count=1, last=position, sources=bit, plain=1 if part == 0 else 0)
+
+    def _append_new(
+        self, anchors: list[str], firsts: Iterable[int], *, count: int, last: int, sources: int, plain: int
+    ) -> None:
+        """New anchors, each with its first appearance (`firsts`) and the same other figures,
+        appended to each list at once. The arrays take new anchors whole (`_Arrays.sync`), so they
+        are not marked touched."""
+        if not anchors:
+            return
+        size, added = len(self._names), len(anchors)
+        self._ids.update(zip(anchors, range(size, size + added), strict=True))
+        self._names += anchors
+        self._first += firsts
+        self._count += [count] * added
+        self._last += [last] * added
+        self._sources += [sources] * added
+        self._plain += [plain] * added
+        self._kind += map(kind_weights.__getitem__, anchors)
+        self._size += sum(map(len, anchors))
 
     def _parts(self, text: str, lines: list[str], stripped: set[str]) -> tuple[dict[str, None], dict[str, None]]:
         """The anchors of a result outside and inside boilerplate lines (one scan of the text
