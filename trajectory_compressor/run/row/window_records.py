@@ -175,11 +175,9 @@ class WindowRecords:
         summarizer, only the fidelity of what the window still shows (its placeholders).
         `shown_end`: where the window as written stops (`written_end`)."""
         window = item.window
-        # The window's own turns are its future: what they use, the summary (and the placeholders
-        # of the results it cleared) must hold.
-        placeholders = [edit.value for edit in cleared_edits(row, window).values()]
-        if not self.options.summaries:
-            future = scores.future(cut.context_start, shown_end, set(window.cleared), "\n".join(placeholders))
+        if not self.options.summaries:  # its own turns are its future: the placeholders must hold what they use
+            placeholders = "\n".join(edit.value for edit in cleared_edits(row, window).values())
+            future = scores.future(cut.context_start, shown_end, set(window.cleared), placeholders)
             return replace(outcome, fidelity={"future": future.to_metrics()})
         region = {
             "start_idx": replay.head,
@@ -189,7 +187,7 @@ class WindowRecords:
         result = item.result
         if result is None:
             return replace(outcome, was_compressed=True, region=region)
-        judged = item.judged or self.judge(row, replay, item, scores, shown_end)
+        judged = item.judged or self.judge(row, replay, item, scores)
         return replace(
             outcome,
             was_compressed=True,
@@ -202,19 +200,11 @@ class WindowRecords:
             unsupported=judged.unsupported,
         )
 
-    def judge(
-        self,
-        row: ValidRow,
-        replay: WindowReplay,
-        item: BuiltWindow,
-        scores: WindowFidelity,
-        shown_end: int | None = None,
-    ) -> Judged:
+    def judge(self, row: ValidRow, replay: WindowReplay, item: BuiltWindow, scores: WindowFidelity) -> Judged:
         """The fidelity of a built window's summary. `scores` reads the region as it grows, so the
         windows are judged in order; the windows' finisher judges each one as soon as it is built,
         while the turns it summarized are still fresh in the readers' memos (`TextMemo`): judged
-        after the last window, a long row's early turns were parsed all over again. `shown_end`: where
-        the window as written stops (`written_end`), when known."""
+        after the last window, a long row's early turns were parsed all over again."""
         window, cut, result = item.window, item.cut, item.result
         assert cut is not None and result is not None
         # The window's own turns are its future: what they use, the summary (and the placeholders
@@ -224,9 +214,7 @@ class WindowRecords:
         summarized = row.turns[replay.head : cut.context_start]
         fidelity = scores.score(cut.context_start, result.text)
         context = "\n".join([result.text, *placeholders])
-        if shown_end is None:
-            shown_end = written_end(row.turns, window)
-        future = scores.future(cut.context_start, shown_end, set(window.cleared), context)
+        future = scores.future(cut.context_start, written_end(row.turns, window), set(window.cleared), context)
         metrics = fidelity_metrics(
             fidelity, future, result, summarized, row.turns, score=partial(scores.score, cut.context_start)
         )
