@@ -48,6 +48,7 @@ import numpy as np
 
 from trajectory_compressor.summarize.anchor_traits import OPAQUE_CHARS, kind_weights, opaque
 from trajectory_compressor.summarize.fidelity.anchors import anchor_kind, anchors_in
+from trajectory_compressor.summarize.repeated_lines import RepeatedLines
 from trajectory_compressor.summarize.toolcalls import parse_tool_calls, parse_tool_responses, prose_of, think_of
 from trajectory_compressor.types import Turn
 
@@ -114,8 +115,7 @@ class AnchorRanking:
         self._turns = 0
         self._pieces = 0
         self._results: dict[int, _Result] = {}  # by piece number
-        self._line_results: dict[str, list[int]] = {}  # a line not yet boilerplate -> the results holding it
-        self._boilerplate: set[str] = set()
+        self._lines = RepeatedLines(BOILERPLATE_TURNS)  # the results' lines, and which are boilerplate
         kept: dict[str, int] = {}  # an earlier anchor -> its order there
         for order, anchor in enumerate(self.earlier):
             if anchor in self._left_out or anchor in kept or anchor_kind(anchor) is None or opaque(anchor):
@@ -150,14 +150,9 @@ class AnchorRanking:
             stripped = set(map(str.strip, lines))
             stripped.discard("")
             lines_of[index] = (lines, stripped)
-            for line in stripped - self._boilerplate:
-                holders = self._line_results.setdefault(line, [])
-                holders.append(base + index)
-                if len(holders) >= BOILERPLATE_TURNS:
-                    new_boilerplate.add(line)
+            new_boilerplate |= self._lines.add(base + index, stripped)
         if new_boilerplate:
-            self._boilerplate |= new_boilerplate
-            again = {number for line in new_boilerplate for number in self._line_results.pop(line) if number < base}
+            again = [number for number in self._lines.settle(new_boilerplate) if number < base]
             for number in sorted(again):
                 self._reread(self._results[number])
         for index, (position, source, text) in enumerate(pieces):
@@ -225,7 +220,7 @@ class AnchorRanking:
     def _parts(self, text: str, lines: list[str], stripped: set[str]) -> tuple[dict[str, None], dict[str, None]]:
         """The anchors of a result outside and inside boilerplate lines (one scan of the text
         when none of its lines is boilerplate)."""
-        boilerplate = self._boilerplate
+        boilerplate = self._lines.boilerplate
         if boilerplate.isdisjoint(stripped):
             return anchors_in(text), {}
         plain = [line for line in lines if line.strip() not in boilerplate]

@@ -17,7 +17,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from trajectory_compressor.summarize.extractive.digest_lists import ErrorEntry, ErrorLines, FileList
@@ -184,29 +184,26 @@ class RegionDigest:
                 said = prose_of(value) or (think_of(value) if "think>" in value else "")
                 if said:
                     self._note = said[:_KEPT_TEXT]
-                for parsed in parse_tool_calls(value):
-                    call = replace(parsed, name=redact(parsed.name), arguments=_redact_value(parsed.arguments, redact))
+                for call in parse_tool_calls(value):
+                    name, arguments = redact(call.name), _redact_value(call.arguments, redact)
                     pending.append(len(actions))
-                    self._append(Action(call.name, call.arguments, None))
-                    for path in files_in(call.arguments):
+                    self._append(Action(name, arguments, None))
+                    for path in files_in(arguments):
                         self._files.mention(path)
-                    for path in files_written_in(call.arguments, call.name):
+                    for path in files_written_in(arguments, name):
                         self._files.write(path)
             elif turn.role == "tool":
-                for parsed_response in parse_tool_responses(value):
-                    response = replace(
-                        parsed_response,
-                        name=redact(parsed_response.name) if parsed_response.name else parsed_response.name,
-                        content=redact(parsed_response.content),
-                    )
-                    for path in paths_in_output(response.content):
+                for response in parse_tool_responses(value):
+                    tool = redact(response.name) if response.name else response.name
+                    content = redact(response.content)
+                    for path in paths_in_output(content):
                         self._files.mention(path)
-                    slot = _match_pending(actions, pending, response.name)
+                    slot = _match_pending(actions, pending, tool)
                     if slot is None:
-                        self._append(Action(response.name or "tool", None, analyze_output(response.content)))
+                        self._append(Action(tool or "tool", None, analyze_output(content)))
                     else:
                         made = actions[slot]
-                        outcome = analyze_output(response.content, _scalar_values(made.arguments))
+                        outcome = analyze_output(content, _scalar_values(made.arguments))
                         self._set(slot, Action(made.name, made.arguments, outcome))
             # Calls before the first one still waiting are final: their errors go in, in order.
             self._errors.commit(actions, pending[0] if pending else len(actions))
