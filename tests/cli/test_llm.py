@@ -6,19 +6,23 @@ so the test can read what it received.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.conftest import make_trajectory, read_jsonl, run_cli, write_jsonl
-from tests.fake_openai_server import FakeServerThread
+from tests.fake_openai_server import FakeServerThread, prompt_text
 
 SECRET = "sk-test-DO-NOT-LEAK-4f9c2a7e1b3d5f60"
 BUDGET = ["--target-max-tokens", "2500", "--summary-target-tokens", "200"]
@@ -129,31 +133,60 @@ def test_refused_key_aborts_with_exit_2_and_few_requests(tmp_path: Path) -> None
     assert not out.exists()
 
 
+def _stored_summaries(cache: Path) -> int:
+    """Summaries in the cache file so far (read while the run writes it; none before it exists)."""
+    if not cache.exists():  # not created here: the run makes it
+        return 0
+    try:
+        with contextlib.closing(sqlite3.connect(cache, timeout=5)) as connection:
+            return int(connection.execute("SELECT COUNT(*) FROM summaries_v2").fetchone()[0])
+    except sqlite3.Error:
+        return 0
+
+
 def test_killed_llm_run_resumes_without_paying_twice(tmp_path: Path) -> None:
     source = write_jsonl(tmp_path / "in.jsonl", [make_trajectory(i, steps=8, output_lines=40) for i in range(80)])
     cache = tmp_path / "cache.sqlite3"
     out = tmp_path / "out" / "x.jsonl"
-    with FakeServerThread(latency=0.1) as server:
-        args = ["compress", str(source), "-o", str(out), *_llm_args(server.base_url, cache, "--max-concurrency", "2")]
+    answered = 12  # rows 0-11 get their summaries; the server holds the requests of every later row
+
+    def schedule(number: int, body: Any) -> str:
+        row = int(re.search(r"test_mod(\d+)\.py", prompt_text(body)).group(1))  # type: ignore[union-attr]
+        return "ok" if row < answered else "hold"
+
+    with FakeServerThread(faults=schedule) as server:
+        # Held until the kill, however long the run takes to get there: a timeout would retry them.
+        extra = ["--max-concurrency", "2", "--request-timeout", "300"]
+        args = ["compress", str(source), "-o", str(out), *_llm_args(server.base_url, cache, *extra)]
         env = {**os.environ, "TC_CHECKPOINT_ROWS": "5", "TC_CHECKPOINT_SECONDS": "0.1"}
         process = subprocess.Popen([sys.executable, "-m", "trajectory_compressor", *args], env=env)
         state = out.parent / ".x.jsonl.work" / "state.json"
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            assert process.poll() is None
-            if state.exists() and json.loads(state.read_text())["rows_committed"] >= 10:
-                break
+        # A known point, not a moment of a run racing on: a checkpoint written, the twelve answers
+        # stored, and both slots taken by requests the server holds. Killed now, the run has paid
+        # for twelve summaries, all in the cache; the two held are the only ones in flight (a
+        # kill at a moment of its own could catch an answer on its way to the cache). How many
+        # rows the last checkpoint holds depends on timing (every 5 rows or 0.1 s): only >= 5.
+        deadline = time.monotonic() + 300  # as `tests/run/test_resume.py` waits for its paused run
+        while not (
+            state.exists()
+            and json.loads(state.read_text())["rows_committed"] >= 5
+            and server.held == 2
+            and _stored_summaries(cache) == answered
+        ):
+            assert process.poll() is None, "the run ended before the known point"
+            assert time.monotonic() < deadline, "the run never reached the known point"
             time.sleep(0.02)
         process.send_signal(signal.SIGKILL)
         process.wait()
         before = len(server.requests)
+        server.release()  # hold no more: the re-run is answered
         result = run_cli(*args)
         assert result.returncode == 0, result.stderr
         total = len(server.requests)
     compressed = sum(m["was_compressed"] for m in read_jsonl(out.parent / "x.metrics.jsonl"))
-    assert 10 <= before < compressed
-    # Summaries paid for before the kill are not requested again (at most the 2 in flight are).
-    assert compressed <= total <= compressed + 2
+    assert before == answered + 2 < compressed
+    # Summaries paid for before the kill are not requested again: only the 2 in flight are.
+    assert total == compressed + 2
     # And the outputs equal an uninterrupted run's (all from the cache now).
     reference = tmp_path / "ref" / "x.jsonl"
     with FakeServerThread(default="500") as server:

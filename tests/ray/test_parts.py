@@ -8,6 +8,7 @@ import hashlib
 import json
 import sqlite3
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -48,25 +49,28 @@ def test_each_worker_writes_its_own_file_and_reads_every_file(tmp_path: Path) ->
 
 
 def test_limits_cap_requests_in_flight_and_take_back_a_silent_workers_slots(monkeypatch) -> None:
-    monkeypatch.setattr(limits, "LEASE_SECONDS", 0.2)
+    # The leases run on the test's clock: a worker is silent for as long as the test says, never
+    # for as long as a busy machine stalls the loop (a stall of 0.2 s took back every slot).
+    now = [0.0]
+    monkeypatch.setattr(limits, "time", SimpleNamespace(monotonic=lambda: now[0]))
+    monkeypatch.setattr(limits, "LEASE_SECONDS", 0.2)  # the reaper looks every 0.05 s
 
     async def scenario() -> None:
         gate = RunLimits(max_concurrency=2)
         await gate.acquire("a", 10)
         await gate.acquire("b", 10)
         third = asyncio.create_task(gate.acquire("b", 10))
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0.05)  # the reaper looks meanwhile: nobody is silent yet
         assert not third.done()  # two in flight: the third waits
         await gate.release("b")
-        await asyncio.wait_for(third, 5)
+        await asyncio.wait_for(third, 30)
         assert gate.state() == {"in_flight": 2, "max_in_flight": 2, "reclaimed": 0}
         # "a" goes silent (killed) while holding a slot; "b" keeps talking
         fourth = asyncio.create_task(gate.acquire("b", 10))
-        while not fourth.done():
-            gate.heartbeat("b")
-            await asyncio.sleep(0.05)
-        assert gate.state()["reclaimed"] == 1
-        assert gate.state()["max_in_flight"] == 2
+        now[0] += 1.0  # past a lease since either last spoke...
+        gate.heartbeat("b")  # ...but "b" speaks now
+        await asyncio.wait_for(fourth, 30)  # the reaper took back "a"'s slot: never comes without
+        assert gate.state() == {"in_flight": 2, "max_in_flight": 2, "reclaimed": 1}  # "a"'s only
 
     asyncio.run(scenario())
 

@@ -1,13 +1,17 @@
 """The LLM summarizer against a real aiohttp server on 127.0.0.1, one failure mode at a time.
 
 Timings are kept small: backoffs of a few hundredths of a second; a 0.3 s request timeout
-only where a test makes the server hang (`HANG_TIMEOUT`), 5 s elsewhere so a busy machine
-never turns an ordinary reply into a timeout.
+only for a request the server hangs on purpose (`HANG_TIMEOUT`, given request by request by
+`timeouts_by_action`), 5 s elsewhere so a busy machine never turns an ordinary reply into a
+timeout. Where a test needs requests at the server at once, the server holds them (`hold`) and
+the test polls for them (`until`); a rate limit's waits run on a clock that only they advance
+(`WaitsOnlyClock`), so the time a busy machine takes between requests repays no debt.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import socket
@@ -15,15 +19,17 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 
 from tests.fake_openai_server import FakeOpenAIServer, FakeServerThread, fake_summary, running_fake_server
 from trajectory_compressor.settings import ConfigError, LLMConfig
-from trajectory_compressor.summarize.llm import LLMSummarizer
-from trajectory_compressor.summarize.llm.ratelimit import TokenBucket
+from trajectory_compressor.summarize.llm import LLMSummarizer, ratelimit
+from trajectory_compressor.summarize.llm.ratelimit import TokenBucket, estimate_request_tokens
 from trajectory_compressor.summarize.llm.reply import parse_retry_after
 from trajectory_compressor.summarize.tally import counting
 from trajectory_compressor.types import SUMMARY_PREFIX, EndpointAuthError, SummaryError, SummaryRequest, Turn
@@ -75,6 +81,58 @@ async def summarize_with(server: FakeOpenAIServer, request: SummaryRequest | Non
     async with LLMSummarizer(make_config(**overrides)) as summarizer:
         result = await summarizer.summarize(request or make_request())
         return result, summarizer.stats()
+
+
+async def until(condition: Callable[[], object], what: str, seconds: float = 60.0) -> None:
+    """Poll `condition` (a state of the server or the client) until it holds, or fail naming `what`."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.01)
+
+
+def timeouts_by_action(
+    summarizer: LLMSummarizer, faults: Sequence[str], default: str = "ok"
+) -> Callable[[int, Any], str]:
+    """`faults` as a fault schedule (requests past its end: `default`) that also gives the client,
+    request by request, `HANG_TIMEOUT` for a request the server will hang and 5 s for any other.
+
+    One timeout for all would either let an ordinary reply on a busy machine time out (0.3 s) or
+    make every hang cost 5 s. The client takes its timeout as it sends a request; the next
+    one's is set here when this one arrives, so requests must go one at a time (a retry, or
+    `max_concurrency=1`). The client keeps it in `_timeout`: no public setting is per request.
+    """
+    client = summarizer._client
+    assert isinstance(client._timeout, aiohttp.ClientTimeout)  # what the client sends with (renamed: said here)
+
+    def action(number: int) -> str:
+        return faults[number] if number < len(faults) else default
+
+    def give_timeout(number: int) -> None:
+        client._timeout = aiohttp.ClientTimeout(total=HANG_TIMEOUT if action(number) == "hang" else 5.0)
+
+    def schedule(number: int, body: Any) -> str:
+        give_timeout(number + 1)  # request `number + 1` is not sent before this one is over
+        return action(number)
+
+    give_timeout(0)
+    return schedule
+
+
+class WaitsOnlyClock:
+    """A rate bucket's clock (`TokenBucket(clock=..., sleep=...)`) that advances only while the
+    bucket waits, by what it waited (really: `asyncio.sleep`). The time a busy machine takes
+    between requests then refills nothing, so each wait is the debt in full, on any machine."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+        self.now += seconds
 
 
 # -- the happy path ---------------------------------------------------------------------------
@@ -195,9 +253,11 @@ RETRYABLE = [
 @pytest.mark.parametrize(("action", "cause"), RETRYABLE)
 def test_transient_failure_is_retried_and_counted_by_cause(action: str, cause: str) -> None:
     async def scenario() -> None:
-        async with FakeOpenAIServer(faults=[action]) as server:
-            timeout = HANG_TIMEOUT if action == "hang" else 5.0
-            result, stats = await summarize_with(server, request_timeout=timeout)
+        async with FakeOpenAIServer() as server, LLMSummarizer(make_config(server.base_url)) as summarizer:
+            # A hang times out after HANG_TIMEOUT; the retry, answered, has 5 s (a busy machine may need them).
+            server.faults = timeouts_by_action(summarizer, [action])
+            result = await summarizer.summarize(make_request())
+            stats = summarizer.stats()
         assert server.actions() == [action, "ok"]
         assert (result.calls, result.errors) == (2, 1)
         assert result.last_error
@@ -316,10 +376,17 @@ def test_429_pauses_the_whole_client() -> None:
 
 def test_in_flight_never_exceeds_max_concurrency() -> None:
     async def scenario() -> None:
-        async with FakeOpenAIServer(latency=0.05) as server:
-            config = make_config(server.base_url, max_concurrency=8)
+        # The server holds every request until the test lets them go: eight at once are reached
+        # whatever the machine's speed (a latency made them overlap on a fast machine only).
+        async with FakeOpenAIServer(default="hold") as server:
+            config = make_config(server.base_url, max_concurrency=8, request_timeout=60.0)  # held, then answered
             async with LLMSummarizer(config) as summarizer:
-                results = await asyncio.gather(*(summarizer.summarize(make_request(n)) for n in range(100)))
+                calls = asyncio.gather(*(summarizer.summarize(make_request(n)) for n in range(100)))
+                await until(lambda: server.held >= 8, "eight requests held at the server")
+                await asyncio.sleep(0.05)  # a client without a cap would send more meanwhile
+                assert server.held == 8 and summarizer.usage.in_flight == 8
+                await server.release()
+                results = await calls
                 stats = summarizer.stats()
         assert len(results) == 100 and server.count == 100
         assert server.max_in_flight == 8  # reached, never exceeded
@@ -328,8 +395,13 @@ def test_in_flight_never_exceeds_max_concurrency() -> None:
     run(scenario())
 
 
-def test_tpm_limit_spaces_requests() -> None:
-    async def scenario() -> None:
+def test_tpm_limit_spaces_requests(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The client's bucket on a clock only its waits advance: on the real clock, the time the
+    # first three requests take (long on a busy machine) repays the debt the fourth waits for.
+    clock = WaitsOnlyClock()
+    monkeypatch.setattr(ratelimit, "TokenBucket", functools.partial(TokenBucket, clock=clock, sleep=clock.sleep))
+
+    async def scenario() -> tuple[list[Any], dict[str, Any]]:
         # 120k tpm = 2000 tokens/s with a 20k burst; each request asks for ~5.3k tokens
         # (max_tokens 5000 + the prompt), so the fourth must wait for the bucket to refill.
         async with FakeOpenAIServer() as server:
@@ -338,10 +410,14 @@ def test_tpm_limit_spaces_requests() -> None:
                 for n in range(4):
                     await summarizer.summarize(make_request(n, budget=2500))
                 stats = summarizer.stats()
-        assert server.requests[3].arrived - server.requests[2].arrived >= 0.3
-        assert stats["rate_limit_wait_seconds"] >= 0.3
+        return server.requests, stats
 
-    run(scenario())
+    requests, stats = run(scenario())
+    asked = [estimate_request_tokens(request.body["messages"], request.body["max_tokens"]) for request in requests]
+    assert len(asked) == 4 and sum(asked[:3]) <= 20_000 < sum(asked)  # the burst covers three: the fourth waits
+    debt = (sum(asked) - 20_000) / 2000  # seconds at 2000 tokens a second (about 0.6)
+    assert requests[3].arrived - requests[2].arrived >= debt - 0.001
+    assert stats["rate_limit_wait_seconds"] == pytest.approx(debt, abs=0.002)  # the only wait, in full
 
 
 def test_token_bucket_spaces_acquisitions() -> None:
@@ -356,14 +432,18 @@ def test_token_bucket_spaces_acquisitions() -> None:
 
 
 def test_token_bucket_lets_an_oversized_request_through_in_debt() -> None:
+    # On the real clock a stall between the two acquisitions repays part of the debt (6 ms of
+    # it took the wait under 0.035 s); on this one only the bucket's own waits do.
+    clock = WaitsOnlyClock()
+
     async def scenario() -> tuple[float, float]:
-        bucket = TokenBucket(60_000, burst=10)  # 1000 per second
+        bucket = TokenBucket(60_000, burst=10, clock=clock, sleep=clock.sleep)  # 1000 per second
         first = await bucket.acquire(50)  # more than the bucket holds: let through at once...
         second = await bucket.acquire(1)  # ...and the next one waits for the debt to be repaid
         return first, second
 
     first, second = run(scenario())
-    assert first == 0.0 and second >= 0.035
+    assert first == 0.0 and second == pytest.approx(0.041)  # 40 in debt and 1 more, at 1000 a second
 
 
 def test_cost_from_reported_usage() -> None:
@@ -383,10 +463,16 @@ def test_cancelled_calls_free_their_slot() -> None:
         async with FakeOpenAIServer(faults=["hang"]) as server:
             config = make_config(server.base_url, max_concurrency=1, request_timeout=5.0)
             async with LLMSummarizer(config) as summarizer:
+                first = asyncio.ensure_future(summarizer.summarize(make_request(0)))
+                # Cut once its request hangs at the server, holding the only slot. Cut earlier (a
+                # busy machine), it sent nothing, and the next call's request was the one hung.
+                await until(lambda: server.count == 1, "the first request at the server")
                 with pytest.raises(asyncio.TimeoutError):
-                    await asyncio.wait_for(summarizer.summarize(make_request(0)), 0.1)
-                result = await asyncio.wait_for(summarizer.summarize(make_request(1)), 2.0)
+                    await asyncio.wait_for(first, 0.1)
+                # With the slot leaked this one never sends: it fails here, however long it is given.
+                result = await asyncio.wait_for(summarizer.summarize(make_request(1)), 30.0)
                 assert result.calls == 1 and summarizer.usage.in_flight == 0
+                assert server.actions() == ["hang", "ok"]
 
     run(scenario())
 
