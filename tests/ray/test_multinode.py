@@ -226,7 +226,12 @@ def test_a_loss_that_ends_the_run_is_one_line_and_exit_69_never_a_hang(
     assert code == 69, stderr
     report = one_json_object(stdout)
     assert report["status"] == "aborted" and report["exit_code"] == 69
-    assert stderr.splitlines() == [
+    # The fake endpoint's summaries are off-topic: once 20 are scored (how many parts finish before
+    # the loss is the cluster's timing), the run's end also says so, in a warning of its own.
+    said = [
+        line for line in stderr.splitlines() if not line.startswith("warning: ") or "have fidelity under" not in line
+    ]
+    assert said == [
         "error: the run's limits actor (RunLimits, on the driver's node) was lost (ActorDiedError); "
         "the parts written are kept: re-run the same command to resume"
     ], stderr
