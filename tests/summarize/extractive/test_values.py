@@ -211,8 +211,8 @@ class _FixedDigest:
     def richest(self) -> str:
         return self.text
 
-    def richest_floor(self) -> int:
-        return len(self.text)
+    def richest_longer_than(self, max_chars: int) -> bool:
+        return len(self.text) > max_chars
 
 
 def test_a_walk_past_hundreds_of_stated_anchors_takes_what_the_rule_takes() -> None:

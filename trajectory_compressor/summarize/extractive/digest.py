@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from trajectory_compressor.summarize.extractive.action_lines import ActionLines
 from trajectory_compressor.summarize.extractive.digest_lists import ErrorEntry, ErrorLines, FileList
 from trajectory_compressor.summarize.extractive.earlier import read_earlier
 from trajectory_compressor.summarize.fidelity.salient import (
@@ -55,35 +56,6 @@ class Action:
     @property
     def failed(self) -> bool:
         return self.outcome is not None and self.outcome.failed
-
-
-class LineCache:
-    """Lines made from the calls at each level of detail, with their running lengths, kept across
-    the digests of a growing region: a call's line is made once, and again only when its result
-    arrives after a digest was read (`invalidate`)."""
-
-    def __init__(self) -> None:
-        self._lines: dict[int, list[str]] = {}
-        self._ends: dict[int, list[int]] = {}
-
-    def invalidate(self, index: int) -> None:
-        for level, lines in self._lines.items():
-            del lines[index:]
-            del self._ends[level][index + 1 :]
-
-    def lines(self, level: int, actions: Sequence[Action], make: Callable[[int, Action], str]) -> list[str]:
-        """The lines of every call at `level` (`make(number, action)`), the list kept."""
-        lines = self._lines.setdefault(level, [])
-        ends = self._ends.setdefault(level, [0])
-        for index in range(len(lines), len(actions)):
-            line = make(index + 1, actions[index])
-            lines.append(line)
-            ends.append(ends[-1] + len(line) + 1)
-        return lines
-
-    def ends(self, level: int) -> list[int]:
-        """Running sums of the line lengths (+1 each) at `level`: [0, after line 1, ...]."""
-        return self._ends[level]
 
 
 class ActionNames:
@@ -127,7 +99,7 @@ class Digest:
     earlier_ids: tuple[str, ...] = ()  # its identifiers (ids, hashes, versions, URLs), kept too
     names: ActionNames = field(default_factory=ActionNames)  # tool names by call, for counts over ranges
     failed: int = 0  # calls whose result failed
-    lines: LineCache = field(default_factory=LineCache)  # the calls' lines, kept across digests
+    lines: ActionLines = field(default_factory=ActionLines)  # the calls' lines, kept across digests
 
 
 def unchanged(text: str) -> str:
@@ -160,7 +132,7 @@ class RegionDigest:
         self._note = ""
         self._names = ActionNames()
         self._failed = 0
-        self._lines = LineCache()
+        self._lines = ActionLines()
         self._files = FileList()
         self._errors = ErrorLines()
 

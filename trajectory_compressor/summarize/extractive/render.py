@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from trajectory_compressor.summarize.extractive.action_lines import LevelLines
 from trajectory_compressor.summarize.extractive.digest import Action, Digest
 from trajectory_compressor.summarize.extractive.digest_lists import ErrorEntry, ErrorList
 from trajectory_compressor.summarize.fidelity.salient import error_key
@@ -96,24 +97,26 @@ class Renderer:
         self.min_files = min_files
         self._heads: dict[_Detail, list[str]] = {}
         self._tails: dict[_Detail, list[str]] = {}
+        self._arguments: dict[int, str] = {}  # a call's arguments, formatted
+        self._outcomes: dict[tuple[int, int], str] = {}  # a call's outcome at a preview length
 
     def richest(self) -> str:
         return self._render(0, None, None) or ""
 
     def richest_within(self, max_chars: int) -> str | None:
         """`richest()` if it is at most `max_chars` long, else None (its length known first)."""
-        return self.richest() if self.richest_floor() <= max_chars else None
+        return None if self.richest_longer_than(max_chars) else self.richest()
 
-    def richest_floor(self) -> int:
-        """The length of `richest()`, without making it."""
+    def richest_longer_than(self, max_chars: int) -> bool:
+        """Whether `richest()` is longer than `max_chars`, known without making it: its calls'
+        lines are made only until they pass `max_chars`."""
         d = self.digest
         head, tail = self._head(_LEVELS[0]), self._tail(_LEVELS[0])
         fixed = sum(len(line) + 1 for line in head) + sum(len(line) + 1 for line in tail)
         if not d.actions:
-            return fixed - 1
-        self._action_lines(0)
+            return fixed - 1 > max_chars
         header = f"Actions ({_plural(len(d.actions), 'tool call')}):"
-        return fixed + len(header) + 1 + d.lines.ends(0)[len(d.actions)] - 1
+        return not self._action_lines(0).fits(max_chars - fixed - len(header))
 
     def within(self, max_chars: int) -> str:
         """The richest rendering of at most `max_chars` chars (the one-liner if none is)."""
@@ -138,9 +141,9 @@ class Renderer:
             text = "\n".join(head + tail)
             return text if max_chars is None or len(text) <= max_chars else None
         lines = self._action_lines(level)
-        actions_header = f"Actions ({_plural(len(lines), 'tool call')}):"
+        actions_header = f"Actions ({_plural(lines.count, 'tool call')}):"
         budget = None if max_chars is None else max_chars - fixed - len(actions_header) - 1
-        block = _fit_actions(lines, d.lines.ends(level), d, budget, min_keep)
+        block = _fit_actions(lines, d, budget, min_keep)
         if block is None:
             return None
         return "\n".join([*head, actions_header, *block, *tail])
@@ -182,10 +185,29 @@ class Renderer:
             tail.append("Last assistant note: " + clip(d.note, detail.note_chars))
         return tail
 
-    def _action_lines(self, level: int) -> list[str]:
+    def _action_lines(self, level: int) -> LevelLines:
         detail = _LEVELS[level]
-        d = self.digest
-        return d.lines.lines(level, d.actions, lambda number, action: _action_line(number, action, detail))
+        actions = self.digest.actions
+        return self.digest.lines.level(
+            level, len(actions), lambda index: self._action_line(index, actions[index], detail)
+        )
+
+    def _action_line(self, index: int, action: Action, detail: _Detail) -> str:
+        """The call's line at `detail`: its arguments and outcome, each formatted once for every
+        level (they differ only in where they are clipped)."""
+        arguments = self._arguments.get(index)
+        if arguments is None:
+            arguments = self._arguments[index] = _format_arguments(action.arguments)
+        if action.outcome is None:
+            result = "no result in this region"
+        else:
+            key = (index, detail.preview_chars)
+            outcome = self._outcomes.get(key)
+            if outcome is None:
+                outcome = self._outcomes[key] = action.outcome.render(detail.preview_chars)
+            result = clip(outcome, detail.outcome_chars)
+        shown = None if action.arguments is None else clip(arguments, detail.arg_chars)
+        return _action_line(index + 1, action.name, shown, result)
 
     def compact(self, level: int) -> str:
         """A few short lines: counts, tool names, the latest error, files and the last note."""
@@ -270,28 +292,21 @@ def _value_text(key: str, value: Any) -> str:
     return clip(dumps(value), 400)
 
 
-def _action_line(number: int, action: Action, detail: _Detail) -> str:
-    arguments = clip(_format_arguments(action.arguments), detail.arg_chars)
-    if action.outcome is None:
-        result = "no result in this region"
+def _action_line(number: int, name: str, arguments: str | None, result: str) -> str:
+    """ "3. bash: ls → ok, 4 lines / 120 chars"; `arguments` None: the call was made before the region."""
+    if arguments is None:
+        call = f"{clip(name, 40)} (call made before this region)"
     else:
-        result = clip(action.outcome.render(detail.preview_chars), detail.outcome_chars)
-    if action.arguments is None:
-        call = f"{clip(action.name, 40)} (call made before this region)"
-    else:
-        call = f"{clip(action.name, 40)}: {arguments}" if arguments else clip(action.name, 40)
+        call = f"{clip(name, 40)}: {arguments}" if arguments else clip(name, 40)
     return f"{number}. {call} → {result}"
 
 
-def _fit_actions(
-    lines: list[str], ends: list[int], d: Digest, budget: int | None, min_keep: int | None
-) -> list[str] | None:
-    """All action lines if they fit; else the first and last ones around an elision line.
-    `ends` are the running lengths of `lines` (+1 each), from 0."""
-    n = len(lines)
-    total = ends[n]
-    if budget is None or total <= budget:
-        return lines
+def _fit_actions(lines: LevelLines, d: Digest, budget: int | None, min_keep: int | None) -> list[str] | None:
+    """All action lines if they fit; else the first and last ones around an elision line. Only
+    the lines the budget can hold are made (`LevelLines`)."""
+    n = lines.count
+    if budget is None or lines.fits(budget):
+        return lines.head(n)
     if min_keep is None or budget <= 0:
         return None
 
@@ -300,12 +315,11 @@ def _fit_actions(
         tail = keep - head
         skipped = n - tail - head
         marker = f"... {_plural(skipped, 'more tool call')} (names: {_name_counts(d, head, n - tail, 4)}) ..."
-        return [*lines[:head], marker, *lines[n - tail :]]
+        return [*lines.head(head), marker, *lines.tail(tail)]
 
-    def size(keep: int) -> int:
+    def size(keep: int) -> int:  # exact while it fits the budget; above it once it does not
         head = max(1, keep // 3)
-        tail = keep - head
-        return ends[head] + (ends[n] - ends[n - tail]) + 80  # 80: room for the marker
+        return lines.head_size(head, budget) + lines.tail_size(keep - head, budget) + 80  # 80: the marker
 
     low, high = min_keep, n - 1
     if low >= n or size(low) > budget:

@@ -89,14 +89,13 @@ class ExtractiveSummarizer:
         # The richest rendering is made only when it could be what is asked: one that lists every
         # call of a long region is far longer than any target, as its length (known without making
         # it) says.
-        floor = renderer.richest_floor()
         target = int(available * _FIRST_CHARS_PER_TOKEN)
         richest = renderer.richest_within(target)
         longer_than = target if richest is None else -1  # what the richest rendering is known to exceed
 
         def is_richest(text: str) -> bool:
             nonlocal richest
-            if len(text) < floor or len(text) <= longer_than:
+            if len(text) <= longer_than or renderer.richest_longer_than(len(text)):
                 return False
             if richest is None:
                 richest = renderer.richest()

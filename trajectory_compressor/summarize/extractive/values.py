@@ -48,9 +48,10 @@ class WithValues:
             self._richest = self._joined(self._the_richest_digest())
         return self._richest
 
-    def richest_floor(self) -> int:
-        """A length `richest()` is never shorter than (its digest's), known without making it."""
-        return self.renderer.richest_floor()
+    def richest_longer_than(self, max_chars: int) -> bool:
+        """Whether `richest()` is known, without making it, to be longer than `max_chars`: its
+        digest alone is (the values can only add to it)."""
+        return self.renderer.richest_longer_than(max_chars)
 
     def richest_within(self, max_chars: int) -> str | None:
         """`richest()` if it is at most `max_chars` long, else None: the fitting loop's first
@@ -58,10 +59,9 @@ class WithValues:
         the values their share): every value fitted beside it (that is the richest text), or one
         the digest does not state was left out for want of room (the richest text is longer).
         Only otherwise is the richest text made, walking every anchor of the region."""
-        floor = self.richest_floor()
-        if floor > max_chars:
+        if self.richest_longer_than(max_chars):
             return None
-        if self._richest is None and floor <= self._digest_chars(max_chars):
+        if self._richest is None and not self.richest_longer_than(self._digest_chars(max_chars)):
             _, verdict = self._within(max_chars)
             if verdict is False:
                 return None
@@ -91,7 +91,10 @@ class WithValues:
             return digest, None
         chosen, proof, stop, states = self._chosen(digest, max_chars - len(digest) - 1)
         text = _with_index(digest, chosen)
-        if len(digest) != self.richest_floor() or digest != self._the_richest_digest():
+        richest_length = self.renderer.richest_longer_than(len(digest) - 1) and not self.renderer.richest_longer_than(
+            len(digest)
+        )
+        if not richest_length or digest != self._the_richest_digest():
             return text, None
         if not proof and stop is None:  # every anchor passed over is one the digest states
             if self._richest is None:  # every value the digest does not state fitted: the richest text
