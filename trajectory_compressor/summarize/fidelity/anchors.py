@@ -332,8 +332,10 @@ def hidden_needed_anchors(turns: Sequence[Turn], hidden: Container[int]) -> tupl
 
 
 def _automaton(patterns: list[str]) -> AhoCorasick:
-    """An automaton made for one row's search: a contiguous NFA, quicker to build than the DFA
-    the library picks for a few hundred patterns, and as quick over the row's text."""
+    """An automaton made for one row's search: a contiguous NFA. Its scan is slower than the DFA
+    the library picks for a few hundred patterns (33 against 21 ms over 10 MB of results), but
+    it builds 2-4x quicker, and a row's search is built for a dozen patterns or so and run over
+    that row alone, so the build is what costs."""
     return AhoCorasick(patterns, implementation=Implementation.ContiguousNFA)
 
 
