@@ -207,7 +207,7 @@ class Renderer:
                 outcome = self._outcomes[key] = action.outcome.render(detail.preview_chars)
             result = clip(outcome, detail.outcome_chars)
         shown = None if action.arguments is None else clip(arguments, detail.arg_chars)
-        return _action_line(index + 1, action.name, shown, result)
+        return _call_line(index + 1, action.name, shown, result)
 
     def compact(self, level: int) -> str:
         """A few short lines: counts, tool names, the latest error, files and the last note."""
@@ -292,7 +292,7 @@ def _value_text(key: str, value: Any) -> str:
     return clip(dumps(value), 400)
 
 
-def _action_line(number: int, name: str, arguments: str | None, result: str) -> str:
+def _call_line(number: int, name: str, arguments: str | None, result: str) -> str:
     """ "3. bash: ls → ok, 4 lines / 120 chars"; `arguments` None: the call was made before the region."""
     if arguments is None:
         call = f"{clip(name, 40)} (call made before this region)"

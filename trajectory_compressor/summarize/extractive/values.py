@@ -91,10 +91,8 @@ class WithValues:
             return digest, None
         chosen, proof, stop, states = self._chosen(digest, max_chars - len(digest) - 1)
         text = _with_index(digest, chosen)
-        richest_length = self.renderer.richest_longer_than(len(digest) - 1) and not self.renderer.richest_longer_than(
-            len(digest)
-        )
-        if not richest_length or digest != self._the_richest_digest():
+        longer = self.renderer.richest_longer_than  # the richest digest's length first: it is known cheaply
+        if not (longer(len(digest) - 1) and not longer(len(digest))) or digest != self._the_richest_digest():
             return text, None
         if not proof and stop is None:  # every anchor passed over is one the digest states
             if self._richest is None:  # every value the digest does not state fitted: the richest text
