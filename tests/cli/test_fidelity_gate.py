@@ -15,11 +15,13 @@ from tests.conftest import read_jsonl, run_cli, write_jsonl
 from tests.fake_openai_server import FakeServerThread, prompt_text
 
 MISSED_MARKER = "Include what it missed: "
+PASSWORD, CLIENT_SECRET = "hunter2isgood77", "Kp3nX9vQ2mL7"  # credentials by the keys they are given to
 POOR = {"content": "The assistant looked at some files and ran a script."}
 
 
-def _row() -> dict[str, Any]:
-    """A run whose middle calls two tools on three files and hits one error."""
+def _row(*, credentials: bool = False) -> dict[str, Any]:
+    """A run whose middle calls two tools on three files and hits one error (and with
+    `credentials`, logs in with a password and a client secret it uses again at the end)."""
     filler = "\n".join(f"line {i} of a long listing" for i in range(300))
 
     def call(name: str, **arguments: Any) -> str:
@@ -45,6 +47,14 @@ def _row() -> dict[str, Any]:
         ("human", "Thanks."),
         ("gpt", "You're welcome."),
     ]
+    if credentials:
+        logins = [
+            ("gpt", call("login", user="bob", password=PASSWORD)),
+            ("tool", result("login", "logged in as bob")),
+            ("gpt", call("http", url="https://db.example.com/v2", client_secret=CLIENT_SECRET)),
+            ("tool", result("http", "200 OK")),
+        ]
+        turns = [*turns[:4], *logins, *turns[4:12], ("gpt", call("login", user="bob", password=PASSWORD)), *turns[12:]]
     return {"id": "gate-0", "conversations": [{"from": role, "value": value} for role, value in turns]}
 
 
@@ -64,8 +74,10 @@ def _fixing(number: int, body: Any) -> Any:
     return POOR
 
 
-def _run(tmp_path: Path, reply: Any, *extra: str) -> tuple[Any, list[dict[str, Any]], list[str]]:
-    source = write_jsonl(tmp_path / "in.jsonl", [_row()])
+def _run(
+    tmp_path: Path, reply: Any, *extra: str, row: dict[str, Any] | None = None
+) -> tuple[Any, list[dict[str, Any]], list[str]]:
+    source = write_jsonl(tmp_path / "in.jsonl", [row or _row()])
     out = tmp_path / "out.jsonl"
     with FakeServerThread(faults=reply) as server:
         result = run_cli("compress", str(source), "-o", str(out), *_args(server.base_url, *extra))
@@ -149,3 +161,21 @@ def test_reject_unsupported_refuses_a_summary_that_invents_a_file(tmp_path: Path
     (tmp_path / "plain").mkdir()
     _, plain, _ = _run(tmp_path / "plain", inventing)
     assert plain[0]["unsupported"] == ["src/invented_module.py"]
+
+
+def test_a_credential_by_its_key_is_in_no_prompt_no_retry_no_index_and_no_metric(tmp_path: Path) -> None:
+    """A password and a client secret given as call arguments are words on their own: only the
+    key says what they are. The first prompt, the retry's list of what was missed, the anchor
+    index added to the summary and the metrics' missed values must all go without them (the
+    kept turn that uses the password again is the input's own, written as it was)."""
+    _, metrics, prompts = _run(tmp_path, _fixing, "--min-fidelity", "0.9", row=_row(credentials=True))
+    [row] = metrics
+    assert len(prompts) == 2 and MISSED_MARKER in prompts[1] and row["fidelity_retried"] is True
+    assert not any(secret in prompt for prompt in prompts for secret in (PASSWORD, CLIENT_SECRET))
+    written = read_jsonl(tmp_path / "out.jsonl")[0]["conversations"]
+    summary = next(turn["value"] for turn in written if turn["value"].startswith("[CONTEXT SUMMARY]"))
+    assert "https://db.example.com/v2" in summary  # the index lists the region's values
+    assert PASSWORD not in summary and CLIENT_SECRET not in summary
+    assert sum(PASSWORD in turn["value"] for turn in written) == 1  # the kept turn, as it was
+    outputs = [path.read_text() for path in tmp_path.glob("out.*") if path.name != "out.jsonl"]
+    assert outputs and not any(secret in text for text in outputs for secret in (PASSWORD, CLIENT_SECRET))

@@ -114,6 +114,35 @@ def test_no_part_of_a_credential_or_an_opaque_blob_becomes_an_anchor() -> None:
     assert blob not in ranked
 
 
+def test_a_value_that_only_its_key_makes_a_credential_is_no_anchor() -> None:
+    """The assistant turn is masked whole before its calls are read: the argument's value alone
+    (`hunter2isgood77`) is a word, and only `"password": ` says what it is."""
+    region = [
+        gpt("Logging in.", ("login", {"user": "bob_77", "password": "hunter2isgood77"})),
+        tool("logged in"),
+        gpt("", ("http", {"url": "https://db.example.com/v2", "client_secret": "Kp3nX9vQ2mL7"})),
+    ]
+    ranked = ranked_anchors(region, redact=redact_secrets)
+    assert {"bob_77", "https://db.example.com/v2"} <= set(ranked)
+    assert not {"hunter2isgood77", "Kp3nX9vQ2mL7"} & set(ranked)
+    assert "hunter2isgood77" in ranked_anchors(region)  # unmasked, it is a value like any other
+
+
+def test_a_credential_across_the_scan_limit_leaves_no_fragment() -> None:
+    """A piece is masked before it is cut to the scan limit: a token cut first would be too short
+    for its pattern, and its first characters would rank as a name."""
+    from trajectory_compressor.summarize import anchor_rank
+
+    token = "ghp_" + "Ab3dE5gH7jK9" * 3
+    for role in ("human", "result"):
+        pad = anchor_rank._SCAN_CHARS - 8 - len("GITHUB ")  # the cut falls after "ghp_Ab3d"
+        text = "word " * (pad // 5) + " " * (pad % 5) + f"GITHUB {token} done"
+        assert text[anchor_rank._SCAN_CHARS - 8 : anchor_rank._SCAN_CHARS] == "ghp_Ab3d"
+        region = [Turn("human", text)] if role == "human" else [tool(text)]
+        ranked = ranked_anchors(region, redact=redact_secrets)
+        assert not any(anchor.startswith("ghp_") or "Ab3dE5" in anchor for anchor in ranked), role
+
+
 _IDS = st.from_regex(r"[A-Z]{3}[0-9]{3}", fullmatch=True)
 
 

@@ -1,15 +1,16 @@
 """A corpus of planted secrets, one per rule family, pushed through both summarizers for real.
 
-Each secret sits in the middle of a trajectory (in a tool output, a tool-call argument, an
-error line and a user message), inside the region that gets summarized, and again in the
-escaped forms real rows hold it in: a Hermes tool result's JSON `content` (`\\n` between
-lines), JSON inside that (`\\\\n`), Gson's `\\u003d`, OpenAI-style arguments (a JSON string
-inside the call) and a `<think>` block quoting JSON. The extractive run through the CLI (with
-its `--html-report`), the LLM run against a local endpoint that records every prompt and echoes
-it back (with the Authorization header it received), a model that quotes the secrets back, the
-`requests` file and a `--batch` run must leave no secret, and no 8-character fragment of one, in
-any prompt, request file, output file, stderr, `--json` line or the cache. Control runs with
-`--no-redact-secrets` show the secrets do reach the summaries and files, so the test can fail.
+Each secret sits in the middle of a trajectory (in a tool output, a tool-call argument, the
+value of a call's `password` argument, an error line and a user message), inside the region
+that gets summarized, and again in the escaped forms real rows hold it in: a Hermes tool
+result's JSON `content` (`\\n` between lines), JSON inside that (`\\\\n`), Gson's `\\u003d`,
+OpenAI-style arguments (a JSON string inside the call) and a `<think>` block quoting JSON. The
+extractive run through the CLI (with its `--html-report`), the LLM run against a local endpoint
+that records every prompt and echoes it back (with the Authorization header it received), a
+model that quotes the secrets back, the `requests` file and a `--batch` run must leave no
+secret, and no 8-character fragment of one, in any prompt, request file, output file, stderr,
+`--json` line or the cache. Control runs with `--no-redact-secrets` show the secrets do reach
+the summaries and files, so the test can fail.
 """
 
 from __future__ import annotations
@@ -213,6 +214,10 @@ def _trajectory(index: int, family: str, template: str, secret: str) -> dict[str
     def result(text: str) -> dict[str, str]:
         return {"from": "tool", "value": f"<tool_response>\n{text}\n</tool_response>"}
 
+    def with_login(turn: dict[str, str], value: str) -> dict[str, str]:
+        login = json.dumps({"name": "login", "arguments": {"user": "deploy", "password": value}})
+        return {"from": "gpt", "value": f"{turn['value']}\n<tool_call>\n{login}\n</tool_call>"}
+
     def filler(step: int) -> list[dict[str, str]]:
         log = "\n".join(f"tests/test_app.py::test_case_{step}_{n} PASSED" for n in range(40))
         return [call(f"Step {step}: run the tests.", f"pytest -q tests/test_app.py -k case_{step}"), result(log)]
@@ -229,7 +234,11 @@ def _trajectory(index: int, family: str, template: str, secret: str) -> dict[str
         call("Read the environment file.", "cat .env"),
         result(env_dump),
         {"from": "human", "value": f"Use this one: {line}"},
-        call("Deploy with the credential.", line),
+        # The secret alone as the value of a `password` argument: only the key says what it is
+        # (a value with white space in it is not taken for a password: `docs/reliability.md`).
+        with_login(call("Deploy with the credential.", line), secret)
+        if not any(char.isspace() for char in secret)
+        else call("Deploy with the credential.", line),
         result(f"Error: authentication failed for {line}\nexit code 1"),
         # The escaped forms (turns 19-24): JSON content, JSON inside JSON, Gson, string arguments, <think>.
         call("Dump the environment.", f"env > /tmp/env.txt\n{line}\ncat /tmp/env.txt"),

@@ -378,21 +378,27 @@ def _reuse(turns: int) -> np.ndarray:
 def _pieces_of(turn: Turn, redact: Callable[[str], str]) -> Iterator[tuple[str, str]]:
     """(source, redacted text) of each piece of a turn: a user's words; an assistant's words (its
     reasoning when it says nothing else), its calls' names and arguments; each tool result's
-    content. Markup and JSON wrappers (call ids) are not pieces."""
+    content. Markup and JSON wrappers (call ids) are not pieces.
+
+    As the digest reads them: an assistant turn is redacted whole before it is cut into pieces, as
+    a value is a credential by what stands around it (`"password": "..."`: the argument's value
+    alone is a word), and each piece again once decoded; a piece is redacted before it is cut
+    to `_SCAN_CHARS`, so that no cut leaves a fragment of a credential too short to be known."""
     value = turn.value if isinstance(turn.value, str) else str(turn.value)
     if turn.role == "human":
-        yield "user", redact(value[:_SCAN_CHARS])
+        yield "user", redact(value)[:_SCAN_CHARS]
     elif turn.role == "gpt":
+        value = redact(value)
         said = prose_of(value) or (think_of(value) if "think>" in value else "")
         if said:
-            yield "said", redact(said[:_SCAN_CHARS])
+            yield "said", redact(said)[:_SCAN_CHARS]
         for call in parse_tool_calls(value):
             yield "call", redact(call.name)
             for text in _argument_texts(call.arguments):
-                yield "call", redact(text[:_SCAN_CHARS])
+                yield "call", redact(text)[:_SCAN_CHARS]
     elif turn.role == "tool":
         for response in parse_tool_responses(value):
-            yield "result", redact(response.content[:_SCAN_CHARS])
+            yield "result", redact(response.content)[:_SCAN_CHARS]
 
 
 def _argument_texts(arguments: dict[str, Any] | str) -> Iterator[str]:

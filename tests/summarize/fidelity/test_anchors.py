@@ -68,10 +68,10 @@ def test_score_is_the_share_the_summary_states() -> None:
 
 def test_missed_anchors_are_shown_with_credentials_masked() -> None:
     secret = "ghp_" + "Ab3dE5gH7jK9" * 3
-    region = [result(f"token {secret}")]
-    after = [call("push", token=secret)]
+    region = [result(f"token {secret} for build b_4417")]
+    after = [call("push", token=secret, build="b_4417")]
     shown = future_fidelity([], region, after, "nothing").to_metrics()["missed"]
-    assert shown and all(secret not in item for item in shown)
+    assert shown == ["b_4417"]  # the token is a credential where it is used: not needed, not shown
 
 
 def test_json_keys_and_markup_tags_are_the_format_not_anchors() -> None:
@@ -79,3 +79,22 @@ def test_json_keys_and_markup_tags_are_the_format_not_anchors() -> None:
     assert list(anchors_in(text)) == ["get_user", "mia_li_3668"]
     escaped = '{"content": "{\\"user_id\\": \\"mia_li_3668\\"}"}'
     assert list(anchors_in(escaped)) == ["mia_li_3668"]
+
+
+def test_a_credential_by_the_key_it_is_given_to_is_never_needed() -> None:
+    """`hunter2isgood77` is a word on its own; the `password` key around it in the turn that
+    introduced it, or in the turn that uses it, makes it a credential no summary may state."""
+    region = [
+        call("login", user="bob", password="hunter2isgood77"),
+        result("logged in; session s_9f3c2ab71d"),
+        result("DB_PASSWORD=Kp3nX9vQ2mL7 written to .env"),
+    ]
+    after = [
+        call("login", user="bob", password="hunter2isgood77"),
+        call("psql", dsn="db_main_01", token="Kp3nX9vQ2mL7", session="s_9f3c2ab71d"),
+    ]
+    assert needed_anchors([], region, after) == ("s_9f3c2ab71d",)
+    plain = [call("echo", text="hunter2isgood77")]  # no key says it is secret: an ordinary value
+    assert needed_anchors([], plain, [call("grep", pattern="hunter2isgood77")]) == ("hunter2isgood77",)
+    missed = future_fidelity([], region, after, "nothing").to_metrics()["missed"]
+    assert missed == ["s_9f3c2ab71d"]

@@ -101,9 +101,9 @@ def test_shown_items_have_their_secrets_masked() -> None:
     secret = "ghp_" + "Ab3dE5gH7jK9" * 3
     region = [Turn("human", f"token {secret} for repo v1.2.3")]
     fidelity = score_summary(region, "nothing")
-    # The raw items are what the score is computed on; only what is shown is masked.
-    assert any(secret in item for item in fidelity.missed["identifiers"])
-    assert secret not in fidelity.shortfall()
+    # A credential is no item (a summary may not state it): only the version is missed.
+    assert fidelity.missed["identifiers"] == ("v1.2.3",)
+    assert secret not in fidelity.shortfall() and "v1.2.3" in fidelity.shortfall()
     invented = score_summary(region, f"used {secret}x1", [Turn("human", "hello")])
     assert all(secret not in item for item in invented.shown_unsupported())
 
@@ -138,3 +138,17 @@ def test_a_row_text_looks_first_in_its_region_and_answers_as_the_whole_row() -> 
     assert first.recent in whole._raw and len(first.recent) < len(whole._raw)
     for item in ("src/app.py", "a1b2c3d4e5", "tail_marker_9", "You are an agent", "Done: fixed", "never_said_q7"):
         assert (item in first) == (item in whole), item
+
+
+def test_no_credential_is_an_item_whatever_key_or_result_holds_it() -> None:
+    """Items are read as the summarizers read the region, masked: a value that only its key
+    makes a credential (an argument, a JSON result's field) is no identifier a summary must keep."""
+    region = [
+        call("login", user="bob_77", password="hunter2isgood77"),
+        result(json.dumps({"client_secret": "Kp3nX9vQ2mL7", "expires": "2031-01-01"})),
+        Turn("human", "Use DB_PASSWORD=Zq8Wm3Lp9Rt2 for the import, ticket OPS-4411."),
+    ]
+    identifiers = salient_items(region).identifiers
+    assert {"bob_77", "2031-01-01", "OPS-4411"} <= set(identifiers)
+    assert not {"hunter2isgood77", "Kp3nX9vQ2mL7", "Zq8Wm3Lp9Rt2"} & set(identifiers)
+    assert "hunter2isgood77" not in score_summary(region, "Logged in as bob_77.").shortfall()

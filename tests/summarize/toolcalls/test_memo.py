@@ -43,3 +43,14 @@ def test_the_memo_holds_at_most_its_entries_and_no_long_text() -> None:
     assert len(memo._known) == 1
     memo("ab")
     assert reads[-1] == "ab"
+
+
+def test_a_memo_with_a_character_budget_empties_before_it_holds_more() -> None:
+    memo = TextMemo(len, entries=100, max_chars=10, max_total_chars=12)
+    for text in ("aaaaa", "bbbbb"):
+        memo(text)
+    assert set(memo._known) == {"aaaaa", "bbbbb"}
+    memo("ccccc")  # 15 characters in all: emptied, then this one kept
+    assert set(memo._known) == {"ccccc"}
+    memo("ddddd")
+    assert set(memo._known) == {"ccccc", "ddddd"}

@@ -29,6 +29,7 @@ from trajectory_compressor.summarize.fidelity.salient import (
     identifiers_in,
     paths_in_output,
 )
+from trajectory_compressor.summarize.masking import redact_json_value
 from trajectory_compressor.summarize.toolcalls import (
     Outcome,
     analyze_output,
@@ -157,7 +158,7 @@ class RegionDigest:
                 if said:
                     self._note = said[:_KEPT_TEXT]
                 for call in parse_tool_calls(value):
-                    name, arguments = redact(call.name), _redact_value(call.arguments, redact)
+                    name, arguments = redact(call.name), redact_json_value(call.arguments, redact)
                     pending.append(len(actions))
                     self._append(Action(name, arguments, None))
                     for path in files_in(arguments):
@@ -223,17 +224,6 @@ def _seen_again(line: str, errors: Sequence[ErrorEntry]) -> bool:
     """An earlier error line (perhaps clipped with "…") that this region's errors show again."""
     head = line.removesuffix("…")
     return any(error.startswith(head) for error, _ in errors)
-
-
-def _redact_value(value: Any, redact: Callable[[str], str]) -> Any:
-    """`value` (decoded JSON arguments) with `redact` applied to every string in it, keys too."""
-    if isinstance(value, str):
-        return redact(value)
-    if isinstance(value, dict):
-        return {redact(str(key)): _redact_value(item, redact) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_redact_value(item, redact) for item in value]
-    return value
 
 
 def _match_pending(actions: list[Action], pending: list[int], name: str | None) -> int | None:

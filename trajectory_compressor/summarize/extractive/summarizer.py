@@ -25,7 +25,7 @@ from trajectory_compressor.summarize.deadline import SUMMARY_DEADLINE, check_dea
 from trajectory_compressor.summarize.extractive.digest import RegionDigest, unchanged
 from trajectory_compressor.summarize.extractive.render import Renderer
 from trajectory_compressor.summarize.extractive.values import MIN_FILES, WithValues
-from trajectory_compressor.summarize.redact import redact_secrets
+from trajectory_compressor.summarize.masking import redact_remembered
 from trajectory_compressor.types import (
     EXTRACTIVE_SUMMARIZER,
     SUMMARY_PREFIX,
@@ -53,7 +53,7 @@ class ExtractiveSummarizer:
         self.counter = counter
         # Masks credentials in every piece of the region before it is digested (`--redact-secrets`):
         # before any cut, so that no clipped field can show part of a secret.
-        self._redact = redact_secrets if redact else unchanged
+        self._redact = redact_remembered if redact else unchanged
         self._anchor_index = anchor_index  # end with the region's exact values (`--anchor-index`)
         self._prefix = SUMMARY_PREFIX + " "
         self._prefix_tokens = counter.count(self._prefix)

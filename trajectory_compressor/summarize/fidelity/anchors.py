@@ -15,7 +15,10 @@ replaced by a summary, an anchor is *needed* when
   and the user's references it must follow),
 * the region holds it (the region introduced it), and
 * it was not visible in the context before that use: not in the head, nor in a kept turn
-  between the region and the use (a later tool result that shows it again makes it visible).
+  between the region and the use (a later tool result that shows it again makes it visible);
+* it is no credential: no summary may state one (all of them mask credentials), so a value the
+  turn that introduced it or the turn that uses it shows as a credential (`"password": "..."`,
+  `API_KEY=...`: what `redact_secrets` masks there) is not needed, and never shown in metrics.
 
 The score is the share of needed anchors still present in the compressed context (the summary,
 or what replaced the region). Pure functions over strings, deterministic.
@@ -35,6 +38,7 @@ from ahocorasick_rs import AhoCorasick, Implementation
 from trajectory_compressor.summarize.fidelity.salient import has_digit
 from trajectory_compressor.summarize.fidelity.score import occurs, shown_item, unique_tails
 from trajectory_compressor.summarize.huge_turns import elide_huge_turns
+from trajectory_compressor.summarize.masking import MaskedTurns
 from trajectory_compressor.summarize.toolcalls.memo import TextMemo
 from trajectory_compressor.types import Turn
 
@@ -328,6 +332,12 @@ def hidden_needed_anchors(turns: Sequence[Turn], hidden: Container[int]) -> tupl
             if index < first_use[anchor][0]:
                 shown_before.add(anchor)
     needed = [anchor for anchor in candidates if anchor not in shown_before]
+    masked = MaskedTurns(turns)
+    needed = [
+        anchor
+        for anchor in needed
+        if not masked.hides(anchor, introduced_at[anchor]) and not masked.hides(anchor, first_use[anchor][0])
+    ]
     return tuple(sorted(needed, key=first_use.__getitem__))
 
 

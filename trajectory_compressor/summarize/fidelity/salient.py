@@ -17,6 +17,11 @@ Four kinds, each defined so that anyone can check a summary against it by eye:
   `mia_li_3668`), hex hashes, URLs, dotted versions and decimals, ISO dates, and integers of
   three digits or more.
 
+No credential is an item: a summary must never state one (every summarizer masks them), so the
+region is read as the summarizers read it, masked (`redact_secrets`, remembered: the summarizer
+masked the same texts just before): an assistant turn whole, before its calls are taken out of
+it (a value is a credential by the key it is given to), and each result's content once decoded.
+
 Pure functions over strings; the parsers are the extractive summarizer's own, so a call, a
 result and an error line mean the same thing in both places.
 """
@@ -29,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trajectory_compressor.summarize.huge_turns import elide_huge_turns
+from trajectory_compressor.summarize.masking import redact_json_value, redact_remembered
 from trajectory_compressor.summarize.toolcalls import (
     analyze_output,
     files_in,
@@ -128,21 +134,23 @@ class GrowingItems:
         for turn in elide_huge_turns(list(turns)):
             value = turn.value if isinstance(turn.value, str) else str(turn.value)
             if turn.role == "human":
-                identifiers.update(dict.fromkeys(identifiers_in(value[:_SCAN_CHARS])))
+                identifiers.update(dict.fromkeys(identifiers_in(redact_remembered(value)[:_SCAN_CHARS])))
             elif turn.role == "gpt":
-                for call in parse_tool_calls(value):
+                for call in parse_tool_calls(redact_remembered(value)):
+                    arguments = redact_json_value(call.arguments, redact_remembered)
                     tools.setdefault(call.name)
-                    paths.update(dict.fromkeys(files_in(call.arguments)))
-                    identifiers.update(dict.fromkeys(_argument_identifiers(call.arguments)))
+                    paths.update(dict.fromkeys(files_in(arguments)))
+                    identifiers.update(dict.fromkeys(_argument_identifiers(arguments)))
             elif turn.role == "tool":
                 for response in parse_tool_responses(value):
-                    paths.update(dict.fromkeys(paths_in_output(response.content)))
-                    data = _structured(response.content)  # parsed once: JSON results are common and long
+                    content = redact_remembered(response.content)
+                    paths.update(dict.fromkeys(paths_in_output(content)))
+                    data = _structured(content)  # parsed once: JSON results are common and long
                     if data is not None:
                         error = json_error(data)
                         identifiers.update(dict.fromkeys(_result_identifiers(data)))
                     else:
-                        error = analyze_output(response.content).error
+                        error = analyze_output(content).error
                     if error:
                         errors.setdefault(error_key(error))
                         identifiers.update(dict.fromkeys(identifiers_in(error)))

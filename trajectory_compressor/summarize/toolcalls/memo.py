@@ -17,15 +17,25 @@ T = TypeVar("T")
 
 
 class TextMemo(Generic[T]):
-    """`function(text)`, remembered for up to `entries` texts of at most `max_chars` characters.
+    """`function(text)`, remembered for up to `entries` texts of at most `max_chars` characters
+    (and, when `max_total_chars` is set, of at most that many in all).
 
     `function` must be pure and its result never changed by a caller (return a tuple or a frozen
     record, and copy it out where a caller expects a list)."""
 
-    def __init__(self, function: Callable[[str], T], *, entries: int = 512, max_chars: int = 1 << 18) -> None:
+    def __init__(
+        self,
+        function: Callable[[str], T],
+        *,
+        entries: int = 512,
+        max_chars: int = 1 << 18,
+        max_total_chars: int | None = None,
+    ) -> None:
         self._function = function
         self._entries = entries
         self._max_chars = max_chars
+        self._max_total_chars = max_total_chars
+        self._chars = 0
         self._known: dict[str, T] = {}
 
     def __call__(self, text: str) -> T:
@@ -34,7 +44,10 @@ class TextMemo(Generic[T]):
             return known
         result = self._function(text)
         if len(text) <= self._max_chars:
-            if len(self._known) >= self._entries:
+            self._chars += len(text)
+            full = self._max_total_chars is not None and self._chars > self._max_total_chars
+            if full or len(self._known) >= self._entries:
                 self._known.clear()
+                self._chars = len(text)
             self._known[text] = result
         return result

@@ -1,0 +1,53 @@
+"""Masking the pieces readers take out of a region, so that no credential outlives its context.
+
+`redact_secrets` knows a credential by its shape or by what stands around it (`"password": `,
+`--token=`, `API_KEY=`). A reader that takes a value out of its turn first (a call's argument, a
+line cut at a scan limit, an anchor) loses that context, so every reader masks a turn as written
+before it takes pieces out of it, and masks each piece again once decoded (a value written
+`\\"pa55\\"` is only recognisable decoded). The digest, the anchor index of both summarizers,
+the fidelity items and the needed anchors read a region's turns this way; the masked texts are
+remembered, as the same turns are masked by each of them in turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from trajectory_compressor.summarize.redact import redact_secrets
+from trajectory_compressor.summarize.toolcalls.memo import TextMemo
+from trajectory_compressor.types import Turn
+
+redact_remembered = TextMemo(redact_secrets, entries=1 << 13, max_chars=1 << 20, max_total_chars=1 << 25)
+"""`redact_secrets`, remembered for the texts masked last (up to 32 M characters)."""
+
+
+def redact_json_value(value: Any, redact: Callable[[str], str] = redact_secrets) -> Any:
+    """Decoded JSON (a call's arguments) with `redact` applied to every string in it, keys too: a
+    credential written `\\"pa55\\"` in the raw JSON is only recognisable decoded. (A value that
+    is a credential by the key it is given to is masked in the raw JSON, before decoding.)"""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {redact(str(key)): redact_json_value(item, redact) for key, item in value.items()}
+    if isinstance(value, list):
+        return [redact_json_value(item, redact) for item in value]
+    return value
+
+
+class MaskedTurns:
+    """Whether a turn shows an anchor as (part of) a credential: some occurrence of it there is
+    masked by `redact_secrets`, which reads the turn whole, its keys and flags around the value.
+    Each turn is masked once, and only the few turns a needed anchor comes from or goes to."""
+
+    def __init__(self, turns: Sequence[Turn]) -> None:
+        self._turns = turns
+        self._masked: dict[int, str] = {}
+
+    def hides(self, anchor: str, index: int) -> bool:
+        value = self._turns[index].value
+        text = value if isinstance(value, str) else str(value)
+        masked = self._masked.get(index)
+        if masked is None:
+            masked = self._masked[index] = redact_remembered(text)
+        return masked is not text and masked.count(anchor) != text.count(anchor)
