@@ -18,8 +18,9 @@ from trajectory_compressor.summarize.redact import redact_secrets
 from trajectory_compressor.summarize.toolcalls.memo import TextMemo
 from trajectory_compressor.types import Turn
 
-redact_remembered = TextMemo(redact_secrets, entries=1 << 13, max_chars=1 << 20, max_total_chars=1 << 25)
-"""`redact_secrets`, remembered for the texts masked last (up to 32 M characters)."""
+redact_remembered = TextMemo(redact_secrets, entries=1 << 13, max_chars=1 << 20, max_total_chars=1 << 23)
+"""`redact_secrets`, remembered for the texts masked last (up to 8 M characters: a long
+region's turns, bounded whatever the rows)."""
 
 
 def redact_json_value(value: Any, redact: Callable[[str], str] = redact_secrets) -> Any:
