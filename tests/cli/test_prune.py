@@ -211,3 +211,18 @@ def test_windows_clear_only_context_results_and_train_every_gpt_turn_once(
     assert report["pruning"]["turns_pruned"] == sum(m.get("pruned_turns") or 0 for m in metrics)
     if "plain" in outs:  # pruning makes room: fewer windows, so fewer summaries, than without it
         assert len(records) < len(read_jsonl(outs["plain"]))
+
+
+def test_a_credential_as_a_results_tool_name_is_masked_in_its_placeholder(tmp_path: Path, counter) -> None:
+    """The placeholder is text this tool writes: the tool names it quotes are masked like a
+    summary's (a harness that logged a key as a tool's name must not see it quoted back)."""
+    key = "sk-proj-Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0FeDcBa"
+    row = cut_off(make_trajectory(1, steps=8, output_lines=40))
+    content = "line of output\n" * 200
+    row["conversations"][5]["value"] = RESPONSE[0] + json.dumps({"name": key, "content": content}) + RESPONSE[1]
+    counts = _tokens(counter, row)
+    target = sum(counts) - counts[5] + 30  # clearing the first unanswered result fits
+    rows, metrics, _ = _run(tmp_path, [row], "--prune-tool-outputs", "--target-max-tokens", str(target), *NO_TAIL)
+    assert metrics[0]["pruned_turns"] == 1
+    assert _values(rows[0])[5] == f"{PLACEHOLDER}[REDACTED], {len(content):,} characters]"
+    assert not any(key in path.read_text() for path in tmp_path.glob("o.*") if path.name != "o.in.jsonl")

@@ -32,6 +32,7 @@ from trajectory_compressor.plan.prune import (
 from trajectory_compressor.read.formats import ConversationFormat, text_of, with_text
 from trajectory_compressor.read.hermes import HermesResult, split_tool
 from trajectory_compressor.settings import PlanConfig
+from trajectory_compressor.summarize.redact import redact_secrets
 from trajectory_compressor.types import EditedTurn, KeptTurn, Turn
 
 if TYPE_CHECKING:  # prepare imports this module
@@ -79,8 +80,10 @@ def placeholder_edit(
     chars: int,
     results: Sequence[HermesResult] | None = None,
 ) -> EditedTurn:
-    """Tool turn `index` (as read: `turn`) with its output replaced by its one-line placeholder."""
-    names = [result.name for result in (results if results is not None else split_tool(turn.value)) if result.name]
+    """Tool turn `index` (as read: `turn`) with its output replaced by its one-line placeholder.
+    The placeholder is text this tool writes: a tool's name is masked in it like any summary's."""
+    found = results if results is not None else split_tool(turn.value)
+    names = [redact_secrets(result.name) for result in found if result.name]
     line = placeholder(names, chars)
     if fmt.name == "openai":
         return with_text(record, fmt, index, turn, line)
