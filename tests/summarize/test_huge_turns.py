@@ -59,6 +59,33 @@ def test_a_credential_at_a_cut_is_never_shown_in_part(escaped: bool, where: str)
     assert not any(SECRET[i : i + 6] in shown for i in range(len(SECRET) - 5)), "no part of the key shows"
 
 
+@pytest.mark.parametrize(
+    ("context", "value"),
+    [
+        ("DB_PASSWORD=", "Pw1HugeCutAAAA0050"),
+        ('"password": "', "hunter2isgood77"),
+        ("Bearer ", "Zx9" + "Qw3Rt7Yu2" * 4),
+    ],
+    ids=["assignment", "json-key", "bearer"],
+)
+@pytest.mark.parametrize("where", ["head", "tail"])
+def test_a_cut_in_one_huge_line_leaves_no_bare_value_whose_name_went_with_the_middle(
+    context: str, value: str, where: str
+) -> None:
+    """A minified dump has no line break near a cut: the cut can fall right after a credential's
+    name (the value starts the tail) or inside the value (the head ends with its start). Either
+    way no part of the value reaches a reader of the view, before or after redaction."""
+    half = (HUGE_TURN_CHARS - 256) // 2
+    filler = "k=v " * (HUGE_TURN_CHARS // 2)
+    at = half - 5 if where == "head" else 2 * len(filler) - half  # the value starts just before / at the cut
+    before = filler + filler
+    text = before[: at - len(context)] + context + value + '" ' + before[at:]
+    view = elide_huge(text)
+    assert MARKER.search(view) and len(view) <= HUGE_TURN_CHARS and elide_huge(view) is view
+    for shown in (view, redact_secrets(view)):
+        assert not any(value[i : i + 5] in shown for i in range(len(value) - 4)), where
+
+
 def test_fidelity_reads_a_huge_turn_by_its_head_and_tail() -> None:
     text = "start id=AB12CD\n" + _log(60_000) + "\nTraceback\nValueError: bad value at the end"
     middle = "line 0030000:"

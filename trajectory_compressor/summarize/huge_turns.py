@@ -14,7 +14,11 @@ are shown whole as before.
 Each cut falls at a line break near its place (a newline, or the two characters backslash-n of
 JSON-escaped text) so that no credential on a line is cut in two and half-shown; the redaction
 rules mask a PEM block from its BEGIN line to its END line, or to the end of the text, across
-the marker, and a block whose BEGIN went with the middle by its body and END line.
+the marker, and a block whose BEGIN went with the middle by its body and END line. A huge
+single line (a minified dump) has no line break near the cut: there a credential the cut falls
+into, or whose name (`DB_PASSWORD=`, `"password": `) the cut leaves on the other side, is
+masked on the side shown, as found in the text around the cut (`_masked_sides`), so that no
+reader sees a bare value whose context went with the middle.
 """
 
 from __future__ import annotations
@@ -22,12 +26,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from trajectory_compressor.summarize.redact import find_secrets, mask_spans
 from trajectory_compressor.types import Turn
 
 HUGE_TURN_CHARS = 1_000_000  # a longer turn is shown by its head and tail, half of this each
 SNAP_CHARS = 10_000  # how far a cut may move to fall at a line break
 _BREAKS = ("\n", "\\n")
-_MARKER_ROOM = 64  # the marker's characters: a view is never itself huge, so eliding it again changes nothing
+_CUT_CONTEXT = 2_000  # read around a cut for the credentials it falls into or beside
+_MARKER_ROOM = 256  # the marker and masks at the cuts: a view is never itself huge, so eliding it again changes nothing
 
 
 def elide_huge(text: str) -> str:
@@ -37,7 +43,20 @@ def elide_huge(text: str) -> str:
     half = (HUGE_TURN_CHARS - _MARKER_ROOM) // 2
     head_end = _line_break_before(text, half)
     tail_start = _line_break_after(text, len(text) - half)
-    return f"{text[:head_end]}\n[... {tail_start - head_end:,} characters elided ...]\n{text[tail_start:]}"
+    head, tail = _masked_sides(text, head_end, tail_start)
+    return f"{head}\n[... {tail_start - head_end:,} characters elided ...]\n{tail}"
+
+
+def _masked_sides(text: str, head_end: int, tail_start: int) -> tuple[str, str]:
+    """`text[:head_end]` and `text[tail_start:]`, each with the credentials found around its cut
+    (within `_CUT_CONTEXT` characters either side) masked where it shows them."""
+    low = max(0, head_end - _CUT_CONTEXT)
+    around = text[low : head_end + _CUT_CONTEXT]
+    head = text[:low] + mask_spans(around, find_secrets(around), 0, head_end - low)
+    low = max(0, tail_start - _CUT_CONTEXT)
+    around = text[low : tail_start + _CUT_CONTEXT]
+    tail = mask_spans(around, find_secrets(around), tail_start - low) + text[low + len(around) :]
+    return head, tail
 
 
 def elide_huge_turns(turns: Sequence[Turn]) -> list[Turn]:
