@@ -120,3 +120,14 @@ def test_an_earlier_summary_carries_its_indexs_values_first_then_its_texts() -> 
     assert earlier_anchors(summary) == ("OLD123", "gift_card_1111", "QX7RT2", "KeyError", "ledger.py")
     assert earlier_anchors("Refund for QX7RT2.") == ("QX7RT2",)  # a summary from before the index
     assert earlier_anchors("") == ()
+
+
+def test_an_earlier_index_never_carries_a_value_its_text_shows_as_a_credential() -> None:
+    """An index written by another tool may list the password its text states after `password=`:
+    masked there, it is a credential in the index too, and no summary carries it on."""
+    from trajectory_compressor.summarize.redact import redact_secrets
+
+    summary = "login: user=deploy, password=Pw1earAAAA0095 on QX7RT2\n\n" + index_line(["Pw1earAAAA0095", "OLD123"])
+    carried = earlier_anchors(summary, redact_secrets)
+    assert "OLD123" in carried and "QX7RT2" in carried and "Pw1earAAAA0095" not in carried
+    assert "Pw1earAAAA0095" in earlier_anchors(summary)  # unmasked (`--no-redact-secrets`): carried as it was

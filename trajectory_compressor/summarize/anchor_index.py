@@ -117,10 +117,15 @@ class IndexPlan:
 
 def earlier_anchors(summary: str, redact: Callable[[str], str] = unchanged) -> tuple[str, ...]:
     """The anchors an earlier summary holds, its index's first (in their ranked order), then its
-    text's: what a summary that updates it carries on."""
+    text's: what a summary that updates it carries on. An index written by another tool (or an
+    older version) may list a value its text shows as a credential (`password=...`): masked
+    there, it is left out of the index too."""
     if not summary.strip():
         return ()
-    body, listed = split_index(redact(summary))
+    masked = redact(summary)
+    body, listed = split_index(masked)
+    if masked is not summary:  # a value the text shows as a credential is one in the index line too
+        listed = tuple(anchor for anchor in listed if masked.count(anchor) == summary.count(anchor))
     return tuple(dict.fromkeys([*listed, *anchors_in(body)]))
 
 
