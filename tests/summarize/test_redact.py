@@ -21,6 +21,12 @@ from trajectory_compressor.summarize.redact import (
 
 # (text with {} where the secret goes, the secret that must disappear)
 TRUE_POSITIVES = [
+    # A credential's name before a JSON list or object, and an argv's password item.
+    ('{{"user": "bob", "password": ["{}"], "n": 1}}', "Pw1listAAA0001"),
+    ('{{"auth": {{"password": {{"value": "{}"}}}}}}', "Pw1nestAAA0002"),
+    ('{{"content": "{{\\"db_password\\": [\\"{}\\"]}}"}}', "Pw1escAAA00044"),
+    ('{{"argv": ["mysqldump", "--password", "{}", "app"]}}', "Pw1argvAAA0003"),
+    ("cmd = ['docker', 'login', '--password', '{}']", "Pw1argvAAA0009"),
     ("export OPENAI_API_KEY={}", "sk-proj-Ab3dEfGhIjKlMnOpQrStUvWxYz0123456789"),
     ("key: {}", "sk-ant-api03-AbCdEfGh1234567890_IjKlMnOpQrSt-uvwx"),
     ("OpenRouter {}", "sk-or-v1-0123456789abcdef0123456789abcdef01234567"),

@@ -48,6 +48,7 @@ import numpy as np
 
 from trajectory_compressor.summarize.anchor_traits import OPAQUE_CHARS, kind_weights, opaque
 from trajectory_compressor.summarize.fidelity.anchors import anchor_kind, anchors_in
+from trajectory_compressor.summarize.masking import masked_arguments, unchanged
 from trajectory_compressor.summarize.repeated_lines import RepeatedLines
 from trajectory_compressor.summarize.toolcalls import parse_tool_calls, parse_tool_responses, prose_of, think_of
 from trajectory_compressor.types import Turn
@@ -66,10 +67,6 @@ _BIT = {source: 1 << index for index, source in enumerate(_SOURCES)}
 # The sum of the weights of each set of sources, as `sum` adds them (halves: exact in any order).
 _SOURCE_SUMS = [sum(SOURCE_WEIGHTS[s] for s in _SOURCES if mask & _BIT[s]) for mask in range(1 << len(_SOURCES))]
 _EARLIER = -1  # the piece number of an earlier summary's anchors: before every piece of the region
-
-
-def unchanged(text: str) -> str:
-    return text
 
 
 @dataclass
@@ -394,7 +391,7 @@ def _pieces_of(turn: Turn, redact: Callable[[str], str]) -> Iterator[tuple[str, 
             yield "said", redact(said)[:_SCAN_CHARS]
         for call in parse_tool_calls(value):
             yield "call", redact(call.name)
-            for text in _argument_texts(call.arguments):
+            for text in _argument_texts(masked_arguments(call.arguments, redact)):
                 yield "call", redact(text)[:_SCAN_CHARS]
     elif turn.role == "tool":
         for response in parse_tool_responses(value):

@@ -11,10 +11,12 @@ remembered, as the same turns are masked by each of them in turn.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from trajectory_compressor.summarize.redact import redact_secrets
+from trajectory_compressor.summarize.assignment_rules import CREDENTIAL_NAMES
+from trajectory_compressor.summarize.redact import REDACTED, find_secrets, redact_secrets
 from trajectory_compressor.summarize.toolcalls.memo import TextMemo
 from trajectory_compressor.types import Turn
 
@@ -23,17 +25,68 @@ redact_remembered = TextMemo(redact_secrets, entries=1 << 13, max_chars=1 << 20,
 region's turns, bounded whatever the rows)."""
 
 
-def redact_json_value(value: Any, redact: Callable[[str], str] = redact_secrets) -> Any:
+def unchanged(text: str) -> str:
+    """No masking (`--no-redact-secrets`): readers given it take values out as they are."""
+    return text
+
+
+def masked_arguments(arguments: Any, redact: Callable[[str], str]) -> Any:
+    """A call's decoded arguments masked as `redact_json_value` masks them, or as they are when
+    `redact` is `unchanged` (redaction off)."""
+    return arguments if redact is unchanged else redact_json_value(arguments, redact)
+
+
+def redact_json_value(value: Any, redact: Callable[[str], str] = redact_secrets, *, secret: bool = False) -> Any:
     """Decoded JSON (a call's arguments) with `redact` applied to every string in it, keys too: a
-    credential written `\\"pa55\\"` in the raw JSON is only recognisable decoded. (A value that
-    is a credential by the key it is given to is masked in the raw JSON, before decoding.)"""
+    credential written `\\"pa55\\"` in the raw JSON is only recognisable decoded. A value that is a
+    credential by the key it is given to is masked in the raw JSON, before decoding, when it is a
+    string; here the rest: every value under a credential's name (`{"password": ["..."]}`,
+    `{"auth": {"password": {"value": "..."}}}`: `secret`), and the items of a list of strings
+    that a credential spans read as the command line they are (`["mysql", "--password", "..."]`)."""
+    if secret:
+        return _masked_whole(value)
     if isinstance(value, str):
         return redact(value)
     if isinstance(value, dict):
-        return {redact(str(key)): redact_json_value(item, redact) for key, item in value.items()}
+        return {
+            redact(str(key)): redact_json_value(item, redact, secret=bool(_CREDENTIAL_KEY.search(str(key))))
+            for key, item in value.items()
+        }
     if isinstance(value, list):
+        if len(value) > 1 and all(isinstance(item, str) for item in value):
+            return _masked_words(value, redact)
         return [redact_json_value(item, redact) for item in value]
     return value
+
+
+# A JSON key that names a credential: one of the assignment rule's names, ending the key.
+_CREDENTIAL_KEY = re.compile(r"(?:^|[_.-])(?:" + CREDENTIAL_NAMES + r")$", re.IGNORECASE)
+
+
+def _masked_whole(value: Any) -> Any:
+    """Every scalar of `value` masked (a credential's value, whatever its structure)."""
+    if isinstance(value, dict):
+        return {key: _masked_whole(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_masked_whole(item) for item in value]
+    if value is None or isinstance(value, bool) or value == "":
+        return value
+    return REDACTED
+
+
+def _masked_words(words: list[str], redact: Callable[[str], str]) -> list[str]:
+    """A list of strings (an argv) with each item a credential found in the joined line touches
+    masked whole, the others redacted one by one."""
+    spans = find_secrets(" ".join(words))
+    if not spans:
+        return [redact(word) for word in words]
+    masked, start = [], 0
+    for word in words:
+        end = start + len(word)
+        touched = any(span_start < end and span_end > start for span_start, span_end in spans)
+        masked.append(REDACTED if touched else redact(word))
+        start = end + 1
+    return masked
 
 
 class MaskedTurns:

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 Span = tuple[int, int]
+REDACTED = "[REDACTED]"  # what a masked credential reads as
 
 
 @dataclass(frozen=True)
@@ -368,7 +369,21 @@ COMMAND_LINE = (
         _option_value,
     ),
     Rule("sshpass-option", ("sshpass",), re.compile(r"sshpass[ \t]+-p[ \t]*" + _OPTION_VALUE), _option_value),
+    # The same options in an argv written as a JSON or Python list: `"--password", "VALUE"`.
+    Rule(
+        "password-option-listed",
+        ("--pass",),
+        re.compile(r"""--pass(?:word|wd|phrase)?(?P<q>["'])\s{0,4},\s{0,4}(?P=q)(?P<listed>[^"'\n]{1,256})(?P=q)"""),
+        lambda match, text: _listed_value(match),
+    ),
 )
+
+
+def _listed_value(match: re.Match[str]) -> Span | None:
+    """The list item after a password option, unless it is a placeholder or the next option."""
+    value = match.group("listed")
+    return None if not _credential_value(value) or value.startswith("-") else match.span("listed")
+
 
 BY_FAMILY: dict[str, tuple[Rule, ...]] = {
     "private keys": PRIVATE_KEYS,

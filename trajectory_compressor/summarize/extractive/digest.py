@@ -29,7 +29,7 @@ from trajectory_compressor.summarize.fidelity.salient import (
     identifiers_in,
     paths_in_output,
 )
-from trajectory_compressor.summarize.masking import redact_json_value
+from trajectory_compressor.summarize.masking import masked_arguments, unchanged
 from trajectory_compressor.summarize.toolcalls import (
     Outcome,
     analyze_output,
@@ -103,10 +103,6 @@ class Digest:
     lines: ActionLines = field(default_factory=ActionLines)  # the calls' lines, kept across digests
 
 
-def unchanged(text: str) -> str:
-    return text
-
-
 def digest_region(turns: Sequence[Turn], redact: Callable[[str], str] = unchanged, earlier: str = "") -> Digest:
     """One pass over the region: pair calls with results, collect requests, files, errors, note.
 
@@ -158,7 +154,7 @@ class RegionDigest:
                 if said:
                     self._note = said[:_KEPT_TEXT]
                 for call in parse_tool_calls(value):
-                    name, arguments = redact(call.name), redact_json_value(call.arguments, redact)
+                    name, arguments = redact(call.name), masked_arguments(call.arguments, redact)
                     pending.append(len(actions))
                     self._append(Action(name, arguments, None))
                     for path in files_in(arguments):

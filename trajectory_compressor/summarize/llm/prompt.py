@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from trajectory_compressor.settings import LLMConfig
+from trajectory_compressor.summarize.masking import redact_json_value
 from trajectory_compressor.summarize.redact import find_secrets, mask_spans, redact_secrets
 from trajectory_compressor.summarize.toolcalls.text import too_deep
 from trajectory_compressor.types import SummaryRequest, Turn
@@ -171,7 +172,7 @@ def render_transcript(
     across a cut is still recognised whole): its cost is bounded by the prompt cap, not by the
     size of the region, which can be megabytes of tool output.
     """
-    bodies = [_render_value(turn) for turn in turns]
+    bodies = [_render_value(turn, redact) for turn in turns]
     headers = [f"[Turn {i}] {_ROLE_LABELS.get(turn.role, turn.role.upper())}:" for i, turn in enumerate(turns, 1)]
     overhead = sum(len(header) + 3 for header in headers)  # header, newline, blank line
     lengths = [len(body) for body in bodies]
@@ -251,17 +252,20 @@ def _fair_caps(lengths: list[int], per_turn: int, total: int) -> list[int]:
     return [min(length, level) for length in capped]
 
 
-def _render_value(turn: Turn) -> str:
+def _render_value(turn: Turn, redact: bool = True) -> str:
     """A turn's value made readable: tool calls as `name(arg=value)`, tool tags dropped."""
     value = turn.value if isinstance(turn.value, str) else str(turn.value)
     if turn.role == "tool":
         value = _TOOL_RESPONSE_TAG.sub("", value)
     elif "<tool_call>" in value:
-        value = _TOOL_CALL.sub(lambda m: _render_tool_call(m.group(1)), value)
+        value = _TOOL_CALL.sub(lambda m: _render_tool_call(m.group(1), redact), value)
     return value.strip()
 
 
-def _render_tool_call(payload: str) -> str:
+def _render_tool_call(payload: str, redact: bool = True) -> str:
+    """`[tool call] name(arg=value, ...)`; with `redact`, the decoded arguments masked by their
+    structure too (`redact_json_value`: every value under a credential's name, an argv's
+    password), which the transcript's masking, reading `password=["..."]` as text, would miss."""
     try:
         call = orjson.loads(payload)
     except orjson.JSONDecodeError:
@@ -277,6 +281,8 @@ def _render_tool_call(payload: str) -> str:
         if too_deep(arguments, parsed):
             return f"[tool call] {call['name']}({arguments})"
         arguments = parsed
+    if redact:
+        arguments = redact_json_value(arguments, _unchanged)  # strings are masked with the whole transcript
     if isinstance(arguments, dict):
         rendered = ", ".join(f"{key}={_json(value)}" for key, value in arguments.items())
     else:
@@ -289,3 +295,7 @@ def _json(value: Any) -> str:
         return orjson.dumps(value).decode()
     except TypeError:
         return repr(value)
+
+
+def _unchanged(text: str) -> str:
+    return text
