@@ -16,6 +16,12 @@ def test_a_secret_the_turn_cut_falls_into_is_not_shown_in_part() -> None:
         assert "ghp_" not in shown and shown.endswith(" [REDACTED]"), shown[-60:]
 
 
+def test_a_token_longer_than_the_margin_the_cut_falls_into_is_not_shown_in_part() -> None:
+    jwt = "eyJhbGciOiJSUzI1NiIsInR5cCI6IkpXVCJ9." + "eyJ" + "QmFzZTY0UGF5bG9hZA" * 250 + "." + "c2lnbmF0dXJl" * 30
+    shown = clip_text("Token: " + jwt + " and more text " * 100)
+    assert "QmFzZTY0UGF5bG9hZA" not in shown and "[REDACTED]" in shown
+
+
 def test_short_names_drop_the_folders_every_name_shares() -> None:
     assert short_names(["/data/runs/a/x.jsonl", "/data/runs/b/x.jsonl"]) == {
         "/data/runs/a/x.jsonl": "a/x.jsonl",

@@ -234,6 +234,25 @@ def mask_spans(text: str, spans: Iterable[Span], start: int = 0, end: int | None
     return "".join(pieces)
 
 
+_WORD_LIMIT = 1 << 16  # how far a window's edge moves to take in the word it falls in
+_WHITE_SPACE = re.compile(r"\s")
+
+
+def word_end(text: str, position: int) -> int:
+    """`position`, moved on to the end of the word (a run with no white space) it falls in, within
+    `_WORD_LIMIT` characters: text searched up to there holds whole the long token a window
+    edge cuts (a 3,000-character JWT is masked only by its whole `eyJ….eyJ….sig` shape)."""
+    found = _WHITE_SPACE.search(text, position, position + _WORD_LIMIT)
+    return found.start() if found else min(len(text), position + _WORD_LIMIT)
+
+
+def word_start(text: str, position: int) -> int:
+    """`position`, moved back to the start of the word it falls in (as `word_end`)."""
+    low = max(0, position - _WORD_LIMIT)
+    found = max(text.rfind(char, low, position) for char in " \t\n\r\f\v")
+    return found + 1 if found >= 0 else low
+
+
 def redact_secrets(text: str) -> str:
     """Mask credentials in `text` with `[REDACTED]`. Idempotent: redacting twice changes nothing."""
     spans = find_secrets(text)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from trajectory_compressor.summarize.llm.prompt import REDACT_MARGIN
-from trajectory_compressor.summarize.redact import redact_secrets
+from trajectory_compressor.summarize.redact import redact_secrets, word_end
 from trajectory_compressor.types import SUMMARY_PREFIX, Turn
 from trajectory_compressor.write.html_parts import clip_text, esc
 
@@ -67,7 +67,7 @@ def make_example(
     """An example holding only what the page will draw (a few turns, each cut)."""
 
     def kept(turns: Sequence[Turn], count: int) -> tuple[Turn, ...]:
-        return tuple(Turn(turn.role, turn.value[:_KEEP_CHARS]) for turn in turns[:count])
+        return tuple(Turn(turn.role, turn.value[: word_end(turn.value, _KEEP_CHARS)]) for turn in turns[:count])
 
     return RowExample(
         index=index,
@@ -75,7 +75,7 @@ def make_example(
         label=label,
         region=kept(region, REGION_TURNS_SHOWN),
         region_turns=len(region),
-        summary=summary[: _SUMMARY_CHARS * 4 + REDACT_MARGIN],
+        summary=summary[: word_end(summary, _SUMMARY_CHARS * 4 + REDACT_MARGIN)],
         tail=kept(after, TAIL_TURNS_SHOWN),
         tail_turns=len(after),
         fidelity=fidelity,

@@ -14,7 +14,7 @@ from typing import Any
 
 from trajectory_compressor.messages import quoted
 from trajectory_compressor.summarize.llm.prompt import REDACT_MARGIN
-from trajectory_compressor.summarize.redact import find_secrets, mask_spans, redact_secrets
+from trajectory_compressor.summarize.redact import find_secrets, mask_spans, redact_secrets, word_end
 from trajectory_compressor.summarize.toolcalls import clip
 from trajectory_compressor.types import SUMMARY_PREFIX, ExampleRow
 
@@ -164,5 +164,5 @@ def clip_text(text: str, limit: int = _TURN_CHARS) -> str:
     masking a long one before it (a PEM block) can bring a few unmatched characters into view.
     """
     head = min(len(text), limit * 4)
-    masked = mask_spans(text, find_secrets(text[: head + REDACT_MARGIN]), 0, head)
+    masked = mask_spans(text, find_secrets(text[: word_end(text, head + REDACT_MARGIN)]), 0, head)
     return masked if len(masked) <= limit else masked[:limit].rstrip() + " …"

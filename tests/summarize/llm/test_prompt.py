@@ -220,6 +220,20 @@ def test_an_escaped_env_line_straddling_the_head_cut_is_masked_whole(offset: int
     assert _shown("Tr0ub4dor-x9-Kq7", transcript) == [] and _shown(GITHUB, transcript) == []
 
 
+LONG_JWT = "eyJhbGciOiJSUzI1NiIsInR5cCI6IkpXVCJ9." + "eyJ" + "QmFzZTY0UGF5bG9hZA" * 140 + "." + "c2lnbmF0dXJl" * 30
+
+
+@pytest.mark.parametrize("where", ["head", "tail"])
+def test_a_token_longer_than_the_margin_across_a_cut_is_masked_whole(where: str) -> None:
+    """A 2,900-character JWT (Azure AD and OIDC issue them) is masked only by its whole shape: the
+    text searched around a cut reaches the end (or the start) of the word the margin falls in."""
+    before, after = (900, 5000) if where == "head" else (5000, 900)
+    text = "a " * before + LONG_JWT + " " + "b " * after
+    transcript = render_transcript([Turn("tool", text)], max_turn_chars=4000, max_prompt_chars=50_000)
+    assert "characters elided" in transcript and "[REDACTED]" in transcript
+    assert "QmFzZTY0UGF5bG9hZA" not in transcript and "c2lnbmF0dXJl" not in transcript
+
+
 def test_masks_before_the_cut_do_not_move_it_onto_an_unseen_secret() -> None:
     # A private key early in the head shrinks by ~1,400 chars when masked; cutting the redacted
     # text would then keep text from past the 1,000-char margin the patterns saw, where a token

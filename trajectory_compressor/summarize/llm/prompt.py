@@ -15,7 +15,7 @@ import orjson
 
 from trajectory_compressor.settings import LLMConfig
 from trajectory_compressor.summarize.masking import redact_json_value
-from trajectory_compressor.summarize.redact import find_secrets, mask_spans, redact_secrets
+from trajectory_compressor.summarize.redact import find_secrets, mask_spans, redact_secrets, word_end, word_start
 from trajectory_compressor.summarize.toolcalls.text import too_deep
 from trajectory_compressor.types import SummaryRequest, Turn
 
@@ -223,8 +223,8 @@ def _elide_redacted(text: str, max_chars: int, redact: bool) -> str:
     if len(text) <= max_chars + 2 * REDACT_MARGIN:
         spans = find_secrets(text)
     else:
-        window = tail_start - REDACT_MARGIN
-        spans = find_secrets(text[: head_len + REDACT_MARGIN])
+        window = word_start(text, tail_start - REDACT_MARGIN)  # a long token at an edge, seen whole
+        spans = find_secrets(text[: word_end(text, head_len + REDACT_MARGIN)])
         spans += [(start + window, end + window) for start, end in find_secrets(text[window:])]
     head = mask_spans(text, spans, 0, head_len)
     tail = mask_spans(text, spans, tail_start, len(text)) if tail_len else ""
