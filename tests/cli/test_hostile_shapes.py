@@ -256,3 +256,20 @@ def test_a_checkpoint_interval_that_is_no_positive_number_is_one_line_naming_it(
     assert result.returncode == 2, result.stderr
     assert result.stderr.startswith(f"error: {variable} must be a positive ") and result.stderr.count("\n") == 1
     assert repr(value) in result.stderr
+
+
+def test_a_rejected_rows_reason_quotes_its_input_with_credentials_masked(tmp_path: Path) -> None:
+    """The reason names what was wrong (`unknown role '...'`) and is written to the metrics, the
+    rejects list, the report and stderr: a credential in the quoted value is masked there."""
+    secret = "Pw1rejAAAA0090"
+    bad = {"conversations": [{"from": f"DB_PASSWORD={secret}", "value": "hi"}, {"from": "gpt", "value": "x"}]}
+    source = write_jsonl(tmp_path / "in.jsonl", [bad, make_trajectory(1)])
+    out = tmp_path / "out.jsonl"
+    result = run_cli("compress", str(source), "-o", str(out), "--summarizer", "extractive")
+    assert result.returncode == 0, result.stderr
+    [first, _] = read_jsonl(tmp_path / "out.metrics.jsonl")
+    assert first["reason"].startswith("turn 0: unknown role 'DB_PASSWORD=[REDACTED]'")
+    [listed] = read_jsonl(tmp_path / "out.rejects.jsonl")  # the raw row is there for the user to mend
+    assert "[REDACTED]" in listed["error"] and secret not in listed["error"] and secret in listed["raw"]
+    written = [path.read_text() for path in tmp_path.glob("out.*") if path.suffixes[0] not in (".jsonl", ".rejects")]
+    assert written and not any(secret in text for text in [*written, result.stdout, result.stderr])

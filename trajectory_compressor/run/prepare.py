@@ -24,6 +24,7 @@ from trajectory_compressor.read.select import RowSelection
 from trajectory_compressor.read.sources import InputSource
 from trajectory_compressor.run.pruning import Placeholders, Pruning, offer_placeholders, prune_rows
 from trajectory_compressor.settings import PlanConfig, ReadConfig, RunConfig
+from trajectory_compressor.summarize.redact import redact_secrets
 from trajectory_compressor.types import EditedTurn, SourceRecord, Turn
 
 # Rows (and bytes of input) prepared in one batch: big enough for the tokenizer's batch speed,
@@ -54,6 +55,11 @@ class RejectedRow:
     position: int  # stream positions consumed once this row is committed (for resume)
     item: SourceRecord
     error: str
+
+    def __post_init__(self) -> None:
+        # The reason quotes the input (`unknown role 'DB_PASSWORD=...'`) and is written to the
+        # metrics, the report and stderr: masked like anything else this tool writes.
+        object.__setattr__(self, "error", redact_secrets(self.error))
 
     @property
     def label(self) -> str:
