@@ -27,6 +27,13 @@ TRUE_POSITIVES = [
     ('{{"content": "{{\\"db_password\\": [\\"{}\\"]}}"}}', "Pw1escAAA00044"),
     ('{{"argv": ["mysqldump", "--password", "{}", "app"]}}', "Pw1argvAAA0003"),
     ("cmd = ['docker', 'login', '--password', '{}']", "Pw1argvAAA0009"),
+    # A subscript before the operator, and credential options with a prefix or another name.
+    ('os.environ["DB_PASSWORD"] = "{}"', "Pw1envAAA0011"),
+    ("config['password'] = '{}'", "Pw1cfgAAA0012"),
+    ("tool --api-key {} run", "Pw1apiAAA0013"),
+    ("gh --auth-token {}", "ghtok_Pw1AAA0015"),
+    ("app --db-password {} --port 5432", "Pw1dbAAA0016"),
+    ('["--api-key", "{}"]', "Pw1lstAAA0017"),
     ("export OPENAI_API_KEY={}", "sk-proj-Ab3dEfGhIjKlMnOpQrStUvWxYz0123456789"),
     ("key: {}", "sk-ant-api03-AbCdEfGh1234567890_IjKlMnOpQrSt-uvwx"),
     ("OpenRouter {}", "sk-or-v1-0123456789abcdef0123456789abcdef01234567"),
@@ -332,6 +339,11 @@ def test_an_env_dump_in_a_hermes_tool_result_is_masked_in_place() -> None:
 
 
 NEW_FALSE_POSITIVES = [
+    'if config["password"] == "":',
+    'os.environ["DB_PASSWORD"] = getpass()',
+    "llm --max-tokens 100 --token-file /etc/token --secret-name app",
+    "usage: x [--api-key KEY] [--token TOKEN]; see the --api-key option",
+    "tool --api-key $API_KEY --token 12345",
     "docker run -p 8080:80 nginx",
     "ssh -p 2222 deploy@host",
     "mkdir -p /var/lib/mysql && chown mysql /var/lib/mysql",

@@ -34,14 +34,16 @@ gitleaks, trufflehog and detect-secrets):
   ntn_, JWTs;
 - passwords in URLs (`scheme://user:password@host`, any scheme), `Authorization:` headers
   (Basic, Bearer, token, ...), `Bearer <token>`, `curl -u user:password`;
-- passwords on command lines: `--password[=| ]VALUE` (`--passwd`, `--passphrase`), the MySQL /
-  MariaDB clients' `-pVALUE` / `-p'...'`, `sshpass -p`;
+- passwords on command lines: `--password[=| ]VALUE` (`--passwd`, `--passphrase`, a prefix:
+  `--db-password`; `--api-key`, `--secret`, `--token`, `--auth-token`), also as an argv list
+  (`"--password", "VALUE"`), the MySQL / MariaDB clients' `-pVALUE` / `-p'...'`, `sshpass -p`;
 - assignments: literal values assigned to password / passwd / pwd / passphrase / pass
   (`DB_PASS`, not `bypass`) / secret / api_key / access_key / private_key / client_secret /
   *_token names (connection strings' `Password=` included; a plain word too in `NAME=value` or
   `NAME: value` with an upper-case name, or `--name=value`: `PGPASSWORD=postgres`), and
   high-entropy values (Shannon entropy, detect-secrets' limits) assigned to any *token / *key /
-  *secret / *credential(s) / *signature name.
+  *secret / *credential(s) / *signature name; a subscript's name too (`os.environ["DB_PASSWORD"]
+  = "..."`), and a JSON list or object given to such a name (`assignment_rules`).
 
 Every rule reads escaped text as it reads decoded (`escapes`): a JSON string once or nested
 (`\\n`, `\\t`, `\\"`, `\\\\n`, `\\u003d`), so an env dump inside a tool result's JSON is

@@ -328,6 +328,8 @@ HEADERS = (
     ),
 )
 
+# A credential's option: `--password`, `--db-password`, `--api-key`, `--secret`, `--auth-token`.
+_OPTION_NAME = r"--(?:[a-z][\w-]{0,23}[_-])?(?:pass(?:word|wd|phrase)?|api[_-]?key|secret|token)"
 # What follows a password option: quoted (spaces and all), or a bare word.
 _OPTION_VALUE = r"""(?:'(?P<single>[^'\n]{1,256})'|"(?P<double>[^"\n]{1,256})"|(?P<bare>[^\s'"`;|&]{1,256}))"""
 
@@ -353,12 +355,14 @@ def _option_value(match: re.Match[str], text: str) -> Span | None:
 
 # Passwords given on a command line.
 COMMAND_LINE = (
-    # `--password=VALUE`, `--password VALUE` (docker login, most CLIs), `--passwd`, `--passphrase`.
+    # `--password=VALUE`, `--password VALUE` (docker login, most CLIs), `--passwd`, `--passphrase`,
+    # and the same with a prefix (`--db-password`), and `--api-key`, `--secret`, `--token` (`--auth-token`).
     Rule(
         "password-option",
-        ("--pass",),
-        re.compile(r"--pass(?:word|wd|phrase)?(?:=|(?P<spaced>[ \t]+))" + _OPTION_VALUE),
+        ("--pass", "-password", "-passwd", "-api-key", "-api_key", "-secret", "-token"),
+        re.compile(_OPTION_NAME + r"(?:=|(?P<spaced>[ \t]+))" + _OPTION_VALUE),
         _option_value,
+        scan=True,  # a literal may sit inside the name (`--db-password`): the text is scanned
     ),
     # The MySQL / MariaDB clients take the password glued to `-p` (`-pSECRET`, `-p'...'`); a
     # separate word after `-p` is the database, and other commands' `-p` is a port or a path.
@@ -372,9 +376,10 @@ COMMAND_LINE = (
     # The same options in an argv written as a JSON or Python list: `"--password", "VALUE"`.
     Rule(
         "password-option-listed",
-        ("--pass",),
-        re.compile(r"""--pass(?:word|wd|phrase)?(?P<q>["'])\s{0,4},\s{0,4}(?P=q)(?P<listed>[^"'\n]{1,256})(?P=q)"""),
+        ("--pass", "-password", "-passwd", "-api-key", "-api_key", "-secret", "-token"),
+        re.compile(_OPTION_NAME + r"""(?P<q>["'])\s{0,4},\s{0,4}(?P=q)(?P<listed>[^"'\n]{1,256})(?P=q)"""),
         lambda match, text: _listed_value(match),
+        scan=True,
     ),
 )
 
