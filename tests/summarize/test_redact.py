@@ -34,6 +34,15 @@ TRUE_POSITIVES = [
     ("gh --auth-token {}", "ghtok_Pw1AAA0015"),
     ("app --db-password {} --port 5432", "Pw1dbAAA0016"),
     ('["--api-key", "{}"]', "Pw1lstAAA0017"),
+    # Where a file format or a language names the credential.
+    ("CREATE USER app IDENTIFIED BY '{}';", "Pw1sqlAAA0021"),
+    ("ALTER ROLE app WITH ENCRYPTED PASSWORD '{}'", "Pw1sqlAAA0022"),
+    ("<password>{}</password>", "Pw1xmlAAA0023"),
+    ("<db:apiKey>{}</db:apiKey>", "Pw1xmlAAA0024"),
+    ("machine api.example.com login bob password {}", "Pw1netAAA0025"),
+    ("openssl enc -aes256 -pass pass:{} -in x", "Pw1sslAAA0026"),
+    ("- name: DB_PASSWORD\n  value: {}", "Pw1k8sAAA0027"),
+    ("$cfg = ['password' => '{}'];", "Pw1phpAAA0028"),
     ("export OPENAI_API_KEY={}", "sk-proj-Ab3dEfGhIjKlMnOpQrStUvWxYz0123456789"),
     ("key: {}", "sk-ant-api03-AbCdEfGh1234567890_IjKlMnOpQrSt-uvwx"),
     ("OpenRouter {}", "sk-or-v1-0123456789abcdef0123456789abcdef01234567"),
@@ -340,6 +349,9 @@ def test_an_env_dump_in_a_hermes_tool_result_is_masked_in_place() -> None:
 
 NEW_FALSE_POSITIVES = [
     'if config["password"] == "":',
+    "<password>${DB_PASS}</password> <token>abc</token>",
+    "- name: DB_PASSWORD\n  valueFrom:\n    secretKeyRef: {name: db}",
+    "The machine has a password prompt; 'pass' => true",
     'os.environ["DB_PASSWORD"] = getpass()',
     "llm --max-tokens 100 --token-file /etc/token --secret-name app",
     "usage: x [--api-key KEY] [--token TOKEN]; see the --api-key option",

@@ -19,8 +19,9 @@ from trajectory_compressor.summarize.secret_rules import REDACTED, Rule, Span, h
 # is matched: scanning `\w*` before the keyword at every word start made this pattern the
 # slowest by far.
 _VALUE = r"""(?:(?P<quote>["'])(?P<quoted>[^"'\n]{0,512}?)(?P=quote)|(?P<bare>[^\s"'`,;]{1,512}))"""
-# The gap may close a subscript (`os.environ["DB_PASSWORD"] = "..."`, `config['password'] = '...'`).
-_OPERATOR = r"""(?P<gap>["']?\]?\s{0,4})(?P<operator>:=|=|:)[ \t]{0,16}"""
+# The gap may close a subscript (`os.environ["DB_PASSWORD"] = "..."`, `config['password'] = '...'`);
+# `=>` is PHP's and Ruby's (`'password' => '...'`).
+_OPERATOR = r"""(?P<gap>["']?\]?\s{0,4})(?P<operator>:=|=>|=|:)[ \t]{0,16}"""
 CREDENTIAL_NAMES = (
     r"pass(?:word|wd|phrase)?|pwd|secret(?:[_-]?(?:key|token))?|api[_-]?(?:key|token)|apikey"
     r"|access[_-]?(?:key|token)|private[_-]?key|client[_-]?secret|(?:auth|refresh|bearer|session)[_-]?token"

@@ -36,7 +36,10 @@ gitleaks, trufflehog and detect-secrets):
   (Basic, Bearer, token, ...), `Bearer <token>`, `curl -u user:password`;
 - passwords on command lines: `--password[=| ]VALUE` (`--passwd`, `--passphrase`, a prefix:
   `--db-password`; `--api-key`, `--secret`, `--token`, `--auth-token`), also as an argv list
-  (`"--password", "VALUE"`), the MySQL / MariaDB clients' `-pVALUE` / `-p'...'`, `sshpass -p`;
+  (`"--password", "VALUE"`), the MySQL / MariaDB clients' `-pVALUE` / `-p'...'`, `sshpass -p`,
+  `openssl -pass pass:`;
+- config files and SQL: `IDENTIFIED BY '...'`, `WITH PASSWORD '...'`, `<password>...</password>`,
+  `.netrc`, a Kubernetes env entry's `value:` after a secret's `name:`, PHP's `=>`;
 - assignments: literal values assigned to password / passwd / pwd / passphrase / pass
   (`DB_PASS`, not `bypass`) / secret / api_key / access_key / private_key / client_secret /
   *_token names (connection strings' `Password=` included; a plain word too in `NAME=value` or

@@ -390,6 +390,63 @@ def _listed_value(match: re.Match[str]) -> Span | None:
     return None if not _credential_value(value) or value.startswith("-") else match.span("listed")
 
 
+def _named_value(match: re.Match[str], text: str) -> Span | None:
+    """The `value` group, unless it is a placeholder (`${DB_PASS}`, `%(pw)s`) or a number."""
+    value = match.group("value")
+    return match.span("value") if _credential_value(value) and len(value) >= 4 else None
+
+
+# Credentials where a file format or a language names them (scanned: the literal is inside).
+CONFIG_AND_SQL = (
+    # SQL: `CREATE USER app IDENTIFIED BY '...'`, `ALTER ROLE app WITH [ENCRYPTED] PASSWORD '...'`.
+    Rule(
+        "sql-password",
+        ("identified by", "with password", "encrypted password"),
+        re.compile(r"(?:identified[ \t]+by|password)[ \t]+'(?P<value>[^'\n]{1,256})'"),
+        _named_value,
+        folded=True,
+        scan=True,
+    ),
+    # XML and HTML-like config: `<password>...</password>`, `<db:apiKey>...</db:apiKey>`.
+    Rule(
+        "xml-password",
+        ("password>", "passwd>", "secret>", "apikey>", "api_key>", "token>"),
+        re.compile(
+            r"<(?P<tag>[\w:.-]{0,32}(?:password|passwd|secret|api[_-]?key|token))>(?P<value>[^<\s]{1,256})</(?P=tag)>"
+        ),
+        _named_value,
+        folded=True,
+        scan=True,
+    ),
+    # `.netrc`: `machine host login user password VALUE`.
+    Rule(
+        "netrc-password",
+        ("machine",),
+        re.compile(r"machine[ \t]+\S{1,256}(?:[ \t]+login[ \t]+\S{1,256})?[ \t]+password[ \t]+(?P<value>\S{1,256})"),
+        _named_value,
+        scan=True,
+    ),
+    # OpenSSL's `-pass pass:VALUE` (`-passin`, `-passout`).
+    Rule(
+        "openssl-pass",
+        ("pass:",),
+        re.compile(r"-pass(?:in|out)?[ \t]+pass:(?P<value>[^\s'\"]{1,256})"),
+        _named_value,
+        scan=True,
+    ),
+    # A Kubernetes or compose env entry: `- name: DB_PASSWORD` then `value: ...` on the next line.
+    Rule(
+        "env-entry-value",
+        ("value:",),
+        re.compile(
+            r"name:[ \t]*[\"']?[A-Z0-9_]*(?:PASSWORD|PASSWD|SECRET|TOKEN|API_KEY|APIKEY)[A-Z0-9_]*[\"']?[ \t]*\r?\n"
+            r"[ \t]*(?:-[ \t]*)?value:[ \t]*[\"']?(?P<value>[^\s\"'\n]{1,256})"
+        ),
+        _named_value,
+        scan=True,
+    ),
+)
+
 BY_FAMILY: dict[str, tuple[Rule, ...]] = {
     "private keys": PRIVATE_KEYS,
     "cloud": CLOUD,
@@ -402,5 +459,6 @@ BY_FAMILY: dict[str, tuple[Rule, ...]] = {
     "passwords in URLs": (URL_PASSWORD,),
     "authorization headers": HEADERS,
     "command-line passwords": COMMAND_LINE,
+    "config files and SQL": CONFIG_AND_SQL,
 }
 RULES: tuple[Rule, ...] = tuple(rule for family in BY_FAMILY.values() for rule in family)
