@@ -42,8 +42,9 @@ gitleaks, trufflehog and detect-secrets):
   `.netrc`, a Kubernetes env entry's `value:` after a secret's `name:`, PHP's `=>`;
 - assignments: literal values assigned to password / passwd / pwd / passphrase / pass
   (`DB_PASS`, not `bypass`) / secret / api_key / access_key / private_key / client_secret /
-  *_token names (connection strings' `Password=` included; a plain word too in `NAME=value` or
-  `NAME: value` with an upper-case name, or `--name=value`: `PGPASSWORD=postgres`), and
+  auth, refresh, bearer and session *_token names (connection strings' `Password=` included;
+  a plain word too in `NAME=value` or `NAME: value` with an upper-case name, or `--name=value`:
+  `PGPASSWORD=postgres`), and
   high-entropy values (Shannon entropy, detect-secrets' limits) assigned to any *token / *key /
   *secret / *credential(s) / *signature name; a subscript's name too (`os.environ["DB_PASSWORD"]
   = "..."`), and a JSON list or object given to such a name (`assignment_rules`).
