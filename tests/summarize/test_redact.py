@@ -43,6 +43,7 @@ TRUE_POSITIVES = [
     ("openssl enc -aes256 -pass pass:{} -in x", "Pw1sslAAA0026"),
     ("- name: DB_PASSWORD\n  value: {}", "Pw1k8sAAA0027"),
     ("$cfg = ['password' => '{}'];", "Pw1phpAAA0028"),
+    ("DATABASE_URL=postgresql://admin:{}@db.example.com:5432/app", "Pw1@atAAAA0011x"),
     ("export OPENAI_API_KEY={}", "sk-proj-Ab3dEfGhIjKlMnOpQrStUvWxYz0123456789"),
     ("key: {}", "sk-ant-api03-AbCdEfGh1234567890_IjKlMnOpQrSt-uvwx"),
     ("OpenRouter {}", "sk-or-v1-0123456789abcdef0123456789abcdef01234567"),

@@ -290,11 +290,12 @@ SAAS = (
     ),
 )
 
-# `scheme://user:password@host` (any scheme): the password. Bounded runs keep it linear.
+# `scheme://user:password@host` (any scheme): the password, to the authority's last `@` (an
+# unencoded `@` in a password is common: `admin:p@ss@db`). Bounded runs keep it linear.
 URL_PASSWORD = Rule(
     "url-password",
     ("://",),
-    re.compile(r"://[^\s:/@'\"<>]{0,256}:([^\s/@'\"<>]{1,256})@"),
+    re.compile(r"://[^\s:/@'\"<>]{0,256}:([^\s/?#'\"<>]{1,256})@"),
     _group(1, _credential_value),
 )
 
