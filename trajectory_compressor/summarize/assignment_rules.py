@@ -1,5 +1,8 @@
 """The assignment rules: a credential known by the name it is given to, not by its shape.
 
+Also where a file format or a language names it (SQL's `IDENTIFIED BY`, XML tags, `.netrc`, a
+Kubernetes env entry).
+
 `password = "..."`, `"api_key": "..."`, `DB_PASSWORD=...`, `client_secret: ...`, a JSON list or
 object given to such a name, and high-entropy values given to any `*token` / `*key` / `*secret`
 name. Kept apart from the shape rules (`secret_rules`): what they match depends on judging the
@@ -11,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from trajectory_compressor.summarize.secret_rules import REDACTED, Rule, Span, high_entropy
+from trajectory_compressor.summarize.secret_rules import REDACTED, Rule, Span, credential_value, high_entropy
 
 # `password = "..."`, `"api_key": "..."`, `DB_PASSWORD=...`, `DB_PASS=...`, `client_secret: ...` (on
 # lower-cased, decoded text: `escapes`). The key name must END with one of these words
@@ -187,9 +190,67 @@ def _closing_bracket(text: str, opening: int) -> int | None:
     return None
 
 
+def _named_value(match: re.Match[str], text: str) -> Span | None:
+    """The `value` group, unless it is a placeholder (`${DB_PASS}`, `%(pw)s`) or a number."""
+    value = match.group("value")
+    return match.span("value") if credential_value(value) and len(value) >= 4 else None
+
+
+# Credentials where a file format or a language names them (scanned: the literal is inside).
+CONFIG_AND_SQL = (
+    # SQL: `CREATE USER app IDENTIFIED BY '...'`, `ALTER ROLE app WITH [ENCRYPTED] PASSWORD '...'`.
+    Rule(
+        "sql-password",
+        ("identified by", "with password", "encrypted password"),
+        re.compile(r"(?:identified[ \t]+by|password)[ \t]+'(?P<value>[^'\n]{1,256})'"),
+        _named_value,
+        folded=True,
+        scan=True,
+    ),
+    # XML and HTML-like config: `<password>...</password>`, `<db:apiKey>...</db:apiKey>`.
+    Rule(
+        "xml-password",
+        ("password>", "passwd>", "secret>", "apikey>", "api_key>", "token>"),
+        re.compile(
+            r"<(?P<tag>[\w:.-]{0,32}(?:password|passwd|secret|api[_-]?key|token))>(?P<value>[^<\s]{1,256})</(?P=tag)>"
+        ),
+        _named_value,
+        folded=True,
+        scan=True,
+    ),
+    # `.netrc`: `machine host login user password VALUE`.
+    Rule(
+        "netrc-password",
+        ("machine",),
+        re.compile(r"machine[ \t]+\S{1,256}(?:[ \t]+login[ \t]+\S{1,256})?[ \t]+password[ \t]+(?P<value>\S{1,256})"),
+        _named_value,
+        scan=True,
+    ),
+    # OpenSSL's `-pass pass:VALUE` (`-passin`, `-passout`).
+    Rule(
+        "openssl-pass",
+        ("pass:",),
+        re.compile(r"-pass(?:in|out)?[ \t]+pass:(?P<value>[^\s'\"]{1,256})"),
+        _named_value,
+        scan=True,
+    ),
+    # A Kubernetes or compose env entry: `- name: DB_PASSWORD` then `value: ...` on the next line.
+    Rule(
+        "env-entry-value",
+        ("value:",),
+        re.compile(
+            r"name:[ \t]*[\"']?[A-Z0-9_]*(?:PASSWORD|PASSWD|SECRET|TOKEN|API_KEY|APIKEY)[A-Z0-9_]*[\"']?[ \t]*\r?\n"
+            r"[ \t]*(?:-[ \t]*)?value:[ \t]*[\"']?(?P<value>[^\s\"'\n]{1,256})"
+        ),
+        _named_value,
+        scan=True,
+    ),
+)
+
 ASSIGNMENT_RULES = (
     Rule("secret-assignment", _ASSIGNMENT_STEMS, _ASSIGNMENT, _assignment_span, folded=True),
     Rule("secret-structure", _ASSIGNMENT_STEMS, _STRUCTURED, _structured_span, folded=True),
+    *CONFIG_AND_SQL,
     Rule(
         "high-entropy-assignment",
         _KEYED_STEMS,

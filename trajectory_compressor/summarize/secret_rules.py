@@ -128,7 +128,7 @@ def _authorization_value(value: str) -> bool:
     return len(value) >= 20 and not value.islower() and not value.isupper()
 
 
-def _credential_value(value: str) -> bool:
+def credential_value(value: str) -> bool:
     """A password, not a placeholder (`$PASS`, `{password}`) nor a number (`-u 1000:1000`, uid:gid)."""
     return (
         bool(value)
@@ -296,7 +296,7 @@ URL_PASSWORD = Rule(
     "url-password",
     ("://",),
     re.compile(r"://[^\s:/@'\"<>]{0,256}:([^\s/?#'\"<>]{1,256})@"),
-    _group(1, _credential_value),
+    _group(1, credential_value),
 )
 
 HEADERS = (
@@ -324,7 +324,7 @@ HEADERS = (
         "basic-auth-option",
         ("-u ", "--user ", "--user="),
         re.compile(r"(?:-u|--user)[ =][\"']?[^\s:\"'$]{1,64}:([^\s\"'@]{3,256})"),
-        _group(1, _credential_value),
+        _group(1, credential_value),
         folded=True,
     ),
 )
@@ -347,7 +347,7 @@ def _option_value(match: re.Match[str], text: str) -> Span | None:
     group = next(name for name in ("single", "double", "bare") if match.start(name) >= 0)
     value_start, value_end = match.span(group)
     value = text[value_start:value_end]
-    if not _credential_value(value) or value.startswith("-") or not value.strip("0123456789.:/"):
+    if not credential_value(value) or value.startswith("-") or not value.strip("0123456789.:/"):
         return None  # a placeholder, the next option, a port mapping (`docker run --name mysql -p3306:3306`)
     if group == "bare" and match.groupdict().get("spaced") and value.rstrip("])}>.,").isalpha():
         return None
@@ -388,65 +388,8 @@ COMMAND_LINE = (
 def _listed_value(match: re.Match[str]) -> Span | None:
     """The list item after a password option, unless it is a placeholder or the next option."""
     value = match.group("listed")
-    return None if not _credential_value(value) or value.startswith("-") else match.span("listed")
+    return None if not credential_value(value) or value.startswith("-") else match.span("listed")
 
-
-def _named_value(match: re.Match[str], text: str) -> Span | None:
-    """The `value` group, unless it is a placeholder (`${DB_PASS}`, `%(pw)s`) or a number."""
-    value = match.group("value")
-    return match.span("value") if _credential_value(value) and len(value) >= 4 else None
-
-
-# Credentials where a file format or a language names them (scanned: the literal is inside).
-CONFIG_AND_SQL = (
-    # SQL: `CREATE USER app IDENTIFIED BY '...'`, `ALTER ROLE app WITH [ENCRYPTED] PASSWORD '...'`.
-    Rule(
-        "sql-password",
-        ("identified by", "with password", "encrypted password"),
-        re.compile(r"(?:identified[ \t]+by|password)[ \t]+'(?P<value>[^'\n]{1,256})'"),
-        _named_value,
-        folded=True,
-        scan=True,
-    ),
-    # XML and HTML-like config: `<password>...</password>`, `<db:apiKey>...</db:apiKey>`.
-    Rule(
-        "xml-password",
-        ("password>", "passwd>", "secret>", "apikey>", "api_key>", "token>"),
-        re.compile(
-            r"<(?P<tag>[\w:.-]{0,32}(?:password|passwd|secret|api[_-]?key|token))>(?P<value>[^<\s]{1,256})</(?P=tag)>"
-        ),
-        _named_value,
-        folded=True,
-        scan=True,
-    ),
-    # `.netrc`: `machine host login user password VALUE`.
-    Rule(
-        "netrc-password",
-        ("machine",),
-        re.compile(r"machine[ \t]+\S{1,256}(?:[ \t]+login[ \t]+\S{1,256})?[ \t]+password[ \t]+(?P<value>\S{1,256})"),
-        _named_value,
-        scan=True,
-    ),
-    # OpenSSL's `-pass pass:VALUE` (`-passin`, `-passout`).
-    Rule(
-        "openssl-pass",
-        ("pass:",),
-        re.compile(r"-pass(?:in|out)?[ \t]+pass:(?P<value>[^\s'\"]{1,256})"),
-        _named_value,
-        scan=True,
-    ),
-    # A Kubernetes or compose env entry: `- name: DB_PASSWORD` then `value: ...` on the next line.
-    Rule(
-        "env-entry-value",
-        ("value:",),
-        re.compile(
-            r"name:[ \t]*[\"']?[A-Z0-9_]*(?:PASSWORD|PASSWD|SECRET|TOKEN|API_KEY|APIKEY)[A-Z0-9_]*[\"']?[ \t]*\r?\n"
-            r"[ \t]*(?:-[ \t]*)?value:[ \t]*[\"']?(?P<value>[^\s\"'\n]{1,256})"
-        ),
-        _named_value,
-        scan=True,
-    ),
-)
 
 BY_FAMILY: dict[str, tuple[Rule, ...]] = {
     "private keys": PRIVATE_KEYS,
@@ -460,6 +403,5 @@ BY_FAMILY: dict[str, tuple[Rule, ...]] = {
     "passwords in URLs": (URL_PASSWORD,),
     "authorization headers": HEADERS,
     "command-line passwords": COMMAND_LINE,
-    "config files and SQL": CONFIG_AND_SQL,
 }
 RULES: tuple[Rule, ...] = tuple(rule for family in BY_FAMILY.values() for rule in family)
