@@ -32,8 +32,24 @@ def unchanged(text: str) -> str:
 
 def masked_arguments(arguments: Any, redact: Callable[[str], str]) -> Any:
     """A call's decoded arguments masked as `redact_json_value` masks them, or as they are when
-    `redact` is `unchanged` (redaction off)."""
-    return arguments if redact is unchanged else redact_json_value(arguments, redact)
+    `redact` is `unchanged` (redaction off). Remembered by the arguments' identity for the calls
+    read last: the digest, the anchor ranking and the fidelity items read the same parsed calls
+    (the parser remembers them), and mask them alike. The result is shared: read it only."""
+    if redact is unchanged:
+        return arguments
+    key = (id(arguments), id(redact))
+    known = _MASKED_ARGUMENTS.get(key)
+    if known is not None and known[0] is arguments and known[1] is redact:
+        return known[2]
+    masked = redact_json_value(arguments, redact)
+    if len(_MASKED_ARGUMENTS) >= _MASKED_ENTRIES:
+        _MASKED_ARGUMENTS.clear()
+    _MASKED_ARGUMENTS[key] = (arguments, redact, masked)  # held: an id is not reused while here
+    return masked
+
+
+_MASKED_ARGUMENTS: dict[tuple[int, int], tuple[Any, Callable[[str], str], Any]] = {}
+_MASKED_ENTRIES = 4096
 
 
 def redact_json_value(value: Any, redact: Callable[[str], str] = redact_secrets, *, secret: bool = False) -> Any:

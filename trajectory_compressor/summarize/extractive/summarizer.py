@@ -202,9 +202,9 @@ class _Region:
         self.summarizer = summarizer
         self.earlier = earlier
         self.task = task
-        # The digest and the ranking redact the same tool results: each once (`extend` clears it).
-        self._redacted: dict[str, str] = {}
-        redact = self._redact_once if summarizer._redact is not unchanged else unchanged
+        # The digest and the ranking (and the fidelity after them) mask the same texts: each once,
+        # as the masking is remembered (`masking.redact_remembered`).
+        redact = summarizer._redact
         self.digest = RegionDigest(redact)
         self.ranking = (
             AnchorRanking(known=task, earlier=earlier_anchors(earlier, redact), redact=redact)
@@ -229,16 +229,7 @@ class _Region:
         new = turns[len(self.turns) :]
         if not new:
             return
-        try:
-            self.digest.extend(new)
-            if self.ranking is not None:
-                self.ranking.extend(new)
-        finally:
-            self._redacted.clear()
+        self.digest.extend(new)
+        if self.ranking is not None:
+            self.ranking.extend(new)
         self.turns.extend(new)
-
-    def _redact_once(self, text: str) -> str:
-        redacted = self._redacted.get(text)
-        if redacted is None:
-            redacted = self._redacted[text] = self.summarizer._redact(text)
-        return redacted

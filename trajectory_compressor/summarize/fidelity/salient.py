@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trajectory_compressor.summarize.huge_turns import elide_huge_turns
-from trajectory_compressor.summarize.masking import redact_json_value, redact_remembered
+from trajectory_compressor.summarize.masking import masked_arguments, redact_remembered
 from trajectory_compressor.summarize.toolcalls import (
     analyze_output,
     files_in,
@@ -137,7 +137,7 @@ class GrowingItems:
                 identifiers.update(dict.fromkeys(identifiers_in(redact_remembered(value)[:_SCAN_CHARS])))
             elif turn.role == "gpt":
                 for call in parse_tool_calls(redact_remembered(value)):
-                    arguments = redact_json_value(call.arguments, redact_remembered)
+                    arguments = masked_arguments(call.arguments, redact_remembered)
                     tools.setdefault(call.name)
                     paths.update(dict.fromkeys(files_in(arguments)))
                     identifiers.update(dict.fromkeys(_argument_identifiers(arguments)))
