@@ -22,10 +22,10 @@ from trajectory_compressor.count.counter import TokenCounter
 from trajectory_compressor.summarize.anchor_index import earlier_anchors, split_index
 from trajectory_compressor.summarize.anchor_rank import AnchorRanking
 from trajectory_compressor.summarize.deadline import SUMMARY_DEADLINE, check_deadline
-from trajectory_compressor.summarize.extractive.digest import RegionDigest, unchanged
+from trajectory_compressor.summarize.extractive.digest import RegionDigest
 from trajectory_compressor.summarize.extractive.render import Renderer
 from trajectory_compressor.summarize.extractive.values import MIN_FILES, WithValues
-from trajectory_compressor.summarize.masking import redact_remembered
+from trajectory_compressor.summarize.masking import redact_remembered, unchanged
 from trajectory_compressor.types import (
     EXTRACTIVE_SUMMARIZER,
     SUMMARY_PREFIX,

@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 
 from trajectory_compressor.settings import LLMConfig
-from trajectory_compressor.summarize.masking import redact_json_value
+from trajectory_compressor.summarize.masking import redact_json_value, unchanged
 from trajectory_compressor.summarize.redact import find_secrets, mask_spans, redact_secrets, word_end, word_start
 from trajectory_compressor.summarize.toolcalls.text import too_deep
 from trajectory_compressor.types import SummaryRequest, Turn
@@ -282,7 +282,7 @@ def _render_tool_call(payload: str, redact: bool = True) -> str:
             return f"[tool call] {call['name']}({arguments})"
         arguments = parsed
     if redact:
-        arguments = redact_json_value(arguments, _unchanged)  # strings are masked with the whole transcript
+        arguments = redact_json_value(arguments, unchanged)  # strings are masked with the whole transcript
     if isinstance(arguments, dict):
         rendered = ", ".join(f"{key}={_json(value)}" for key, value in arguments.items())
     else:
@@ -295,7 +295,3 @@ def _json(value: Any) -> str:
         return orjson.dumps(value).decode()
     except TypeError:
         return repr(value)
-
-
-def _unchanged(text: str) -> str:
-    return text
