@@ -31,20 +31,33 @@ from pathlib import Path
 from typing import Any
 
 READY_SECONDS = 120
+_START_ATTEMPTS = 3
+_PORT_TAKEN = ("already in use", "Failed to start the grpc server")  # in a failed `ray start`'s log
 RAY = str(Path(sys.executable).with_name("ray"))
 
 
+_CHOSEN: set[int] = set()  # ports handed out in this process: never handed out twice
+
+
 def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+    """A port free now and not handed out before (the kernel may give a just-closed probe's port
+    again, and two of a node's components on one port fail its `ray start`)."""
+    while True:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = int(probe.getsockname()[1])
+        if port not in _CHOSEN:
+            _CHOSEN.add(port)
+            return port
 
 
 def free_range(size: int) -> int:
-    """The first port of `size` consecutive free ports (checked by binding each)."""
+    """The first port of `size` consecutive free ports (checked by binding each), none handed out before."""
     for _ in range(200):
-        start = free_port()
-        if start + size > 65000:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            start = int(probe.getsockname()[1])
+        if start + size > 65000 or _CHOSEN.intersection(range(start, start + size)):
             continue
         sockets = []
         try:
@@ -52,12 +65,13 @@ def free_range(size: int) -> int:
                 sock = socket.socket()
                 sockets.append(sock)
                 sock.bind(("127.0.0.1", port))
-            return start
         except OSError:
             continue
         finally:
             for sock in sockets:
                 sock.close()
+        _CHOSEN.update(range(start, start + size))
+        return start
     raise RuntimeError("no range of free ports")
 
 
@@ -165,16 +179,34 @@ class SimulatedCluster:
         return self
 
     def _start_node(self, node: Node, *, head: bool = False) -> None:
+        """`ray start` the node. A port free when it was chosen can be taken before `ray start`
+        binds it (by another Ray of the machine): that start is cleaned up and tried again on new
+        ports, up to `_START_ATTEMPTS` times; any other failure is raised at once."""
         log_path = self.root / f"start-{node.name}.log"
         if node.private_folder is not None:
             node.private_folder.mkdir(parents=True, exist_ok=True)
-        with open(log_path, "wb") as log:
-            done = subprocess.run(
-                self._command(node, head), env=self.env(), stdout=log, stderr=subprocess.STDOUT, timeout=READY_SECONDS
-            )
-        if done.returncode != 0:
-            raise RuntimeError(f"ray start ({node.name}) failed: {log_path.read_text()}")
-        self.nodes.append(node)
+        for attempt in range(1, _START_ATTEMPTS + 1):
+            with open(log_path, "wb") as log:
+                done = subprocess.run(
+                    self._command(node, head),
+                    env=self.env(),
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    timeout=READY_SECONDS,
+                )
+            if done.returncode == 0:
+                self.nodes.append(node)
+                return
+            text = log_path.read_text(errors="replace")
+            if attempt == _START_ATTEMPTS or not any(sign in text for sign in _PORT_TAKEN):
+                raise RuntimeError(f"ray start ({node.name}) failed: {text}")
+            if head:  # every process of the failed head: named by its temp dir and GCS port
+                kill_pids(self.own_pids())
+                self.gcs_port = free_port()
+            else:
+                raylet = self.raylet_pid(node)
+                kill_pids(descendants({raylet}, process_table()) if raylet is not None else set())
+            node.ports = node_ports()
 
     def _command(self, node: Node, head: bool) -> list[str]:
         base = [RAY, "start", "--num-cpus=1", f"--resources={json.dumps({node.name: 1})}", "--disable-usage-stats"]
