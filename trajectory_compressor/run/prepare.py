@@ -92,9 +92,9 @@ class CountedRow:
         """The turns as read (`turns` holds the placeholders of a pruned row)."""
         return self.pruning.source_turns if self.pruning is not None else self.turns
 
-    @property
+    @cached_property
     def source_tokens(self) -> int:
-        """The row's size as read."""
+        """The row's size as read (kept: every window record of a long row reports it)."""
         return self.pruning.source_tokens if self.pruning is not None else sum(self.token_counts)
 
     @property

@@ -149,7 +149,12 @@ class AnchorRanking:
             lines_of[index] = (lines, stripped)
             new_boilerplate |= self._lines.add(base + index, stripped)
         if new_boilerplate:
-            again = [number for number in self._lines.settle(new_boilerplate) if number < base]
+            # A line with no anchor changes no result's anchors as it becomes boilerplate (the
+            # anchors of lines joined are those of each line: no token spans a newline), so only
+            # the holders of lines with anchors are read again.
+            telling = {line for line in new_boilerplate if anchors_in(line)}
+            self._lines.settle(new_boilerplate - telling)
+            again = [number for number in self._lines.settle(telling) if number < base]
             for number in sorted(again):
                 self._reread(self._results[number])
         for index, (position, source, text) in enumerate(pieces):

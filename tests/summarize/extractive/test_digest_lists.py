@@ -1,10 +1,11 @@
-"""The digest's file list read as the list it stands for: written files first, short unambiguous names."""
+"""The digest's lists read as the lists they stand for: written files first, short unambiguous names;
+an error's call numbers across the digest and its new turns."""
 
 from __future__ import annotations
 
 import pytest
 
-from trajectory_compressor.summarize.extractive.digest_lists import FileList
+from trajectory_compressor.summarize.extractive.digest_lists import FileList, _Joined
 
 
 def files() -> FileList:
@@ -37,3 +38,16 @@ def test_an_earlier_summarys_files_follow_as_mentioned_and_rename_what_they_clas
     )
     listed.write("lib/util.py")  # a new written file joins the written ones, in order of first mention
     assert list(listed) == [("b/util.py", True), ("readme.md", True), ("lib/util.py", True), ("a/util.py", False)]
+
+
+def test_an_errors_call_numbers_read_across_the_digest_and_its_new_turns_as_one_list() -> None:
+    joined = _Joined([3, 8, 12], [20, 31])
+    expected = [3, 8, 12, 20, 31]
+    assert len(joined) == 5 and list(joined) == expected
+    for index in range(-5, 5):
+        assert joined[index] == expected[index]
+    for cut in (slice(None, 4), slice(2, None), slice(-2, None), slice(None, None, -1), slice(1, 4, 2)):
+        assert joined[cut] == expected[cut]
+    for outside in (5, -6):
+        with pytest.raises(IndexError):
+            joined[outside]

@@ -185,7 +185,7 @@ class ErrorList(Sequence[ErrorEntry]):
             line = lines[index]
             extra = self._extra.get(line)
             numbers = self._errors.numbers[line]
-            return line, numbers if extra is None else [*numbers, *extra]
+            return line, numbers if extra is None else _Joined(numbers, extra)
         line = self._new[index - len(lines)]
         return line, self._tail[line]
 
@@ -203,3 +203,29 @@ class ErrorList(Sequence[ErrorEntry]):
                 if key not in seen:
                     seen.add(key)
                     yield key
+
+
+class _Joined(Sequence[int]):
+    """Two lists of call numbers read as one, not copied: an error a long row meets at every
+    other call has thousands, and every rendering of every window reads its first few."""
+
+    def __init__(self, first: list[int], second: list[int]) -> None:
+        self._first = first
+        self._second = second
+
+    def __len__(self) -> int:
+        return len(self._first) + len(self._second)
+
+    @overload
+    def __getitem__(self, index: int) -> int: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[int]: ...
+    def __getitem__(self, index: int | slice) -> int | list[int]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        first = self._first
+        return first[index] if index < len(first) else self._second[index - len(first)]

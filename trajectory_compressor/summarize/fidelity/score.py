@@ -303,17 +303,10 @@ class Stated:
     def __init__(self, text: str, longest: int) -> None:
         self.text = text
         self.longest = longest
-        words = text.split()
+        words = set(text.split())
         found = set(filter(_PLAIN_WORD.fullmatch, words))  # a word of one run is cut at its ends only
-        for word in words:
-            if word in found:
-                continue
-            cuts = [match.start() for match in _CUT.finditer(word)]
-            for at, start in enumerate(cuts):
-                for end in cuts[at + 1 :]:
-                    if end - start > longest:
-                        break
-                    found.add(word[start:end])
+        for word in words - found:
+            found.update(_cut_substrings(word, longest))
         self._found = found
 
     def __contains__(self, needle: object) -> bool:
@@ -333,6 +326,32 @@ class Stated:
         return self._found
 
 
+def _cut_substrings(word: str, longest: int) -> tuple[str, ...]:
+    """The substrings of `word` between two places it can be cut without gluing, up to `longest`
+    characters. A row's window summaries state the same paths and names again and again, so a
+    word's few substrings are kept (a word with many is rare, and made each time: memory stays
+    small whatever the words)."""
+    known = _KNOWN_SUBSTRINGS.get(word) if longest == _LONGEST_LOOKED_UP else None
+    if known is not None:
+        return known
+    cuts = [match.start() for match in _CUT.finditer(word)]
+    substrings = []
+    for at, start in enumerate(cuts):
+        for end in cuts[at + 1 :]:
+            if end - start > longest:
+                break
+            substrings.append(word[start:end])
+    found = tuple(substrings)
+    if longest == _LONGEST_LOOKED_UP and len(found) <= _KEPT_SUBSTRINGS:
+        if len(_KNOWN_SUBSTRINGS) >= _KNOWN_WORDS:
+            _KNOWN_SUBSTRINGS.clear()
+        _KNOWN_SUBSTRINGS[word] = found
+    return found
+
+
+_KNOWN_SUBSTRINGS: dict[str, tuple[str, ...]] = {}  # word -> its substrings, for `longest` 256
+_KNOWN_WORDS = 4096
+_KEPT_SUBSTRINGS = 64
 _CUT = re.compile(r"(?<!\w)|(?!\w)|(?<=_)(?=_)")  # where a word can be cut without gluing (as `_glued`)
 _ONE_WORD = re.compile(r"\S+")  # no whitespace (re's \s is str.isspace)
 _PLAIN_WORD = re.compile(r"(?!.*__)\w+")  # letters, digits, underscores (not two together): no cut inside

@@ -105,7 +105,11 @@ class WindowFidelity:
         return found
 
 
-_MANY_ITEMS = 512
+# Past this many items a window is scored from its summary's side (`_counted`): the summary's
+# substrings are made once (its words' remembered), where each item searched costs as the region
+# grows. Measured on one row of 2,000 groups: 0.8 ms a window either way at 64 items, while
+# searching each rose to 1.5 ms a window at 500 items.
+_MANY_ITEMS = 64
 _LONGEST = 256
 
 
