@@ -42,13 +42,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, overload
+from typing import Any
 
 import numpy as np
 
 from trajectory_compressor.summarize.anchor_traits import OPAQUE_CHARS, kind_weights, opaque
 from trajectory_compressor.summarize.fidelity.anchors import anchor_kind, anchors_in
 from trajectory_compressor.summarize.masking import masked_arguments, unchanged
+from trajectory_compressor.summarize.ranked_anchors import RankedAnchors
 from trajectory_compressor.summarize.repeated_lines import RepeatedLines
 from trajectory_compressor.summarize.toolcalls import parse_tool_calls, parse_tool_responses, prose_of, think_of
 from trajectory_compressor.types import Turn
@@ -109,6 +110,7 @@ class AnchorRanking:
         self._touched: set[int] = set()  # anchors whose figures changed since the arrays were made
         self._arrays = _Arrays()
         self._size = 0  # the anchors' characters
+        self._shortest: float = math.inf  # the shortest anchor's length
         self._turns = 0
         self._pieces = 0
         self._results: dict[int, _Result] = {}  # by piece number
@@ -217,7 +219,9 @@ class AnchorRanking:
         self._sources += [sources] * added
         self._plain += [plain] * added
         self._kind += map(kind_weights.__getitem__, anchors)
-        self._size += sum(map(len, anchors))
+        lengths = list(map(len, anchors))
+        self._size += sum(lengths)
+        self._shortest = min(self._shortest, *lengths)
 
     def _parts(self, text: str, lines: list[str], stripped: set[str]) -> tuple[dict[str, None], dict[str, None]]:
         """The anchors of a result outside and inside boilerplate lines (one scan of the text
@@ -254,7 +258,8 @@ class AnchorRanking:
     def ranking(self) -> RankedAnchors:
         """The anchors, most likely needed first (sorted as arrays: `_score`'s sums, in its order)."""
         if not self._names:
-            return RankedAnchors([], np.zeros(0, dtype=np.int64), 0)
+            empty = np.zeros(0, dtype=np.int64)
+            return RankedAnchors([], (empty, empty, empty), 0, 0)
         arrays = self._arrays
         arrays.sync(self, self._touched)  # only what changed since the last ranking is copied
         self._touched = set()
@@ -263,8 +268,8 @@ class AnchorRanking:
         score = score + _reuse(int(arrays.count.max()))[arrays.count]
         score = score + _SOURCE_SUM_ARRAY[arrays.sources]
         score = score + arrays.kind
-        order = np.lexsort((arrays.first, -score, arrays.plain <= 0))
-        return RankedAnchors(self._names, order, self._size)
+        keys = (arrays.first.copy(), -score, arrays.plain <= 0)  # a copy: the arrays change as the region grows
+        return RankedAnchors(self._names, keys, self._size, int(self._shortest))
 
     def ranked(self) -> tuple[str, ...]:
         """The anchors, most likely needed first."""
@@ -306,30 +311,6 @@ class _Arrays:
                 store[changed] = [values[index] for index in changed]
             setattr(self, name, store[:size])
         self.size = size
-
-
-class RankedAnchors(Sequence[str]):
-    """A region's anchors in rank order, read as far as needed (an index holds a few of thousands)."""
-
-    def __init__(self, names: list[str], order: np.ndarray, size: int) -> None:
-        self._names = names
-        self._order = order
-        self.size = size  # characters of all the anchors
-
-    def __len__(self) -> int:
-        return len(self._order)
-
-    @overload
-    def __getitem__(self, index: int) -> str: ...
-    @overload
-    def __getitem__(self, index: slice) -> tuple[str, ...]: ...
-    def __getitem__(self, index: int | slice) -> str | tuple[str, ...]:
-        if isinstance(index, slice):
-            return tuple(map(self._names.__getitem__, self._order[index].tolist()))
-        return self._names[int(self._order[index])]
-
-    def __iter__(self) -> Iterator[str]:
-        return map(self._names.__getitem__, self._order.tolist())
 
 
 def ranked_anchors(

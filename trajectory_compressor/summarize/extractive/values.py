@@ -12,11 +12,12 @@ budget as it did with the digest alone.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import islice
 
 from trajectory_compressor.summarize.anchor_index import INDEX_LABEL, index_line
-from trajectory_compressor.summarize.anchor_rank import RankedAnchors
 from trajectory_compressor.summarize.extractive.render import Renderer
 from trajectory_compressor.summarize.fidelity.score import Stated, occurs
+from trajectory_compressor.summarize.ranked_anchors import RankedAnchors
 
 # Chosen on the tune half of the shared real runs (`scripts/extractive_fidelity.py`): less
 # starves item recall (files, errors), more starves the values the next turns use.
@@ -35,13 +36,16 @@ class WithValues:
 
     def __init__(self, renderer: Renderer, anchors: Sequence[str]) -> None:
         self.renderer = renderer
-        self.anchors = anchors if isinstance(anchors, RankedAnchors) else tuple(anchors)
-        size = anchors.size if isinstance(anchors, RankedAnchors) else sum(map(len, self.anchors))
+        self.anchors: Sequence[str]
+        if isinstance(anchors, RankedAnchors):  # put in order only as far as a walk reads
+            self.anchors, size, self._shortest = anchors, anchors.size, anchors.shortest
+        else:
+            self.anchors = tuple(anchors)
+            size, self._shortest = sum(map(len, self.anchors)), min(map(len, self.anchors), default=0)
         self._full_size = len(INDEX_LABEL) + size + len(self.anchors) if self.anchors else 0
         self._richest: str | None = None  # known once a `within` made it: the fitting loop asks for it
         self._richest_digest: str | None = None
         self._withins: dict[int, tuple[str, bool | None]] = {}
-        self._ranks: tuple[list[str], list[int], int] | None = None  # the anchors, their lengths, the shortest
 
     def richest(self) -> str:
         if self._richest is None:
@@ -98,7 +102,7 @@ class WithValues:
             if self._richest is None:  # every value the digest does not state fitted: the richest text
                 self._richest = text  # the fitting loop compares its texts with it
             return text, True
-        left_out = self._ranked()[0][stop:] if stop is not None else ()
+        left_out = islice(self.anchors, stop, None) if stop is not None else ()
         return text, (False if proof or any(not states(anchor) for anchor in left_out) else None)
 
     def _the_richest_digest(self) -> str:
@@ -119,13 +123,14 @@ class WithValues:
         state it. Also: whether one the digest does not state was passed over for want of room
         (proof that the whole index is longer than `max_chars`); where the walk stopped, the
         room shorter than any anchor (None: at the end); and what it asked of the digest."""
-        anchors, lengths, shortest = self._ranked()
+        shortest = self._shortest
         chosen: list[str] = []
         room = max_chars - len(INDEX_LABEL) - 1  # an anchor fits when it is at most this long
         states = _DigestStates(digest)
         proof = False
         tried = 0
-        for position, (anchor, length) in enumerate(zip(anchors, lengths, strict=True)):
+        for position, anchor in enumerate(self.anchors):  # a ranking is put in order as far as this reads
+            length = len(anchor)
             if length > room:
                 if room < shortest:
                     return chosen, proof, position, states
@@ -140,15 +145,6 @@ class WithValues:
             chosen.append(anchor)
             room -= length + 1
         return chosen, proof, None, states
-
-    def _ranked(self) -> tuple[list[str], list[int], int]:
-        """The anchors in rank order as a list (a ranking's own lookups go through numpy), their
-        lengths and the shortest length."""
-        if self._ranks is None:
-            anchors = list(self.anchors)
-            lengths = list(map(len, anchors))
-            self._ranks = (anchors, lengths, min(lengths, default=0))
-        return self._ranks
 
 
 class _DigestStates:
