@@ -966,7 +966,8 @@ def evaluate(args: argparse.Namespace, figures: Figures) -> list[tuple[str, str,
     limit, hf_limit, reference = m("limit_s"), m("hf_limit_s"), m("reference_seconds")
     dry, extractive, analyze = m("dry_steady_s"), m("extractive_steady_s"), m("analyze_steady_s")
     backend = figures.info.get("limit", {}).get("backend", "?")
-    table.append((f"(1-3) main input: {rows} rows, {megabytes} MB", "", "", ""))
+    if rows is not None or megabytes is not None:  # stages 1-3 ran (not with `--only jobs,rows`, say)
+        table.append((f"(1-3) main input: {rows} rows, {megabytes} MB", "", "", ""))
     row(f"(1) limit: orjson + {backend} count of every turn, s", limit, "{:.2f}")
     if limit and megabytes:
         row("    limit throughput, MB/s", megabytes / limit, "{:.2f}")

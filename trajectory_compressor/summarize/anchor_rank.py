@@ -150,7 +150,9 @@ class AnchorRanking:
             stripped.discard("")
             lines_of[index] = (lines, stripped)
             new_boilerplate |= self._lines.add(base + index, stripped)
-        if new_boilerplate:
+        if new_boilerplate and base == 0:  # the region's first turns: no earlier result to read again
+            self._lines.settle(new_boilerplate)
+        elif new_boilerplate:
             # A line with no anchor changes no result's anchors as it becomes boilerplate (the
             # anchors of lines joined are those of each line: no token spans a newline), so only
             # the holders of lines with anchors are read again.
@@ -221,7 +223,7 @@ class AnchorRanking:
         self._kind += map(kind_weights.__getitem__, anchors)
         lengths = list(map(len, anchors))
         self._size += sum(lengths)
-        self._shortest = min(self._shortest, *lengths)
+        self._shortest = min(self._shortest, min(lengths))
 
     def _parts(self, text: str, lines: list[str], stripped: set[str]) -> tuple[dict[str, None], dict[str, None]]:
         """The anchors of a result outside and inside boilerplate lines (one scan of the text
