@@ -231,8 +231,10 @@ class AnchorRanking:
         boilerplate = self._lines.boilerplate
         if boilerplate.isdisjoint(stripped):
             return anchors_in(text), {}
-        plain = [line for line in lines if line.strip() not in boilerplate]
-        repeated = [line for line in lines if line.strip() in boilerplate]
+        plain: list[str] = []
+        repeated: list[str] = []
+        for line in lines:
+            (repeated if line.strip() in boilerplate else plain).append(line)
         return anchors_in("\n".join(plain)), anchors_in("\n".join(repeated))
 
     def _reread(self, result: _Result) -> None:
@@ -246,14 +248,15 @@ class AnchorRanking:
             if anchor not in plain and (index := ids.get(anchor)) is not None:
                 self._plain[index] -= 1
                 self._touched.add(index)
-        firsts: dict[str, int] = {}
+        # An anchor first seen in this result is first seen where it now is: in its plain part
+        # if it is there too. Only those (a few) are touched.
+        first_of, piece = self._first, result.number + 1
         for part, found in enumerate((plain, repeated)):
             for order, anchor in enumerate(found):
-                firsts.setdefault(anchor, _first(result.number, part, order))
-        for anchor, first in firsts.items():
-            index = ids.get(anchor)
-            if index is not None and self._first[index] >> _PIECE_SHIFT == result.number + 1:
-                self._first[index] = first
+                index = ids.get(anchor)
+                if index is None or first_of[index] >> _PIECE_SHIFT != piece or (part and anchor in plain):
+                    continue
+                first_of[index] = _first(result.number, part, order)
                 self._touched.add(index)
         result.plain, result.repeated = plain, repeated
 

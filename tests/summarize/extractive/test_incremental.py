@@ -109,7 +109,35 @@ def test_a_ranking_extended_group_by_group_is_the_whole_regions(
         end = min(len(chunks), done + size)
         growing.extend(_flat(chunks[done:end]))
         done = end
-        assert growing.ranked() == ranked_anchors(_flat(chunks[:done]), known=task, earlier=("OLD1", "K2M9QX"))
+        whole = AnchorRanking(known=task, earlier=("OLD1", "K2M9QX")).extend(_flat(chunks[:done]))
+        expected = ranked_anchors(_flat(chunks[:done]), known=task, earlier=("OLD1", "K2M9QX"))
+        assert growing.ranked() == whole.ranked() == expected
+        assert _figures(growing) == _figures(whole)  # each anchor's every figure, not only the order they make
+
+
+def test_a_result_read_again_keeps_an_anchor_first_seen_in_its_plain_lines_there() -> None:
+    """`pkg/util_x.py` is first seen in the first result, in a line that becomes boilerplate when
+    two later results repeat it and in a line that does not: read again, that result still shows
+    it first in its plain part, as the whole region read at once does."""
+
+    def result(*lines: str) -> Turn:
+        return Turn("tool", "<tool_response>\n" + "\n".join(lines) + "\n</tool_response>")
+
+    repeated = "note: pkg/util_x.py checked"
+    turns = [Turn("gpt", "Run it."), result(repeated, "Fixed pkg/util_x.py here"), Turn("gpt", "Again."),
+             result(repeated), Turn("gpt", "Once more."), result(repeated, "done")]  # fmt: skip
+    growing = AnchorRanking()
+    for turn in turns:
+        growing.extend([turn])
+    whole = AnchorRanking().extend(turns)
+    assert growing.ranked() == whole.ranked() and _figures(growing) == _figures(whole)
+
+
+def _figures(ranking: AnchorRanking) -> dict[str, tuple[int, ...]]:
+    """Each anchor's figures (private: the order ties on most of them, so only they show a wrong
+    first appearance or plain count after a result is read again)."""
+    columns = (ranking._first, ranking._count, ranking._last, ranking._sources, ranking._plain)
+    return {name: tuple(column[index] for column in columns) for index, name in enumerate(ranking._names)}
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
