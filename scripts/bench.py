@@ -1107,11 +1107,9 @@ def evaluate(args: argparse.Namespace, figures: Figures) -> list[tuple[str, str,
         previous = None
         for groups in series["groups"]:
             wall, cpu = m(f"rows_{groups}_run_s"), m(f"rows_{groups}_run_cpu_s")
-            size = series["megabytes"][groups]
-            row(
-                f"    {groups} groups ({size} MB, {series.get(f'{groups}_windows')} windows), s",
-                f"{cpu:.2f} / {wall:.2f}",
-            )
+            size, windows = series["megabytes"][groups], series.get(f"{groups}_windows")
+            per_window = f" ({1000 * cpu / windows:.1f} ms a window)" if windows else ""  # flat when linear
+            row(f"    {groups} groups ({size} MB, {windows} windows), s", f"{cpu:.2f} / {wall:.2f}{per_window}")
             if previous is not None and previous[0] * 2 == groups:
                 doubling = _ratio(cpu, previous[2])
                 row(
