@@ -24,9 +24,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from itertools import accumulate
 
-from trajectory_compressor.summarize.anchor_rank import ranked_anchors, unchanged
+from trajectory_compressor.summarize.anchor_rank import ranked_anchors
 from trajectory_compressor.summarize.fidelity.anchors import anchors_in
 from trajectory_compressor.summarize.fidelity.score import occurs
+from trajectory_compressor.summarize.masking import hid, unchanged
 from trajectory_compressor.summarize.redact import redact_secrets
 from trajectory_compressor.types import SummaryRequest
 
@@ -124,8 +125,7 @@ def earlier_anchors(summary: str, redact: Callable[[str], str] = unchanged) -> t
         return ()
     masked = redact(summary)
     body, listed = split_index(masked)
-    if masked is not summary:  # a value the text shows as a credential is one in the index line too
-        listed = tuple(anchor for anchor in listed if masked.count(anchor) == summary.count(anchor))
+    listed = tuple(anchor for anchor in listed if not hid(anchor, summary, masked))  # in the index line too
     return tuple(dict.fromkeys([*listed, *anchors_in(body)]))
 
 

@@ -120,4 +120,10 @@ class MaskedTurns:
         masked = self._masked.get(index)
         if masked is None:
             masked = self._masked[index] = redact_remembered(text)
-        return masked is not text and masked.count(anchor) != text.count(anchor)
+        return hid(anchor, text, masked)
+
+
+def hid(anchor: str, text: str, masked: str) -> bool:
+    """Whether masking `text` (as `masked`) hid some occurrence of `anchor`: the text shows it as
+    (part of) a credential."""
+    return masked is not text and masked.count(anchor) != text.count(anchor)

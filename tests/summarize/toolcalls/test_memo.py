@@ -54,3 +54,17 @@ def test_a_memo_with_a_character_budget_empties_before_it_holds_more() -> None:
     assert set(memo._known) == {"ccccc"}
     memo("ddddd")
     assert set(memo._known) == {"ccccc", "ddddd"}
+
+
+def test_a_memo_keeps_only_the_results_it_is_told_to() -> None:
+    reads: list[str] = []
+
+    def read(text: str) -> tuple[str, ...]:
+        reads.append(text)
+        return tuple(text)
+
+    memo = TextMemo(read, keeps=lambda found: len(found) <= 3)
+    assert memo("abc") == memo("abc") == ("a", "b", "c")
+    assert memo("abcdef") == memo("abcdef")
+    assert reads == ["abc", "abcdef", "abcdef"]  # the large result is made each time, never held
+    assert set(memo._known) == {"abc"}

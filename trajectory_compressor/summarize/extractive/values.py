@@ -24,7 +24,6 @@ from trajectory_compressor.summarize.ranked_anchors import RankedAnchors
 DIGEST_SHARE = 0.5
 MIN_FILES = 40  # the digest's file list keeps this many at every detailed level (`Renderer`)
 _MANY_VISITS = 512  # anchors tried before what the digest states is made a set (`Stated`)
-_LONGEST_LOOKED_UP = 256
 
 
 class WithValues:
@@ -168,7 +167,7 @@ class _DigestStates:
     def in_set(self, anchor: str) -> bool:
         """The same answer from the set of what the digest states (made on first use)."""
         if self._stated is None:
-            self._stated = Stated(self.digest, _LONGEST_LOOKED_UP)
+            self._stated = Stated(self.digest)
         return anchor in self._stated
 
 

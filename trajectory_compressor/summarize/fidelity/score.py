@@ -23,6 +23,7 @@ import re
 from collections import Counter
 from collections.abc import Container, Iterable, KeysView, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import accumulate
 from typing import Any
 
@@ -37,6 +38,7 @@ from trajectory_compressor.summarize.fidelity.salient import (
 from trajectory_compressor.summarize.huge_turns import elide_huge_turns
 from trajectory_compressor.summarize.redact import redact_secrets
 from trajectory_compressor.summarize.toolcalls import clip, files_in, parse_tool_responses
+from trajectory_compressor.summarize.toolcalls.memo import TextMemo
 from trajectory_compressor.types import Turn
 
 KIND_LABELS = {"tools": "tool names", "paths": "file paths", "errors": "errors", "identifiers": "identifiers"}
@@ -120,8 +122,8 @@ def score_items(items: SalientItems, summary: str, corpus: RowText, tails: PathT
     missed: dict[str, tuple[str, ...]] = {}
     tails = PathTails(items.paths) if tails is None else tails
     if items.total > _MANY_ITEMS:  # each item a set lookup, not a search of the summary
-        in_text: Container[str] = Stated(text, _LONGEST_LOOKED_UP)
-        in_lowered: Container[str] = Stated(lowered, _LONGEST_LOOKED_UP)
+        in_text: Container[str] = Stated(text)
+        in_lowered: Container[str] = Stated(lowered)
     else:
         in_text, in_lowered = Occurs(text), Occurs(lowered)
     for kind in KINDS:
@@ -135,7 +137,7 @@ def score_items(items: SalientItems, summary: str, corpus: RowText, tails: PathT
 
 
 _MANY_ITEMS = 512  # a few hundred items are quicker searched each
-_LONGEST_LOOKED_UP = 256
+LONGEST_LOOKED_UP = 256  # the longest needle `Stated` answers from its set
 
 
 class Occurs:
@@ -300,13 +302,14 @@ class Stated:
     such places, up to `longest` characters, are every needle that occurs: made once, in one pass
     over the words (a needle with whitespace, or longer, is looked for as `occurs` does)."""
 
-    def __init__(self, text: str, longest: int) -> None:
+    def __init__(self, text: str, longest: int = LONGEST_LOOKED_UP) -> None:
         self.text = text
         self.longest = longest
+        substrings_of = _known_substrings if longest == LONGEST_LOOKED_UP else partial(_cut_substrings, longest=longest)
         words = set(text.split())
         found = set(filter(_PLAIN_WORD.fullmatch, words))  # a word of one run is cut at its ends only
         for word in words - found:
-            found.update(_cut_substrings(word, longest))
+            found.update(substrings_of(word))
         self._found = found
 
     def __contains__(self, needle: object) -> bool:
@@ -328,12 +331,7 @@ class Stated:
 
 def _cut_substrings(word: str, longest: int) -> tuple[str, ...]:
     """The substrings of `word` between two places it can be cut without gluing, up to `longest`
-    characters. A row's window summaries state the same paths and names again and again, so a
-    word's few substrings are kept (a word with many is rare, and made each time: memory stays
-    small whatever the words)."""
-    known = _KNOWN_SUBSTRINGS.get(word) if longest == _LONGEST_LOOKED_UP else None
-    if known is not None:
-        return known
+    characters."""
     cuts = [match.start() for match in _CUT.finditer(word)]
     substrings = []
     for at, start in enumerate(cuts):
@@ -341,17 +339,15 @@ def _cut_substrings(word: str, longest: int) -> tuple[str, ...]:
             if end - start > longest:
                 break
             substrings.append(word[start:end])
-    found = tuple(substrings)
-    if longest == _LONGEST_LOOKED_UP and len(found) <= _KEPT_SUBSTRINGS:
-        if len(_KNOWN_SUBSTRINGS) >= _KNOWN_WORDS:
-            _KNOWN_SUBSTRINGS.clear()
-        _KNOWN_SUBSTRINGS[word] = found
-    return found
+    return tuple(substrings)
 
 
-_KNOWN_SUBSTRINGS: dict[str, tuple[str, ...]] = {}  # word -> its substrings, for `longest` 256
-_KNOWN_WORDS = 4096
-_KEPT_SUBSTRINGS = 64
+# A row's window summaries state the same paths and names again and again: a word's few
+# substrings are remembered (a word with many is rare, and made each time: memory stays small
+# whatever the words).
+_known_substrings = TextMemo(
+    partial(_cut_substrings, longest=LONGEST_LOOKED_UP), entries=4096, keeps=lambda found: len(found) <= 64
+)
 _CUT = re.compile(r"(?<!\w)|(?!\w)|(?<=_)(?=_)")  # where a word can be cut without gluing (as `_glued`)
 _ONE_WORD = re.compile(r"\S+")  # no whitespace (re's \s is str.isspace)
 _PLAIN_WORD = re.compile(r"(?!.*__)\w+")  # letters, digits, underscores (not two together): no cut inside

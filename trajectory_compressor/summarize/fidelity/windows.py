@@ -110,12 +110,11 @@ class WindowFidelity:
 # grows. Measured on one row of 2,000 groups: 0.8 ms a window either way at 64 items, while
 # searching each rose to 1.5 ms a window at 500 items.
 _MANY_ITEMS = 64
-_LONGEST = 256
 
 
 class _Sorted:
     """The region's paths and identifiers sorted once each: those a `Stated` set answers (no
-    whitespace, at most `_LONGEST` long), and the few it does not."""
+    whitespace, at most `LONGEST_LOOKED_UP` long), and the few it does not."""
 
     def __init__(self) -> None:
         self.paths: set[str] = set()
@@ -126,7 +125,7 @@ class _Sorted:
 
     def extend(self, items: SalientItems) -> None:
         paths, identifiers = self._seen
-        probe = Stated("", _LONGEST)
+        probe = Stated("")
         for path in items.paths[paths:]:
             if probe.looks_up(path):
                 self.paths.add(path)
@@ -147,7 +146,7 @@ def _counted(items: SalientItems, sorted_: _Sorted, summary: str, corpus: RowTex
     of a long row's region (tools and errors, a few, one by one as `score_items` does)."""
     text = " ".join(summary.split())
     lowered = text.casefold()
-    said = Stated(text, _LONGEST)
+    said = Stated(text)
     substrings = said.substrings
     total = {kind: len(items.of(kind)) for kind in KINDS}
     in_text, in_lowered = Occurs(text), Occurs(lowered)

@@ -18,7 +18,8 @@ T = TypeVar("T")
 
 class TextMemo(Generic[T]):
     """`function(text)`, remembered for up to `entries` texts of at most `max_chars` characters
-    (and, when `max_total_chars` is set, of at most that many in all).
+    (and, when `max_total_chars` is set, of at most that many in all), and only the results
+    `keeps` accepts when it is given (a rare huge result made each time, not held).
 
     `function` must be pure and its result never changed by a caller (return a tuple or a frozen
     record, and copy it out where a caller expects a list)."""
@@ -30,11 +31,13 @@ class TextMemo(Generic[T]):
         entries: int = 512,
         max_chars: int = 1 << 18,
         max_total_chars: int | None = None,
+        keeps: Callable[[T], bool] | None = None,
     ) -> None:
         self._function = function
         self._entries = entries
         self._max_chars = max_chars
         self._max_total_chars = max_total_chars
+        self._keeps = keeps
         self._chars = 0
         self._known: dict[str, T] = {}
 
@@ -43,7 +46,7 @@ class TextMemo(Generic[T]):
         if known is not None:
             return known
         result = self._function(text)
-        if len(text) <= self._max_chars:
+        if len(text) <= self._max_chars and (self._keeps is None or self._keeps(result)):
             self._chars += len(text)
             full = self._max_total_chars is not None and self._chars > self._max_total_chars
             if full or len(self._known) >= self._entries:
