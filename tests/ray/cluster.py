@@ -39,13 +39,18 @@ RAY = str(Path(sys.executable).with_name("ray"))
 _CHOSEN: set[int] = set()  # ports handed out in this process: never handed out twice
 
 
+def _kernel_port() -> int:
+    """A port the kernel says is free now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
 def free_port() -> int:
     """A port free now and not handed out before (the kernel may give a just-closed probe's port
     again, and two of a node's components on one port fail its `ray start`)."""
     while True:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = int(probe.getsockname()[1])
+        port = _kernel_port()
         if port not in _CHOSEN:
             _CHOSEN.add(port)
             return port
@@ -54,9 +59,7 @@ def free_port() -> int:
 def free_range(size: int) -> int:
     """The first port of `size` consecutive free ports (checked by binding each), none handed out before."""
     for _ in range(200):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            start = int(probe.getsockname()[1])
+        start = _kernel_port()
         if start + size > 65000 or _CHOSEN.intersection(range(start, start + size)):
             continue
         sockets = []
