@@ -342,11 +342,15 @@ def _cut_substrings(word: str, longest: int) -> tuple[str, ...]:
     return tuple(substrings)
 
 
-# A row's window summaries state the same paths and names again and again: a word's few
-# substrings are remembered (a word with many is rare, and made each time: memory stays small
-# whatever the words).
+# A row's window summaries state the same paths and names again and again: a short word's few
+# substrings are remembered (a long word, or one with many, is rare and made each time: at most
+# 2,048 words of up to 256 characters with up to 64 substrings each: under 40 MB at worst, about
+# 1 MB in practice, whatever the summaries hold).
 _known_substrings = TextMemo(
-    partial(_cut_substrings, longest=LONGEST_LOOKED_UP), entries=4096, keeps=lambda found: len(found) <= 64
+    partial(_cut_substrings, longest=LONGEST_LOOKED_UP),
+    entries=2048,
+    max_chars=LONGEST_LOOKED_UP,
+    keeps=lambda found: len(found) <= 64,
 )
 _CUT = re.compile(r"(?<!\w)|(?!\w)|(?<=_)(?=_)")  # where a word can be cut without gluing (as `_glued`)
 _ONE_WORD = re.compile(r"\S+")  # no whitespace (re's \s is str.isspace)
