@@ -23,11 +23,13 @@ from trajectory_compressor.run.jobs import CompressJob, check_output_paths, plan
 from trajectory_compressor.run.pipeline import CompressionRun, RunResult
 from trajectory_compressor.run.settings_record import settings_record
 from trajectory_compressor.settings import ConfigError, RunConfig
-from trajectory_compressor.summarize.choose import SummarizerChoice, choose_summarizers, resolve_endpoint
+from trajectory_compressor.settings.choices import NO_SUMMARIES
+from trajectory_compressor.summarize.choose import SummarizerChoice, choose_summarizers, resolve_endpoint, wants_llm
 from trajectory_compressor.summarize.llm.preflight import check_before_loading
 
 if TYPE_CHECKING:  # the batch phase loads aiohttp: only runs with --batch import it
     from trajectory_compressor.run.batch.driver import BatchPhase
+    from trajectory_compressor.run.worker_pool import WorkerPool
 
 
 def compress(
@@ -65,14 +67,18 @@ async def compress_async(
     jobs = plan_jobs(inputs, sources, str(output), config.output, config.select)
     check_output_paths(jobs, sources, config)
     await check_before_loading(config)
-    if counter is None:
-        counter = counter_for(config)
-    choice = None if config.dry_run else choose_summarizers(config, counter)
-    if choice is not None:
-        say(choice.note)
-    settings = settings_record(config, counter.name)
+    # Started first: the workers load their tokenizers while this process loads its own.
+    pool = worker_pool(config, say, own_counter=counter is not None)
+    stopped = True
     results: list[RunResult] = []
+    choice = None
     try:
+        if counter is None:
+            counter = counter_for(config)
+        choice = None if config.dry_run else choose_summarizers(config, counter)
+        if choice is not None:
+            say(choice.note)
+        settings = settings_record(config, counter.name)
         if choice is not None and config.llm.responses:
             from trajectory_compressor.summarize.llm.batch_file import answer_line_limit
 
@@ -89,17 +95,40 @@ async def compress_async(
                 settings=settings,
                 on_message=on_message,
                 batches=batch_phase(job, config, counter, choice, say) if config.batch.enabled else None,
+                pool=pool,
             )
             result = await run.run()
             results.append(result)
             if result.exit_code not in FINISHED and result.exit_code != ExitCode.PENDING:
                 break  # pending: the next output's batches are submitted too
+        stopped = bool(results) and results[-1].exit_code not in FINISHED
     finally:
+        if pool is not None:  # a stopped run's rows in flight are not waited for: never committed
+            pool.close(kill=stopped)
         if choice is not None and choice.primary is not None:
             await choice.primary.aclose()
         if choice is not None and choice.fallback is not None and choice.fallback is not choice.primary:
             await choice.fallback.aclose()
     return results
+
+
+def worker_pool(config: RunConfig, say: Callable[[str], None], *, own_counter: bool = False) -> WorkerPool | None:
+    """`--num-workers N` (N > 1): the pool of processes the extractive summaries run in, or None.
+
+    Only a summarizer that computes gains from processes; the LLM's waits on its endpoint
+    (`--max-concurrency` is its knob), so its rows stay in this process, with a note. A caller's
+    own `counter` cannot be sent to a process (a Rust tokenizer does not pickle): refused."""
+    workers = config.num_workers or 1
+    if workers == 1 or config.dry_run or config.summarizer == NO_SUMMARIES:
+        return None
+    if wants_llm(config):
+        say("--num-workers: the LLM summarizer waits on its endpoint, not on a core; rows stay in this process")
+        return None
+    if own_counter:
+        raise ConfigError("num_workers: each worker process loads its tokenizer from the settings; leave `counter` out")
+    from trajectory_compressor.run.worker_pool import WorkerPool
+
+    return WorkerPool(config, workers)
 
 
 async def load_responses(choice: SummarizerChoice, path: Path, say: Callable[[str], None], *, line_limit: int) -> None:

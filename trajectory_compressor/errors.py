@@ -20,3 +20,7 @@ class RunAborted(RuntimeError):
     def __init__(self, message: str, exit_code: ExitCode) -> None:
         super().__init__(message)
         self.exit_code = exit_code
+
+    def __reduce__(self) -> tuple[type[RunAborted], tuple[str, ExitCode]]:
+        # Raised in a worker process (`--num-workers`), it crosses back pickled, exit code and all.
+        return type(self), (str(self), self.exit_code)

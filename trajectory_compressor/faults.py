@@ -2,7 +2,8 @@
 
 Durability is only as good as the worst moment to die. Every place where the files on disk
 change in a way a resumed run relies on (a checkpoint before and after its rename, each
-truncate on resume, each move of a finished file) calls `boundary(name)`. Unset, the hooks
+truncate on resume, each move of a finished file) calls `boundary(name)`, and so does a
+`--num-workers` worker process before each row it finishes (`worker-row`). Unset, the hooks
 cost one dictionary lookup. Tests set them in a child process's environment:
 
 - `TC_CRASH_LOG=<file>`: append each boundary's name to `<file>` (to enumerate them).

@@ -15,7 +15,7 @@ import pytest
 from trajectory_compressor.ray import limits
 from trajectory_compressor.ray.cache import SharedFolderCache
 from trajectory_compressor.ray.layout import RayOutputLayout
-from trajectory_compressor.ray.limits import RunLimits, merge_usage
+from trajectory_compressor.ray.limits import RunLimits
 from trajectory_compressor.ray.parts import (
     PartFile,
     PartRecord,
@@ -27,6 +27,7 @@ from trajectory_compressor.ray.parts import (
     write_record,
 )
 from trajectory_compressor.summarize.llm.cache import CachedSummary, SummaryCache
+from trajectory_compressor.summarize.llm.usage import merge_usage
 from trajectory_compressor.write.run_files import ResumeMismatchError
 
 

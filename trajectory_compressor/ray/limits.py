@@ -33,6 +33,7 @@ from typing import Any
 from trajectory_compressor.errors import RunAborted
 from trajectory_compressor.exit_codes import ExitCode
 from trajectory_compressor.summarize.llm.ratelimit import RateLimiter
+from trajectory_compressor.summarize.llm.usage import merge_usage
 
 LEASE_SECONDS = float(os.environ.get("TC_RAY_LEASE_SECONDS", "10"))
 HEARTBEAT_SECONDS = LEASE_SECONDS / 4
@@ -153,28 +154,6 @@ class RunLimits:
                     self._held[worker] = 0
                     self.reclaimed += held
                     await self._free(held)
-
-
-def merge_usage(parts: list[dict[str, Any]]) -> dict[str, Any]:
-    """`UsageTracker.stats()` of several workers as one: numbers added, per-cause counts merged."""
-    total: dict[str, Any] = {}
-    for part in parts:
-        for key, value in part.items():
-            if isinstance(value, bool) or value is None:
-                total.setdefault(key, value)
-            elif isinstance(value, (int, float)):
-                if key == "max_in_flight":
-                    total[key] = max(total.get(key) or 0, value)
-                else:
-                    total[key] = round((total.get(key) or 0) + value, 6)
-            elif isinstance(value, dict):
-                merged = dict(total.get(key) or {})
-                for name, count in value.items():
-                    merged[name] = merged.get(name, 0) + count
-                total[key] = dict(sorted(merged.items()))
-            else:
-                total.setdefault(key, value)
-    return total
 
 
 RESTARTS = 3  # the actor's process killed more often than this ends the run (exit LOST)

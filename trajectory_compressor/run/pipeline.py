@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from tqdm import tqdm
 
 from trajectory_compressor.count import TokenCounter
+from trajectory_compressor.count.exactness import GuardResult
 from trajectory_compressor.errors import RunAborted
 from trajectory_compressor.exit_codes import ExitCode
 from trajectory_compressor.messages import quoted
@@ -38,6 +39,7 @@ from trajectory_compressor.run.prepare import CHUNK_BYTES, CHUNK_ROWS, PreparedR
 from trajectory_compressor.run.row import FinishedRow, RowFinisher
 from trajectory_compressor.run.signals import sigterm_cancels_this_task
 from trajectory_compressor.run.window import finish_in_order
+from trajectory_compressor.run.worker_pool import PooledFinisher, WorkerPool
 from trajectory_compressor.settings import RunConfig
 from trajectory_compressor.types import Summarizer
 from trajectory_compressor.write.html_compress import write_compress_html_report
@@ -102,8 +104,10 @@ class CompressionRun:
         settings: dict[str, Any],
         on_message: Callable[[str], None] | None = None,
         batches: BatchPhase | None = None,
+        pool: WorkerPool | None = None,
     ) -> None:
         self.job = job
+        self.pool = pool
         self.batches = batches
         self.config = config
         self.counter = counter
@@ -119,14 +123,10 @@ class CompressionRun:
         self._cpu_started = 0.0
         self._inputs: list[dict[str, Any]] = []  # name, size, mtime and sha256 of each input, once per run
 
-    def _finisher(self, summarizer: Summarizer | None) -> RowFinisher:
-        return RowFinisher(
-            self.config,
-            self.counter,
-            summarizer,
-            self.fallback,
-            keep_rejects_in_data=self.job.output_format in {"jsonl", "jsonl.gz"},
-        )
+    def _finisher(self, summarizer: Summarizer | None) -> RowFinisher | PooledFinisher:
+        keep_rejects = self.job.output_format in {"jsonl", "jsonl.gz"}
+        local = RowFinisher(self.config, self.counter, summarizer, self.fallback, keep_rejects_in_data=keep_rejects)
+        return local if self.pool is None else PooledFinisher(local, self.pool)
 
     # ----------------------------------------------------------------------------- reading
     def _selection(self, skip: int) -> RowSelection:
@@ -182,7 +182,7 @@ class CompressionRun:
 
     async def _run_locked(self) -> RunResult:
         started = time.monotonic()
-        self._cpu_started = time.process_time()  # every thread of the process
+        self._cpu_started = cpu_seconds(self.pool)
         # The inputs are hashed on a thread while the run starts (hashlib releases the GIL); the
         # fingerprint is taken when first needed: at once to resume, else at the first checkpoint.
         hashing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tc-hash")
@@ -226,22 +226,23 @@ class CompressionRun:
                 )
         self._timings["total"] = time.monotonic() - started
         # CPU seconds too: on a busy machine wall time alone hides what other work took from the run.
-        self._timings["cpu"] = time.process_time() - self._cpu_started
+        self._timings["cpu"] = cpu_seconds(self.pool) - self._cpu_started
         completed = status == COMPLETED
         if completed:
             self._finalize(files, committer.position)
         else:
             committer.checkpoint()
             files.close()
+        stats, counting = run_figures(self.summarizer, self.counter, self.pool)
         report = build_report(
             self.totals,
             status=status,
             settings=self.settings,
             outputs=self.paths.as_dict() if completed else {"work_dir": str(files.work_dir)},
             timings=self._timings,
-            summarizer_stats=self.summarizer.stats() if self.summarizer is not None else None,
-            counting=self.counter.guard.to_dict(),
-            warnings=[self.counter.guard.warning or ""],
+            summarizer_stats=stats,
+            counting=counting.to_dict(),
+            warnings=[counting.warning or ""],
             message=message,
             files=files.files_written if completed else None,  # what `merge` checks each shard's files against
             inputs=[input_record(entry) for entry in self._inputs] if completed else None,  # what `eval` checks
@@ -336,6 +337,22 @@ class CompressionRun:
                 examples=examples,
                 currency=self.config.llm.currency,
             )
+
+
+def run_figures(
+    summarizer: Summarizer | None, counter: TokenCounter, pool: WorkerPool | None
+) -> tuple[dict[str, Any] | None, GuardResult]:
+    """The report's summarizer counters and exactness guard: this process's, with the workers'."""
+    stats = summarizer.stats() if summarizer is not None else None
+    if pool is None:
+        return stats, counter.guard
+    return pool.stats(stats), pool.counting(counter.guard)
+
+
+def cpu_seconds(pool: WorkerPool | None) -> float:
+    """CPU seconds of every thread of this process and, with `--num-workers`, of the workers'
+    rows (their start-up left out, as this process's own is)."""
+    return time.process_time() + (pool.cpu_seconds if pool is not None else 0.0)
 
 
 def describe_os_error(exc: OSError, output: Path) -> str:

@@ -290,7 +290,9 @@ class RunConfig:
     )  # fmt: skip
     num_workers: int | None = setting(
         None, "int", minimum=1, optional=True, yaml="ray.num_workers", group="run",
-        help="Ray actors compressing rows (--engine ray) [one per CPU of the cluster but one; 2 on one 2-CPU machine].",
+        help="Processes compressing rows: on the local engine, worker processes making the extractive "
+        "summaries, one core each [1: this process]; with --engine ray, Ray actors "
+        "[one per CPU of the cluster but one; 2 on one 2-CPU machine].",
     )  # fmt: skip
     probes: bool = setting(
         False, "bool", flag_style="flag", yaml="evaluation.probes", commands=("eval",), group="endpoint", common=True,

@@ -89,6 +89,15 @@ class RowFinisher:
             else None
         )
 
+    def summarizes(self, row: PreparedRow) -> bool:
+        """Whether finishing `row` may call the summarizer: the rows a worker pool takes
+        (`run.worker_pool`); the others are finished where they are, in a few microseconds."""
+        if isinstance(row, RejectedRow) or self.summary_step is None:
+            return False
+        if self.windows is not None:
+            return not self.windows.replay(row).fits_whole()
+        return row.plan.region is not None
+
     async def finish(self, row: PreparedRow) -> FinishedRow:
         if isinstance(row, RejectedRow):
             return rejected_row(row, keep_in_data=self.options.keep_rejects_in_data)

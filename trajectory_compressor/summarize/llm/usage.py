@@ -111,3 +111,26 @@ class UsageTracker:
             "rate_limit_wait_seconds": round(self.rate_limit_wait_seconds, 3),
             "backoff_seconds": round(self.backoff_seconds, 3),
         }
+
+
+def merge_usage(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """`stats()` of several workers' summarizers as one (Ray actors, or `--num-workers` processes):
+    numbers added, per-cause counts merged."""
+    total: dict[str, Any] = {}
+    for part in parts:
+        for key, value in part.items():
+            if isinstance(value, bool) or value is None:
+                total.setdefault(key, value)
+            elif isinstance(value, (int, float)):
+                if key == "max_in_flight":
+                    total[key] = max(total.get(key) or 0, value)
+                else:
+                    total[key] = round((total.get(key) or 0) + value, 6)
+            elif isinstance(value, dict):
+                merged = dict(total.get(key) or {})
+                for name, count in value.items():
+                    merged[name] = merged.get(name, 0) + count
+                total[key] = dict(sorted(merged.items()))
+            else:
+                total.setdefault(key, value)
+    return total

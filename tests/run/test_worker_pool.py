@@ -1,0 +1,143 @@
+"""`--num-workers N` on the local engine: extractive summaries in worker processes.
+
+The outputs must be byte for byte those of one process. A worker killed, or the run stopped
+while a worker holds a row, must stop the run with one line, leave no worker behind, and
+resume to the same bytes. Every stop happens at a known point: the `faults` hook `worker-row`,
+hit in the worker just before it finishes a row, never after a sleep. A row finished in the run's
+process never hits it, so these tests also fail if the rows are not sent to the workers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import make_trajectory, write_jsonl
+from trajectory_compressor import PlanConfig, RunConfig, compress
+from trajectory_compressor.api import worker_pool
+from trajectory_compressor.count import counter_for
+from trajectory_compressor.run.worker_pool import WORKER_DIED
+from trajectory_compressor.settings import ConfigError
+from trajectory_compressor.settings.endpoint import LLMConfig
+
+OUTPUTS = ("x.jsonl", "x.metrics.jsonl", "x.over_limit.jsonl", "x.rejects.jsonl")
+FLAGS = ["--summarizer", "extractive", "--target-max-tokens", "2500", "--summary-target-tokens", "200"]
+
+
+def _input(tmp_path: Path, rows: int = 40) -> Path:
+    lines: list = [make_trajectory(i, steps=3 + i % 9, output_lines=20 + i % 50) for i in range(rows)]
+    lines[5] = "{broken"  # a reject: every side file has content
+    return write_jsonl(tmp_path / "in.jsonl", lines)
+
+
+def _outputs(folder: Path) -> dict[str, bytes]:
+    return {name: (folder / name).read_bytes() for name in OUTPUTS}
+
+
+@pytest.mark.parametrize("windows", [False, True], ids=["single-row", "windows"])
+def test_the_outputs_are_those_of_one_process(tmp_path: Path, windows: bool) -> None:
+    source = _input(tmp_path)
+    config = RunConfig(summarizer="extractive", plan=PlanConfig(target_max_tokens=2500, windows=windows))
+    reports = {}
+    for workers in (1, 2):
+        folder = tmp_path / f"w{workers}"
+        [result] = compress([str(source)], folder / "x.jsonl", dataclasses.replace(config, num_workers=workers))
+        reports[workers] = result.report
+    assert _outputs(tmp_path / "w1") == _outputs(tmp_path / "w2")
+    one, two = reports[1], reports[2]
+    assert one["rows"] == two["rows"] and one["tokens"] == two["tokens"]
+    assert one["summaries"] == two["summaries"] and one["summaries"]["endpoint"]["summaries"] > 0
+    assert one["counters"] == two["counters"]
+    assert one["counting"]["backend"] == two["counting"]["backend"]
+
+
+def _start(source: Path, out: Path, *extra: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    command = [sys.executable, "-m", "trajectory_compressor", "compress", str(source), "-o", str(out), *FLAGS, *extra]
+    full_env = {**os.environ, "TC_CHECKPOINT_ROWS": "5", "TC_CHECKPOINT_SECONDS": "1e9", **(env or {})}
+    return subprocess.Popen(
+        command, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+
+
+def _one_process(tmp_path: Path, source: Path) -> dict[str, bytes]:
+    process = _start(source, tmp_path / "one" / "x.jsonl", "--num-workers", "1")
+    _, stderr = process.communicate(timeout=300)
+    assert process.returncode in (0, 3), stderr
+    return _outputs(tmp_path / "one")
+
+
+def _resumed(source: Path, out: Path) -> dict[str, bytes]:
+    process = _start(source, out, "--num-workers", "2", "--window", "8")
+    _, stderr = process.communicate(timeout=300)
+    assert process.returncode in (0, 3), stderr
+    assert "resuming" in stderr
+    return _outputs(out.parent)
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def test_a_killed_worker_stops_the_run_with_one_line_and_a_re_run_resumes(tmp_path: Path) -> None:
+    source = _input(tmp_path)
+    out = tmp_path / "two" / "x.jsonl"
+    process = _start(source, out, "--num-workers", "2", "--window", "8", env={"TC_CRASH_AT": "worker-row:3"})
+    _, stderr = process.communicate(timeout=300)
+    assert process.returncode == 69, stderr
+    assert WORKER_DIED in stderr and "Traceback" not in stderr
+    assert _resumed(source, out) == _one_process(tmp_path, source)
+
+
+@pytest.mark.parametrize("stop", ["SIGINT to the run", "SIGTERM to its process group"])
+def test_a_run_stopped_while_a_worker_holds_a_row_leaves_no_worker_and_resumes(tmp_path: Path, stop: str) -> None:
+    source = _input(tmp_path)
+    out = tmp_path / "two" / "x.jsonl"
+    marker = tmp_path / "held"
+    env = {"TC_PAUSE_AT": "worker-row:2", "TC_PAUSE_FILE": str(marker)}
+    process = _start(source, out, "--num-workers", "2", "--window", "8", env=env)
+    deadline = time.monotonic() + 300
+    while not marker.exists() or not marker.read_text():
+        assert process.poll() is None, process.communicate()[1]
+        assert time.monotonic() < deadline, "no worker reached its second row"
+        time.sleep(0.01)
+    held = int(marker.read_text())  # the worker standing still, which ignores both signals
+    assert held != process.pid
+    if stop.startswith("SIGINT"):
+        process.send_signal(signal.SIGINT)
+    else:
+        os.killpg(process.pid, signal.SIGTERM)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    deadline = time.monotonic() + 10
+    while not _gone(held):  # killed by the run, then reaped: no worker outlives it
+        assert time.monotonic() < deadline, "the held worker outlived the run"
+        time.sleep(0.01)
+    assert _resumed(source, out) == _one_process(tmp_path, source)
+
+
+def test_a_callers_own_counter_cannot_go_to_the_workers(tmp_path: Path) -> None:
+    config = RunConfig(summarizer="extractive", num_workers=2)
+    with pytest.raises(ConfigError, match="leave `counter` out"):
+        compress([str(_input(tmp_path, rows=8))], tmp_path / "x.jsonl", config, counter=counter_for(config))
+
+
+def test_no_pool_where_processes_would_not_help() -> None:
+    said: list[str] = []
+    assert worker_pool(RunConfig(summarizer="extractive"), said.append) is None  # one worker: this process
+    assert worker_pool(RunConfig(summarizer="extractive", num_workers=2, dry_run=True), said.append) is None
+    assert worker_pool(RunConfig(summarizer="none", num_workers=2), said.append) is None
+    llm = RunConfig(summarizer="llm", num_workers=2, llm=LLMConfig(base_url="http://127.0.0.1:9/v1", model="m"))
+    assert worker_pool(llm, said.append) is None
+    assert said == ["--num-workers: the LLM summarizer waits on its endpoint, not on a core; rows stay in this process"]

@@ -1,0 +1,189 @@
+"""`--num-workers N` on the local engine: the extractive summaries in N worker processes.
+
+The extractive summarizer computes; it never waits on an endpoint. In one process it holds one
+core while the others idle, and a run is then as fast as one core summarizes (about ten times
+slower than counting). Here the rows to summarize are sent whole, read, counted and planned, to
+N spawned processes. Each builds its own tokenizer and summarizers from the run's settings and
+finishes a row with the same `RowFinisher` code the run's process would use. The finished row
+comes back and the window commits it in input order, like any other. Everything else stays in
+the run's process: reading, counting, planning, rows with nothing to summarize, and writing.
+So the outputs are byte for byte those of one process (tested).
+
+A worker ignores Ctrl-C and SIGTERM: the run's process stops the run and then kills the
+workers, so a signal to the whole process group stops the run as it stops one process. A worker
+that dies (killed, out of memory) breaks the pool: the run stops with one line, and a re-run
+resumes from its last checkpoint. Nothing is lost or written twice, because rows are committed
+only by the run's process, in order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import os
+import signal
+import time
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from typing import Any
+
+from trajectory_compressor.count.exactness import GuardResult
+from trajectory_compressor.errors import RunAborted
+from trajectory_compressor.exit_codes import ExitCode
+from trajectory_compressor.faults import boundary
+from trajectory_compressor.run.prepare import PreparedRow, ValidRow
+from trajectory_compressor.run.row import FinishedRow, RowFinisher
+from trajectory_compressor.settings import RunConfig
+from trajectory_compressor.summarize.llm.usage import merge_usage
+from trajectory_compressor.summarize.redact import redact_secrets
+from trajectory_compressor.types import ExampleRow
+
+WORKER_DIED = (
+    "a worker process summarizing rows stopped (killed, or out of memory?); "
+    "re-run the same command to resume from the last checkpoint"
+)
+
+
+@dataclass(frozen=True)
+class WorkerFinished:
+    """A row finished in a worker, with what the run's report needs of that worker so far."""
+
+    row: FinishedRow
+    example: ExampleRow | None  # the HTML report's example, when this row made one
+    worker: int  # the worker's process id
+    cpu_seconds: float  # the worker's CPU since its start-up ended
+    stats: dict[str, Any] | None  # its summarizer's counters
+    counting: dict[str, Any]  # its exactness guard (`GuardResult.to_dict`)
+
+
+class _Worker:
+    """What one worker process holds: its tokenizer, summarizers and finisher, built once."""
+
+    def __init__(self, config: RunConfig) -> None:
+        from trajectory_compressor.count import counter_for
+        from trajectory_compressor.summarize.choose import choose_summarizers
+
+        self.counter = counter_for(config)
+        choice = choose_summarizers(config, self.counter)
+        self.summarizer = choice.primary
+        self.finisher = RowFinisher(config, self.counter, choice.primary, choice.fallback)
+        self.loop = asyncio.new_event_loop()
+        self.cpu_started = time.process_time()
+
+    def finish(self, row: ValidRow) -> WorkerFinished:
+        boundary("worker-row")  # where the tests kill or hold a worker
+        self.finisher.example = None
+        finished = self.loop.run_until_complete(self.finisher.finish(row))
+        return WorkerFinished(
+            finished,
+            self.finisher.example,
+            os.getpid(),
+            time.process_time() - self.cpu_started,
+            self.summarizer.stats() if self.summarizer is not None else None,
+            self.counter.guard.to_dict(),
+        )
+
+
+_worker: _Worker | None = None
+_start_error: str | None = None
+
+
+def _start_worker(config: RunConfig) -> None:
+    """The pool's initializer: ignore the signals the run's process handles, then build the worker.
+
+    A failure is kept as one line and said on the first row, not printed as a traceback here."""
+    global _worker, _start_error
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        _worker = _Worker(config)
+    except Exception as exc:  # said by the run's process, on the first row sent
+        _start_error = redact_secrets(f"a worker process could not start: {exc}")
+
+
+def _started() -> None:
+    """A worker's first task: nothing but its start-up (the initializer)."""
+
+
+def _finish_in_worker(row: ValidRow) -> WorkerFinished | str:
+    """`row` finished by this process's worker; the start-up's failure (one line) if it has none."""
+    if _worker is None:
+        return _start_error or "a worker process could not start"
+    return _worker.finish(row)
+
+
+class WorkerPool:
+    """N spawned worker processes finishing the rows that need a summary, and their figures.
+
+    Made by the caller of the runs (one pool serves every output of a `compress` call) and
+    closed by it: `close()` after the last run, `close(kill=True)` when a run stopped early.
+    """
+
+    def __init__(self, config: RunConfig, workers: int) -> None:
+        self.workers = workers
+        # Spawned, not forked: the run's process holds threads (the reader, the tokenizer's pool).
+        self._pool = ProcessPoolExecutor(
+            workers, mp_context=multiprocessing.get_context("spawn"), initializer=_start_worker, initargs=(config,)
+        )
+        self._latest: dict[int, WorkerFinished] = {}  # each worker's latest figures
+        # Every worker started now (the pool spawns one per task waiting), not at the first row.
+        for _ in range(workers):
+            self._pool.submit(_started)
+
+    async def finish(self, row: ValidRow) -> tuple[FinishedRow, ExampleRow | None]:
+        """`row` finished in a worker: the finished row and, when it made one, its example row."""
+        try:
+            done = await asyncio.get_running_loop().run_in_executor(self._pool, _finish_in_worker, row)
+        except BrokenProcessPool:
+            raise RunAborted(WORKER_DIED, ExitCode.LOST) from None
+        if isinstance(done, str):
+            raise RunAborted(done, ExitCode.FAILED)
+        self._latest[done.worker] = done
+        return done.row, done.example
+
+    @property
+    def cpu_seconds(self) -> float:
+        """CPU seconds the workers spent on rows (start-up excluded), as far as they reported."""
+        return sum(done.cpu_seconds for done in self._latest.values())
+
+    def stats(self, own: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The run's summarizer counters: the run's process's (`own`), plus each worker's."""
+        if own is None:
+            return None
+        return merge_usage([own, *(done.stats for done in self._latest.values() if done.stats is not None)])
+
+    def counting(self, own: GuardResult) -> GuardResult:
+        """The run's exactness guard: the run's process's, with what each worker's saw."""
+        workers = [GuardResult.from_dict(done.counting) for done in self._latest.values()]
+        return own.with_workers([own, *workers]) if workers else own
+
+    def close(self, *, kill: bool = False) -> None:
+        """Stop the pool: wait for the workers to exit, or (`kill`) kill them now, rows in flight lost
+        (they were never committed: a re-run computes them again)."""
+        processes = list(getattr(self._pool, "_processes", {}).values()) if kill else []
+        self._pool.shutdown(wait=not kill, cancel_futures=True)
+        for process in processes:
+            if process.is_alive():
+                process.kill()
+        for process in processes:
+            process.join(timeout=10)
+
+
+class PooledFinisher:
+    """A run's finisher that sends the rows it would summarize to a `WorkerPool` and finishes
+    the others itself; `example` is the HTML report's example row, as `RowFinisher.example`."""
+
+    def __init__(self, local: RowFinisher, pool: WorkerPool) -> None:
+        self.local = local
+        self.pool = pool
+        self.example: ExampleRow | None = None
+
+    async def finish(self, row: PreparedRow) -> FinishedRow:
+        if not self.local.summarizes(row):
+            return await self.local.finish(row)
+        assert isinstance(row, ValidRow)
+        finished, example = await self.pool.finish(row)
+        if example is not None and (self.example is None or example.index < self.example.index):
+            self.example = example
+        return finished
