@@ -26,7 +26,10 @@ One run measures, on the same data, and prints ratios against targets:
               start-up noise drops out): `compress --dry-run`, `--summarizer extractive` and
               `--summarizer extractive --windows`, each steady (wall, and CPU seconds, minus its
               own 1-row run); the main job against the dry run, and `--windows` against the
-              single-row job per token written (the report's tokens after).
+              single-row job per token written (the report's tokens after). Beside them, the main
+              job on every core (`--num-workers` = the usable cores: summaries in worker
+              processes, whose CPU the report's holds), in wall time against the dry run and
+              against the same job in one process.
 8. rows       the `--windows` row-length series: one agent run of N tool-call groups each
               (scripts/make_long_row.py; N from `--row-groups`, each twice the one before),
               `compress --windows --summarizer extractive` at `--rows-target`, steady wall and
@@ -767,10 +770,14 @@ def stage_jobs(args: argparse.Namespace, data: Path, workdir: Path, figures: Fig
     first_line(data, one_row)
     figures.info["jobs"] = {"copies": args.copies, "megabytes": round(jobs.stat().st_size / 1e6, 1)}
     budget = main_budget(args)
+    workers = str(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+    figures.info["jobs"]["workers"] = workers
     modes = {
         "dry": ("--dry-run",),
         "main": ("--summarizer", "extractive"),
         "windows": ("--summarizer", "extractive", "--windows"),
+        # The main job on every core: its summaries in worker processes (the report's CPU holds theirs).
+        "workers": ("--summarizer", "extractive", "--num-workers", workers),
     }
     for round_number in range(args.repeat):
         print(f"  jobs round {round_number + 1}/{args.repeat}", file=sys.stderr, flush=True)
@@ -1051,8 +1058,10 @@ def evaluate(args: argparse.Namespace, figures: Figures) -> list[tuple[str, str,
                 "",
             )
         )
+        workers = jobs.get("workers")
         for mode, label in (("dry", "compress --dry-run"), ("main", "compress --summarizer extractive"),
-                            ("windows", "compress --summarizer extractive --windows")):  # fmt: skip
+                            ("windows", "compress --summarizer extractive --windows"),
+                            ("workers", f"compress --summarizer extractive --num-workers {workers}")):  # fmt: skip
             row(
                 f"    {label}: CPU / in-run wall / wall - 1-row wall, s",
                 f"{m(f'jobs_{mode}_run_cpu_s'):.2f} / {m(f'jobs_{mode}_run_s'):.2f} / {m(f'jobs_{mode}_steady_s'):.2f}",
@@ -1071,6 +1080,17 @@ def evaluate(args: argparse.Namespace, figures: Figures) -> list[tuple[str, str,
         row(
             "    main job / dry run, wall - 1-row wall",
             _ratio(m("jobs_main_steady_s"), m("jobs_dry_steady_s")),
+            "{:.2f}x",
+        )
+        for measure, label in (("run", "in-run wall"), ("steady", "wall - 1-row wall")):
+            row(
+                f"    main job with --num-workers {workers} / dry run, {label}",
+                _ratio(m(f"jobs_workers_{measure}_s"), m(f"jobs_dry_{measure}_s")),
+                "{:.2f}x",
+            )
+        row(
+            f"    main job: one process / --num-workers {workers}, in-run wall (the speed-up)",
+            _ratio(m("jobs_main_run_s"), m("jobs_workers_run_s")),
             "{:.2f}x",
         )
         written, windows_written = jobs.get("main_tokens_written"), jobs.get("windows_tokens_written")
@@ -1093,7 +1113,7 @@ def evaluate(args: argparse.Namespace, figures: Figures) -> list[tuple[str, str,
             "{:.2f}x",
         )
         row("    load average after each job (1 min)", " / ".join(
-            f"{m(f'jobs_{mode}_load') or 0:.1f}" for mode in ("dry", "main", "windows")))  # fmt: skip
+            f"{m(f'jobs_{mode}_load') or 0:.1f}" for mode in ("dry", "main", "windows", "workers")))  # fmt: skip
     series = figures.info.get("rows")
     if series and m(f"rows_{series['groups'][0]}_run_cpu_s") is not None:
         table.append(

@@ -9,6 +9,7 @@ process never hits it, so these tests also fail if the rows are not sent to the 
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import os
 import signal
@@ -23,9 +24,13 @@ from tests.conftest import make_trajectory, write_jsonl
 from trajectory_compressor import PlanConfig, RunConfig, compress
 from trajectory_compressor.api import worker_pool
 from trajectory_compressor.count import counter_for
-from trajectory_compressor.run.worker_pool import WORKER_DIED
+from trajectory_compressor.run.prepare import notice_tokens, prepare_for_run
+from trajectory_compressor.run.row import FinishedRow, RowFinisher
+from trajectory_compressor.run.worker_pool import WORKER_DIED, PooledFinisher, WorkerPool
 from trajectory_compressor.settings import ConfigError
 from trajectory_compressor.settings.endpoint import LLMConfig
+from trajectory_compressor.summarize.choose import choose_summarizers
+from trajectory_compressor.types import SourceRecord
 
 OUTPUTS = ("x.jsonl", "x.metrics.jsonl", "x.over_limit.jsonl", "x.rejects.jsonl")
 FLAGS = ["--summarizer", "extractive", "--target-max-tokens", "2500", "--summary-target-tokens", "200"]
@@ -48,14 +53,42 @@ def test_the_outputs_are_those_of_one_process(tmp_path: Path, windows: bool) -> 
     reports = {}
     for workers in (1, 2):
         folder = tmp_path / f"w{workers}"
-        [result] = compress([str(source)], folder / "x.jsonl", dataclasses.replace(config, num_workers=workers))
+        output = dataclasses.replace(config.output, html_report=str(folder / "report.html"))
+        run_config = dataclasses.replace(config, num_workers=workers, output=output)
+        [result] = compress([str(source)], folder / "x.jsonl", run_config)
         reports[workers] = result.report
     assert _outputs(tmp_path / "w1") == _outputs(tmp_path / "w2")
+    assert (tmp_path / "w1" / "report.html").read_bytes() == (tmp_path / "w2" / "report.html").read_bytes()
     one, two = reports[1], reports[2]
     assert one["rows"] == two["rows"] and one["tokens"] == two["tokens"]
     assert one["summaries"] == two["summaries"] and one["summaries"]["endpoint"]["summaries"] > 0
     assert one["counters"] == two["counters"]
     assert one["counting"]["backend"] == two["counting"]["backend"]
+
+
+def test_finished_rows_and_the_example_row_are_those_of_the_run_process() -> None:
+    """Row by row: each finished row, and the HTML report's example (the lowest compressed row),
+    equal to what `RowFinisher` makes in this process."""
+    config = RunConfig(summarizer="extractive", plan=PlanConfig(target_max_tokens=2500))
+    counter = counter_for(config)
+    records = [(i, i + 1, SourceRecord("in.jsonl", i + 1, make_trajectory(i, steps=4 + i))) for i in range(8)]
+    rows = prepare_for_run(records, counter, config, notice_tokens(counter, config.plan))
+    choice = choose_summarizers(config, counter)
+    local = RowFinisher(config, counter, choice.primary, choice.fallback)
+    pool = WorkerPool(config, 2)
+    pooled = PooledFinisher(RowFinisher(config, counter, choice.primary, choice.fallback), pool)
+
+    async def finish_all() -> tuple[list[FinishedRow], list[FinishedRow]]:
+        here = [await local.finish(row) for row in rows]
+        return here, [await pooled.finish(row) for row in rows]  # later compressed rows must not take its place
+
+    try:
+        here, there = asyncio.run(finish_all())
+    finally:
+        pool.close()
+    assert sum(local.summarizes(row) for row in rows) >= 3  # rows sent to the workers
+    assert here == there
+    assert local.example is not None and pooled.example == local.example
 
 
 def _start(source: Path, out: Path, *extra: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:

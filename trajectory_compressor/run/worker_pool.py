@@ -46,15 +46,22 @@ WORKER_DIED = (
 
 
 @dataclass(frozen=True)
-class WorkerFinished:
-    """A row finished in a worker, with what the run's report needs of that worker so far."""
+class WorkerFigures:
+    """What the run's report needs of one worker so far (each row brings the latest)."""
 
-    row: FinishedRow
-    example: ExampleRow | None  # the HTML report's example, when this row made one
     worker: int  # the worker's process id
     cpu_seconds: float  # the worker's CPU since its start-up ended
     stats: dict[str, Any] | None  # its summarizer's counters
     counting: dict[str, Any]  # its exactness guard (`GuardResult.to_dict`)
+
+
+@dataclass(frozen=True)
+class WorkerFinished:
+    """A row finished in a worker."""
+
+    row: FinishedRow
+    example: ExampleRow | None  # the HTML report's example, when this row made one
+    figures: WorkerFigures
 
 
 class _Worker:
@@ -75,14 +82,13 @@ class _Worker:
         boundary("worker-row")  # where the tests kill or hold a worker
         self.finisher.example = None
         finished = self.loop.run_until_complete(self.finisher.finish(row))
-        return WorkerFinished(
-            finished,
-            self.finisher.example,
+        figures = WorkerFigures(
             os.getpid(),
             time.process_time() - self.cpu_started,
             self.summarizer.stats() if self.summarizer is not None else None,
             self.counter.guard.to_dict(),
         )
+        return WorkerFinished(finished, self.finisher.example, figures)
 
 
 _worker: _Worker | None = None
@@ -126,7 +132,7 @@ class WorkerPool:
         self._pool = ProcessPoolExecutor(
             workers, mp_context=multiprocessing.get_context("spawn"), initializer=_start_worker, initargs=(config,)
         )
-        self._latest: dict[int, WorkerFinished] = {}  # each worker's latest figures
+        self._latest: dict[int, WorkerFigures] = {}  # each worker's latest figures, by process id
         # Every worker started now (the pool spawns one per task waiting), not at the first row.
         for _ in range(workers):
             self._pool.submit(_started)
@@ -139,7 +145,7 @@ class WorkerPool:
             raise RunAborted(WORKER_DIED, ExitCode.LOST) from None
         if isinstance(done, str):
             raise RunAborted(done, ExitCode.FAILED)
-        self._latest[done.worker] = done
+        self._latest[done.figures.worker] = done.figures
         return done.row, done.example
 
     @property
