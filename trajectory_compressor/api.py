@@ -58,6 +58,9 @@ async def compress_async(
     on_message: Callable[[str], None] | None = None,
 ) -> list[RunResult]:
     """`compress`, for callers that already run an event loop."""
+    from trajectory_compressor.run.worker_pool import refuse_in_a_starting_worker
+
+    refuse_in_a_starting_worker()
     config = resolve_endpoint(config or RunConfig())
     config.validate()
     say = on_message or (lambda text: None)

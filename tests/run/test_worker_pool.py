@@ -26,7 +26,13 @@ from trajectory_compressor.api import worker_pool
 from trajectory_compressor.count import counter_for
 from trajectory_compressor.run.prepare import notice_tokens, prepare_for_run
 from trajectory_compressor.run.row import FinishedRow, RowFinisher
-from trajectory_compressor.run.worker_pool import WORKER_DIED, PooledFinisher, WorkerPool
+from trajectory_compressor.run.worker_pool import (
+    IMPORTED_BY_A_WORKER,
+    NONE_STARTED,
+    WORKER_DIED,
+    PooledFinisher,
+    WorkerPool,
+)
 from trajectory_compressor.settings import ConfigError
 from trajectory_compressor.settings.endpoint import LLMConfig
 from trajectory_compressor.summarize.choose import choose_summarizers
@@ -158,6 +164,23 @@ def test_a_run_stopped_while_a_worker_holds_a_row_leaves_no_worker_and_resumes(t
         assert time.monotonic() < deadline, "the held worker outlived the run"
         time.sleep(0.01)
     assert _resumed(source, out) == _one_process(tmp_path, source)
+
+
+def test_a_script_without_a_main_guard_is_told_what_to_do_in_one_line(tmp_path: Path) -> None:
+    """Spawned workers import the calling script again; there a second `compress()` must stop its
+    worker with one line (not start a pool of its own), and the run say why no worker started."""
+    source = _input(tmp_path, rows=8)
+    script = tmp_path / "job.py"
+    script.write_text(
+        "from trajectory_compressor import PlanConfig, RunConfig, compress\n"
+        "config = RunConfig(summarizer='extractive', num_workers=2, plan=PlanConfig(target_max_tokens=2500))\n"
+        f"[result] = compress([{str(source)!r}], {str(tmp_path / 'x.jsonl')!r}, config)\n"
+        "print(int(result.exit_code), result.message)\n"
+    )
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"69 {NONE_STARTED}"
+    assert IMPORTED_BY_A_WORKER in done.stderr and "Traceback" not in done.stderr
 
 
 def test_a_callers_own_counter_cannot_go_to_the_workers(tmp_path: Path) -> None:

@@ -43,6 +43,21 @@ WORKER_DIED = (
     "a worker process summarizing rows stopped (killed, or out of memory?); "
     "re-run the same command to resume from the last checkpoint"
 )
+NONE_STARTED = (
+    "the worker processes (--num-workers) could not start; from a Python script, call compress() "
+    'under `if __name__ == "__main__":` (each worker imports the script, as Python\'s spawn does)'
+)
+IMPORTED_BY_A_WORKER = (
+    "trajectory_compressor: compress() was called while a worker process imported the script "
+    '(Python\'s spawn runs its top level again); call it under `if __name__ == "__main__":`'
+)
+
+
+def refuse_in_a_starting_worker() -> None:
+    """Stop a worker process that runs a user's script's top level (spawn imports it) and meets
+    a `compress()` call there: one line, no traceback, no second pool started from the first."""
+    if getattr(multiprocessing.current_process(), "_inheriting", False):
+        raise SystemExit(IMPORTED_BY_A_WORKER)
 
 
 @dataclass(frozen=True)
@@ -134,15 +149,15 @@ class WorkerPool:
         )
         self._latest: dict[int, WorkerFigures] = {}  # each worker's latest figures, by process id
         # Every worker started now (the pool spawns one per task waiting), not at the first row.
-        for _ in range(workers):
-            self._pool.submit(_started)
+        self._starts = [self._pool.submit(_started) for _ in range(workers)]
 
     async def finish(self, row: ValidRow) -> tuple[FinishedRow, ExampleRow | None]:
         """`row` finished in a worker: the finished row and, when it made one, its example row."""
         try:
             done = await asyncio.get_running_loop().run_in_executor(self._pool, _finish_in_worker, row)
         except BrokenProcessPool:
-            raise RunAborted(WORKER_DIED, ExitCode.LOST) from None
+            started = any(start.done() and not start.exception() for start in self._starts)
+            raise RunAborted(WORKER_DIED if started else NONE_STARTED, ExitCode.LOST) from None
         if isinstance(done, str):
             raise RunAborted(done, ExitCode.FAILED)
         self._latest[done.figures.worker] = done.figures
