@@ -112,11 +112,13 @@ def _one_process(tmp_path: Path, source: Path) -> dict[str, bytes]:
     return _outputs(tmp_path / "one")
 
 
-def _resumed(source: Path, out: Path) -> dict[str, bytes]:
+def _resumed(source: Path, out: Path, *, checkpointed: bool = True) -> dict[str, bytes]:
+    """The outputs of the same command run again; it resumes when the stopped run `checkpointed`
+    (a SIGKILL before the first checkpoint leaves only a work folder to start over in)."""
     process = _start(source, out, "--num-workers", "2", "--window", "8")
     _, stderr = process.communicate(timeout=300)
     assert process.returncode in (0, 3), stderr
-    assert "resuming" in stderr
+    assert ("resuming" in stderr) == checkpointed, stderr
     return _outputs(out.parent)
 
 
@@ -138,10 +140,9 @@ def test_a_killed_worker_stops_the_run_with_one_line_and_a_re_run_resumes(tmp_pa
     assert _resumed(source, out) == _one_process(tmp_path, source)
 
 
-@pytest.mark.parametrize("stop", ["SIGINT to the run", "SIGTERM to its process group"])
-def test_a_run_stopped_while_a_worker_holds_a_row_leaves_no_worker_and_resumes(tmp_path: Path, stop: str) -> None:
-    source = _input(tmp_path)
-    out = tmp_path / "two" / "x.jsonl"
+def _hold_a_worker(source: Path, out: Path, tmp_path: Path) -> subprocess.Popen[str]:
+    """Start a run and wait until a worker stands still before its second row (its process id in
+    `tmp_path / "held"`)."""
     marker = tmp_path / "held"
     env = {"TC_PAUSE_AT": "worker-row:2", "TC_PAUSE_FILE": str(marker)}
     process = _start(source, out, "--num-workers", "2", "--window", "8", env=env)
@@ -150,7 +151,15 @@ def test_a_run_stopped_while_a_worker_holds_a_row_leaves_no_worker_and_resumes(t
         assert process.poll() is None, process.communicate()[1]
         assert time.monotonic() < deadline, "no worker reached its second row"
         time.sleep(0.01)
-    held = int(marker.read_text())  # the worker standing still, which ignores both signals
+    return process
+
+
+@pytest.mark.parametrize("stop", ["SIGINT to the run", "SIGTERM to its process group"])
+def test_a_run_stopped_while_a_worker_holds_a_row_leaves_no_worker_and_resumes(tmp_path: Path, stop: str) -> None:
+    source = _input(tmp_path)
+    out = tmp_path / "two" / "x.jsonl"
+    process = _hold_a_worker(source, out, tmp_path)
+    held = int((tmp_path / "held").read_text())  # the worker standing still, which ignores both signals
     assert held != process.pid
     if stop.startswith("SIGINT"):
         process.send_signal(signal.SIGINT)
@@ -164,6 +173,38 @@ def test_a_run_stopped_while_a_worker_holds_a_row_leaves_no_worker_and_resumes(t
         assert time.monotonic() < deadline, "the held worker outlived the run"
         time.sleep(0.01)
     assert _resumed(source, out) == _one_process(tmp_path, source)
+
+
+def _children(pid: int) -> set[int]:
+    """The processes whose parent is `pid` (Linux: /proc)."""
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        if int(fields[1]) == pid:
+            found.add(int(stat.parent.name))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process tree from /proc")
+def test_a_run_killed_outright_takes_its_workers_with_it_and_resumes(tmp_path: Path) -> None:
+    """SIGKILL gives the run's process no chance to stop its pool: the workers, idle or holding a
+    row, must notice it is gone and exit, not wait on their task queue forever."""
+    source = _input(tmp_path)
+    out = tmp_path / "two" / "x.jsonl"
+    process = _hold_a_worker(source, out, tmp_path)
+    children = _children(process.pid)
+    assert len(children) >= 2  # the two workers (and the pool's resource tracker)
+    process.kill()
+    process.communicate(timeout=60)
+    deadline = time.monotonic() + 30
+    while not all(_gone(pid) for pid in children):
+        assert time.monotonic() < deadline, f"workers outlived the run: {sorted(p for p in children if not _gone(p))}"
+        time.sleep(0.05)
+    checkpointed = (out.parent / ".x.jsonl.work" / "state.json").exists()
+    assert _resumed(source, out, checkpointed=checkpointed) == _one_process(tmp_path, source)
 
 
 def test_a_script_without_a_main_guard_is_told_what_to_do_in_one_line(tmp_path: Path) -> None:

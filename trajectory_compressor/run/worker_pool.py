@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import multiprocessing.connection
 import os
 import signal
+import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -117,10 +119,28 @@ def _start_worker(config: RunConfig) -> None:
     global _worker, _start_error
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    _exit_with_the_run()
     try:
         _worker = _Worker(config)
     except Exception as exc:  # said by the run's process, on the first row sent
         _start_error = redact_secrets(f"a worker process could not start: {exc}")
+
+
+def _exit_with_the_run() -> None:
+    """End this worker when the run's process ends, however it ends (SIGKILL, out of memory).
+
+    The pool would not: an idle worker waits on its task queue forever (it holds that pipe's
+    writing end itself, so it never reads an end of file), and a busy one finishes its row first.
+    A thread waits on the parent's sentinel, which the kernel makes ready when the parent exits."""
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return
+
+    def wait_for_the_run() -> None:
+        multiprocessing.connection.wait([parent.sentinel])
+        os._exit(1)
+
+    threading.Thread(target=wait_for_the_run, name="tc-worker-parent", daemon=True).start()
 
 
 def _started() -> None:
