@@ -11,9 +11,10 @@ So the outputs are byte for byte those of one process (tested).
 
 A worker ignores Ctrl-C and SIGTERM: the run's process stops the run and then kills the
 workers, so a signal to the whole process group stops the run as it stops one process. A worker
-that dies (killed, out of memory) breaks the pool: the run stops with one line, and a re-run
-resumes from its last checkpoint. Nothing is lost or written twice, because rows are committed
-only by the run's process, in order.
+exits by itself when the run's process is gone (SIGKILL, out of memory), so none outlives a run.
+A worker that dies breaks the pool: the run stops with one line, and a re-run resumes from its
+last checkpoint. Nothing is lost or written twice, because rows are committed only by the run's
+process, in order.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import os
 import signal
 import threading
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
@@ -176,7 +177,7 @@ class WorkerPool:
         try:
             done = await asyncio.get_running_loop().run_in_executor(self._pool, _finish_in_worker, row)
         except BrokenProcessPool:
-            started = any(start.done() and not start.exception() for start in self._starts)
+            started = any(_succeeded(start) for start in self._starts)
             raise RunAborted(WORKER_DIED if started else NONE_STARTED, ExitCode.LOST) from None
         if isinstance(done, str):
             raise RunAborted(done, ExitCode.FAILED)
@@ -209,6 +210,10 @@ class WorkerPool:
                 process.kill()
         for process in processes:
             process.join(timeout=10)
+
+
+def _succeeded(future: Future[Any]) -> bool:
+    return future.done() and not future.cancelled() and future.exception() is None
 
 
 class PooledFinisher:
