@@ -69,3 +69,17 @@ def test_a_jsonl_run_never_imports_pyarrow_or_datasets(tmp_path: Path) -> None:
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]", done.stdout + done.stderr
+
+
+def test_each_output_of_a_folder_reports_its_own_summaries(tmp_path: Path, counter) -> None:
+    """The outputs of one call share a summarizer; each report counts what its own run used
+    (before, the second report held the first's summaries too: a folder's costs added up twice)."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for name, rows in (("a.jsonl", 5), ("b.jsonl", 3)):
+        write_jsonl(folder / name, [make_trajectory(i, steps=12, output_lines=60) for i in range(rows)])
+    config = RunConfig(summarizer="extractive", plan=PlanConfig(target_max_tokens=2500))
+    results = compress([str(folder)], f"{tmp_path / 'out'}/", config, counter=counter)
+    compressed = [result.report["counters"]["rows_compressed"] for result in results]
+    assert compressed == [5, 3]
+    assert [result.report["summaries"]["endpoint"]["summaries"] for result in results] == compressed

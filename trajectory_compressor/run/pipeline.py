@@ -41,6 +41,7 @@ from trajectory_compressor.run.signals import sigterm_cancels_this_task
 from trajectory_compressor.run.window import finish_in_order
 from trajectory_compressor.run.worker_pool import PooledFinisher, WorkerPool
 from trajectory_compressor.settings import RunConfig
+from trajectory_compressor.summarize.llm.usage import usage_since
 from trajectory_compressor.types import Summarizer
 from trajectory_compressor.write.html_compress import write_compress_html_report
 from trajectory_compressor.write.lock import OutputLock
@@ -122,6 +123,7 @@ class CompressionRun:
         self._timings: dict[str, float] = {}
         self._cpu_started = 0.0
         self._inputs: list[dict[str, Any]] = []  # name, size, mtime and sha256 of each input, once per run
+        self._stats_before: dict[str, Any] | None = None  # the summarizer's counters as this output began
 
     def _finisher(self, summarizer: Summarizer | None) -> RowFinisher | PooledFinisher:
         keep_rejects = self.job.output_format in {"jsonl", "jsonl.gz"}
@@ -148,6 +150,7 @@ class CompressionRun:
     # ----------------------------------------------------------------------------- the loop
     async def run(self) -> RunResult:
         """Hold the output's lock for the whole run; an OS error on the outputs is one clear line."""
+        self._stats_before = run_figures(self.summarizer, self.counter, self.pool)[0]  # shared by the outputs
         try:
             with OutputLock(self.paths), sigterm_cancels_this_task():
                 if self.batches is not None:
@@ -233,7 +236,7 @@ class CompressionRun:
         else:
             committer.checkpoint()
             files.close()
-        stats, counting = run_figures(self.summarizer, self.counter, self.pool)
+        stats, counting = run_figures(self.summarizer, self.counter, self.pool, since=self._stats_before)
         report = build_report(
             self.totals,
             status=status,
@@ -340,13 +343,18 @@ class CompressionRun:
 
 
 def run_figures(
-    summarizer: Summarizer | None, counter: TokenCounter, pool: WorkerPool | None
+    summarizer: Summarizer | None,
+    counter: TokenCounter,
+    pool: WorkerPool | None,
+    *,
+    since: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Any] | None, GuardResult]:
-    """The report's summarizer counters and exactness guard: this process's, with the workers'."""
+    """The report's summarizer counters and exactness guard: this process's, with the workers'.
+    The counters are those used `since` (the counters as the output began): one output's own."""
     stats = summarizer.stats() if summarizer is not None else None
     if pool is None:
-        return stats, counter.guard
-    return pool.stats(stats), pool.counting(counter.guard)
+        return usage_since(since, stats), counter.guard
+    return usage_since(since, pool.stats(stats)), pool.counting(counter.guard)
 
 
 def cpu_seconds(pool: WorkerPool | None) -> float:

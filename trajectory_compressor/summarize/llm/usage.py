@@ -134,3 +134,24 @@ def merge_usage(parts: list[dict[str, Any]]) -> dict[str, Any]:
             else:
                 total.setdefault(key, value)
     return total
+
+
+def usage_since(before: dict[str, Any] | None, after: dict[str, Any] | None) -> dict[str, Any] | None:
+    """`after` less `before`, both a summarizer's `stats()`: what one output's run used, when the
+    outputs of one `compress` call (an input folder) share their summarizer. Numbers and per-cause
+    counts subtract (a cause at zero is left out, as a fresh run has none); names, flags and
+    `max_in_flight` (the most so far) are `after`'s."""
+    if before is None or after is None:
+        return after
+    since: dict[str, Any] = {}
+    for key, value in after.items():
+        old = before.get(key)
+        if isinstance(value, bool) or key == "max_in_flight" or old is None:
+            since[key] = value
+        elif isinstance(value, (int, float)) and isinstance(old, (int, float)):
+            since[key] = round(value - old, 6)
+        elif isinstance(value, dict) and isinstance(old, dict):
+            since[key] = {name: count - old.get(name, 0) for name, count in value.items() if count != old.get(name, 0)}
+        else:
+            since[key] = value
+    return since
