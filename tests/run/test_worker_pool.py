@@ -16,7 +16,10 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import Future
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -32,6 +35,7 @@ from trajectory_compressor.run.worker_pool import (
     WORKER_DIED,
     PooledFinisher,
     WorkerPool,
+    _uncancelled,
 )
 from trajectory_compressor.settings import ConfigError
 from trajectory_compressor.settings.endpoint import LLMConfig
@@ -95,6 +99,23 @@ def test_finished_rows_and_the_example_row_are_those_of_the_run_process() -> Non
     assert sum(local.summarizes(row) for row in rows) >= 3  # rows sent to the workers
     assert here == there
     assert local.example is not None and pooled.example == local.example
+
+
+def test_a_row_too_deep_to_send_to_a_worker_is_finished_in_the_run_process(tmp_path: Path) -> None:
+    """The reader takes rows nested up to 512 levels; pickle gives up near 490 (a RecursionError
+    in the queue's feeder thread, which stopped the whole run). Such a row is summarized in the
+    run's process instead, and the outputs are still those of one process."""
+    deep: list[Any] = []
+    for _ in range(505):
+        deep = [deep]
+    rows = [make_trajectory(i, steps=12, output_lines=60, extra={"deep": deep} if i == 1 else None) for i in range(3)]
+    source = write_jsonl(tmp_path / "deep.jsonl", rows)
+    config = RunConfig(summarizer="extractive", plan=PlanConfig(target_max_tokens=2500))
+    for workers in (1, 2):
+        output = tmp_path / f"w{workers}" / "x.jsonl"
+        [result] = compress([str(source)], output, dataclasses.replace(config, num_workers=workers))
+        assert result.report["counters"]["rows_compressed"] == 3
+    assert _outputs(tmp_path / "w1") == _outputs(tmp_path / "w2")
 
 
 def _start(source: Path, out: Path, *extra: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
@@ -175,6 +196,51 @@ def test_a_run_stopped_while_a_worker_holds_a_row_leaves_no_worker_and_resumes(t
     assert _resumed(source, out) == _one_process(tmp_path, source)
 
 
+def test_a_row_given_up_on_leaves_the_pools_future_to_the_pool() -> None:
+    """The mechanism of the hang below, without its race: a row's wait cancelled (the run stopping)
+    must not cancel the pool's future, which the pool's manager thread marks failed when a worker
+    dies (Python 3.11 raised `InvalidStateError` there on a future cancelled under it, and the
+    thread died). `run_in_executor`'s wait cancels it: this test fails with it."""
+    pooled: Future[Any] = Future()
+
+    async def give_up() -> None:
+        task = asyncio.ensure_future(_uncancelled(pooled))
+        await asyncio.sleep(0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(give_up())
+    assert not pooled.cancelled()
+    pooled.set_exception(BrokenProcessPool("a worker died"))  # what the manager thread does: no error
+
+
+def test_a_worker_killed_with_rows_queued_behind_it_stops_the_run_instead_of_hanging(tmp_path: Path) -> None:
+    """Rows larger than a pipe's buffer queued for the workers (the default window), one worker
+    killed while it holds a row: the run must stop (exit 69, one line). On Python 3.11 the run
+    hung at exit when it cancelled the pool's futures itself (3 runs of 3 before the fix)."""
+    rows = [make_trajectory(i, steps=12, output_lines=300) for i in range(40)]  # ~160 KB a row
+    source = write_jsonl(tmp_path / "big.jsonl", rows)
+    marker = tmp_path / "held"
+    env = {"TC_PAUSE_AT": "worker-row:6", "TC_PAUSE_FILE": str(marker)}
+    process = _start(source, tmp_path / "out" / "x.jsonl", "--num-workers", "2", env=env)
+    deadline = time.monotonic() + 300
+    while not marker.exists() or not marker.read_text():
+        assert process.poll() is None, process.communicate()[1]
+        assert time.monotonic() < deadline, "no worker reached its sixth row"
+        time.sleep(0.01)
+    os.kill(int(marker.read_text()), signal.SIGKILL)
+    marker.with_name("held.release").touch()
+    try:
+        _, stderr = process.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        pytest.fail("the run hung after its worker was killed")
+    assert process.returncode == 69, stderr
+    assert WORKER_DIED in stderr and "Traceback" not in stderr
+
+
 def _children(pid: int) -> set[int]:
     """The processes whose parent is `pid` (Linux: /proc)."""
     found = set()
@@ -205,6 +271,35 @@ def test_a_run_killed_outright_takes_its_workers_with_it_and_resumes(tmp_path: P
         time.sleep(0.05)
     checkpointed = (out.parent / ".x.jsonl.work" / "state.json").exists()
     assert _resumed(source, out, checkpointed=checkpointed) == _one_process(tmp_path, source)
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process tree from /proc")
+def test_ctrl_c_while_the_workers_start_is_one_line(tmp_path: Path) -> None:
+    """Ctrl-C reaches the whole process group, workers still importing the package included: they
+    must be born ignoring it (a KeyboardInterrupt traceback from each worker before)."""
+    source = _input(tmp_path, rows=8)
+    process = _start(source, tmp_path / "out" / "x.jsonl", "--num-workers", "2")
+    deadline = time.monotonic() + 120
+    while not (workers := [pid for pid in _children(process.pid) if b"spawn_main" in _command_line(pid)]):
+        assert process.poll() is None, process.communicate()[1]
+        assert time.monotonic() < deadline, "no worker was spawned"
+        time.sleep(0.005)
+    stops = (1 << (signal.SIGINT - 1)) | (1 << (signal.SIGTERM - 1))
+    for pid in workers:  # from its first moment: held back (blocked), then ignored
+        status = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines())
+        deaf = int(status["SigBlk"], 16) | int(status["SigIgn"], 16)
+        assert deaf & stops == stops, status["SigBlk"]
+    os.killpg(process.pid, signal.SIGINT)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
+
+
+def _command_line(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
 
 
 def test_a_script_without_a_main_guard_is_told_what_to_do_in_one_line(tmp_path: Path) -> None:

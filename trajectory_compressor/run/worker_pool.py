@@ -20,12 +20,14 @@ process, in order.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import multiprocessing
 import multiprocessing.connection
 import os
 import signal
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -42,13 +44,14 @@ from trajectory_compressor.summarize.llm.usage import merge_usage
 from trajectory_compressor.summarize.redact import redact_secrets
 from trajectory_compressor.types import ExampleRow
 
+STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})  # the run's process handles them, not a worker
 WORKER_DIED = (
     "a worker process summarizing rows stopped (killed, or out of memory?); "
     "re-run the same command to resume from the last checkpoint"
 )
 NONE_STARTED = (
-    "the worker processes (--num-workers) could not start; from a Python script, call compress() "
-    'under `if __name__ == "__main__":` (each worker imports the script, as Python\'s spawn does)'
+    "the worker processes (--num-workers) stopped before they were ready (killed, out of memory, "
+    "or what a line above says); re-run the same command to resume"
 )
 IMPORTED_BY_A_WORKER = (
     "trajectory_compressor: compress() was called while a worker process imported the script "
@@ -118,8 +121,10 @@ def _start_worker(config: RunConfig) -> None:
 
     A failure is kept as one line and said on the first row, not printed as a traceback here."""
     global _worker, _start_error
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    for number in STOP_SIGNALS:
+        signal.signal(number, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):  # held back since it was spawned (`_stop_signals_held`)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
     _exit_with_the_run()
     try:
         _worker = _Worker(config)
@@ -170,12 +175,17 @@ class WorkerPool:
         )
         self._latest: dict[int, WorkerFigures] = {}  # each worker's latest figures, by process id
         # Every worker started now (the pool spawns one per task waiting), not at the first row.
-        self._starts = [self._pool.submit(_started) for _ in range(workers)]
+        try:
+            with _stop_signals_held():
+                self._starts = [self._pool.submit(_started) for _ in range(workers)]
+        except BaseException:  # Ctrl-C, taken as the signals are let through again
+            self.close(kill=True)
+            raise
 
     async def finish(self, row: ValidRow) -> tuple[FinishedRow, ExampleRow | None]:
         """`row` finished in a worker: the finished row and, when it made one, its example row."""
         try:
-            done = await asyncio.get_running_loop().run_in_executor(self._pool, _finish_in_worker, row)
+            done = await _uncancelled(self._pool.submit(_finish_in_worker, row))
         except BrokenProcessPool:
             started = any(_succeeded(start) for start in self._starts)
             raise RunAborted(WORKER_DIED if started else NONE_STARTED, ExitCode.LOST) from None
@@ -212,6 +222,54 @@ class WorkerPool:
             process.join(timeout=10)
 
 
+@contextlib.contextmanager
+def _stop_signals_held() -> Iterator[None]:
+    """SIGINT and SIGTERM held back in this thread while the workers are spawned.
+
+    A spawned process inherits the signal mask (across exec too), so a worker is born deaf to both
+    until its initializer ignores them: until then, a worker importing the package printed a
+    KeyboardInterrupt traceback at Ctrl-C. Here a signal that comes meanwhile is not lost: it
+    waits, and is taken when they are let through (the run then stops as it would have)."""
+    if not hasattr(signal, "pthread_sigmask"):  # not POSIX: each worker ignores them once started
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+async def _uncancelled(future: Future[WorkerFinished | str]) -> WorkerFinished | str:
+    """Await a pool's `future` without ever cancelling it: a cancelled caller stops waiting, and
+    the future is left to the pool (`close` cancels what has not started).
+
+    `run_in_executor` cancels the pool's future with its caller's. On Python 3.11 a pool broken by
+    a dead worker then fails to mark that future (`InvalidStateError` in its manager thread), the
+    thread dies before it closes the task queue, and the queue's feeder, blocked on a full pipe,
+    holds the process at exit for ever. A run stopping at its first `BrokenProcessPool` cancels
+    every other row's wait at once, so this happened to most runs whose worker was killed."""
+    loop = asyncio.get_running_loop()
+    waiter: asyncio.Future[WorkerFinished | str] = loop.create_future()
+
+    def settle(done: Future[WorkerFinished | str]) -> None:
+        if waiter.done():
+            return
+        if done.cancelled():
+            waiter.cancel()
+        elif (error := done.exception()) is not None:
+            waiter.set_exception(error)
+        else:
+            waiter.set_result(done.result())
+
+    def settle_on_the_loop(done: Future[WorkerFinished | str]) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits any more
+            loop.call_soon_threadsafe(settle, done)
+
+    future.add_done_callback(settle_on_the_loop)
+    return await waiter
+
+
 def _succeeded(future: Future[Any]) -> bool:
     return future.done() and not future.cancelled() and future.exception() is None
 
@@ -229,7 +287,10 @@ class PooledFinisher:
         if not self.local.summarizes(row):
             return await self.local.finish(row)
         assert isinstance(row, ValidRow)
-        finished, example = await self.pool.finish(row)
+        try:
+            finished, example = await self.pool.finish(row)
+        except RecursionError:  # nested too deep to pickle (the reader takes 512 levels): made here
+            finished, example = await self.local.finish(row), self.local.example
         if example is not None and (self.example is None or example.index < self.example.index):
             self.example = example
         return finished
