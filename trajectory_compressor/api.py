@@ -87,6 +87,9 @@ async def compress_async(
 
             limit = answer_line_limit(config.plan.summary_target_tokens)
             await load_responses(choice, Path(config.llm.responses), say, line_limit=limit)
+        # The outputs share the summarizer: each report counts what its run used. The first counts
+        # all so far, the answers `--responses` loaded above included.
+        counters_since = None
         for job in jobs:
             primary, fallback = (choice.primary, choice.fallback) if choice else (None, None)
             run = CompressionRun(
@@ -99,8 +102,10 @@ async def compress_async(
                 on_message=on_message,
                 batches=batch_phase(job, config, counter, choice, say) if config.batch.enabled else None,
                 pool=pool,
+                counters_since=counters_since,
             )
             result = await run.run()
+            counters_since = run.counters_at_end
             results.append(result)
             if result.exit_code not in FINISHED and result.exit_code != ExitCode.PENDING:
                 break  # pending: the next output's batches are submitted too

@@ -106,9 +106,12 @@ class CompressionRun:
         on_message: Callable[[str], None] | None = None,
         batches: BatchPhase | None = None,
         pool: WorkerPool | None = None,
+        counters_since: dict[str, Any] | None = None,
     ) -> None:
         self.job = job
         self.pool = pool
+        # The shared summarizer's counters as this output began (None: all so far are its own) and ended.
+        self.counters_since = self.counters_at_end = counters_since
         self.batches = batches
         self.config = config
         self.counter = counter
@@ -123,7 +126,6 @@ class CompressionRun:
         self._timings: dict[str, float] = {}
         self._cpu_started = 0.0
         self._inputs: list[dict[str, Any]] = []  # name, size, mtime and sha256 of each input, once per run
-        self._stats_before: dict[str, Any] | None = None  # the summarizer's counters as this output began
 
     def _finisher(self, summarizer: Summarizer | None) -> RowFinisher | PooledFinisher:
         keep_rejects = self.job.output_format in {"jsonl", "jsonl.gz"}
@@ -150,7 +152,6 @@ class CompressionRun:
     # ----------------------------------------------------------------------------- the loop
     async def run(self) -> RunResult:
         """Hold the output's lock for the whole run; an OS error on the outputs is one clear line."""
-        self._stats_before = run_figures(self.summarizer, self.counter, self.pool)[0]  # shared by the outputs
         try:
             with OutputLock(self.paths), sigterm_cancels_this_task():
                 if self.batches is not None:
@@ -236,14 +237,14 @@ class CompressionRun:
         else:
             committer.checkpoint()
             files.close()
-        stats, counting = run_figures(self.summarizer, self.counter, self.pool, since=self._stats_before)
+        self.counters_at_end, counting = run_figures(self.summarizer, self.counter, self.pool)
         report = build_report(
             self.totals,
             status=status,
             settings=self.settings,
             outputs=self.paths.as_dict() if completed else {"work_dir": str(files.work_dir)},
             timings=self._timings,
-            summarizer_stats=stats,
+            summarizer_stats=usage_since(self.counters_since, self.counters_at_end),
             counting=counting.to_dict(),
             warnings=[counting.warning or ""],
             message=message,
@@ -343,18 +344,13 @@ class CompressionRun:
 
 
 def run_figures(
-    summarizer: Summarizer | None,
-    counter: TokenCounter,
-    pool: WorkerPool | None,
-    *,
-    since: dict[str, Any] | None = None,
+    summarizer: Summarizer | None, counter: TokenCounter, pool: WorkerPool | None
 ) -> tuple[dict[str, Any] | None, GuardResult]:
-    """The report's summarizer counters and exactness guard: this process's, with the workers'.
-    The counters are those used `since` (the counters as the output began): one output's own."""
+    """The summarizer's counters and the exactness guard: this process's, with the workers'."""
     stats = summarizer.stats() if summarizer is not None else None
     if pool is None:
-        return usage_since(since, stats), counter.guard
-    return usage_since(since, pool.stats(stats)), pool.counting(counter.guard)
+        return stats, counter.guard
+    return pool.stats(stats), pool.counting(counter.guard)
 
 
 def cpu_seconds(pool: WorkerPool | None) -> float:
