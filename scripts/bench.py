@@ -770,7 +770,7 @@ def stage_jobs(args: argparse.Namespace, data: Path, workdir: Path, figures: Fig
     first_line(data, one_row)
     figures.info["jobs"] = {"copies": args.copies, "megabytes": round(jobs.stat().st_size / 1e6, 1)}
     budget = main_budget(args)
-    workers = str(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+    workers = str(figures.info["usable_cores"])  # machine_description()'s count
     figures.info["jobs"]["workers"] = workers
     modes = {
         "dry": ("--dry-run",),

@@ -22,6 +22,7 @@ from trajectory_compressor.read.expand import expand_inputs
 from trajectory_compressor.run.jobs import CompressJob, check_output_paths, plan_jobs
 from trajectory_compressor.run.pipeline import CompressionRun, RunResult
 from trajectory_compressor.run.settings_record import settings_record
+from trajectory_compressor.run.worker_pool import WorkerPool, refuse_in_a_starting_worker
 from trajectory_compressor.settings import ConfigError, RunConfig
 from trajectory_compressor.settings.choices import NO_SUMMARIES
 from trajectory_compressor.summarize.choose import SummarizerChoice, choose_summarizers, resolve_endpoint, wants_llm
@@ -29,7 +30,6 @@ from trajectory_compressor.summarize.llm.preflight import check_before_loading
 
 if TYPE_CHECKING:  # the batch phase loads aiohttp: only runs with --batch import it
     from trajectory_compressor.run.batch.driver import BatchPhase
-    from trajectory_compressor.run.worker_pool import WorkerPool
 
 
 def compress(
@@ -58,8 +58,6 @@ async def compress_async(
     on_message: Callable[[str], None] | None = None,
 ) -> list[RunResult]:
     """`compress`, for callers that already run an event loop."""
-    from trajectory_compressor.run.worker_pool import refuse_in_a_starting_worker
-
     refuse_in_a_starting_worker()
     config = resolve_endpoint(config or RunConfig())
     config.validate()
@@ -134,8 +132,6 @@ def worker_pool(config: RunConfig, say: Callable[[str], None], *, own_counter: b
         return None
     if own_counter:
         raise ConfigError("num_workers: each worker process loads its tokenizer from the settings; leave `counter` out")
-    from trajectory_compressor.run.worker_pool import WorkerPool
-
     return WorkerPool(config, workers)
 
 

@@ -168,7 +168,6 @@ class WorkerPool:
     """
 
     def __init__(self, config: RunConfig, workers: int) -> None:
-        self.workers = workers
         # Spawned, not forked: the run's process holds threads (the reader, the tokenizer's pool).
         self._pool = ProcessPoolExecutor(
             workers, mp_context=multiprocessing.get_context("spawn"), initializer=_start_worker, initargs=(config,)
