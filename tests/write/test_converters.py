@@ -233,6 +233,22 @@ def test_hf_save_to_disk_output_loads_back(tmp_path: Path) -> None:
     assert normalize_turns(back) == normalize_turns(expected_columnar(DRIFTING_ROWS, {"score": float}))
 
 
+def test_hf_output_is_the_same_bytes_for_the_same_rows(tmp_path: Path) -> None:
+    """`datasets` would fingerprint the rows by their random scratch path, writing a new
+    `_fingerprint` into `state.json` on every run: the same rows must give the same folder."""
+    source = write_jsonl(tmp_path / "run.jsonl", DRIFTING_ROWS)
+    first, second = tmp_path / "first", tmp_path / "second"
+    convert_jsonl(source, first, "hf")
+    convert_jsonl(source, second, "hf")
+    files = sorted(path.name for path in first.iterdir())
+    assert "state.json" in files and files == sorted(path.name for path in second.iterdir())
+    assert all((first / name).read_bytes() == (second / name).read_bytes() for name in files)
+    other = tmp_path / "other"
+    convert_jsonl(write_jsonl(tmp_path / "fewer.jsonl", DRIFTING_ROWS[:2]), other, "hf")
+    fingerprint = json.loads((first / "state.json").read_text())["_fingerprint"]
+    assert fingerprint != json.loads((other / "state.json").read_text())["_fingerprint"]
+
+
 def test_hf_output_replaces_an_existing_dataset(tmp_path: Path) -> None:
     import datasets
 

@@ -45,6 +45,7 @@ place at the end, so a half-written output never looks complete; an existing out
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import os
 import shutil
@@ -400,7 +401,11 @@ def _write_hf(source: Path, target: Path, column_types: Mapping[str, pa.DataType
                     writer.write_table(table)
 
         rows, schema = _with_json_fallback(source, write, column_types)
-        dataset = datasets.Dataset.from_file(str(stream_path))
+        # `datasets` fingerprints a file-backed table by its path, here a random scratch folder:
+        # the same rows would be written with a new `_fingerprint` on every run. Named by the
+        # rows instead, the output is the same byte for byte, as every other format is.
+        table = datasets.table.MemoryMappedTable.from_file(str(stream_path))
+        dataset = datasets.Dataset(table, fingerprint=_content_fingerprint(stream_path))
         built = scratch / "dataset"
         bars_were_on = datasets.is_progress_bar_enabled()
         datasets.disable_progress_bars()  # the run draws its own progress; keep stderr clean
@@ -414,6 +419,15 @@ def _write_hf(source: Path, target: Path, column_types: Mapping[str, pa.DataType
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return ConversionResult(str(target), "hf", rows, *schema.changed())
+
+
+def _content_fingerprint(path: Path) -> str:
+    """A `datasets` fingerprint (16 hex digits, as its own) of the Arrow stream at `path`."""
+    digest = hashlib.blake2b(digest_size=8)
+    with path.open("rb") as stream:
+        while block := stream.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def _datasets_holds(arrow_type: pa.DataType) -> bool:
