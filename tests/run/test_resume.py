@@ -111,6 +111,23 @@ def test_sigkill_then_rerun_is_byte_identical(case: tuple[Path, Path], tmp_path:
     assert not (out.parent / ".x.jsonl.lock").exists()
 
 
+def test_a_resumed_run_counts_the_summaries_made_before_it_stopped(case: tuple[Path, Path], tmp_path: Path) -> None:
+    """The summarizer's counters (`summaries.endpoint`: summaries, and with an endpoint its
+    requests, tokens and cost) are checkpointed with the totals: the resumed run's report counts
+    what the stopped run had made by its last checkpoint, not only its own."""
+    source, reference = case
+    made = json.loads((reference / "x.report.json").read_text())["summaries"]["endpoint"]["summaries"]
+    out = tmp_path / "out" / "x.jsonl"
+    _kill_at(source, out)
+    state = json.loads((out.parent / ".x.jsonl.work" / "state.json").read_text())
+    before = state["summarizer_usage"]["summaries"]
+    assert before >= state["totals"]["rows_compressed"] > 0  # a row is summarized before it is committed
+    result = run_cli("compress", str(source), "-o", str(out), *BUDGET)
+    assert result.returncode == 0, result.stderr
+    report = json.loads((out.parent / "x.report.json").read_text())
+    assert report["summaries"]["endpoint"]["summaries"] >= made == report["rows"]["compressed"]
+
+
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_ctrl_c_and_sigterm_stop_cleanly_with_exit_130_and_resume(
     case: tuple[Path, Path], tmp_path: Path, stop: signal.Signals

@@ -76,9 +76,11 @@ class RowCommitter:
         *,
         strict: bool,
         on_message: Callable[[str], None],
+        usage: Callable[[], dict[str, Any] | None] = lambda: None,
     ) -> None:
         self.files = files
         self.totals = totals
+        self.usage = usage  # the summarizer counters so far, checkpointed so that a resume counts them
         self.position = position  # stream rows committed (selected or not): where a resume starts
         self.strict = strict
         self.on_message = on_message
@@ -119,7 +121,7 @@ class RowCommitter:
 
     def checkpoint(self) -> None:
         self.totals.rows_read = self.position
-        self.files.checkpoint(self.position, {"totals": self.totals.to_dict()})
+        self.files.checkpoint(self.position, {"totals": self.totals.to_dict(), "summarizer_usage": self.usage()})
 
     def _report_reject(self, reject: dict[str, Any]) -> None:
         self._rejects_reported += 1

@@ -41,7 +41,7 @@ from trajectory_compressor.run.signals import sigterm_cancels_this_task
 from trajectory_compressor.run.window import finish_in_order
 from trajectory_compressor.run.worker_pool import PooledFinisher, WorkerPool
 from trajectory_compressor.settings import RunConfig
-from trajectory_compressor.summarize.llm.usage import usage_since
+from trajectory_compressor.summarize.llm.usage import carried_usage
 from trajectory_compressor.types import Summarizer
 from trajectory_compressor.write.html_compress import write_compress_html_report
 from trajectory_compressor.write.lock import OutputLock
@@ -205,8 +205,10 @@ class CompressionRun:
 
     async def _run_with(self, files: RunFiles, started: float) -> RunResult:
         skip = files.rows_committed
+        resumed_usage = None
         if files.resumed_state:
             self.totals = RunTotals.from_dict(files.resumed_state.get("totals", {}))
+            resumed_usage = files.resumed_state.get("summarizer_usage")
             if files.phase == "finalizing":
                 self.on_message(f"resuming: finishing the run whose work is in {quoted(files.work_dir)}")
             else:
@@ -214,7 +216,18 @@ class CompressionRun:
         status: RunStatus = COMPLETED
         exit_code: ExitCode = ExitCode.OK
         message: str | None = None
-        committer = RowCommitter(files, self.totals, skip, strict=self.config.strict, on_message=self.on_message)
+
+        def usage(now: dict[str, Any] | None) -> dict[str, Any] | None:
+            return carried_usage(resumed_usage, self.counters_since, now)
+
+        committer = RowCommitter(
+            files,
+            self.totals,
+            skip,
+            strict=self.config.strict,
+            on_message=self.on_message,
+            usage=lambda: usage(run_figures(self.summarizer, self.counter, self.pool)[0]),
+        )
         if files.phase != "finalizing":
             selection = self._selection(skip)
             try:
@@ -244,7 +257,7 @@ class CompressionRun:
             settings=self.settings,
             outputs=self.paths.as_dict() if completed else {"work_dir": str(files.work_dir)},
             timings=self._timings,
-            summarizer_stats=usage_since(self.counters_since, self.counters_at_end),
+            summarizer_stats=usage(self.counters_at_end),
             counting=counting.to_dict(),
             warnings=[counting.warning or ""],
             message=message,

@@ -155,3 +155,15 @@ def usage_since(before: dict[str, Any] | None, after: dict[str, Any] | None) -> 
         else:
             since[key] = value
     return since
+
+
+def carried_usage(
+    resumed: dict[str, Any] | None, before: dict[str, Any] | None, now: dict[str, Any] | None
+) -> dict[str, Any] | None:
+    """What one output's runs used: the counters its interrupted runs had checkpointed
+    (`resumed`: every request they made by then was spent, and is counted), plus this run's
+    (`now` less `before`, as `usage_since`)."""
+    this_run = usage_since(before, now)
+    if resumed is None or this_run is None:
+        return this_run
+    return merge_usage([resumed, this_run])
