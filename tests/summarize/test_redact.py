@@ -263,6 +263,30 @@ NAMED_TRUE_POSITIVES = [
     ("MYSQL_PWD={} mysql -u root", "rootpw"),
     ("services:\n  db:\n    environment:\n      POSTGRES_PASSWORD: {}", "postgres"),  # docker-compose
 ]
+# Programs that take a password by a short option of their own, or on stdin, and the settings
+# commands that store one (`command_line_rules`).
+SHORT_OPTION_TRUE_POSITIVES = [
+    ("docker login -u deploy -p {} registry.example.com", "Dk-pw-2024"),
+    ("podman login quay.io -u me -p'{}'", "pod man pw"),
+    ("az login --service-principal -u http://app -p {} --tenant t1", "Az~Secret.9x"),
+    ("mongosh --host db -u admin -p {} --authenticationDatabase admin", "M0ngo-pw"),
+    ("mongodump -u admin -p '{}' --out /backup", "dump pw 1"),
+    ("redis-cli -h cache -p 6379 -a {} ping", "r3dis-pw!"),
+    ("sqlcmd -S db,1433 -U sa -P {} -Q 'SELECT 1'", "Sql-Pw-2022!"),
+    ("ldapsearch -x -H ldap://ldap.example.com -D cn=admin,dc=ex -w {} -b dc=ex", "ldap-Pw9"),
+    ("smbclient //fs/share -U alice%{} -c ls", "Smb-pw-77"),
+    ("htpasswd -bc /etc/nginx/.htpasswd admin {}", "Ht-pw-55"),
+    ("htpasswd -nb admin '{}'", "Ht pw 56"),
+    ("./server -listen :8080 -password {}", "G0-flag-pw"),
+    ("app -token={} -v", "tok-8f7e6d5c"),
+    ("echo '{}' | sudo -S apt-get install -y nginx", "sud0-pw"),
+    ("echo {} | docker login ghcr.io -u me --password-stdin", "ghcr-pw-1"),
+    ("sudo -S true <<< {}", "sud0-pw2"),
+    ("aws configure set aws_secret_access_key {}", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzzzz"),
+    ("npm config set //registry.npmjs.org/:_authToken {}", "a1b2c3d4-e5f6"),
+    ("curl -u :{} https://api.example.com/v1", "tok-3e4r5t"),
+    ("GET /login?next=https%3A%2F%2Fdeploy%3A{}%40git.example.com%2Frepo", "Url-pw-42"),
+]
 
 
 def _json(text: str) -> str:
@@ -321,7 +345,13 @@ SHOWN_TRUE_POSITIVES = [
     ("{}", "hf_AbCdEfGh\ufeffIjKlMnOpQrStUvWxYz01234567"),
     ("{}", "xoxb-123456789012-12345\u200d67890123-AbCdEfGhIjKlMnOpQrStUvWx"),
 ]
-ALL_TRUE_POSITIVES = TRUE_POSITIVES + NAMED_TRUE_POSITIVES + TOKENS_ON_THEIR_OWN_LINE + SHOWN_TRUE_POSITIVES
+ALL_TRUE_POSITIVES = (
+    TRUE_POSITIVES
+    + NAMED_TRUE_POSITIVES
+    + SHORT_OPTION_TRUE_POSITIVES
+    + TOKENS_ON_THEIR_OWN_LINE
+    + SHOWN_TRUE_POSITIVES
+)
 
 
 @pytest.mark.parametrize("layer", LAYERS)
@@ -385,6 +415,25 @@ NEW_FALSE_POSITIVES = [
     "PASS: tests/test_x.sh\nPASS: test_1\nFAIL: test_2",  # test results, not passwords
     "--- PASS: TestFoo/sub_case_1 (0.00s)",
     "ok 1 - pass: t/01-basic.t",
+    # A short option is a password only for the program that defines it.
+    "docker run -d -p 27017:27017 --name db mongo",
+    "docker login -u me -p $REGISTRY_PASSWORD registry.example.com",
+    "mongod --port 27017 --dbpath /data/db",
+    "bcp dbo.t out t.dat -S db -T -P $SA_PASSWORD",
+    "redis-cli -h cache -p 6379 ping",
+    'redis-cli -a "$REDIS_PASSWORD" ping',
+    "ldapsearch -x -W -D cn=admin,dc=ex -b dc=ex",
+    "smbclient -L //fs -U alice",
+    "htpasswd -c /etc/nginx/.htpasswd admin",
+    "go test -run TestToken -v ./...",
+    "the -token flag sets it; -password is required",
+    "echo $SUDO_PASS | sudo -S true",
+    "echo done | sudo tee /etc/motd",
+    "printf 'x\\n' | sudo tee -a /etc/hosts",
+    "aws configure set region us-east-1",
+    "npm config set registry https://registry.npmjs.org/",
+    "curl -u :$TOKEN https://api.example.com",
+    "GET /search?q=https%3A%2F%2Fexample.com%2Fdocs%40v2",
 ]
 # What the views of round 5 (terminal escapes, query strings, padding, escaped `=`, invisible
 # characters) must leave alone.

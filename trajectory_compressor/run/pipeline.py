@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 from stat import S_ISREG
 from typing import TYPE_CHECKING, Any
@@ -205,28 +205,13 @@ class CompressionRun:
 
     async def _run_with(self, files: RunFiles, started: float) -> RunResult:
         skip = files.rows_committed
-        resumed_usage = None
-        if files.resumed_state:
-            self.totals = RunTotals.from_dict(files.resumed_state.get("totals", {}))
-            resumed_usage = files.resumed_state.get("summarizer_usage")
-            if files.phase == "finalizing":
-                self.on_message(f"resuming: finishing the run whose work is in {quoted(files.work_dir)}")
-            else:
-                self.on_message(f"resuming: {skip} input rows already committed in {quoted(files.work_dir)}")
+        self.totals, resumed_usage = resumed_from(files, self.on_message)
+        used = partial(usage_so_far, self, resumed_usage)
         status: RunStatus = COMPLETED
         exit_code: ExitCode = ExitCode.OK
         message: str | None = None
-
-        def usage(now: dict[str, Any] | None) -> dict[str, Any] | None:
-            return carried_usage(resumed_usage, self.counters_since, now)
-
         committer = RowCommitter(
-            files,
-            self.totals,
-            skip,
-            strict=self.config.strict,
-            on_message=self.on_message,
-            usage=lambda: usage(run_figures(self.summarizer, self.counter, self.pool)[0]),
+            files, self.totals, skip, strict=self.config.strict, on_message=self.on_message, usage=used
         )
         if files.phase != "finalizing":
             selection = self._selection(skip)
@@ -257,7 +242,7 @@ class CompressionRun:
             settings=self.settings,
             outputs=self.paths.as_dict() if completed else {"work_dir": str(files.work_dir)},
             timings=self._timings,
-            summarizer_stats=usage(self.counters_at_end),
+            summarizer_stats=carried_usage(resumed_usage, self.counters_since, self.counters_at_end),
             counting=counting.to_dict(),
             warnings=[counting.warning or ""],
             message=message,
@@ -354,6 +339,25 @@ class CompressionRun:
                 examples=examples,
                 currency=self.config.llm.currency,
             )
+
+
+def resumed_from(files: RunFiles, say: Callable[[str], None]) -> tuple[RunTotals, dict[str, Any] | None]:
+    """The totals and summarizer counters the stopped run of these work files checkpointed, said
+    in one line (fresh totals and none when it starts afresh)."""
+    state = files.resumed_state
+    if not state:
+        return RunTotals(), None
+    if files.phase == "finalizing":
+        say(f"resuming: finishing the run whose work is in {quoted(files.work_dir)}")
+    else:
+        say(f"resuming: {files.rows_committed} input rows already committed in {quoted(files.work_dir)}")
+    return RunTotals.from_dict(state.get("totals", {})), state.get("summarizer_usage")
+
+
+def usage_so_far(run: CompressionRun, resumed: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The summarizer counters of `run`'s output so far: those its stopped runs checkpointed
+    (`resumed`), and this run's."""
+    return carried_usage(resumed, run.counters_since, run_figures(run.summarizer, run.counter, run.pool)[0])
 
 
 def run_figures(

@@ -15,9 +15,9 @@ A second view, `as_shown(text)`, reads text as a terminal or a browser shows it:
 escape sequences (ANSI colours, cursor moves; the delimiters of an OSC command such as a
 hyperlink, whose payload stays readable), invisible characters (zero-width space, joiners,
 word joiner, BOM, soft hyphen) are gone, and an `=` written as `%3D`, `&#61;` or `&#x3d;` (an
-`&` as `%26`) is that character. `gh<U+200B>p_...` or `\x1b[36mghp_...` shows as `ghp_...`,
-and the rules see what a reader sees. The two views compose: a JSON-escaped colour code
-(`\\u001b[32m`) is decoded first, then removed.
+`&` as `%26`; in a percent-encoded URL, `%3A`, `%2F` and `%40`) is that character.
+`gh<U+200B>p_...` or `\x1b[36mghp_...` shows as `ghp_...`, and the rules see what a reader sees.
+The two views compose: a JSON-escaped colour code (`\\u001b[32m`) is decoded first, then removed.
 """
 
 from __future__ import annotations
@@ -117,8 +117,19 @@ _SHOWN = re.compile(
     "|(?P<invisible>[\u00ad\u180e\u200b-\u200d\u2060-\u2064\ufeff])"
     "|(?P<eq>%3[dD]|&#0{0,4}61;|&#[xX]0{0,4}3[dD];)"
     "|(?P<amp>%26|&#0{0,4}38;|&#[xX]0{0,4}26;|&amp;)"
+    "|(?P<colon>%3[aA])|(?P<slash>%2[fF])|(?P<at>%40)"
 )
-_SHOWN_AS = {"csi": "", "osc": "\n", "esc": "", "invisible": "", "eq": "=", "amp": "&"}
+_SHOWN_AS = {
+    "csi": "",
+    "osc": "\n",
+    "esc": "",
+    "invisible": "",
+    "eq": "=",
+    "amp": "&",
+    "colon": ":",
+    "slash": "/",
+    "at": "@",
+}
 _INVISIBLE = "\u00ad\u180e\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\ufeff"
 
 
@@ -164,7 +175,9 @@ class SplicedView:
 
 # What `as_shown` can change: a text holding none of these is shown as it is. `redact` finds
 # them in the same pass as its rules' literals (lower-cased: `&AMP;` is found, and not spliced).
-SHOWN_MARKERS: tuple[str, ...] = ("\x1b", "\x07", "%3d", "%26", "&#", "&amp;", *_INVISIBLE)
+# A whole URL percent-encoded (`?next=https%3A%2F%2Fuser%3Apw%40host`, its `:`, `/` and `@` read
+# as such in the view) is known by its encoded `://`.
+SHOWN_MARKERS: tuple[str, ...] = ("\x1b", "\x07", "%3d", "%26", "&#", "&amp;", "%3a%2f%2f", *_INVISIBLE)
 
 
 def as_shown(text: str) -> SplicedView | None:

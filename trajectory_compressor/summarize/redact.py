@@ -77,10 +77,11 @@ from urllib.parse import quote, unquote, urlsplit, urlunsplit
 from ahocorasick_rs import AhoCorasick, Implementation
 
 from trajectory_compressor.summarize.assignment_rules import ASSIGNMENT_RULES
+from trajectory_compressor.summarize.command_line_rules import COMMAND_LINE_RULES
 from trajectory_compressor.summarize.escapes import SHOWN_MARKERS, as_shown, unescaped
 from trajectory_compressor.summarize.secret_rules import REDACTED, RULES, Span
 
-ALL_RULES = (*RULES, *ASSIGNMENT_RULES)
+ALL_RULES = (*RULES, *COMMAND_LINE_RULES, *ASSIGNMENT_RULES)
 
 # The base64 body and END line of a PEM key whose BEGIN line was cut away (a transcript cut).
 _PEM_END = re.compile(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")

@@ -43,14 +43,14 @@ class Rule:
     scan: bool = False
 
 
-def _word_char(ch: str) -> bool:
+def word_char(ch: str) -> bool:
     return ch.isalnum() or ch == "_"
 
 
 def whole_token(match: re.Match[str], text: str) -> Span | None:
     """The whole match, unless it starts inside a word (`xghp_...` is not a GitHub token)."""
     start = match.start()
-    if start and _word_char(text[start - 1]) and _word_char(text[start]):
+    if start and word_char(text[start - 1]) and word_char(text[start]):
         return None
     return match.span()
 
@@ -84,7 +84,7 @@ def _preceded(name: str, literal: str, before: str, pattern: str, *, boundary: b
     def span(match: re.Match[str], text: str) -> Span | None:
         start = match.start()
         found = lookback.search(text, max(0, start - 80), start)
-        if found is None or (boundary and found.start() and _word_char(text[found.start() - 1])):
+        if found is None or (boundary and found.start() and word_char(text[found.start() - 1])):
             return None
         return found.start(), match.end()
 
@@ -319,77 +319,15 @@ HEADERS = (
         _group(1),
         folded=True,
     ),
-    # `curl -u user:password`, `--user user:password`.
+    # `curl -u user:password`, `--user user:password`, `-u :password` (a token with no user).
     Rule(
         "basic-auth-option",
         ("-u ", "--user ", "--user="),
-        re.compile(r"(?:-u|--user)[ =][\"']?[^\s:\"'$]{1,64}:([^\s\"'@]{3,256})"),
+        re.compile(r"(?:-u|--user)[ =][\"']?[^\s:\"'$]{0,64}:([^\s\"'@]{3,256})"),
         _group(1, credential_value),
         folded=True,
     ),
 )
-
-# A credential's option: `--password`, `--db-password`, `--api-key`, `--secret`, `--auth-token`.
-_OPTION_NAME = r"--(?:[a-z][\w-]{0,23}[_-])?(?:pass(?:word|wd|phrase)?|api[_-]?key|secret|token)"
-# What follows a password option: quoted (spaces and all), or a bare word.
-_OPTION_VALUE = r"""(?:'(?P<single>[^'\n]{1,256})'|"(?P<double>[^"\n]{1,256})"|(?P<bare>[^\s'"`;|&]{1,256}))"""
-
-
-def _option_value(match: re.Match[str], text: str) -> Span | None:
-    """A password option's value, unless it is a placeholder, a number, a port or the next option.
-
-    Given after a space (`--password VALUE`), a bare value must hold a digit or a symbol: usage
-    lines and prose (`[--password PASSWORD]`, `the --password option`) name it with a word.
-    """
-    before = text[match.start() - 1] if match.start() else " "
-    if _word_char(before) or before in ".-":  # part of another name: `py-mysql`, `db.mysql`
-        return None
-    group = next(name for name in ("single", "double", "bare") if match.start(name) >= 0)
-    value_start, value_end = match.span(group)
-    value = text[value_start:value_end]
-    if not credential_value(value) or value.startswith("-") or not value.strip("0123456789.:/"):
-        return None  # a placeholder, the next option, a port mapping (`docker run --name mysql -p3306:3306`)
-    if group == "bare" and match.groupdict().get("spaced") and value.rstrip("])}>.,").isalpha():
-        return None
-    return value_start, value_end
-
-
-# Passwords given on a command line.
-COMMAND_LINE = (
-    # `--password=VALUE`, `--password VALUE` (docker login, most CLIs), `--passwd`, `--passphrase`,
-    # and the same with a prefix (`--db-password`), and `--api-key`, `--secret`, `--token` (`--auth-token`).
-    Rule(
-        "password-option",
-        ("--pass", "-password", "-passwd", "-api-key", "-api_key", "-secret", "-token"),
-        re.compile(_OPTION_NAME + r"(?:=|(?P<spaced>[ \t]+))" + _OPTION_VALUE),
-        _option_value,
-        scan=True,  # a literal may sit inside the name (`--db-password`): the text is scanned
-    ),
-    # The MySQL / MariaDB clients take the password glued to `-p` (`-pSECRET`, `-p'...'`); a
-    # separate word after `-p` is the database, and other commands' `-p` is a port or a path.
-    Rule(
-        "mysql-password-option",
-        ("mysql", "mariadb"),
-        re.compile(r"(?:mysql|mariadb)[\w.-]{0,16}(?:[ \t]+[^\s|;&]{1,256}){0,24}?[ \t]+-p" + _OPTION_VALUE),
-        _option_value,
-    ),
-    Rule("sshpass-option", ("sshpass",), re.compile(r"sshpass[ \t]+-p[ \t]*" + _OPTION_VALUE), _option_value),
-    # The same options in an argv written as a JSON or Python list: `"--password", "VALUE"`.
-    Rule(
-        "password-option-listed",
-        ("--pass", "-password", "-passwd", "-api-key", "-api_key", "-secret", "-token"),
-        re.compile(_OPTION_NAME + r"""(?P<q>["'])\s{0,4},\s{0,4}(?P=q)(?P<listed>[^"'\n]{1,256})(?P=q)"""),
-        lambda match, text: _listed_value(match),
-        scan=True,
-    ),
-)
-
-
-def _listed_value(match: re.Match[str]) -> Span | None:
-    """The list item after a password option, unless it is a placeholder or the next option."""
-    value = match.group("listed")
-    return None if not credential_value(value) or value.startswith("-") else match.span("listed")
-
 
 BY_FAMILY: dict[str, tuple[Rule, ...]] = {
     "private keys": PRIVATE_KEYS,
@@ -402,6 +340,5 @@ BY_FAMILY: dict[str, tuple[Rule, ...]] = {
     "SaaS and tokens": SAAS,
     "passwords in URLs": (URL_PASSWORD,),
     "authorization headers": HEADERS,
-    "command-line passwords": COMMAND_LINE,
 }
 RULES: tuple[Rule, ...] = tuple(rule for family in BY_FAMILY.values() for rule in family)

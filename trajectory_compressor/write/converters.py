@@ -45,7 +45,6 @@ place at the end, so a half-written output never looks complete; an existing out
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
 import os
 import shutil
@@ -61,6 +60,7 @@ import pyarrow as pa
 from trajectory_compressor.messages import quoted
 from trajectory_compressor.read.arrow_values import DoesNotDecode, decoder
 from trajectory_compressor.read.jsonl import parse_json_line
+from trajectory_compressor.write.hf_dataset import datasets_holds, save_stream_as_dataset
 from trajectory_compressor.write.output_format import OUTPUT_FORMATS, ConversionError, output_format_for  # noqa: F401 (re-exported)
 from trajectory_compressor.write.run_files import new_file_beside
 
@@ -388,9 +388,7 @@ def _write_hf(source: Path, target: Path, column_types: Mapping[str, pa.DataType
     The scratch space (the stream file and the new directory before its rename) lives in a
     hidden temporary directory next to the output, on the same filesystem, removed at the end.
     """
-    import datasets
-
-    column_types = {name: arrow_type for name, arrow_type in column_types.items() if _datasets_holds(arrow_type)}
+    column_types = {name: arrow_type for name, arrow_type in column_types.items() if datasets_holds(arrow_type)}
     scratch = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
     try:
         stream_path = scratch / "rows.arrow"
@@ -401,45 +399,12 @@ def _write_hf(source: Path, target: Path, column_types: Mapping[str, pa.DataType
                     writer.write_table(table)
 
         rows, schema = _with_json_fallback(source, write, column_types)
-        # `datasets` fingerprints a file-backed table by its path, here a random scratch folder:
-        # the same rows would be written with a new `_fingerprint` on every run. Named by the
-        # rows instead, the output is the same byte for byte, as every other format is.
-        table = datasets.table.MemoryMappedTable.from_file(str(stream_path))
-        dataset = datasets.Dataset(table, fingerprint=_content_fingerprint(stream_path))
         built = scratch / "dataset"
-        bars_were_on = datasets.is_progress_bar_enabled()
-        datasets.disable_progress_bars()  # the run draws its own progress; keep stderr clean
-        try:
-            dataset.save_to_disk(str(built))
-        finally:
-            if bars_were_on:
-                datasets.enable_progress_bars()
-        del dataset
+        save_stream_as_dataset(stream_path, built)
         _replace_directory(built, target)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return ConversionResult(str(target), "hf", rows, *schema.changed())
-
-
-def _content_fingerprint(path: Path) -> str:
-    """A `datasets` fingerprint (16 hex digits, as its own) of the Arrow stream at `path`."""
-    digest = hashlib.blake2b(digest_size=8)
-    with path.open("rb") as stream:
-        while block := stream.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def _datasets_holds(arrow_type: pa.DataType) -> bool:
-    """Whether `datasets` has a feature for `arrow_type`: it has none for a map (at any depth),
-    which a Parquet input may carry; such a column is inferred from its JSON values instead."""
-    import datasets
-
-    try:
-        datasets.Features.from_arrow_schema(pa.schema([pa.field("c", arrow_type)]))
-    except (ValueError, TypeError, NotImplementedError):
-        return False
-    return True
 
 
 def _replace_directory(new: Path, target: Path) -> None:

@@ -1,0 +1,227 @@
+"""The command-line rules: a password given to a program's option or argument, not by its shape.
+
+`--password VALUE` and its kin in any program; the short options some programs take a password
+with (`mysql -pVALUE`, `docker login -p VALUE`, `redis-cli -a VALUE`, `ldapsearch -w VALUE`,
+`smbclient -U user%VALUE`, `htpasswd -b file user VALUE`), a Go-style `-password VALUE`, a
+literal piped into `sudo -S` or `--password-stdin`, and the settings commands that store one
+(`aws configure set aws_secret_access_key VALUE`, `npm config set _authToken VALUE`).
+
+A short option means a password only for the program that defines it (`-p` is a port for
+`docker run` and `ssh`, a path for `mkdir`), so each such rule names its programs, and the
+options between the program and the password are skipped word by word, never past a pipe or
+`;`/`&`. Values are judged as `--password`'s are (`_option_value`): no placeholder (`$PASS`),
+number, port or next option.
+"""
+
+from __future__ import annotations
+
+import re
+
+from trajectory_compressor.summarize.secret_rules import Rule, Span, credential_value, word_char
+
+# A credential's option: `--password`, `--db-password`, `--api-key`, `--secret`, `--auth-token`.
+_LONG_OPTION_NAME = r"--(?:[a-z][\w-]{0,23}[_-])?(?:pass(?:word|wd|phrase)?|api[_-]?key|secret|token)"
+# Also with one dash, as Go's `flag` package writes options (`-password VALUE`, `-token=...`),
+# but not a bare `-pass` (OpenSSL's `-pass pass:...`: its own rule).
+_OPTION_NAME = (
+    r"(?:"
+    + _LONG_OPTION_NAME
+    + r"|-(?:[a-z][\w-]{0,23}[_-])?(?:password|passwd|passphrase|api[_-]?key|apikey|secret|token))"
+)
+# What follows a password option: quoted (spaces and all), or a bare word.
+_OPTION_VALUE = r"""(?:'(?P<single>[^'\n]{1,256})'|"(?P<double>[^"\n]{1,256})"|(?P<bare>[^\s'"`;|&]{1,256}))"""
+
+
+def _option_value(match: re.Match[str], text: str) -> Span | None:
+    """A password option's value, unless it is a placeholder, a number, a port or the next option.
+
+    Given after a space (`--password VALUE`), a bare value must hold a digit or a symbol: usage
+    lines and prose (`[--password PASSWORD]`, `the --password option`) name it with a word.
+    """
+    before = text[match.start() - 1] if match.start() else " "
+    if word_char(before) or before in ".-":  # part of another name: `py-mysql`, `db.mysql`
+        return None
+    groups = match.re.groupindex
+    group = next(name for name in ("single", "double", "bare") if name in groups and match.start(name) >= 0)
+    value_start, value_end = match.span(group)
+    value = text[value_start:value_end]
+    if not credential_value(value) or value.startswith("-") or not value.strip("0123456789.:/"):
+        return None  # a placeholder, the next option, a port mapping (`docker run --name mysql -p3306:3306`)
+    if group == "bare" and match.groupdict().get("spaced") and value.rstrip("])}>.,").isalpha():
+        return None
+    return value_start, value_end
+
+
+# Passwords given to a long option on a command line.
+LONG_OPTIONS = (
+    # `--password=VALUE`, `--password VALUE` (docker login, most CLIs), `--passwd`, `--passphrase`,
+    # and the same with a prefix (`--db-password`), and `--api-key`, `--secret`, `--token` (`--auth-token`);
+    # with one dash too (`-password VALUE`, `-token=VALUE`).
+    Rule(
+        "password-option",
+        ("--pass", "-password", "-passwd", "-passphrase", "-api-key", "-api_key", "-apikey", "-secret", "-token"),
+        re.compile(_OPTION_NAME + r"(?:=|(?P<spaced>[ \t]+))" + _OPTION_VALUE),
+        _option_value,
+        scan=True,  # a literal may sit inside the name (`--db-password`): the text is scanned
+    ),
+    # The MySQL / MariaDB clients take the password glued to `-p` (`-pSECRET`, `-p'...'`); a
+    # separate word after `-p` is the database, and other commands' `-p` is a port or a path.
+    Rule(
+        "mysql-password-option",
+        ("mysql", "mariadb"),
+        re.compile(r"(?:mysql|mariadb)[\w.-]{0,16}(?:[ \t]+[^\s|;&]{1,256}){0,24}?[ \t]+-p" + _OPTION_VALUE),
+        _option_value,
+    ),
+    Rule("sshpass-option", ("sshpass",), re.compile(r"sshpass[ \t]+-p[ \t]*" + _OPTION_VALUE), _option_value),
+    # The same options in an argv written as a JSON or Python list: `"--password", "VALUE"`.
+    Rule(
+        "password-option-listed",
+        ("--pass", "-password", "-passwd", "-api-key", "-api_key", "-secret", "-token"),
+        re.compile(_LONG_OPTION_NAME + r"""(?P<q>["'])\s{0,4},\s{0,4}(?P=q)(?P<listed>[^"'\n]{1,256})(?P=q)"""),
+        lambda match, text: _listed_value(match),
+        scan=True,
+    ),
+)
+
+
+def _listed_value(match: re.Match[str]) -> Span | None:
+    """The list item after a password option, unless it is a placeholder or the next option."""
+    value = match.group("listed")
+    return None if not credential_value(value) or value.startswith("-") else match.span("listed")
+
+
+# The words between a program and its password option (other options and their values).
+_WORDS = r"(?:[ \t]+[^\s|;&]{1,256}){0,24}?"
+
+
+def _htpasswd_value(match: re.Match[str], text: str) -> Span | None:
+    """`htpasswd -b FILE USER PASSWORD`, or with `-n` (no file) `htpasswd -nb USER PASSWORD`."""
+    flags = match.group("flags")
+    if "b" not in flags:
+        return None
+    group = "second" if "n" in flags else "third"
+    start, end = match.span(group)
+    if start < 0:
+        return None
+    if end - start >= 2 and text[start] in "'\"" and text[end - 1] == text[start]:
+        start, end = start + 1, end - 1
+    value = text[start:end]
+    return (start, end) if credential_value(value) and not value.startswith("-") else None
+
+
+# Passwords given on a command line by a program's own short option, or fed to it.
+SHORT_OPTIONS = (
+    # Registry and cloud logins: `docker login -u me -p VALUE` (podman, buildah, skopeo, nerdctl,
+    # oras, `helm registry login`), `az login -u me -p VALUE`.
+    Rule(
+        "login-password-option",
+        ("docker", "podman", "buildah", "skopeo", "nerdctl", "oras", "helm", "az "),
+        re.compile(
+            r"(?:docker|podman|buildah|skopeo|nerdctl|oras|helm[ \t]+registry|az(?:[ \t]+acr)?)[ \t]+login"
+            + _WORDS
+            + r"[ \t]+-p(?:[ \t]+|=)?"
+            + _OPTION_VALUE
+        ),
+        _option_value,
+    ),
+    # MongoDB's shells and tools: `mongosh -u admin -p VALUE`, `mongodump ... -p VALUE`.
+    Rule(
+        "mongo-password-option",
+        ("mongo",),
+        re.compile(
+            r"mongo(?:sh|dump|restore|export|import|stat|top|files)?(?![\w.-])"
+            + _WORDS
+            + r"[ \t]+-p[ \t]+"
+            + _OPTION_VALUE
+        ),
+        _option_value,
+    ),
+    # SQL Server's clients: `sqlcmd -S host -U sa -P VALUE`, `bcp ... -P VALUE`.
+    Rule(
+        "sqlcmd-password-option",
+        ("sqlcmd", "bcp"),
+        re.compile(r"(?:sqlcmd|bcp)(?![\w.-])" + _WORDS + r"[ \t]+-P[ \t]*" + _OPTION_VALUE),
+        _option_value,
+    ),
+    Rule(
+        "redis-cli-password-option",
+        ("redis-cli",),
+        re.compile(r"redis-cli" + _WORDS + r"[ \t]+-a[ \t]+" + _OPTION_VALUE),
+        _option_value,
+    ),
+    # OpenLDAP's clients: `ldapsearch -x -D cn=admin -w VALUE` (`-W` asks instead).
+    Rule(
+        "ldap-password-option",
+        ("ldap",),
+        re.compile(
+            r"ldap(?:search|add|modify|delete|passwd|whoami|compare|modrdn|exop|url)"
+            + _WORDS
+            + r"[ \t]+-w[ \t]*"
+            + _OPTION_VALUE
+        ),
+        _option_value,
+    ),
+    # Samba's clients: `smbclient //host/share -U user%VALUE`, `--user=user%VALUE`.
+    Rule(
+        "samba-user-password",
+        ("smbclient", "rpcclient", "smbcacls", "smbget", "smbmap"),
+        re.compile(
+            r"(?:smbclient|rpcclient|smbcacls|smbget|smbmap)"
+            + _WORDS
+            + r"[ \t]+(?:-U[ \t]*|--user(?:name)?[= \t])[\"']?[^\s%\"'/]{1,64}%(?P<bare>[^\s\"'|;&]{1,256})"
+        ),
+        _option_value,
+    ),
+    Rule(
+        "htpasswd-batch-password",
+        ("htpasswd",),
+        re.compile(
+            r"htpasswd(?P<flags>(?:[ \t]+-[A-Za-z]{1,8})+)[ \t]+(?P<first>[^\s|;&]{1,256})[ \t]+"
+            r"(?P<second>'[^'\n]{1,256}'|\"[^\"\n]{1,256}\"|[^\s|;&]{1,256})"
+            r"(?:[ \t]+(?P<third>'[^'\n]{1,256}'|\"[^\"\n]{1,256}\"|[^\s|;&]{1,256}))?"
+        ),
+        _htpasswd_value,
+    ),
+    # A literal fed to a program that reads its password on stdin: `echo VALUE | sudo -S ...`,
+    # `echo VALUE | docker login --password-stdin`, `sudo -S ... <<< VALUE`.
+    Rule(
+        "piped-password",
+        ("echo", "printf"),
+        re.compile(
+            r"(?:echo(?:[ \t]+-[neE]{1,3})?|printf)[ \t]+"
+            + _OPTION_VALUE
+            + r"[ \t]*\|[ \t]*(?:sudo(?:[ \t]+-[A-Za-z]{1,8})*?[ \t]+-[A-Za-z]{0,7}S|[^|;&\n]{0,256}--password-stdin)"
+        ),
+        _option_value,
+    ),
+    Rule(
+        "sudo-here-string-password",
+        ("sudo",),
+        re.compile(r"sudo(?:[ \t]+-[A-Za-z]{1,8})*?[ \t]+-[A-Za-z]{0,7}S[^\n<|;&]{0,256}<<<[ \t]*" + _OPTION_VALUE),
+        _option_value,
+    ),
+    # Settings commands that store a credential: `aws configure set aws_secret_access_key VALUE`,
+    # `npm config set //registry.example.com/:_authToken VALUE` (yarn's `npmAuthToken`, pnpm).
+    Rule(
+        "aws-configure-secret",
+        ("aws configure set",),
+        re.compile(
+            r"aws[ \t]+configure[ \t]+set[ \t]+(?:[\w.-]{0,64}\.)?(?:aws_secret_access_key|aws_session_token)[ \t]+"
+            + _OPTION_VALUE
+        ),
+        _option_value,
+        folded=True,
+    ),
+    Rule(
+        "package-manager-auth-setting",
+        ("npm config set", "yarn config set", "pnpm config set"),
+        re.compile(
+            r"(?:npm|yarn|pnpm)[ \t]+config[ \t]+set[ \t]+(?:[^\s:]{0,256}:)?"
+            r"(?:_authtoken|_auth|_password|npmauthtoken)(?:[ \t]+|=)" + _OPTION_VALUE
+        ),
+        _option_value,
+        folded=True,
+    ),
+)
+
+COMMAND_LINE_RULES: tuple[Rule, ...] = (*LONG_OPTIONS, *SHORT_OPTIONS)
