@@ -173,6 +173,15 @@ PLANTED: list[tuple[str, str, str]] = [
     ("soft-hyphen-aws", "key id {} in use", "AKIA" + _r(8, UPPER_DIGITS) + "\u00ad" + _r(8, UPPER_DIGITS)),
     ("word-joiner-openai", "OPENAI {}", "sk-proj-" + _r(20) + "\u2060" + _r(28)),
     ("bom-huggingface", "hf token {}", "hf_" + _r(17) + "\ufeff" + _r(17)),
+    # Round 6: programs that take a password by a short option of their own, or on stdin; a
+    # Go-style option; a whole URL percent-encoded.
+    ("docker-login-p", "docker login -u ci -p {} registry.example.com", "pw-" + _r(14)),
+    ("redis-cli-a", "redis-cli -h cache -a {} ping", _r(16)),
+    ("ldapsearch-w", "ldapsearch -x -D cn=admin,dc=ex -w {} -b dc=ex", "pw-" + _r(14)),
+    ("smbclient-user-percent", "smbclient //fs/share -U alice%{} -c ls", "pw-" + _r(14)),
+    ("sudo-piped", "echo '{}' | sudo -S systemctl restart app", "pw-" + _r(14)),
+    ("go-flag", "./server -password {} -listen :8080", "pw-" + _r(14)),
+    ("percent-encoded-url-password", "GET /login?next=https%3A%2F%2Fdeploy%3A{}%40git.example.com", "pw" + _r(14)),
 ]
 
 
