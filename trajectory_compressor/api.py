@@ -22,7 +22,7 @@ from trajectory_compressor.read.expand import expand_inputs
 from trajectory_compressor.run.jobs import CompressJob, check_output_paths, plan_jobs
 from trajectory_compressor.run.pipeline import CompressionRun, RunResult
 from trajectory_compressor.run.settings_record import settings_record
-from trajectory_compressor.run.worker_pool import WorkerPool, refuse_in_a_starting_worker
+from trajectory_compressor.run.worker_pool import WorkerPool, main_script_reloadable, refuse_in_a_starting_worker
 from trajectory_compressor.settings import ConfigError, RunConfig
 from trajectory_compressor.settings.choices import NO_SUMMARIES
 from trajectory_compressor.summarize.choose import SummarizerChoice, choose_summarizers, resolve_endpoint, wants_llm
@@ -132,6 +132,11 @@ def worker_pool(config: RunConfig, say: Callable[[str], None], *, own_counter: b
         return None
     if own_counter:
         raise ConfigError("num_workers: each worker process loads its tokenizer from the settings; leave `counter` out")
+    if not main_script_reloadable():
+        raise ConfigError(
+            "num_workers: each worker process imports the calling script again (multiprocessing's spawn), "
+            "and a script read from stdin cannot be; run it from a file"
+        )
     return WorkerPool(config, workers)
 
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import make_trajectory, write_jsonl
+from tests.conftest import make_trajectory, read_jsonl, write_jsonl
 from trajectory_compressor import PlanConfig, RunConfig, compress
 from trajectory_compressor.api import worker_pool
 from trajectory_compressor.count import counter_for
@@ -317,6 +317,32 @@ def test_a_script_without_a_main_guard_is_told_what_to_do_in_one_line(tmp_path: 
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"69 {NONE_STARTED}"
     assert IMPORTED_BY_A_WORKER in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_script_read_from_stdin_is_refused_in_one_line_before_any_worker_starts(tmp_path: Path) -> None:
+    """Spawn would import `<stdin>` in each worker, a file that is not there: every worker would
+    die with Python's own traceback. The run is refused up front instead."""
+    source = _input(tmp_path, rows=8)
+    script = (
+        "from trajectory_compressor import ConfigError, PlanConfig, RunConfig, compress\n"
+        "config = RunConfig(summarizer='extractive', num_workers=2, plan=PlanConfig(target_max_tokens=2500))\n"
+        "if __name__ == '__main__':\n"
+        "    try:\n"
+        f"        compress([{str(source)!r}], {str(tmp_path / 'x.jsonl')!r}, config)\n"
+        "    except ConfigError as exc:\n"
+        "        print(exc)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-"], input=script, capture_output=True, text=True, timeout=300, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    assert "a script read from stdin cannot be; run it from a file" in done.stdout
+    assert "Traceback" not in done.stderr and not (tmp_path / "x.jsonl").exists()
+    script_file = tmp_path / "job.py"  # the same script from a file runs
+    script_file.write_text(script)
+    done = subprocess.run([sys.executable, str(script_file)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == 0 and done.stdout == "", done.stderr
+    assert len(read_jsonl(tmp_path / "x.metrics.jsonl")) == 8  # every row, one of them a reject
 
 
 def test_a_callers_own_counter_cannot_go_to_the_workers(tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ import multiprocessing
 import multiprocessing.connection
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -64,6 +65,17 @@ def refuse_in_a_starting_worker() -> None:
     a `compress()` call there: one line, no traceback, no second pool started from the first."""
     if getattr(multiprocessing.current_process(), "_inheriting", False):
         raise SystemExit(IMPORTED_BY_A_WORKER)
+
+
+def main_script_reloadable() -> bool:
+    """Whether spawned workers can import the `__main__` module again, as spawn does: by its module
+    name (`python -m`), by its file, or not at all (`python -c`, a notebook: no file to import).
+    A script read from stdin names a file, `<stdin>`, that is not there."""
+    main = sys.modules.get("__main__")
+    if main is None or getattr(main, "__spec__", None) is not None:
+        return True
+    path = getattr(main, "__file__", None)
+    return path is None or os.path.exists(path)
 
 
 @dataclass(frozen=True)
