@@ -76,7 +76,7 @@ class RowCommitter:
         *,
         strict: bool,
         on_message: Callable[[str], None],
-        usage: Callable[[], dict[str, Any] | None] = lambda: None,
+        usage: Callable[[], dict[str, Any] | None],
     ) -> None:
         self.files = files
         self.totals = totals

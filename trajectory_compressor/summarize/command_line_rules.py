@@ -28,6 +28,8 @@ _OPTION_NAME = (
     + _LONG_OPTION_NAME
     + r"|-(?:[a-z][\w-]{0,23}[_-])?(?:password|passwd|passphrase|api[_-]?key|apikey|secret|token))"
 )
+# The words between a program and its password option (other options and their values).
+_WORDS = r"(?:[ \t]+[^\s|;&]{1,256}){0,24}?"
 # What follows a password option: quoted (spaces and all), or a bare word.
 _OPTION_VALUE = r"""(?:'(?P<single>[^'\n]{1,256})'|"(?P<double>[^"\n]{1,256})"|(?P<bare>[^\s'"`;|&]{1,256}))"""
 
@@ -69,7 +71,7 @@ LONG_OPTIONS = (
     Rule(
         "mysql-password-option",
         ("mysql", "mariadb"),
-        re.compile(r"(?:mysql|mariadb)[\w.-]{0,16}(?:[ \t]+[^\s|;&]{1,256}){0,24}?[ \t]+-p" + _OPTION_VALUE),
+        re.compile(r"(?:mysql|mariadb)[\w.-]{0,16}" + _WORDS + r"[ \t]+-p" + _OPTION_VALUE),
         _option_value,
     ),
     Rule("sshpass-option", ("sshpass",), re.compile(r"sshpass[ \t]+-p[ \t]*" + _OPTION_VALUE), _option_value),
@@ -88,10 +90,6 @@ def _listed_value(match: re.Match[str]) -> Span | None:
     """The list item after a password option, unless it is a placeholder or the next option."""
     value = match.group("listed")
     return None if not credential_value(value) or value.startswith("-") else match.span("listed")
-
-
-# The words between a program and its password option (other options and their values).
-_WORDS = r"(?:[ \t]+[^\s|;&]{1,256}){0,24}?"
 
 
 def _htpasswd_value(match: re.Match[str], text: str) -> Span | None:
