@@ -115,6 +115,7 @@ class AnchorRanking:
         self._pieces = 0
         self._results: dict[int, _Result] = {}  # by piece number
         self._lines = RepeatedLines(BOILERPLATE_TURNS)  # the results' lines, and which are boilerplate
+        self._telling: set[str] = set()  # the boilerplate lines that hold an anchor
         kept: dict[str, int] = {}  # an earlier anchor -> its order there
         for order, anchor in enumerate(self.earlier):
             if anchor in self._left_out or anchor in kept or anchor_kind(anchor) is None or opaque(anchor):
@@ -150,13 +151,14 @@ class AnchorRanking:
             stripped.discard("")
             lines_of[index] = (lines, stripped)
             new_boilerplate |= self._lines.add(base + index, stripped)
+        # A line with no anchor changes no result's anchors as it becomes boilerplate (the
+        # anchors of lines joined are those of each line: no token spans a newline), so only the
+        # lines with anchors split a result (`_parts`), and only their holders are read again.
+        telling = {line for line in new_boilerplate if anchors_in(line)}
+        self._telling |= telling
         if new_boilerplate and base == 0:  # the region's first turns: no earlier result to read again
             self._lines.settle(new_boilerplate)
         elif new_boilerplate:
-            # A line with no anchor changes no result's anchors as it becomes boilerplate (the
-            # anchors of lines joined are those of each line: no token spans a newline), so only
-            # the holders of lines with anchors are read again.
-            telling = {line for line in new_boilerplate if anchors_in(line)}
             self._lines.settle(new_boilerplate - telling)
             again = [number for number in self._lines.settle(telling) if number < base]
             for number in sorted(again):
@@ -227,14 +229,15 @@ class AnchorRanking:
 
     def _parts(self, text: str, lines: list[str], stripped: set[str]) -> tuple[dict[str, None], dict[str, None]]:
         """The anchors of a result outside and inside boilerplate lines (one scan of the text
-        when none of its lines is boilerplate)."""
-        boilerplate = self._lines.boilerplate
-        if boilerplate.isdisjoint(stripped):
+        when none of its boilerplate lines holds an anchor: a line without one adds none to
+        either part)."""
+        telling = self._telling
+        if telling.isdisjoint(stripped):  # its boilerplate lines (if any) hold no anchor
             return anchors_in(text), {}
         plain: list[str] = []
         repeated: list[str] = []
         for line in lines:
-            (repeated if line.strip() in boilerplate else plain).append(line)
+            (repeated if line.strip() in telling else plain).append(line)
         return anchors_in("\n".join(plain)), anchors_in("\n".join(repeated))
 
     def _reread(self, result: _Result) -> None:
