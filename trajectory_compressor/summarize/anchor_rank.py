@@ -51,7 +51,7 @@ from trajectory_compressor.summarize.fidelity.anchors import anchor_kind, anchor
 from trajectory_compressor.summarize.masking import masked_arguments, unchanged
 from trajectory_compressor.summarize.ranked_anchors import RankedAnchors
 from trajectory_compressor.summarize.repeated_lines import RepeatedLines
-from trajectory_compressor.summarize.toolcalls import parse_tool_calls, parse_tool_responses, prose_of, think_of
+from trajectory_compressor.summarize.toolcalls import parse_tool_calls, parse_tool_responses, said_in
 from trajectory_compressor.types import Turn
 
 HALF_LIFE_TURNS = 16
@@ -380,7 +380,7 @@ def _pieces_of(turn: Turn, redact: Callable[[str], str]) -> Iterator[tuple[str, 
         yield "user", redact(value)[:_SCAN_CHARS]
     elif turn.role == "gpt":
         value = redact(value)
-        said = prose_of(value) or (think_of(value) if "think>" in value else "")
+        said = said_in(value)
         if said:
             yield "said", redact(said)[:_SCAN_CHARS]
         for call in parse_tool_calls(value):

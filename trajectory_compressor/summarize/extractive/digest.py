@@ -37,8 +37,7 @@ from trajectory_compressor.summarize.toolcalls import (
     files_written_in,
     parse_tool_calls,
     parse_tool_responses,
-    prose_of,
-    think_of,
+    said_in,
 )
 from trajectory_compressor.types import Turn
 
@@ -150,7 +149,7 @@ class RegionDigest:
             elif turn.role == "gpt":
                 pending.clear()  # a new assistant turn: earlier calls got no result in this region
                 # The latest words win; reasoning stands in when a turn says nothing else.
-                said = prose_of(value) or (think_of(value) if "think>" in value else "")
+                said = said_in(value)
                 if said:
                     self._note = said[:_KEPT_TEXT]
                 for call in parse_tool_calls(value):

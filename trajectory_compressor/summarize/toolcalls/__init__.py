@@ -13,6 +13,7 @@ from trajectory_compressor.summarize.toolcalls.markup import (
     parse_tool_calls,
     parse_tool_responses,
     prose_of,
+    said_in,
     strip_think,
     think_of,
 )
@@ -37,6 +38,7 @@ __all__ = [
     "parse_tool_calls",
     "parse_tool_responses",
     "prose_of",
+    "said_in",
     "strip_think",
     "think_of",
 ]

@@ -111,6 +111,19 @@ def prose_of(gpt_value: str) -> str:
     return _STRAY_TAG.sub("", text).strip()
 
 
+def said_in(gpt_value: str) -> str:
+    """What an assistant turn says: its words (`prose_of`), or its reasoning (`think_of`) when it
+    says nothing else. (Remembered per turn: the digest and the anchor ranking read the same turns.)"""
+    return _SAID(gpt_value)
+
+
+def _read_said(gpt_value: str) -> str:
+    return prose_of(gpt_value) or (think_of(gpt_value) if "think>" in gpt_value else "")
+
+
+_SAID = TextMemo(_read_said)
+
+
 def _blocks(text: str, open_tag: str, close_tag: str) -> list[tuple[int, int, str]]:
     """(start, end, body) of each tagged block.
 
