@@ -37,17 +37,43 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every test of a slow suite is also `slow`: the test command leaves them out (`-m 'not
     slow'` in pyproject's addopts), the slow-suite command runs them (`-m slow`).
 
-    Ray's tests are marked `xdist_group("ray")` so that `--dist loadgroup` would run them on one
+    Ray's tests are marked `xdist_group("ray")` so that `--dist loadgroup` runs them on one
     worker after another (two local Ray clusters on two cores starve). `tryfirst`: xdist's worker
-    reads that mark in its own hook of this name, which would otherwise run before this one. Even
-    so, with pytest 9.2 and pytest-xdist 3.8.0 no test is grouped: xdist writes the group into
-    `item._nodeid`, which pytest 9.2 no longer reads (pytest-xdist issue #1386), so Ray's tests
-    are spread over the workers like any other and may run at the same time."""
+    reads that mark in its own hook of this name, which would otherwise run before this one; and
+    `_GroupSuffix` makes the mark take effect on pytest 9.2 (below)."""
     for item in items:
         if any(item.get_closest_marker(name) for name in SLOW_SUITES):
             item.add_marker(pytest.mark.slow)
         if any(item.get_closest_marker(name) for name in ("ray", "ray_faults", "multinode")):
             item.add_marker(pytest.mark.xdist_group("ray"))
+
+
+class _GroupSuffix:
+    """`--dist loadgroup` sends the tests whose node id ends in `@group` to one worker; xdist's
+    worker writes that suffix into `item._nodeid`, which pytest 9.2 no longer reads (its node id
+    is `item._id`: pytest-xdist issue #1386), so no test was grouped and Ray's tests ran on both
+    workers at once, two local clusters on two cores. After xdist's hook, a grouped item whose
+    node id lacks the suffix gets it the way pytest 9.2 reads it."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        from _pytest.nodeid import NodeId
+
+        for item in items:
+            groups = sorted({str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+                             for mark in item.iter_markers("xdist_group")})  # fmt: skip
+            suffix = "@" + "_".join(groups)
+            if groups and not item.nodeid.endswith(suffix):
+                item._id = NodeId.parse(item.nodeid + suffix)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if hasattr(config, "workerinput") and config.getvalue("loadgroup"):  # an xdist worker, grouping
+        try:
+            import _pytest.nodeid  # noqa: F401  (pytest 9.2 on: node ids are `NodeId`s)
+        except ImportError:
+            return  # older pytest reads xdist's suffix itself
+        config.pluginmanager.register(_GroupSuffix(), "group-suffix")
 
 
 SAMPLE = REPO / "sample_data" / "agent_runs.jsonl"
