@@ -26,6 +26,7 @@ and PyPI for the trainers' wheels (`tests/trainers`).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -170,7 +171,17 @@ def main() -> int:
 
     datasets.disable_progress_bars()
     figures: dict[str, Any] = {}
-    with tempfile.TemporaryDirectory() as scratch:
+
+    def record(section: str, values: Any) -> None:
+        """Each section as soon as it is measured (the real runs take minutes a section)."""
+        figures[section] = values
+        if not args.json:
+            print(f"{section}: {values}", file=figures_out, flush=True)
+
+    # The trainers print as they load (LLaMA-Factory a whole tokenized example): to stderr, so
+    # that stdout holds the figures alone.
+    figures_out = sys.stdout
+    with contextlib.redirect_stdout(sys.stderr), tempfile.TemporaryDirectory() as scratch:
         tmp = Path(scratch)
         tokenizer = trainer_tokenizer("qwen2.5")
         tokenizer.save_pretrained(tmp / "qwen")
@@ -181,32 +192,36 @@ def main() -> int:
         lines = read_jsonl(out)
         loaded = datasets.load_dataset("json", data_files=str(out), split="train")
         from_parquet = datasets.load_dataset("parquet", data_files=str(parquet), split="train")
-        figures["records"] = {
-            "written": len(lines),
-            "loaded_jsonl": len(loaded),
-            "loaded_parquet": len(from_parquet),
-            "messages_exact": sum(r["messages"] == line["messages"] for r, line in zip(loaded, lines, strict=True)),
-        }
-        figures["non_assistant_messages_marked"] = sum(
-            "train" in m for line in lines for m in line["messages"] if m["role"] != "assistant"
+        record(
+            "records",
+            {
+                "written": len(lines),
+                "loaded_jsonl": len(loaded),
+                "loaded_parquet": len(from_parquet),
+                "messages_exact": sum(r["messages"] == line["messages"] for r, line in zip(loaded, lines, strict=True)),
+            },
         )
-        figures["trained_turns_right_after_the_summary"] = sum(
-            previous["role"] == "user" and str(previous.get("content", "")).startswith("[CONTEXT SUMMARY]:")
-            for line in lines
-            for previous, message in zip(line["messages"], line["messages"][1:], strict=False)
-            if message.get("train") is True
+        record(
+            "non_assistant_messages_marked",
+            sum("train" in m for line in lines for m in line["messages"] if m["role"] != "assistant"),
         )
-        figures["trl"] = trl_figures(loaded, metrics, tokenizer, tmp, args.target)
-        figures["tool_calls"] = call_figures(loaded)
-        figures["axolotl"] = axolotl_figures(loaded, tokenizer, args.target)
-        figures["verl"] = verl_figures(parquet, tokenizer, args.target)
-        figures["llamafactory"] = llamafactory_figures(loaded, args.data, tmp)
-        figures["pruning"] = pruning_figures(args.data, tmp, args.target)
+        record(
+            "trained_turns_right_after_the_summary",
+            sum(
+                previous["role"] == "user" and str(previous.get("content", "")).startswith("[CONTEXT SUMMARY]:")
+                for line in lines
+                for previous, message in zip(line["messages"], line["messages"][1:], strict=False)
+                if message.get("train") is True
+            ),
+        )
+        record("trl", trl_figures(loaded, metrics, tokenizer, tmp, args.target))
+        record("tool_calls", call_figures(loaded))
+        record("axolotl", axolotl_figures(loaded, tokenizer, args.target))
+        record("verl", verl_figures(parquet, tokenizer, args.target))
+        record("llamafactory", llamafactory_figures(loaded, args.data, tmp))
+        record("pruning", pruning_figures(args.data, tmp, args.target))
     if args.json:
         print(json.dumps(figures, indent=2))
-    else:
-        for section, values in figures.items():
-            print(f"{section}: {values}")
     return 0
 
 
