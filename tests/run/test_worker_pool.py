@@ -215,6 +215,20 @@ def test_a_row_given_up_on_leaves_the_pools_future_to_the_pool() -> None:
     pooled.set_exception(BrokenProcessPool("a worker died"))  # what the manager thread does: no error
 
 
+def test_a_killed_pool_leaves_no_thread_for_the_exit_hook_to_race() -> None:
+    """A stopped run's pool, closed with `kill=True`, has no thread of its own left when `close`
+    returns. CPython 3.11's exit hook wakes each pool's manager thread still running, and raced it
+    as it closed its pipe: now and then a killed worker's run ended with `OSError: [Errno 9] Bad
+    file descriptor` under its one-line message (the subprocess test below, under load)."""
+    pool = WorkerPool(RunConfig(summarizer="extractive"), 1)
+    try:
+        pool._starts[0].result(timeout=120)
+        manager = pool._pool._executor_manager_thread  # type: ignore[attr-defined]  # `shutdown` forgets it
+    finally:
+        pool.close(kill=True)
+    assert not manager.is_alive()
+
+
 def test_a_worker_killed_with_rows_queued_behind_it_stops_the_run_instead_of_hanging(tmp_path: Path) -> None:
     """Rows larger than a pipe's buffer queued for the workers (the default window), one worker
     killed while it holds a row: the run must stop (exit 69, one line). On Python 3.11 the run

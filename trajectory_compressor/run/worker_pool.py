@@ -225,12 +225,20 @@ class WorkerPool:
         """Stop the pool: wait for the workers to exit, or (`kill`) kill them now, rows in flight lost
         (they were never committed: a re-run computes them again)."""
         processes = list(getattr(self._pool, "_processes", {}).values()) if kill else []
+        manager = getattr(self._pool, "_executor_manager_thread", None) if kill else None
         self._pool.shutdown(wait=not kill, cancel_futures=True)
         for process in processes:
             if process.is_alive():
                 process.kill()
         for process in processes:
             process.join(timeout=10)
+        # The pool's manager thread sees its workers gone and closes its wake-up pipe. Left running,
+        # it raced CPython 3.11's exit hook (`concurrent.futures.process._python_exit` checks the
+        # pipe is open, then writes to it): a killed worker's run sometimes ended with a traceback
+        # (`OSError: [Errno 9] Bad file descriptor`) under its one-line message. Joined, the hook
+        # finds the pipe closed and writes nothing.
+        if manager is not None:
+            manager.join(timeout=10)
 
 
 @contextlib.contextmanager
