@@ -29,7 +29,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 pytest_plugins = ["tests.trainers.fixtures"]
 
 REPO = Path(__file__).resolve().parent.parent
-SLOW_SUITES = ("local_llm", "huge_rows", "trainers", "multinode", "ray_faults", "bench", "browser")
+SLOW_SUITES = ("local_llm", "huge_rows", "trainers", "multinode", "ray_faults", "ray_runs", "bench", "browser")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -44,7 +44,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if any(item.get_closest_marker(name) for name in SLOW_SUITES):
             item.add_marker(pytest.mark.slow)
-        if any(item.get_closest_marker(name) for name in ("ray", "ray_faults", "multinode")):
+        if any(item.get_closest_marker(name) for name in ("ray", "ray_runs", "ray_faults", "multinode")):
             item.add_marker(pytest.mark.xdist_group("ray"))
 
 

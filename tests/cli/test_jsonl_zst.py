@@ -73,6 +73,7 @@ def test_a_zst_file_whose_mirrored_name_is_taken_is_refused_in_one_line(tmp_path
     assert "a.jsonl" in result.stderr and not (tmp_path / "out").exists()
 
 
+@pytest.mark.ray_runs
 @pytest.mark.ray
 def test_ray_reads_zst_files_and_a_file_uri_as_the_local_engine(local_ray: Any, tmp_path: Path) -> None:  # noqa: F811
     _, packed = _inputs(tmp_path)

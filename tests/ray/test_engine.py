@@ -42,6 +42,7 @@ def test_extractive_run_equals_the_local_engine(local_ray, tmp_path: Path) -> No
         assert counting["guard"]["sample_differences"] == 0
 
 
+@pytest.mark.ray_runs
 @pytest.mark.parametrize("output", ["x.jsonl", "x.parquet"])
 def test_windows_equal_the_local_engine(local_ray, tmp_path: Path, output: str) -> None:
     """--windows falls out of the row path: a row's windows travel as one Ray row, split back in order."""
@@ -63,6 +64,7 @@ def test_windows_equal_the_local_engine(local_ray, tmp_path: Path, output: str) 
         assert [r["window"] for r in ray_rows] == [r["window"] for r in local_rows]
 
 
+@pytest.mark.ray_runs
 def test_an_hf_chat_parquet_output_equals_the_local_engine(local_ray, tmp_path: Path) -> None:
     """Ray's Parquet parts store hf-chat's messages as the local output does: a list of JSON
     values, each message read back with exactly its own keys."""
@@ -80,6 +82,7 @@ def test_an_hf_chat_parquet_output_equals_the_local_engine(local_ray, tmp_path: 
     assert local.to_list() == on_ray.to_list()
 
 
+@pytest.mark.ray_runs
 def test_llm_run_equals_the_local_engine_and_limits_hold_across_workers(local_ray, tmp_path: Path) -> None:
     """Two workers, `--max-concurrency 2`: the endpoint never sees more than 2 requests at once."""
     with FakeServerThread(latency=0.02) as server:
@@ -105,6 +108,7 @@ def test_llm_run_equals_the_local_engine_and_limits_hold_across_workers(local_ra
     assert len(list((tmp_path / "ray-cache").glob("worker-*.sqlite3"))) == 2  # one file per worker
 
 
+@pytest.mark.ray_runs
 def test_an_anthropic_run_on_ray_equals_an_openai_run_on_the_local_engine(local_ray, tmp_path: Path) -> None:
     """The dialect travels in the settings to every worker; both fakes answer a prompt alike."""
     with FakeServerThread() as server:
@@ -122,6 +126,7 @@ def test_an_anthropic_run_on_ray_equals_an_openai_run_on_the_local_engine(local_
     assert json_lines(ray_parts(tmp_path / "ray" / "x.metrics")) == local_metrics  # the report differs: its URL
 
 
+@pytest.mark.ray_runs
 def test_a_rerun_takes_every_summary_from_the_shared_cache(local_ray, tmp_path: Path) -> None:
     with FakeServerThread() as server:
         args = llm_args(server.base_url, tmp_path / "cache" / "s.sqlite3")
@@ -135,6 +140,7 @@ def test_a_rerun_takes_every_summary_from_the_shared_cache(local_ray, tmp_path: 
     assert endpoint["cache_hits"] == sent and endpoint["requests"] == 0
 
 
+@pytest.mark.ray_runs
 def test_dry_run_equals_the_local_engine(local_ray, tmp_path: Path) -> None:
     local = run_cli("compress", str(SAMPLE), "-o", str(tmp_path / "local" / "x.jsonl"), "--dry-run")
     assert local.returncode == 0, local.stderr
@@ -143,6 +149,7 @@ def test_dry_run_equals_the_local_engine(local_ray, tmp_path: Path) -> None:
     assert_same_outputs(tmp_path / "local" / "x.jsonl", tmp_path / "ray" / "x.jsonl")
 
 
+@pytest.mark.ray_runs
 def test_an_endpoint_that_never_answers_stops_the_run_with_exit_2(local_ray, tmp_path: Path) -> None:
     with FakeServerThread(default="drop") as server:  # no HTTP answer, ever: a worker's abort reaches the driver
         result = run_cli(
@@ -168,6 +175,7 @@ def test_a_key_the_model_list_refuses_is_one_line_before_ray_starts(tmp_path: Pa
     assert "sk-wrong" not in result.stderr and not list(tmp_path.glob("x*"))  # Ray never started: nothing written
 
 
+@pytest.mark.ray_runs
 def test_a_run_that_rejects_every_row_exits_4_naming_the_cause(local_ray, tmp_path: Path) -> None:
     source = tmp_path / "in.jsonl"
     source.write_text("".join(json.dumps({"messages_v2": [{"from": "human", "value": "hi"}]}) + "\n" for _ in range(3)))
@@ -178,6 +186,7 @@ def test_a_run_that_rejects_every_row_exits_4_naming_the_cause(local_ray, tmp_pa
     assert json.loads((tmp_path / "out" / "x.report.json").read_text())["status"] == "completed"
 
 
+@pytest.mark.ray_runs
 def test_a_refused_key_stops_the_run_with_exit_2_and_local_only_flags_are_refused(local_ray, tmp_path: Path) -> None:
     with FakeServerThread(default="401") as server:
         result = run_cli(
@@ -194,6 +203,7 @@ def test_a_refused_key_stops_the_run_with_exit_2_and_local_only_flags_are_refuse
     ]
 
 
+@pytest.mark.ray_runs
 @pytest.mark.parametrize("summarizer", ["extractive", "none"])
 def test_a_pruning_run_equals_the_local_engine(local_ray, tmp_path: Path, summarizer: str) -> None:
     """--prune-tool-outputs (and --summarizer none) run the local row path on Ray: the same outputs.

@@ -15,6 +15,7 @@ pytestmark = pytest.mark.ray
 ROWS = 40
 
 
+@pytest.mark.ray_runs
 def test_parquet_input_equals_the_local_engine(local_ray, tmp_path: Path) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -32,6 +33,7 @@ def test_parquet_input_equals_the_local_engine(local_ray, tmp_path: Path) -> Non
     assert_same_outputs(tmp_path / "local" / "x.jsonl", tmp_path / "ray" / "x.jsonl")
 
 
+@pytest.mark.ray_runs
 def test_bad_lines_and_a_directory_of_inputs_equal_the_local_engine(local_ray, tmp_path: Path) -> None:
     rows = read_jsonl(SAMPLE)[:ROWS]
     write_jsonl(tmp_path / "in" / "a.jsonl", [*rows[:10], "{not json", "", "[]", *rows[10:20]])
@@ -48,6 +50,7 @@ def test_bad_lines_and_a_directory_of_inputs_equal_the_local_engine(local_ray, t
     assert_same_outputs(tmp_path / "local" / "x.jsonl", tmp_path / "ray" / "x.jsonl")
 
 
+@pytest.mark.ray_runs
 def test_bad_records_are_named_on_stderr_as_the_local_engine_names_them(local_ray, tmp_path: Path) -> None:
     """`warning: FILE:LINE: error` for the first 20 bad records in input order, then one line for the rest."""
     rows = read_jsonl(SAMPLE)[:3]
@@ -65,6 +68,7 @@ def test_bad_records_are_named_on_stderr_as_the_local_engine_names_them(local_ra
     assert warnings(on_ray.stderr) == warnings(local.stderr)
 
 
+@pytest.mark.ray_runs
 def test_compress_dataset_takes_and_returns_a_ray_dataset(local_ray, tmp_path: Path) -> None:
     import ray.data
 
@@ -90,6 +94,7 @@ def test_compress_dataset_takes_and_returns_a_ray_dataset(local_ray, tmp_path: P
     assert conversations == [record["conversations"] for record in read_jsonl(tmp_path / "local" / "x.jsonl")]
 
 
+@pytest.mark.ray_runs
 @pytest.mark.parametrize("selection", [("--limit", "30"), ("--sample-percent", "20", "--seed", "7", "--limit", "30")])
 def test_limit_and_sample_select_the_local_engines_rows(local_ray, tmp_path: Path, selection: tuple[str, ...]) -> None:
     args = ("--summarizer", "extractive", *selection)
@@ -102,6 +107,7 @@ def test_limit_and_sample_select_the_local_engines_rows(local_ray, tmp_path: Pat
     assert_same_outputs(tmp_path / "local" / "x.jsonl", tmp_path / "ray" / "x.jsonl")
 
 
+@pytest.mark.ray_runs
 def test_parquet_output_parts_hold_the_local_engines_records(local_ray, tmp_path: Path) -> None:
     import pyarrow.parquet as pq
 
@@ -119,6 +125,7 @@ def test_parquet_output_parts_hold_the_local_engines_records(local_ray, tmp_path
     assert [r["conversations"] for r in records] == [r["conversations"] for r in local_records]
 
 
+@pytest.mark.ray_runs
 def test_parquet_parts_store_a_column_whose_rows_disagree_on_its_type(local_ray, tmp_path: Path) -> None:
     """Rows whose `id` is a string, a list, an object, a number: Arrow alone built the part,
     refused it and stopped the run with an internal error. A part is now stored as the local
@@ -145,6 +152,7 @@ def test_parquet_parts_store_a_column_whose_rows_disagree_on_its_type(local_ray,
     assert on_ray == local
 
 
+@pytest.mark.ray_runs
 def test_uris_are_read_and_written_through_pyarrow_filesystems(local_ray, tmp_path: Path) -> None:
     """`file://` goes the way `s3://` does (pyarrow.fs listing, streams, part writes, the report)."""
     import gzip

@@ -48,6 +48,7 @@ def test_a_folder_holding_files_this_tool_did_not_write_is_refused_and_left_unto
     assert snapshot(out) == before  # nothing deleted, nothing written
 
 
+@pytest.mark.ray_runs
 def test_a_rerun_over_its_own_output_replaces_every_part(local_ray, tmp_path: Path) -> None:
     """The README's promise: a re-run rewrites every part (here with fewer rows: no stale part stays),
     and the temporary file of a write task killed mid-part goes too."""
@@ -78,6 +79,7 @@ def test_an_output_directory_is_refused_with_the_name_to_give_instead(local_ray,
     assert list(tmp_path.iterdir()) == [folder] and not list(folder.iterdir())
 
 
+@pytest.mark.ray_runs
 def test_eval_reads_a_ray_runs_parts_and_metrics_folder(local_ray, tmp_path: Path) -> None:
     """`eval OUT --input IN` finds `OUT/part-*` and `x.metrics/part-*`: the local run's figures."""
     local_out, ray_out = tmp_path / "local" / "x.jsonl", tmp_path / "ray" / "x.jsonl"
@@ -100,6 +102,7 @@ def test_eval_reads_a_ray_runs_parts_and_metrics_folder(local_ray, tmp_path: Pat
     assert metrics_folder.returncode == 0, metrics_folder.stderr
 
 
+@pytest.mark.ray_runs
 def test_a_rerun_into_an_input_folder_reads_none_of_its_own_outputs(local_ray, tmp_path: Path) -> None:
     """The side folders (`out.metrics/part-*.jsonl`...) are the run's output too, not input records."""
     folder = tmp_path / "in"

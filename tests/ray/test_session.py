@@ -14,6 +14,7 @@ from tests.conftest import SAMPLE, read_jsonl, run_cli, run_cli_subprocess, writ
 pytestmark = pytest.mark.ray
 
 
+@pytest.mark.ray_runs
 def test_quiet_prints_what_a_quiet_local_run_prints_and_nothing_of_rays_own(tmp_path: Path) -> None:
     pytest.importorskip("ray.data")
     rows = read_jsonl(SAMPLE)[:8]
