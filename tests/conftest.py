@@ -68,6 +68,12 @@ class _GroupSuffix:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        # Started in the background by a shell without job control (`pytest &` in a script), the
+        # suite inherits Ctrl-C ignored, and so would every process a test starts: the tests that
+        # press Ctrl-C on a run would see it ignored (exit 0, not 130). A handler is reset to the
+        # default at exec, so the runs the tests start, and xdist's workers, take Ctrl-C again.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     if hasattr(config, "workerinput") and config.getvalue("loadgroup"):  # an xdist worker, grouping
         try:
             import _pytest.nodeid  # noqa: F401  (pytest 9.2 on: node ids are `NodeId`s)
