@@ -182,6 +182,26 @@ PLANTED: list[tuple[str, str, str]] = [
     ("sudo-piped", "echo '{}' | sudo -S systemctl restart app", "pw-" + _r(14)),
     ("go-flag", "./server -password {} -listen :8080", "pw-" + _r(14)),
     ("percent-encoded-url-password", "GET /login?next=https%3A%2F%2Fdeploy%3A{}%40git.example.com", "pw" + _r(14)),
+    # Round 7: a credential through base64 or hex (`encoded_secrets`): a hex dump, an env file
+    # piped through `base64 -d`, URL-safe base64 without padding, base64 twice.
+    ("hex-dump-openai", "$ xxd -p key.bin\n{}", f"OPENAI_API_KEY=sk-proj-{_r(48)}".encode().hex()),
+    (
+        "base64-env-github",
+        "echo {} | base64 -d > .env",
+        base64.b64encode(f"GITHUB_TOKEN=ghp_{_r(36)}\n".encode()).decode(),
+    ),
+    (
+        "base64url-aws",
+        "?state={}&next=/",
+        base64.urlsafe_b64encode(f"id=AKIA{_r(16, UPPER_DIGITS)}".encode()).decode().rstrip("="),
+    ),
+    (
+        "base64-twice-slack",
+        "blob: {}",
+        base64.b64encode(
+            base64.b64encode(f"xoxb-{_r(12, string.digits)}-{_r(13, string.digits)}-{_r(24)}".encode())
+        ).decode(),
+    ),
 ]
 
 

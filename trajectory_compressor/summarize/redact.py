@@ -32,6 +32,7 @@ gitleaks, trufflehog and detect-secrets):
   Replicate r8_, Perplexity pplx-, xAI, LangSmith;
 - SaaS: SendGrid SG., Twilio SK, Mailgun key-, Mailchimp, Linear lin_api_, Notion secret_ and
   ntn_, JWTs;
+- any of these inside a base64 or hex blob (`encoded_secrets`), two encodings deep;
 - passwords in URLs (`scheme://user:password@host`, any scheme), `Authorization:` headers
   (Basic, Bearer, token, ...), `Bearer <token>`, `curl -u user:password`;
 - passwords on command lines: `--password[=| ]VALUE` (`--passwd`, `--passphrase`, a prefix:
@@ -78,6 +79,7 @@ from ahocorasick_rs import AhoCorasick, Implementation
 
 from trajectory_compressor.summarize.assignment_rules import ASSIGNMENT_RULES
 from trajectory_compressor.summarize.command_line_rules import COMMAND_LINE_RULES
+from trajectory_compressor.summarize.encoded_secrets import MAX_DEPTH, encoded_secret_spans
 from trajectory_compressor.summarize.escapes import SHOWN_MARKERS, as_shown, unescaped
 from trajectory_compressor.summarize.secret_rules import REDACTED, RULES, Span
 
@@ -131,7 +133,7 @@ def _automaton() -> tuple[AhoCorasick, list[tuple[int, ...]], int]:
 _LITERALS, _RULES_OF_LITERAL, _FIRST_MARKER = _automaton()
 
 
-def find_secrets(text: str) -> list[Span]:
+def find_secrets(text: str, depth: int = MAX_DEPTH) -> list[Span]:
     """Sorted, non-overlapping (start, end) spans of the credentials in `text`.
 
     One pass finds every rule literal in a lower-cased copy (same length: ASCII letters only);
@@ -143,6 +145,8 @@ def find_secrets(text: str) -> list[Span]:
     decoding costs a second pass, paid only when there is something to find: a literal, or an
     escape that could make one appear (`\\/`, `\\u`, `\\x`)
     (tests/summarize/test_redact.py: `test_no_rule_literal_holds_a_character_an_escape_decodes_to`).
+    A base64 or hex blob whose decoded text holds a credential is masked whole, blobs within it
+    read while `depth` lasts (`encoded_secrets`).
     """
     if not text:
         return []
@@ -150,21 +154,23 @@ def find_secrets(text: str) -> list[Span]:
     if "\\" in text and (hits or "PRIVATE KEY" in text or "\\u" in text or "\\/" in text or "\\x" in text):
         view = unescaped(text)
         if view is not None:
-            found = _find_shown(view.text)
+            found = _find_shown(view.text, depth)
             return _merge([view.original_span(start, end) for start, end in found])
-    return _find_shown(text, lowered, hits)
+    return _find_shown(text, depth, lowered, hits)
 
 
-def _find_shown(text: str, lowered: str | None = None, hits: list[tuple[int, int, int]] | None = None) -> list[Span]:
+def _find_shown(
+    text: str, depth: int, lowered: str | None = None, hits: list[tuple[int, int, int]] | None = None
+) -> list[Span]:
     """The spans the rules find in `text` as it is shown (`escapes.as_shown`), in `text`'s offsets."""
     if lowered is None or hits is None:
         lowered, hits = _literal_hits(text)
     if any(literal >= _FIRST_MARKER for literal, _, _ in hits):
         shown = as_shown(text)
         if shown is not None:
-            found = _find_in(shown.text, *_literal_hits(shown.text))
+            found = _find_in(shown.text, *_literal_hits(shown.text), depth)
             return [shown.original_span(start, end) for start, end in found]
-    return _find_in(text, lowered, hits)
+    return _find_in(text, lowered, hits, depth)
 
 
 def _literal_hits(text: str) -> tuple[str, list[tuple[int, int, int]]]:
@@ -177,8 +183,9 @@ def _literal_hits(text: str) -> tuple[str, list[tuple[int, int, int]]]:
     return lowered, hits
 
 
-def _find_in(text: str, lowered: str, hits: list[tuple[int, int, int]]) -> list[Span]:
-    """The spans the rules find at `hits` in `text` (its lower-cased copy: `lowered`)."""
+def _find_in(text: str, lowered: str, hits: list[tuple[int, int, int]], depth: int) -> list[Span]:
+    """The spans the rules find at `hits` in `text` (its lower-cased copy: `lowered`), and the
+    blobs whose decoded text holds a credential (while `depth` lasts)."""
     spans: list[Span] = []
     tried: set[tuple[int, int]] = set()
     scanned: set[int] = set()
@@ -209,6 +216,7 @@ def _find_in(text: str, lowered: str, hits: list[tuple[int, int, int]]) -> list[
                     reach[index] = max(reach.get(index, 0), span[1])
     if "PRIVATE KEY" in text:
         spans.extend(_orphan_pem_spans(text))
+    spans.extend(encoded_secret_spans(text, find_secrets, depth))
     return _merge(spans)
 
 
