@@ -6,10 +6,11 @@ prompt, or into the extractive summary's index as an exact value (a hex blob is 
 look alike). Here each blob is decoded, and when its bytes are text (UTF-8, printable), the rules
 read that text; a blob whose text holds a credential is masked whole.
 
-Cheap where there is nothing to find: a blob is a run of at least `MIN_BLOB_CHARS` base64 or hex
-characters standing alone (not inside a longer word), and most runs of ordinary tool output (a
-path without dots, an identifier) decode to bytes that are not text, which one `decode` call
-tells. A blob inside a blob is read to `MAX_DEPTH` encodings.
+Cheap where there is nothing to find: a blob is a whole run of at least `MIN_BLOB_CHARS` base64
+or hex characters (from one character outside that alphabet to the next), and most runs of
+ordinary tool output (a path without dots, an identifier, a hash) decode to bytes that are not
+text, which one `decode` call tells. A blob inside a blob is read to `MAX_DEPTH` encodings; each
+encoding is read once, so the work stays linear in the text.
 """
 
 from __future__ import annotations
