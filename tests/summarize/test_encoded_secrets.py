@@ -34,6 +34,8 @@ def _b64(data: str | bytes) -> str:
         ("{}", _b64(_b64(ENV))),  # twice
         ("{}", _b64(KEY)),  # the key alone
         ("$ base64 .env\n{}", "\n".join(_b64("# app\n" + ENV)[i : i + 76] for i in range(0, 200, 76))),  # wrapped
+        ("{}", "\r\n".join(_b64("# app\n" + ENV)[i : i + 64] for i in range(0, 200, 64))),  # at 64, CRLF
+        ('{{"output": "{}"}}', "\\n".join(_b64("# app\n" + ENV)[i : i + 76] for i in range(0, 200, 76))),  # in JSON
     ],
 )
 def test_a_credential_in_a_blob_is_masked_whole(template: str, blob: str) -> None:

@@ -33,6 +33,9 @@ _LONG_RUN = "a" * MIN_BLOB_CHARS
 _RUN_END = re.compile("[^a]")
 _HEX = re.compile(r"(?:[0-9a-fA-F]{2})+")
 _PRINTABLE_CONTROLS = str.maketrans("", "", "\n\r\t")
+# A line break, as written or JSON-escaped (a wrapped blob inside a tool result's JSON string).
+_LINE_BREAK_MARKS = ("\\r\\n", "\r\n", "\\n", "\n")
+_LINE_BREAKS = re.compile(r"\\[rn]|[\r\n]")
 
 
 def encoded_secret_spans(text: str, find: Callable[[str, int], list[Span]], depth: int) -> list[Span]:
@@ -48,19 +51,22 @@ def encoded_secret_spans(text: str, find: Callable[[str, int], list[Span]], dept
     start = shape.find(_LONG_RUN)
     while start >= 0:
         end = _run_end(shape, start + MIN_BLOB_CHARS)
-        # `base64` wraps its output (76 characters a line): lines of the first line's width, in
-        # groups of four, then one line more, are one blob; that last line may be the text after
-        # the blob (`exit code 0`), so the blob without it is tried too.
-        width, ends = end - start, [end]
-        while width % 4 == 0 and ends[-1] - (ends[-2] + 1 if len(ends) > 1 else start) == width:
-            if not (text.startswith("\n", ends[-1]) and shape.startswith("a", ends[-1] + 1)):
+        # `base64` wraps its output (76 characters a line; `\n` or `\r\n`, raw or JSON-escaped):
+        # lines of the first line's width, in groups of four, then one line more, are one blob;
+        # that last line may be the text after the blob (`exit code 0`), so the blob without it
+        # is tried too.
+        width, line_start, ends = end - start, start, [end]
+        while width % 4 == 0 and ends[-1] - line_start == width:
+            line_break = next((len(mark) for mark in _LINE_BREAK_MARKS if text.startswith(mark, ends[-1])), 0)
+            if not line_break or not shape.startswith("a", ends[-1] + line_break):
                 break
-            ends.append(_run_end(shape, ends[-1] + 1))
+            line_start = ends[-1] + line_break
+            ends.append(_run_end(shape, line_start))
         resume = ends[-2] if len(ends) > 1 else ends[-1]  # the last line is read on its own too
         for end in reversed(ends[-2:]):
             padded = end + 1 if text.startswith("=", end) else end
             padded = padded + 1 if padded > end and text.startswith("=", padded) else padded
-            if _holds_secret(text[start:padded].replace("\n", ""), find, depth):
+            if _holds_secret(_LINE_BREAKS.sub("", text[start:padded]), find, depth):
                 spans.append((start, padded))
                 resume = end
                 break
