@@ -59,8 +59,9 @@ masked, the codes around the token kept. A bare value ends at a query string's n
 (`?access_token=...&limit=50`) or an HTML tag, and a value ending in base64 padding
 (`SECRET_KEY=VHIw...elE=`) or holding percent-escapes (`p%40ss`) is a value, not code.
 
-Speed: a rule runs only when one of its literals occurs in the text, so ordinary text costs a
-few `in` scans (see scripts/bench.py: tens of MB/s, against ~3 MB/s for token counting). The
+Speed: a rule runs only when one of its literals occurs in the text, so ordinary text costs one
+scan for every literal at once, and one for the runs a blob could be (`encoded_secrets`; see
+scripts/bench.py: tens of MB/s, against ~3 MB/s for token counting). The
 assignment rules are deliberately conservative: ordinary code such as `password = getpass()`
 or `api_key=args.api_key` must pass through untouched, or the summaries of coding
 trajectories would fill with noise.
