@@ -197,6 +197,9 @@ FALSE_POSITIVES = [
     "commit 3f2a1b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a",
     'uuid = "123e4567-e89b-12d3-a456-426614174000"',
     "git@github.com:org/repo.git",
+    '{"auth": "oauth2", "scopes": ["repo"]}',
+    '{"auth": "bm9uZQ=="}',  # base64 of "none": no user:password pair
+    "the build machine is down\nwe need a password reset",
 ]
 
 

@@ -182,6 +182,14 @@ PLANTED: list[tuple[str, str, str]] = [
     ("sudo-piped", "echo '{}' | sudo -S systemctl restart app", "pw-" + _r(14)),
     ("go-flag", "./server -password {} -listen :8080", "pw-" + _r(14)),
     ("percent-encoded-url-password", "GET /login?next=https%3A%2F%2Fdeploy%3A{}%40git.example.com", "pw" + _r(14)),
+    # Round 7: Docker's config.json (`"auth"`: base64 of user:password), a `.netrc` written a
+    # token pair a line.
+    (
+        "docker-config-auth",
+        '{{"auths": {{"registry.example.com": {{"auth": "{}"}}}}}}',
+        base64.b64encode(f"deploy:{_r(16)}".encode()).decode(),
+    ),
+    ("netrc-multiline", "machine api.example.com\n  login deploy\n  password {}", "pw-" + _r(16)),
     # Round 7: a credential through base64 or hex (`encoded_secrets`): a hex dump, an env file
     # piped through `base64 -d`, URL-safe base64 without padding, base64 twice.
     ("hex-dump-openai", "$ xxd -p key.bin\n{}", f"OPENAI_API_KEY=sk-proj-{_r(48)}".encode().hex()),

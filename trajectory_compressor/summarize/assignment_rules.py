@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 
+from trajectory_compressor.summarize.encoded_secrets import decoded_text
 from trajectory_compressor.summarize.secret_rules import REDACTED, Rule, Span, credential_value, high_entropy
 
 # `password = "..."`, `"api_key": "..."`, `DB_PASSWORD=...`, `DB_PASS=...`, `client_secret: ...` (on
@@ -196,6 +197,12 @@ def _named_value(match: re.Match[str], text: str) -> Span | None:
     return match.span("value") if credential_value(value) and len(value) >= 4 else None
 
 
+def _login_pair(match: re.Match[str], text: str) -> Span | None:
+    """The `value` group when it is the base64 of `user:password` (not `"auth": "oauth2"`)."""
+    decoded = decoded_text(match.group("value"))
+    return match.span("value") if decoded is not None and ":" in decoded.strip(":") else None
+
+
 # Credentials where a file format or a language names them (scanned: the literal is inside).
 CONFIG_AND_SQL = (
     # SQL: `CREATE USER app IDENTIFIED BY '...'`, `ALTER ROLE app WITH [ENCRYPTED] PASSWORD '...'`.
@@ -218,12 +225,23 @@ CONFIG_AND_SQL = (
         folded=True,
         scan=True,
     ),
-    # `.netrc`: `machine host login user password VALUE`.
+    # `.netrc`: `machine host login user password VALUE`, on one line or, as most are written,
+    # one token pair a line.
     Rule(
         "netrc-password",
         ("machine",),
-        re.compile(r"machine[ \t]+\S{1,256}(?:[ \t]+login[ \t]+\S{1,256})?[ \t]+password[ \t]+(?P<value>\S{1,256})"),
+        re.compile(
+            r"machine\s{1,64}\S{1,256}(?:\s{1,64}login\s{1,64}\S{1,256})?\s{1,64}password\s{1,64}(?P<value>\S{1,256})"
+        ),
         _named_value,
+        scan=True,
+    ),
+    # Docker's `config.json`: `"auth": "<base64 of user:password>"` (`docker login` writes it).
+    Rule(
+        "docker-config-auth",
+        ("auth",),  # without its quotes: an escaped quote (`\\"`) decodes to one
+        re.compile(r'"auth"\s{0,16}:\s{0,16}"(?P<value>[A-Za-z0-9+/]{8,1024}={0,2})"'),
+        _login_pair,
         scan=True,
     ),
     # OpenSSL's `-pass pass:VALUE` (`-passin`, `-passout`).

@@ -40,7 +40,7 @@ gitleaks, trufflehog and detect-secrets):
   (`"--password", "VALUE"`), the MySQL / MariaDB clients' `-pVALUE` / `-p'...'`, `sshpass -p`,
   `openssl -pass pass:`;
 - config files and SQL: `IDENTIFIED BY '...'`, `WITH PASSWORD '...'`, `<password>...</password>`,
-  `.netrc`, a Kubernetes env entry's `value:` after a secret's `name:`, PHP's `=>`;
+  `.netrc`, Docker's `config.json` `auth`, a Kubernetes env entry's `value:` after a secret's `name:`, PHP's `=>`;
 - assignments: literal values assigned to password / passwd / pwd / passphrase / pass
   (`DB_PASS`, not `bypass`) / secret / api_key / access_key / private_key / client_secret /
   auth, refresh, bearer and session *_token names (connection strings' `Password=` included;
