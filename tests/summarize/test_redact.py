@@ -200,6 +200,8 @@ FALSE_POSITIVES = [
     '{"auth": "oauth2", "scopes": ["repo"]}',
     '{"auth": "bm9uZQ=="}',  # base64 of "none": no user:password pair
     "the build machine is down\nwe need a password reset",
+    "git clone https://git@github.com/org/repo.git && ssh://deploy-user-production@host",
+    "https://maintainer.support.team@example.com/profile",
 ]
 
 

@@ -189,6 +189,7 @@ PLANTED: list[tuple[str, str, str]] = [
         '{{"auths": {{"registry.example.com": {{"auth": "{}"}}}}}}',
         base64.b64encode(f"deploy:{_r(16)}".encode()).decode(),
     ),
+    ("url-token-user", "git clone https://{}@github.com/org/app.git", _r(40, HEX)),
     ("netrc-multiline", "machine api.example.com\n  login deploy\n  password {}", "pw-" + _r(16)),
     # Round 7: a credential through base64 or hex (`encoded_secrets`): a hex dump, an env file
     # piped through `base64 -d`, URL-safe base64 without padding, base64 twice.

@@ -299,6 +299,16 @@ URL_PASSWORD = Rule(
     _group(1, credential_value),
 )
 
+# `scheme://TOKEN@host`: a token given as the user, no password (`git clone
+# https://<token>@github.com/...`, as GitHub and GitLab take one); random-looking, with a digit, so
+# `https://git@host` and `ssh://deploy-user@host` stay.
+URL_TOKEN_USER = Rule(
+    "url-token-user",
+    ("://",),
+    re.compile(r"://([^\s:/@'\"<>]{16,256})@"),
+    _group(1, lambda user: high_entropy(user) and any(char.isdigit() for char in user)),
+)
+
 HEADERS = (
     # `Authorization: Basic|Bearer|token|... <value>`, in a header, a curl line, JSON or YAML.
     Rule(
@@ -338,7 +348,7 @@ BY_FAMILY: dict[str, tuple[Rule, ...]] = {
     "package registries": PACKAGE_REGISTRIES,
     "AI providers": AI_PROVIDERS,
     "SaaS and tokens": SAAS,
-    "passwords in URLs": (URL_PASSWORD,),
+    "passwords in URLs": (URL_PASSWORD, URL_TOKEN_USER),
     "authorization headers": HEADERS,
 }
 RULES: tuple[Rule, ...] = tuple(rule for family in BY_FAMILY.values() for rule in family)
