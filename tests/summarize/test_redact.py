@@ -202,6 +202,10 @@ FALSE_POSITIVES = [
     "the build machine is down\nwe need a password reset",
     "git clone https://git@github.com/org/repo.git && ssh://deploy-user-production@host",
     "https://maintainer.support.team@example.com/profile",
+    "cookie: true\nsecure_cookie: false",
+    "Set-Cookie: theme=dark; Path=/",
+    "document.cookie = 'lang=en'",
+    "git checkout -b fix/issue-1234567890123 && curl -b cookies.txt https://example.com",
 ]
 
 

@@ -189,6 +189,9 @@ PLANTED: list[tuple[str, str, str]] = [
         '{{"auths": {{"registry.example.com": {{"auth": "{}"}}}}}}',
         base64.b64encode(f"deploy:{_r(16)}".encode()).decode(),
     ),
+    ("set-cookie-session", "< HTTP/1.1 200 OK\n< Set-Cookie: sessionid={}; Path=/; HttpOnly", _r(32)),
+    ("cookie-header-curl", "curl -H 'Cookie: csrftoken=abc; session={}' https://app.example.com/api", _r(24)),
+    ("curl-cookie-option", "curl -s -b 'sessionid={}' https://app.example.com/admin", _r(32)),
     ("url-token-user", "git clone https://{}@github.com/org/app.git", _r(40, HEX)),
     ("netrc-multiline", "machine api.example.com\n  login deploy\n  password {}", "pw-" + _r(16)),
     # Round 7: a credential through base64 or hex (`encoded_secrets`): a hex dump, an env file

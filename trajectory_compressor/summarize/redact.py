@@ -34,7 +34,7 @@ gitleaks, trufflehog and detect-secrets):
   ntn_, JWTs;
 - any of these inside a base64 or hex blob (`encoded_secrets`), two encodings deep;
 - passwords in URLs (`scheme://user:password@host`, any scheme; a random token as the user,
-  `https://TOKEN@host`), `Authorization:` headers
+  `https://TOKEN@host`), session cookies (`Cookie:`, `Set-Cookie:`, `curl -b`), `Authorization:` headers
   (Basic, Bearer, token, ...), `Bearer <token>`, `curl -u user:password`;
 - passwords on command lines: `--password[=| ]VALUE` (`--passwd`, `--passphrase`, a prefix:
   `--db-password`; `--api-key`, `--secret`, `--token`, `--auth-token`), also as an argv list

@@ -299,6 +299,16 @@ URL_PASSWORD = Rule(
     _group(1, credential_value),
 )
 
+_SESSION_VALUE = re.compile(r"=(?=[^;\s]{0,4096}[0-9])[^;\s]{12,4096}")
+
+
+def _session_values(match: re.Match[str], text: str) -> Span | None:
+    """From the first token-like cookie value in group 1 to the last (None: none there)."""
+    start, end = match.span(1)
+    values = list(_SESSION_VALUE.finditer(text, start, end))
+    return (values[0].start() + 1, values[-1].end()) if values else None
+
+
 # `scheme://TOKEN@host`: a token given as the user, no password (`git clone
 # https://<token>@github.com/...`, as GitHub and GitLab take one); random-looking, with a digit, so
 # `https://git@host` and `ssh://deploy-user@host` stay.
@@ -327,6 +337,24 @@ HEADERS = (
         ("bearer",),
         re.compile(r"bearer\s+(?=[a-z0-9._~+/=-]{0,8192}[0-9])([a-z0-9._~+/=-]{8,8192})"),
         _group(1),
+        folded=True,
+    ),
+    # `Cookie:` and `Set-Cookie:` headers (curl -v, -H, a HAR or a browser's dump): their
+    # token-like values (12 characters or more, a digit among them), from the first to the last,
+    # so `cookie: true` in a config and `theme=dark` stay.
+    Rule(
+        "cookie-header",
+        ("cookie",),
+        re.compile(r"cookie[\"']?\s{0,4}:\s{0,4}[\"']?([^\r\n'\"]{1,4096})"),
+        _session_values,
+        folded=True,
+    ),
+    # curl's `-b 'name=value'` / `--cookie ...`: as the header.
+    Rule(
+        "cookie-option",
+        ("-b ", "--cookie"),
+        re.compile(r"(?:-b|--cookie)[ =]{1,4}[\"']?([^\r\n'\"\s]{1,4096})"),
+        _session_values,
         folded=True,
     ),
     # `curl -u user:password`, `--user user:password`, `-u :password` (a token with no user).
