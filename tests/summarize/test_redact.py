@@ -126,6 +126,10 @@ def test_pem_body_without_its_begin_line_is_masked() -> None:
         "password\\n" * 20_000,
         ("mysql -u root " + "-x " * 5_000) * 4,
         "--password " * 20_000,
+        "Cookie: a=" * 20_000,  # each `cookie` read its 4,096 characters again: 2.4 s before
+        "-b " * 20_000,
+        "A" * 1_000_000,  # one blob, decoded once
+        "\n".join(["QUFB" * 19] * 20_000),  # a wrapped blob of 20,000 lines
     ],
 )
 def test_pathological_text_is_linear(text: str) -> None:

@@ -348,6 +348,7 @@ HEADERS = (
         re.compile(r"cookie[\"']?\s{0,4}:\s{0,4}[\"']?([^\r\n'\"]{1,4096})"),
         _session_values,
         folded=True,
+        scan=True,  # one pass: a header's value is read once, not again at each `cookie` inside it
     ),
     # curl's `-b 'name=value'` / `--cookie ...`: as the header.
     Rule(
@@ -356,6 +357,7 @@ HEADERS = (
         re.compile(r"(?:-b|--cookie)[ =]{1,4}[\"']?([^\r\n'\"\s]{1,4096})"),
         _session_values,
         folded=True,
+        scan=True,
     ),
     # `curl -u user:password`, `--user user:password`, `-u :password` (a token with no user).
     Rule(
