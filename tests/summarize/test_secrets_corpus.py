@@ -214,6 +214,20 @@ PLANTED: list[tuple[str, str, str]] = [
             base64.b64encode(f"xoxb-{_r(12, string.digits)}-{_r(13, string.digits)}-{_r(24)}".encode())
         ).decode(),
     ),
+    # Round 8: a generated password's symbols, a name and its value given apart, AWS's secret
+    # beside its key id, an Azure SAS signature, an unknown Authorization scheme, UUID tokens,
+    # programs given a password as an argument, Oracle's user/password, SQL's ALTER USER.
+    ("symbols-password", "docker run -e MYSQL_ROOT_PASSWORD={} mysql:8", "Xk9*" + _r(8) + "!(q)"),
+    ("name-value-object", '{{"name": "DB_PASSWORD", "value": "{}"}}', "pw-" + _r(16)),
+    ("getenv-default", 'os.getenv("API_KEY", "{}")', _r(24)),
+    ("dockerfile-env", "ENV DB_PASSWORD {}", "pw-" + _r(16)),
+    ("aws-credentials-csv", "AKIA" + _r(16, UPPER_DIGITS) + ",{}", _r(20, ALNUM) + "/" + _r(19, ALNUM)),
+    ("azure-sas", "https://acct.blob.core.windows.net/c/b?sv=2022-11-02&sr=b&sp=r&sig={}", _r(30) + "%3D"),
+    ("authorization-other-scheme", "Authorization: SSWS {}", "00" + _r(40, ALNUM + "_-")),
+    ("uuid-token", "SNYK_TOKEN={}", f"{_r(8, HEX)}-{_r(4, HEX)}-4{_r(3, HEX)}-a{_r(3, HEX)}-{_r(12, HEX)}"),
+    ("keytool-storepass", "keytool -importcert -keystore k.jks -storepass {} -file ca.pem", "pw-" + _r(16)),
+    ("sqlplus-user-password", "sqlplus system/{}@//db:1521/XE", "pw" + _r(16)),
+    ("sql-alter-user", "psql -c \"ALTER USER postgres PASSWORD '{}'\"", "pw-" + _r(16)),
 ]
 
 

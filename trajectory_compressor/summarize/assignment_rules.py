@@ -22,18 +22,27 @@ from trajectory_compressor.summarize.secret_rules import REDACTED, Rule, Span, c
 # (`db_password=` matches from `password`); the value is judged by `_assignment_span`. No prefix
 # is matched: scanning `\w*` before the keyword at every word start made this pattern the
 # slowest by far.
-_VALUE = r"""(?:(?P<quote>["'])(?P<quoted>[^"'\n]{0,512}?)(?P=quote)|(?P<bare>[^\s"'`,;]{1,512}))"""
+# A quoted value ends at the first quote of its own kind (`"it's"` holds a `'`).
+_VALUE = r"""(?:(?P<quote>["'])(?P<quoted>[^\n]{0,512}?)(?P=quote)|(?P<bare>[^\s"'`,;]{1,512}))"""
 # The gap may close a subscript (`os.environ["DB_PASSWORD"] = "..."`, `config['password'] = '...'`);
 # `=>` is PHP's and Ruby's (`'password' => '...'`).
 _OPERATOR = r"""(?P<gap>["']?\]?\s{0,4})(?P<operator>:=|=>|=|:)[ \t]{0,16}"""
 CREDENTIAL_NAMES = (
-    r"pass(?:word|wd|phrase)?|pwd|secret(?:[_-]?(?:key|token))?|api[_-]?(?:key|token)|apikey"
+    r"pass(?:word|wd|phrase)?|pwd|pw|secret(?:[_-]?(?:key|token))?|api[_-]?(?:key|token)|apikey"
     r"|access[_-]?(?:key|token)|private[_-]?key|client[_-]?secret|(?:auth|refresh|bearer|session)[_-]?token"
 )
-_ASSIGNMENT = re.compile(r"(?x)(?P<name>" + CREDENTIAL_NAMES + ")" + _OPERATOR + _VALUE)
-_ASSIGNMENT_STEMS = (
+# An environment's or a version's suffix after the name (`SECRET_KEY_BASE`, `DB_PASSWORD_PROD`,
+# `API_KEY_V2`): counted in upper-case names only (`password_length=12` is a setting).
+_SUFFIX = (
+    r"(?P<suffix>(?:_(?:base|prod|production|dev|development|staging|stage|test|qa|live|sandbox|local"
+    r"|primary|secondary|old|new|admin|root|ro|rw|readonly|v?\d{1,2})){1,2})?"
+)
+_ASSIGNMENT = re.compile(r"(?P<name>" + CREDENTIAL_NAMES + ")" + _SUFFIX + _OPERATOR + _VALUE)
+ASSIGNMENT_STEMS = (
     "pass",
     "pwd",
+    "pw=",  # `ADMIN_PW=`, `ADMIN_PW: ` (`pw` alone is in too many words)
+    "pw:",
     "secret",
     *(f"{a}{sep}{b}" for a in ("api", "access", "private") for sep in ("", "_", "-") for b in ("key", "token")),
     *(
@@ -72,38 +81,49 @@ _NOT_VALUES = frozenset(
         "final",
     }
 )
-_CODE_CHARS = frozenset("()[]{}<>$%*=")
+_CODE_CHARS = frozenset("()[]{}<>$%*=")  # a bare value starting with one is code or a placeholder
+# Templates and placeholders inside a value (`prefix${SUFFIX}`, `{{ pw }}`, `%(pw)s`, `#{pw}`, `<%= pw %>`).
+_TEMPLATE_OPENERS = ("${", "$(", "{{", "{%", "%(", "#{", "<%")
+# A call or a subscript (`get_password()`, `os.environ[`, `Optional[str]`, `kwargs.get(`, cut at a
+# quote): a name, then a bracket. A name with a digit and no dot before the bracket (`T4(nR8)wQ2z!`,
+# `Mn4[Qz8]Lp2w`) is more likely a generated password than a call.
+_CALL_HEAD = re.compile(r"[A-Za-z_][\w.]*[(\[]")
+_WRAPPED = ("<>", "{}", "[]", "()")  # a quoted value wrapped whole: `"<password>"`, `"{password}"`
 _DOTTED_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z_]*(?:\.[A-Za-z_][A-Za-z_]*)*")
 # A value ending in base64 padding (`VHIwdWI0ZG9yM3h5elE=`, a `kubectl get secret -o yaml`
 # field): encoded data, never code, whatever its letters.
 _PADDED = re.compile(r"[A-Za-z0-9+/_-]{4,}={1,2}")
-_PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 # Where a bare value ends before its text does: the next parameter of a query string
-# (`?access_token=...&limit=50`), an HTML tag (`<td>DB_PASSWORD&#61;...</td>`).
-_VALUE_END = re.compile(r"&[\w.\[\]-]{1,64}=|</?[A-Za-z]")
+# (`?access_token=...&limit=50`), an HTML tag (`<td>DB_PASSWORD&#61;...</td>`, `...<br>`; not
+# `Qz7<rT2>pL9w`).
+_VALUE_END = re.compile(r"&[\w.\[\]-]{1,64}=|</[A-Za-z]|<[A-Za-z]+[\s/>]")
 
 
-def _assignment_value(value: str, quoted: bool, literal: bool = False) -> bool:
+def assignment_value(value: str, quoted: bool, literal: bool = False) -> bool:
     """True when `value` (right of `password=`) looks like a literal credential.
 
     Quoted: any literal of 4+ characters without spaces (spaces mean a description or a
-    message: `"password": "must be 8 characters"`). Bare: it must not look like code — no
-    calls, indexing, templating or placeholders, and not a plain (dotted) identifier without
-    digits, which is a variable (`password=password`, `api_key=self.api_key`). In a `literal`
-    context (`PGPASSWORD=postgres`, `POSTGRES_PASSWORD: postgres`, `--password=postgres`) a plain
-    word is the value itself; a dotted name is still taken for code.
+    message: `"password": "must be 8 characters"`), unless it is a placeholder (`"$DB_PASS"`,
+    `"<password>"`, `"{password}"`, `"****"`) or a template. Bare: it must not look like code —
+    a call or a subscript, a template or a placeholder, and not a plain (dotted) identifier
+    without digits, which is a variable (`password=password`, `api_key=self.api_key`). The
+    symbols of a generated password are not code (`DB_PASSWORD=Xk9*pQ2!mZ7v`, `T4(nR8)wQ2z!`).
+    In a `literal` context (`PGPASSWORD=postgres`, `POSTGRES_PASSWORD: postgres`,
+    `--password=postgres`) a plain word is the value itself; a dotted name is still taken for code.
     """
-    if len(value) < 4 or value.lower() in _NOT_VALUES:
-        return False
-    if value[0] in _CODE_CHARS or REDACTED in value:
+    if len(value) < 4 or value.lower() in _NOT_VALUES or REDACTED in value:
         return False
     if _PADDED.fullmatch(value):
         return True
+    if any(opener in value for opener in _TEMPLATE_OPENERS) or not value.strip("*"):
+        return False
     if quoted:
-        return not any(ch.isspace() for ch in value)
-    if "%" in value:  # percent-encoding (`p%40ss`, a URL's value) is not formatting code
-        value = _PERCENT_ESCAPE.sub("", value)
-    if any(ch in _CODE_CHARS for ch in value):
+        wrapped = value[0] + value[-1] in _WRAPPED
+        return value[0] not in "$%" and not wrapped and not any(ch.isspace() for ch in value)
+    if value[0] in _CODE_CHARS:
+        return False
+    head = _CALL_HEAD.match(value)
+    if head is not None and ("." in head.group() or not any(map(str.isdigit, head.group()))):
         return False
     if literal and "." not in value:
         return True
@@ -117,7 +137,7 @@ def _literal_context(match: re.Match[str], text: str) -> bool:
     operator = match.group("operator")
     if operator not in ("=", ":") or match.group("gap"):
         return False
-    start, end = match.span("name")
+    start, end = match.start("name"), match.end("suffix") if match.groupdict().get("suffix") else match.end("name")
     return text[start:end].isupper() or (operator == "=" and text[max(0, start - 2) : start] == "--")
 
 
@@ -137,22 +157,57 @@ def _assignment_span(match: re.Match[str], text: str, *, entropy: bool = False) 
     group = "quoted" if quoted else "bare"
     start, end = match.span(group)
     value = text[start:end]
+    literal = _literal_context(match, text)
+    if match.groupdict().get("suffix") and not text[match.start("name") : match.end("suffix")].isupper():
+        return None
     if not quoted:  # keep a sentence's full stop, a query string's next parameter, a tag
+        if literal:  # an env value runs to white space: `DB_PASSWORD=Lp5,Qz8;Tr2w`
+            value = text[start : _bare_end(text, end)]
         if ("&" in value or "<" in value) and (following := _VALUE_END.search(value)):
             value = value[: following.start()]
-        value = value.rstrip(".")
+        value = _without_closers(value.rstrip("."))
         end = start + len(value)
     name = match.group("name")
     if name == "pass" and not _short_pass_name(match, text, quoted):
         return None
+    if name == "pw" and not (literal and text[match.start("name") - 1 : match.start("name")] == "_"):
+        return None  # `ADMIN_PW=...`; not `pw = getpass()`
+    if name == "secret" and text[match.start("name") - 1 : match.start("name")] == ":":
+        return None  # an ARN's resource type (`arn:aws:secretsmanager:…:secret:prod/db-AbCdEf`)
     if name == "pwd" and value[:1] in ("/", "~"):  # PWD=/testbed, OLDPWD=~: the working directory
         return None
-    literal = _literal_context(match, text)
     if name == "pass" and value.isdigit() and not literal:  # n_pass=1000
         return None
-    if not _assignment_value(value, quoted, literal) or (entropy and not high_entropy(value)):
+    if not assignment_value(value, quoted, literal) or (entropy and not high_entropy(value)):
         return None
+    if entropy and (
+        _INTEGRITY.match(value)
+        or text[max(0, match.start("name") - 7) : match.start("name")].lower().rstrip("_-").endswith("public")
+    ):
+        return None  # a package lock's `integrity: sha512-…`, a `publicKey`
     return start, end
+
+
+def _bare_end(text: str, end: int) -> int:
+    """Where a bare value that ended at `end` (a `,`, `;` or backtick) ends in an env file: at
+    white space or a quote, within `_BARE_CHARS`."""
+    found = _BARE_REST.match(text, end)
+    return found.end() if found is not None else end
+
+
+_BARE_REST = re.compile(r"""[^\s"']{0,512}""")
+
+
+def _without_closers(value: str) -> str:
+    """`value` without the brackets at its end that close what it did not open: `f(password=pw1)`
+    gives `pw1`, `T4(nR8)` stays whole."""
+    while value and value[-1] in ")]}" and value.count(value[-1]) > value.count(_OPENER[value[-1]]):
+        value = value[:-1]
+    return value
+
+
+_OPENER = {")": "(", "]": "[", "}": "{"}
+_INTEGRITY = re.compile(r"sha(?:1|256|384|512)-")
 
 
 # `"password": ["..."]`, `"password": {"value": "..."}`: a JSON list or object given to a
@@ -169,7 +224,17 @@ def _structured_span(match: re.Match[str], text: str) -> Span | None:
         return None
     opening = match.end() - 1
     close = _closing_bracket(text, opening)
-    return (opening + 1, close) if close is not None and close > opening + 1 else None
+    if close is None or close <= opening + 1:
+        return None
+    if _DESCRIBES.search(text, opening, close) and '"value"' not in text[opening:close]:
+        return None  # a schema's property or a volume's reference (a Terraform output holds a "value")
+    return opening + 1, close
+
+
+# An object that describes a field rather than holding its value: a JSON Schema or OpenAPI
+# property (`"password": {"type": "string", "format": "password"}`), a Kubernetes volume's
+# `"secret": {"secretName": "tls-certs"}`.
+_DESCRIBES = re.compile(r'"(?:type"\s{0,4}:\s{0,4}"(?:string|object|array|integer|number|boolean)"|secretName")')
 
 
 def _closing_bracket(text: str, opening: int) -> int | None:
@@ -197,7 +262,7 @@ def _named_value(match: re.Match[str], text: str) -> Span | None:
     return match.span("value") if credential_value(value) and len(value) >= 4 else None
 
 
-def _login_pair(match: re.Match[str], text: str) -> Span | None:
+def login_pair(match: re.Match[str], text: str) -> Span | None:
     """The `value` group when it is the base64 of `user:password` (not `"auth": "oauth2"`)."""
     decoded = decoded_text(match.group("value"))
     return match.span("value") if decoded is not None and ":" in decoded.strip(":") else None
@@ -205,11 +270,16 @@ def _login_pair(match: re.Match[str], text: str) -> Span | None:
 
 # Credentials where a file format or a language names them (scanned: the literal is inside).
 CONFIG_AND_SQL = (
-    # SQL: `CREATE USER app IDENTIFIED BY '...'`, `ALTER ROLE app WITH [ENCRYPTED] PASSWORD '...'`.
+    # SQL: `CREATE USER app IDENTIFIED BY '...'`, `ALTER ROLE app WITH [ENCRYPTED] PASSWORD '...'`,
+    # `ALTER USER postgres PASSWORD '...'`, MySQL's `IDENTIFIED WITH mysql_native_password BY '...'`
+    # and `SET PASSWORD FOR 'u'@'h' = '...'`.
     Rule(
         "sql-password",
-        ("identified by", "with password", "encrypted password"),
-        re.compile(r"(?:identified[ \t]+by|password)[ \t]+'(?P<value>[^'\n]{1,256})'"),
+        ("identified by", "identified with", "password", "set password"),
+        re.compile(
+            r"(?:identified[ \t]+(?:with[ \t]+\w{1,64}[ \t]+)?by|password"
+            r"|set[ \t]+password(?:[ \t]+for[ \t]+[^=\n]{1,128}?)?[ \t]*=)[ \t]+'(?P<value>[^'\n]{1,256})'"
+        ),
         _named_value,
         folded=True,
         scan=True,
@@ -217,9 +287,9 @@ CONFIG_AND_SQL = (
     # XML and HTML-like config: `<password>...</password>`, `<db:apiKey>...</db:apiKey>`.
     Rule(
         "xml-password",
-        ("password>", "passwd>", "secret>", "apikey>", "api_key>", "token>"),
+        ("password>", "passwd>", "passphrase>", "secret>", "apikey>", "api_key>", "token>"),
         re.compile(
-            r"<(?P<tag>[\w:.-]{0,32}(?:password|passwd|secret|api[_-]?key|token))>(?P<value>[^<\s]{1,256})</(?P=tag)>"
+            r"<(?P<tag>[\w:.-]{0,32}(?:password|passwd|passphrase|secret|api[_-]?key|token))>(?P<value>[^<\s]{1,256})</(?P=tag)>"
         ),
         _named_value,
         folded=True,
@@ -241,7 +311,7 @@ CONFIG_AND_SQL = (
         "docker-config-auth",
         ("auth",),  # without its quotes: an escaped quote (`\\"`) decodes to one
         re.compile(r'"auth"\s{0,16}:\s{0,16}"(?P<value>[A-Za-z0-9+/]{8,1024}={0,2})"'),
-        _login_pair,
+        login_pair,
         scan=True,
     ),
     # OpenSSL's `-pass pass:VALUE` (`-passin`, `-passout`).
@@ -266,8 +336,8 @@ CONFIG_AND_SQL = (
 )
 
 ASSIGNMENT_RULES = (
-    Rule("secret-assignment", _ASSIGNMENT_STEMS, _ASSIGNMENT, _assignment_span, folded=True),
-    Rule("secret-structure", _ASSIGNMENT_STEMS, _STRUCTURED, _structured_span, folded=True),
+    Rule("secret-assignment", ASSIGNMENT_STEMS, _ASSIGNMENT, _assignment_span, folded=True),
+    Rule("secret-structure", ASSIGNMENT_STEMS, _STRUCTURED, _structured_span, folded=True),
     *CONFIG_AND_SQL,
     Rule(
         "high-entropy-assignment",

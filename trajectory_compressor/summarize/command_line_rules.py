@@ -181,14 +181,15 @@ SHORT_OPTIONS = (
         _htpasswd_value,
     ),
     # A literal fed to a program that reads its password on stdin: `echo VALUE | sudo -S ...`,
-    # `echo VALUE | docker login --password-stdin`, `sudo -S ... <<< VALUE`.
+    # `echo VALUE | docker login --password-stdin`, `echo 'user:VALUE' | chpasswd`, `sudo -S ... <<< VALUE`.
     Rule(
         "piped-password",
         ("echo", "printf"),
         re.compile(
             r"(?:echo(?:[ \t]+-[neE]{1,3})?|printf)[ \t]+"
             + _OPTION_VALUE
-            + r"[ \t]*\|[ \t]*(?:sudo(?:[ \t]+-[A-Za-z]{1,8})*?[ \t]+-[A-Za-z]{0,7}S|[^|;&\n]{0,256}--password-stdin)"
+            + r"[ \t]*\|[ \t]*(?:sudo(?:[ \t]+-[A-Za-z]{1,8})*?[ \t]+-[A-Za-z]{0,7}S|[^|;&\n]{0,256}--password-stdin"
+            r"|(?:sudo[ \t]+)?chpasswd|docker[ \t]+secret[ \t]+create)"
         ),
         _option_value,
     ),
@@ -222,4 +223,82 @@ SHORT_OPTIONS = (
     ),
 )
 
-COMMAND_LINE_RULES: tuple[Rule, ...] = (*LONG_OPTIONS, *SHORT_OPTIONS)
+
+def _program(name: str, literals: tuple[str, ...], before_value: str, *, scan: bool = False) -> Rule:
+    """A program given a password or token by `before_value` (a regex ending where the value
+    starts), the value judged as an option's."""
+    return Rule(name, literals, re.compile(before_value + _OPTION_VALUE), _option_value, scan=scan)
+
+
+# Programs that take a password, a key's passphrase or a token as an argument of their own.
+PROGRAM_ARGUMENTS = (
+    # Java's keystores: `keytool ... -storepass VALUE -keypass VALUE` (`-srcstorepass`, `-deststorepass`).
+    _program(
+        "keytool-password", ("keytool",), r"keytool" + _WORDS + r"[ \t]+-(?:src|dest|new)?(?:storepass|keypass)[ \t]+"
+    ),
+    # A key's passphrase: `ssh-keygen -N VALUE` (`-P` the old one); an archive's: `zip -P VALUE`, `7z a -pVALUE`.
+    _program("ssh-keygen-passphrase", ("ssh-keygen",), r"ssh-keygen" + _WORDS + r"[ \t]+-[NP][ \t]*"),
+    _program("zip-password", ("zip -", "unzip -"), r"(?<![\w.-])(?:un)?zip" + _WORDS + r"[ \t]+-P[ \t]+"),
+    _program(
+        "7z-password", ("7z a ", "7za a ", "7z x ", "7za x ", "7z e "), r"(?<![\w.-])7z[a-z]?" + _WORDS + r"[ \t]+-p"
+    ),
+    # `openssl enc -aes-256-cbc -k VALUE` (the key's passphrase; `-pass pass:` has its own rule).
+    _program(
+        "openssl-enc-key",
+        ("openssl",),
+        r"openssl[ \t]+(?:enc|aes|des|bf|camellia|chacha)[\w-]*" + _WORDS + r"[ \t]+-k[ \t]+",
+    ),
+    # Redis's settings: `requirepass VALUE`, `masterauth VALUE` (redis.conf, `CONFIG SET`).
+    _program("redis-password-setting", ("requirepass", "masterauth"), r"(?:requirepass|masterauth)[ \t]+"),
+    _program("mysqladmin-password", ("mysqladmin",), r"mysqladmin" + _WORDS + r"[ \t]+password[ \t]+"),
+    _program(
+        "rabbitmqctl-password",
+        ("rabbitmqctl",),
+        r"rabbitmqctl[ \t]+(?:add_user|change_password)[ \t]+[^\s|;&]{1,256}[ \t]+",
+    ),
+    # Secret stores set from a command line: `gh secret set NAME --body VALUE`,
+    # `aws ssm put-parameter ... --value VALUE`.
+    _program(
+        "gh-secret-body",
+        ("secret set",),
+        r"gh[ \t]+secret[ \t]+set" + _WORDS + r"[ \t]+(?:-b|--body)(?:[ \t]+|=)",
+        scan=True,
+    ),
+    _program("ssm-parameter-value", ("put-parameter",), r"put-parameter" + _WORDS + r"[ \t]+--value(?:[ \t]+|=)"),
+    # Tokens given as an argument: `ngrok config add-authtoken VALUE`, `vault login VALUE`,
+    # `poetry config pypi-token.pypi VALUE` / `http-basic.corp USER VALUE`.
+    _program("ngrok-authtoken", ("ngrok",), r"ngrok(?:[ \t]+config)?[ \t]+(?:add-)?authtoken[ \t]+"),
+    _program(
+        "vault-login-token",
+        ("vault",),
+        r"vault[ \t]+login(?:[ \t]+-[^\s=]{1,64}(?:=[^\s]{1,256})?){0,8}[ \t]+(?![^\s]*=)",
+    ),
+    _program(
+        "poetry-credential",
+        ("poetry",),
+        r"poetry[ \t]+config[ \t]+(?:http-basic\.[^\s]{1,128}[ \t]+[^\s]{1,128}|pypi-token\.[^\s]{1,128})[ \t]+",
+    ),
+    _program("vercel-token", ("vercel",), r"vercel" + _WORDS + r"[ \t]+-t[ \t]+"),
+    # Redis's `AUTH [user] VALUE` at its prompt (`127.0.0.1:6379> AUTH …`).
+    Rule(
+        "redis-auth-command",
+        ("> auth",),
+        re.compile(r">[ \t]?(?i:auth)(?:[ \t]+[^\s]{1,64}(?=[ \t]+[^\s]))?[ \t]+(?P<value>[^\s'\"]{1,256})"),
+        lambda match, text: match.span("value") if credential_value(match.group("value")) else None,
+    ),
+    _program("twine-password", ("twine",), r"twine" + _WORDS + r"[ \t]+-p[ \t]+"),
+    # Oracle's `user/password@db`: `sqlplus system/VALUE@//host/XE`, `rman target sys/VALUE@db`,
+    # `jdbc:oracle:thin:scott/VALUE@host:1521:ORCL`.
+    Rule(
+        "oracle-user-password",
+        ("sqlplus", "rman target", "expdp", "impdp", "sqlldr", "jdbc:oracle:"),
+        re.compile(
+            r"(?:(?:sqlplus|rman|expdp|impdp|sqlldr)(?:[ \t]+-\w{1,16})*[ \t]+(?:target[ \t]+|userid=)?[\"']?"
+            r"|jdbc:oracle:(?:thin|oci):)[\w$#]{1,64}/(?P<bare>[^@\s\"'/]{1,128})(?=[@\s\"']|\Z)"
+        ),
+        _option_value,
+    ),
+    _program("lftp-user-password", ("lftp",), r"lftp" + _WORDS + r"[ \t]+-u[ \t]+[^\s,'\"]{1,64},"),
+)
+
+COMMAND_LINE_RULES: tuple[Rule, ...] = (*LONG_OPTIONS, *SHORT_OPTIONS, *PROGRAM_ARGUMENTS)

@@ -40,6 +40,11 @@ gitleaks, trufflehog and detect-secrets):
   `--db-password`; `--api-key`, `--secret`, `--token`, `--auth-token`), also as an argv list
   (`"--password", "VALUE"`), the MySQL / MariaDB clients' `-pVALUE` / `-p'...'`, `sshpass -p`,
   `openssl -pass pass:`;
+- programs given one as an argument (`keytool -storepass`, `ssh-keygen -N`, `zip -P`, `vault login`,
+  `gh secret set --body`, Oracle's `user/password@db`, ...: `command_line_rules.PROGRAM_ARGUMENTS`);
+- by what stands near it (`context_rules`): a name and its value given apart (`{"name":
+  "DB_PASSWORD", "value": ...}`, `getenv("API_KEY", "...")`, `ENV DB_PASSWORD ...`), AWS's secret
+  beside its key id, an Azure SAS `sig=`, `.npmrc`'s `_auth=`;
 - config files and SQL: `IDENTIFIED BY '...'`, `WITH PASSWORD '...'`, `<password>...</password>`,
   `.netrc`, Docker's `config.json` `auth`, a Kubernetes env entry's `value:` after a secret's `name:`, PHP's `=>`;
 - assignments: literal values assigned to password / passwd / pwd / passphrase / pass
@@ -81,11 +86,12 @@ from ahocorasick_rs import AhoCorasick, Implementation
 
 from trajectory_compressor.summarize.assignment_rules import ASSIGNMENT_RULES
 from trajectory_compressor.summarize.command_line_rules import COMMAND_LINE_RULES
+from trajectory_compressor.summarize.context_rules import CONTEXT_RULES
 from trajectory_compressor.summarize.encoded_secrets import MAX_DEPTH, encoded_secret_spans
 from trajectory_compressor.summarize.escapes import SHOWN_MARKERS, as_shown, unescaped
 from trajectory_compressor.summarize.secret_rules import REDACTED, RULES, Span
 
-ALL_RULES = (*RULES, *COMMAND_LINE_RULES, *ASSIGNMENT_RULES)
+ALL_RULES = (*RULES, *COMMAND_LINE_RULES, *ASSIGNMENT_RULES, *CONTEXT_RULES)
 
 # The base64 body and END line of a PEM key whose BEGIN line was cut away (a transcript cut).
 _PEM_END = re.compile(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")

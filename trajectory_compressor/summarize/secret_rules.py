@@ -115,6 +115,9 @@ def high_entropy(value: str) -> bool:
     entropy = shannon_entropy(value)
     if all(ch in _HEX for ch in value):
         return entropy >= min(limit_hex, 0.8 * most)
+    digits = value.replace("-", "")
+    if len(digits) >= 16 and all(ch in _HEX for ch in digits):  # a UUID (`NPM_TOKEN`, `SNYK_TOKEN`)
+        return shannon_entropy(digits) >= min(limit_hex, 0.8 * math.log2(len(digits)))
     has_digit = any(ch.isdigit() for ch in value)
     return has_digit and entropy >= min(limit_b64, 0.8 * most)
 
@@ -126,6 +129,15 @@ def _authorization_value(value: str) -> bool:
     if any(not ch.isalpha() for ch in value):
         return True
     return len(value) >= 20 and not value.islower() and not value.isupper()
+
+
+def _authorization_span(match: re.Match[str], text: str) -> Span | None:
+    """The header's value; not its scheme when the value after it is masked already
+    (`Klaviyo-API-Key [REDACTED]`: redaction is idempotent)."""
+    start, end = match.span(1)
+    if not _authorization_value(text[start:end]) or text[end : end + 16].lstrip(" \t").startswith(REDACTED):
+        return None
+    return start, end
 
 
 def credential_value(value: str) -> bool:
@@ -153,7 +165,19 @@ PRIVATE_KEYS = (
     _token(
         "pgp-private-key",
         "-----BEGIN ",
-        r"-----BEGIN PGP PRIVATE KEY BLOCK-----.*?(?:-----END PGP PRIVATE KEY BLOCK-----|\Z)",
+        r"-----BEGIN PGP (?:PRIVATE|SECRET) KEY BLOCK-----.*?(?:-----END PGP (?:PRIVATE|SECRET) KEY BLOCK-----|\Z)",
+        re.DOTALL,
+    ),
+    _token(
+        "ssh2-private-key",
+        "---- BEGIN SSH2 ",
+        r"---- BEGIN SSH2 (?:ENCRYPTED )?PRIVATE KEY ----.*?(?:---- END SSH2 (?:ENCRYPTED )?PRIVATE KEY ----|\Z)",
+        re.DOTALL,
+    ),
+    _token(
+        "openvpn-static-key",
+        "-----BEGIN OpenVPN Static key",
+        r"-----BEGIN OpenVPN Static key V\d-----.*?(?:-----END OpenVPN Static key V\d-----|\Z)",
         re.DOTALL,
     ),
     _token(
@@ -320,15 +344,16 @@ URL_TOKEN_USER = Rule(
 )
 
 HEADERS = (
-    # `Authorization: Basic|Bearer|token|... <value>`, in a header, a curl line, JSON or YAML.
+    # `Authorization: Basic|Bearer|SSWS|Klaviyo-API-Key|... <value>`, in a header, a curl line, JSON
+    # or YAML, a call (`Header.Set("Authorization", "…")`) or nginx (`proxy_set_header Authorization "…"`).
     Rule(
         "authorization-header",
         ("authorization",),
         re.compile(
-            r"authorization[\"']?\s{0,4}[:=]\s{0,4}[\"']?"
-            r"(?:(?:basic|bearer|token|digest|negotiate|apikey|key|sso-key)\s+)?([A-Za-z0-9._~+/=:-]{8,8192})"
+            r"authorization[\"']?(?:\s{0,4}[:=,]\s{0,4}|[ \t]{1,4})[\"']?"
+            r"(?:[a-z][\w-]{1,32}\s+)?([\w.~+/=:-]{8,8192})"
         ),
-        _group(1, _authorization_value),
+        _authorization_span,
         folded=True,
     ),
     # `Bearer <token>` anywhere; a digit is required so prose ("bearer tokens are...") survives.

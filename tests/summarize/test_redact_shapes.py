@@ -1,0 +1,203 @@
+"""Credential shapes found by the round-6 adversarial pass (each leaked before its rule), and the
+ordinary text beside them that must pass unchanged, in every escaping layer."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.summarize.test_redact import LAYERS
+from trajectory_compressor.summarize.redact import REDACTED, redact_secrets
+
+# (text with {} where the secret goes, the secret that must disappear)
+SHAPES = [
+    # Generated passwords: their symbols are not code (`assignment_rules.assignment_value`).
+    ("DB_PASSWORD={}", "Xk9*pQ2!mZ7v"),
+    ("export DB_PASSWORD={}", "v8$Lq2#Rz0!w"),
+    ("docker run -e MYSQL_ROOT_PASSWORD={} mysql:8", "T4(nR8)wQ2z!"),
+    ("REDIS_PASSWORD: {}", "aB3{{kL9}}mN2p"),
+    ("password: {}", "Qz7<rT2>pL9w"),
+    ("SMTP_PASSWORD={}", "Ht6%Rq2^Lm9z"),
+    ("password: {}", "Mn4[Qz8]Lp2w"),
+    ("DB_PASSWORD={} npm start", "Lp5,Qz8;Tr2w"),  # an env value runs to white space
+    ('{{"password": "{}"}}', "[Wq7xLm2pRt9"),
+    ('password = "{}"', "it's-S3cret9"),
+    ("db.connect(host=h, password={})", "pw4Wq7xLm2p"),
+    # An environment's or a version's suffix on an upper-case name; `_PW`.
+    ("SECRET_KEY_BASE={}", "9f3a" * 16),
+    ("DB_PASSWORD_PROD={}", "Wq7xLm2pRt9v"),
+    ("API_KEY_V2={}", "Wq7xLm2pRt9v"),
+    ("ADMIN_PW={}", "Wq7xLm2pRt9v"),
+    # SQL.
+    ("ALTER USER postgres PASSWORD '{}';", "Wq7xLm2pRt9v"),
+    ("CREATE ROLE app LOGIN PASSWORD '{}';", "Wq7xLm2pRt9v"),
+    ("CREATE USER 'app'@'%' IDENTIFIED WITH mysql_native_password BY '{}';", "Wq7xLm2pRt9v"),
+    ("SET PASSWORD FOR 'app'@'localhost' = '{}';", "Wq7xLm2pRt9v"),
+    # A name and its value given apart (`context_rules`).
+    ('{{"name": "DB_PASSWORD", "value": "{}"}}', "Wq7xLm2pRt9v"),
+    ('{{"Name": "/prod/db/password", "Type": "SecureString", "Value": "{}"}}', "Wq7xLm2pRt9v"),
+    (
+        '{{"id": "https://kv1.vault.azure.net/secrets/db/1f2e", "kid": null, "managed": null, "name": "db", '
+        '"tags": {{}}, "value": "{}"}}',
+        "Wq7xLm2pRt9v",
+    ),
+    ('os.getenv("DB_PASSWORD", "{}")', "Wq7xLm2pRt9v"),
+    ("define('DB_PASSWORD', '{}');", "Wq7xLm2pRt9v"),
+    ('monkeypatch.setenv("API_KEY", "{}")', "Wq7xLm2pRt9v"),
+    ("const password = process.env.DB_PASSWORD || '{}';", "Wq7xLm2pRt9v"),
+    ('r = requests.get(url, auth=("admin", "{}"))', "Wq7xLm2pRt9v"),
+    ('auth = HTTPBasicAuth("admin", "{}")', "Wq7xLm2pRt9v"),
+    ('{{"Name": "prod/api", "SecretString": "{}"}}', "Wq7xLm2pRt9v"),
+    ("ENV DB_PASSWORD {}", "Wq7xLm2pRt9v"),
+    ("ENV DB_PASSWORD {}", "plainword"),  # a Dockerfile's line: a plain word is the value
+    ("Use this one: ENV DB_PASSWORD {}", "pw-Wq7xLm2p"),
+    ("set -gx DB_PASSWORD {}", "Wq7xLm2pRt9v"),
+    ("====== Data ======\nKey         Value\n---         -----\npassword    {}", "Wq7xLm2pRt9v"),
+    # AWS's secret key beside its key id, and the `aws configure` prompt.
+    ("AKIAIOSFODNN7EXAMPLE,{}", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
+    ("ACCESSKEY\tAKIAIOSFODNN7EXAMPLE\t2024-01-01T00:00:00Z\t{}\tActive", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
+    ("AWS Secret Access Key [None]: {}", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
+    # Azure SAS, Firebase, `.npmrc`'s `_auth`, UUID tokens.
+    ("https://acct.blob.core.windows.net/c/b?sv=2022-11-02&sr=b&sp=r&sig={}", "a1B2c3D4e5F6g7H8i9J0kLmN%2Bop%3D"),
+    ("https://proj.firebaseio.com/users.json?auth={}", "Kq8Zr2Lm4Tx9Wv3Yb7Nc1Pd5"),
+    ("//registry.example.com/:_auth={}", "dXNlcjpXcTd4TG0ycFJ0OXY="),
+    ("NPM_TOKEN={}", "3f2b9c1e-7a4d-4e8b-9c2f-1d5e6a7b8c9d"),
+    ('{{"token": "{}"}}', "3f2b9c1e-7a4d-4e8b-9c2f-1d5e6a7b8c9d"),
+    # Authorization's other schemes and separators.
+    ("Authorization: SSWS {}", "00QCjAl4MlV-WPXM8ba0wh2BcgS9Znt2xTh7KVeHlB"),
+    ("Authorization: Klaviyo-API-Key {}", "pk_3f2b9c1e7a4d4e8b9c2f1d5e6a"),
+    ('req.Header.Set("Authorization", "Basic {}")', "YWRtaW46V3E3eExtMnBSdDl2"),
+    ('proxy_set_header Authorization "Basic {}";', "YWRtaW46V3E3eExtMnBSdDl2"),
+    # Key blocks with other headers.
+    ("---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----\n{}\n---- END SSH2 ENCRYPTED PRIVATE KEY ----", "P2/56wAAAi4AAAA3"),
+    ("-----BEGIN OpenVPN Static key V1-----\n{}\n-----END OpenVPN Static key V1-----", "9f3a1c2b" * 4),
+    ("-----BEGIN PGP SECRET KEY BLOCK-----\n\n{}\n-----END PGP SECRET KEY BLOCK-----", "lQOYBF0AbCdEfGh"),
+    # Programs given a password or a token as an argument of their own.
+    ("keytool -genkey -alias app -keystore k.jks -storepass {} -keypass x9", "Wq7xLm2pRt9v"),
+    ("ssh-keygen -t ed25519 -f key -N '{}'", "Wq7x Lm2p"),
+    ("zip -r -P {} out.zip dir", "Wq7xLm2pRt9v"),
+    ("7z a -p{} out.7z dir", "Wq7xLm2pRt9v"),
+    ("openssl enc -aes-256-cbc -in a -out b -k {}", "Wq7xLm2pRt9v"),
+    ("echo 'root:{}' | chpasswd", "Wq7xLm2pRt9v"),
+    ("printf '{}' | docker secret create db_password -", "Wq7xLm2pRt9v"),
+    ("requirepass {}", "Wq7xLm2pRt9v"),
+    ("127.0.0.1:6379> AUTH {}", "Wq7xLm2pRt9v"),
+    ("mysqladmin -u root password '{}'", "Wq7xLm2pRt9v"),
+    ("rabbitmqctl add_user admin {}", "Wq7xLm2pRt9v"),
+    ('gh secret set DB_PASSWORD --body "{}"', "Wq7xLm2pRt9v"),
+    ("aws ssm put-parameter --name /prod/db/pw --type SecureString --value {}", "Wq7xLm2pRt9v"),
+    ("ngrok config add-authtoken {}", "2aBcDeFgHiJkLmNoPqRsTuVwXyZ_1a2b3c"),
+    ("vault login {}", "s.Wq7xLm2pRt9vKq8Zr2Lm4Tx"),
+    ("poetry config http-basic.corp deploy {}", "Wq7xLm2pRt9v"),
+    ("twine upload -u deploy -p {} dist/*", "Wq7xLm2pRt9v"),
+    ("lftp -u deploy,{} sftp://host", "Wq7xLm2pRt9v"),
+    ("vercel deploy --prod -t {}", "8aKqZ3vLr7Tn2Yb9Hd5Fg1Jk"),
+    ("sqlplus system/{}@//db:1521/XE", "Wq7xLm2pRt9v"),
+    ("jdbc:oracle:thin:scott/{}@db:1521:ORCL", "Wq7xLm2pRt9v"),
+    ("<passphrase>{}</passphrase>", "Wq7xLm2pRt9v"),
+]
+
+# Ordinary code, schemas and references beside those shapes.
+ORDINARY = [
+    "connect(host=h, password=pw)",
+    "password: Optional[str] = None",
+    "password: Dict[str, Any]",
+    'api_key=os.environ.get("X")',
+    "password=hashlib.sha256(pw).hexdigest()",
+    '"password": "${DB_PASSWORD}"',
+    'PASSWORD="$(cat /run/secrets/pw)"',
+    "password: '********'",
+    'password: "<your-password-here>"',
+    '"password": "{password}"',
+    "password=self.password)",
+    "password=func(a)[0]",
+    "password: Array<string>",
+    "password = crypt('x', gen_salt('bf'))",
+    "password=sys.argv[1]",
+    "password=%PASSWORD%",
+    "PASSWORD_MIN_LENGTH=8",
+    "password_prod=abc123x",  # a suffix counts in upper-case names only
+    "pw = getpass.getpass()",
+    'pw = "hunter22x"',  # `pw` alone is too short a name to trust
+    '"properties": {"password": {"type": "string", "format": "password", "minLength": 8}}',
+    '"volumes": [{"name": "certs", "secret": {"secretName": "tls-certs", "defaultMode": 420}}]',
+    "arn:aws:secretsmanager:us-east-1:123456789012:secret:prod/db-AbCdEf",
+    "resolved-key=sha512-8aKqZ3vLr7Tn2Yb9Hd5Fg1JkWq7xLm2pZk8vQ2mW9xLp4rT7yB3nC6dF1gH5jK0sA2eR8u",
+    "publicKey: 04a5c9f3e2b1d8a7c6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3d2",
+    '{"name": "TOKEN_TTL", "value": "3600"}',
+    '{"name": "LOG_LEVEL", "value": "debug"}',
+    'os.getenv("DB_PASSWORD", "")',
+    'os.getenv("API_KEY", None)',
+    "Authorization header is required",
+    "authorization failed for user bob",
+    "ENV PATH /usr/local/bin:$PATH",
+    "ENV DB_PASSWORD_FILE /run/secrets/db",
+    "The ENV DB_PASSWORD must be set before the build.",
+    "password    reset    link",
+    "vault login -method=userpass username=me",
+    "zip -r out.zip dir",
+    "7z x -p archive.7z",
+    "ssh-keygen -t ed25519 -f key",
+    "sqlplus / as sysdba",
+    "https://example.com/page?sig=1&x=2",
+]
+
+
+@pytest.mark.parametrize("layer", LAYERS)
+@pytest.mark.parametrize(("template", "secret"), SHAPES)
+def test_each_shape_is_masked_in_every_escaping_layer(template: str, secret: str, layer: str) -> None:
+    encode, decode = LAYERS[layer]
+    secret = secret.replace("{{", "{").replace("}}", "}")
+    text = encode(f"A=1\n{template.format(secret)}\nHOME=/root")
+    redacted = redact_secrets(text)
+    assert redact_secrets(redacted) == redacted
+    decoded = decode(redacted)
+    assert secret not in decoded and REDACTED in decoded, redacted
+    assert decoded.startswith("A=1") and decoded.endswith("HOME=/root"), redacted
+
+
+@pytest.mark.parametrize("layer", ["plain", "json", "json-in-json", "gson"])
+@pytest.mark.parametrize("text", ORDINARY)
+def test_ordinary_text_beside_those_shapes_is_unchanged(text: str, layer: str) -> None:
+    escaped = LAYERS[layer][0](text)
+    assert redact_secrets(escaped) == escaped
+
+
+def test_words_after_a_key_id_are_not_taken_for_its_secret() -> None:
+    text = (
+        "AKIAIOSFODNN7EXAMPLE is the key id of the example user in the docs, and ExampleUserNameOfFortyCharacters1 too"
+    )
+    assert redact_secrets(text) == text.replace("AKIAIOSFODNN7EXAMPLE", REDACTED)
+
+
+def _seconds(text: str) -> float:
+    best = float("inf")
+    for _ in range(2):
+        started = time.perf_counter()
+        redact_secrets(text)
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+@pytest.mark.parametrize(
+    ("head", "unit"),
+    [
+        ("", '{"name": "DB_PASSWORD", "x": "y", '),  # a name field, no value: read back at each name
+        ("", 'f("password", '),
+        ("", "password || "),
+        ("", "ENV DB_PASSWORD "),
+        ("", "password "),
+        ("Key    Value\n---    -----\n", "password    x\n"),
+        ("Key    Value\n---    -----\n", "password    x "),
+        ("", "AKIAIOSFODNN7EXAMPLE "),
+        ("", "sig=" + "a" * 20 + "&"),
+        ("", 'SecretString": '),
+    ],
+)
+def test_the_context_rules_stay_linear(head: str, unit: str) -> None:
+    """Four times the text costs about four times the time, not sixteen (each rule looks at a
+    bounded window around its literal; a slice of the text before it made two of them quadratic).
+    A ratio, so the machine's speed does not matter."""
+    small, large = _seconds(head + unit * 8_000), _seconds(head + unit * 32_000)
+    assert large < 8 * small + 0.05, (small, large)

@@ -1,0 +1,251 @@
+"""The context rules: a credential known by what stands near it, not by its own name or shape.
+
+A secret's name and its value given apart (`{"name": "DB_PASSWORD", "value": "…"}` as ECS,
+`kubectl -o json` and SSM print them; `os.getenv("API_KEY", "…")`, PHP's `define('DB_PASSWORD',
+'…')`; Dockerfile's `ENV DB_PASSWORD …`; a `vault kv get` table), an AWS secret key printed beside
+its key id (`credentials.csv`, `aws iam create-access-key --output text`, the `aws configure`
+prompt), an Azure SAS signature (`sig=` beside `sv=`) and `.npmrc`'s `_auth` (the base64 of
+`user:password`). Each rule anchors at a literal, and its span function checks the context
+around it (a bounded window: the work stays linear).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from trajectory_compressor.summarize.assignment_rules import (
+    ASSIGNMENT_STEMS,
+    CREDENTIAL_NAMES,
+    assignment_value,
+    login_pair,
+)
+from trajectory_compressor.summarize.secret_rules import Rule, Span, credential_value, high_entropy, word_char
+
+# A JSON object's name field (keys any case: `Name`, `ParameterName`; an Azure Key Vault secret's
+# `id`, `https://v.vault.azure.net/secrets/…`), up to the secret's name in it.
+_NAME_FIELD_BEFORE = re.compile(r'"(?:name|key|id|parametername)"\s{0,16}:\s{0,16}"[^"\n]{0,256}\Z', re.I)
+
+
+def _object_value(match: re.Match[str], text: str) -> Span | None:
+    """The `"value"` after a secret's name, when that name is a JSON object's name field."""
+    if _NAME_FIELD_BEFORE.search(text, max(0, match.start() - 300), match.start()) is None:
+        return None
+    value_start, value_end = match.span("value")
+    value = text[value_start:value_end]
+    return (value_start, value_end) if credential_value(value) and len(value) >= 4 else None
+
+
+def _paired_argument(match: re.Match[str], text: str) -> Span | None:
+    """The argument after a quoted secret's name (`getenv("DB_PASSWORD", "…")`), when it is a literal."""
+    name_start = match.start()
+    while name_start and (word_char(text[name_start - 1]) or text[name_start - 1] in ".-/"):
+        name_start -= 1
+    if text[name_start - 1 : name_start] not in ("'", '"') or _char_before(text, name_start - 1) != "(":
+        return None  # the first argument of a call, not a JSON value (`"format": "password", "minLength"`)
+    start, end = match.span("value")
+    return (start, end) if assignment_value(text[start:end], quoted=True) else None
+
+
+def _char_before(text: str, index: int) -> str:
+    """The character before `index` past up to 16 blanks ("" if none): looked at, never sliced."""
+    position = index
+    while position and index - position < 16 and text[position - 1] in " \t\r\n":
+        position -= 1
+    return text[position - 1] if position else ""
+
+
+def _env_instruction(match: re.Match[str], text: str) -> Span | None:
+    """The value of `ENV DB_PASSWORD value` (a Dockerfile) or `set -x DB_PASSWORD value` (fish),
+    the name upper-case, the value a literal: any at the start of a line, as a Dockerfile holds
+    it; elsewhere (quoted in a message) only one with a digit or a symbol (`ENV DB_PASSWORD must be
+    set` is prose)."""
+    name_start = match.start()
+    while (
+        name_start
+        and match.start() - name_start < 64
+        and (text[name_start - 1].isalnum() or text[name_start - 1] == "_")
+    ):
+        name_start -= 1
+    blank = name_start
+    while blank and name_start - blank < 16 and text[blank - 1] in " \t":
+        blank -= 1
+    head = _ENV_WORD.search(text, max(0, blank - 48), blank) if blank < name_start else None
+    if head is None or not text[name_start : match.end("name")].isupper():
+        return None
+    start, end = match.span("value")
+    value = text[start:end]
+    if value[:1] in ("'", '"') and value[-1:] == value[:1] and len(value) > 1:
+        start, end, value = start + 1, end - 1, value[1:-1]
+    line_start = text.rfind("\n", max(0, head.start() - 64), head.start()) + 1
+    at_line_start = (line_start > 0 or head.start() < 64) and not text[line_start : head.start()].strip(" \t")
+    if not at_line_start and value.isalpha():
+        return None
+    return (start, end) if assignment_value(value, quoted=False, literal=True) else None
+
+
+_ENV_WORD = re.compile(r"(?<![\w-])(?:ENV|set(?:[ \t]+-[a-zA-Z]{1,4})+)\Z")
+
+
+def _vault_row(match: re.Match[str], text: str) -> Span | None:
+    """A secret's row of a `vault kv get` table (`password    …`): the name first on its line,
+    under the table's `Key  Value` / `---  -----` heading."""
+    line_start = text.rfind("\n", max(0, match.start() - 80), match.start()) + 1
+    if (line_start == 0 and match.start() >= 80) or _FIRST_COLUMN.fullmatch(text, line_start, match.start()) is None:
+        return None
+    if _VAULT_HEADING.search(text, max(0, match.start() - 4096), match.start()) is None:
+        return None
+    start, end = match.span("value")
+    value = text[start:end]
+    return (start, end) if assignment_value(value, quoted=False, literal=True) else None
+
+
+_FIRST_COLUMN = re.compile(r"[ \t]*[\w.-]{0,64}")
+_VAULT_HEADING = re.compile(r"Key[ \t]+Value\r?\n-{3}[ \t]+-{5}")
+
+
+def _aws_secret_after_key_id(match: re.Match[str], text: str) -> Span | None:
+    """A 40-character secret key printed after its key id (mixed case and a digit: not a word)."""
+    start, end = match.span("value")
+    value = text[start:end]
+    mixed = not value.isupper() and not value.islower() and any(map(str.isdigit, value))
+    return (start, end) if mixed and high_entropy(value) else None
+
+
+def _sas_signature(match: re.Match[str], text: str) -> Span | None:
+    """An Azure SAS token's `sig=`, after `?`, `&` or `;`, with its `sv=` (service version) near."""
+    start = match.start()
+    if start and text[start - 1] not in "?&;\"' \n":
+        return None
+    window = text[max(0, start - 1024) : match.end() + 1024]
+    return match.span("value") if "sv=" in window else None
+
+
+def _fallback(match: re.Match[str], text: str) -> Span | None:
+    return match.span("value") if assignment_value(match.group("value"), quoted=True) else None
+
+
+# What may follow a secret's name, each with the span it masks (tried in order at each name: one
+# rule, so that the text's many names cost one match each, not five).
+_NAME_CONTEXTS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str], str], Span | None]], ...] = (
+    # `{"name": "DB_PASSWORD", "value": "…"}` (ECS, `kubectl get … -o json`), SSM's `"Name":
+    # "/prod/db/password", "Type": "SecureString", "Value": "…"` (the name first, as they print it).
+    (
+        re.compile(
+            r"(?:" + CREDENTIAL_NAMES + r')[^"\n]{0,64}"\s{0,16},\s{0,16}'
+            r'(?:"[^"\n]{1,64}"\s{0,16}:\s{0,16}(?:"[^"\n]{0,256}"|null|true|false|\d{1,32}|\{\}|\[\])\s{0,16},\s{0,16}){0,8}'
+            r'"value"\s{0,16}:\s{0,16}"(?P<value>[^"\n]{1,1024})"',
+            re.I,
+        ),
+        _object_value,
+    ),
+    # A literal given beside a quoted secret's name: `os.getenv("DB_PASSWORD", "…")`,
+    # `monkeypatch.setenv("API_KEY", "…")`, `props.setProperty("password", "…")`, `define('DB_PASSWORD', '…')`.
+    (
+        re.compile(
+            r"(?:" + CREDENTIAL_NAMES + r")[\"']\s{0,4},\s{0,16}(?P<quote>[\"'])(?P<value>[^\"'\n]{1,512})(?P=quote)",
+            re.I,
+        ),
+        _paired_argument,
+    ),
+    # A literal fallback for a secret read from the environment: `process.env.DB_PASSWORD || '…'`,
+    # `os.getenv("API_KEY") or "…"`, `ENV["DB_PASSWORD"] || "…"`.
+    (
+        re.compile(
+            r"(?:" + CREDENTIAL_NAMES + r")[\"'\])]{0,3}\s{0,4}(?:\|\||\?\?|or)\s{0,4}"
+            r"(?P<quote>[\"'])(?P<value>[^\"'\n]{1,512})(?P=quote)",
+            re.I,
+        ),
+        _fallback,
+    ),
+    # `vault kv get`'s table: `password    …` under `Key  Value` / `---  -----`.
+    (
+        re.compile(r"(?:" + CREDENTIAL_NAMES + r")[ \t]{2,64}(?P<value>\S{1,512})[ \t]*(?=\r?\n|\Z)", re.I),
+        _vault_row,
+    ),
+    # Dockerfile's `ENV DB_PASSWORD value`, fish's `set -gx DB_PASSWORD value` (no `=`).
+    (re.compile(r"(?P<name>" + CREDENTIAL_NAMES + r")[ \t]+(?P<value>\S{1,512})", re.I), _env_instruction),
+)
+
+
+def _name_context(match: re.Match[str], text: str) -> Span | None:
+    """The value the first of `_NAME_CONTEXTS` to match at this name masks (after a blank, only
+    a fallback, a table's row or an `ENV` line can follow: the others are not tried)."""
+    after_blank = text[match.end() : match.end() + 1] in (" ", "\t")
+    for pattern, span_of in _NAME_CONTEXTS[2:] if after_blank else _NAME_CONTEXTS[:3]:
+        found = pattern.match(text, match.start())
+        if found is not None and (span := span_of(found, text)) is not None:
+            return span
+    return None
+
+
+CONTEXT_RULES = (
+    # A secret's name with its value given apart (`_NAME_CONTEXTS`): only a quote or a bracket
+    # before a comma or an `or`, or a blank, after the name can start one.
+    Rule(
+        "secret-name-context",
+        ASSIGNMENT_STEMS,
+        re.compile(r"(?:" + CREDENTIAL_NAMES + r")(?=[\w./-]{0,64}[\"'\])]{1,3}\s{0,4}(?:,|\|\||\?\?|or\b)|[ \t])"),
+        _name_context,
+        folded=True,
+    ),
+    # A user and password given as a pair: `requests.get(url, auth=("admin", "…"))`,
+    # `HTTPBasicAuth("admin", "…")`, aiohttp's `BasicAuth("admin", "…")`.
+    Rule(
+        "basic-auth-pair",
+        ("auth=(", "auth = (", "basicauth("),
+        re.compile(
+            r"(?:basic)?auth(?:[ \t]{0,4}=[ \t]{0,4})?\(\s{0,4}[\"'][^\"'\n]{1,128}[\"']\s{0,4},\s{0,16}"
+            r"(?P<quote>[\"'])(?P<value>[^\"'\n]{1,512})(?P=quote)"
+        ),
+        lambda match, text: match.span("value") if assignment_value(match.group("value"), quoted=True) else None,
+        folded=True,
+    ),
+    # AWS Secrets Manager's `"SecretString": "…"` (a JSON string in it is read by the other rules).
+    Rule(
+        "secrets-manager-string",
+        ("secretstring",),
+        re.compile(r'secretstring"\s{0,16}:\s{0,16}"(?P<value>[^"\n]{4,4096})"'),
+        lambda match, text: match.span("value") if credential_value(match.group("value")) else None,
+        folded=True,
+    ),
+    # A secret key printed after its key id: `credentials.csv` (`AKIA…,<secret>`), `aws iam
+    # create-access-key --output text`.
+    Rule(
+        "aws-secret-after-key-id",
+        ("AKIA", "ASIA"),
+        re.compile(
+            r"A(?:KIA|SIA)[A-Z0-9]{16}[^\n]{0,160}?(?<![A-Za-z0-9/+=])(?P<value>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
+        ),
+        _aws_secret_after_key_id,
+    ),
+    # The `aws configure` prompt answered: `AWS Secret Access Key [None]: …`.
+    Rule(
+        "aws-configure-prompt",
+        ("secret access key",),
+        re.compile(r"secret access key(?:[ \t]*\[[^\]\n]{0,64}\])?[ \t]*:[ \t]*(?P<value>[^\s\"']{8,256})"),
+        lambda match, text: match.span("value") if credential_value(match.group("value")) else None,
+        folded=True,
+    ),
+    # An Azure SAS token's signature: `…?sv=2022-11-02&…&sig=…` (a blob URL,
+    # `SharedAccessSignature=`, `AZURE_STORAGE_SAS_TOKEN=`).
+    Rule("azure-sas-signature", ("sig=",), re.compile(r"sig=(?P<value>[A-Za-z0-9%+/=]{16,256})"), _sas_signature),
+    # Firebase's `?auth=<secret>` (random-looking; `auth=` in other queries is a flag or a name).
+    Rule(
+        "query-auth",
+        ("auth=",),
+        re.compile(r"auth=(?P<value>[^&\s\"'#]{16,512})"),
+        lambda match, text: (
+            match.span("value")
+            if text[match.start() - 1 : match.start()] in ("?", "&") and high_entropy(match.group("value"))
+            else None
+        ),
+    ),
+    # `.npmrc`'s `_auth=<base64 of user:password>` (also scoped: `//host/:_auth=`).
+    Rule(
+        "npmrc-auth",
+        ("_auth",),
+        re.compile(r"_auth[ \t]*=[ \t]*[\"']?(?P<value>[A-Za-z0-9+/]{8,1024}={0,2})"),
+        login_pair,
+    ),
+)
