@@ -143,6 +143,7 @@ def test_bench_count_backends_counts_every_turn_with_each_backend_and_compares(t
     assert nothing.returncode == 1 and "no turns to count" in nothing.stderr
 
 
+@pytest.mark.bench
 def test_bench_huge_lines_compares_equal_counts_side_by_side(tmp_path: Path) -> None:
     rows = write_jsonl(tmp_path / "rows.jsonl", [make_trajectory(i, steps=2) for i in range(3)])
     done = _script("bench_huge_lines.py", "--input", str(rows), "--megabytes", "1", "--repeat", "1")

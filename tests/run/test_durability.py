@@ -117,8 +117,12 @@ def _reference(
 
 @pytest.mark.parametrize(
     ("dry_run", "windows", "prune"),
-    [(False, False, False), (True, False, False), (False, True, False), (False, True, True)],
-    ids=["compress", "dry-run", "windows", "windows-pruned"],
+    [
+        pytest.param(False, False, False, id="compress"),
+        pytest.param(True, False, False, id="dry-run"),
+        pytest.param(False, True, False, id="windows", marks=pytest.mark.kills),
+        pytest.param(False, True, True, id="windows-pruned", marks=pytest.mark.kills),
+    ],
 )
 def test_a_kill_at_every_boundary_then_a_rerun_gives_the_uninterrupted_bytes(
     tmp_path: Path, counter: Any, dry_run: bool, windows: bool, prune: bool

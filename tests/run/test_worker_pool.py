@@ -151,6 +151,7 @@ def _gone(pid: int) -> bool:
     return False
 
 
+@pytest.mark.kills
 def test_a_killed_worker_stops_the_run_with_one_line_and_a_re_run_resumes(tmp_path: Path) -> None:
     source = _input(tmp_path)
     out = tmp_path / "two" / "x.jsonl"
@@ -175,6 +176,7 @@ def _hold_a_worker(source: Path, out: Path, tmp_path: Path) -> subprocess.Popen[
     return process
 
 
+@pytest.mark.kills
 @pytest.mark.parametrize("stop", ["SIGINT to the run", "SIGTERM to its process group"])
 def test_a_run_stopped_while_a_worker_holds_a_row_leaves_no_worker_and_resumes(tmp_path: Path, stop: str) -> None:
     source = _input(tmp_path)
@@ -268,6 +270,7 @@ def _children(pid: int) -> set[int]:
     return found
 
 
+@pytest.mark.kills
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process tree from /proc")
 def test_a_run_killed_outright_takes_its_workers_with_it_and_resumes(tmp_path: Path) -> None:
     """SIGKILL gives the run's process no chance to stop its pool: the workers, idle or holding a
