@@ -26,7 +26,11 @@ an assistant turn that "train on responses only" trainers learn from. So, by kin
   `<｜name｜>`, and every added token of the tokenizer in use that is markup, reasoning tags
   aside); a tool tag merely named (`</tool_call>`, a `<tool_call>` mid-sentence); every
   `[CONTEXT SUMMARY]:` (the pipeline adds exactly one, and a second one would read as the start
-  of another summary).
+  of another summary); what no reader sees (terminal escapes, controls, bidi and zero-width
+  characters, Unicode tags), first, so that what it hid is judged.
+* **Refused after removal**: the same checks again on what is left, since a token split by
+  another (`<|im_<|im_end|>start|>`) is whole once the inner one is removed; and a short reply
+  that declines (`I'm sorry, but I can't...`).
 
 Then credentials are masked (`redact`). `clean_reply` is the one function live calls, `--batch`
 answers and `--responses` answers go through (`reply.ReplyReader`), and cache hits too
@@ -68,13 +72,14 @@ COMMON_CONTROL_TOKENS = (
     "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>", "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>",
     "<｜tool▁sep｜>", "<｜tool▁outputs▁begin｜>", "<｜tool▁outputs▁end｜>",
     "<｜tool▁output▁begin｜>", "<｜tool▁output▁end｜>",
+    "<s>", "</s>", "<bos>", "<eos>", "<pad>", "<unk>", "<eot>", "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]",
 )  # fmt: skip
 _GENERIC_CONTROL = re.compile(r"<\|[A-Za-z0-9_.\-▁]{1,48}\|>|<｜[^｜<>\s]{1,48}｜>")
 # Names (markup and `▁` dropped, lower case) of the tokens that start a turn or a conversation,
 # and of those that start a tool call: found anywhere but at the very start, they refuse a reply.
 _TURN_STARTS = frozenset(
     {"im_start", "start_header_id", "start_of_turn", "inst", "user", "assistant", "system", "human",
-     "begin_of_text", "begin_of_sentence", "bos", "sys", "begin_sys"}
+     "begin_of_text", "begin_of_sentence", "bos", "s", "sys", "begin_sys", "system_prompt"}
 )  # fmt: skip
 _TOOL_STARTS = frozenset({"tool_calls_begin", "tool_call_begin", "python_tag", "tool_calls"})
 # What a template leaks at a reply's start, dropped there: a turn's start and its header's end.
@@ -82,22 +87,48 @@ _LEADING_MARKERS = _TURN_STARTS | {"end_header_id", "im_sep"}
 
 # Tool markup: a block (refused) or a tag merely named (removed).
 _TOOL_BLOCK = re.compile(
-    r"<tool_call>\s*[{\[<]|^[ \t]*<tool_call>|<function=[\w.\-]+>|<function_call>\s*[{\[]"
-    r"|^[ \t]*<tool_response>|<tool_response>\s*[{\[]",
-    re.MULTILINE,
+    r"<tool_call[ \t]*>\s*[{\[<]|^[ \t]*<tool_call[ \t]*>|<function=[\w.\-]+[ \t]*>|<function_call[ \t]*>\s*[{\[]"
+    r"|^[ \t]*<tool_response[ \t]*>|<tool_response[ \t]*>\s*[{\[]",
+    re.MULTILINE | re.IGNORECASE,
 )
-_TOOL_TAG = re.compile(r"</?(?:tool_call|tool_response|tools|function_call|tool_use)>|</function>")
+_TOOL_TAG = re.compile(
+    r"</?[ \t]*(?:tool_call|tool_response|tools|function_call|tool_use)[ \t]*>|</[ \t]*function[ \t]*>", re.IGNORECASE
+)
 
 _ROLES = r"user|human|assistant|system|tool|gpt|model|ai|bot|function|tool[ _]result"
-_ROLE_ALONE = re.compile(rf"^[#*_>\s]*(?:{_ROLES})[*_ \t]*:?[*_ \t]*$", re.IGNORECASE | re.MULTILINE)
-_ROLE_SPEAKS = re.compile(r"^[#*_> \t]*(?:Human|Assistant|USER|ASSISTANT|TOOL RESULT|SYSTEM)[*_]*:", re.MULTILINE)
+# A line's lead is `[#*_> \t]`, never `\s`: a newline in it made a run of line breaks quadratic.
+_ROLE_ALONE = re.compile(rf"^[#*_> \t]*(?:{_ROLES})[*_ \t]*:?[*_ \t]*$", re.IGNORECASE | re.MULTILINE)
+_ROLE_SPEAKS = re.compile(r"^[#*_> \t]*(?:Human|Assistant|USER|ASSISTANT|TOOL RESULT|SYSTEM)[*_]*[ \t]*:", re.MULTILINE)
 _TURN_HEADER = re.compile(r"^[ \t]*\[Turn \d+\][ \t]*[A-Za-z][A-Za-z ]*:", re.MULTILINE | re.IGNORECASE)
 _LEADING_ROLE = re.compile(r"\s*[#*_>]*\s*assistant[*_ \t]*(?::[*_ \t]*|[ \t]*\n|(?=<))", re.IGNORECASE)
 
 _PREFIX = re.compile(
-    r"^\s*(?:[*_#>]+\s*)?" + re.escape(SUMMARY_PREFIX.rstrip(":")) + r":?(?:\s*[*_]+)?\s*",
+    r"^(?:\s*(?:[*_#>]+\s*)?" + re.escape(SUMMARY_PREFIX.rstrip(":")) + r":?(?:\s*[*_]+)?\s*)+",
     re.IGNORECASE,
 )
+# What a reply must not carry into a row: terminal escape sequences; C0 and C1 controls (tab and
+# line break aside); format characters: bidi overrides and isolates, zero-width characters, the
+# BOM, the soft hyphen, Unicode tag characters (text a reader cannot see); lone surrogates. Other
+# line breaks (`\r`, `\r\n`, NEL, U+2028/9, vertical tab, form feed) become `\n`, so that a line
+# a template or a reader would start is seen as one.
+_LINE_BREAKS = re.compile("\r\n?|[\x0b\x0c\x85\u2028\u2029]")
+_TERMINAL = re.compile(
+    "\x1b\\[[0-?]{0,64}[ -/]{0,8}[@-~]|\x9b[0-?]{0,64}[ -/]{0,8}[@-~]"  # CSI (colours, cursor moves)
+    "|\x1b\\][^\x07\x1b]{0,4096}(?:\x07|\x1b\\\\)?"  # OSC (a title, a hyperlink's URL)
+    "|\x1b[ -~]?"
+)
+_UNSEEN = re.compile(
+    "[\x00-\x08\x0e-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb"
+    "\U000e0000-\U000e007f\ud800-\udfff]"
+)
+# A model declining the task: a short reply that opens with an apology or a refusal.
+_DECLINED = re.compile(
+    r"(?:I'?m sorry|I am sorry|I apologi[sz]e|Sorry,|I can(?:'|no)t|I cannot|I'?m unable|I am unable"
+    r"|I won'?t|As an AI)\b",
+    re.IGNORECASE,
+)
+_DECLINE_CHARS = 400
+_BLANKS = re.compile(r"\s*")
 _ANY_PREFIX = re.compile(r"(?:[*_]{1,3})?" + re.escape(SUMMARY_PREFIX.rstrip(":")) + r":?(?:[*_]{1,3})?[ \t]*", re.I)
 
 
@@ -150,7 +181,7 @@ def reply_cleaner(config: LLMConfig, counter: TokenCounter | None = None) -> Cal
 
 def clean_reply(text: str, *, redact: bool = True, control: ControlTokens | None = None) -> str | Refused:
     """The summary body of a model's reply, "" when nothing is left, or why it is refused."""
-    body = _after_leading_reasoning(text or "")
+    body = _after_leading_reasoning(_plain(text or ""))
     if body is None:
         return ""  # all reasoning: an unterminated leading block
     tokens = control or common_control_tokens()
@@ -164,10 +195,24 @@ def clean_reply(text: str, *, redact: bool = True, control: ControlTokens | None
         position = end
     body = "".join([*pieces, body[position:]])
     body = _TOOL_TAG.sub("", body)
-    while (stripped := _PREFIX.sub("", body, count=1)) != body:
-        body = stripped
+    body = _PREFIX.sub("", body, count=1)
     body = _ANY_PREFIX.sub("", body).strip()
+    # What the removals joined (`<|im_<|im_end|>start|>`, `<|im_st[CONTEXT SUMMARY]art|>`) is
+    # markup hidden in markup: refused, never removed again (each pass would join the next).
+    hidden = _transcript(body, tokens) or ("a token" if tokens.find(body) or _TOOL_TAG.search(body) else None)
+    if hidden is not None:
+        return Refused(f"the reply is a transcript, not a summary: it hides markup inside markup ({hidden})")
+    if len(body) <= _DECLINE_CHARS and _DECLINED.match(body):
+        return Refused(f"the model declined to summarize ({body[:48]!r})")
     return redact_secrets(body) if redact else body
+
+
+def _plain(text: str) -> str:
+    """`text` as plain text: line breaks as `\n`, no terminal escapes, controls or unseen characters."""
+    text = _LINE_BREAKS.sub("\n", text)
+    if "\x1b" in text or "\x9b" in text:
+        text = _TERMINAL.sub("", text)
+    return _UNSEEN.sub("", text)
 
 
 def _after_leading_reasoning(text: str) -> str | None:
@@ -195,16 +240,18 @@ def _after_leading_reasoning(text: str) -> str | None:
 def _after_leading_role(text: str, tokens: ControlTokens) -> str:
     """`text` without the turn header a template leaked at its start (`<|im_start|>assistant`,
     `<｜Assistant｜>`, `Assistant:`), control tokens and role label alike."""
+    position = 0  # a position, not a slice per marker: a reply of 80,000 leading markers stays linear
     while True:
-        found = tokens.find(text[:64])
+        position = _BLANKS.match(text, position).end()  # type: ignore[union-attr]  # `\s*` always matches
+        found = tokens.find(text[position : position + 64])
         if found and found[0][0] == 0 and _token_name(found[0][2]) in _LEADING_MARKERS:
-            text = text[found[0][1] :].lstrip()
+            position += found[0][1]
             continue
-        label = _LEADING_ROLE.match(text)
+        label = _LEADING_ROLE.match(text, position)
         if label is not None:
-            text = text[label.end() :].lstrip()
+            position = label.end()
             continue
-        return text
+        return text[position:].lstrip()
 
 
 def _transcript(text: str, tokens: ControlTokens) -> str | None:

@@ -68,6 +68,9 @@ class OpenAIDialect:
         if choice.get("finish_reason") == "length":
             cut = "reply was cut at max_tokens (finish_reason=length)"
             return ReplyRead(None, prompt_tokens, completion_tokens, cut=cut)
+        if choice.get("finish_reason") == "content_filter":  # what is there was cut by the filter
+            filtered = "the endpoint's content filter stopped the reply (finish_reason=content_filter)"
+            return ReplyRead(None, prompt_tokens, completion_tokens, missing=filtered)
         content = content_text(message.get("content"))  # reasoning_content / reasoning: ignored
         missing = None if content is not None else "reply has no choices[0].message.content"
         return ReplyRead(content, prompt_tokens, completion_tokens, missing=missing)
