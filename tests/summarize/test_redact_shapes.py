@@ -96,6 +96,10 @@ SHAPES = [
     ("sqlplus system/{}@//db:1521/XE", "Wq7xLm2pRt9v"),
     ("jdbc:oracle:thin:scott/{}@db:1521:ORCL", "Wq7xLm2pRt9v"),
     ("<passphrase>{}</passphrase>", "Wq7xLm2pRt9v"),
+    # A plain word in a config file under an INI section (`.my.cnf`), or in a libpq conninfo.
+    ("[client]\nuser=root\npassword={}", "rootpass"),
+    ("[database]\nhost = db\npassword = {}", "rootpassword"),
+    ('psql "host=db user=app password={} dbname=app"', "correcthorsebattery"),
 ]
 
 # Ordinary code, schemas and references beside those shapes.
@@ -141,6 +145,11 @@ ORDINARY = [
     "ssh-keygen -t ed25519 -f key",
     "sqlplus / as sysdba",
     "https://example.com/page?sig=1&x=2",
+    "def f(password=pw): pass",
+    "[tool.x]\nkey = 1\n\ndef f(password=pw): pass",
+    "def f():\n    password = secret_value",
+    "[section]\n    password = getpass()",
+    "[mysqld]\npassword = ${DB_PASS}",
 ]
 
 

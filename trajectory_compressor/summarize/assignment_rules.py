@@ -15,7 +15,14 @@ from __future__ import annotations
 import re
 
 from trajectory_compressor.summarize.encoded_secrets import decoded_text
-from trajectory_compressor.summarize.secret_rules import REDACTED, Rule, Span, credential_value, high_entropy
+from trajectory_compressor.summarize.secret_rules import (
+    REDACTED,
+    Rule,
+    Span,
+    credential_value,
+    high_entropy,
+    word_char,
+)
 
 # `password = "..."`, `"api_key": "..."`, `DB_PASSWORD=...`, `DB_PASS=...`, `client_secret: ...` (on
 # lower-cased, decoded text: `escapes`). The key name must END with one of these words
@@ -134,11 +141,40 @@ def _literal_context(match: re.Match[str], text: str) -> bool:
     """`NAME=value` or `NAME: value` with an upper-case name, or `--name=value`: an environment
     variable, an env or docker-compose file, a command-line option, whose value is never a
     variable name."""
-    operator = match.group("operator")
-    if operator not in ("=", ":") or match.group("gap"):
+    operator, gap = match.group("operator"), match.group("gap")
+    if operator not in ("=", ":") or gap.strip(" \t"):
         return False
     start, end = match.start("name"), match.end("suffix") if match.groupdict().get("suffix") else match.end("name")
-    return text[start:end].isupper() or (operator == "=" and text[max(0, start - 2) : start] == "--")
+    if not gap and (text[start:end].isupper() or (operator == "=" and text[max(0, start - 2) : start] == "--")):
+        return True
+    return _in_config_file(text, start) or (operator == "=" and _in_conninfo(text, start))
+
+
+def _in_config_file(text: str, name_start: int) -> bool:
+    """Whether the name starts its line under an INI section (`[client]` of a `.my.cnf`,
+    `[database]`): a config file's value, never code."""
+    token_start = name_start
+    while (
+        token_start
+        and name_start - token_start < 64
+        and (word_char(text[token_start - 1]) or text[token_start - 1] in ".-")
+    ):
+        token_start -= 1
+    line_start = text.rfind("\n", max(0, token_start - 64), token_start) + 1
+    if (line_start == 0 and token_start >= 64) or text[line_start:token_start].strip(" \t"):
+        return False
+    return _INI_SECTION.search(text, max(0, line_start - 4096), line_start) is not None
+
+
+def _in_conninfo(text: str, name_start: int) -> bool:
+    """Whether `password=` is a keyword of a libpq connection string (`host=db user=app
+    password=... dbname=app`): another of its keywords on either side, on the same line."""
+    window = text[max(0, name_start - 256) : name_start + 256]
+    return _CONNINFO_KEYWORD.search(window) is not None
+
+
+_INI_SECTION = re.compile(r"(?m)^[ \t]*\[[A-Za-z0-9_.: -]{1,64}\][ \t]*\r?$")
+_CONNINFO_KEYWORD = re.compile(r"(?<![\w.-])(?:dbname|host|hostaddr|sslmode)=[^\s'\"]")
 
 
 def _short_pass_name(match: re.Match[str], text: str, quoted: bool) -> bool:
@@ -199,10 +235,13 @@ _BARE_REST = re.compile(r"""[^\s"']{0,512}""")
 
 
 def _without_closers(value: str) -> str:
-    """`value` without the brackets at its end that close what it did not open: `f(password=pw1)`
-    gives `pw1`, `T4(nR8)` stays whole."""
-    while value and value[-1] in ")]}" and value.count(value[-1]) > value.count(_OPENER[value[-1]]):
-        value = value[:-1]
+    """`value` without the brackets at its end that close what it did not open, nor a colon
+    after them: `f(password=pw1)` gives `pw1`, `def f(password=pw):` gives `pw`, `T4(nR8)` stays
+    whole."""
+    while value and (
+        value[-1] in ":;" or (value[-1] in ")]}" and value.count(value[-1]) > value.count(_OPENER[value[-1]]))
+    ):
+        value = value[:-1]  # `def f(password=pw):`
     return value
 
 
