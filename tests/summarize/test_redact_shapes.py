@@ -100,6 +100,8 @@ SHAPES = [
     ("[client]\nuser=root\npassword={}", "rootpass"),
     ("[database]\nhost = db\npassword = {}", "rootpassword"),
     ('psql "host=db user=app password={} dbname=app"', "correcthorsebattery"),
+    ("$ cat ~/.pgpass\ndb.internal:5432:app:deploy:{}", "Wq7xLm2pRt9v"),
+    ("*:*:*:postgres:{}", "postgres-pw"),
 ]
 
 # Ordinary code, schemas and references beside those shapes.
@@ -150,6 +152,9 @@ ORDINARY = [
     "def f():\n    password = secret_value",
     "[section]\n    password = getpass()",
     "[mysqld]\npassword = ${DB_PASS}",
+    "00:11:22:33:44:55",
+    "db:5432:app:deploy:$PGPASS",
+    "listening on 0.0.0.0:5432: ready",
 ]
 
 

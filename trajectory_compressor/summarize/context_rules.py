@@ -241,6 +241,18 @@ CONTEXT_RULES = (
             else None
         ),
     ),
+    # A `.pgpass` line, `host:port:database:user:password`: with Postgres's port or a wildcard
+    # (which gate the scan), five fields on a line of their own.
+    Rule(
+        "pgpass-line",
+        (":5432:", ":*:"),
+        re.compile(
+            r"(?m)^[ \t]*(?:[\w.-]{1,253}|\*):(?:5432|\*):[\w.*-]{1,64}:[\w.*@-]{1,64}:"
+            r"(?P<value>[^:\s]{1,256})[ \t]*\r?$"
+        ),
+        lambda match, text: match.span("value") if credential_value(match.group("value")) else None,
+        scan=True,
+    ),
     # `.npmrc`'s `_auth=<base64 of user:password>` (also scoped: `//host/:_auth=`).
     Rule(
         "npmrc-auth",
