@@ -121,8 +121,14 @@ def _sas_signature(match: re.Match[str], text: str) -> Span | None:
     return match.span("value") if "sv=" in window else None
 
 
-def _fallback(match: re.Match[str], text: str) -> Span | None:
+def _quoted_literal(match: re.Match[str], text: str) -> Span | None:
+    """The `value` group when it is a quoted literal, not a placeholder or a template."""
     return match.span("value") if assignment_value(match.group("value"), quoted=True) else None
+
+
+def _credential(match: re.Match[str], text: str) -> Span | None:
+    """The `value` group unless it is a placeholder (`$PASS`, `{password}`) or a number."""
+    return match.span("value") if credential_value(match.group("value")) else None
 
 
 # What may follow a secret's name, each with the span it masks (tried in order at each name: one
@@ -156,7 +162,7 @@ _NAME_CONTEXTS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str], str], Span
             r"(?P<quote>[\"'])(?P<value>[^\"'\n]{1,512})(?P=quote)",
             re.I,
         ),
-        _fallback,
+        _quoted_literal,
     ),
     # `vault kv get`'s table: `password    …` under `Key  Value` / `---  -----`.
     (
@@ -198,7 +204,7 @@ CONTEXT_RULES = (
             r"(?:basic)?auth(?:[ \t]{0,4}=[ \t]{0,4})?\(\s{0,4}[\"'][^\"'\n]{1,128}[\"']\s{0,4},\s{0,16}"
             r"(?P<quote>[\"'])(?P<value>[^\"'\n]{1,512})(?P=quote)"
         ),
-        lambda match, text: match.span("value") if assignment_value(match.group("value"), quoted=True) else None,
+        _quoted_literal,
         folded=True,
     ),
     # AWS Secrets Manager's `"SecretString": "…"` (a JSON string in it is read by the other rules).
@@ -206,7 +212,7 @@ CONTEXT_RULES = (
         "secrets-manager-string",
         ("secretstring",),
         re.compile(r'secretstring"\s{0,16}:\s{0,16}"(?P<value>[^"\n]{4,4096})"'),
-        lambda match, text: match.span("value") if credential_value(match.group("value")) else None,
+        _credential,
         folded=True,
     ),
     # A secret key printed after its key id: `credentials.csv` (`AKIA…,<secret>`), `aws iam
@@ -224,7 +230,7 @@ CONTEXT_RULES = (
         "aws-configure-prompt",
         ("secret access key",),
         re.compile(r"secret access key(?:[ \t]*\[[^\]\n]{0,64}\])?[ \t]*:[ \t]*(?P<value>[^\s\"']{8,256})"),
-        lambda match, text: match.span("value") if credential_value(match.group("value")) else None,
+        _credential,
         folded=True,
     ),
     # An Azure SAS token's signature: `…?sv=2022-11-02&…&sig=…` (a blob URL,
@@ -250,7 +256,7 @@ CONTEXT_RULES = (
             r"(?m)^[ \t]*(?:[\w.-]{1,253}|\*):(?:5432|\*):[\w.*-]{1,64}:[\w.*@-]{1,64}:"
             r"(?P<value>[^:\s]{1,256})[ \t]*\r?$"
         ),
-        lambda match, text: match.span("value") if credential_value(match.group("value")) else None,
+        _credential,
         scan=True,
     ),
     # `.npmrc`'s `_auth=<base64 of user:password>` (also scoped: `//host/:_auth=`).
