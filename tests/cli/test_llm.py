@@ -332,8 +332,10 @@ def test_an_endpoint_that_answered_once_fails_its_rows_one_by_one(tmp_path: Path
 
 def test_many_near_zero_fidelity_summaries_are_said_once_at_the_end(tmp_path: Path) -> None:
     source = _input(tmp_path, rows=50)
-    refusal = {"content": "I'm sorry, but I can't help with that."}  # a weak local model
-    with FakeServerThread(default=refusal) as server:
+    # A weak local model's off-topic answer (a decline, "I'm sorry, but I can't...", is refused
+    # outright: tests/summarize/llm/test_hostile_replies.py).
+    off_topic = {"content": "The weather was pleasant and the meeting went well."}
+    with FakeServerThread(default=off_topic) as server:
         result = run_cli("compress", str(source), "-o", str(tmp_path / "out" / "x.jsonl"),
                          *_llm_args(server.base_url, tmp_path / "c.sqlite3", "-q"))  # fmt: skip
         asked = len(server.requests)

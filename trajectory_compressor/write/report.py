@@ -22,8 +22,8 @@ HISTOGRAM_EDGES: tuple[int, ...] = (
 
 # A summary scoring under NEAR_ZERO_FIDELITY states almost none of the tools, files and commands
 # of the turns it replaces. When at least LOW_FIDELITY_SHARE of the (at least
-# LOW_FIDELITY_MIN_SUMMARIES) scored LLM summaries do, the model is likely refusing or answering
-# off-topic ("I'm sorry, I can't help with that"), not summarizing: the run says so at the end.
+# LOW_FIDELITY_MIN_SUMMARIES) scored LLM summaries do, the model is likely answering off-topic,
+# not summarizing (a short decline is refused before: `reply_text`): the run says so at the end.
 NEAR_ZERO_FIDELITY = 0.1
 LOW_FIDELITY_SHARE = 0.25
 LOW_FIDELITY_MIN_SUMMARIES = 20
