@@ -19,6 +19,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -104,7 +105,8 @@ def test_compress_with_a_real_local_model(tmp_path: Path, local_llm_url: str) ->
     assert [r["id"] for r in outputs] == [r["id"] for r in rows]
     compressed = [m for m in metrics if m["was_compressed"]]
     assert compressed, "the first sample rows include some over 3000 tokens"
-    for m in compressed:
+    summarized = _declines_aside(compressed)
+    for m in summarized:
         assert m["summarizer"] == "llm", m  # the real server's reply, not the extractive fallback
         assert 0 < m["summary_tokens"] <= 200
         summary = outputs[m["index"]]["conversations"][m["compression_region"]["start_idx"]]["value"]
@@ -112,8 +114,19 @@ def test_compress_with_a_real_local_model(tmp_path: Path, local_llm_url: str) ->
         body, index = split_index(summary)
         assert index and len(body) > len("[CONTEXT SUMMARY]: ")  # the model's text, then the anchor index
     endpoint = json.loads((out.parent / "x.report.json").read_text())["summaries"]["endpoint"]
-    assert endpoint["successes"] == len(compressed)
+    assert endpoint["successes"] == len(summarized)
     assert endpoint["prompt_tokens"] > 0 and endpoint["completion_tokens"] > 0
+
+
+def _declines_aside(compressed: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows the model summarized, after checking that each other one fell back because the
+    model declined ("I'm sorry, I can't help you..."): the 270M model does so for some rows, and
+    such a reply is refused, not written (`reply_text`). Most rows must be the model's."""
+    declined = [m for m in compressed if m["summarizer"] != "llm"]
+    for m in declined:
+        assert m["summarizer"] == "extractive" and "declined to summarize" in m.get("last_error", ""), m
+    assert len(declined) < len(compressed) / 2, declined
+    return [m for m in compressed if m["summarizer"] == "llm"]
 
 
 def test_batch_file_round_trip_through_a_real_local_model(tmp_path: Path, local_llm_url: str) -> None:
@@ -136,19 +149,23 @@ def test_batch_file_round_trip_through_a_real_local_model(tmp_path: Path, local_
     assert len(answers) == len(read_jsonl(requests)) > 0
     assert all(a["response"]["status_code"] == 200 for a in answers)
     out = tmp_path / "out" / "x.jsonl"
-    # Every answered row comes from the file: the endpoint given for the rest is a closed port.
+    # Every usable answer comes from the file (the cache counts it); an answer that declined is
+    # refused and its row asked live, where the model declines again and the row falls back.
     result = run_cli(
         "compress", str(source), "-o", str(out), *shared, "--summarizer", "llm",
-        "--base-url", "http://127.0.0.1:9/v1", "--max-retries", "0", "--request-timeout", "5",
-        "--cache", str(tmp_path / "cache.sqlite3"), "--responses", str(results),
+        "--base-url", local_llm_url, "--max-retries", "0", "--request-timeout", "300",
+        "--cache", str(tmp_path / "cache.sqlite3"), "--responses", str(results), timeout=1500,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
-    assert f"{len(answers)} answers stored in the cache, 0 failed" in result.stderr
     metrics = read_jsonl(out.parent / "x.metrics.jsonl")
     compressed = [m for m in metrics if m["was_compressed"]]
     assert len(compressed) == len(answers)
-    # The model's own replies, not the extractive fallback (a live call to port 9 would fail).
-    assert all(m["summarizer"] == "llm" and "summary_failed" not in m for m in compressed)
+    summarized = _declines_aside(compressed)
+    declined = len(compressed) - len(summarized)
+    assert f"{len(answers) - declined} answers stored in the cache, {declined} failed" in result.stderr
+    endpoint = json.loads((out.parent / "x.report.json").read_text())["summaries"]["endpoint"]
+    assert endpoint["cache_hits"] == len(summarized) and endpoint["requests"] == declined, endpoint
+    assert all("summary_failed" not in m for m in summarized)
 
 
 def test_eval_probes_through_a_real_local_model(tmp_path: Path, local_llm_url: str) -> None:
