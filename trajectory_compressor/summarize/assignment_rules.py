@@ -21,7 +21,7 @@ from trajectory_compressor.summarize.secret_rules import (
     Span,
     credential_value,
     high_entropy,
-    word_char,
+    name_start,
 )
 
 # `password = "..."`, `"api_key": "..."`, `DB_PASSWORD=...`, `DB_PASS=...`, `client_secret: ...` (on
@@ -150,26 +150,20 @@ def _literal_context(match: re.Match[str], text: str) -> bool:
     return _in_config_file(text, start) or (operator == "=" and _in_conninfo(text, start))
 
 
-def _in_config_file(text: str, name_start: int) -> bool:
+def _in_config_file(text: str, index: int) -> bool:
     """Whether the name starts its line under an INI section (`[client]` of a `.my.cnf`,
     `[database]`): a config file's value, never code."""
-    token_start = name_start
-    while (
-        token_start
-        and name_start - token_start < 64
-        and (word_char(text[token_start - 1]) or text[token_start - 1] in ".-")
-    ):
-        token_start -= 1
+    token_start = name_start(text, index, also=".-")
     line_start = text.rfind("\n", max(0, token_start - 64), token_start) + 1
     if (line_start == 0 and token_start >= 64) or text[line_start:token_start].strip(" \t"):
         return False
     return _INI_SECTION.search(text, max(0, line_start - 4096), line_start) is not None
 
 
-def _in_conninfo(text: str, name_start: int) -> bool:
+def _in_conninfo(text: str, index: int) -> bool:
     """Whether `password=` is a keyword of a libpq connection string (`host=db user=app
     password=... dbname=app`): another of its keywords on either side, on the same line."""
-    window = text[max(0, name_start - 256) : name_start + 256]
+    window = text[max(0, index - 256) : index + 256]
     return _CONNINFO_KEYWORD.search(window) is not None
 
 

@@ -20,7 +20,7 @@ from trajectory_compressor.summarize.assignment_rules import (
     assignment_value,
     login_pair,
 )
-from trajectory_compressor.summarize.secret_rules import Rule, Span, credential_value, high_entropy, word_char
+from trajectory_compressor.summarize.secret_rules import Rule, Span, credential_value, high_entropy, name_start
 
 # A JSON object's name field (keys any case: `Name`, `ParameterName`; an Azure Key Vault secret's
 # `id`, `https://v.vault.azure.net/secrets/…`), up to the secret's name in it.
@@ -38,10 +38,8 @@ def _object_value(match: re.Match[str], text: str) -> Span | None:
 
 def _paired_argument(match: re.Match[str], text: str) -> Span | None:
     """The argument after a quoted secret's name (`getenv("DB_PASSWORD", "…")`), when it is a literal."""
-    name_start = match.start()
-    while name_start and (word_char(text[name_start - 1]) or text[name_start - 1] in ".-/"):
-        name_start -= 1
-    if text[name_start - 1 : name_start] not in ("'", '"') or _char_before(text, name_start - 1) != "(":
+    start = name_start(text, match.start(), also=".-/")
+    if text[start - 1 : start] not in ("'", '"') or _char_before(text, start - 1) != "(":
         return None  # the first argument of a call, not a JSON value (`"format": "password", "minLength"`)
     start, end = match.span("value")
     return (start, end) if assignment_value(text[start:end], quoted=True) else None
@@ -60,18 +58,12 @@ def _env_instruction(match: re.Match[str], text: str) -> Span | None:
     the name upper-case, the value a literal: any at the start of a line, as a Dockerfile holds
     it; elsewhere (quoted in a message) only one with a digit or a symbol (`ENV DB_PASSWORD must be
     set` is prose)."""
-    name_start = match.start()
-    while (
-        name_start
-        and match.start() - name_start < 64
-        and (text[name_start - 1].isalnum() or text[name_start - 1] == "_")
-    ):
-        name_start -= 1
-    blank = name_start
-    while blank and name_start - blank < 16 and text[blank - 1] in " \t":
+    name = name_start(text, match.start())
+    blank = name
+    while blank and name - blank < 16 and text[blank - 1] in " \t":
         blank -= 1
-    head = _ENV_WORD.search(text, max(0, blank - 48), blank) if blank < name_start else None
-    if head is None or not text[name_start : match.end("name")].isupper():
+    head = _ENV_WORD.search(text, max(0, blank - 48), blank) if blank < name else None
+    if head is None or not text[name : match.end("name")].isupper():
         return None
     start, end = match.span("value")
     value = text[start:end]

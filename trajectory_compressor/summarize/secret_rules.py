@@ -47,6 +47,15 @@ def word_char(ch: str) -> bool:
     return ch.isalnum() or ch == "_"
 
 
+def name_start(text: str, index: int, also: str = "", limit: int = 64) -> int:
+    """Where the name ending at `index` starts: back over word characters and those of `also`, at
+    most `limit` of them (a rule looking left of each match stays linear in the text)."""
+    start = index
+    while start and index - start < limit and (word_char(text[start - 1]) or text[start - 1] in also):
+        start -= 1
+    return start
+
+
 def whole_token(match: re.Match[str], text: str) -> Span | None:
     """The whole match, unless it starts inside a word (`xghp_...` is not a GitHub token)."""
     start = match.start()
