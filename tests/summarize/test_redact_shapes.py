@@ -102,6 +102,13 @@ SHAPES = [
     ('psql "host=db user=app password={} dbname=app"', "correcthorsebattery"),
     ("$ cat ~/.pgpass\ndb.internal:5432:app:deploy:{}", "Wq7xLm2pRt9v"),
     ("*:*:*:postgres:{}", "postgres-pw"),
+    # ODBC's braced value (`}}` is a `}` in it), a YAML tag before the value, a JSON body or a
+    # header percent-encoded whole.
+    ("Driver={{ODBC Driver 18 for SQL Server}};Server=tcp:db,1433;Uid=sa;Pwd={{{}}};Encrypt=yes", "Xk9*pQ2;mZ7v"),
+    ("Server=db;Database=app;User Id=sa;Password={{{}}};", "Wq7x}}}}Lm2pRt9v"),
+    ("password: !!str {}", "Wq7xLm2pRt9v"),
+    ("curl -d 'payload=%7B%22password%22%3A%22{}%22%7D' https://api.example.com", "Wq7xLm2pRt9v"),
+    ("GET /?h=Authorization%3A%20Bearer%20{} HTTP/1.1", "eyQ2b3NmTmpXWkxZdGhw8aKqXk9p"),
 ]
 
 # Ordinary code, schemas and references beside those shapes.
@@ -155,6 +162,10 @@ ORDINARY = [
     "00:11:22:33:44:55",
     "db:5432:app:deploy:$PGPASS",
     "listening on 0.0.0.0:5432: ready",
+    'conn = f"DRIVER={{x}};SERVER=db;UID=app;PWD={password}"',
+    "conn = f\"DRIVER={{x}};SERVER=db;UID=app;PWD={os.environ['DB_PW']}\"",
+    "https://example.com/search?q=password%20reset%20help&page=2",
+    "https://example.com/search?q=%22api_key%22%20rotation",
 ]
 
 

@@ -228,6 +228,9 @@ PLANTED: list[tuple[str, str, str]] = [
     ("keytool-storepass", "keytool -importcert -keystore k.jks -storepass {} -file ca.pem", "pw-" + _r(16)),
     ("sqlplus-user-password", "sqlplus system/{}@//db:1521/XE", "pw" + _r(16)),
     ("sql-alter-user", "psql -c \"ALTER USER postgres PASSWORD '{}'\"", "pw-" + _r(16)),
+    # Round 9: ODBC's braced value, a JSON body percent-encoded whole.
+    ("odbc-braced", "Driver={{ODBC Driver 18}};Server=db;Uid=sa;Pwd={{{}}};", "pw;" + _r(16)),
+    ("percent-encoded-json", "curl -d 'q=%7B%22password%22%3A%22{}%22%7D' https://api.example.com", "pw-" + _r(16)),
 ]
 
 

@@ -32,8 +32,9 @@ from trajectory_compressor.summarize.secret_rules import (
 # A quoted value ends at the first quote of its own kind (`"it's"` holds a `'`).
 _VALUE = r"""(?:(?P<quote>["'])(?P<quoted>[^\n]{0,512}?)(?P=quote)|(?P<bare>[^\s"'`,;]{1,512}))"""
 # The gap may close a subscript (`os.environ["DB_PASSWORD"] = "..."`, `config['password'] = '...'`);
-# `=>` is PHP's and Ruby's (`'password' => '...'`).
-_OPERATOR = r"""(?P<gap>["']?\]?\s{0,4})(?P<operator>:=|=>|=|:)[ \t]{0,16}"""
+# `=>` is PHP's and Ruby's (`'password' => '...'`). A YAML tag before the value (`password: !!str
+# …`) is passed over.
+_OPERATOR = r"""(?P<gap>["']?\]?\s{0,4})(?P<operator>:=|=>|=|:)[ \t]{0,16}(?:!![a-z]{1,16}[ \t]{1,4})?"""
 CREDENTIAL_NAMES = (
     r"pass(?:word|wd|phrase)?|pwd|pw|secret(?:[_-]?(?:key|token))?|api[_-]?(?:key|token)|apikey"
     r"|access[_-]?(?:key|token)|private[_-]?key|client[_-]?secret|(?:auth|refresh|bearer|session)[_-]?token"

@@ -177,6 +177,16 @@ def _name_context(match: re.Match[str], text: str) -> Span | None:
     return None
 
 
+_ODBC_KEYWORD = re.compile(r"(?:^|[;\s\"'{])(?:driver|server|uid|user id|database|dsn|data source)=", re.I)
+
+
+def _odbc_value(match: re.Match[str], text: str) -> Span | None:
+    start, end = match.span("value")
+    if _ODBC_KEYWORD.search(text, max(0, match.start() - 256), match.start()) is None:
+        return None
+    return (start - 1, end + 1) if assignment_value(text[start:end], quoted=False) else None
+
+
 CONTEXT_RULES = (
     # A secret's name with its value given apart (`_NAME_CONTEXTS`): only a quote or a bracket
     # before a comma or an `or`, or a blank, after the name can start one.
@@ -250,6 +260,16 @@ CONTEXT_RULES = (
         ),
         _credential,
         scan=True,
+    ),
+    # ODBC's braced value (`Driver={…};Uid=sa;Pwd={p;w}`; `}}` is a `}` in it): the whole brace,
+    # in a connection string (another of its keywords before it), unless it is code (an
+    # f-string's `{password}`).
+    Rule(
+        "odbc-braced-password",
+        ("pwd={", "password={"),
+        re.compile(r"(?:pwd|password)=\{(?P<value>(?:[^}\n]|\}\}){1,256})\}(?![^;\s\"'])"),
+        _odbc_value,
+        folded=True,
     ),
     # `.npmrc`'s `_auth=<base64 of user:password>` (also scoped: `//host/:_auth=`).
     Rule(

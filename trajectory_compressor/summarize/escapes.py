@@ -15,7 +15,8 @@ A second view, `as_shown(text)`, reads text as a terminal or a browser shows it:
 escape sequences (ANSI colours, cursor moves; the delimiters of an OSC command such as a
 hyperlink, whose payload stays readable), invisible characters (zero-width space, joiners,
 word joiner, BOM, soft hyphen) are gone, and an `=` written as `%3D`, `&#61;` or `&#x3d;` (an
-`&` as `%26`; in a percent-encoded URL, `%3A`, `%2F` and `%40`) is that character.
+`&` as `%26`; a quote as `%22`, a space as `%20`; in a percent-encoded URL, `%3A`, `%2F` and
+`%40`) is that character.
 `gh<U+200B>p_...` or `\x1b[36mghp_...` shows as `ghp_...`, and the rules see what a reader sees.
 The two views compose: a JSON-escaped colour code (`\\u001b[32m`) is decoded first, then removed.
 """
@@ -117,7 +118,7 @@ _SHOWN = re.compile(
     "|(?P<invisible>[\u00ad\u180e\u200b-\u200d\u2060-\u2064\ufeff])"
     "|(?P<eq>%3[dD]|&#0{0,4}61;|&#[xX]0{0,4}3[dD];)"
     "|(?P<amp>%26|&#0{0,4}38;|&#[xX]0{0,4}26;|&amp;)"
-    "|(?P<colon>%3[aA])|(?P<slash>%2[fF])|(?P<at>%40)"
+    "|(?P<colon>%3[aA])|(?P<slash>%2[fF])|(?P<at>%40)|(?P<quote>%22)|(?P<space>%20)"
 )
 _SHOWN_AS = {
     "csi": "",
@@ -129,6 +130,8 @@ _SHOWN_AS = {
     "colon": ":",
     "slash": "/",
     "at": "@",
+    "quote": '"',
+    "space": " ",
 }
 _INVISIBLE = "\u00ad\u180e\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\ufeff"
 
@@ -176,8 +179,20 @@ class SplicedView:
 # What `as_shown` can change: a text holding none of these is shown as it is. `redact` finds
 # them in the same pass as its rules' literals (lower-cased: `&AMP;` is found, and not spliced).
 # A whole URL percent-encoded (`?next=https%3A%2F%2Fuser%3Apw%40host`, its `:`, `/` and `@` read
-# as such in the view) is known by its encoded `://`.
-SHOWN_MARKERS: tuple[str, ...] = ("\x1b", "\x07", "%3d", "%26", "&#", "&amp;", "%3a%2f%2f", *_INVISIBLE)
+# as such in the view) is known by its encoded `://`; a JSON body or a header percent-encoded
+# whole (`%7B%22password%22%3A%22…`, `Authorization%3A%20Bearer%20…`) by its quotes or spaces.
+SHOWN_MARKERS: tuple[str, ...] = (
+    "\x1b",
+    "\x07",
+    "%3d",
+    "%26",
+    "&#",
+    "&amp;",
+    "%3a%2f%2f",
+    "%22",
+    "%20",
+    *_INVISIBLE,
+)
 
 
 def as_shown(text: str) -> SplicedView | None:
