@@ -128,7 +128,6 @@ _DECLINED = re.compile(
     re.IGNORECASE,
 )
 _DECLINE_CHARS = 400
-_BLANKS = re.compile(r"\s*")
 _ANY_PREFIX = re.compile(r"(?:[*_]{1,3})?" + re.escape(SUMMARY_PREFIX.rstrip(":")) + r":?(?:[*_]{1,3})?[ \t]*", re.I)
 
 
@@ -242,7 +241,8 @@ def _after_leading_role(text: str, tokens: ControlTokens) -> str:
     `<｜Assistant｜>`, `Assistant:`), control tokens and role label alike."""
     position = 0  # a position, not a slice per marker: a reply of 80,000 leading markers stays linear
     while True:
-        position = _BLANKS.match(text, position).end()  # type: ignore[union-attr]  # `\s*` always matches
+        while position < len(text) and text[position].isspace():
+            position += 1
         found = tokens.find(text[position : position + 64])
         if found and found[0][0] == 0 and _token_name(found[0][2]) in _LEADING_MARKERS:
             position += found[0][1]
