@@ -109,6 +109,26 @@ SHAPES = [
     ("password: !!str {}", "Wq7xLm2pRt9v"),
     ("curl -d 'payload=%7B%22password%22%3A%22{}%22%7D' https://api.example.com", "Wq7xLm2pRt9v"),
     ("GET /?h=Authorization%3A%20Bearer%20{} HTTP/1.1", "eyQ2b3NmTmpXWkxZdGhw8aKqXk9p"),
+    # Round 9, after its adversarial pass: a percent-escape inside the value (the text is also
+    # read as written), or starting it; any percent-escaped punctuation; ODBC's value in prose,
+    # with blanks, a plain word or keywords only after it; YAML's properties before a value.
+    ("https://example.com/login?user=bob&password={}", "correct%20horse%20battery%20staple"),
+    ("postgres://app:{}@db.example.com:5432/app", "s3cr%20t9Pw"),
+    ('{{"password": "{}"}}\nGET /files/My%20Doc.pdf 200', "Xk9%22pQ2mZ7v"),
+    ("DATABASE_URL=postgres://app:{}@db:5432/app\nGET /files/My%20Doc.pdf 200", "Xk9%2FpQ2mZ7v"),
+    ("postgres://app:{}@db/app", "%21Xk9pQ2mZ7v"),
+    ("?password={}&x=1", "%21Xk9pQ2mZ7v"),
+    ("q=%27password%27%3A%20%27{}%27", "Xk9pQ2mZ7v"),
+    ("text=line1%0A{}", "ghp_16C7e42F292c6912E7710c838347Ae178B4a"),
+    ("Use `Driver={{ODBC Driver 18}};Server=x;Uid=sa;Pwd={{{}}}` to connect", "Xk9pQ2mZ7v"),
+    ("Driver={{ODBC Driver 18}};Server=x;Uid=sa;Pwd = {{{}}};", "Xk9;pQ2mZ7v"),
+    ("Driver={{ODBC Driver 18}};Server=x;Uid=sa;Pwd={{{}}};", "CorrectHorseBatteryStaple"),
+    ("Pwd={{{}}};Driver={{ODBC Driver 18}};Server=x;Uid=sa", "Xk9pQ2mZ7v"),
+    ("Provider=MSDASQL;Initial Catalog=app;User=sa;Pwd={{{}}};", "Xk9pQ2mZ7v"),
+    ("password: !<tag:yaml.org,2002:str> {}", "Wq7xLm2pRt9v"),
+    ("password: &pw !!str {}", "Wq7xLm2pRt9v"),
+    ("password: ! {}", "Wq7xLm2pRt9v"),
+    ("password: {} extra", "!Xk9pQ2"),
 ]
 
 # Ordinary code, schemas and references beside those shapes.
@@ -166,6 +186,22 @@ ORDINARY = [
     "conn = f\"DRIVER={{x}};SERVER=db;UID=app;PWD={os.environ['DB_PW']}\"",
     "https://example.com/search?q=password%20reset%20help&page=2",
     "https://example.com/search?q=%22api_key%22%20rotation",
+    'conn = "Driver={SQL Server};Server=" + host + ";Uid=" + user + ";Pwd={" + pwd + "};"',
+    'sb.Append("Driver={SQL Server};Server=x;Uid=sa;Pwd={").Append(pwd).Append("};");',
+    'f"Driver=x;Server={host};Uid={user};Pwd={pwd2};"',
+    "f\"Driver=x;Server={host};Uid={user};Pwd={password or ''};\"",
+    'f"Driver=x;Server=db;Uid=sa;Pwd={password!r};"',
+    'f"Driver=x;Server=db;Uid=sa;Pwd={password:>10};"',
+    'String.Format("Driver=x;Server={0};Uid={1};Pwd={2,-10};", a, b, c)',
+    '"Driver=x;Server=db;Uid=sa;Pwd={$pwd};"',
+    '"Driver=x;Server=db;Uid=sa;Pwd={DB_PASSWORD_2};"',
+    '"Driver=x;Server=db;Uid=sa;Pwd={your password here};"',
+    "password: !secret db_password",
+    "MasterUserPassword: !Ref DBPassword",
+    "password_length: !!int 12",
+    '"password": [REDACTED]',
+    "GET /files/My%20Doc.pdf%3Fv%3D2 200",
+    "password=%PASSWORD%",
 ]
 
 
@@ -218,6 +254,9 @@ def _seconds(text: str) -> float:
         ("", "AKIAIOSFODNN7EXAMPLE "),
         ("", "sig=" + "a" * 20 + "&"),
         ("", 'SecretString": '),
+        ("", "pwd={"),  # an ODBC brace never closed
+        ("Server=x;", "Pwd={;;;;;;;;;;;;;;;;"),
+        ("", "%20password: !!str "),
     ],
 )
 def test_the_context_rules_stay_linear(head: str, unit: str) -> None:

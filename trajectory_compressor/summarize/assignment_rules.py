@@ -22,6 +22,7 @@ from trajectory_compressor.summarize.secret_rules import (
     credential_value,
     high_entropy,
     name_start,
+    placeholder_percent,
 )
 
 # `password = "..."`, `"api_key": "..."`, `DB_PASSWORD=...`, `DB_PASS=...`, `client_secret: ...` (on
@@ -32,9 +33,8 @@ from trajectory_compressor.summarize.secret_rules import (
 # A quoted value ends at the first quote of its own kind (`"it's"` holds a `'`).
 _VALUE = r"""(?:(?P<quote>["'])(?P<quoted>[^\n]{0,512}?)(?P=quote)|(?P<bare>[^\s"'`,;]{1,512}))"""
 # The gap may close a subscript (`os.environ["DB_PASSWORD"] = "..."`, `config['password'] = '...'`);
-# `=>` is PHP's and Ruby's (`'password' => '...'`). A YAML tag before the value (`password: !!str
-# …`) is passed over.
-_OPERATOR = r"""(?P<gap>["']?\]?\s{0,4})(?P<operator>:=|=>|=|:)[ \t]{0,16}(?:!![a-z]{1,16}[ \t]{1,4})?"""
+# `=>` is PHP's and Ruby's (`'password' => '...'`).
+_OPERATOR = r"""(?P<gap>["']?\]?\s{0,4})(?P<operator>:=|=>|=|:)[ \t]{0,16}"""
 CREDENTIAL_NAMES = (
     r"pass(?:word|wd|phrase)?|pwd|pw|secret(?:[_-]?(?:key|token))?|api[_-]?(?:key|token)|apikey"
     r"|access[_-]?(?:key|token)|private[_-]?key|client[_-]?secret|(?:auth|refresh|bearer|session)[_-]?token"
@@ -127,8 +127,8 @@ def assignment_value(value: str, quoted: bool, literal: bool = False) -> bool:
         return False
     if quoted:
         wrapped = value[0] + value[-1] in _WRAPPED
-        return value[0] not in "$%" and not wrapped and not any(ch.isspace() for ch in value)
-    if value[0] in _CODE_CHARS:
+        return value[0] != "$" and not placeholder_percent(value) and not wrapped and not any(map(str.isspace, value))
+    if (value[0] in _CODE_CHARS and value[0] != "%") or placeholder_percent(value):
         return False
     head = _CALL_HEAD.match(value)
     if head is not None and ("." in head.group() or not any(map(str.isdigit, head.group()))):
@@ -184,9 +184,10 @@ def _short_pass_name(match: re.Match[str], text: str, quoted: bool) -> bool:
 
 def _assignment_span(match: re.Match[str], text: str, *, entropy: bool = False) -> Span | None:
     """The value's span in `text` (the original, not the lower-cased copy matched)."""
-    quoted = match.group("quote") is not None
-    group = "quoted" if quoted else "bare"
-    start, end = match.span(group)
+    found = _value_span(match, text)
+    if found is None:
+        return None
+    quoted, start, end = found
     value = text[start:end]
     literal = _literal_context(match, text)
     if match.groupdict().get("suffix") and not text[match.start("name") : match.end("suffix")].isupper():
@@ -217,6 +218,37 @@ def _assignment_span(match: re.Match[str], text: str, *, entropy: bool = False) 
     ):
         return None  # a package lock's `integrity: sha512-…`, a `publicKey`
     return start, end
+
+
+def _value_span(match: re.Match[str], text: str) -> tuple[bool, int, int] | None:
+    """Whether the value is quoted, and its span; past a YAML tag or anchor before it (`password:
+    !!str …`, `&pw …`), None after a local tag (`!secret db_password`, `!Ref DbPassword`: a
+    reference, not a value)."""
+    quoted = match.group("quote") is not None
+    start, end = match.span("quoted" if quoted else "bare")
+    if quoted or match.group("operator") != ":" or text[start] not in "!&":
+        return quoted, start, end
+    position = start
+    for _ in range(2):
+        node = _YAML_PROPERTY.match(text, position)
+        if node is None:
+            break
+        if node.group("local"):
+            return None
+        position = node.end()
+    value = _VALUE_AT.match(text, position) if position > start else None
+    if value is None:
+        return quoted, start, end
+    quoted = value.group("quote") is not None
+    return (quoted, *value.span("quoted" if quoted else "bare"))
+
+
+# A YAML node's properties: a tag (`!!str`, `!<tag:yaml.org,2002:str>`, `!` alone; a local one,
+# letters only: `!secret`, `!Ref`) or an anchor (`&pw`), each followed by blanks.
+_YAML_PROPERTY = re.compile(
+    r"(?:(?P<local>![A-Za-z_]{2,64})(?![\w/.:!<-])|!![\w/.:-]{0,64}|!<[^>\n]{0,128}>|!|&\w{1,64})[ \t]{1,16}"
+)
+_VALUE_AT = re.compile(_VALUE)
 
 
 def _bare_end(text: str, end: int) -> int:
@@ -258,8 +290,8 @@ def _structured_span(match: re.Match[str], text: str) -> Span | None:
         return None
     opening = match.end() - 1
     close = _closing_bracket(text, opening)
-    if close is None or close <= opening + 1:
-        return None
+    if close is None or close <= opening + 1 or text[opening + 1 : close] == REDACTED[1:-1]:
+        return None  # nothing, or a mask's own brackets (`"password": [REDACTED]`)
     if _DESCRIBES.search(text, opening, close) and '"value"' not in text[opening:close]:
         return None  # a schema's property or a volume's reference (a Terraform output holds a "value")
     return opening + 1, close

@@ -177,14 +177,46 @@ def _name_context(match: re.Match[str], text: str) -> Span | None:
     return None
 
 
-_ODBC_KEYWORD = re.compile(r"(?:^|[;\s\"'{])(?:driver|server|uid|user id|database|dsn|data source)=", re.I)
+# A connection string's keywords (the window around the password holds one), and one of its
+# fields given as a format field (`Server={host};Uid={user}`): the string is a template.
+_ODBC_KEYWORD = re.compile(
+    r"(?:^|[;\s\"'{])(?:driver|server|uid|user id|user|username|database|dsn|data source|provider"
+    r"|initial catalog|host|port|dbq)[ \t]{0,4}=",
+    re.I,
+)
+_ODBC_TEMPLATE = re.compile(
+    r"(?:server|uid|user id|user|username|database|host|data source|initial catalog)[ \t]{0,4}=[ \t]{0,4}"
+    r"\{[A-Za-z_][\w.]{0,64}\}",
+    re.I,
+)
+# Code in the braces: a format field with a conversion, a spec or `=` (`{password!r}`,
+# `{pw:>10}`), a .NET index (`{2,-10}`), a PHP variable (`{$pwd}`), a name naming a credential
+# (`{db_password_1}`, `{pwd2}`) or a dotted one (`{self.pw}`).
+_ODBC_FIELD = re.compile(
+    r"[A-Za-z_][\w.]*(?:\[[^\]]*\])?\s*(?:![rsa]|:.*|=)\s*|\d{1,3}(?:,-?\d{1,4})?(?::.*)?|\$[A-Za-z_][\w>\[\]'\"-]*"
+)
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+_CREDENTIAL_WORD = re.compile(r"pass|pwd|secret|token|cred|(?:^|_)pw(?:$|_|\d)", re.I)
 
 
 def _odbc_value(match: re.Match[str], text: str) -> Span | None:
+    """The braces of `Pwd={…}` in a connection string that is not a template, holding no code."""
     start, end = match.span("value")
-    if _ODBC_KEYWORD.search(text, max(0, match.start() - 256), match.start()) is None:
+    value = text[start:end]
+    low, high = max(0, match.start() - 256), min(len(text), match.end() + 256)
+    if not value or _odbc_code(value) or _ODBC_KEYWORD.search(text, low, high) is None:
         return None
-    return (start - 1, end + 1) if assignment_value(text[start:end], quoted=False) else None
+    return None if _ODBC_TEMPLATE.search(text, low, high) else (start - 1, end + 1)
+
+
+def _odbc_code(value: str) -> bool:
+    if value[0] in "\"'" or value[-1] in "\"'" or any(map(str.isspace, value)):
+        return True  # concatenation (`Pwd={" + pwd + "}`), an expression, a description
+    if _ODBC_FIELD.fullmatch(value):
+        return True
+    if _IDENTIFIER.fullmatch(value):
+        return "." in value or _CREDENTIAL_WORD.search(value) is not None
+    return not assignment_value(value, quoted=False, literal=True)
 
 
 CONTEXT_RULES = (
@@ -262,12 +294,14 @@ CONTEXT_RULES = (
         scan=True,
     ),
     # ODBC's braced value (`Driver={…};Uid=sa;Pwd={p;w}`; `}}` is a `}` in it): the whole brace,
-    # in a connection string (another of its keywords before it), unless it is code (an
-    # f-string's `{password}`).
+    # in a connection string (another of its keywords near it), unless it is code (an f-string's
+    # `{password}`, a concatenation's `{" + pwd + "}`) or the string a template.
     Rule(
         "odbc-braced-password",
-        ("pwd={", "password={"),
-        re.compile(r"(?:pwd|password)=\{(?P<value>(?:[^}\n]|\}\}){1,256})\}(?![^;\s\"'])"),
+        ("pwd", "password"),
+        re.compile(
+            r"(?:pwd|password)[ \t]{0,4}=[ \t]{0,4}\{(?P<value>[^}\n]{0,256}+(?:\}\}[^}\n]{0,256}+){0,8})\}(?![}\w])"
+        ),
         _odbc_value,
         folded=True,
     ),

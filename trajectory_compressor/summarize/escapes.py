@@ -15,8 +15,8 @@ A second view, `as_shown(text)`, reads text as a terminal or a browser shows it:
 escape sequences (ANSI colours, cursor moves; the delimiters of an OSC command such as a
 hyperlink, whose payload stays readable), invisible characters (zero-width space, joiners,
 word joiner, BOM, soft hyphen) are gone, and an `=` written as `%3D`, `&#61;` or `&#x3d;` (an
-`&` as `%26`; a quote as `%22`, a space as `%20`; in a percent-encoded URL, `%3A`, `%2F` and
-`%40`) is that character.
+`&` as `%26`), and a percent-escape of white space or ASCII punctuation (`%20`, `%22`, `%3A`,
+`%2F`, `%40`, `%7B`…) is that character.
 `gh<U+200B>p_...` or `\x1b[36mghp_...` shows as `ghp_...`, and the rules see what a reader sees.
 The two views compose: a JSON-escaped colour code (`\\u001b[32m`) is decoded first, then removed.
 """
@@ -118,7 +118,7 @@ _SHOWN = re.compile(
     "|(?P<invisible>[\u00ad\u180e\u200b-\u200d\u2060-\u2064\ufeff])"
     "|(?P<eq>%3[dD]|&#0{0,4}61;|&#[xX]0{0,4}3[dD];)"
     "|(?P<amp>%26|&#0{0,4}38;|&#[xX]0{0,4}26;|&amp;)"
-    "|(?P<colon>%3[aA])|(?P<slash>%2[fF])|(?P<at>%40)|(?P<quote>%22)|(?P<space>%20)"
+    "|(?P<percent>%(?:0[9aAdD]|2[0-9a-fA-F]|3[a-fA-F]|40|5[bBdD]|7[bBdD]))"
 )
 _SHOWN_AS = {
     "csi": "",
@@ -127,12 +127,11 @@ _SHOWN_AS = {
     "invisible": "",
     "eq": "=",
     "amp": "&",
-    "colon": ":",
-    "slash": "/",
-    "at": "@",
-    "quote": '"',
-    "space": " ",
 }
+# The percent-escapes read as their character: white space and the ASCII punctuation a
+# credential's context is written with (`%22password%22%3A%22…`, `Authorization%3A%20Bearer`).
+_PERCENT_CODES = ("09", "0a", "0d", *(f"2{digit}" for digit in "0123456789abcdef"), "3a", "3b", "3c", "3e", "3f")
+_PERCENT_CODES += ("40", "5b", "5d", "7b", "7d")
 _INVISIBLE = "\u00ad\u180e\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\ufeff"
 
 
@@ -178,19 +177,15 @@ class SplicedView:
 
 # What `as_shown` can change: a text holding none of these is shown as it is. `redact` finds
 # them in the same pass as its rules' literals (lower-cased: `&AMP;` is found, and not spliced).
-# A whole URL percent-encoded (`?next=https%3A%2F%2Fuser%3Apw%40host`, its `:`, `/` and `@` read
-# as such in the view) is known by its encoded `://`; a JSON body or a header percent-encoded
-# whole (`%7B%22password%22%3A%22…`, `Authorization%3A%20Bearer%20…`) by its quotes or spaces.
+# A whole URL percent-encoded (`?next=https%3A%2F%2Fuser%3Apw%40host`), a JSON body or a header
+# (`%7B%22password%22%3A%22…`, `Authorization%3A%20Bearer%20…`): any percent-escape `as_shown` reads.
 SHOWN_MARKERS: tuple[str, ...] = (
     "\x1b",
     "\x07",
     "%3d",
-    "%26",
     "&#",
     "&amp;",
-    "%3a%2f%2f",
-    "%22",
-    "%20",
+    *(f"%{code}" for code in _PERCENT_CODES),
     *_INVISIBLE,
 )
 
@@ -199,5 +194,10 @@ def as_shown(text: str) -> SplicedView | None:
     """The view of `text` as it is shown (see the module's docstring), or None when it is the same.
 
     Call it on text holding one of `SHOWN_MARKERS`: the regex pass is the cost of this view."""
-    splices = [(m.start(), m.end(), _SHOWN_AS[m.lastgroup or ""]) for m in _SHOWN.finditer(text)]
+    splices = [(m.start(), m.end(), _shown_as(m)) for m in _SHOWN.finditer(text)]
     return SplicedView(text, splices) if splices else None
+
+
+def _shown_as(match: re.Match[str]) -> str:
+    group = match.lastgroup or ""
+    return chr(int(match.group()[1:], 16)) if group == "percent" else _SHOWN_AS[group]

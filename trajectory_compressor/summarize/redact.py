@@ -170,15 +170,18 @@ def find_secrets(text: str, depth: int = MAX_DEPTH) -> list[Span]:
 def _find_shown(
     text: str, depth: int, lowered: str | None = None, hits: list[tuple[int, int, int]] | None = None
 ) -> list[Span]:
-    """The spans the rules find in `text` as it is shown (`escapes.as_shown`), in `text`'s offsets."""
+    """The spans the rules find in `text` as written and as it is shown (`escapes.as_shown`), in
+    `text`'s offsets. Both: a percent-escape inside a value (`password=correct%20horse`) cuts it
+    short in the shown view, and one anywhere in the text switches the whole text to that view."""
     if lowered is None or hits is None:
         lowered, hits = _literal_hits(text)
+    found = _find_in(text, lowered, hits, depth)
     if any(literal >= _FIRST_MARKER for literal, _, _ in hits):
         shown = as_shown(text)
         if shown is not None:
-            found = _find_in(shown.text, *_literal_hits(shown.text), depth)
-            return [shown.original_span(start, end) for start, end in found]
-    return _find_in(text, lowered, hits, depth)
+            in_view = _find_in(shown.text, *_literal_hits(shown.text), depth)
+            return _merge([*found, *(shown.original_span(start, end) for start, end in in_view)])
+    return found
 
 
 def _literal_hits(text: str) -> tuple[str, list[tuple[int, int, int]]]:

@@ -153,10 +153,20 @@ def credential_value(value: str) -> bool:
     """A password, not a placeholder (`$PASS`, `{password}`) nor a number (`-u 1000:1000`, uid:gid)."""
     return (
         bool(value)
-        and value[0] not in "$%{<["
+        and value[0] not in "${<["
+        and not placeholder_percent(value)
         and not value.isdigit()
         and value.lower() not in {"password", "pass", "redacted"}
     )
+
+
+_PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+
+
+def placeholder_percent(value: str) -> bool:
+    """Whether `value` starts with a `%` that opens a placeholder (`%PASSWORD%`, `%s`, `%(pw)s`),
+    not a percent-escape (`%21Xk9…`: a URL-encoded password starting with `!`)."""
+    return value[:1] == "%" and _PERCENT_ESCAPE.match(value) is None
 
 
 _B64 = r"[A-Za-z0-9+/=]"
