@@ -150,8 +150,12 @@ def test_truncate_cuts_the_middle_until_the_row_fits(runs: dict[str, Run], count
     assert turns[cut:] == original[cut + m["turns_truncated"] :]
     assert turns[:cut] == original[:cut]
     assert turns[cut]["from"] != "tool"
+    # The turns either side of the cut follow each other as a conversation does (never a lone
+    # user turn cut from between two assistant turns).
+    assert (turns[cut - 1]["from"], turns[cut]["from"]) in {("human", "gpt"), ("tool", "gpt"), ("gpt", "human")}
     assert [entry["index"] for entry in run.over] == [4, 5]
     assert run.report["rows"]["truncated"] == 1
+    assert run.report["rows"]["unchanged_over_target"] == runs["keep"].report["rows"]["unchanged_over_target"] - 1
     # A row that already fits is left alone; a row with nothing to cut stays over, unchanged.
     assert run.rows[0] == records[0] and run.rows[2] == runs["keep"].rows[2]
     assert run.metrics[4]["still_over_limit"] and not run.metrics[4]["truncated"]

@@ -828,20 +828,47 @@ def test_truncate_removing_exactly_the_excess_stops_there() -> None:
     # One token more needs the next group too: the call at 4 with both its results.
     assert truncate_middle(rs, counts, 2, 8, 61) == 4
     assert truncate_middle(rs, counts, 2, 8, 140) == 4
-    assert truncate_middle(rs, counts, 2, 8, 141) == 2
-    assert truncate_middle(rs, counts, 2, 8, 10_000) == 2, "all of the middle when even that is not enough"
+    # Cutting from 2 would leave two human turns in a row (1 and 8): the deepest cut stops at 4.
+    assert truncate_middle(rs, counts, 2, 8, 141) == 4
+    assert truncate_middle(rs, counts, 2, 8, 10_000) == 4, "the most a cut may take when even that is not enough"
 
 
-def spec_truncate(rs: Sequence[str], counts: Sequence[int], start: int, stop: int, excess: int) -> int:
-    """The largest group boundary b in [start, stop] whose turns [b, stop) hold >= excess tokens.
+def test_truncate_never_cuts_a_lone_human_turn_between_two_assistant_turns() -> None:
+    """A tau-bench row: the user's message just before the tail, alone, held the excess; cut,
+    two gpt turns stood in a row and the reply answered a question no longer there."""
+    from trajectory_compressor.plan.truncate import truncate_middle
 
-    Group boundaries are `stop` and every non-tool turn; `start` when no boundary is enough.
-    """
-    for b in range(stop, start - 1, -1):
-        boundary = b in (stop, start) or rs[b] != "tool"
-        if boundary and sum(counts[b:stop]) >= excess:
-            return b
-    return start
+    rs = roles("S H G H G T G H G")  # the tail is the last gpt turn (8)
+    counts = [5, 5, 10, 10, 10, 10, 10, 30, 10]
+    cut = truncate_middle(rs, counts, 2, 8, 25)
+    assert cut == 6, "the exchange before the human turn goes with it: tool 5 is then followed by gpt 8"
+    kept = [*rs[:cut], *rs[8:]]
+    assert "gpt gpt" not in " ".join(kept)
+    # The turn written before the middle decides whether all of it may go: a summary (a human
+    # turn) may precede gpt 8; a gpt turn may not.
+    assert truncate_middle(rs, counts, 2, 8, 10_000, before="human") == 2
+    assert truncate_middle(rs, counts, 2, 8, 10_000, before="gpt") == 4
+    assert truncate_middle(roles("S H G H G"), [1] * 5, 3, 4, 1) == 4, "the lone human turn stays: nothing is cut"
+
+
+_MAY_FOLLOW = {"gpt": ("human", "tool"), "human": ("gpt", "tool")}
+
+
+def spec_truncate(
+    rs: Sequence[str], counts: Sequence[int], start: int, stop: int, excess: int, before: str | None
+) -> int:
+    """The largest allowed cut b in [start, stop) whose turns [b, stop) hold >= excess tokens; the
+    smallest allowed cut when none is enough; `stop` when none is allowed. A cut is allowed at a
+    turn that is not a tool turn, where the turn before it (`before` for `start`) may precede
+    the turn at `stop` (any, when the row ends there)."""
+    allowed = [
+        b
+        for b in range(start, stop)
+        if rs[b] != "tool"
+        and (stop == len(rs) or (before if b == start else rs[b - 1]) in _MAY_FOLLOW.get(rs[stop], ()))
+    ]
+    enough = [b for b in allowed if sum(counts[b:stop]) >= excess]
+    return max(enough) if enough else min(allowed, default=stop)
 
 
 def test_property_truncate_cuts_the_fewest_whole_groups() -> None:
@@ -855,5 +882,7 @@ def test_property_truncate_cuts_the_fewest_whole_groups() -> None:
         start = rng.randint(0, n)
         stop = rng.randint(start, n)
         excess = rng.randint(1, sum(counts[start:stop]) + 5)  # called only for rows over the target
-        cut = truncate_middle(rs, counts, start, stop, excess)
-        assert cut == spec_truncate(rs, counts, start, stop, excess), (rs, counts, start, stop, excess)
+        before = rng.choice([None, "human"]) if start else None
+        cut = truncate_middle(rs, counts, start, stop, excess, before=before)
+        expected_before = before if before is not None or not start else rs[start - 1]
+        assert cut == spec_truncate(rs, counts, start, stop, excess, expected_before), (rs, counts, start, stop, excess)

@@ -77,3 +77,22 @@ def test_the_time_is_the_runs_own_without_a_command_clock_and_split_with_one() -
 
 def test_a_run_stopped_before_any_row_says_its_status_only() -> None:
     assert render_text_summary({"status": "pending", "batches": []}, SummaryView(verbose=True)) == "status: pending"
+
+
+def test_rows_cut_by_truncate_are_said_truncated_not_left_unchanged() -> None:
+    totals = RunTotals()
+    totals.add(RowMetrics(0, "in.jsonl", 1, original_tokens=20_000, compressed_tokens=20_000, still_over_limit=True))
+    totals.add(RowMetrics(1, "in.jsonl", 2, original_tokens=20_000, compressed_tokens=15_000, truncated=True))
+    report = build_report(
+        totals,
+        status="completed",
+        settings=settings_record(RunConfig(), "bundled"),
+        outputs={"data": "out/x.jsonl"},
+        timings={"total": 1.0, "cpu": 1.0, "finalize": 0.1},
+        summarizer_stats=None,
+        counting={"backend": "hf", "fast_backend": None, "note": None, "guard": {"probes": 0}},
+    ).to_dict()
+    assert report["rows"]["unchanged_over_target"] == 1 and report["rows"]["truncated"] == 1
+    assert "1 over it left unchanged, 1 truncated (--over-limit truncate), 1 still over it" in render_text_summary(
+        report
+    )

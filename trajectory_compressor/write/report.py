@@ -125,7 +125,7 @@ class RunTotals:
             self.rows_skipped_under_target += 1
         elif metrics.pruned_turns and not metrics.still_over_limit:
             self.rows_fitted_by_pruning += 1
-        else:
+        elif not metrics.truncated:  # a row cut by `--over-limit truncate` is counted as such
             self.rows_unchanged_over_target += 1
         if metrics.still_over_limit:
             self.rows_still_over_limit += 1

@@ -70,7 +70,8 @@ def _rows_line(rows: dict[str, Any], *, dry: bool) -> str:
     return (
         f"rows: {rows['selected']} processed, {done}, {rows['skipped_under_target']} under the budget as they were, "
         f"{rows['unchanged_over_target']} over it left unchanged, "
-        f"{rows['still_over_limit']} {'would stay' if dry else 'still'} over it, {rows['rejected']} rejected"
+        + (f"{rows['truncated']} truncated (--over-limit truncate), " if rows.get("truncated") else "")
+        + f"{rows['still_over_limit']} {'would stay' if dry else 'still'} over it, {rows['rejected']} rejected"
     )
 
 

@@ -15,7 +15,7 @@ from trajectory_compressor.plan.region import Plan
 from trajectory_compressor.plan.truncate import truncate_middle
 from trajectory_compressor.run.prepare import ValidRow
 from trajectory_compressor.run.row.measure import RewriteRefused, RowMeasure
-from trajectory_compressor.types import EditedTurn, KeptTurn, OutputTurn
+from trajectory_compressor.types import EditedTurn, KeptTurn, NewTurn, OutputTurn
 
 
 @dataclass(frozen=True)
@@ -36,13 +36,16 @@ def truncate_row(
     roles = row.roles
     tail = tail_start(roles, plan_config)
     start = head_end(roles, plan_config)
+    before = None  # the role written before `start`: by default the turn before it
     if layout is None:
         layout = [KeptTurn(i) for i in range(len(row.turns))]
         size = plan.total_tokens
     elif plan.region is not None:  # compressed: the cut starts after the summary
         start = plan.region.end
+        before = next((item.turn.role for item in layout if isinstance(item, NewTurn)), None)
     start = min(start, tail)
-    cut = truncate_middle(roles, row.token_counts, start, tail, size - plan_config.target_max_tokens)
+    excess = size - plan_config.target_max_tokens
+    cut = truncate_middle(roles, row.token_counts, start, tail, excess, before=before)
     removed = set(range(cut, tail))
     kept = [item for item in layout if not (isinstance(item, (KeptTurn, EditedTurn)) and item.index in removed)]
     if not measure.counter.counts_chat_template:
