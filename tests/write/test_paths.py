@@ -191,6 +191,24 @@ def test_a_run_s_own_outputs_are_replaced_finished_or_interrupted(tmp_path: Path
     assert result.returncode == 0, result.stderr
 
 
+def test_side_files_of_another_output_with_the_same_stem_are_refused(tmp_path: Path) -> None:
+    """`x.parquet`'s run and `x.jsonl`'s share `x.metrics.jsonl` and `x.report.json`: the second
+    run would replace the first's metrics and report, leaving `x.parquet` with none."""
+    source = _input(tmp_path)
+    assert run_cli("compress", str(source), "-o", str(tmp_path / "out" / "x.parquet"), *SMALL).returncode == 0
+    metrics, report = (
+        (tmp_path / "out" / "x.metrics.jsonl").read_bytes(),
+        (tmp_path / "out" / "x.report.json").read_bytes(),
+    )
+    refused = run_cli("compress", str(source), "-o", str(tmp_path / "out" / "x.jsonl"), *SMALL)
+    _assert_one_line_error(refused, "out/x.metrics.jsonl", "belongs to the run that wrote x.parquet", "--overwrite")
+    assert (tmp_path / "out" / "x.metrics.jsonl").read_bytes() == metrics
+    assert (tmp_path / "out" / "x.report.json").read_bytes() == report
+    assert not (tmp_path / "out" / "x.jsonl").exists()
+    again = run_cli("compress", str(source), "-o", str(tmp_path / "out" / "x.parquet"), *SMALL)  # its own: replaced
+    assert again.returncode == 0, again.stderr
+
+
 def test_html_report_with_an_output_folder_is_refused_in_one_line(tmp_path: Path) -> None:
     source = _input(tmp_path / "in")
     refused = run_cli("compress", str(source), "-o", f"{tmp_path / 'out'}/", "--html-report", str(tmp_path / "r.html"))

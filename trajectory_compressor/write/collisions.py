@@ -104,11 +104,12 @@ def refuse_foreign_outputs(paths: OutputPaths, note: str = "", *, data: bool = T
 
     `data`: whether the dataset path is written (not by a dry run). A folder at a file's path
     (an `--output-format hf` dataset, or anything else) counts as a file there."""
-    if written_by_this_tool(paths):
+    why = _not_ours(paths)
+    if why is None:
         return
     for name, path in paths.as_dict().items():
         if (name != "data" or data) and os.path.lexists(path):
-            raise _foreign(NamedFile(_ROLES[name], path, note), " (no report or work folder of a run beside it)")
+            raise _foreign(NamedFile(_ROLES[name], path, note), why)
 
 
 def refuse_foreign_file(named: NamedFile, ours: Callable[[Path], bool]) -> None:
@@ -119,24 +120,40 @@ def refuse_foreign_file(named: NamedFile, ours: Callable[[Path], bool]) -> None:
         raise _foreign(named)
 
 
-def _foreign(named: NamedFile, why: str = "") -> OutputError:
-    """The one-line error for an existing file this tool did not write; `why`: how it can tell."""
-    return OutputError(
-        f"{named} exists and was not written by this tool{why}: choose another -o, or pass --overwrite to replace it"
-    )
+def _foreign(named: NamedFile, whose: str = "was not written by this tool") -> OutputError:
+    """The one-line error for an existing file this run may not replace; `whose`: why, as far as
+    it can tell."""
+    return OutputError(f"{named} exists and {whose}: choose another -o, or pass --overwrite to replace it")
 
 
 def written_by_this_tool(paths: OutputPaths) -> bool:
     """Whether `paths` are a run's own: its report beside them, or its work or batch folder."""
+    return _not_ours(paths) is None
+
+
+def _not_ours(paths: OutputPaths) -> str | None:
+    """None when `paths` are a run's own (its work or batch folder, or its report beside them,
+    naming this dataset or none: a dry run's), else whose they are as far as can be told.
+
+    The side files are named by the dataset's stem, so `x.parquet` and `x.jsonl` share them: a
+    report of `x.parquet`'s run does not make `x.metrics.jsonl` this `x.jsonl` run's to replace."""
     if paths.work_dir.is_dir() or paths.batch_dir.is_dir():
-        return True
+        return None
+    no_run = "was not written by this tool (no report or work folder of a run beside it)"
     try:
         if not paths.report.is_file() or paths.report.stat().st_size > _REPORT_MAX_BYTES:
-            return False
+            return no_run
         report = orjson.loads(paths.report.read_bytes())
     except (OSError, orjson.JSONDecodeError):
-        return False
-    return isinstance(report, dict) and isinstance(report.get("status"), str) and "outputs" in report
+        return no_run
+    if not (
+        isinstance(report, dict) and isinstance(report.get("status"), str) and isinstance(report.get("outputs"), dict)
+    ):
+        return no_run
+    data = report["outputs"].get("data")
+    if isinstance(data, str) and Path(data).name != paths.data.name:
+        return f"belongs to the run that wrote {quoted(Path(data).name)} (the report beside it says so)"
+    return None
 
 
 def _is_html_page(path: Path) -> bool:
