@@ -227,3 +227,32 @@ def test_the_command_survives_every_kind_of_bad_line(tmp_path: Path) -> None:
     assert [d for d, m in zip(data, [m for m in metrics if m["written"]], strict=True) if not m["was_compressed"]] == [
         raw for raw, m in zip(expected, [m for m in metrics if m["written"]], strict=True) if not m["was_compressed"]
     ]
+
+
+def test_on_reject_drop_leaves_bad_records_out_of_the_dataset_so_datasets_loads_it(tmp_path: Path) -> None:
+    """Kept (the default), a record that is valid JSON but no trajectory (`{"foo": 1}`, `[1, 2]`,
+    `"conversations": "x"`) makes `load_dataset("json")` fail on the file; `--on-reject drop`
+    leaves it out of the dataset, still in the rejects file and the metrics, in order."""
+    from datasets import load_dataset
+
+    lines = [_good(1), b'{"foo": 1}', b"[1, 2]", b'{"conversations": "x"}', b"not json", _good(2)]
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    results = {}
+    for policy in ("keep", "drop"):
+        out = tmp_path / policy / "x.jsonl"
+        results[policy] = run_cli("compress", str(path), "-o", str(out), "--on-reject", policy)
+        assert results[policy].returncode == 0, results[policy].stderr
+    kept, dropped = (tmp_path / "keep" / "x.jsonl"), (tmp_path / "drop" / "x.jsonl")
+    assert kept.read_bytes().splitlines() == [lines[0], *lines[1:4], lines[5]]
+    assert "3 bad records (valid JSON) are in the dataset unchanged" in results["keep"].stderr
+    assert dropped.read_bytes().splitlines() == [lines[0], lines[5]]
+    assert "are in the dataset unchanged" not in results["drop"].stderr
+    assert len(load_dataset("json", data_files=str(dropped))["train"]) == 2
+    metrics = read_jsonl(tmp_path / "drop" / "x.metrics.jsonl")
+    assert [(m["line"], m["rejected"], m["written"]) for m in metrics] == [
+        (1, False, True), (2, True, False), (3, True, False), (4, True, False), (5, True, False), (6, False, True)
+    ]  # fmt: skip
+    assert [r["line"] for r in read_jsonl(tmp_path / "drop" / "x.rejects.jsonl")] == [2, 3, 4, 5]
+    report = json.loads((tmp_path / "drop" / "x.report.json").read_text())
+    assert report["rows"]["rejected"] == 4 and report["rows"]["rejected_in_data"] == 0

@@ -14,4 +14,5 @@ NO_SUMMARIES: Final = "none"  # --summarizer none: tool outputs pruned only
 AUTO_SUMMARIZER: Final = "auto"  # --summarizer auto: the LLM when an endpoint is set, else extractive
 FailurePolicy = Literal["extractive", "keep", "fail"]  # --on-summary-failure
 OverLimitPolicy = Literal["keep", "drop", "truncate"]  # --over-limit
+RejectPolicy = Literal["keep", "drop"]  # --on-reject
 WriteFormat = Literal["sharegpt", "messages", "hf-chat"]  # --write-format

@@ -186,6 +186,11 @@ class OutputConfig:
         "keep", "choice", choices=get_args(choices.OverLimitPolicy), record=True, group="budget", common=True,
         help="Rows still over the limit: keep them, drop them, or truncate their middle.",
     )  # fmt: skip
+    on_reject: choices.RejectPolicy = setting(
+        "keep", "choice", choices=get_args(choices.RejectPolicy), record=True, group="output",
+        help="A bad record that is valid JSON (no conversation, a bad turn): keep its line in a JSON Lines dataset "
+        "unchanged, or drop it (a trainer's loader fails on it); always in the rejects file.",
+    )  # fmt: skip
     fail_on_over_limit: bool = setting(
         False, "bool", flag_style="flag", group="budget", help="Exit 3 when any row is still over the limit."
     )

@@ -48,6 +48,7 @@ class RunTotals:
     rows_dropped_over_limit: int = 0
     rows_truncated: int = 0
     rows_rejected: int = 0
+    rows_rejected_in_data: int = 0  # valid JSON, written back unchanged (`--on-reject keep`)
     rows_summary_failed: int = 0
     rows_second_pass: int = 0
     rows_planned: int = 0  # a dry run's rows the plan would compress
@@ -98,6 +99,7 @@ class RunTotals:
         self.rows_written += metrics.written
         if metrics.rejected:
             self.rows_rejected += 1
+            self.rows_rejected_in_data += metrics.written
             return
         self.gpt_turns += metrics.gpt_turns or 0
         self.gpt_turns_trained += 0 if metrics.dropped else (metrics.train_turns or 0)
@@ -223,6 +225,7 @@ def report_figures(totals: RunTotals, summarizer_stats: dict[str, Any] | None = 
             "dropped_over_limit": totals.rows_dropped_over_limit,
             "truncated": totals.rows_truncated,
             "rejected": totals.rows_rejected,
+            "rejected_in_data": totals.rows_rejected_in_data,
             "summary_failed": totals.rows_summary_failed,
             "second_pass": totals.rows_second_pass,
             "planned": totals.rows_planned,

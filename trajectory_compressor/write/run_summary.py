@@ -39,6 +39,11 @@ def render_text_summary(report: dict[str, Any], view: SummaryView | None = None)
     dry = bool(report.get("settings", {}).get("dry_run"))  # figures of a plan, not of a dataset
     status = report["status"] + (" (dry run: planned only, no summaries asked for, no dataset written)" if dry else "")
     lines = [f"status: {status}", *_budget_line(report), _rows_line(rows, dry=dry)]
+    if rows.get("rejected_in_data"):
+        lines.append(
+            f"rejected: {rows['rejected_in_data']} bad records (valid JSON) are in the dataset unchanged, where a "
+            "trainer's loader fails on them: --on-reject drop leaves them out (they stay in the rejects file)"
+        )
     lines.append(_tokens_line(tokens, dry=dry, windows=bool(report.get("windows"))))
     lines += _compression_lines(report)
     lines += _endpoint_lines(report, view)

@@ -45,7 +45,9 @@ class RowOptions:
             primary_name=primary_name,
             summaries=config.summarizer != NO_SUMMARIES,
             # An hf-chat dataset holds conversations only: a record that is none is in rejects.jsonl.
-            keep_rejects_in_data=keep_rejects_in_data and config.output.write_format != HF_CHAT,
+            keep_rejects_in_data=keep_rejects_in_data
+            and config.output.write_format != HF_CHAT
+            and config.output.on_reject == "keep",
             shape=WriteShape(config.output.write_format, config.tools_key),
         )
 
