@@ -36,8 +36,15 @@ async def finish_in_order(
     ahead of it (`read.ahead`), counted in the window. On the way out (done, error or
     cancellation) the rows still in flight are cancelled and awaited, and the reader thread is
     stopped.
+
+    Cancelled (Ctrl-C: `asyncio.run` cancels the run's task), the window stops at the next whole
+    row: a row that has not started yet sees its owner cancelling and does not start (an
+    extractive summary computes without an await, so the rows of a chunk would otherwise all run
+    before the cancellation reached this task), and the rows already finished at its head are
+    committed before it returns, so a resumed run does not make them again.
     """
     loop = asyncio.get_running_loop()
+    owner = asyncio.current_task()
     window: deque[asyncio.Future[FinishedRow]] = deque()
     executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tc-prepare")
     try:
@@ -59,10 +66,14 @@ async def finish_in_order(
                 if prepared is None:
                     exhausted = True
                 else:
-                    window.extend(asyncio.ensure_future(_in_place(finish, row)) for row in prepared)
+                    window.extend(asyncio.ensure_future(_in_place(finish, row, owner)) for row in prepared)
             while window and window[0].done():
                 commit(window.popleft().result())
             after_commits(len(window))
+    except asyncio.CancelledError:
+        while window and window[0].done() and not window[0].cancelled() and window[0].exception() is None:
+            commit(window.popleft().result())
+        raise
     finally:
         for future in window:
             future.cancel()
@@ -71,9 +82,14 @@ async def finish_in_order(
         executor.shutdown(wait=True, cancel_futures=True)
 
 
-async def _in_place(finish: Callable[[PreparedRow], Awaitable[FinishedRow]], row: PreparedRow) -> FinishedRow:
+async def _in_place(
+    finish: Callable[[PreparedRow], Awaitable[FinishedRow]], row: PreparedRow, owner: asyncio.Task[Any] | None
+) -> FinishedRow:
     """Finish `row` in its own place in the summarizer's queues: input order, since the tasks start
     in the order they were made. A row asking again (a second pass) is then served before the
-    rows behind it, instead of holding the head of the window while they go first."""
+    rows behind it, instead of holding the head of the window while they go first. Not started
+    when the window's `owner` is being cancelled (`finish_in_order`)."""
+    if owner is not None and getattr(owner, "cancelling", lambda: 0)():
+        raise asyncio.CancelledError
     take_place()
     return await finish(row)
