@@ -4,6 +4,7 @@ one summary per later window, each the update of the one before with only the ne
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.cli.test_formats import openai_trajectory
-from tests.conftest import make_trajectory, read_jsonl, run_cli, write_jsonl
+from tests.conftest import make_trajectory, read_jsonl, run_cli, run_cli_subprocess, write_jsonl
 from tests.fake_openai_server import FakeServerThread, prompt_text
 from trajectory_compressor.read.formats import detect_format, to_turns
 from trajectory_compressor.summarize.anchor_index import split_index
@@ -233,3 +234,23 @@ def test_the_end_of_run_summary_says_windows_write_more_tokens_than_they_read(tm
     assert result.returncode == 0, result.stderr
     [line] = [line for line in result.stderr.splitlines() if line.startswith("tokens:")]
     assert " read -> " in line and "written in the windows" in line and "saved" not in line
+
+
+def test_a_windows_run_killed_after_split_rows_were_committed_resumes_instead_of_starting_over(tmp_path: Path) -> None:
+    """A split row writes a metrics line per window: the resume's check of the metrics file against
+    the checkpoint's totals counted one per row, called every such work folder damaged and
+    started over (the output was still right, the work done was thrown away)."""
+    source = write_jsonl(tmp_path / "in.jsonl", _rows())
+    out = tmp_path / "out" / "x.jsonl"
+    args = ["compress", str(source), "-o", str(out), "--windows", *BUDGET]
+    env = {"TC_CHECKPOINT_ROWS": "2", "TC_CHECKPOINT_SECONDS": "1e9"}
+    killed = run_cli_subprocess(*args, env={**env, "TC_CRASH_AT": "checkpoint-renamed:1"})
+    assert killed.returncode == -9, killed.stderr
+    resumed = run_cli(*args)
+    assert resumed.returncode == 0, resumed.stderr
+    assert re.search(r"resuming: [1-9]\d* input rows already committed", resumed.stderr), resumed.stderr
+    assert "damaged" not in resumed.stderr
+    reference = tmp_path / "reference" / "x.jsonl"
+    assert run_cli("compress", str(source), "-o", str(reference), "--windows", *BUDGET).returncode == 0
+    assert out.read_bytes() == reference.read_bytes()
+    assert (out.parent / "x.metrics.jsonl").read_bytes() == (reference.parent / "x.metrics.jsonl").read_bytes()

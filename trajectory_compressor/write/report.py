@@ -49,6 +49,7 @@ class RunTotals:
     rows_truncated: int = 0
     rows_rejected: int = 0
     rows_rejected_in_data: int = 0  # valid JSON, written back unchanged (`--on-reject keep`)
+    metrics_lines: int = 0  # one per row, one per window with --windows: a resume checks the file by it
     rows_summary_failed: int = 0
     rows_second_pass: int = 0
     rows_planned: int = 0  # a dry run's rows the plan would compress
@@ -96,6 +97,7 @@ class RunTotals:
     def add(self, metrics: RowMetrics) -> None:
         """Count one finished row (its metrics line is the single source of truth)."""
         self.rows_selected += 1
+        self.metrics_lines += 1
         self.rows_written += metrics.written
         if metrics.rejected:
             self.rows_rejected += 1
@@ -148,6 +150,7 @@ class RunTotals:
         """
         first = windows[0]
         self.rows_selected += 1
+        self.metrics_lines += len(windows)
         self.rows_written += any(m.written for m in windows)
         self.windows += len(windows)
         self.rows_split += len(windows) > 1
@@ -204,6 +207,7 @@ class RunTotals:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunTotals:
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        known.setdefault("metrics_lines", known.get("rows_selected", 0))  # a checkpoint from before it was kept
         return cls(**known)
 
 

@@ -213,7 +213,11 @@ class RunFiles:
                 "re-run with the same command to resume it, or pass --no-resume to start over"
             )
         problem = self._problem(state)
-        if problem is None and state["parts"]["metrics"]["lines"] != state["totals"].get("rows_selected"):
+        # A line per row, or per window with --windows (`metrics_lines`; a checkpoint written
+        # before that count was kept holds one line per row).
+        totals = state["totals"]
+        expected_lines = totals.get("metrics_lines", totals.get("rows_selected"))
+        if problem is None and state["parts"]["metrics"]["lines"] != expected_lines:
             problem = "its metrics file and its totals disagree"
         if problem:
             self._damaged(problem)
