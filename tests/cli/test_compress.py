@@ -123,6 +123,12 @@ def test_strict_stops_at_the_first_bad_record(tmp_path: Path) -> None:
     assert "bad.jsonl:2" in result.stderr
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "o.jsonl").exists(), "a stopped run never leaves an output that looks complete"
+    # The message says how to go on: with the record fixed, the input differs from the run that stopped.
+    assert "fix the record, then re-run with --no-resume" in result.stderr
+    source.write_text(source.read_text().replace("{oops\n", ""))
+    fixed = run_cli("compress", str(source), "-o", str(tmp_path / "o.jsonl"), "--strict", "-q", "--no-resume")
+    assert fixed.returncode == 0, fixed.stderr
+    assert len(read_jsonl(tmp_path / "o.jsonl")) == 2
 
 
 def test_quiet_still_reports_bad_records_with_file_and_line(tmp_path: Path) -> None:

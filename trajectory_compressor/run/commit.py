@@ -131,4 +131,8 @@ class RowCommitter:
         elif self._rejects_reported == REJECTS_SHOWN + 1:
             self.on_message(MORE_REJECTS)
         if self.strict:
-            raise RunAborted(f"{reject['file']}:{reject['line']}: {reject['error']} (--strict)", ExitCode.FAILED)
+            raise RunAborted(
+                f"{reject['file']}:{reject['line']}: {reject['error']} (--strict); "
+                "fix the record, then re-run with --no-resume",
+                ExitCode.FAILED,
+            )
