@@ -16,7 +16,9 @@ from trajectory_compressor.summarize.fidelity.anchors import anchor_kind, anchor
 from trajectory_compressor.summarize.huge_turns import elide_huge_turns
 from trajectory_compressor.types import Turn
 
-_WORD = re.compile(r"https?://[^\s\"'<>()\[\]{}`\\]+|(?:~?/)?[A-Za-z0-9_][A-Za-z0-9_./-]*")
+_WORD = re.compile(
+    r"https?://[^\s\"'<>()\[\]{}`\\]+|(?:\d{4}-\d\d-\d\dT\d\d(?::\d\d){1,2}|(?:~?/)?[A-Za-z0-9_])[A-Za-z0-9_./-]*"
+)  # an ISO time (`2024-05-14T16:32:07`) is one token, its colons in it
 _ESCAPES = re.compile(r"\\[nrt\"\\/]")
 
 
@@ -44,7 +46,8 @@ _PIECES = st.sampled_from(
         "é", "https://", "http://x.io/a", '":', "</", "/>", "./", "//", "~/", "src/a.py", "get_user", "mia_li_3668",
         "EHGLP3", "9f3c2ab71d", "v1.2.3", "2025-12-20", "1234", "19.99", "getUser", "np.array", "/bin/x", '\\"',
         "\\n", "\\\\", "<tool_call>", "</tool_call>", '{"k": "v"}', "\x02", "\x03", "\x04", '\\":', "~~/", "<~/",
-        ">", "a<b", '"":', "\u4e2d", "\x1c", "\t",
+        ">", "a<b", '"":', "\u4e2d", "\x1c", "\t", "2024-05-14T16:32:07", "2024-05-14T16", ":32", ":07", "T16:32",
+        "2024-05-14T16:32", "\x05",
     ]
 )  # fmt: skip
 

@@ -4,7 +4,8 @@ An *anchor* is a token of text that names something exactly, so that a turn usin
 works if it was seen: a path (`src/geomesh/mesh.py`), a URL, a dotted name
 (`django.db.models`, `self.mask`), a snake_case or camelCase name (`iter_chunk_chunks`,
 `getUser`), an error class (`KeyError`), an id mixing letters and digits (`EHGLP3`,
-`mia_li_3668`), a hash (`9f3c2ab71d`), a version or date (`1.2.3`, `2025-12-20`), a number of
+`mia_li_3668`), a hash (`9f3c2ab71d`), a version, date or ISO time (`1.2.3`, `2025-12-20`,
+`2024-05-14T16:03:16`, its colons in it), a number of
 three digits or more (`1234`, `19.99`). Plain words are not anchors, nor the names any program
 writes whatever it saw (`np.array`, `os.path.join`, `f.read`, `/bin/bash`).
 
@@ -44,7 +45,9 @@ from trajectory_compressor.types import Turn
 
 _MAX_MISSED = 10
 # Candidate tokens: URLs whole, else runs of word characters with the separators names use.
-_WORD = re.compile(r"https?://[^\s\"'<>()\[\]{}`\\]+|(?:~?/)?[A-Za-z0-9_][A-Za-z0-9_./-]*")
+# An ISO time's colons are part of its token (`2024-05-14T16:32:07`, not `2024-05-14T16`, `32`, `07`).
+_ISO_TIME_HEAD = r"\d{4}-\d\d-\d\dT\d\d(?::\d\d){1,2}"
+_WORD = re.compile(r"https?://[^\s\"'<>()\[\]{}`\\]+|(?:" + _ISO_TIME_HEAD + r"|(?:~?/)?[A-Za-z0-9_])[A-Za-z0-9_./-]*")
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 _CAMEL = re.compile(r"[a-z]+[A-Z][A-Za-z0-9]*|[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*|[A-Z]{2,}[a-z][A-Za-z0-9]*")
 _HEX = re.compile(r"(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,64}")
@@ -53,8 +56,14 @@ _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _ESCAPES = re.compile(r"\\[nrt\"\\/]")
 # `_WORD`, with the `<` before a token and the `":` or `>` after it, which make it a key or a tag.
 _TOKEN = re.compile(
-    r'(?=[<~/A-Za-z0-9_])(<?)(https?://[^\s"\'<>()\[\]{}`\\]+|(?:~?/)?[A-Za-z0-9_][A-Za-z0-9_./-]*)(":|>)?'
+    r'(?=[<~/A-Za-z0-9_])(<?)(https?://[^\s"\'<>()\[\]{}`\\]+|(?:'
+    + _ISO_TIME_HEAD
+    + r'|(?:~?/)?[A-Za-z0-9_])[A-Za-z0-9_./-]*)(":|>)?'
 )
+# Where the one-pass reading marks an ISO time's colons (`\x05`, a token character there): only
+# at a token's start, as `_WORD` reads one (`_starts_a_token`).
+_ISO_TIME = re.compile(_ISO_TIME_HEAD)
+_TIME_COLON = re.compile(r"T\d\d:\d\d")  # a quick test first: a literal start, searched at C speed
 # Names any program writes, whatever it saw: standard modules and their usual aliases (as the
 # head of a dotted name), a file handle's methods, and system paths. Not anchors.
 _GENERIC_HEADS = frozenset(
@@ -141,7 +150,7 @@ def anchors_in(text: str) -> dict[str, None]:
     key or a tag, written into the runs as marks), and each distinct run is read once, through a
     cache, as the same runs recur across turns and rows. A text with a URL (whose token spans
     other characters) is read by the tokenizing regex in one pass."""
-    if "://" in text or "\x02" in text or "\x03" in text or "\x04" in text:  # a URL, or a mark of the runs
+    if "://" in text or "\x02" in text or "\x03" in text or "\x04" in text or "\x05" in text:  # a URL, or a mark
         return _anchors_of_tokens(unescaped(text))
     if "\\" in text:
         if '\\":' in text:  # an escaped quote before a colon: the token before it is a key
@@ -153,10 +162,25 @@ def anchors_in(text: str) -> dict[str, None]:
         text = text.replace(">", "\x03 ")
     if "<" in text:
         text = text.replace("<", " \x04")
+    if ":" in text and _TIME_COLON.search(text):
+        text = _ISO_TIME.sub(lambda m: m.group().replace(":", "\x05") if _starts_a_token(m) else m.group(), text)
     runs = text.translate(_RUN_CHARS).split() if text.isascii() else _RUN.findall(text)
     # In C: the runs not known to be plain, their anchors (a miss reads the run), in order, once.
     unknown = filterfalse(_PLAIN_RUNS.__contains__, runs)
     return dict.fromkeys(chain.from_iterable(map(_RUN_ANCHORS.__getitem__, unknown)))
+
+
+def _starts_a_token(match: re.Match[str]) -> bool:
+    """Whether the ISO time `match` found starts a token as `_WORD` reads tokens: no word
+    character before it but for `.`, `-` and `/` (which start none), and no `/` right before it
+    (`/2024-…` is a path's token)."""
+    text, position = match.string, match.start()
+    if text[position - 1 : position] == "/":
+        return False
+    while position and text[position - 1] in ".-/":
+        position -= 1
+    before = text[position - 1 : position]
+    return not (before.isascii() and (before.isalnum() or before == "_"))
 
 
 def unescaped(text: str) -> str:
@@ -207,8 +231,8 @@ def _anchor_of(token: str) -> str | None:
 # A run: token characters (and `~`), with `\x04` for a `<` before it and `\x02` (`":`) or `\x03`
 # (`>`) after it. The marks are control characters a text holding any of reads the slow way.
 _TOKEN_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./-"
-_RUN_CHARS = {code: code if chr(code) in _TOKEN_CHARS + "~\x02\x03\x04" else 32 for code in range(128)}
-_RUN = re.compile(r"[A-Za-z0-9_./~\x02-\x04-]+")
+_RUN_CHARS = {code: code if chr(code) in _TOKEN_CHARS + "~\x02\x03\x04\x05" else 32 for code in range(128)}
+_RUN = re.compile(r"[A-Za-z0-9_./~\x02-\x05-]+")
 _STARTS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 _ESCAPED_KEY = re.compile(r'(?<!\\)((?:\\\\)*)\\":')  # an escaped quote (its backslash unpaired), then ":"
 _ANY_ESCAPE = re.compile(r'\\[nrt"\\/]')
@@ -255,7 +279,7 @@ def _read_run(run: str) -> tuple[str, ...]:
         before = core[position - 1] if position else ("<" if before_lt else "")
         if last and (mark == "\x02" or (mark == "\x03" and before in ("<", "/"))):
             break  # a JSON key or a markup tag: the format, not a fact
-        word = _anchor_of(core[position:stop])
+        word = _anchor_of(core[position:stop].replace("\x05", ":"))  # an ISO time's colons, marked
         if word is not None and word not in words:
             words.append(word)
         position = stop
