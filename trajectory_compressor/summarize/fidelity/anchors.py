@@ -68,41 +68,11 @@ _TIME_COLON = re.compile(r"T\d\d:\d\d")  # a quick test first: a literal start, 
 # head of a dotted name), a file handle's methods, and system paths. Not anchors.
 _GENERIC_HEADS = frozenset(
     [
-        "np",
-        "pd",
-        "os",
-        "sys",
-        "re",
-        "json",
-        "math",
-        "f",
-        "fh",
-        "fp",
-        "plt",
-        "torch",
-        "tf",
-        "io",
-        "subprocess",
-        "shutil",
-        "time",
-        "datetime",
-        "collections",
-        "itertools",
-        "functools",
-        "typing",
-        "logging",
-        "random",
-        "string",
-        "pathlib",
-        "glob",
-        "tempfile",
-        "unittest",
-        "pytest",
-        "argparse",
-        "csv",
-        "copy",
+        "np", "pd", "os", "sys", "re", "json", "math", "f", "fh", "fp", "plt", "torch", "tf", "io", "subprocess",
+        "shutil", "time", "datetime", "collections", "itertools", "functools", "typing", "logging", "random",
+        "string", "pathlib", "glob", "tempfile", "unittest", "pytest", "argparse", "csv", "copy",
     ]
-)
+)  # fmt: skip
 _GENERIC_PATHS = ("/bin/", "/usr/", "/dev/", "/proc/", "/etc/", "/tmp")
 
 
