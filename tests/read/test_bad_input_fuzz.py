@@ -256,3 +256,16 @@ def test_on_reject_drop_leaves_bad_records_out_of_the_dataset_so_datasets_loads_
     assert [r["line"] for r in read_jsonl(tmp_path / "drop" / "x.rejects.jsonl")] == [2, 3, 4, 5]
     report = json.loads((tmp_path / "drop" / "x.report.json").read_text())
     assert report["rows"]["rejected"] == 4 and report["rows"]["rejected_in_data"] == 0
+
+
+def test_a_dry_run_says_no_bad_record_is_in_a_dataset_it_does_not_write(tmp_path: Path) -> None:
+    lines = [_good(1), b'{"foo": 1}', _good(2)]
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    out = tmp_path / "dry" / "x.jsonl"
+    result = run_cli("compress", str(path), "-o", str(out), "--dry-run")
+    assert result.returncode == 0, result.stderr
+    assert "in the dataset unchanged" not in result.stderr and not out.exists()
+    report = json.loads((tmp_path / "dry" / "x.report.json").read_text())
+    assert report["rows"]["rejected_in_data"] == 0 and report["rows"]["written"] == 0
+    assert not any(m["written"] for m in read_jsonl(tmp_path / "dry" / "x.metrics.jsonl"))

@@ -6,6 +6,7 @@ or an "internal error"), and the input left untouched.
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import subprocess
@@ -206,6 +207,48 @@ def test_side_files_of_another_output_with_the_same_stem_are_refused(tmp_path: P
     assert (tmp_path / "out" / "x.report.json").read_bytes() == report
     assert not (tmp_path / "out" / "x.jsonl").exists()
     again = run_cli("compress", str(source), "-o", str(tmp_path / "out" / "x.parquet"), *SMALL)  # its own: replaced
+    assert again.returncode == 0, again.stderr
+
+
+def test_an_interrupted_run_s_side_files_are_its_own_and_no_other_output_s(tmp_path: Path) -> None:
+    """An interrupted run's report names no dataset, only its work folder (`.x.jsonl.work`): it was
+    taken for a dry run's, so an `x.parquet` run replaced it, and the `x.jsonl` run resumed over
+    `x.parquet`'s files, its work folder vouching for them."""
+    source = _input(tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "x.metrics.jsonl").write_text('{"index": 0}\n')
+    (out / "x.report.json").write_text(
+        json.dumps({"status": "interrupted", "outputs": {"work_dir": str(out / ".x.jsonl.work")}})
+    )
+    report = (out / "x.report.json").read_bytes()
+    refused = run_cli("compress", str(source), "-o", str(out / "x.parquet"), *SMALL)
+    _assert_one_line_error(refused, "belongs to the run that wrote x.jsonl", "--overwrite")
+    assert (out / "x.report.json").read_bytes() == report and not (out / "x.parquet").exists()
+    resumed = run_cli("compress", str(source), "-o", str(out / "x.jsonl"), *SMALL)  # its own: goes on
+    assert resumed.returncode == 0, resumed.stderr
+    # Finished, its report names x.jsonl; with x.jsonl's work folder left behind, x.parquet's run is still refused.
+    (out / ".x.jsonl.work").mkdir()
+    again = run_cli("compress", str(source), "-o", str(out / "x.parquet"), *SMALL)
+    _assert_one_line_error(again, "belongs to the run that wrote x.jsonl")
+
+
+def test_a_metrics_path_of_its_own_is_replaced_only_where_the_report_lists_it(tmp_path: Path) -> None:
+    source = _input(tmp_path)
+    assert run_cli("compress", str(source), "-o", str(tmp_path / "a" / "y.jsonl"), *SMALL).returncode == 0
+    theirs = _unrelated(tmp_path / "theirs.jsonl")
+    refused = run_cli(
+        "compress",
+        str(source),
+        "-o",
+        str(tmp_path / "a" / "y.jsonl"),
+        "--metrics",
+        str(tmp_path / "theirs.jsonl"),
+        *SMALL,
+    )
+    _assert_one_line_error(refused, "theirs.jsonl", "is not this output's", "--overwrite")
+    assert (tmp_path / "theirs.jsonl").read_bytes() == theirs
+    again = run_cli("compress", str(source), "-o", str(tmp_path / "a" / "y.jsonl"), *SMALL)  # as listed: replaced
     assert again.returncode == 0, again.stderr
 
 

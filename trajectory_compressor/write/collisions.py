@@ -28,6 +28,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -103,13 +104,18 @@ def refuse_foreign_outputs(paths: OutputPaths, note: str = "", *, data: bool = T
     """Raise `OutputError` naming the first existing file of `paths` this tool did not write.
 
     `data`: whether the dataset path is written (not by a dry run). A folder at a file's path
-    (an `--output-format hf` dataset, or anything else) counts as a file there."""
-    why = _not_ours(paths)
-    if why is None:
-        return
+    (an `--output-format hf` dataset, or anything else) counts as a file there. A side file at a
+    path of its own (`--metrics PATH`) is this run's only when the report beside the dataset
+    lists it there."""
+    report = _report_beside(paths)
+    why = _not_ours(paths, report)
+    listed = report.get("outputs", {}) if report is not None else {}
     for name, path in paths.as_dict().items():
         if (name != "data" or data) and os.path.lexists(path):
-            raise _foreign(NamedFile(_ROLES[name], path, note), why)
+            if why is None and name != "data" and not _listed_as(listed.get(name), path):
+                raise _foreign(NamedFile(_ROLES[name], path, note), "is not this output's (its report lists another)")
+            if why is not None:
+                raise _foreign(NamedFile(_ROLES[name], path, note), why)
 
 
 def refuse_foreign_file(named: NamedFile, ours: Callable[[Path], bool]) -> None:
@@ -126,33 +132,61 @@ def _foreign(named: NamedFile, whose: str = "was not written by this tool") -> O
     return OutputError(f"{named} exists and {whose}: choose another -o, or pass --overwrite to replace it")
 
 
+def _listed_as(listed: Any, path: str) -> bool:
+    """Whether a report's path for a file (`listed`; None: it lists none) is `path`: the same file
+    when the report's path is absolute, the same name when it is relative (to a directory the
+    report does not record)."""
+    if not isinstance(listed, str):
+        return True
+    if os.path.isabs(listed):
+        return _real(listed) == _real(path)
+    return Path(listed).name == Path(path).name
+
+
 def written_by_this_tool(paths: OutputPaths) -> bool:
     """Whether `paths` are a run's own: its report beside them, or its work or batch folder."""
-    return _not_ours(paths) is None
+    return _not_ours(paths, _report_beside(paths)) is None
 
 
-def _not_ours(paths: OutputPaths) -> str | None:
-    """None when `paths` are a run's own (its work or batch folder, or its report beside them,
-    naming this dataset or none: a dry run's), else whose they are as far as can be told.
-
-    The side files are named by the dataset's stem, so `x.parquet` and `x.jsonl` share them: a
-    report of `x.parquet`'s run does not make `x.metrics.jsonl` this `x.jsonl` run's to replace."""
-    if paths.work_dir.is_dir() or paths.batch_dir.is_dir():
-        return None
-    no_run = "was not written by this tool (no report or work folder of a run beside it)"
+def _report_beside(paths: OutputPaths) -> dict[str, Any] | None:
+    """The report at `paths.report` when it is one of a run's (a status and its outputs), else None."""
     try:
         if not paths.report.is_file() or paths.report.stat().st_size > _REPORT_MAX_BYTES:
-            return no_run
+            return None
         report = orjson.loads(paths.report.read_bytes())
     except (OSError, orjson.JSONDecodeError):
-        return no_run
-    if not (
-        isinstance(report, dict) and isinstance(report.get("status"), str) and isinstance(report.get("outputs"), dict)
-    ):
-        return no_run
-    data = report["outputs"].get("data")
-    if isinstance(data, str) and Path(data).name != paths.data.name:
-        return f"belongs to the run that wrote {quoted(Path(data).name)} (the report beside it says so)"
+        return None
+    if isinstance(report, dict) and isinstance(report.get("status"), str) and isinstance(report.get("outputs"), dict):
+        return report
+    return None
+
+
+def _not_ours(paths: OutputPaths, report: dict[str, Any] | None) -> str | None:
+    """None when `paths` are a run's own, else whose they are as far as can be told.
+
+    Its own: the report beside them names this dataset (written, or being written: an
+    interrupted run's work folder) or none (a dry run's); with no report, its work or batch
+    folder is there. The side files are named by the dataset's stem, so `x.parquet` and
+    `x.jsonl` share them: a report of `x.parquet`'s run does not make `x.metrics.jsonl` this
+    `x.jsonl` run's to replace, whether that run finished or was interrupted."""
+    if report is not None:
+        owner = _dataset_of(report["outputs"])
+        if owner is not None and owner != paths.data.name:
+            return f"belongs to the run that wrote {quoted(owner)} (the report beside it says so)"
+        return None
+    if paths.work_dir.is_dir() or paths.batch_dir.is_dir():
+        return None
+    return "was not written by this tool (no report or work folder of a run beside it)"
+
+
+def _dataset_of(outputs: dict[str, Any]) -> str | None:
+    """The name of the dataset a report's run wrote (`data`) or was writing (its work folder,
+    `.x.jsonl.work`); None for a dry run's, which writes none."""
+    data, work = outputs.get("data"), outputs.get("work_dir")
+    if isinstance(data, str):
+        return Path(data).name
+    if isinstance(work, str) and Path(work).name.startswith(".") and Path(work).name.endswith(".work"):
+        return Path(work).name[1 : -len(".work")]
     return None
 
 

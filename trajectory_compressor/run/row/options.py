@@ -47,7 +47,8 @@ class RowOptions:
             # An hf-chat dataset holds conversations only: a record that is none is in rejects.jsonl.
             keep_rejects_in_data=keep_rejects_in_data
             and config.output.write_format != HF_CHAT
-            and config.output.on_reject == "keep",
+            and config.output.on_reject == "keep"
+            and not config.dry_run,  # a dry run writes no dataset
             shape=WriteShape(config.output.write_format, config.tools_key),
         )
 
