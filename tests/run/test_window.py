@@ -9,6 +9,7 @@ reported 0 rows processed. The cancellation is made here from inside a row, a kn
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -16,69 +17,44 @@ import pytest
 from trajectory_compressor.run.window import finish_in_order
 
 
-def test_cancelled_mid_chunk_it_commits_the_finished_rows_and_starts_no_more() -> None:
-    started: list[int] = []
-    committed: list[int] = []
+def _cancelled_at(rows: list[int], row_cancelling: int, fails: int | None = None) -> tuple[list[Any], list[Any]]:
+    """The rows started and the rows committed when the run's task is cancelled while
+    `row_cancelling` computes (as asyncio.run's Ctrl-C handler does); row `fails` raises."""
+    started: list[Any] = []
+    committed: list[Any] = []
 
     async def scenario() -> None:
         owner: dict[str, asyncio.Task[None]] = {}
 
         async def finish(row: Any) -> Any:
             started.append(row)
-            if row == 2:
-                owner["task"].cancel()  # as asyncio.run's Ctrl-C handler does, while row 2 computes
+            if row == fails:
+                raise ValueError(f"row {row} failed")
+            if row == row_cancelling:
+                owner["task"].cancel()
             return row
 
-        chunks = iter([[0, 1, 2, 3, 4, 5]])
+        chunks = iter([rows])
+        read: Callable[[], Any] = lambda: next(chunks, None)  # noqa: E731
 
         async def run() -> None:
-            await finish_in_order(
-                lambda: next(chunks, None),  # type: ignore[arg-type,return-value]
-                finish,
-                committed.append,  # type: ignore[arg-type]
-                lambda pending: None,
-                limit=16,
-                chunk_rows=6,
-            )
+            await finish_in_order(read, finish, committed.append, lambda pending: None, limit=16, chunk_rows=len(rows))
 
         owner["task"] = asyncio.ensure_future(run())
         with pytest.raises(asyncio.CancelledError):
             await owner["task"]
 
     asyncio.run(scenario())
+    return started, committed
+
+
+def test_cancelled_mid_chunk_it_commits_the_finished_rows_and_starts_no_more() -> None:
+    started, committed = _cancelled_at([0, 1, 2, 3, 4, 5], row_cancelling=2)
     assert started == [0, 1, 2], "the rows after the one computing at the signal do not start"
     assert committed == [0, 1, 2], "the rows finished at the head of the window are committed"
 
 
 def test_a_row_that_fails_is_not_committed_past_when_cancelled() -> None:
     """Only finished rows at the head are committed: one that raised stops the commits there."""
-    committed: list[int] = []
-
-    async def scenario() -> None:
-        owner: dict[str, asyncio.Task[None]] = {}
-
-        async def finish(row: Any) -> Any:
-            if row == 1:
-                raise ValueError("row 1 failed")
-            if row == 2:
-                owner["task"].cancel()
-            return row
-
-        chunks = iter([[0, 1, 2, 3]])
-
-        async def run() -> None:
-            await finish_in_order(
-                lambda: next(chunks, None),  # type: ignore[arg-type,return-value]
-                finish,
-                committed.append,  # type: ignore[arg-type]
-                lambda pending: None,
-                limit=16,
-                chunk_rows=4,
-            )
-
-        owner["task"] = asyncio.ensure_future(run())
-        with pytest.raises(asyncio.CancelledError):
-            await owner["task"]
-
-    asyncio.run(scenario())
+    _, committed = _cancelled_at([0, 1, 2, 3], row_cancelling=2, fails=1)
     assert committed == [0]
