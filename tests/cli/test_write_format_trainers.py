@@ -24,7 +24,7 @@ def output(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("trainers")
     rows = [long_airline_row(0, 12), airline_row(), swe_row(), long_airline_row(1, 3)]
     source = write_jsonl(root / "in.jsonl", rows)
-    for out in ("x.jsonl", "x.parquet"):
+    for out in ("x.jsonl", "y.parquet"):  # two outputs, two stems: one stem would share the side files
         result = run_cli("compress", str(source), "-o", str(root / out), "--write-format", "messages", *BUDGET)
         assert result.returncode == 0, result.stderr
     return root
