@@ -89,7 +89,7 @@ _NOT_VALUES = frozenset(
         "final",
     }
 )
-_CODE_CHARS = frozenset("()[]{}<>$%*=")  # a bare value starting with one is code or a placeholder
+_CODE_CHARS = frozenset("()[]{}<>$*=")  # a bare value starting with one is code or a placeholder (`%`: see below)
 # Templates and placeholders inside a value (`prefix${SUFFIX}`, `{{ pw }}`, `%(pw)s`, `#{pw}`, `<%= pw %>`).
 _TEMPLATE_OPENERS = ("${", "$(", "{{", "{%", "%(", "#{", "<%")
 # A call or a subscript (`get_password()`, `os.environ[`, `Optional[str]`, `kwargs.get(`, cut at a
@@ -128,7 +128,7 @@ def assignment_value(value: str, quoted: bool, literal: bool = False) -> bool:
     if quoted:
         wrapped = value[0] + value[-1] in _WRAPPED
         return value[0] != "$" and not placeholder_percent(value) and not wrapped and not any(map(str.isspace, value))
-    if (value[0] in _CODE_CHARS and value[0] != "%") or placeholder_percent(value):
+    if value[0] in _CODE_CHARS or placeholder_percent(value):
         return False
     head = _CALL_HEAD.match(value)
     if head is not None and ("." in head.group() or not any(map(str.isdigit, head.group()))):

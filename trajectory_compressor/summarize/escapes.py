@@ -105,6 +105,10 @@ def unescaped(text: str) -> EscapeView | None:
     return EscapeView(pieces, decoded)
 
 
+# The percent-escapes read as their character: white space and the ASCII punctuation a
+# credential's context is written with (`%22password%22%3A%22…`, `Authorization%3A%20Bearer`).
+_PERCENT_CODES = ("09", "0a", "0d", *(f"2{digit}" for digit in "0123456789abcdef"), "3a", "3b", "3c", "3e", "3f")
+_PERCENT_CODES += ("40", "5b", "5d", "7b", "7d")
 # What a terminal or a browser does not show, or shows as another character. Terminal escape
 # sequences (ECMA-48): a CSI (`ESC [ params final`: colours, cursor moves), a charset choice
 # (`ESC ( B`), any other two-character escape, removed; an OSC command's opening (`ESC ]`) and
@@ -118,7 +122,7 @@ _SHOWN = re.compile(
     "|(?P<invisible>[\u00ad\u180e\u200b-\u200d\u2060-\u2064\ufeff])"
     "|(?P<eq>%3[dD]|&#0{0,4}61;|&#[xX]0{0,4}3[dD];)"
     "|(?P<amp>%26|&#0{0,4}38;|&#[xX]0{0,4}26;|&amp;)"
-    "|(?P<percent>%(?:0[9aAdD]|2[0-9a-fA-F]|3[a-fA-F]|40|5[bBdD]|7[bBdD]))"
+    "|(?P<percent>%(?i:" + "|".join(_PERCENT_CODES) + "))"
 )
 _SHOWN_AS = {
     "csi": "",
@@ -128,10 +132,6 @@ _SHOWN_AS = {
     "eq": "=",
     "amp": "&",
 }
-# The percent-escapes read as their character: white space and the ASCII punctuation a
-# credential's context is written with (`%22password%22%3A%22…`, `Authorization%3A%20Bearer`).
-_PERCENT_CODES = ("09", "0a", "0d", *(f"2{digit}" for digit in "0123456789abcdef"), "3a", "3b", "3c", "3e", "3f")
-_PERCENT_CODES += ("40", "5b", "5d", "7b", "7d")
 _INVISIBLE = "\u00ad\u180e\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\ufeff"
 
 

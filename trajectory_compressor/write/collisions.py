@@ -112,10 +112,11 @@ def refuse_foreign_outputs(paths: OutputPaths, note: str = "", *, data: bool = T
     listed = report.get("outputs", {}) if report is not None else {}
     for name, path in paths.as_dict().items():
         if (name != "data" or data) and os.path.lexists(path):
-            if why is None and name != "data" and not _listed_as(listed.get(name), path):
-                raise _foreign(NamedFile(_ROLES[name], path, note), "is not this output's (its report lists another)")
-            if why is not None:
-                raise _foreign(NamedFile(_ROLES[name], path, note), why)
+            if why is None and (name == "data" or _listed_as(listed.get(name), path)):
+                continue
+            raise _foreign(
+                NamedFile(_ROLES[name], path, note), why or "is not this output's (its report lists another)"
+            )
 
 
 def refuse_foreign_file(named: NamedFile, ours: Callable[[Path], bool]) -> None:
