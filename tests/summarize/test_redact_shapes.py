@@ -129,6 +129,13 @@ SHAPES = [
     ("password: &pw !!str {}", "Wq7xLm2pRt9v"),
     ("password: ! {}", "Wq7xLm2pRt9v"),
     ("password: {} extra", "!Xk9pQ2"),
+    # Round 10: a YAML block scalar's lines, and text percent-encoded twice (`%25` is `%`).
+    ("password: |\n  {}", "Xk9#mQ2vLp7wRt"),
+    ("db:\n  password: >-\n    {}\n  host: db", "correcthorsebatterystaple"),
+    ("DB_PASSWORD: |2-\n    {}\n", "Wq7xLm2pRt9v"),
+    ("private_key: |\n  {}\n  QzLm2pRt9vWq7xLm2pRt9vQz", "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC"),
+    ("curl 'https://x/?q=%257B%2522password%2522%253A%2522{}%2522%257D'", "Wq7xLm2pRt9v"),
+    ("data=password%253D{}%2526user%253Dbob", "Wq7xLm2pRt9v"),
 ]
 
 # Ordinary code, schemas and references beside those shapes.
@@ -202,6 +209,11 @@ ORDINARY = [
     '"password": [REDACTED]',
     "GET /files/My%20Doc.pdf%3Fv%3D2 200",
     "password=%PASSWORD%",
+    "password: |\n  Must be at least 8 characters.\nnext: 1",
+    "password: >\n  {{ vault_db_password }}\nnext: 1",
+    "password: |\n  ${DB_PASS}\nnext: 1",
+    "password: |\nnext: 1",
+    "https://example.com/?q=100%2525%20sure%2520thing",
 ]
 
 
@@ -257,6 +269,9 @@ def _seconds(text: str) -> float:
         ("", "pwd={"),  # an ODBC brace never closed
         ("Server=x;", "Pwd={;;;;;;;;;;;;;;;;"),
         ("", "%20password: !!str "),
+        ("", "password: |\n  x y\n"),  # each block read at most `_BLOCK_LINES` lines ahead
+        ("", "password: |\n "),  # nested headers
+        ("", "%2525password=x"),
     ],
 )
 def test_the_context_rules_stay_linear(head: str, unit: str) -> None:

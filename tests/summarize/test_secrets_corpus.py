@@ -231,6 +231,9 @@ PLANTED: list[tuple[str, str, str]] = [
     # Round 9: ODBC's braced value, a JSON body percent-encoded whole.
     ("odbc-braced", "Driver={{ODBC Driver 18}};Server=db;Uid=sa;Pwd={{{}}};", "pw;" + _r(16)),
     ("percent-encoded-json", "curl -d 'q=%7B%22password%22%3A%22{}%22%7D' https://api.example.com", "pw-" + _r(16)),
+    # Round 10: a YAML block scalar, a JSON body percent-encoded twice.
+    ("yaml-block-scalar", "cat config.yml\ndb:\n  password: |-\n    {}\n  host: db", "pw" + _r(16)),
+    ("percent-encoded-twice", "GET /?q=%257B%2522password%2522%253A%2522{}%2522%257D", "pw-" + _r(16)),
 ]
 
 

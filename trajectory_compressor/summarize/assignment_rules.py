@@ -24,6 +24,7 @@ from trajectory_compressor.summarize.secret_rules import (
     name_start,
     placeholder_percent,
 )
+from trajectory_compressor.summarize.yaml_values import block_scalar, value_after_properties
 
 # `password = "..."`, `"api_key": "..."`, `DB_PASSWORD=...`, `DB_PASS=...`, `client_secret: ...` (on
 # lower-cased, decoded text: `escapes`). The key name must END with one of these words
@@ -189,6 +190,11 @@ def _assignment_span(match: re.Match[str], text: str, *, entropy: bool = False) 
         return None
     quoted, start, end = found
     value = text[start:end]
+    if "\n" in value:  # a block scalar's lines: one value, unless a line holds words (prose)
+        lines = value.split("\n")
+        value = "".join(line.strip() for line in lines)
+        if any(line.strip() and len(line.split()) > 1 for line in lines):
+            return None
     literal = _literal_context(match, text)
     if match.groupdict().get("suffix") and not text[match.start("name") : match.end("suffix")].isupper():
         return None
@@ -223,19 +229,18 @@ def _assignment_span(match: re.Match[str], text: str, *, entropy: bool = False) 
 def _value_span(match: re.Match[str], text: str) -> tuple[bool, int, int] | None:
     """Whether the value is quoted, and its span; past a YAML tag or anchor before it (`password:
     !!str …`, `&pw …`), None after a local tag (`!secret db_password`, `!Ref DbPassword`: a
-    reference, not a value)."""
+    reference, not a value). A YAML block scalar's lines (`password: |`) are taken as quoted:
+    `_assignment_span` judges them joined."""
     quoted = match.group("quote") is not None
     start, end = match.span("quoted" if quoted else "bare")
-    if quoted or match.group("operator") != ":" or text[start] not in "!&":
+    if quoted or match.group("operator") != ":" or text[start] not in "!&|>":
         return quoted, start, end
-    position = start
-    for _ in range(2):
-        node = _YAML_PROPERTY.match(text, position)
-        if node is None:
-            break
-        if node.group("local"):
-            return None
-        position = node.end()
+    if text[start] in "|>":
+        block = block_scalar(text, name_start(match.string, match.start("name"), also=".-"), start)
+        return (True, *block) if block is not None else (quoted, start, end)
+    position = value_after_properties(text, start)
+    if position is None:
+        return None
     value = _VALUE_AT.match(text, position) if position > start else None
     if value is None:
         return quoted, start, end
@@ -243,11 +248,6 @@ def _value_span(match: re.Match[str], text: str) -> tuple[bool, int, int] | None
     return (quoted, *value.span("quoted" if quoted else "bare"))
 
 
-# A YAML node's properties: a tag (`!!str`, `!<tag:yaml.org,2002:str>`, `!` alone; a local one,
-# letters only: `!secret`, `!Ref`) or an anchor (`&pw`), each followed by blanks.
-_YAML_PROPERTY = re.compile(
-    r"(?:(?P<local>![A-Za-z_]{2,64})(?![\w/.:!<-])|!![\w/.:-]{0,64}|!<[^>\n]{0,128}>|!|&\w{1,64})[ \t]{1,16}"
-)
 _VALUE_AT = re.compile(_VALUE)
 
 

@@ -167,19 +167,31 @@ def find_secrets(text: str, depth: int = MAX_DEPTH) -> list[Span]:
     return _find_shown(text, depth, lowered, hits)
 
 
+_PERCENT_LAYERS = 2  # `%2522` read as `"`; three deep is not read, as with the other encodings
+
+
 def _find_shown(
-    text: str, depth: int, lowered: str | None = None, hits: list[tuple[int, int, int]] | None = None
+    text: str,
+    depth: int,
+    lowered: str | None = None,
+    hits: list[tuple[int, int, int]] | None = None,
+    layers: int = _PERCENT_LAYERS,
 ) -> list[Span]:
     """The spans the rules find in `text` as written and as it is shown (`escapes.as_shown`), in
     `text`'s offsets. Both: a percent-escape inside a value (`password=correct%20horse`) cuts it
-    short in the shown view, and one anywhere in the text switches the whole text to that view."""
+    short in the shown view, and one anywhere in the text switches the whole text to that view.
+    Text percent-encoded twice (`%2522password%2522`: `%25` is `%`) is shown once more, while
+    `layers` last."""
     if lowered is None or hits is None:
         lowered, hits = _literal_hits(text)
     found = _find_in(text, lowered, hits, depth)
     if any(literal >= _FIRST_MARKER for literal, _, _ in hits):
         shown = as_shown(text)
         if shown is not None:
-            in_view = _find_in(shown.text, *_literal_hits(shown.text), depth)
+            if layers > 1 and "%25" in lowered:
+                in_view = _find_shown(shown.text, depth, layers=layers - 1)
+            else:
+                in_view = _find_in(shown.text, *_literal_hits(shown.text), depth)
             return _merge([*found, *(shown.original_span(start, end) for start, end in in_view)])
     return found
 
