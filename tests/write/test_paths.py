@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import make_trajectory, run_cli, write_jsonl
+from trajectory_compressor.write.paths import OutputPaths
 
 SMALL = ["--target-max-tokens", "2500", "--summary-target-tokens", "200", "--summarizer", "extractive", "-q"]
 SIDE_FILES = ("x.jsonl", "x.metrics.jsonl", "x.over_limit.jsonl", "x.rejects.jsonl")
@@ -257,3 +258,12 @@ def test_html_report_with_an_output_folder_is_refused_in_one_line(tmp_path: Path
     refused = run_cli("compress", str(source), "-o", f"{tmp_path / 'out'}/", "--html-report", str(tmp_path / "r.html"))
     _assert_one_line_error(refused, "--html-report needs an output file", "one run per input file")
     assert not (tmp_path / "out").exists() and not (tmp_path / "r.html").exists()
+
+
+@pytest.mark.parametrize("data", ["x.jsonl", "x.work", ".hidden.parquet", "runs.v2.jsonl.gz"])
+def test_a_work_folder_names_its_dataset_back(tmp_path: Path, data: str) -> None:
+    """A report of an interrupted run names only its work folder; the dataset is read back from it."""
+    work_dir = OutputPaths.beside(tmp_path / data).work_dir
+    assert OutputPaths.dataset_of_work_dir(work_dir) == data
+    for other in ("x.jsonl.work", ".work", "..work", ".x.jsonl"):
+        assert OutputPaths.dataset_of_work_dir(tmp_path / other) is None

@@ -186,9 +186,7 @@ def _dataset_of(outputs: dict[str, Any]) -> str | None:
     data, work = outputs.get("data"), outputs.get("work_dir")
     if isinstance(data, str):
         return Path(data).name
-    if isinstance(work, str) and Path(work).name.startswith(".") and Path(work).name.endswith(".work"):
-        return Path(work).name[1 : -len(".work")]
-    return None
+    return OutputPaths.dataset_of_work_dir(Path(work)) if isinstance(work, str) else None
 
 
 def _is_html_page(path: Path) -> bool:

@@ -17,6 +17,8 @@ from pathlib import Path
 from trajectory_compressor.read.readers import FILE_FORMATS, format_of_file
 from trajectory_compressor.write.output_format import OUTPUT_SUFFIXES
 
+_WORK_PREFIX, _WORK_SUFFIX = ".", ".work"  # the hidden work folder beside the dataset: `.x.jsonl.work`
+
 
 @dataclass(frozen=True)
 class OutputPaths:
@@ -46,7 +48,14 @@ class OutputPaths:
 
     @property
     def work_dir(self) -> Path:
-        return self.data.parent / f".{self.data.name}.work"
+        return self.data.parent / f"{_WORK_PREFIX}{self.data.name}{_WORK_SUFFIX}"
+
+    @staticmethod
+    def dataset_of_work_dir(work_dir: Path) -> str | None:
+        """The name of the dataset a work folder (`.x.jsonl.work`) belongs to; None for any other
+        name (a report's `outputs.work_dir` is read back this way)."""
+        dataset = work_dir.name.removeprefix(_WORK_PREFIX).removesuffix(_WORK_SUFFIX)
+        return dataset if dataset and len(dataset) == len(work_dir.name) - len(_WORK_PREFIX + _WORK_SUFFIX) else None
 
     @property
     def batch_dir(self) -> Path:
