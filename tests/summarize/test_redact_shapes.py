@@ -3,6 +3,7 @@ ordinary text beside them that must pass unchanged, in every escaping layer."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -134,6 +135,19 @@ SHAPES = [
     ("db:\n  password: >-\n    {}\n  host: db", "correcthorsebatterystaple"),
     ("DB_PASSWORD: |2-\n    {}\n", "Wq7xLm2pRt9v"),
     ("private_key: |\n  {}\n  QzLm2pRt9vWq7xLm2pRt9vQz", "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC"),
+    # ... after its adversarial pass: shown by a tool (`cat -n`, `grep -n`, a diff), blanks after
+    # the value, a tab, a tag before the header, a comment before it, lines after it that are not
+    # one value (a truncation marker, a comment indented less).
+    ("     2\t  password: |\n     3\t    {}\n     4\t  host: db", "Wq7xLm2pRt9v"),
+    ("12:  password: |\n13-    {}", "Wq7xLm2pRt9v"),
+    ("+  password: |\n+    {}\n   host: db", "Wq7xLm2pRt9v"),
+    ("password: |\n  {} \nhost: db", "Wq7xLm2pRt9v"),
+    ("password: |\n\t{}", "Wq7xLm2pRt9v"),
+    ("password: !!str |\n  {}", "Wq7xLm2pRt9v"),
+    ("password: &pw |\n  {}", "Wq7xLm2pRt9v"),
+    ("password: |\n  # generated 2024\n  {}", "Wq7xLm2pRt9v"),
+    ("password: |\n  {}\n  ... 3 more lines", "Wq7xLm2pRt9v"),
+    ("password: >-\n    {}\n  # end", "Wq7xLm2pRt9v"),
     ("curl 'https://x/?q=%257B%2522password%2522%253A%2522{}%2522%257D'", "Wq7xLm2pRt9v"),
     ("data=password%253D{}%2526user%253Dbob", "Wq7xLm2pRt9v"),
 ]
@@ -235,6 +249,15 @@ def test_each_shape_is_masked_in_every_escaping_layer(template: str, secret: str
 def test_ordinary_text_beside_those_shapes_is_unchanged(text: str, layer: str) -> None:
     escaped = LAYERS[layer][0](text)
     assert redact_secrets(escaped) == escaped
+
+
+@pytest.mark.parametrize("after", [{}, {"tool_call_id": "call_1"}])
+def test_a_block_scalar_ending_a_json_string_keeps_the_json_whole(after: dict[str, str]) -> None:
+    """The block's last line reads, decoded, into the string's closing quote and what follows it:
+    its value ends at the quote (a mask past it broke the record and left the secret)."""
+    text = json.dumps({"content": "db:\n  password: |\n    Wq7xLm2pRt9v", **after})
+    redacted = redact_secrets(text)
+    assert json.loads(redacted) == {"content": f"db:\n  password: |\n    {REDACTED}", **after}
 
 
 def test_words_after_a_key_id_are_not_taken_for_its_secret() -> None:

@@ -190,11 +190,7 @@ def _assignment_span(match: re.Match[str], text: str, *, entropy: bool = False) 
         return None
     quoted, start, end = found
     value = text[start:end]
-    if "\n" in value:  # a block scalar's lines: one value, unless a line holds words (prose)
-        lines = value.split("\n")
-        value = "".join(line.strip() for line in lines)
-        if any(line.strip() and len(line.split()) > 1 for line in lines):
-            return None
+    value = value.split("\n", 1)[0].rstrip("\r")  # a block scalar's lines: judged by the first
     literal = _literal_context(match, text)
     if match.groupdict().get("suffix") and not text[match.start("name") : match.end("suffix")].isupper():
         return None
@@ -235,12 +231,12 @@ def _value_span(match: re.Match[str], text: str) -> tuple[bool, int, int] | None
     start, end = match.span("quoted" if quoted else "bare")
     if quoted or match.group("operator") != ":" or text[start] not in "!&|>":
         return quoted, start, end
-    if text[start] in "|>":
-        block = block_scalar(text, name_start(match.string, match.start("name"), also=".-"), start)
-        return (True, *block) if block is not None else (quoted, start, end)
     position = value_after_properties(text, start)
     if position is None:
         return None
+    if text[position : position + 1] in ("|", ">"):
+        block = block_scalar(text, name_start(match.string, match.start("name"), also=".-"), position)
+        return (True, *block) if block is not None else (quoted, start, end)
     value = _VALUE_AT.match(text, position) if position > start else None
     if value is None:
         return quoted, start, end

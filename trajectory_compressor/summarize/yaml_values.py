@@ -25,6 +25,13 @@ _PROPERTY = re.compile(
 # A block scalar's header ending its line: the indicator, its chomping and indentation indicators
 # in either order, a comment.
 _BLOCK_HEADER = re.compile(r"[|>](?:[1-9][+-]?|[+-][1-9]?)?[ \t]{0,16}(?:#[^\n]{0,256})?\r?\n")
+# What a tool shows before each line of a file: `cat -n`'s number and tab, `grep -n`'s `12:` /
+# `13-`, a diff's `+` / `-` / ` `, a quote's `>`; then the line's own indentation.
+_LINE_PREFIX = re.compile(r"(?:[ \t]{0,16}\d{1,9}(?:\t|[:-])|[+>-](?=[ \t]))?")
+_INDENT = re.compile(r"[ \t]{0,256}")
+# One line's value: a run with no blank, ended by a quote too (the string holding the text closes:
+# `"content": "password: |\n  …", "tool_call_id": …`).
+_LINE_VALUE = re.compile(r"[^\s\"'`]{1,1024}")
 _BLOCK_LINES = 64  # a credential's block (a password, a PEM key) is short; prose runs on
 _KEY_LINE_CHARS = 256  # how far back the key's line may start
 
@@ -44,30 +51,55 @@ def value_after_properties(text: str, start: int) -> int | None:
 
 
 def block_scalar(text: str, key: int, header: int) -> Span | None:
-    """The span of a block scalar's lines (from the first one's text to the last one's end) when
-    a block header starts at `header`, for the key starting at `key`; None otherwise or when no
-    line is indented deeper than the key's line."""
+    """The span of a block scalar's value when a block header starts at `header`, for the key
+    starting at `key`: its first line's value and each next line's at the same indentation that
+    is one value too (a PEM body); None when there is no header, no line indented deeper than
+    the key's, or the first line holds words (prose, not a credential).
+
+    Lines are read after what a tool shows before them (`cat -n`, `grep -n`, a diff, a quote), and
+    a line's value ends at a quote as well as at a blank (the string holding the text may close
+    there). YAML's own end of the block (a line indented less) ends it, and so does a line that is
+    not one value (a comment, `... 3 more lines`)."""
     found = _BLOCK_HEADER.match(text, header)
     if found is None:
         return None
     line_start = text.rfind("\n", max(0, key - _KEY_LINE_CHARS), key) + 1
     if line_start == 0 and key >= _KEY_LINE_CHARS:
         return None
-    line = text[line_start:key]
-    key_indent = len(line) - len(line.lstrip(" "))
-    start = end = None
+    key_prefix = _LINE_PREFIX.match(text, line_start, key).end()  # type: ignore[union-attr]
+    key_indent = _INDENT.match(text, key_prefix, key).end() - key_prefix  # type: ignore[union-attr]
+    span: Span | None = None
+    indent = None
     position = found.end()
     for _ in range(_BLOCK_LINES):
         line_end = text.find("\n", position)
         line_end = len(text) if line_end < 0 else line_end
-        content = text[position:line_end].rstrip("\r")
-        stripped = content.lstrip(" ")
-        if stripped:
-            if len(content) - len(stripped) <= key_indent:
+        after_prefix = _LINE_PREFIX.match(text, position, line_end).end()  # type: ignore[union-attr]
+        value_start = _INDENT.match(text, after_prefix, line_end).end()  # type: ignore[union-attr]
+        depth = value_start - after_prefix
+        if value_start < line_end and text[value_start] != "\r":  # not a blank line
+            if depth <= key_indent or (indent is not None and depth != indent):
                 break
-            start = position + len(content) - len(stripped) if start is None else start
-            end = position + len(content)
+            if span is not None or text[value_start] != "#":  # a first `# generated …` line is passed over
+                value = _line_value(text, value_start, line_end)
+                if value is None:
+                    return None if span is None else span  # words: prose under the key, or the block's end
+                value_end, closed = value
+                indent, span = depth, (value_start if span is None else span[0], value_end)
+                if closed:
+                    break
         if line_end >= len(text):
             break
         position = line_end + 1
-    return None if start is None or end is None else (start, end)
+    return span
+
+
+def _line_value(text: str, start: int, end: int) -> tuple[int, bool] | None:
+    """Where the one value of the line `text[start:end]` ends, and whether a quote closes it
+    there (the text's enclosing string); None when the line holds more than one value."""
+    value = _LINE_VALUE.match(text, start, end)
+    if value is None:
+        return None
+    rest = text[value.end() : end].strip()
+    closed = rest[:1] in ('"', "'", "`")
+    return None if rest and not closed else (value.end(), closed)
