@@ -148,6 +148,7 @@ SHAPES = [
     ("password: |\n  # generated 2024\n  {}", "Wq7xLm2pRt9v"),
     ("password: |\n  {}\n  ... 3 more lines", "Wq7xLm2pRt9v"),
     ("password: >-\n    {}\n  # end", "Wq7xLm2pRt9v"),
+    ("password: |-\n  '{}'", "Wq7xLm2pRt9v"),
     ("curl 'https://x/?q=%257B%2522password%2522%253A%2522{}%2522%257D'", "Wq7xLm2pRt9v"),
     ("data=password%253D{}%2526user%253Dbob", "Wq7xLm2pRt9v"),
 ]

@@ -31,7 +31,7 @@ _LINE_PREFIX = re.compile(r"(?:[ \t]{0,16}\d{1,9}(?:\t|[:-])|[+>-](?=[ \t]))?")
 _INDENT = re.compile(r"[ \t]{0,256}")
 # One line's value: a run with no blank, ended by a quote too (the string holding the text closes:
 # `"content": "password: |\n  …", "tool_call_id": …`).
-_LINE_VALUE = re.compile(r"[^\s\"'`]{1,1024}")
+_LINE_VALUE = re.compile(r"[\"'`]?[^\s\"'`]{1,1024}")  # a quote opening it is the value's (`|-` then `'…'`)
 _BLOCK_LINES = 64  # a credential's block (a password, a PEM key) is short; prose runs on
 _KEY_LINE_CHARS = 256  # how far back the key's line may start
 
