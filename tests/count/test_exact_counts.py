@@ -8,7 +8,9 @@ is then one token too many: the edited system turn must be counted whole.
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -261,8 +263,9 @@ def test_a_shipped_template_by_name_counts_with_the_bundled_tokenizer(tmp_path: 
     assert any(m["was_compressed"] for m in metrics)
 
 
-# Roles must alternate (Llama 2, Mistral, Gemma): a summary turn (user) followed by a kept user
-# turn makes a row the template, and so the trainer, refuses.
+# Roles must alternate (Llama 2, Mistral, Gemma): a summary turn (user) beside a kept user turn
+# would make a row the template, and so the trainer, refuses. The planner keeps them apart.
+# (Llama 2's own rule, user first; and the rule alone, for runs opening on the assistant's greeting.)
 ALTERNATING = (
     "{%- if messages[0]['role'] == 'system' %}{%- set loop_messages = messages[1:] %}"
     "{%- else %}{%- set loop_messages = messages %}{%- endif %}"
@@ -271,6 +274,69 @@ ALTERNATING = (
     "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}"
     "{{- '[' + message['role'] + '] ' + message['content'] + '\\n' }}{%- endfor %}"
 )
+NO_REPEATS = (
+    "{%- for message in messages %}"
+    "{%- if loop.index0 and message['role'] == messages[loop.index0 - 1]['role'] %}"
+    "{{ raise_exception('Conversation roles must alternate') }}{% endif %}"
+    "{{- '[' + message['role'] + '] ' + message['content'] + '\\n' }}{%- endfor %}"
+)
+# A rule only a rewrite can break (a stand-in for any such rule of a real template).
+NO_SUMMARIES = (
+    "{%- for message in messages %}"
+    "{%- if '[CONTEXT SUMMARY]' in message['content'] %}{{ raise_exception('no summaries here') }}{% endif %}"
+    "{{- '[' + message['role'] + '] ' + message['content'] + '\\n' }}{%- endfor %}"
+)
+
+
+def _chat_rows(greeting: bool) -> list[dict[str, Any]]:
+    """Six rows of alternating questions and answers (odd rows' answers longer, so the cut moves),
+    opening with the assistant's greeting (tau-bench's shape) when `greeting`."""
+    rows = []
+    for index in range(6):
+        turns = [{"from": "system", "value": "You are helpful."}]
+        if greeting:
+            turns.append({"from": "gpt", "value": "Hi! How can I help you today?"})
+        for k in range(18 + index):
+            turns.append({"from": "human", "value": f"Question {k}: " + "what about the weather in Paris? " * 8})
+            answer = "it is sunny with a light breeze. " * (10 + 4 * (index % 2))
+            turns.append({"from": "gpt", "value": f"Answer {k}: " + answer})
+        rows.append({"id": f"r{index}", "conversations": turns})
+    return rows
+
+
+def _compress_with_template(tmp_path: Path, rows: list[dict[str, Any]], template: str, *extra: str) -> Path:
+    path = tmp_path / "t.jinja"
+    path.write_text(template)
+    source = write_jsonl(tmp_path / "in.jsonl", rows)
+    out = tmp_path / "o.jsonl"
+    result = run_cli(
+        "compress", str(source), "-o", str(out), "--count-mode", "chat-template", "--chat-template", str(path),
+        "--target-max-tokens", "1400", "--summary-target-tokens", "200", "--summarizer", "extractive", "-q", *extra,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+@pytest.mark.parametrize(
+    ("greeting", "last_n", "template"),
+    [(False, 4, ALTERNATING), (False, 3, ALTERNATING), (True, 4, NO_REPEATS), (True, 3, NO_REPEATS)],
+)
+def test_rewrites_keep_the_roles_alternating(tmp_path: Path, greeting: bool, last_n: int, template: str) -> None:
+    """The summary (a user turn) is never beside another user turn: after a head ending on the
+    user's first request (a greeting first) its answer joins the head, and a tail opening on a user
+    turn takes the turn before it; so a template that wants alternating roles takes every rewrite."""
+    from trajectory_compressor.count import load_tokenizer
+
+    rows = _chat_rows(greeting)
+    out = _compress_with_template(tmp_path, rows, template, "--protect-last-n-turns", str(last_n))
+    tokenizer = load_tokenizer()
+    tokenizer.chat_template = template
+    metrics = read_jsonl(tmp_path / "o.metrics.jsonl")
+    assert all(m["was_compressed"] and not m.get("summary_failed") for m in metrics), [m["reason"] for m in metrics]
+    for line, m in zip(read_jsonl(out), metrics, strict=True):
+        assert m["compressed_tokens"] == _trainer_total(tokenizer, line), m
+        roles = [turn["from"] for turn in line["conversations"]]
+        assert all({a, b} != {"human"} for a, b in pairwise(roles)), roles
 
 
 @pytest.mark.parametrize("over_limit", ["keep", "truncate"])
@@ -279,33 +345,16 @@ def test_a_rewrite_the_template_refuses_is_not_written(tmp_path: Path, over_limi
     (written unchanged, flagged), not an internal error that stops the run."""
     from trajectory_compressor.count import load_tokenizer
 
-    template = tmp_path / "t.jinja"
-    template.write_text(ALTERNATING)
-    rows = []
-    for index in range(6):
-        turns = [{"from": "system", "value": "You are helpful."}]
-        for k in range(18 + index):
-            turns.append({"from": "human", "value": f"Question {k}: " + "what about the weather in Paris? " * 8})
-            answer = "it is sunny with a light breeze. " * (10 + 4 * (index % 2))  # odd rows: the cut moves
-            turns.append({"from": "gpt", "value": f"Answer {k}: " + answer})
-        rows.append({"id": f"r{index}", "conversations": turns})
-    source = write_jsonl(tmp_path / "in.jsonl", rows)
-    out = tmp_path / "o.jsonl"
-    result = run_cli(
-        "compress", str(source), "-o", str(out), "--count-mode", "chat-template", "--chat-template", str(template),
-        "--target-max-tokens", "1400", "--summary-target-tokens", "200", "--summarizer", "extractive", "-q",
-        "--over-limit", over_limit,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr
+    rows = _chat_rows(greeting=False)
+    out = _compress_with_template(tmp_path, rows, NO_SUMMARIES, "--over-limit", over_limit)
     tokenizer = load_tokenizer()
-    tokenizer.chat_template = ALTERNATING
+    tokenizer.chat_template = NO_SUMMARIES
     metrics = read_jsonl(tmp_path / "o.metrics.jsonl")
     refused = [m for m in metrics if "the chat template refuses the rewritten row" in (m["reason"] or "")]
-    assert refused and any(m["was_compressed"] for m in metrics), [m["reason"] for m in metrics]
+    assert len(refused) == len(rows), [m["reason"] for m in metrics]
     for row, line, m in zip(rows, read_jsonl(out), metrics, strict=True):
         assert m["compressed_tokens"] == _trainer_total(tokenizer, line), m  # every row written renders
-        if m in refused:
-            assert line == row and not m["was_compressed"] and m["summary_failed"]
+        assert line == row and not m["was_compressed"] and m["summary_failed"]
 
 
 @pytest.mark.parametrize("mode", ["values", "chat-template"])

@@ -53,11 +53,15 @@ def only(*switches: str) -> dict[str, bool]:
 
 
 def spec_tail(rs: Sequence[str], config: PlanConfig) -> int:
-    """The last N turns; if they begin inside a tool-call group, the whole group joins the tail."""
+    """The last N turns; if they begin inside a tool-call group, the whole group joins the tail.
+    If they begin with a user turn after a gpt or tool turn, that turn's group joins too (the
+    summary before the tail is a user turn: two in a row break alternating templates)."""
     start = max(0, len(rs) - config.protect_last_n_turns)
     if start < len(rs):
         # Walk back to the group's opening (non-tool) turn.
         start = next((j for j in range(start, -1, -1) if rs[j] != "tool"), 0)
+        if start > 0 and rs[start] == "human" and rs[start - 1] in ("gpt", "tool"):
+            start = next((j for j in range(start - 1, -1, -1) if rs[j] != "tool"), 0)
     return start
 
 
@@ -89,6 +93,12 @@ def spec_head(rs: Sequence[str], config: PlanConfig, limit: int) -> int:
     end = max(protected) + 1 if protected else 0
     while end < limit and rs[end] == "tool":
         end += 1
+    # Ending on a user turn that a gpt turn answers (a greeting first: S G H), the answer and its
+    # results join: the summary after the head is a user turn.
+    if 0 < end < limit and rs[end - 1] == "human" and rs[end] == "gpt":
+        end += 1
+        while end < limit and rs[end] == "tool":
+            end += 1
     return end
 
 
@@ -211,7 +221,7 @@ def test_last_n_zero_lets_the_region_reach_the_last_turn() -> None:
 
 
 def test_last_n_zero_keeps_the_greedy_minimum() -> None:
-    rs = roles("S H G H G H G H")
+    rs = roles("S H G H G G T G")
     config = PlanConfig(target_max_tokens=700, summary_target_tokens=50, protect_last_n_turns=0)
     plan = plan_region(rs, [100] * 8, config)  # needed = 150: turns 3 and 4
     assert plan.region == CompressionRegion(3, 5)
@@ -262,7 +272,7 @@ def test_length_mismatch_is_an_error(rs: list[str], counts: list[int]) -> None:
 
 
 def test_no_system_turn_counts_no_notice() -> None:
-    rs = roles("H G H G H G H G")  # head [0, 2), tail [6, 8) with N = 2
+    rs = roles("H G H G G T G T")  # head [0, 2), tail [6, 8) with N = 2
     config = PlanConfig(target_max_tokens=700, summary_target_tokens=50, protect_last_n_turns=2)
     plan = plan_region(rs, [100] * 8, config, notice_tokens=50)
     # needed = 800 - 700 + 50 = 150 (no notice): turns 2 and 3.
@@ -272,7 +282,7 @@ def test_no_system_turn_counts_no_notice() -> None:
 
 
 def test_notice_tokens_count_towards_the_needed_saving() -> None:
-    rs = roles("S H G H G H G H G")  # head [0, 3), tail [7, 9) with N = 2
+    rs = roles("S H G H G G G G G")  # head [0, 3), tail [7, 9) with N = 2 (text replies in a row)
     config = PlanConfig(target_max_tokens=800, summary_target_tokens=50, protect_last_n_turns=2)
     counts = [100] * 9
     # needed = 900 - 800 + 50 + 50 = 200: exactly turns 3 and 4.
@@ -322,15 +332,16 @@ TOOL_FIRST = "S H G T T H G H G H G H G"  # the first gpt turn (2) is answered b
     [
         (NO_TOOL_FIRST, ALL_OFF, 0),
         (NO_TOOL_FIRST, only("protect_first_system"), 1),
-        (NO_TOOL_FIRST, only("protect_first_human"), 2),
+        # A head ending on a user turn takes the gpt turn answering it (the summary is a user turn).
+        (NO_TOOL_FIRST, only("protect_first_human"), 3),
         (NO_TOOL_FIRST, only("protect_first_gpt"), 3),
         # The tool switch protects the first gpt turn's results only; a later tool is middle.
         (NO_TOOL_FIRST, only("protect_first_tool"), 0),
         (NO_TOOL_FIRST, dict.fromkeys(SWITCHES, True), 3),
         (TOOL_FIRST, ALL_OFF, 0),
         (TOOL_FIRST, only("protect_first_system"), 1),
-        (TOOL_FIRST, only("protect_first_human"), 2),
-        (TOOL_FIRST, only("protect_first_system", "protect_first_human"), 2),
+        (TOOL_FIRST, only("protect_first_human"), 5),
+        (TOOL_FIRST, only("protect_first_system", "protect_first_human"), 5),
         # Protecting the tool results protects the call they answer (the shortest prefix).
         (TOOL_FIRST, only("protect_first_tool"), 5),
         # Protecting the call keeps its results with it: the region never starts on a tool turn.
@@ -342,9 +353,11 @@ def test_protect_first_switches(spec: str, switches: dict[str, bool], expected_h
     rs = roles(spec)
     config = PlanConfig(target_max_tokens=100, summary_target_tokens=10, protect_last_n_turns=2, **switches)
     assert head_end(rs, config) == expected_head
+    # The last 2 turns open on a user turn: the gpt turn before it joins the tail.
+    assert tail_start(rs, config) == len(rs) - 3
     plan = plan_region(rs, [100] * len(rs), config)
     # More than the whole middle is needed: the region runs from the head to the tail.
-    assert plan.region == CompressionRegion(expected_head, len(rs) - 2)
+    assert plan.region == CompressionRegion(expected_head, len(rs) - 3)
 
 
 def test_first_occurrences_out_of_order_still_give_the_shortest_prefix() -> None:
@@ -359,6 +372,45 @@ def test_leading_tool_turns_never_start_the_region() -> None:
 
 
 # --------------------------------------------------------------------------------------------
+# The summary is a user turn: never beside another (templates that want alternating roles, and
+# LLaMA-Factory's converter, refuse two in a row).
+# --------------------------------------------------------------------------------------------
+
+
+def test_a_run_opening_with_the_assistant_s_greeting_keeps_the_answer_to_the_first_user_turn() -> None:
+    #          0 1 2 3 4 5 6 7 8 9     tau-bench's shape: system, greeting, the user's request
+    rs = roles("S G H G T H G H G H")
+    assert head_end(rs, PlanConfig()) == 5  # S G H, then gpt 3 answering it and its result 4
+    plan = plan_region(
+        rs, [100] * 10, PlanConfig(target_max_tokens=850, summary_target_tokens=50, protect_last_n_turns=2)
+    )
+    assert plan.region == CompressionRegion(5, 8)  # needed = 1000 - 850 + 50: turns 5 and 6, then user turn 7
+    assert rs[plan.region.start - 1] == "tool" and rs[plan.region.end] == "gpt"
+
+
+@pytest.mark.parametrize(("last_n", "expected"), [(1, 7), (2, 7), (3, 4), (4, 4)])
+def test_a_tail_opening_on_a_user_turn_takes_the_turn_before_it(last_n: int, expected: int) -> None:
+    #          0 1 2 3 4 5 6 7 8
+    rs = roles("S H G H G T H G H")
+    assert tail_start(rs, PlanConfig(protect_last_n_turns=last_n)) == expected
+
+
+def test_a_user_turn_after_the_greedy_cut_is_summarized_too() -> None:
+    #          0 1 2 3 4 5 6 7 8 9
+    rs = roles("S H G H G H H G G T")
+    config = PlanConfig(target_max_tokens=900, summary_target_tokens=50, protect_last_n_turns=2)
+    plan = plan_region(rs, [100] * 10, config)  # needed = 150: turns 3 and 4; then user turns 5, 6
+    assert plan.region == CompressionRegion(3, 7)
+    assert plan.estimated_tokens == 1000 - 400 + 50
+    # A region that reaches the tail stops there: here the tail opens on the second of the input's
+    # own two user turns in a row, which the summary cannot part.
+    rs = roles("S H G H G H H")
+    config = PlanConfig(target_max_tokens=600, summary_target_tokens=50, protect_last_n_turns=1)
+    assert tail_start(rs, config) == 6
+    assert plan_region(rs, [100] * 7, config).region == CompressionRegion(3, 6)
+
+
+# --------------------------------------------------------------------------------------------
 # Tool-call groups at the greedy cut and at the tail.
 # --------------------------------------------------------------------------------------------
 
@@ -367,34 +419,37 @@ def test_tool_pair_straddling_the_greedy_cut_extends_the_region() -> None:
     #         0 1 2 3 4 5 6 7 8 9 10 11 12 13 14
     rs = roles("S H G H G T T H G T G  H  G  H  G")
     config = PlanConfig(target_max_tokens=1400, summary_target_tokens=100)
-    # needed = 1500 - 1400 + 100 = 200: the cut falls after gpt turn 4, whose results are 5 and 6.
+    # needed = 1500 - 1400 + 100 = 200: the cut falls after gpt turn 4, whose results are 5 and 6;
+    # the user turn 7 after them comes too (the summary, a user turn, is never followed by one).
     plan = plan_region(rs, [100] * 15, config)
-    assert plan.region == CompressionRegion(3, 7)
-    assert plan.region_tokens == 400
-    assert plan.estimated_tokens == 1500 - 400 + 100
-    assert rs[plan.region.end] == "human"
+    assert plan.region == CompressionRegion(3, 8)
+    assert plan.region_tokens == 500
+    assert plan.estimated_tokens == 1500 - 500 + 100
+    assert rs[plan.region.end] == "gpt"
 
 
 def test_cut_inside_a_block_of_several_tool_turns_takes_the_whole_block() -> None:
     #         0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15
     rs = roles("S H G H G T T T H G T  G  H  G  H  G")
     config = PlanConfig(target_max_tokens=1400, summary_target_tokens=100)
-    # needed = 1600 - 1400 + 100 = 300: reached at the first tool turn (5); 6 and 7 come too.
+    # needed = 1600 - 1400 + 100 = 300: reached at the first tool turn (5); 6 and 7 come too, and
+    # the user turn 8 after them.
     plan = plan_region(rs, [100] * 16, config)
-    assert plan.region == CompressionRegion(3, 8)
-    assert plan.region_tokens == 500
-    assert plan.estimated_tokens == 1200
+    assert plan.region == CompressionRegion(3, 9)
+    assert plan.region_tokens == 600
+    assert plan.estimated_tokens == 1100
 
 
 def test_tool_extension_counts_the_extra_tokens() -> None:
     rs = roles("S H G H G T T H G H G H G")
     counts = [10, 10, 10, 10, 10, 500, 7, 10, 10, 10, 10, 10, 10]
     config = PlanConfig(target_max_tokens=560, summary_target_tokens=5)
-    # needed = 617 - 560 + 5 = 62 is reached at turn 5; turn 6 (7 tokens) is added as well.
+    # needed = 617 - 560 + 5 = 62 is reached at turn 5; turn 6 (7 tokens) is added as well, and the
+    # user turn 7 (10) after it, up to the tail (the last 4 open on user turn 9: gpt turn 8 joins).
     plan = plan_region(rs, counts, config)
-    assert plan.region == CompressionRegion(3, 7)
-    assert plan.region_tokens == 527
-    assert plan.estimated_tokens == 617 - 527 + 5
+    assert plan.region == CompressionRegion(3, 8)
+    assert plan.region_tokens == 537
+    assert plan.estimated_tokens == 617 - 537 + 5
 
 
 @pytest.mark.parametrize("last_n", [3, 4, 5])
@@ -420,7 +475,7 @@ def test_tail_of_only_tool_turns_after_the_head_leaves_no_region() -> None:
 # --------------------------------------------------------------------------------------------
 
 #               0 1 2 3 4 5 6     head [0, 3), middle [3, 5), tail [5, 7) with N = 2
-GUARD = roles("S H G H G H G")
+GUARD = roles("S H G H G G T")
 
 
 def test_net_savings_guard_region_no_larger_than_summary_and_notice() -> None:
@@ -444,7 +499,7 @@ def test_net_savings_guard_boundary_one_token_more_compresses() -> None:
 
 
 def test_net_savings_guard_ignores_the_notice_without_a_system_turn() -> None:
-    rs = roles("H G H G H G")  # head [0, 2), middle [2, 4), tail [4, 6)
+    rs = roles("H G H G G T")  # head [0, 2), middle [2, 4), tail [4, 6)
     config = PlanConfig(target_max_tokens=1000, summary_target_tokens=50, protect_last_n_turns=2)
     plan = plan_region(rs, [100, 100, 30, 30, 400, 400], config, notice_tokens=10)
     assert plan.region == CompressionRegion(2, 4)  # 60 > 50: only the summary counts here
@@ -465,7 +520,7 @@ def test_net_savings_guard_when_protected_turns_alone_exceed_the_target() -> Non
 
 
 #                 0 1 2 3 4 5 6 7 8     head [0, 3), middle [3, 7), tail [7, 9) with N = 2
-SANDWICH = roles("S H G H G H G H G")
+SANDWICH = roles("S H G H G H G G T")
 
 
 def test_protected_turns_alone_over_budget_compress_all_and_flag() -> None:
@@ -563,9 +618,9 @@ def test_first_gpt_inside_the_tail_belongs_to_the_tail() -> None:
     config = PlanConfig(target_max_tokens=3000, summary_target_tokens=100)
     assert tail_start(rs, config) == 4
     plan = plan_region(rs, counts, config)
-    # Head is S H; needed = 4700 - 3000 + 100 = 1800, reached by turn 2.
-    assert plan.region == CompressionRegion(2, 3)
-    assert plan.estimated_tokens == 4700 - 2000 + 100
+    # Head is S H; needed = 4700 - 3000 + 100 = 1800, reached by turn 2; the user turn 3 comes too.
+    assert plan.region == CompressionRegion(2, 4)
+    assert plan.estimated_tokens == 4700 - 4000 + 100
     assert not plan.still_over_limit
 
 
@@ -610,6 +665,8 @@ def random_case(seed: int) -> tuple[list[str], list[int], PlanConfig, int, int |
     rs: list[str] = []
     if rng.random() < 0.8:
         rs.append("system")
+    if rng.random() < 0.15:
+        rs.append("gpt")  # the assistant's greeting first (tau-bench: S G H ...)
     for _ in range(rng.randint(1, 5)):
         rs.append("human")
         if rng.random() < 0.1:
@@ -703,6 +760,11 @@ def check_plan(
     assert head <= start < end <= tail <= n, why
     assert rs[start] != "tool", why
     assert end == n or rs[end] != "tool", why
+    # The summary (a user turn) is next to no other: the region absorbs a user turn after it, up
+    # to the tail, which never opens on one after a gpt or tool turn, nor does the head end on one
+    # that a gpt turn answers.
+    assert end == n or rs[end] != "human" or (end == tail and rs[end - 1] not in ("gpt", "tool")), why
+    assert not (start > 0 and rs[start - 1] == "human" and rs[start] == "gpt"), why
     protected = spec_protected_firsts(rs, config, limit=n) | set(range(n - config.protect_last_n_turns, n))
     assert not protected & set(range(start, end)), why
     # The arithmetic.
@@ -717,13 +779,15 @@ def check_plan(
     needed = total - target + new_text
     if end < tail:
         assert plan.region_tokens >= needed, why
-    last_group = max(j for j in range(start, end) if rs[j] != "tool")
+    last_group = max((j for j in range(start, end) if rs[j] not in ("tool", "human")), default=start)
     assert sum(counts[start:last_group]) < needed, why
     if plan.still_over_limit:
         assert end == tail, why
         assert plan.reason in (REGION_TOO_SMALL, PROTECTED_OVER_BUDGET), why
         return "compressed, still over"
     assert plan.reason is None, why
+    if end - 1 > start and rs[end - 1] == "human":
+        return "compressed, user turn absorbed"
     return "compressed" + (", tool extension" if rs[end - 1] == "tool" else "")
 
 
@@ -745,6 +809,7 @@ def test_property_every_plan_meets_the_invariants() -> None:
         "guard",
         "compressed",
         "compressed, tool extension",
+        "compressed, user turn absorbed",
         "compressed, still over",
         "tail took a gpt turn",
         "notice counted",

@@ -25,7 +25,10 @@ def head_end(roles: Sequence[str], config: PlanConfig) -> int:
     The tool turns protected with `protect_first_tool` are the ones that answer the first gpt
     turn (the tool turns directly after it); a tool turn that comes later is ordinary middle.
     A head never ends just before a tool turn: those tool results belong with the gpt turn
-    that called them, so they stay in the head.
+    that called them, so they stay in the head. Nor on a user turn that a gpt turn answers (a
+    run opening with the assistant's greeting: system, gpt, human): the answer and its results
+    join the head, since the summary after the head is a user turn and two in a row are refused
+    by templates that want the roles to alternate (and by LLaMA-Factory's converter).
     """
     end = 0
     wanted = (
@@ -47,6 +50,10 @@ def head_end(roles: Sequence[str], config: PlanConfig) -> int:
                 end = max(end, answer_end)
     while end < len(roles) and roles[end] == "tool":
         end += 1
+    if 0 < end < len(roles) and roles[end - 1] == "human" and roles[end] == "gpt":
+        end += 1  # the answer to the head's last user turn: a summary (a user turn) never follows one
+        while end < len(roles) and roles[end] == "tool":
+            end += 1
     return end
 
 
@@ -54,9 +61,15 @@ def tail_start(roles: Sequence[str], config: PlanConfig) -> int:
     """Start of the protected tail: the last `protect_last_n_turns` turns.
 
     If the tail would begin with tool turns, the gpt turn they answer joins the tail so a
-    tool call is never separated from its results.
+    tool call is never separated from its results. If it would begin with a user turn, the turn
+    before it joins too (with the call its results answer), for the reason the head's last user
+    turn takes its answer: the summary before the tail is a user turn.
     """
     start = max(0, len(roles) - config.protect_last_n_turns)
     while 0 < start < len(roles) and roles[start] == "tool":
         start -= 1
+    if 0 < start < len(roles) and roles[start] == "human" and roles[start - 1] in ("gpt", "tool"):
+        start -= 1  # the turn before it too: a summary (a user turn) is never followed by a user turn
+        while start > 0 and roles[start] == "tool":
+            start -= 1
     return start

@@ -103,8 +103,9 @@ def plan_region(
     while end < tail and saved_so_far < needed:
         saved_so_far += token_counts[end]
         end += 1
-    # Never leave a tool turn as the first kept turn: its gpt call is in the region.
-    while end < tail and roles[end] == "tool":
+    # Never leave a tool turn as the first kept turn: its gpt call is in the region. Nor a user
+    # turn: the summary is one, and templates that want alternating roles refuse two in a row.
+    while head < end < tail and roles[end] in ("tool", "human"):
         saved_so_far += token_counts[end]
         end += 1
 
