@@ -70,8 +70,14 @@ def test_every_turn_is_new_in_exactly_one_window(
     for k, window in enumerate(windows):
         assert window.index == k
         new_turns.extend(range(window.new_start, window.end))
-        # Windows end and resume at group boundaries: a call never leaves its results.
-        assert {window.context_start, window.new_start, window.end} <= starts
+        # Windows end and resume at group boundaries: a call never leaves its results. The kept
+        # context opens past its group's leading user turns, which join the summary (a user turn:
+        # two in a row break alternating templates), unless nothing but user turns would be left.
+        assert {window.new_start, window.end} <= starts
+        group = max(start for start in starts if start <= window.context_start)
+        assert all(roles[i] == "human" for i in range(group, window.context_start))
+        context = roles[window.context_start : window.new_start]
+        assert not context or context[0] != "human" or set(context) == {"human"}
         assert window.end > window.new_start  # progress: at least one new group
         summary = (notice + window.summary_tokens) if k else 0
         assert window.tokens == replay.tokens(0, head) + summary + replay.tokens(window.context_start, window.end)

@@ -232,7 +232,7 @@ class WindowReplay:
         while tail and tail[0] <= window.context_start:
             tail.pop(0)
         while True:
-            context_start = tail[0] if tail else window.end
+            context_start = self._past_user_turns(tail[0], window.end) if tail else window.end
             budget = summary_budget(self.tokens(self.head, context_start), self.config.summary_target_tokens)
             if not self.summaries:  # --summarizer none: the turns before the tail leave with no summary
                 budget = 0
@@ -242,6 +242,15 @@ class WindowReplay:
             if size <= self.target or not tail:
                 return Cut(window.index + 1, window.context_start, context_start, budget)
             tail.pop(0)
+
+    def _past_user_turns(self, start: int, end: int) -> int:
+        """The kept context [start, end) past its leading user turns, which go into the summary
+        with the turns before them: the summary is a user turn, and templates that want
+        alternating roles refuse two in a row. Not when nothing but user turns would be left."""
+        index = start
+        while index < end and self.roles[index] == "human":
+            index += 1
+        return index if index < end else start
 
     def _tail_by_ratio(self, body: list[int], window: Window) -> list[int]:
         """Group starts of the tail: from the end, while within the ratio's tokens (results the
