@@ -225,8 +225,8 @@ def _assignment_span(match: re.Match[str], text: str, *, entropy: bool = False) 
 def _value_span(match: re.Match[str], text: str) -> tuple[bool, int, int] | None:
     """Whether the value is quoted, and its span; past a YAML tag or anchor before it (`password:
     !!str …`, `&pw …`), None after a local tag (`!secret db_password`, `!Ref DbPassword`: a
-    reference, not a value). A YAML block scalar's lines (`password: |`) are taken as quoted:
-    `_assignment_span` judges them joined."""
+    reference, not a value). A YAML block scalar's value (`password: |` and the lines under it,
+    `yaml_values.block_scalar`) is taken as quoted: `_assignment_span` judges it by its first line."""
     quoted = match.group("quote") is not None
     start, end = match.span("quoted" if quoted else "bare")
     if quoted or match.group("operator") != ":" or text[start] not in "!&|>":
