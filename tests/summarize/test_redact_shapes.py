@@ -149,6 +149,9 @@ SHAPES = [
     ("password: |\n  {}\n  ... 3 more lines", "Wq7xLm2pRt9v"),
     ("password: >-\n    {}\n  # end", "Wq7xLm2pRt9v"),
     ("password: |-\n  '{}'", "Wq7xLm2pRt9v"),
+    # A form body's `+` for a space (`urlencode({"q": json.dumps(body)})`), once and twice encoded.
+    ("q=%7B%22password%22%3A+%22{}%22%7D", "Wq7xLm2pRt9v"),
+    ("q=%257B%2522password%2522%253A%2B%2522{}%2522%257D", "Wq7xLm2pRt9v"),
     ("curl 'https://x/?q=%257B%2522password%2522%253A%2522{}%2522%257D'", "Wq7xLm2pRt9v"),
     ("data=password%253D{}%2526user%253Dbob", "Wq7xLm2pRt9v"),
 ]
@@ -229,6 +232,7 @@ ORDINARY = [
     "password: |\n  ${DB_PASS}\nnext: 1",
     "password: |\nnext: 1",
     "https://example.com/?q=100%2525%20sure%2520thing",
+    "g++ -O2 a.cc && echo 'password+reset%20help'",
 ]
 
 
@@ -296,6 +300,7 @@ def _seconds(text: str) -> float:
         ("", "password: |\n  x y\n"),  # each block read at most `_BLOCK_LINES` lines ahead
         ("", "password: |\n "),  # nested headers
         ("", "%2525password=x"),
+        ("", "+%20"),  # every `+` a splice of the shown view
     ],
 )
 def test_the_context_rules_stay_linear(head: str, unit: str) -> None:

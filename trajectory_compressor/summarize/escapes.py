@@ -123,6 +123,7 @@ _SHOWN = re.compile(
     "|(?P<eq>%3[dD]|&#0{0,4}61;|&#[xX]0{0,4}3[dD];)"
     "|(?P<amp>%26|&#0{0,4}38;|&#[xX]0{0,4}26;|&amp;)"
     "|(?P<percent>%(?i:" + "|".join(_PERCENT_CODES) + "))"
+    "|(?P<plus>\\+)"  # a form body's space (`%3A+%22`): read so only in text that holds a marker
 )
 _SHOWN_AS = {
     "csi": "",
@@ -131,6 +132,7 @@ _SHOWN_AS = {
     "invisible": "",
     "eq": "=",
     "amp": "&",
+    "plus": " ",
 }
 _INVISIBLE = "\u00ad\u180e\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\ufeff"
 
