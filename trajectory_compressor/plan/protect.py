@@ -19,6 +19,20 @@ def _first(roles: Sequence[str], role: str) -> int | None:
     return None
 
 
+def _past_results(roles: Sequence[str], index: int) -> int:
+    """The first turn from `index` on that is not a tool turn (the end of a call's results)."""
+    while index < len(roles) and roles[index] == "tool":
+        index += 1
+    return index
+
+
+def _group_start(roles: Sequence[str], index: int) -> int:
+    """`index`, or, when it is a tool turn, the turn that made the call it answers."""
+    while 0 < index < len(roles) and roles[index] == "tool":
+        index -= 1
+    return index
+
+
 def head_end(roles: Sequence[str], config: PlanConfig) -> int:
     """End (exclusive) of the shortest prefix holding every protected first occurrence.
 
@@ -43,17 +57,13 @@ def head_end(roles: Sequence[str], config: PlanConfig) -> int:
     if config.protect_first_tool:
         first_gpt = _first(roles, "gpt")
         if first_gpt is not None:
-            answer_end = first_gpt + 1
-            while answer_end < len(roles) and roles[answer_end] == "tool":
-                answer_end += 1
+            answer_end = _past_results(roles, first_gpt + 1)
             if answer_end > first_gpt + 1:
                 end = max(end, answer_end)
-    while end < len(roles) and roles[end] == "tool":
-        end += 1
+    end = _past_results(roles, end)
     if 0 < end < len(roles) and roles[end - 1] == "human" and roles[end] == "gpt":
-        end += 1  # the answer to the head's last user turn: a summary (a user turn) never follows one
-        while end < len(roles) and roles[end] == "tool":
-            end += 1
+        # the answer to the head's last user turn: a summary (a user turn) never follows one
+        end = _past_results(roles, end + 1)
     return end
 
 
@@ -65,11 +75,8 @@ def tail_start(roles: Sequence[str], config: PlanConfig) -> int:
     before it joins too (with the call its results answer), for the reason the head's last user
     turn takes its answer: the summary before the tail is a user turn.
     """
-    start = max(0, len(roles) - config.protect_last_n_turns)
-    while 0 < start < len(roles) and roles[start] == "tool":
-        start -= 1
+    start = _group_start(roles, max(0, len(roles) - config.protect_last_n_turns))
     if 0 < start < len(roles) and roles[start] == "human" and roles[start - 1] in ("gpt", "tool"):
-        start -= 1  # the turn before it too: a summary (a user turn) is never followed by a user turn
-        while start > 0 and roles[start] == "tool":
-            start -= 1
+        # the turn before it too: a summary (a user turn) is never followed by a user turn
+        start = _group_start(roles, start - 1)
     return start

@@ -66,16 +66,16 @@ def block_scalar(text: str, key: int, header: int) -> Span | None:
     line_start = text.rfind("\n", max(0, key - _KEY_LINE_CHARS), key) + 1
     if line_start == 0 and key >= _KEY_LINE_CHARS:
         return None
-    key_prefix = _LINE_PREFIX.match(text, line_start, key).end()  # type: ignore[union-attr]
-    key_indent = _INDENT.match(text, key_prefix, key).end() - key_prefix  # type: ignore[union-attr]
+    key_prefix = _matched_end(_LINE_PREFIX, text, line_start, key)
+    key_indent = _matched_end(_INDENT, text, key_prefix, key) - key_prefix
     span: Span | None = None
     indent = None
     position = found.end()
     for _ in range(_BLOCK_LINES):
         line_end = text.find("\n", position)
         line_end = len(text) if line_end < 0 else line_end
-        after_prefix = _LINE_PREFIX.match(text, position, line_end).end()  # type: ignore[union-attr]
-        value_start = _INDENT.match(text, after_prefix, line_end).end()  # type: ignore[union-attr]
+        after_prefix = _matched_end(_LINE_PREFIX, text, position, line_end)
+        value_start = _matched_end(_INDENT, text, after_prefix, line_end)
         depth = value_start - after_prefix
         if value_start < line_end and text[value_start] != "\r":  # not a blank line
             if depth <= key_indent or (indent is not None and depth != indent):
@@ -92,6 +92,12 @@ def block_scalar(text: str, key: int, header: int) -> Span | None:
             break
         position = line_end + 1
     return span
+
+
+def _matched_end(pattern: re.Pattern[str], text: str, start: int, end: int) -> int:
+    """Where `pattern`, which matches the empty string too, ends when matched at `start`."""
+    found = pattern.match(text, start, end)
+    return start if found is None else found.end()
 
 
 def _line_value(text: str, start: int, end: int) -> tuple[int, bool] | None:
