@@ -273,12 +273,9 @@ def test_words_after_a_key_id_are_not_taken_for_its_secret() -> None:
 
 
 def _seconds(text: str) -> float:
-    best = float("inf")
-    for _ in range(2):
-        started = time.perf_counter()
-        redact_secrets(text)
-        best = min(best, time.perf_counter() - started)
-    return best
+    started = time.perf_counter()
+    redact_secrets(text)
+    return time.perf_counter() - started
 
 
 @pytest.mark.parametrize(
@@ -307,5 +304,8 @@ def test_the_context_rules_stay_linear(head: str, unit: str) -> None:
     """Four times the text costs about four times the time, not sixteen (each rule looks at a
     bounded window around its literal; a slice of the text before it made two of them quadratic).
     A ratio, so the machine's speed does not matter."""
-    small, large = _seconds(head + unit * 8_000), _seconds(head + unit * 32_000)
+    small = min(_seconds(head + unit * 8_000) for _ in range(2))
+    large = _seconds(head + unit * 32_000)
+    if large >= 8 * small + 0.05:  # timed again only when it looks slow: the best of two, as `small`
+        large = min(large, _seconds(head + unit * 32_000))
     assert large < 8 * small + 0.05, (small, large)
