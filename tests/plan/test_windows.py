@@ -82,7 +82,7 @@ def test_every_turn_is_new_in_exactly_one_window(
         summary = (notice + window.summary_tokens) if k else 0
         assert window.tokens == replay.tokens(0, head) + summary + replay.tokens(window.context_start, window.end)
         assert window.over == (window.tokens > target)
-        if window.over:  # only a single new group that cannot fit is ever over
+        if window.over:  # only a single new group that cannot fit (beside the head and a summary) is ever over
             assert replay.group_end(window.new_start) == window.end
         if k:
             before = windows[k - 1]
@@ -90,6 +90,8 @@ def test_every_turn_is_new_in_exactly_one_window(
             assert before.context_start < window.context_start <= before.end  # each summary covers more
             floor = max(1, int(config.summary_target_tokens * 0.25))
             assert floor <= window.summary_tokens <= config.summary_target_tokens
+            if window.over:  # and no smaller summary would let it fit: its summary is at the floor
+                assert window.summary_tokens == floor
     assert new_turns == list(range(len(roles)))
 
 

@@ -55,8 +55,12 @@ def group_starts(roles: Sequence[str], start: int) -> list[int]:
 
 def summary_budget(replaced_tokens: int, ceiling: int) -> int:
     """A summary's budget: 20% of what it replaces, within a floor and `ceiling`."""
-    floor = max(1, int(ceiling * SUMMARY_FLOOR_SHARE))
-    return max(floor, min(ceiling, round(replaced_tokens * SUMMARY_RATIO)))
+    return max(summary_floor(ceiling), min(ceiling, round(replaced_tokens * SUMMARY_RATIO)))
+
+
+def summary_floor(ceiling: int) -> int:
+    """The smallest budget a summary is given: a quarter of `ceiling` (`--summary-target-tokens`)."""
+    return max(1, int(ceiling * SUMMARY_FLOOR_SHARE))
 
 
 @dataclass(frozen=True)
@@ -219,9 +223,12 @@ class WindowReplay:
         The tail kept verbatim is the closed window's last groups up to `--tail-ratio` of the
         target, and at least `--protect-last-n-turns` turns, whole groups only; then it shrinks,
         oldest group first, until the head, the summary, the tail and the next group fit (or
-        nothing of it is left). At least one turn of the closed window is always summarized, so
-        every window makes progress. `summary_tokens` replaces the budget when a summary is
-        known to be larger than it (the second pass).
+        nothing of it is left). With no tail left, the summary's budget shrinks to the room there
+        is, down to its floor (`summary_floor`): a long head and a summary at 20% of a long region
+        must not push the next group over the target when a shorter summary lets it fit. At
+        least one turn of the closed window is always summarized, so every window makes
+        progress. `summary_tokens` replaces the budget when a summary is known to be larger than
+        it (the second pass).
         """
         body = self.starts[
             bisect.bisect_left(self.starts, window.context_start) : bisect.bisect_left(self.starts, window.end)
@@ -236,8 +243,11 @@ class WindowReplay:
             budget = summary_budget(self.tokens(self.head, context_start), self.config.summary_target_tokens)
             if not self.summaries:  # --summarizer none: the turns before the tail leave with no summary
                 budget = 0
-            summary = budget if summary_tokens is None else max(budget, summary_tokens)
             kept = self.shown(context_start, window.end, window.cleared)
+            if not tail and budget:  # nothing verbatim left to give up: the summary takes the room left
+                room = self.target - (self.head_tokens + self.notice_tokens + kept + next_group)
+                budget = max(summary_floor(self.config.summary_target_tokens), min(budget, room))
+            summary = budget if summary_tokens is None else max(budget, summary_tokens)
             size = self.head_tokens + self.notice_tokens + summary + kept + next_group
             if size <= self.target or not tail:
                 return Cut(window.index + 1, window.context_start, context_start, budget)

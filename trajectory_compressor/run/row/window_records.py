@@ -23,7 +23,8 @@ from trajectory_compressor.summarize.fidelity.windows import WindowFidelity
 from trajectory_compressor.types import EditedTurn, OutputTurn, SummaryResult
 from trajectory_compressor.write.records import window_bytes
 
-GROUP_OVER_BUDGET = "one turn group alone exceeds the budget"
+GROUP_OVER_BUDGET = "one turn group does not fit beside the head"
+GROUP_OVER_BUDGET_WITH_SUMMARY = "one turn group does not fit beside the head and the summary"
 
 
 @dataclass(frozen=True)
@@ -123,7 +124,10 @@ class WindowRecords:
         if skipped:
             reason = UNDER_TARGET
         elif over:
-            reason = PROTECTED_OVER_BUDGET if replay.head_tokens > self.target else GROUP_OVER_BUDGET
+            if replay.head_tokens > self.target:
+                reason = PROTECTED_OVER_BUDGET
+            else:
+                reason = GROUP_OVER_BUDGET if item.cut is None else GROUP_OVER_BUDGET_WITH_SUMMARY
         outcome = Outcome(size, len(layout) + planned, over, reason, skipped_under_target=skipped)
         if item.cut is not None:
             outcome = self._summarized(row, replay, outcome, item.cut, item, scores, end)
