@@ -15,7 +15,7 @@ few MB/s, so it is the expensive part), whatever the region's size.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from trajectory_compressor.count.counter import TokenCounter
@@ -25,7 +25,9 @@ from trajectory_compressor.summarize.deadline import SUMMARY_DEADLINE, check_dea
 from trajectory_compressor.summarize.extractive.digest import RegionDigest
 from trajectory_compressor.summarize.extractive.render import Renderer
 from trajectory_compressor.summarize.extractive.values import MIN_FILES, WithValues
+from trajectory_compressor.summarize.llm.reply_text import ControlTokens, plain_summary_text
 from trajectory_compressor.summarize.masking import redact_remembered, unchanged
+from trajectory_compressor.summarize.redact import redact_secrets
 from trajectory_compressor.types import (
     EXTRACTIVE_SUMMARIZER,
     SUMMARY_PREFIX,
@@ -54,6 +56,10 @@ class ExtractiveSummarizer:
         # Masks credentials in every piece of the region before it is digested (`--redact-secrets`):
         # before any cut, so that no clipped field can show part of a secret.
         self._redact = redact_remembered if redact else unchanged
+        # What a row's text may hold and a summary turn may not (control tokens of the common
+        # templates and of this tokenizer, tool tags, terminal escapes, unseen characters) is
+        # taken out of every rendering before it is measured (`_PlainRenderer`).
+        self._control = ControlTokens(counter.added_tokens())
         self._anchor_index = anchor_index  # end with the region's exact values (`--anchor-index`)
         self._prefix = SUMMARY_PREFIX + " "
         self._prefix_tokens = counter.count(self._prefix)
@@ -80,7 +86,7 @@ class ExtractiveSummarizer:
     ) -> tuple[str, int | None]:
         """The body and, when it was measured, the tokens of prefix + " " + body; `deadline` (the
         row's, `summarize.deadline`) is checked between pieces of the work (`TimeoutError`)."""
-        renderer = self._renderer(turns, earlier, task, carry, deadline)
+        renderer = _PlainRenderer(self._renderer(turns, earlier, task, carry, deadline), self._plain)
         available = budget_tokens - self._prefix_tokens
         if available <= 0:
             return "", None
@@ -182,6 +188,12 @@ class ExtractiveSummarizer:
     async def aclose(self) -> None:
         """Nothing to release; present so every summarizer can be closed the same way."""
 
+    def _plain(self, text: str) -> str:
+        """A rendering as a summary turn may hold it (`plain_summary_text`), masked again when
+        that changed it: a credential split by an unseen character is whole once it is gone."""
+        plain = plain_summary_text(text, self._control)
+        return redact_secrets(plain) if plain != text and self._redact is not unchanged else plain
+
     def _truncate(self, text: str, budget_tokens: int) -> str:
         """The longest token prefix of `text` that fits, re-measured with the prefix attached."""
         limit = budget_tokens - self._prefix_tokens
@@ -193,6 +205,32 @@ class ExtractiveSummarizer:
                 return cut
             limit -= 1
         return ""
+
+
+class _PlainRenderer:
+    """A renderer whose renderings are made plain (`ExtractiveSummarizer._plain`) before the
+    fitting measures them, so what is measured is what is written (a rendering made plain is
+    shorter, but when masked again, a little longer: the fitting counts tokens, not characters)."""
+
+    def __init__(self, renderer: Renderer | WithValues, plain: Callable[[str], str]) -> None:
+        self._renderer = renderer
+        self._plain = plain
+
+    def richest(self) -> str:
+        return self._plain(self._renderer.richest())
+
+    def richest_within(self, max_chars: int) -> str | None:
+        text = self._renderer.richest_within(max_chars)
+        return None if text is None else self._plain(text)
+
+    def richest_longer_than(self, max_chars: int) -> bool:
+        return self._renderer.richest_longer_than(max_chars)
+
+    def within(self, max_chars: int) -> str:
+        return self._plain(self._renderer.within(max_chars))
+
+    def one_line(self) -> str:
+        return self._plain(self._renderer.one_line())
 
 
 class _Region:

@@ -206,6 +206,46 @@ def clean_reply(text: str, *, redact: bool = True, control: ControlTokens | None
     return redact_secrets(body) if redact else body
 
 
+def plain_summary_text(text: str, control: ControlTokens | None = None) -> str:
+    """Text quoted from a row (the extractive summary, made of its turns' words) as a summary
+    turn may hold it: plain (`_plain`), and each control token, tool tag and `[CONTEXT SUMMARY]:`
+    replaced by a space. Removed, never refused: every line of it is the row's own, and the
+    extractive summary must always be written. A space, not nothing, so that no removal joins
+    the text around it into markup (`<|im_<|im_end|>start|>`); the passes run again while one
+    finds something a pass after it made (`<[CONTEXT SUMMARY]:tool_call>`), a few times, then
+    every markup character of what is still found goes."""
+    tokens = control or common_control_tokens()
+    body = _plain(text)
+    for _ in range(_SCRUB_PASSES):
+        spans = [(start, end) for start, end, _ in tokens.find(body)]
+        spans += [match.span() for pattern in (_TOOL_TAG, _ANY_PREFIX) for match in pattern.finditer(body)]
+        if not spans:
+            return body
+        body = _spaced(body, spans)
+    spans = [(start, end) for start, end, _ in tokens.find(body)]
+    spans += [match.span() for pattern in (_TOOL_TAG, _ANY_PREFIX) for match in pattern.finditer(body)]
+    return _spaced(body, spans, _MARKUP_CHARS) if spans else body
+
+
+_SCRUB_PASSES = 4
+_MARKUP_CHARS = str.maketrans(dict.fromkeys("<>|｜[]", " "))
+
+
+def _spaced(text: str, spans: list[tuple[int, int]], chars: dict[int, str] | None = None) -> str:
+    """`text` with each of `spans` (overlapping or not) replaced by a space, or, given `chars`,
+    with those characters of each span replaced."""
+    pieces, position = [], 0
+    for start, end in sorted(spans):
+        if end <= position:
+            continue
+        start = max(start, position)
+        pieces.append(text[position:start])
+        pieces.append(" " if chars is None else text[start:end].translate(chars))
+        position = end
+    pieces.append(text[position:])
+    return "".join(pieces)
+
+
 def _plain(text: str) -> str:
     """`text` as plain text: line breaks as `\n`, no terminal escapes, controls or unseen characters."""
     text = _LINE_BREAKS.sub("\n", text)
