@@ -40,6 +40,15 @@ def test_compress_from_python(tmp_path: Path, counter) -> None:
     assert all(m["compressed_tokens"] <= 2500 for m in metrics)
 
 
+@pytest.mark.parametrize("given", [str, Path, lambda path: [Path(path)]])
+def test_one_input_may_be_given_as_a_path_not_a_list(tmp_path: Path, counter, given) -> None:
+    """`compress("in.jsonl", ...)` reads that file: a string is not a list of one-letter paths."""
+    source = write_jsonl(tmp_path / "in.jsonl", [make_trajectory(i) for i in range(3)])
+    [result] = compress(given(source), tmp_path / "out.jsonl", RunConfig(quiet=True), counter=counter)
+    assert result.exit_code == 0 and result.report["rows"]["written"] == 3
+    assert read_jsonl(tmp_path / "out.jsonl") == read_jsonl(source)
+
+
 def test_user_errors_raise_clear_exceptions(tmp_path: Path, counter) -> None:
     with pytest.raises(InputError, match="input not found"):
         compress([str(tmp_path / "nope.jsonl")], tmp_path / "o.jsonl", counter=counter)

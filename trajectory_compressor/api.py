@@ -12,6 +12,7 @@ to single rows is recorded in the outputs instead of raised.
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -33,14 +34,15 @@ if TYPE_CHECKING:  # the batch phase loads aiohttp: only runs with --batch impor
 
 
 def compress(
-    inputs: Sequence[str],
+    inputs: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     output: str | Path,
     config: RunConfig | None = None,
     *,
     counter: TokenCounter | None = None,
     on_message: Callable[[str], None] | None = None,
 ) -> list[RunResult]:
-    """Compress `inputs` into `output`; returns one result per output written.
+    """Compress `inputs` (one path or Hub id, or a list of them) into `output`; returns one
+    result per output written.
 
     With an output file, all inputs go into it in the order given (one result). With an output
     directory (an existing directory or a path ending in "/"), each input file is written to
@@ -50,7 +52,7 @@ def compress(
 
 
 async def compress_async(
-    inputs: Sequence[str],
+    inputs: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     output: str | Path,
     config: RunConfig | None = None,
     *,
@@ -59,13 +61,15 @@ async def compress_async(
 ) -> list[RunResult]:
     """`compress`, for callers that already run an event loop."""
     refuse_in_a_starting_worker()
+    # One input given as itself: a string is not read as a list of one-letter paths.
+    paths = [os.fspath(inputs)] if isinstance(inputs, (str, os.PathLike)) else [os.fspath(i) for i in inputs]
     config = resolve_endpoint(config or RunConfig())
     config.validate()
     say = on_message or (lambda text: None)
     sources = expand_inputs(
-        list(inputs), data_files=config.read.data_files, streaming=config.read.streaming, exclude=[str(output)]
+        paths, data_files=config.read.data_files, streaming=config.read.streaming, exclude=[str(output)]
     )
-    jobs = plan_jobs(inputs, sources, str(output), config.output, config.select)
+    jobs = plan_jobs(paths, sources, str(output), config.output, config.select)
     check_output_paths(jobs, sources, config)
     await check_before_loading(config)
     # Started first: the workers load their tokenizers while this process loads its own.
