@@ -126,13 +126,13 @@ class RowCommitter:
     def _report_reject(self, reject: dict[str, Any]) -> None:
         self._rejects_reported += 1
         self.first_reject = self.first_reject or reject
-        if self._rejects_reported <= REJECTS_SHOWN:
-            self.on_message(reject_warning(reject))
-        elif self._rejects_reported == REJECTS_SHOWN + 1:
-            self.on_message(MORE_REJECTS)
-        if self.strict:
+        if self.strict:  # the run stops on it: said once, as the run's error (not a warning first)
             raise RunAborted(
                 f"{reject['file']}:{reject['line']}: {reject['error']} (--strict); "
                 "fix the record, then re-run with --no-resume",
                 ExitCode.FAILED,
             )
+        if self._rejects_reported <= REJECTS_SHOWN:
+            self.on_message(reject_warning(reject))
+        elif self._rejects_reported == REJECTS_SHOWN + 1:
+            self.on_message(MORE_REJECTS)
