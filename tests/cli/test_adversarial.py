@@ -109,6 +109,21 @@ def test_resume_after_a_same_size_edit_of_the_input_is_refused(tmp_path: Path) -
     assert again.returncode == 2 or out.read_bytes() == source.read_bytes(), again.stderr
 
 
+def test_resume_after_the_input_is_touched_with_the_same_bytes(tmp_path: Path) -> None:
+    """A file copied or checked out again (a new modification time, the same bytes) resumes: the
+    content hash, not the time, says whether the input changed."""
+    rows = [make_trajectory(i, steps=2) for i in range(30)]
+    source = write_jsonl(tmp_path / "in.jsonl", rows)
+    out = tmp_path / "x.jsonl"
+    env = {"TC_CRASH_AT": "checkpoint-renamed:2", "TC_CHECKPOINT_ROWS": "5"}
+    assert _cli(str(source), "-o", str(out), "--window", "1", env=env).returncode == -9
+    stat = source.stat()
+    os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    again = _cli(str(source), "-o", str(out), "--window", "1", env={"TC_CHECKPOINT_ROWS": "5"})
+    assert again.returncode == 0, again.stderr  # was exit 2: "holds an unfinished run with other inputs"
+    assert out.read_bytes() == source.read_bytes()
+
+
 def _one_error_line(result: subprocess.CompletedProcess[str]) -> str:
     assert result.returncode == 2, result.stderr
     lines = [line for line in result.stderr.splitlines() if line.strip()]
