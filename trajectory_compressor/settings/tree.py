@@ -101,7 +101,9 @@ class PlanConfig:
     def validate(self) -> None:
         check_part(self)
         if self.summary_target_tokens >= self.target_max_tokens:
-            raise ConfigError("summary_target_tokens must be smaller than target_max_tokens")
+            raise ConfigError(
+                "--summary-target-tokens (summary_target_tokens) must be smaller than --target-max-tokens"
+            )
 
 
 @dataclass(frozen=True)
