@@ -154,6 +154,16 @@ SHAPES = [
     ("q=%257B%2522password%2522%253A%2B%2522{}%2522%257D", "Wq7xLm2pRt9v"),
     ("curl 'https://x/?q=%257B%2522password%2522%253A%2522{}%2522%257D'", "Wq7xLm2pRt9v"),
     ("data=password%253D{}%2526user%253Dbob", "Wq7xLm2pRt9v"),
+    # A password set by a command that reads it on stdin or hashes it from an argument.
+    ("echo '{}' | passwd --stdin root", "Zebra77Quartz1"),
+    ("chpasswd <<< 'deploy:{}'", "Zebra77Quartz2"),
+    ("echo 'deploy:{}' | chpasswd", "Zebra77Quartz2"),
+    ("passwd --stdin root <<< {}", "Zebra77Quartz1"),
+    ("usermod --password $(openssl passwd -1 {}) bob", "Zebra77Quartz3"),
+    ("openssl passwd -6 -salt Qx7r {}", "Zebra77Quartz3"),
+    ("htpasswd -b /etc/nginx/.htpasswd admin {}", "Zebra77Quartz4"),
+    ("mysqladmin -u root -pOld1pw password {}", "Zebra77Quartz5"),
+    ("sshpass -p {} ssh root@10.0.0.5", "Zebra77Quartz6"),
 ]
 
 # Ordinary code, schemas and references beside those shapes.
@@ -233,6 +243,10 @@ ORDINARY = [
     "password: |\nnext: 1",
     "https://example.com/?q=100%2525%20sure%2520thing",
     "g++ -O2 a.cc && echo 'password+reset%20help'",
+    "openssl passwd -6 -salt Qx7r",
+    "openssl passwd -6 -stdin < pw.txt",
+    "chpasswd < users.txt",
+    "grep root /etc/passwd",
 ]
 
 
@@ -298,6 +312,8 @@ def _seconds(text: str) -> float:
         ("", "password: |\n "),  # nested headers
         ("", "%2525password=x"),
         ("", "+%20"),  # every `+` a splice of the shown view
+        ("", "chpasswd x "),  # a here-string looked for at most a line ahead
+        ("", "openssl passwd -1 -salt x "),
     ],
 )
 def test_the_context_rules_stay_linear(head: str, unit: str) -> None:

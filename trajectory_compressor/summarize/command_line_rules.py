@@ -3,7 +3,8 @@
 `--password VALUE` and its kin in any program; the short options some programs take a password
 with (`mysql -pVALUE`, `docker login -p VALUE`, `redis-cli -a VALUE`, `ldapsearch -w VALUE`,
 `smbclient -U user%VALUE`, `htpasswd -b file user VALUE`), a Go-style `-password VALUE`, a
-literal piped into `sudo -S` or `--password-stdin`, and the settings commands that store one
+literal piped or given as a here-string to `sudo -S`, `--password-stdin`, `passwd --stdin` or
+`chpasswd`, `openssl passwd VALUE`, and the settings commands that store one
 (`aws configure set aws_secret_access_key VALUE`, `npm config set _authToken VALUE`).
 
 A short option means a password only for the program that defines it (`-p` is a port for
@@ -90,6 +91,16 @@ def _listed_value(match: re.Match[str]) -> Span | None:
     """The list item after a password option, unless it is a placeholder or the next option."""
     value = match.group("listed")
     return None if not credential_value(value) or value.startswith("-") else match.span("listed")
+
+
+def _unbracketed(span: Span | None, text: str) -> Span | None:
+    """`span` without the `)` that closes a command substitution around it (`$(openssl passwd VALUE)`)."""
+    if span is None:
+        return None
+    start, end = span
+    while end - start > 1 and text[end - 1] == ")" and text.count("(", start, end) < text.count(")", start, end):
+        end -= 1
+    return start, end
 
 
 def _htpasswd_value(match: re.Match[str], text: str) -> Span | None:
@@ -189,14 +200,19 @@ SHORT_OPTIONS = (
             r"(?:echo(?:[ \t]+-[neE]{1,3})?|printf)[ \t]+"
             + _OPTION_VALUE
             + r"[ \t]*\|[ \t]*(?:sudo(?:[ \t]+-[A-Za-z]{1,8})*?[ \t]+-[A-Za-z]{0,7}S|[^|;&\n]{0,256}--password-stdin"
-            r"|(?:sudo[ \t]+)?chpasswd|docker[ \t]+secret[ \t]+create)"
+            r"|(?:sudo[ \t]+)?(?:chpasswd|passwd[ \t]+--stdin)|docker[ \t]+secret[ \t]+create)"
         ),
         _option_value,
     ),
+    # The same given as a here-string: `sudo -S … <<< VALUE`, `chpasswd <<< 'user:VALUE'`,
+    # `passwd --stdin root <<< VALUE`.
     Rule(
-        "sudo-here-string-password",
-        ("sudo",),
-        re.compile(r"sudo(?:[ \t]+-[A-Za-z]{1,8})*?[ \t]+-[A-Za-z]{0,7}S[^\n<|;&]{0,256}<<<[ \t]*" + _OPTION_VALUE),
+        "here-string-password",
+        ("sudo", "chpasswd", "passwd --stdin"),
+        re.compile(
+            r"(?:sudo(?:[ \t]+-[A-Za-z]{1,8})*?[ \t]+-[A-Za-z]{0,7}S|chpasswd|passwd[ \t]+--stdin)"
+            r"[^\n<|;&]{0,256}<<<[ \t]*" + _OPTION_VALUE
+        ),
         _option_value,
     ),
     # Settings commands that store a credential: `aws configure set aws_secret_access_key VALUE`,
@@ -247,6 +263,17 @@ PROGRAM_ARGUMENTS = (
         "openssl-enc-key",
         ("openssl",),
         r"openssl[ \t]+(?:enc|aes|des|bf|camellia|chacha)[\w-]*" + _WORDS + r"[ \t]+-k[ \t]+",
+    ),
+    # `openssl passwd [-1|-5|-6|-apr1|-salt S] VALUE` hashes a password given as an argument
+    # (`usermod --password $(openssl passwd -6 VALUE) bob`).
+    Rule(
+        "openssl-passwd",
+        ("openssl passwd",),
+        re.compile(
+            r"openssl[ \t]+passwd(?:[ \t]+-(?:1|5|6|apr1|aixmd5|crypt|quiet|table|noverify|reverse)"
+            r"|[ \t]+-salt[ \t]+[^\s|;&)]{1,64})*[ \t]+" + _OPTION_VALUE
+        ),
+        lambda match, text: _unbracketed(_option_value(match, text), text),
     ),
     # Redis's settings: `requirepass VALUE`, `masterauth VALUE` (redis.conf, `CONFIG SET`).
     _program("redis-password-setting", ("requirepass", "masterauth"), r"(?:requirepass|masterauth)[ \t]+"),
