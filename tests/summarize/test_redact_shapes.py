@@ -164,6 +164,23 @@ SHAPES = [
     ("htpasswd -b /etc/nginx/.htpasswd admin {}", "Zebra77Quartz4"),
     ("mysqladmin -u root -pOld1pw password {}", "Zebra77Quartz5"),
     ("sshpass -p {} ssh root@10.0.0.5", "Zebra77Quartz6"),
+    # A credential named in a sentence (`prose_rules`): a linking word, or none after `password`.
+    ("btw my password is {} if you need sudo", "zebra-Quartz-77-lamp"),
+    ("error: login failed for user admin with password {}", "Tr0ub4dor&3xyz"),
+    ("the admin password is {}.", "Kx9#mPq2"),
+    ("ssh root@10.0.0.5 password {}", "Kx9#mPq2"),
+    ("The secret is {}", "Kx9mPq2zz"),
+    ("the secret key was {}", "Kx9mPq2zz"),
+    ("use passphrase {} to unlock it", "Kx9mPq2zz"),
+    ("credentials: admin / {}", "Kx9#mPq2zz"),
+    ("credentials are deploy:{}", "Kx9#mPq2zz"),
+    ("set password {}", "Kx9#mPq2zz"),
+    ("password for root: {}", "Kx9#mPq2zz"),
+    ("Password for 'https://bob@github.com': {}", "Kx9mPq2zz"),
+    ("the password for user admin is '{}'", "hunter22"),
+    ("I set the root password to {}!", "Kx9mPq2zz"),
+    ("the DB_PASSWORD has been changed to `{}`", "Kx9mPq2zz"),
+    ("created with a password of {} (keep it)", "Kx9mPq2zz"),
 ]
 
 # Ordinary code, schemas and references beside those shapes.
@@ -247,6 +264,28 @@ ORDINARY = [
     "openssl passwd -6 -stdin < pw.txt",
     "chpasswd < users.txt",
     "grep root /etc/passwd",
+    "the password is correct",
+    "password is required",
+    "password is too short",
+    "the password field",
+    "reset your password via the link",
+    "The password is incorrect. Try again.",
+    "the password is sha256-hashed and base64-encoded",
+    "the password must be 12-characters, the passphrase is aes-256-cbc",
+    "the password is 'correcthorse' in the docs",
+    "if password is None or secret is NotImplemented:",
+    "Failed password for invalid user admin from 10.0.0.5 port 22 ssh2",
+    "[sudo] password for ubuntu: Sorry, try again.",
+    "the password is in /run/secrets/db_password",
+    "the password is at https://vault.example.com/v1/db",
+    "the password is v1.2.3, the secret is ${DB_SECRET}",
+    "-p, --password PASSWORD   the password to use",
+    "/etc/passwd is world-readable; pwd is /testbed",
+    "credentials: ~/.aws/credentials, credentials: root/toor",
+    "kubectl get secret db-creds-v2 -o yaml",
+    "ERROR 1045 (28000): Access denied for user 'root'@'localhost' (using password: YES)",
+    'FATAL:  password authentication failed for user "postgres"',
+    "the secret is k8s-managed and the password is OAuth2-based",
 ]
 
 
@@ -314,6 +353,9 @@ def _seconds(text: str) -> float:
         ("", "+%20"),  # every `+` a splice of the shown view
         ("", "chpasswd x "),  # a here-string looked for at most a line ahead
         ("", "openssl passwd -1 -salt x "),
+        ("", "password for a b c "),  # `for <user>` and a link looked for at most a few words ahead
+        ("", "password is "),
+        ("", "credentials: a / "),
     ],
 )
 def test_the_context_rules_stay_linear(head: str, unit: str) -> None:

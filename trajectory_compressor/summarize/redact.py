@@ -89,9 +89,10 @@ from trajectory_compressor.summarize.command_line_rules import COMMAND_LINE_RULE
 from trajectory_compressor.summarize.context_rules import CONTEXT_RULES
 from trajectory_compressor.summarize.encoded_secrets import MAX_DEPTH, encoded_secret_spans
 from trajectory_compressor.summarize.escapes import SHOWN_MARKERS, as_shown, unescaped
+from trajectory_compressor.summarize.prose_rules import PROSE_RULES
 from trajectory_compressor.summarize.secret_rules import REDACTED, RULES, Span
 
-ALL_RULES = (*RULES, *COMMAND_LINE_RULES, *ASSIGNMENT_RULES, *CONTEXT_RULES)
+ALL_RULES = (*RULES, *COMMAND_LINE_RULES, *ASSIGNMENT_RULES, *CONTEXT_RULES, *PROSE_RULES)
 
 # The base64 body and END line of a PEM key whose BEGIN line was cut away (a transcript cut).
 _PEM_END = re.compile(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
