@@ -41,7 +41,11 @@ gitleaks, trufflehog and detect-secrets):
   (`"--password", "VALUE"`), the MySQL / MariaDB clients' `-pVALUE` / `-p'...'`, `sshpass -p`,
   `openssl -pass pass:`;
 - programs given one as an argument (`keytool -storepass`, `ssh-keygen -N`, `zip -P`, `vault login`,
-  `gh secret set --body`, Oracle's `user/password@db`, ...: `command_line_rules.PROGRAM_ARGUMENTS`);
+  `openssl passwd`, `gh secret set --body`, Oracle's `user/password@db`, ...:
+  `command_line_rules.PROGRAM_ARGUMENTS`), or on stdin (`echo ... | passwd --stdin`, `chpasswd <<< ...`);
+- named in a sentence (`prose_rules`): `my password is ...`, `... with password ...`, `password
+  for root: ...`, `the secret is ...`, `credentials: admin / ...`, when the value looks like a
+  secret (a digit, a symbol or a capital inside a word: not English);
 - by what stands near it (`context_rules`): a name and its value given apart (`{"name":
   "DB_PASSWORD", "value": ...}`, `getenv("API_KEY", "...")`, `ENV DB_PASSWORD ...`), AWS's secret
   beside its key id, an Azure SAS `sig=`, `.npmrc`'s `_auth=`;
