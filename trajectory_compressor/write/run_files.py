@@ -321,9 +321,11 @@ class RunFiles:
     ) -> None:
         """Move the work files to their final names; safe to repeat after a crash at any point.
 
-        `convert_data(jsonl_path, final_path)` writes the dataset in another format; without it
-        the JSONL work file is renamed into place. Side files are renamed, never rewritten. A
-        dry run (`write_data=False`) writes no dataset. The work folder stays until `cleanup`.
+        `convert_data(jsonl_path, final_path)` writes the dataset in another format (recorded
+        in `files_written` by its path, bytes and sha256, with no lines; an `hf` folder is not
+        recorded); without it the JSONL work file is renamed into place. Side files are renamed,
+        never rewritten. A dry run (`write_data=False`) writes no dataset. The work folder stays
+        until `cleanup`.
         """
         if self.phase != "finalizing":
             self.checkpoint(rows_committed, extra, phase="finalizing")
@@ -341,6 +343,9 @@ class RunFiles:
             folders.add(final.parent)
             if name == "data" and convert_data is not None:
                 convert_data(part, final)  # the JSONL stays in the work folder: repeatable
+                if final.is_file():  # what `merge` checks a shard's dataset against (an hf folder: none)
+                    digest, size, _ = file_record(final)
+                    self.files_written[name] = {"path": str(final), "bytes": size, "sha256": digest.hexdigest()}
                 continue
             if part.exists():
                 os.replace(part, final)
