@@ -379,7 +379,13 @@ def batches_cancel(output: str, base_url: str | None, api_key_env: str | None) -
 
 @main.command()
 @click.argument("reports", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("-o", "--output", required=True, help="Merged dataset path; side files are written beside it.")
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    help="Merged dataset path, its format by its suffix (.jsonl, .jsonl.gz, .parquet; a folder: datasets "
+    "save_to_disk); Parquet shards merge into .parquet only. Side files are written beside it.",
+)
 @click.option("--json", "json_output", is_flag=True, help="Print the merged report on stdout.")
 @click.option("-v", "--verbose", is_flag=True, help="End the summary with the endpoint's counters.")
 @click.option("--overwrite", is_flag=True, help="Replace existing output files this tool did not write.")

@@ -1,9 +1,10 @@
 """`merge`: combine the outputs of `--num-shards N` runs into one set, in global input order.
 
 Each shard's metrics lines carry the row's global `index` and whether it was `written` to the
-dataset, so the shards' metrics, over-limit lists, rejects and (for JSONL outputs) datasets can
-be interleaved back into input order with a streaming k-way merge: memory stays flat whatever
-the size of the shards. Reports are merged by adding their raw counters.
+dataset, so the shards' metrics, over-limit lists, rejects and datasets (JSON Lines, gzipped or
+not, and Parquet: see `merge_data`) can be interleaved back into input order with a streaming
+k-way merge: memory stays flat whatever the size of the shards. Reports are merged by adding
+their raw counters.
 
 Before anything is merged, every shard file is checked against the record its run wrote in its
 report (bytes, lines, sha256): a shard file edited, cut short or swapped since is refused with
@@ -17,22 +18,23 @@ import json
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import fields
+from functools import partial
 from pathlib import Path
 from typing import IO, Any
 
 import orjson
 
-from trajectory_compressor.errors import UsageError
+from trajectory_compressor.commands.merge_data import DatasetMerge, MergeError
 from trajectory_compressor.messages import quoted
+from trajectory_compressor.read.convert_format import WriteShape
 from trajectory_compressor.write.collisions import NamedFile, refuse_foreign_outputs, refuse_overwrites, run_outputs
+from trajectory_compressor.write.output_format import ConversionError, output_format_for
 from trajectory_compressor.write.paths import OutputPaths
 from trajectory_compressor.write.report import RunTotals
 from trajectory_compressor.write.run_files import file_record, write_json_atomically
 from trajectory_compressor.write.run_report import COMPLETED, build_report
 
-
-class MergeError(UsageError, ValueError):
-    """The shard reports cannot be merged (missing, incomplete, or from different settings)."""
+_JSON_LINES_INPUTS = (".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz", ".jsonl.zst", ".ndjson.zst", ".json")
 
 
 def _load_report(path: Path) -> dict[str, Any]:
@@ -109,15 +111,6 @@ def _indexed_lines(path: Path) -> Iterator[tuple[int, bytes]]:
                 yield orjson.loads(line)["index"], line
 
 
-def _indexed_data(metrics_path: Path, data_path: Path) -> Iterator[tuple[int, bytes]]:
-    """(index, dataset line): dataset lines follow the metrics lines marked `written`."""
-    with open(metrics_path, "rb") as metrics, open(data_path, "rb") as data:
-        for line in metrics:
-            row = orjson.loads(line)
-            if row.get("written", True):
-                yield row["index"], data.readline().rstrip(b"\n")
-
-
 def _merge_into(out: IO[bytes], streams: Sequence[Iterator[tuple[int, bytes]]]) -> int:
     count = 0
     for _, line in heapq.merge(*streams, key=lambda pair: pair[0]):
@@ -137,17 +130,20 @@ def _check_shard_files(report_path: Path, report: dict[str, Any], names: Sequenc
         record = records.get(name)
         if not isinstance(record, dict):
             raise MergeError(f"shard report {quoted(report_path)} has no record of its {name} file; re-run the shard")
-        try:
-            path, expected = Path(record["path"]), (record["bytes"], record["lines"], record["sha256"])
+        try:  # a dataset in another format than JSON Lines is recorded without its lines
+            path, expected = Path(record["path"]), (record["bytes"], record.get("lines"), record["sha256"])
         except (KeyError, TypeError):
             raise MergeError(f"shard report {quoted(report_path)} has a malformed record of its {name} file") from None
         if not path.is_file():
             raise MergeError(f"shard file {quoted(path)} is missing (listed in {quoted(report_path)})")
-        digest, size, lines = file_record(path)
+        digest, size, counted_lines = file_record(path)
+        lines = counted_lines if "lines" in record else None
         if (size, lines, digest.hexdigest()) != expected:
+            counted = f"{lines} lines, {size} bytes" if lines is not None else f"{size} bytes"
+            recorded = f"{record['lines']} lines, " if lines is not None else ""
             raise MergeError(
-                f"shard file {quoted(path)} changed since its run wrote it ({lines} lines, {size} bytes; "
-                f"{quoted(report_path)} records {record['lines']} lines, {record['bytes']} bytes); re-run that shard"
+                f"shard file {quoted(path)} changed since its run wrote it ({counted}; "
+                f"{quoted(report_path)} records {recorded}{record['bytes']} bytes); re-run that shard"
             )
 
 
@@ -181,10 +177,15 @@ def _merge_shards(report_paths: Sequence[Path], output: Path, *, overwrite: bool
         totals.merge(RunTotals.from_dict(report["counters"]))
     totals.rows_read = max(r["counters"]["rows_read"] for r in reports)  # every shard reads the whole input
     shard_paths = [OutputPaths(**{k: Path(v) for k, v in r["outputs"].items()}) for r in reports]
-    data_merged = all(str(p.data).endswith(".jsonl") and p.data.exists() for p in shard_paths)
-    names = ("data", "metrics", "over_limit", "rejects") if data_merged else ("metrics", "over_limit", "rejects")
+    # Every shard run wrote a dataset (a dry run's report names none, refused above): the merge
+    # writes one or refuses, and every check of it (its format, the Parquet shards' schemas, each
+    # shard file against its report) is made before anything is written.
+    shard_format = _shard_format(report_paths[0], reports[0])
     for path, report in zip(report_paths, reports, strict=True):
-        _check_shard_files(path, report, names)
+        _check_shard_files(path, report, ("data", "metrics", "over_limit", "rejects"))
+    shards = [(p.metrics, p.data) for p in shard_paths]
+    json_lists = WriteShape(reports[0]["settings"].get("write_format")).json_lists
+    dataset = DatasetMerge.plan(shard_format, output, shards, partial(_input_column_types, reports[0]), json_lists)
     target = OutputPaths.beside(output)
     shard_files = [NamedFile("a shard's file", p) for paths in shard_paths for p in paths.as_dict().values()]
     shard_files += [NamedFile("a shard's file", p) for p in report_paths]
@@ -192,19 +193,20 @@ def _merge_shards(report_paths: Sequence[Path], output: Path, *, overwrite: bool
     shard_files += [NamedFile("the shards' input", i["path"]) for i in inputs or () if i.get("path")]
     refuse_overwrites(run_outputs(target.as_dict()), shard_files)
     if not overwrite:
-        refuse_foreign_outputs(target, data=data_merged)
+        refuse_foreign_outputs(target)
     target.data.parent.mkdir(parents=True, exist_ok=True)
+    data_record = dataset.write(target.data)  # the part most likely to fail: first
     files: dict[str, dict[str, Any]] = {}
     for name in ("metrics", "over_limit", "rejects"):
         files[name] = _atomic_merge(getattr(target, name), [_indexed_lines(getattr(p, name)) for p in shard_paths])
-    if data_merged:
-        files["data"] = _atomic_merge(target.data, [_indexed_data(p.metrics, p.data) for p in shard_paths])
+    if data_record is not None:
+        files["data"] = data_record
     timings = {"total": max(r["timings_seconds"].get("total", 0.0) for r in reports)}
     merged = build_report(
         totals,
         status=COMPLETED,
         settings={**reports[0]["settings"], "shard_index": None, "merged_shards": len(reports)},
-        outputs=target.as_dict() if data_merged else {k: v for k, v in target.as_dict().items() if k != "data"},
+        outputs=target.as_dict(),
         timings=timings,
         summarizer_stats=_sum_stats([r["summaries"].get("endpoint") or {} for r in reports]),
         files=files,
@@ -212,6 +214,35 @@ def _merge_shards(report_paths: Sequence[Path], output: Path, *, overwrite: bool
     ).to_dict()
     write_json_atomically(target.report, merged)
     return merged
+
+
+def _shard_format(report_path: Path, report: dict[str, Any]) -> str:
+    """The format a shard run wrote its dataset in (by its `--output-format`, else its suffix)."""
+    explicit = report["settings"].get("output_format")
+    try:
+        return output_format_for(report["outputs"]["data"], explicit if isinstance(explicit, str) else None)
+    except ConversionError:
+        raise MergeError(f"shard report {quoted(report_path)} names a dataset of no format this tool writes") from None
+
+
+def _input_column_types(report: dict[str, Any]) -> dict[str, Any]:
+    """The Arrow types of the shards' columnar inputs' columns, which a run gives a Parquet or hf
+    output (`read.column_types`); refused when such an input is gone or changed since."""
+    from trajectory_compressor.read.column_types import source_column_types
+    from trajectory_compressor.read.expand import expand_inputs
+
+    paths = []
+    for recorded in report.get("inputs") or ():
+        path = recorded.get("path")
+        if path is None or path.lower().endswith(_JSON_LINES_INPUTS):  # no column types to read
+            continue
+        if not os.path.exists(path) or (os.path.isfile(path) and os.path.getsize(path) != recorded.get("bytes")):
+            raise MergeError(
+                f"the shards' input {quoted(path)} is gone or changed: a Parquet or hf output takes its columns' "
+                "types from it; merge into .jsonl or .jsonl.gz, as the shards wrote"
+            )
+        paths.append(path)
+    return source_column_types(expand_inputs(paths)) if paths else {}
 
 
 def _sum_stats(stats: Sequence[dict[str, Any]]) -> dict[str, Any]:
