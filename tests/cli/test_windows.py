@@ -181,6 +181,45 @@ def test_drop_leaves_out_only_the_windows_over_the_limit(tmp_path: Path) -> None
     assert [o["window"] for o in over] == [m["window"] for m in dropped]
 
 
+def test_drop_counts_what_the_dataset_holds_in_the_report_and_the_summary(tmp_path: Path) -> None:
+    """Defect: under `--over-limit drop` the summary said every window cut was written, the report
+    counted a row with some windows dropped both written and dropped, and `rows.by_summarizer`
+    was empty. Every figure is held here to the dataset file itself."""
+    split = make_trajectory(1, steps=8, output_lines=30)
+    split["conversations"][8]["value"] = "y " * 4000  # a middle gpt turn over the budget: its window only
+    whole = make_trajectory(2, steps=0)
+    whole["conversations"][-1]["value"] = "x " * 4000  # the row's one window, over the budget
+    rows = [split, whole, make_trajectory(3, steps=1, output_lines=5)]
+    source = write_jsonl(tmp_path / "in.jsonl", rows)
+    out = tmp_path / "out" / "x.jsonl"
+    args = ["--windows", *BUDGET, "--summarizer", "extractive", "--over-limit", "drop"]
+    result = run_cli("compress", str(source), "-o", str(out), *args)
+    assert result.returncode == 0, result.stderr
+    records, metrics = read_jsonl(out), read_jsonl(out.parent / "x.metrics.jsonl")
+    cut: dict[int, int] = defaultdict(int)
+    for m in metrics:
+        cut[m["index"]] += 1
+    written: dict[int, int] = defaultdict(int)
+    for record in records:
+        written[record["window"]["input_index"]] += 1
+    whole_dropped = [i for i in cut if i not in written]
+    part_dropped = [i for i in cut if 0 < written.get(i, 0) < cut[i]]
+    assert whole_dropped == [1] and part_dropped == [0], "the input exercises both kinds of drop"
+    report = json.loads((out.parent / "x.report.json").read_text())
+    windows, report_rows = report["windows"], report["rows"]
+    assert windows["windows"] == len(records)
+    assert windows["dropped"] == len(metrics) - len(records) == windows["over_limit"]
+    assert report_rows["written"] == len(written) == len(rows) - len(whole_dropped)
+    assert report_rows["dropped_over_limit"] == len(whole_dropped)
+    assert report_rows["partly_dropped"] == len(part_dropped)
+    assert report_rows["written"] + report_rows["dropped_over_limit"] == report_rows["selected"] == len(rows)
+    assert report_rows["by_summarizer"] == {"extractive": 1}  # the split row, once
+    assert sum(windows["by_summarizer"].values()) == sum(m["was_compressed"] for m in metrics)
+    assert f"windows: {len(records)} written, {windows['dropped']} dropped over the limit" in result.stderr
+    assert f"{len(whole_dropped)} dropped, {len(part_dropped)} written without some of their windows" in result.stderr
+    assert "summaries by: extractive: 1 rows (" in result.stderr
+
+
 def test_dry_run_plans_the_windows_without_writing_a_dataset(tmp_path: Path) -> None:
     out = _compress(tmp_path, "--dry-run")
     assert not out.exists()

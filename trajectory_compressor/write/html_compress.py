@@ -107,6 +107,8 @@ def write_compress_html_report(
     windows, training = report.get("windows"), report.get("training") or {}
     if windows:
         headline["windows"] = windows["windows"]
+        if windows.get("dropped"):
+            headline["windows dropped over the limit"] = windows["dropped"]
         headline["rows split"] = windows["rows_split"]
         headline["tokens written per input token"] = windows["tokens_written_per_input_token"]
     if training.get("trainable_share") is not None:

@@ -45,7 +45,8 @@ class RunTotals:
     rows_skipped_under_target: int = 0
     rows_unchanged_over_target: int = 0
     rows_still_over_limit: int = 0
-    rows_dropped_over_limit: int = 0
+    rows_dropped_over_limit: int = 0  # left out of the dataset whole (with --windows: every window dropped)
+    rows_partly_dropped: int = 0  # --windows: written, but some of their windows dropped over the limit
     rows_truncated: int = 0
     rows_rejected: int = 0
     rows_rejected_in_data: int = 0  # valid JSON, written back unchanged (`--on-reject keep`)
@@ -68,8 +69,9 @@ class RunTotals:
     gpt_turns: int = 0  # gpt turns of the valid rows
     gpt_turns_trained: int = 0  # of them, held verbatim as training targets by a record (not dropped)
     rows_split: int = 0  # --windows: rows written as two or more windows
-    windows: int = 0  # --windows: records written or flagged, one per window
-    windows_over_limit: int = 0
+    windows: int = 0  # --windows: windows the dataset holds (or a dry run would write), one record each
+    windows_dropped: int = 0  # --windows: windows left out, over the limit (`--over-limit drop`)
+    windows_over_limit: int = 0  # written flagged or dropped
     windows_by_summarizer: dict[str, int] = field(default_factory=dict)
     future_anchors: int = 0  # anchors the kept turns need from summarized regions (fidelity.future)
     future_kept: int = 0  # of them, those the summaries hold
@@ -146,13 +148,18 @@ class RunTotals:
         """Count one row written as context windows (`--windows`): one metrics line per window.
 
         Row figures (read, over the limit, failed) count the row once; tokens and turns after
-        are those of every window written, which repeat the head and the recent turns.
+        are those of every window written, which repeat the head and the recent turns. Under
+        `--over-limit drop` a row is written when any of its windows is (`rows_partly_dropped`
+        counts those with some windows dropped) and dropped when all of them are, so written,
+        dropped and rejected rows add up to the rows selected.
         """
         first = windows[0]
+        dropped = sum(bool(m.dropped) for m in windows)
         self.rows_selected += 1
         self.metrics_lines += len(windows)
         self.rows_written += any(m.written for m in windows)
-        self.windows += len(windows)
+        self.windows += len(windows) - dropped
+        self.windows_dropped += dropped
         self.rows_split += len(windows) > 1
         self.tokens_before += first.original_tokens
         self.turns_before += first.original_turns
@@ -183,7 +190,10 @@ class RunTotals:
             self.rows_unchanged_over_target += 1
         self.rows_still_over_limit += any(m.still_over_limit for m in windows)
         self.rows_pruned += any(m.pruned_turns for m in windows)
-        self.rows_dropped_over_limit += any(m.dropped for m in windows)
+        self.rows_dropped_over_limit += dropped == len(windows)
+        self.rows_partly_dropped += 0 < dropped < len(windows)
+        for summarizer in dict.fromkeys(m.summarizer for m in windows if m.was_compressed and m.summarizer):
+            self.rows_by_summarizer[summarizer] = self.rows_by_summarizer.get(summarizer, 0) + 1
         self.rows_summary_failed += any(m.summary_failed for m in windows)
         self.rows_second_pass += any(m.passes > 1 for m in windows)
 
@@ -227,6 +237,7 @@ def report_figures(totals: RunTotals, summarizer_stats: dict[str, Any] | None = 
             "unchanged_over_target": totals.rows_unchanged_over_target,
             "still_over_limit": totals.rows_still_over_limit,
             "dropped_over_limit": totals.rows_dropped_over_limit,
+            **({"partly_dropped": totals.rows_partly_dropped} if totals.rows_partly_dropped else {}),
             "truncated": totals.rows_truncated,
             "rejected": totals.rows_rejected,
             "rejected_in_data": totals.rows_rejected_in_data,
@@ -263,7 +274,7 @@ def report_figures(totals: RunTotals, summarizer_stats: dict[str, Any] | None = 
             "gpt_turns_trained": totals.gpt_turns_trained,
             "trainable_share": round(totals.gpt_turns_trained / totals.gpt_turns, 4) if totals.gpt_turns else None,
         },
-        **({"windows": windows_report(totals)} if totals.windows else {}),
+        **({"windows": windows_report(totals)} if totals.windows or totals.windows_dropped else {}),
         **({"pruning": pruning_report(totals)} if totals.rows_pruned else {}),
         "fidelity": {
             "future_anchors": totals.future_anchors,
@@ -279,16 +290,19 @@ def report_figures(totals: RunTotals, summarizer_stats: dict[str, Any] | None = 
 
 
 def windows_report(totals: RunTotals) -> dict[str, Any]:
-    """`--windows`: how rows were split, and how much more data the windows are than the rows."""
+    """`--windows`: how rows were split, and how much more data the windows are than the rows.
+
+    `windows` are the records written, `dropped` the windows left out over the limit; the windows
+    per row are of every window cut, dropped ones too (how the rows were split)."""
     kept_rows = max(totals.rows_selected - totals.rows_rejected, 0)
+    cut = totals.windows + totals.windows_dropped
     return {
         "rows_split": totals.rows_split,
         "windows": totals.windows,
-        "windows_per_row": round(totals.windows / kept_rows, 3) if kept_rows else 0.0,
+        "dropped": totals.windows_dropped,
+        "windows_per_row": round(cut / kept_rows, 3) if kept_rows else 0.0,
         "windows_per_split_row": (
-            round((totals.windows - (kept_rows - totals.rows_split)) / totals.rows_split, 3)
-            if totals.rows_split
-            else 0.0
+            round((cut - (kept_rows - totals.rows_split)) / totals.rows_split, 3) if totals.rows_split else 0.0
         ),
         "over_limit": totals.windows_over_limit,
         "by_summarizer": dict(sorted(totals.windows_by_summarizer.items())),

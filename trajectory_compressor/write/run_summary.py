@@ -76,8 +76,19 @@ def _rows_line(rows: dict[str, Any], *, dry: bool) -> str:
         f"rows: {rows['selected']} processed, {done}, {rows['skipped_under_target']} under the budget as they were, "
         f"{rows['unchanged_over_target']} over it left unchanged, "
         + (f"{rows['truncated']} truncated (--over-limit truncate), " if rows.get("truncated") else "")
-        + f"{rows['still_over_limit']} {'would stay' if dry else 'still'} over it, {rows['rejected']} rejected"
+        + f"{rows['still_over_limit']} {'would stay' if dry else 'still'} over it, "
+        + _dropped_rows(rows)
+        + f"{rows['rejected']} rejected"
     )
+
+
+def _dropped_rows(rows: dict[str, Any]) -> str:
+    """The rows `--over-limit drop` left out: whole, and (`--windows`) those written without some windows."""
+    whole, partly = rows.get("dropped_over_limit", 0), rows.get("partly_dropped", 0)
+    if not whole and not partly:
+        return ""
+    part = f", {partly} written without some of their windows" if partly else ""
+    return f"{whole} dropped{part} (--over-limit drop), "
 
 
 def _tokens_line(tokens: dict[str, Any], *, dry: bool, windows: bool) -> str:
@@ -101,10 +112,16 @@ def _compression_lines(report: dict[str, Any]) -> list[str]:
     lines = []
     windows = report.get("windows")
     if windows:
+        dropped = windows.get("dropped", 0)
+        kept_over = windows["over_limit"] - dropped  # written, flagged
         lines.append(
-            f"windows: {windows['windows']} written, {windows['rows_split']} rows split "
-            f"({windows['windows_per_split_row']} windows each), {windows['over_limit']} over the limit, "
-            f"{windows['tokens_written_per_input_token']:.2f} tokens written per input token"
+            f"windows: {windows['windows']} written"
+            + (f", {dropped} dropped over the limit (--over-limit drop)" if dropped else "")
+            + f", {windows['rows_split']} rows split ({windows['windows_per_split_row']} windows each"
+            + (", dropped ones included" if dropped else "")
+            + ")"
+            + (f", {kept_over} over the limit" if kept_over or not dropped else "")
+            + f", {windows['tokens_written_per_input_token']:.2f} tokens written per input token"
         )
     pruning = report.get("pruning")
     if pruning:
@@ -129,7 +146,11 @@ def _compression_lines(report: dict[str, Any]) -> list[str]:
         lines.append(f"  ({ANCHORS})")
     rows = report["rows"]
     if rows["by_summarizer"]:
-        parts = ", ".join(f"{name}: {count}" for name, count in rows["by_summarizer"].items())
+        by_window = (windows or {}).get("by_summarizer", {})
+        parts = ", ".join(
+            f"{name}: {count}" + (f" rows ({by_window.get(name, 0)} windows)" if windows else "")
+            for name, count in rows["by_summarizer"].items()
+        )
         lines.append(f"summaries by: {parts}; second pass: {rows['second_pass']}; failed: {rows['summary_failed']}")
     return lines
 
