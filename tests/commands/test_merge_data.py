@@ -165,3 +165,18 @@ def test_jsonl_shards_merge_into_a_datasets_folder(work: Path) -> None:
     single = datasets.Dataset.from_parquet(str(work / "single-pq" / "x.parquet"), cache_dir=str(work / "hf-cache"))
     assert merged.to_list() == single.to_list()
     assert "data" not in json.loads(result.stdout)["files"], "a folder has no file record"
+
+
+def test_hf_shard_folders_are_refused_by_their_format(tmp_path: Path) -> None:
+    pytest.importorskip("datasets")
+    source = write_jsonl(tmp_path / "in.jsonl", [make_trajectory(i, steps=1) for i in range(3)])
+    for i in range(2):
+        result = run_cli(
+            "compress", str(source), "-o", str(tmp_path / "s" / "x"), "--output-format", "hf", *SETTINGS,
+            "--num-shards", "2", "--shard-index", str(i),
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+    reports = [str(tmp_path / "s" / f"x.shard-0000{i}-of-00002.report.json") for i in range(2)]
+    out = tmp_path / "m" / "x.parquet"
+    _one_line_refusal(_merge(*reports, "-o", str(out)), "merge cannot merge hf shard datasets")
+    assert not out.parent.exists()

@@ -24,7 +24,7 @@ from typing import IO, Any
 
 import orjson
 
-from trajectory_compressor.commands.merge_data import DatasetMerge, MergeError
+from trajectory_compressor.commands.merge_data import DatasetMerge, MergeError, merge_formats
 from trajectory_compressor.messages import quoted
 from trajectory_compressor.read.convert_format import WriteShape
 from trajectory_compressor.write.collisions import NamedFile, refuse_foreign_outputs, refuse_overwrites, run_outputs
@@ -181,6 +181,7 @@ def _merge_shards(report_paths: Sequence[Path], output: Path, *, overwrite: bool
     # writes one or refuses, and every check of it (its format, the Parquet shards' schemas, each
     # shard file against its report) is made before anything is written.
     shard_format = _shard_format(report_paths[0], reports[0])
+    merge_formats(shard_format, output)  # a pair of formats with no merge is named before the files are read
     for path, report in zip(report_paths, reports, strict=True):
         _check_shard_files(path, report, ("data", "metrics", "over_limit", "rejects"))
     shards = [(p.metrics, p.data) for p in shard_paths]
