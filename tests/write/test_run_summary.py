@@ -96,3 +96,25 @@ def test_rows_cut_by_truncate_are_said_truncated_not_left_unchanged() -> None:
     assert "1 over it left unchanged, 1 truncated (--over-limit truncate), 1 still over it" in render_text_summary(
         report
     )
+
+
+def test_rows_dropped_over_the_limit_are_said_dropped() -> None:
+    totals = RunTotals()
+    totals.add(RowMetrics(0, "in.jsonl", 1, original_tokens=9_000, compressed_tokens=9_000, still_over_limit=True))
+    totals.add(
+        RowMetrics(
+            1, "in.jsonl", 2, original_tokens=9_000, compressed_tokens=9_000, still_over_limit=True,
+            written=False, dropped=True,
+        )
+    )  # fmt: skip
+    report = build_report(
+        totals,
+        status="completed",
+        settings=settings_record(RunConfig(), "bundled"),
+        outputs={"data": "out/x.jsonl"},
+        timings={"total": 1.0, "cpu": 1.0, "finalize": 0.1},
+        summarizer_stats=None,
+        counting={"backend": "hf", "fast_backend": None, "note": None, "guard": {"probes": 0}},
+    ).to_dict()
+    assert report["rows"]["dropped_over_limit"] == 1 and "partly_dropped" not in report["rows"]
+    assert "2 still over it, 1 dropped (--over-limit drop), 0 rejected" in render_text_summary(report)
