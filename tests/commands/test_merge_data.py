@@ -180,3 +180,37 @@ def test_hf_shard_folders_are_refused_by_their_format(tmp_path: Path) -> None:
     out = tmp_path / "m" / "x.parquet"
     _one_line_refusal(_merge(*reports, "-o", str(out)), "merge cannot merge hf shard datasets")
     assert not out.parent.exists()
+
+
+def test_jsonl_shards_of_a_parquet_input_merge_into_its_column_types(tmp_path: Path) -> None:
+    """JSON Lines shards hold a timestamp as text and an int8 as a number; a run's Parquet output
+    restores their types from the input's schema, and so does the merge, or refuses without it."""
+    import datetime
+
+    rows = [make_trajectory(i, steps=2 + i) for i in range(5)]
+    table = pa.table({
+        "id": [row["id"] for row in rows],
+        "conversations": [row["conversations"] for row in rows],
+        "ts": pa.array([datetime.datetime(2024, 1, i + 1) for i in range(5)], pa.timestamp("ms")),
+        "small": pa.array(range(5), pa.int8()),
+    })  # fmt: skip
+    source = tmp_path / "in.parquet"
+    pq.write_table(table, source)
+    settings = ["--summarizer", "extractive", "--target-max-tokens", "800", "-q"]
+    single = run_cli("compress", str(source), "-o", str(tmp_path / "single" / "x.parquet"), *settings)
+    assert single.returncode == 0, single.stderr
+    for i in range(2):
+        result = run_cli(
+            "compress", str(source), "-o", str(tmp_path / "s" / "x.jsonl"), *settings,
+            "--num-shards", "2", "--shard-index", str(i),
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+    reports = [str(tmp_path / "s" / f"x.shard-0000{i}-of-00002.report.json") for i in range(2)]
+    merged = _merge(*reports, "-o", str(tmp_path / "m" / "x.parquet"))
+    assert merged.returncode == 0, merged.stderr
+    out = pq.read_table(tmp_path / "m" / "x.parquet")
+    assert out.equals(pq.read_table(tmp_path / "single" / "x.parquet"))
+    assert out.schema.field("ts").type == pa.timestamp("ms") and out.schema.field("small").type == pa.int8()
+    source.rename(tmp_path / "moved.parquet")
+    _one_line_refusal(_merge(*reports, "-o", str(tmp_path / "m2" / "x.parquet")), "is gone or changed")
+    assert not (tmp_path / "m2").exists()
