@@ -212,5 +212,5 @@ def test_jsonl_shards_of_a_parquet_input_merge_into_its_column_types(tmp_path: P
     assert out.equals(pq.read_table(tmp_path / "single" / "x.parquet"))
     assert out.schema.field("ts").type == pa.timestamp("ms") and out.schema.field("small").type == pa.int8()
     source.rename(tmp_path / "moved.parquet")
-    _one_line_refusal(_merge(*reports, "-o", str(tmp_path / "m2" / "x.parquet")), "is gone or changed")
+    _one_line_refusal(_merge(*reports, "-o", str(tmp_path / "m2" / "x.parquet")), "is gone or its size changed")
     assert not (tmp_path / "m2").exists()

@@ -228,7 +228,7 @@ def _shard_format(report_path: Path, report: dict[str, Any]) -> str:
 
 def _input_column_types(report: dict[str, Any]) -> dict[str, Any]:
     """The Arrow types of the shards' columnar inputs' columns, which a run gives a Parquet or hf
-    output (`read.column_types`); refused when such an input is gone or changed since."""
+    output (`read.column_types`); refused when such an input is gone or its size changed since."""
     from trajectory_compressor.read.column_types import source_column_types
     from trajectory_compressor.read.expand import expand_inputs
 
@@ -239,8 +239,8 @@ def _input_column_types(report: dict[str, Any]) -> dict[str, Any]:
             continue
         if not os.path.exists(path) or (os.path.isfile(path) and os.path.getsize(path) != recorded.get("bytes")):
             raise MergeError(
-                f"the shards' input {quoted(path)} is gone or changed: a Parquet or hf output takes its columns' "
-                "types from it; merge into .jsonl or .jsonl.gz, as the shards wrote"
+                f"the shards' input {quoted(path)} is gone or its size changed: a Parquet or hf output takes its "
+                "columns' types from it; merge into .jsonl or .jsonl.gz, as the shards wrote"
             )
         paths.append(path)
     return source_column_types(expand_inputs(paths)) if paths else {}
