@@ -77,18 +77,19 @@ def _rows_line(rows: dict[str, Any], *, dry: bool) -> str:
         f"{rows['unchanged_over_target']} over it left unchanged, "
         + (f"{rows['truncated']} truncated (--over-limit truncate), " if rows.get("truncated") else "")
         + f"{rows['still_over_limit']} {'would stay' if dry else 'still'} over it, "
-        + _dropped_rows(rows)
+        + _dropped_rows(rows, dry=dry)
         + f"{rows['rejected']} rejected"
     )
 
 
-def _dropped_rows(rows: dict[str, Any]) -> str:
+def _dropped_rows(rows: dict[str, Any], *, dry: bool) -> str:
     """The rows `--over-limit drop` left out: whole, and (`--windows`) those written without some windows."""
     whole, partly = rows.get("dropped_over_limit", 0), rows.get("partly_dropped", 0)
     if not whole and not partly:
         return ""
-    part = f", {partly} written without some of their windows" if partly else ""
-    return f"{whole} dropped{part} (--over-limit drop), "
+    would = "would be " if dry else ""
+    part = f", {partly} {would}written without some of their windows" if partly else ""
+    return f"{whole} {would}dropped{part} (--over-limit drop), "
 
 
 def _tokens_line(tokens: dict[str, Any], *, dry: bool, windows: bool) -> str:
@@ -114,8 +115,9 @@ def _compression_lines(report: dict[str, Any]) -> list[str]:
     if windows:
         dropped = windows.get("dropped", 0)
         kept_over = windows["over_limit"] - dropped  # written, flagged
+        written = "planned" if report.get("settings", {}).get("dry_run") else "written"  # a dry run writes none
         lines.append(
-            f"windows: {windows['windows']} written"
+            f"windows: {windows['windows']} {written}"
             + (f", {dropped} dropped over the limit (--over-limit drop)" if dropped else "")
             + f", {windows['rows_split']} rows split ({windows['windows_per_split_row']} windows each"
             + (", dropped ones included" if dropped else "")
