@@ -220,6 +220,13 @@ def test_record_level_errors() -> None:
         to_turns({"conversations": []}, OPENAI)
 
 
+@pytest.mark.parametrize(("record", "fmt"), [({"conversations": []}, SHAREGPT), ({"messages": []}, OPENAI)])
+def test_a_conversation_with_no_turns_is_an_error_naming_its_key(record: dict[str, Any], fmt: Any) -> None:
+    """No turns is no conversation, as no key is: a chat template and TRL index the first message."""
+    with pytest.raises(RecordError, match=f"empty conversation: '{fmt.key}' holds no turns"):
+        to_turns(record, fmt)
+
+
 # --- from_turns --------------------------------------------------------------------------------
 
 

@@ -94,9 +94,13 @@ def to_turns(record: Any, fmt: ConversationFormat) -> list[Turn]:
     """The record's conversation as canonical `Turn`s, one per message, in order.
 
     Raises `RecordError` with the turn index for anything the pipeline could not faithfully
-    write back: a non-object turn, a missing field, an unknown role, a non-string text.
+    write back: a non-object turn, a missing field, an unknown role, a non-string text; and for
+    a conversation with no turns, which is no conversation to train on (a record without the
+    key is rejected the same way): chat templates and trainers index its first message.
     """
     messages = _conversation(record, fmt)
+    if not messages:
+        raise RecordError(f"empty conversation: {fmt.key!r} holds no turns")
     if fmt.name == "sharegpt":
         return [_sharegpt_turn(i, message) for i, message in enumerate(messages)]
     call_names: dict[str, str] = {}  # tool_call_id → function name, to name tool results
