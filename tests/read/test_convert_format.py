@@ -189,3 +189,23 @@ def test_a_converted_row_is_read_back_by_the_reader(make: Any) -> None:
     target = "messages" if fmt.name == "sharegpt" else "sharegpt"
     out = convert_record(row, fmt, target)
     assert to_turns(out, detect_format(out))  # no RecordError
+
+
+def test_hf_chat_writes_a_content_of_text_parts_as_the_one_text_the_reader_reads() -> None:
+    """Qwen 2.5's, Llama 3.1's and DeepSeek V3.1's templates concatenate a string content: a list
+    stops them. Written as the reader reads it, the row counts, summarizes and trains the same."""
+    parts = [{"type": "text", "text": "Analyze"}, {"type": "text", "text": "the data."}]
+    row = {
+        "id": "parts",
+        "messages": [
+            {"role": "user", "content": parts},
+            {"role": "assistant", "content": None, "tool_calls": [fn("c1", "read", '{"path": "a"}')]},
+            {"role": "tool", "tool_call_id": "c1", "content": [{"type": "text", "text": "rows"}]},
+            {"role": "assistant", "content": [{"type": "text", "text": "Done."}], "weight": 1},
+        ],
+    }
+    out = convert_record(row, OPENAI, "hf-chat")
+    assert [m["content"] for m in out["messages"]] == ["Analyze\nthe data.", "", "rows", "Done."]
+    assert out["messages"][3] == {"role": "assistant", "content": "Done.", "weight": 1, "train": True}
+    assert to_turns(row, OPENAI)[0].value == "Analyze\nthe data."
+    assert row["messages"][0]["content"] == parts  # the input record is not changed

@@ -21,10 +21,26 @@ pytestmark = pytest.mark.trainers
 
 GOOD = {"id": "good", "conversations": [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "hello"}]}
 
+USER_PARTS = {"role": "user", "content": [{"type": "text", "text": "Analyze"}, {"type": "text", "text": "the data."}]}
+IMAGE = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+CALL = {"id": "c0", "type": "function", "function": {"name": "read", "arguments": '{"path": "/data/f0.csv"}'}}
+CALL_AND_RESULT: list[dict[str, Any]] = [
+    {"role": "assistant", "content": None, "tool_calls": [CALL]},
+    {"role": "tool", "tool_call_id": "c0", "content": [{"type": "text", "text": "row 0: value=0"}]},
+]
+
 # (record, the reason it is rejected for, or None: written, and loaded by the trainers)
 HARD: list[tuple[dict[str, Any], str | None]] = [
     ({"id": "empty-sharegpt", "conversations": []}, "empty conversation: 'conversations' holds no turns"),
     ({"id": "empty-openai", "messages": []}, "empty conversation: 'messages' holds no turns"),
+    ({"id": "text-parts", "messages": [USER_PARTS, *CALL_AND_RESULT, {"role": "assistant", "content": "Done."}]}, None),
+    (
+        {
+            "id": "image-part",
+            "messages": [{**USER_PARTS, "content": [*USER_PARTS["content"], IMAGE]}, *CALL_AND_RESULT],
+        },
+        "turn 0: content part 2 has unsupported type 'image_url'",
+    ),
 ]
 COUNT_MODES = ("values", "chat-template")
 

@@ -38,7 +38,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from trajectory_compressor.read.formats import DEFAULT_KEYS, TRAIN_KEY, ConversationFormat, to_turns
+from trajectory_compressor.read.formats import DEFAULT_KEYS, TRAIN_KEY, ConversationFormat, text_content, to_turns
 from trajectory_compressor.read.hermes import (
     AssistantParts,
     HermesCall,
@@ -308,8 +308,10 @@ def to_hf_chat(
     - ``messages``: the OpenAI messages (a ShareGPT record converted as for ``messages``), each
       call's ``arguments`` the object its JSON text encodes (Hugging Face's convention: the
       templates of Qwen, Llama 3.1 and DeepSeek write ``arguments | tojson``, which turns JSON
-      text into a quoted string); arguments that encode no object stay as they are, and a null
-      ``content`` beside calls is ``""`` (`with_object_arguments`). ``train`` is kept on
+      text into a quoted string); arguments that encode no object stay as they are, a null
+      ``content`` beside calls is ``""`` (`with_object_arguments`), and a content given as a list
+      of text parts is their texts joined with newlines, as the reader reads it (the templates
+      take a string). ``train`` is kept on
       assistant messages (set to true where there is none: every assistant turn a record holds
       is a training target unless marked otherwise) and removed from every other message: a mark
       on a tool or user message would make axolotl train on it.
@@ -344,9 +346,11 @@ def to_hf_chat(
 
 
 def hf_chat_message(message: Any) -> Any:
-    """One OpenAI message as Hugging Face chat templates take it, with its mark (see `to_hf_chat`)."""
+    """One OpenAI message as Hugging Face chat templates take it, with its mark (see `to_hf_chat`):
+    a content given as a list of text parts is the one text the reader reads (`read.formats.text_content`)."""
     if not isinstance(message, dict):
         return message
+    message = text_content(message)
     if message.get("role") != "assistant":
         return without_mark(message)
     out = with_object_arguments(message)

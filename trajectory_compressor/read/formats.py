@@ -7,11 +7,18 @@ tool). This module is the only place that knows the two on-disk shapes:
   system / human / gpt / tool;
 - OpenAI: ``{"messages": [{"role": "user", "content": "..."}, ...]}``, roles system / user /
   assistant / tool (``developer`` is read as system). ``content`` is a string, a list of text
-  parts ``[{"type": "text", "text": ...}]`` (joined with newlines), or null on an assistant
-  message that carries ``tool_calls``. Tool calls and tool results are rendered into the turn's
-  text the way Hermes-style training data spells them, so that token counts and summaries see
-  them: ``<tool_call>\\n{"name": ..., "arguments": ...}\\n</tool_call>`` and
+  parts ``[{"type": "text", "text": ...}]``, or null on an assistant message that carries
+  ``tool_calls``. Tool calls and tool results are rendered into the turn's text the way
+  Hermes-style training data spells them, so that token counts and summaries see them:
+  ``<tool_call>\\n{"name": ..., "arguments": ...}\\n</tool_call>`` and
   ``<tool_response>\\n{"tool_call_id": ..., "name": ..., "content": ...}\\n</tool_response>``.
+- A list of text parts is read as one text, the parts' texts joined with newlines, as vLLM's
+  OpenAI server joins them for a template that takes a string (the templates of Qwen 2.5,
+  Llama 3.1 and DeepSeek V3.1 do; the multimodal templates that loop over parts write them back
+  to back, which runs the last word of a part into the first of the next; OpenAI documents no
+  joining): that text is what is counted, summarized, converted and handed to a trainer
+  (`text_content`). A part of another type (an image, audio, a file) rejects the record, naming
+  the part's type: this tool reads text only.
 
 Writing back (`from_turns`) keeps the record in the format it came in. Turns kept verbatim are
 the original message objects themselves, so their extra keys (``tool_calls``, ``weight``,
@@ -184,20 +191,35 @@ def template_messages(record: Any, fmt: ConversationFormat) -> list[Any]:
     """The record's conversation as a trainer hands it to `tokenizer.apply_chat_template`.
 
     OpenAI: the message objects themselves, as written (``tool_calls``, tool messages with
-    ``tool_call_id`` / ``name``, content as a list of parts), not this module's text rendering
-    of them. ShareGPT: ``from`` / ``value`` as ``role`` / ``content`` (human → user, gpt →
-    assistant). For a rewritten row, pass the record `from_turns` returns: what is written is
-    what is counted.
+    ``tool_call_id`` / ``name``), not this module's text rendering of them, but for a content
+    given as a list of text parts, which is the one text the reader reads (`text_content`: the
+    templates of Qwen 2.5, Llama 3.1 and DeepSeek V3.1 stop on a list). ShareGPT: ``from`` /
+    ``value`` as ``role`` / ``content`` (human → user, gpt → assistant). For a rewritten row,
+    pass the record `from_turns` returns: what is written is what is counted.
     """
     messages = _conversation(record, fmt)
     if fmt.name == "openai":
-        return list(messages)
+        return [text_content(message) for message in messages]
     return [
         {"role": _openai_role(message.get("from")), "content": message.get("value")}
         if isinstance(message, dict)
         else message
         for message in messages
     ]
+
+
+def text_content(message: Any) -> Any:
+    """An OpenAI message whose ``content`` is a list of text parts, with that content as the one
+    string the reader reads (the texts joined with newlines); any other message as it is (a list
+    holding a part that is not text is the reader's to refuse, and left to it)."""
+    content = message.get("content") if isinstance(message, dict) else None
+    if not isinstance(content, list):
+        return message
+    try:
+        text = _content_text(0, content)
+    except RecordError:
+        return message
+    return {**message, "content": text}
 
 
 def _openai_role(sharegpt_role: Any) -> Any:
