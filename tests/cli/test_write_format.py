@@ -213,3 +213,28 @@ def test_eval_scores_a_converted_output_whose_head_tool_turn_was_split(runs: Pat
     scores = json.loads(result.stdout)
     [output] = scores.get("outputs", [scores])
     assert output["problems"] == [] and output["compressed"] == 1
+
+
+def test_hf_chat_rejects_a_record_it_cannot_write_for_the_trainer_and_other_formats_keep_it(tmp_path: Path) -> None:
+    """`"tools": "not json"` is the record's own data as read, but no tools a chat template takes:
+    with hf-chat the row is rejected with file, line and reason (as `--count-mode chat-template`
+    rejects it), not written for TRL's recipe to fail on; every other row goes on."""
+    good = {"id": "good", "conversations": [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "hello"}]}
+    source = write_jsonl(tmp_path / "in.jsonl", [good, {**good, "id": "bad", "tools": "not json"}, good])
+    runs = {}
+    for name, extra in (("as-read", []), ("hf-chat", ["--write-format", "hf-chat"])):
+        runs[name] = run_cli("compress", str(source), "-o", str(tmp_path / name / "x.jsonl"), *BUDGET, *extra)
+        assert runs[name].returncode == 0, runs[name].stderr
+    assert (tmp_path / "as-read" / "x.jsonl").read_bytes() == source.read_bytes()
+    assert not any(m["rejected"] for m in read_jsonl(tmp_path / "as-read" / "x.metrics.jsonl"))
+    metrics = read_jsonl(tmp_path / "hf-chat" / "x.metrics.jsonl")
+    assert [(m["line"], m["rejected"], m["written"]) for m in metrics] == [
+        (1, False, True),
+        (2, True, False),
+        (3, False, True),
+    ]
+    [reject] = read_jsonl(tmp_path / "hf-chat" / "x.rejects.jsonl")
+    assert (reject["file"], reject["line"]) == (str(source), 2)
+    assert reject["error"].startswith("'tools' is not valid JSON") and "hf-chat" in reject["error"]
+    assert f"{source}:2: 'tools' is not valid JSON" in runs["hf-chat"].stderr
+    assert len(read_jsonl(tmp_path / "hf-chat" / "x.jsonl")) == 2

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from tests.write.agent_rows import AIRLINE_TOOLS, SWE_TOOLS, airline_row, call, openai_row, response, swe_row
-from trajectory_compressor.read.convert_format import convert_record, needs_conversion
-from trajectory_compressor.read.formats import ConversationFormat, detect_format, to_turns
+from trajectory_compressor.read.convert_format import WriteShape, convert_record, needs_conversion
+from trajectory_compressor.read.formats import ConversationFormat, RecordError, detect_format, to_turns
 
 SHAREGPT = ConversationFormat("sharegpt", "conversations")
 OPENAI = ConversationFormat("openai", "messages")
@@ -209,3 +209,37 @@ def test_hf_chat_writes_a_content_of_text_parts_as_the_one_text_the_reader_reads
     assert out["messages"][3] == {"role": "assistant", "content": "Done.", "weight": 1, "train": True}
     assert to_turns(row, OPENAI)[0].value == "Analyze\nthe data."
     assert row["messages"][0]["content"] == parts  # the input record is not changed
+
+
+HI = [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "hello"}]
+
+
+@pytest.mark.parametrize(
+    ("tools", "reason"),
+    [
+        ("not json", "'tools' is not valid JSON"),
+        ({"name": "bash"}, "'tools' is not a list of tool schemas (got object)"),
+        ('["bash"]', "'tools'[0] is not an object (got string)"),
+    ],
+)
+def test_hf_chat_refuses_tools_the_chat_template_cannot_take_and_other_shapes_keep_them(
+    tools: Any, reason: str
+) -> None:
+    """TRL's recipe and axolotl hand `tools` to `apply_chat_template`, which stops on these, as
+    `--count-mode chat-template` rejects them; elsewhere `tools` is the record's own data, kept."""
+    row = {"id": "t", "conversations": HI, "tools": tools}
+    with pytest.raises(RecordError) as caught:
+        WriteShape("hf-chat").check(row, SHAREGPT)
+    assert reason in str(caught.value) and "hf-chat" in str(caught.value)
+    with pytest.raises(RecordError, match=r"^'functions'"):
+        WriteShape("hf-chat", tools_key="functions").check({"conversations": HI, "functions": tools}, SHAREGPT)
+    WriteShape("hf-chat", tools_key="functions").check(row, SHAREGPT)  # `tools` is then another key
+    for shape in (WriteShape(), WriteShape("messages"), WriteShape("sharegpt")):
+        shape.check(row, SHAREGPT)
+
+
+def test_hf_chat_takes_tools_absent_null_empty_or_a_list_of_schemas_as_objects_or_json_text() -> None:
+    schemas = [{"type": "function", "function": {"name": "bash"}}]
+    for tools in (None, "", "null", [], schemas, json.dumps(schemas)):
+        WriteShape("hf-chat").check({"conversations": HI, "tools": tools}, SHAREGPT)
+    WriteShape("hf-chat").check({"conversations": HI}, SHAREGPT)

@@ -8,6 +8,7 @@ the hard records between good ones, its output loaded as the README says (`datas
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ GOOD = {"id": "good", "conversations": [{"from": "human", "value": "hi"}, {"from
 
 USER_PARTS = {"role": "user", "content": [{"type": "text", "text": "Analyze"}, {"type": "text", "text": "the data."}]}
 IMAGE = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+TOOL = {"type": "function", "function": {"name": "read", "parameters": {"type": "object", "properties": {}}}}
 CALL = {"id": "c0", "type": "function", "function": {"name": "read", "arguments": '{"path": "/data/f0.csv"}'}}
 CALL_AND_RESULT: list[dict[str, Any]] = [
     {"role": "assistant", "content": None, "tool_calls": [CALL]},
@@ -41,6 +43,9 @@ HARD: list[tuple[dict[str, Any], str | None]] = [
         },
         "turn 0: content part 2 has unsupported type 'image_url'",
     ),
+    ({**GOOD, "id": "tools-not-json", "tools": "not json"}, "'tools' is not valid JSON"),
+    ({**GOOD, "id": "tools-object", "tools": {"name": "read"}}, "'tools' is not a list of tool schemas"),
+    ({**GOOD, "id": "tools-json-text", "tools": json.dumps([TOOL])}, None),
 ]
 COUNT_MODES = ("values", "chat-template")
 

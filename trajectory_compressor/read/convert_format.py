@@ -38,7 +38,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from trajectory_compressor.read.formats import DEFAULT_KEYS, TRAIN_KEY, ConversationFormat, text_content, to_turns
+from trajectory_compressor.read.formats import (
+    DEFAULT_KEYS,
+    TRAIN_KEY,
+    ConversationFormat,
+    RecordError,
+    record_tools,
+    text_content,
+    to_turns,
+)
 from trajectory_compressor.read.hermes import (
     AssistantParts,
     HermesCall,
@@ -73,6 +81,13 @@ class WriteShape:
     def convert(self, record: dict[str, Any], fmt: ConversationFormat) -> dict[str, Any]:
         """`record` (read in `fmt`) as it is written."""
         return convert_record(record, fmt, self.write_format, tools_key=self.tools_key)
+
+    def check(self, record: dict[str, Any], fmt: ConversationFormat) -> None:
+        """Raise `RecordError` for a record (one the reader accepts) this shape cannot write as its
+        readers need it: with ``hf-chat``, tools a trainer cannot pass to the chat template
+        (`hf_chat_refusal`). Every other shape writes any record."""
+        if self.write_format == HF_CHAT:
+            hf_chat_refusal(record, fmt, tools_key=self.tools_key)
 
     @property
     def json_lists(self) -> tuple[str, ...]:
@@ -343,6 +358,22 @@ def to_hf_chat(
         "metadata": metadata,
     }
     return out, owners
+
+
+def hf_chat_refusal(record: dict[str, Any], fmt: ConversationFormat, *, tools_key: str = "tools") -> None:
+    """Raise `RecordError` when `record` (read in `fmt`) has no ``hf-chat`` form the trainers take.
+
+    The shape promises what the recipes rely on, and a row that breaks the promise loads and then
+    stops the trainer mid-dataset, so it is refused here, with the reason, rather than written:
+
+    - ``tools`` (under `tools_key`) must be what `apply_chat_template` takes: absent, null, a list
+      of schema objects or its JSON text (``"not json"`` makes TRL's and `ChatTokens`' render
+      fail, as it rejects the row under `--count-mode chat-template`).
+    """
+    try:
+        record_tools(record, tools_key)
+    except RecordError as exc:
+        raise RecordError(f"{exc}: hf-chat writes them for the chat template, which takes a list of schemas") from None
 
 
 def hf_chat_message(message: Any) -> Any:

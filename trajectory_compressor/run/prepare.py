@@ -19,6 +19,7 @@ from trajectory_compressor.messages import quoted
 from trajectory_compressor.plan.apply import carries_notice
 from trajectory_compressor.plan.region import Plan, plan_region
 from trajectory_compressor.read.ahead import ReadAhead
+from trajectory_compressor.read.convert_format import AS_READ, WriteShape
 from trajectory_compressor.read.formats import ConversationFormat, RecordError, detect_format, to_turns
 from trajectory_compressor.read.select import RowSelection
 from trajectory_compressor.read.sources import InputSource
@@ -184,10 +185,13 @@ def prepare_rows(
     notice_tokens: int,
     skip_under_target: bool,
     reading: ReadConfig,
+    shape: WriteShape = AS_READ,
 ) -> list[PreparedRow]:
     """Validate each record, count every turn of the chunk in one batch, and plan each row.
 
-    Each row comes back once, in order: a `ValidRow` or a `RejectedRow` saying why."""
+    A record is valid when the reader reads it and the run's write `shape` can write it
+    (`WriteShape.check`: ``hf-chat`` refuses what would stop a trainer). Each row comes back
+    once, in order: a `ValidRow` or a `RejectedRow` saying why."""
     rejected: dict[int, RejectedRow] = {}
     valid: list[_ReadRow] = []
     for slot, (index, position, item) in enumerate(rows):
@@ -196,7 +200,9 @@ def prepare_rows(
             continue
         try:
             fmt = detect_format(item.record, reading.conversation_key, reading.format)
-            valid.append(_ReadRow(slot, index, position, item, fmt, to_turns(item.record, fmt)))
+            turns = to_turns(item.record, fmt)
+            shape.check(item.record, fmt)
+            valid.append(_ReadRow(slot, index, position, item, fmt, turns))
         except RecordError as exc:
             rejected[slot] = RejectedRow(index, position, item, printable_text(str(exc)))
         except RecursionError:  # a record too deep for the standard library (not from JSONL: checked there)
@@ -294,6 +300,7 @@ def prepare_for_run(
         notice_tokens=notice_tokens,
         skip_under_target=config.skip_under_target,
         reading=config.read,
+        shape=WriteShape(config.output.write_format, config.tools_key),
     )
 
 
