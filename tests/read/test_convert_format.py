@@ -243,3 +243,52 @@ def test_hf_chat_takes_tools_absent_null_empty_or_a_list_of_schemas_as_objects_o
     for tools in (None, "", "null", [], schemas, json.dumps(schemas)):
         WriteShape("hf-chat").check({"conversations": HI, "tools": tools}, SHAREGPT)
     WriteShape("hf-chat").check({"conversations": HI}, SHAREGPT)
+
+
+def _with_arguments(arguments: Any) -> dict[str, Any]:
+    call = {"id": "c1", "type": "function", "function": {"name": "read", "arguments": arguments}}
+    return {
+        "id": "a",
+        "messages": [
+            {"role": "user", "content": "Read it."},
+            {"role": "assistant", "content": None, "tool_calls": [fn("c0", "ls", "{}"), call]},
+            {"role": "tool", "tool_call_id": "c1", "content": "text"},
+        ],
+    }
+
+
+@pytest.mark.parametrize(
+    ("arguments", "problem"),
+    [
+        ("{not json", "are not valid JSON"),
+        ("", "are not valid JSON"),
+        ("[1, 2]", "are JSON text of no object"),
+        ("null", "are JSON text of no object"),
+        (None, "are missing"),
+        (5, "are a number, not an object"),
+        (["x"], "are an array, not an object"),
+        ('{"a": ' + "[" * 5000 + "]" * 5000 + "}", "nest too deeply to write"),
+    ],
+)
+def test_hf_chat_refuses_a_call_whose_arguments_are_no_object_naming_the_message(arguments: Any, problem: str) -> None:
+    """docs/trainers.md promises each call's arguments an object: templates write `arguments |
+    tojson` (a string would be quoted), axolotl `json.loads` them. Nothing is made up instead."""
+    row = _with_arguments(arguments)
+    with pytest.raises(RecordError) as caught:
+        WriteShape("hf-chat").check(row, OPENAI)
+    assert str(caught.value).startswith(f"turn 1: tool_calls[1] ('read'): 'arguments' {problem}: hf-chat writes")
+    for shape in (WriteShape(), WriteShape("messages"), WriteShape("sharegpt")):
+        shape.check(row, OPENAI)  # OpenAI's shape holds them as they came: JSON text, valid or not
+
+
+def test_hf_chat_takes_arguments_given_as_an_object_or_its_json_text() -> None:
+    for arguments in ({}, {"path": "a"}, '{"path": "a"}', ' {"path": "a"}'):
+        row = _with_arguments(arguments)
+        WriteShape("hf-chat").check(row, OPENAI)
+        [call] = [c for c in convert_record(row, OPENAI, "hf-chat")["messages"][1]["tool_calls"] if c["id"] == "c1"]
+        assert isinstance(call["function"]["arguments"], dict)
+    # ShareGPT markup: a <tool_call> that is no call with object arguments stays text (`read.hermes`).
+    text = '<tool_call>\n{"name": "read", "arguments": "{not json"}\n</tool_call>'
+    row = {"conversations": [{"from": "human", "value": "Read it."}, {"from": "gpt", "value": text}]}
+    WriteShape("hf-chat").check(row, SHAREGPT)
+    assert convert_record(row, SHAREGPT, "hf-chat")["messages"][1]["content"] == text

@@ -30,6 +30,14 @@ CALL_AND_RESULT: list[dict[str, Any]] = [
     {"role": "assistant", "content": None, "tool_calls": [CALL]},
     {"role": "tool", "tool_call_id": "c0", "content": [{"type": "text", "text": "row 0: value=0"}]},
 ]
+BAD_CALL_AND_RESULT: list[dict[str, Any]] = [
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{**CALL, "id": "c1", "function": {"name": "read", "arguments": "{not json"}}],
+    },
+    {"role": "tool", "tool_call_id": "c1", "content": "error: bad arguments"},
+]
 
 # (record, the reason it is rejected for, or None: written, and loaded by the trainers)
 HARD: list[tuple[dict[str, Any], str | None]] = [
@@ -46,6 +54,10 @@ HARD: list[tuple[dict[str, Any], str | None]] = [
     ({**GOOD, "id": "tools-not-json", "tools": "not json"}, "'tools' is not valid JSON"),
     ({**GOOD, "id": "tools-object", "tools": {"name": "read"}}, "'tools' is not a list of tool schemas"),
     ({**GOOD, "id": "tools-json-text", "tools": json.dumps([TOOL])}, None),
+    (
+        {"id": "arguments-not-json", "messages": [USER_PARTS, *CALL_AND_RESULT, *BAD_CALL_AND_RESULT]},
+        "turn 3: tool_calls[0] ('read'): 'arguments' are not valid JSON",
+    ),
 ]
 COUNT_MODES = ("values", "chat-template")
 
