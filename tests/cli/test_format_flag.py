@@ -132,3 +132,19 @@ def test_a_run_that_rejects_every_row_exits_4_naming_the_flags_that_read_it(tmp_
 def test_a_run_that_rejects_some_rows_only_exits_0(tmp_path: Path) -> None:
     _, _, metrics, _ = _run(tmp_path, _mixed(), "--format", "openai")  # asserts exit 0: not every row
     assert [m["rejected"] for m in metrics] == [True, False, True]
+
+
+def test_a_run_whose_every_row_is_rejected_for_its_content_does_not_blame_the_format(tmp_path: Path) -> None:
+    """Records read as OpenAI messages, each holding an image: the reason is the image, and the
+    line says where every reason is, offering the format flags only as a possibility."""
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+    rows = [
+        {"id": f"r{i}", "messages": [{"role": "user", "content": [image]}, {"role": "assistant", "content": "A cat."}]}
+        for i in range(2)
+    ]
+    source = write_jsonl(tmp_path / "in.jsonl", rows)
+    result = run_cli("compress", str(source), "-o", str(tmp_path / "out" / "x.jsonl"), *BUDGET)
+    assert result.returncode == 4, result.stderr
+    [error] = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert "in.jsonl:1: turn 0: content part 0 has unsupported type 'image_url'" in error
+    assert "every reason is in the rejects file" in error and "likely in another format" not in error

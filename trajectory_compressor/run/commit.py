@@ -27,12 +27,14 @@ MORE_REJECTS = "warning: more bad records; see the rejects file"
 
 
 def all_rejected_message(rows: int, first: dict[str, Any] | None) -> str:
-    """The one line of a run that rejected every row it read: the likely cause and the flags."""
+    """The one line of a run that rejected every row it read: the first reason, where the others
+    are, and the flags for the commonest cause (not claimed to be this run's: a run of records with
+    images, or tools no template takes, is rejected for what its reasons say)."""
     example = f" (first: {quoted(first['file'])}:{first['line']}: {first['error']})" if first else ""
     return (
-        f"every row was rejected ({rows:,} of {rows:,}){example}: the input is likely in another format or keeps "
-        "its turns under another key; pass --format sharegpt|openai and --conversation-key NAME (the field "
-        "holding the turn list)"
+        f"every row was rejected ({rows:,} of {rows:,}){example}: every reason is in the rejects file; if the "
+        "input is in another format or keeps its turns under another key, pass --format sharegpt|openai and "
+        "--conversation-key NAME (the field holding the turn list)"
     )
 
 
