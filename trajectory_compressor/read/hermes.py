@@ -178,9 +178,12 @@ def parse_json(text: str) -> Any:
 
 
 def arguments_object(arguments: Any) -> dict[str, Any] | None:
-    """Call arguments as the object they are or encode, or None when they are neither."""
+    """Call arguments as the object they are or encode, or None when they are neither. Blank
+    text is no arguments (`{}`): some servers write `""` for a call that takes none."""
     if isinstance(arguments, dict):
         return arguments
+    if isinstance(arguments, str) and not arguments.strip():
+        return {}
     if isinstance(arguments, str) and arguments.lstrip().startswith("{"):
         parsed = parse_json(arguments)
         return parsed if isinstance(parsed, dict) else None
@@ -243,7 +246,7 @@ def _call(body: str) -> HermesCall | None:
     elif isinstance(arguments, dict):
         text = json_text(arguments)  # None: nested past what the encoder recurses through
     elif arguments_object(arguments) is not None:
-        text = arguments  # already the JSON text of an object: kept as written
+        text = arguments if arguments.strip() else "{}"  # the JSON text of an object, kept as written
     else:
         return None  # a raw string, a list, a number: not arguments a loader can parse
     return None if text is None else HermesCall(name=data["name"], arguments=text, call_id=call_id)
