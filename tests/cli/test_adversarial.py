@@ -94,11 +94,7 @@ def test_a_second_run_sharing_only_side_files_is_refused(tmp_path: Path) -> None
 
 def test_resume_after_a_same_size_edit_of_the_input_is_refused(tmp_path: Path) -> None:
     """README: "changed settings or inputs are refused with a clear message"."""
-    rows = [make_trajectory(i, steps=2) for i in range(30)]
-    source = write_jsonl(tmp_path / "in.jsonl", rows)
-    out = tmp_path / "x.jsonl"
-    env = {"TC_CRASH_AT": "checkpoint-renamed:2", "TC_CHECKPOINT_ROWS": "5"}
-    assert _cli(str(source), "-o", str(out), "--window", "1", env=env).returncode == -9
+    source, out = _killed_after_two_checkpoints(tmp_path)
     stat = source.stat()
     text = source.read_text(encoding="utf-8")
     edited = text.replace('"row-0000"', '"row-X000"', 1)
@@ -112,16 +108,21 @@ def test_resume_after_a_same_size_edit_of_the_input_is_refused(tmp_path: Path) -
 def test_resume_after_the_input_is_touched_with_the_same_bytes(tmp_path: Path) -> None:
     """A file copied or checked out again (a new modification time, the same bytes) resumes: the
     content hash, not the time, says whether the input changed."""
-    rows = [make_trajectory(i, steps=2) for i in range(30)]
-    source = write_jsonl(tmp_path / "in.jsonl", rows)
-    out = tmp_path / "x.jsonl"
-    env = {"TC_CRASH_AT": "checkpoint-renamed:2", "TC_CHECKPOINT_ROWS": "5"}
-    assert _cli(str(source), "-o", str(out), "--window", "1", env=env).returncode == -9
+    source, out = _killed_after_two_checkpoints(tmp_path)
     stat = source.stat()
     os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
     again = _cli(str(source), "-o", str(out), "--window", "1", env={"TC_CHECKPOINT_ROWS": "5"})
     assert again.returncode == 0, again.stderr  # was exit 2: "holds an unfinished run with other inputs"
     assert out.read_bytes() == source.read_bytes()
+
+
+def _killed_after_two_checkpoints(tmp_path: Path) -> tuple[Path, Path]:
+    """An input of 30 rows and the output of a run of it killed after its second checkpoint."""
+    source = write_jsonl(tmp_path / "in.jsonl", [make_trajectory(i, steps=2) for i in range(30)])
+    out = tmp_path / "x.jsonl"
+    env = {"TC_CRASH_AT": "checkpoint-renamed:2", "TC_CHECKPOINT_ROWS": "5"}
+    assert _cli(str(source), "-o", str(out), "--window", "1", env=env).returncode == -9
+    return source, out
 
 
 def _one_error_line(result: subprocess.CompletedProcess[str]) -> str:
