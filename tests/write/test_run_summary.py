@@ -30,6 +30,12 @@ ENDPOINT = {
 def _report(config: RunConfig | None = None, endpoint: dict[str, Any] | None = None) -> dict[str, Any]:
     totals = RunTotals()
     totals.add(RowMetrics(0, "in.jsonl", 1, original_tokens=20_000, compressed_tokens=9_000, was_compressed=True))
+    return _report_of(totals, config, endpoint)
+
+
+def _report_of(
+    totals: RunTotals, config: RunConfig | None = None, endpoint: dict[str, Any] | None = None
+) -> dict[str, Any]:
     return build_report(
         totals,
         status="completed",
@@ -83,15 +89,7 @@ def test_rows_cut_by_truncate_are_said_truncated_not_left_unchanged() -> None:
     totals = RunTotals()
     totals.add(RowMetrics(0, "in.jsonl", 1, original_tokens=20_000, compressed_tokens=20_000, still_over_limit=True))
     totals.add(RowMetrics(1, "in.jsonl", 2, original_tokens=20_000, compressed_tokens=15_000, truncated=True))
-    report = build_report(
-        totals,
-        status="completed",
-        settings=settings_record(RunConfig(), "bundled"),
-        outputs={"data": "out/x.jsonl"},
-        timings={"total": 1.0, "cpu": 1.0, "finalize": 0.1},
-        summarizer_stats=None,
-        counting={"backend": "hf", "fast_backend": None, "note": None, "guard": {"probes": 0}},
-    ).to_dict()
+    report = _report_of(totals)
     assert report["rows"]["unchanged_over_target"] == 1 and report["rows"]["truncated"] == 1
     assert "1 over it left unchanged, 1 truncated (--over-limit truncate), 1 still over it" in render_text_summary(
         report
@@ -107,14 +105,6 @@ def test_rows_dropped_over_the_limit_are_said_dropped() -> None:
             written=False, dropped=True,
         )
     )  # fmt: skip
-    report = build_report(
-        totals,
-        status="completed",
-        settings=settings_record(RunConfig(), "bundled"),
-        outputs={"data": "out/x.jsonl"},
-        timings={"total": 1.0, "cpu": 1.0, "finalize": 0.1},
-        summarizer_stats=None,
-        counting={"backend": "hf", "fast_backend": None, "note": None, "guard": {"probes": 0}},
-    ).to_dict()
+    report = _report_of(totals)
     assert report["rows"]["dropped_over_limit"] == 1 and "partly_dropped" not in report["rows"]
     assert "2 still over it, 1 dropped (--over-limit drop), 0 rejected" in render_text_summary(report)
