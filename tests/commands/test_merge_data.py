@@ -13,6 +13,9 @@ import pytest
 
 from tests.conftest import make_trajectory, run_cli, write_jsonl
 
+# One xdist worker runs them all: the shards (`work`, 12 runs) are made once, not once per worker.
+pytestmark = pytest.mark.xdist_group("merge-data")
+
 SETTINGS = ["--summarizer", "extractive", "--target-max-tokens", "3000", "--summary-target-tokens", "300", "-q"]
 SHARDS = 3
 
