@@ -59,6 +59,16 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+def _two_shards(source: Path, output: Path, *flags: str) -> list[str]:
+    """`source` compressed to `output` in two shards: their reports, in shard order."""
+    for i in range(2):
+        result = run_cli(
+            "compress", str(source), "-o", str(output), *flags, "--num-shards", "2", "--shard-index", str(i)
+        )
+        assert result.returncode == 0, result.stderr
+    return [str(output.parent / f"{output.name.split('.')[0]}.shard-0000{i}-of-00002.report.json") for i in range(2)]
+
+
 def _merge(*args: str) -> Any:
     return run_cli("merge", *args)
 
@@ -146,13 +156,7 @@ def test_parquet_shards_with_a_column_of_no_common_type_are_refused(tmp_path: Pa
     rows = [make_trajectory(i, steps=1, extra={"meta": {"a": i}}) for i in range(4)]
     rows[2]["meta"] = [1, 2]  # shard 0 holds an object and a list: JSON text there
     source = write_jsonl(tmp_path / "in.jsonl", rows)
-    for i in range(2):
-        result = run_cli(
-            "compress", str(source), "-o", str(tmp_path / "s" / "x.parquet"), *SETTINGS,
-            "--num-shards", "2", "--shard-index", str(i),
-        )  # fmt: skip
-        assert result.returncode == 0, result.stderr
-    reports = [str(tmp_path / "s" / f"x.shard-0000{i}-of-00002.report.json") for i in range(2)]
+    reports = _two_shards(source, tmp_path / "s" / "x.parquet", *SETTINGS)
     assert pa.types.is_struct(pq.read_schema(tmp_path / "s" / "x.shard-00001-of-00002.parquet").field("meta").type)
     out = tmp_path / "m" / "x.parquet"
     _one_line_refusal(_merge(*reports, "-o", str(out)), "stores column meta as")
@@ -173,13 +177,7 @@ def test_jsonl_shards_merge_into_a_datasets_folder(work: Path) -> None:
 def test_hf_shard_folders_are_refused_by_their_format(tmp_path: Path) -> None:
     pytest.importorskip("datasets")
     source = write_jsonl(tmp_path / "in.jsonl", [make_trajectory(i, steps=1) for i in range(3)])
-    for i in range(2):
-        result = run_cli(
-            "compress", str(source), "-o", str(tmp_path / "s" / "x"), "--output-format", "hf", *SETTINGS,
-            "--num-shards", "2", "--shard-index", str(i),
-        )  # fmt: skip
-        assert result.returncode == 0, result.stderr
-    reports = [str(tmp_path / "s" / f"x.shard-0000{i}-of-00002.report.json") for i in range(2)]
+    reports = _two_shards(source, tmp_path / "s" / "x", "--output-format", "hf", *SETTINGS)
     out = tmp_path / "m" / "x.parquet"
     _one_line_refusal(_merge(*reports, "-o", str(out)), "merge cannot merge hf shard datasets")
     assert not out.parent.exists()
@@ -202,13 +200,7 @@ def test_jsonl_shards_of_a_parquet_input_merge_into_its_column_types(tmp_path: P
     settings = ["--summarizer", "extractive", "--target-max-tokens", "800", "-q"]
     single = run_cli("compress", str(source), "-o", str(tmp_path / "single" / "x.parquet"), *settings)
     assert single.returncode == 0, single.stderr
-    for i in range(2):
-        result = run_cli(
-            "compress", str(source), "-o", str(tmp_path / "s" / "x.jsonl"), *settings,
-            "--num-shards", "2", "--shard-index", str(i),
-        )  # fmt: skip
-        assert result.returncode == 0, result.stderr
-    reports = [str(tmp_path / "s" / f"x.shard-0000{i}-of-00002.report.json") for i in range(2)]
+    reports = _two_shards(source, tmp_path / "s" / "x.jsonl", *settings)
     merged = _merge(*reports, "-o", str(tmp_path / "m" / "x.parquet"))
     assert merged.returncode == 0, merged.stderr
     out = pq.read_table(tmp_path / "m" / "x.parquet")

@@ -25,7 +25,7 @@ from trajectory_compressor.summarize.deadline import SUMMARY_DEADLINE, check_dea
 from trajectory_compressor.summarize.extractive.digest import RegionDigest
 from trajectory_compressor.summarize.extractive.render import Renderer
 from trajectory_compressor.summarize.extractive.values import MIN_FILES, WithValues
-from trajectory_compressor.summarize.llm.reply_text import ControlTokens, plain_summary_text
+from trajectory_compressor.summarize.llm.reply_text import control_tokens_of, plain_summary_text
 from trajectory_compressor.summarize.masking import redact_remembered, unchanged
 from trajectory_compressor.summarize.redact import redact_secrets
 from trajectory_compressor.types import (
@@ -59,7 +59,7 @@ class ExtractiveSummarizer:
         # What a row's text may hold and a summary turn may not (control tokens of the common
         # templates and of this tokenizer, tool tags, terminal escapes, unseen characters) is
         # taken out of every rendering before it is measured (`_PlainRenderer`).
-        self._control = ControlTokens(counter.added_tokens())
+        self._control = control_tokens_of(counter)
         self._anchor_index = anchor_index  # end with the region's exact values (`--anchor-index`)
         self._prefix = SUMMARY_PREFIX + " "
         self._prefix_tokens = counter.count(self._prefix)

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from functools import cache, partial
+from functools import cache, lru_cache, partial
 from typing import TYPE_CHECKING
 
 from ahocorasick_rs import AhoCorasick, MatchKind
@@ -172,10 +172,20 @@ def common_control_tokens() -> ControlTokens:
     return ControlTokens()
 
 
+def control_tokens_of(counter: TokenCounter | None) -> ControlTokens:
+    """The control tokens of a run: the common ones and its tokenizer's markup. One set per
+    tokenizer, shared by the LLM replies' cleaner and the extractive summary (its fallback)."""
+    return common_control_tokens() if counter is None else _control_tokens(counter.added_tokens())
+
+
+@lru_cache(maxsize=8)
+def _control_tokens(tokenizer_tokens: tuple[str, ...]) -> ControlTokens:
+    return ControlTokens(tokenizer_tokens)
+
+
 def reply_cleaner(config: LLMConfig, counter: TokenCounter | None = None) -> Callable[[str], str | Refused]:
     """`clean_reply` as a run's replies are cleaned: its `--redact-secrets`, its tokenizer's tokens."""
-    control = ControlTokens(counter.added_tokens()) if counter is not None else common_control_tokens()
-    return partial(clean_reply, redact=config.redact_secrets, control=control)
+    return partial(clean_reply, redact=config.redact_secrets, control=control_tokens_of(counter))
 
 
 def clean_reply(text: str, *, redact: bool = True, control: ControlTokens | None = None) -> str | Refused:
@@ -217,14 +227,19 @@ def plain_summary_text(text: str, control: ControlTokens | None = None) -> str:
     tokens = control or common_control_tokens()
     body = _plain(text)
     for _ in range(_SCRUB_PASSES):
-        spans = [(start, end) for start, end, _ in tokens.find(body)]
-        spans += [match.span() for pattern in (_TOOL_TAG, _ANY_PREFIX) for match in pattern.finditer(body)]
+        spans = _markup_spans(body, tokens)
         if not spans:
             return body
         body = _spaced(body, spans)
-    spans = [(start, end) for start, end, _ in tokens.find(body)]
-    spans += [match.span() for pattern in (_TOOL_TAG, _ANY_PREFIX) for match in pattern.finditer(body)]
+    spans = _markup_spans(body, tokens)
     return _spaced(body, spans, _MARKUP_CHARS) if spans else body
+
+
+def _markup_spans(text: str, tokens: ControlTokens) -> list[tuple[int, int]]:
+    """Where `text` holds a control token, a tool tag or `[CONTEXT SUMMARY]:` (they may overlap)."""
+    spans = [(start, end) for start, end, _ in tokens.find(text)]
+    spans += [match.span() for pattern in (_TOOL_TAG, _ANY_PREFIX) for match in pattern.finditer(text)]
+    return spans
 
 
 _SCRUB_PASSES = 4
