@@ -78,11 +78,31 @@ def plan_jobs(
         return [job(sources, output)]
     roots = [Path(arg) for arg in inputs if not arg.startswith("hf:") and Path(arg).is_dir()]
     jobs = []
+    named: dict[Path, InputSource] = {}
     for source in sources:
         if source.path is None:
             raise ConfigError(f"{quoted(source.name)}: a dataset source needs an output file, not a directory")
-        jobs.append(job([source], output / mirrored_name(Path(source.path), roots)))
+        name = mirrored_name(Path(source.path), roots)
+        if name in named:
+            raise ConfigError(_same_name(named[name], source, output / name))
+        named[name] = source
+        jobs.append(job([source], output / name))
     return jobs
+
+
+def _same_name(first: InputSource, second: InputSource, output: Path) -> str:
+    """Why two inputs cannot share a folder output, and what works instead: files of one folder
+    whose formats write one name (`a.json`, `a.jsonl`) need a rename; files named on the
+    command line from two folders keep apart when their common folder is named (its files keep
+    their paths below it); and a file output takes every input."""
+    both = f"{quoted(first.name)} and {quoted(second.name)} would both be written to {quoted(output)}"
+    one_file = f"write one file (-o {quoted(output.parent / ('all' + ''.join(output.suffixes)))})"
+    if Path(first.path or "").resolve().parent == Path(second.path or "").resolve().parent:
+        return f"{both} (both are written as JSON Lines); rename one, or {one_file}"
+    return (
+        f"{both}: a folder output names a file by its path below the input folder named, else by its file "
+        f"name; name a folder holding both (its files keep their paths below it), or {one_file}"
+    )
 
 
 def check_output_paths(jobs: Sequence[CompressJob], sources: Sequence[InputSource], config: RunConfig) -> None:
