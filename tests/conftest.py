@@ -29,7 +29,10 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 pytest_plugins = ["tests.trainers.fixtures"]
 
 REPO = Path(__file__).resolve().parent.parent
-SLOW_SUITES = ("local_llm", "huge_rows", "trainers", "multinode", "ray_faults", "ray_runs", "kills", "bench", "browser")
+SLOW_SUITES = (
+    "local_llm", "huge_rows", "trainers", "multinode", "ray_faults", "ray_runs", "kills", "variants", "bench",
+    "browser",
+)  # fmt: skip
 
 
 @pytest.hookimpl(tryfirst=True)

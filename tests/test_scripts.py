@@ -34,6 +34,7 @@ def test_extractive_fidelity_without_data_exits_non_zero_and_says_where_it_looke
     assert "--data" in done.stderr and done.stdout == ""
 
 
+@pytest.mark.bench
 def test_extractive_fidelity_that_scored_no_row_exits_non_zero(tmp_path: Path) -> None:
     write_jsonl(tmp_path / "short.jsonl", [make_trajectory(i, steps=1, output_lines=2) for i in range(2)])  # all under
     done = _script("extractive_fidelity.py", "--data", str(tmp_path), "--json")
@@ -57,6 +58,7 @@ def _ticket_rows(count: int) -> list[dict[str, Any]]:
     return rows
 
 
+@pytest.mark.bench
 def test_extractive_fidelity_prints_the_future_grounded_figure_per_split_and_file(tmp_path: Path) -> None:
     write_jsonl(tmp_path / "runs.jsonl", _ticket_rows(6))
     done = _script("extractive_fidelity.py", "--data", str(tmp_path), "--targets", "2500", "--budget", "300", "--json")
@@ -71,6 +73,7 @@ def test_extractive_fidelity_prints_the_future_grounded_figure_per_split_and_fil
     assert text.returncode == 0 and "held_out" in text.stdout and "future-grounded" in text.stdout
 
 
+@pytest.mark.bench
 def test_extractive_fidelity_whose_kept_turns_needed_nothing_exits_non_zero(tmp_path: Path) -> None:
     write_jsonl(tmp_path / "runs.jsonl", [make_trajectory(i, steps=10, output_lines=30) for i in range(2)])
     done = _script("extractive_fidelity.py", "--data", str(tmp_path), "--targets", "2500", "--budget", "300")
@@ -78,6 +81,7 @@ def test_extractive_fidelity_whose_kept_turns_needed_nothing_exits_non_zero(tmp_
     assert "no kept turn needed any anchor" in done.stderr
 
 
+@pytest.mark.bench
 def test_anchor_index_fidelity_compares_llm_summaries_with_and_without_the_index(tmp_path: Path) -> None:
     write_jsonl(tmp_path / "runs.jsonl", _ticket_rows(4))
     args = ("--fake", "--data", str(tmp_path), "--targets", "2500", "--budget", "300")
@@ -130,6 +134,7 @@ def test_output_fingerprints_that_fingerprinted_nothing_exits_non_zero(
     assert module.main() == 1
 
 
+@pytest.mark.bench
 def test_bench_count_backends_counts_every_turn_with_each_backend_and_compares(tmp_path: Path) -> None:
     runs = write_jsonl(tmp_path / "runs.jsonl", [make_trajectory(i, steps=2, output_lines=5) for i in range(3)])
     done = _script("bench_count_backends.py", "--rows", "0", "--input", str(runs), "--repeat", "1")

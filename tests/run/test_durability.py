@@ -119,7 +119,7 @@ def _reference(
     ("dry_run", "windows", "prune"),
     [
         pytest.param(False, False, False, id="compress"),
-        pytest.param(True, False, False, id="dry-run"),
+        pytest.param(True, False, False, id="dry-run", marks=pytest.mark.kills),
         pytest.param(False, True, False, id="windows", marks=pytest.mark.kills),
         pytest.param(False, True, True, id="windows-pruned", marks=pytest.mark.kills),
     ],
@@ -146,7 +146,7 @@ def test_a_kill_at_every_boundary_then_a_rerun_gives_the_uninterrupted_bytes(
         _assert_complete(out.parent, reference, dry_run=dry_run)
 
 
-@pytest.mark.parametrize("first", ["checkpoint-renamed:3", "finalize-move:2"])
+@pytest.mark.parametrize("first", [pytest.param("checkpoint-renamed:3", marks=pytest.mark.kills), "finalize-move:2"])
 def test_two_crashes_in_a_row_at_every_boundary_of_the_second_run(tmp_path: Path, counter: Any, first: str) -> None:
     """The second run (a resume: truncates, or a finish) is itself killed at each of its boundaries."""
     source = _input(tmp_path)

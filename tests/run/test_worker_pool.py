@@ -56,7 +56,9 @@ def _outputs(folder: Path) -> dict[str, bytes]:
     return {name: (folder / name).read_bytes() for name in OUTPUTS}
 
 
-@pytest.mark.parametrize("windows", [False, True], ids=["single-row", "windows"])
+@pytest.mark.parametrize(
+    "windows", [pytest.param(False, id="single-row"), pytest.param(True, id="windows", marks=pytest.mark.variants)]
+)
 def test_the_outputs_are_those_of_one_process(tmp_path: Path, windows: bool) -> None:
     source = _input(tmp_path)
     config = RunConfig(summarizer="extractive", plan=PlanConfig(target_max_tokens=2500, windows=windows))
@@ -231,6 +233,7 @@ def test_a_killed_pool_leaves_no_thread_for_the_exit_hook_to_race() -> None:
     assert not manager.is_alive()
 
 
+@pytest.mark.kills
 def test_a_worker_killed_with_rows_queued_behind_it_stops_the_run_instead_of_hanging(tmp_path: Path) -> None:
     """Rows larger than a pipe's buffer queued for the workers (the default window), one worker
     killed while it holds a row: the run must stop (exit 69, one line). On Python 3.11 the run

@@ -409,6 +409,7 @@ def _quoted_secrets(prompt: str) -> str:
     return f"The agent found {line} in .env. Raw tool output: {json.dumps({'content': dump})}"
 
 
+@pytest.mark.variants
 def test_a_model_quoting_the_secrets_back_leaves_none_in_summaries_or_cache(tmp_path: Path) -> None:
     source = _corpus(tmp_path)
     out = tmp_path / "out" / "x.jsonl"
@@ -431,6 +432,7 @@ def test_a_model_quoting_the_secrets_back_leaves_none_in_summaries_or_cache(tmp_
     assert leaks(everything + result.stdout + result.stderr) == {}
 
 
+@pytest.mark.variants
 def test_the_requests_file_carries_no_planted_secret(tmp_path: Path) -> None:
     source = _corpus(tmp_path)
     requests = tmp_path / "out" / "requests.jsonl"
@@ -446,6 +448,7 @@ def test_the_requests_file_carries_no_planted_secret(tmp_path: Path) -> None:
     assert len(leaks(bare.read_text())) == len(PLANTED)
 
 
+@pytest.mark.variants
 def test_a_batch_run_uploads_and_stores_no_planted_secret(tmp_path: Path) -> None:
     """The request files uploaded to the provider, and a model quoting secrets back in the batch output."""
     source = _corpus(tmp_path)
@@ -514,6 +517,7 @@ def _summaries_of(out: Path) -> list[str]:
     return [turn["value"] for row in rows for turn in row["conversations"] if turn["value"].startswith("[CONTEXT")]
 
 
+@pytest.mark.variants
 def test_eval_pages_and_probe_questions_carry_no_planted_secret(tmp_path: Path) -> None:
     """`eval --html-report --probes`: the example rows and summaries drawn, every question and
     context sent and every answer (a model that echoes its prompt) hold no planted secret. A last
