@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import make_trajectory, read_jsonl, run_cli, write_jsonl
+from tests.conftest import CliResult, make_trajectory, read_jsonl, run_cli, write_jsonl
 
 BUDGET = ["--target-max-tokens", "2500", "--summary-target-tokens", "200", "--summarizer", "extractive"]
 SMALL = [*BUDGET, "-q"]
@@ -54,9 +54,11 @@ def _start(source: Path, out: Path, *extra: str, env: dict[str, str] | None = No
     )
 
 
-def _kill_at(source: Path, out: Path, point: str = "checkpoint-renamed:3") -> None:
+def _kill_at(
+    source: Path, out: Path, point: str = "checkpoint-renamed:3", *extra: str, env: dict[str, str] | None = None
+) -> None:
     """Run until the durable-write boundary `point`, where the run SIGKILLs itself."""
-    process = _start(source, out, env={"TC_CRASH_AT": point})
+    process = _start(source, out, *extra, env={"TC_CRASH_AT": point, **(env or {})})
     _, stderr = process.communicate(timeout=300)
     assert process.returncode == -signal.SIGKILL, stderr
 
@@ -265,3 +267,90 @@ def test_no_resume_starts_over_and_changed_settings_are_refused(case: tuple[Path
     assert fresh.returncode == 0, fresh.stderr
     assert "resuming" not in fresh.stderr
     assert len(read_jsonl(out.parent / "x.metrics.jsonl")) == ROWS
+
+
+def _refusal(result: CliResult) -> str:
+    """The one line that refuses a resume (exit 2), as the user reads it."""
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "--no-resume" in lines[0], result.stderr
+    return lines[0]
+
+
+def test_a_refused_resume_names_the_settings_that_differ(case: tuple[Path, Path], tmp_path: Path) -> None:
+    source, _ = case
+    out = tmp_path / "out" / "x.jsonl"
+    _kill_at(source, out)
+    changed = run_cli("compress", str(source), "-o", str(out), *SMALL, "--target-max-tokens", "3000",
+                      "--protect-last-n-turns", "2")  # fmt: skip
+    assert _refusal(changed) == (
+        f"error: {out.parent / '.x.jsonl.work'} holds an unfinished run with other inputs or settings "
+        "(settings differ: target_max_tokens 2500 -> 3000, protect_last_n_turns 4 -> 2); "
+        "re-run with the same command to resume it, or pass --no-resume to start over"
+    )
+    resumed = run_cli("compress", str(source), "-o", str(out), *BUDGET)  # refused: nothing was touched
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resuming" in resumed.stderr
+
+
+def test_a_refused_resume_names_the_input_that_changed_or_was_added(case: tuple[Path, Path], tmp_path: Path) -> None:
+    source = tmp_path / "in.jsonl"
+    source.write_bytes(case[0].read_bytes())
+    out = tmp_path / "out" / "x.jsonl"
+    _kill_at(source, out)
+    other = write_jsonl(tmp_path / "b.jsonl", [make_trajectory(0, steps=2)])
+    added = run_cli("compress", str(source), str(other), "-o", str(out), *SMALL)
+    assert f"(inputs differ: '{other}' added); re-run" in _refusal(added)
+    with source.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(make_trajectory(ROWS, steps=2)) + "\n")
+    edited = run_cli("compress", str(source), "-o", str(out), *SMALL, "--seed", "7")
+    assert f"(settings differ: seed 42 -> 7; inputs differ: '{source}' changed (size or sha256)); re-run" in _refusal(
+        edited
+    )
+
+
+def test_a_state_written_before_the_fingerprint_parts_were_kept_resumes_or_is_refused_as_before(
+    case: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """`state.json` as the version before `fingerprint_parts` wrote it (the same version number,
+    no parts): the same command resumes it, other settings are refused with the message of then."""
+    from trajectory_compressor.write import run_files
+
+    source, reference = case
+    out = tmp_path / "out" / "x.jsonl"
+    _kill_at(source, out)
+    state_path = out.parent / ".x.jsonl.work" / "state.json"
+    state = json.loads(state_path.read_text())
+    del state["fingerprint_parts"]
+    state["checksum"] = run_files._state_checksum(state)
+    state_path.write_text(json.dumps(state))
+    changed = run_cli("compress", str(source), "-o", str(out), *SMALL, "--target-max-tokens", "3000")
+    assert _refusal(changed) == (
+        f"error: {state_path.parent} holds an unfinished run with other inputs or settings; "
+        "re-run with the same command to resume it, or pass --no-resume to start over"
+    )
+    resumed = run_cli("compress", str(source), "-o", str(out), *BUDGET)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resuming" in resumed.stderr and "damaged" not in resumed.stderr
+    _assert_same_outputs(reference, out.parent)
+
+
+def test_a_refused_resume_never_shows_a_credential(case: tuple[Path, Path], tmp_path: Path) -> None:
+    """The endpoint's URL credentials, a header in --extra-body and the API key all change between
+    the runs; the refusal names what it may (the host), says the rest changed, and shows none of them,
+    nor does the checkpoint hold them."""
+    source, _ = case
+    out = tmp_path / "out" / "x.jsonl"
+    secrets = ["s3cret-first", "s3cret-second", "tok-AAAA1111", "tok-BBBB2222", "first-api-key", "second-api-key"]
+
+    def endpoint(n: int) -> list[str]:
+        header = {"headers": {"Authorization": f"Bearer {secrets[2 + n]}"}}
+        return ["--base-url", f"http://alice:{secrets[n]}@127.0.0.{n + 1}:9/v1", "--extra-body", json.dumps(header)]
+
+    _kill_at(source, out, "checkpoint-renamed:3", *endpoint(0), env={"OPENAI_API_KEY": secrets[4]})
+    state = (out.parent / ".x.jsonl.work" / "state.json").read_text()
+    assert not [secret for secret in secrets if secret in state]
+    changed = run_cli("compress", str(source), "-o", str(out), *SMALL, *endpoint(1), env={"OPENAI_API_KEY": secrets[5]})
+    line = _refusal(changed)
+    assert "(settings differ: base_url 'http://127.0.0.1:9/v1' -> 'http://127.0.0.2:9/v1', extra_body changed)" in line
+    assert not [secret for secret in secrets if secret in changed.stderr + changed.stdout]

@@ -55,7 +55,7 @@ from trajectory_compressor.types import LLM_SUMMARIZER
 from trajectory_compressor.write.collisions import input_files, refuse_overwrites, run_outputs
 from trajectory_compressor.write.output_format import output_format_for
 from trajectory_compressor.write.report import RunTotals
-from trajectory_compressor.write.run_files import fingerprint
+from trajectory_compressor.write.run_fingerprint import fingerprint
 from trajectory_compressor.write.run_report import (
     ABORTED,
     COMPLETED,

@@ -37,6 +37,7 @@ from trajectory_compressor.run.commit import RowCommitter, completed_exit
 from trajectory_compressor.run.jobs import CompressJob
 from trajectory_compressor.run.prepare import CHUNK_BYTES, CHUNK_ROWS, PreparedRow, notice_tokens, prepare_for_run
 from trajectory_compressor.run.row import FinishedRow, RowFinisher
+from trajectory_compressor.run.settings_record import flat_settings, known_secrets
 from trajectory_compressor.run.signals import sigterm_cancels_this_task
 from trajectory_compressor.run.window import finish_in_order
 from trajectory_compressor.run.worker_pool import PooledFinisher, WorkerPool
@@ -61,12 +62,8 @@ from trajectory_compressor.write.run_summary import render_text_summary
 
 if TYPE_CHECKING:  # the batch phase loads aiohttp: only runs with --batch import it
     from trajectory_compressor.run.batch.driver import BatchPhase
-from trajectory_compressor.write.run_files import (
-    OutputError,
-    RunFiles,
-    fingerprint,
-    write_json_atomically,
-)
+from trajectory_compressor.write.run_files import OutputError, RunFiles, write_json_atomically
+from trajectory_compressor.write.run_fingerprint import RunFingerprint
 
 
 @dataclass(frozen=True)
@@ -193,9 +190,10 @@ class CompressionRun:
         inputs = hashing.submit(lambda: [_source_fingerprint(s) for s in self.job.sources])
         hashing.shutdown(wait=False)  # the hashing goes on; nothing else is taken
 
-        def run_fingerprint() -> str:
+        def run_fingerprint() -> RunFingerprint:
             self._inputs = inputs.result()
-            return fingerprint({"settings": self.settings, "sources": self._inputs})
+            hashed = {"settings": self.settings, "sources": self._inputs}
+            return RunFingerprint.of(hashed, flat_settings(self.settings), self._inputs, known_secrets(self.config))
 
         files = RunFiles(self.paths, run_fingerprint, resume=self.config.output.resume, on_message=self.on_message)
         try:

@@ -10,10 +10,12 @@ and settings import no stage.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from trajectory_compressor.settings import RunConfig, walk
-from trajectory_compressor.summarize.redact import display_url
+from trajectory_compressor.summarize.llm.dialects import key_env
+from trajectory_compressor.summarize.redact import display_url, url_secrets
 
 NESTED_PARTS = ("plan", "llm")
 
@@ -29,3 +31,21 @@ def settings_record(config: RunConfig, tokenizer_name: str) -> dict[str, Any]:
             value = display_url(value)
         (record[part] if part in NESTED_PARTS else record)[name] = value
     return record
+
+
+def flat_settings(record: dict[str, Any]) -> dict[str, Any]:
+    """`record` by setting name, the planner's and the LLM's settings lifted out of their parts
+    (setting names are unique across the parts): how a refused resume names what differs."""
+    flat = {name: value for name, value in record.items() if not (name in NESTED_PARTS and isinstance(value, dict))}
+    for part in NESTED_PARTS:
+        if isinstance(record.get(part), dict):
+            flat.update(record[part])
+    return flat
+
+
+def known_secrets(config: RunConfig) -> tuple[str, ...]:
+    """The credentials a run knows of, kept out of what it writes down beside the record (the
+    fingerprint's parts: `write/run_fingerprint.py`): the API key in its environment variable,
+    and the base URL's, in every form they travel in."""
+    key = (os.environ.get(key_env(config.llm)) or "").strip()
+    return tuple(secret for secret in (key, *url_secrets(config.llm.base_url)) if secret)

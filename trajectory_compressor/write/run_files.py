@@ -4,10 +4,12 @@ Every output is first appended to a file in a hidden work folder beside the outp
 (`.<name>.work/`). A checkpoint flushes and fsyncs those files, then atomically replaces
 `state.json` with the number of input rows committed and, for each file, its committed length,
 line count and the sha256 of those bytes (hashed as they are written, so a checkpoint costs no
-re-read). The state carries a checksum of itself. A resumed run checks all of that (a damaged
-work folder is started over with a warning, never trusted), truncates each file back to its
-committed length and skips that many input rows, so rows written after the last checkpoint are
-simply written again, identically.
+re-read), and the run's fingerprint (its inputs and settings) with the parts it hashed, so that a
+re-run with other inputs or settings is refused naming what differs (`run_fingerprint.py`; a
+state written before the parts were kept has none, and is read as before). The state carries a
+checksum of itself. A resumed run checks all of that (a damaged work folder is started over
+with a warning, never trusted), truncates each file back to its committed length and skips that
+many input rows, so rows written after the last checkpoint are simply written again, identically.
 
 Finishing is a phase of its own: the last checkpoint says `finalizing`, then the files are moved
 to their final names one by one, the report is written and the work folder removed. A run that
@@ -33,6 +35,7 @@ from trajectory_compressor.errors import UsageError
 from trajectory_compressor.faults import boundary
 from trajectory_compressor.messages import quoted
 from trajectory_compressor.write.paths import OutputPaths
+from trajectory_compressor.write.run_fingerprint import RunFingerprint, refusal
 
 STATE_VERSION = 2
 PART_NAMES = ("data", "metrics", "over_limit", "rejects")
@@ -99,12 +102,6 @@ def write_json_atomically(path: Path, value: Any, *, durable: bool = False, hook
         boundary(f"{hook}-renamed")
 
 
-def fingerprint(parts: dict[str, Any]) -> str:
-    """A stable hash of what determines the outputs (inputs and settings)."""
-    blob = json.dumps(parts, sort_keys=True, default=str).encode()
-    return hashlib.sha256(blob).hexdigest()
-
-
 def file_record(path: Path, limit: int | None = None) -> tuple[Any, int, int]:
     """(sha256 object, bytes, lines) of the first `limit` bytes of `path` (all of it without one)."""
     digest = hashlib.sha256()
@@ -139,7 +136,7 @@ class RunFiles:
     def __init__(
         self,
         paths: OutputPaths,
-        run_fingerprint: str | Callable[[], str],
+        run_fingerprint: RunFingerprint | Callable[[], RunFingerprint],
         *,
         resume: bool = True,
         on_message: Callable[[str], None] | None = None,
@@ -163,7 +160,7 @@ class RunFiles:
         self._open(resume)
 
     @property
-    def fingerprint(self) -> str:
+    def fingerprint(self) -> RunFingerprint:
         if callable(self._fingerprint):
             self._fingerprint = self._fingerprint()
         return self._fingerprint
@@ -207,11 +204,10 @@ class RunFiles:
         if state.get("checksum") != _state_checksum(state):
             self._damaged("its state.json was changed after it was written")
             return None
-        if state.get("fingerprint") != self.fingerprint:
-            raise ResumeMismatchError(
-                f"{quoted(self.work_dir)} holds an unfinished run with other inputs or settings; "
-                "re-run with the same command to resume it, or pass --no-resume to start over"
-            )
+        if state.get("fingerprint") != self.fingerprint.digest:
+            # What differs, from the parts the checkpoint kept (none in one written before they were).
+            changes = self.fingerprint.changed_since(state.get("fingerprint_parts"))
+            raise ResumeMismatchError(refusal(f"{quoted(self.work_dir)} holds an unfinished run", changes))
         problem = self._problem(state)
         # A line per row, or per window with --windows (`metrics_lines`; a checkpoint written
         # before that count was kept holds one line per row).
@@ -291,7 +287,8 @@ class RunFiles:
             parts[name] = {"bytes": handle.tell(), "lines": self._lines[name], "sha256": self._hashes[name].hexdigest()}
         state = {
             "version": STATE_VERSION,
-            "fingerprint": self.fingerprint,
+            "fingerprint": self.fingerprint.digest,
+            "fingerprint_parts": self.fingerprint.parts,  # what it hashed, so a refused resume says what differs
             "phase": phase,
             "rows_committed": rows_committed,
             "parts": parts,
