@@ -61,3 +61,18 @@ def test_an_output_that_is_a_file_is_refused(tmp_path: Path) -> None:
     with pytest.raises(OutputFolderError, match=r"x\.jsonl is a file"):
         check_output_folders(RayOutputLayout.beside(str(tmp_path / "x.jsonl")))
     assert (tmp_path / "x.jsonl").read_text() == "{}\n"
+
+
+def test_the_runs_record_is_its_own_only_in_the_records_folder(tmp_path: Path) -> None:
+    """`run.json` (the run's fingerprint and what it hashed) sits beside the parts' records; in a
+    part folder a file of that name is somebody else's."""
+    layout = RayOutputLayout.beside(str(tmp_path / "x.jsonl"))
+    claim_output_folders(layout)
+    for name in ("run.json", ".run.json.tmp"):
+        (Path(layout.records) / name).write_text("{}")
+    check_output_folders(layout)
+    claim_output_folders(layout)  # an earlier run's record goes, as its parts do
+    assert sorted(path.name for path in Path(layout.records).iterdir()) == [MARKER]
+    (Path(layout.data) / "run.json").write_text("{}")
+    with pytest.raises(OutputFolderError, match=r"run\.json, which this tool did not write"):
+        check_output_folders(layout)

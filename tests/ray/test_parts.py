@@ -9,6 +9,7 @@ import json
 import sqlite3
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -25,10 +26,12 @@ from trajectory_compressor.ray.parts import (
     row_runs,
     segment,
     write_record,
+    write_run_record,
 )
 from trajectory_compressor.summarize.llm.cache import CachedSummary, SummaryCache
 from trajectory_compressor.summarize.llm.usage import merge_usage
 from trajectory_compressor.write.run_files import ResumeMismatchError
+from trajectory_compressor.write.run_fingerprint import RunFingerprint
 
 
 def test_each_worker_writes_its_own_file_and_reads_every_file(tmp_path: Path) -> None:
@@ -186,9 +189,39 @@ def test_a_resume_keeps_the_parts_that_verify_and_refuses_another_commands_parts
     _part(layout, 2, [b'{"a": 3}'])
     (Path(layout.data) / "part-000000000002.jsonl").write_bytes(b'{"a": 4}\n')  # changed since: redone
     said: list[str] = []
-    kept = kept_parts(layout, "f", said.append)
+    kept = kept_parts(layout, RunFingerprint("f", {}), said.append)
     assert kept.records == (good,) and kept.runs == ((0, 2),) and kept.row_count == 2
     assert kept.names()["data"] == {"part-000000000000.jsonl"} and kept.names()["part_records"] == {good.name}
     assert said[0].startswith("resuming: 1 parts do not verify (") and said[1].startswith("resuming: 1 parts (2 rows)")
-    with pytest.raises(ResumeMismatchError, match="unfinished run with other inputs or settings"):
-        kept_parts(layout, "another command's fingerprint", said.append)
+    with pytest.raises(ResumeMismatchError, match="unfinished run with other inputs or settings; "):
+        kept_parts(layout, RunFingerprint("another command's fingerprint", {}), said.append)
+
+
+def test_another_commands_parts_are_refused_naming_what_differs_from_the_runs_record(tmp_path: Path) -> None:
+    """`run.json` keeps what the parts' fingerprint hashed; without it (an earlier version's parts),
+    or when it is another run's, the refusal says only that something differs."""
+    layout = RayOutputLayout.beside(str(tmp_path / "x.jsonl"))
+    inputs = [{"name": "in.jsonl", "bytes": 10, "sha256": "0" * 64, "records": 3}]
+
+    def run(settings: dict[str, Any]) -> RunFingerprint:
+        return RunFingerprint.of({"settings": settings, "sources": inputs}, settings, inputs)
+
+    first = run({"target_max_tokens": 8000, "extra_body": {"api_key": "k-AAAA1111"}})
+    _part(layout, 0, [b'{"a": 1}'], first.digest)
+    write_run_record(layout, first)
+    assert "k-AAAA1111" not in (Path(layout.records) / "run.json").read_text()
+    now = run({"target_max_tokens": 4000, "extra_body": {"api_key": "k-BBBB2222"}})
+    with pytest.raises(ResumeMismatchError) as refused:
+        kept_parts(layout, now, [].append)
+    assert str(refused.value) == (
+        f"{layout.data} holds the parts of an unfinished run with other inputs or settings "
+        "(settings differ: target_max_tokens 8000 -> 4000, extra_body changed); "
+        "re-run with the same command to resume it, or pass --no-resume to start over"
+    )
+    write_run_record(layout, run({"target_max_tokens": 1}))  # not the parts' run
+    with pytest.raises(ResumeMismatchError, match="other inputs or settings; re-run"):
+        kept_parts(layout, now, [].append)
+    (Path(layout.records) / "run.json").unlink()
+    with pytest.raises(ResumeMismatchError, match="other inputs or settings; re-run"):
+        kept_parts(layout, now, [].append)
+    assert kept_parts(layout, first, [].append).row_count == 1

@@ -88,6 +88,17 @@ def test_an_unfinished_run_with_other_settings_is_refused_unless_no_resume(
     refused = run_cli("compress", str(source), "-o", str(out), *other, *RAY)
     assert refused.returncode == 2
     assert refused.stderr.strip().splitlines() == [
+        f"error: {out} holds the parts of an unfinished run with other inputs or settings "
+        "(settings differ: target_max_tokens 15250 -> 9000); "
+        "re-run with the same command to resume it, or pass --no-resume to start over"
+    ]
+    added = write_jsonl(tmp_path / "b.jsonl", read_jsonl(SAMPLE)[:2])
+    refused = run_cli("compress", str(source), str(added), "-o", str(out), "--summarizer", "extractive", *RAY)
+    assert f"(inputs differ: '{added}' added); re-run" in refused.stderr
+    # Parts an earlier version left (no run.json beside their records): refused as then.
+    (tmp_path / "ray" / "x.part_records" / "run.json").unlink()
+    refused = run_cli("compress", str(source), "-o", str(out), *other, *RAY)
+    assert refused.stderr.strip().splitlines() == [
         f"error: {out} holds the parts of an unfinished run with other inputs or settings; "
         "re-run with the same command to resume it, or pass --no-resume to start over"
     ]

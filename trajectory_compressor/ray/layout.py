@@ -6,8 +6,8 @@ those whose records verify), but a folder may hold anything: a Spark job's
 `part-00000-<uuid>.snappy.parquet` looks like a part too. So a folder this tool writes into
 carries a marker file, put there when the folder was empty, and a file counts as the run's own
 only in a marked folder and only under a name this tool gives (`part-<12 digits>.jsonl|parquet|json`,
-or that name's temporary `.part-….tmp`). A folder holding anything else is refused before a byte
-is written (`check_output_folders`).
+or that name's temporary `.part-….tmp`; in the records folder, the run's `run.json` too). A
+folder holding anything else is refused before a byte is written (`check_output_folders`).
 
 No Ray here: `eval` reads a Ray run's folders with it, with or without the `[ray]` extra.
 """
@@ -27,7 +27,9 @@ from trajectory_compressor.write.paths import output_stem
 
 MARKER = ".trajectory-compressor-ray"  # hidden: Ray Data, pyarrow and this tool's readers skip it
 MARKER_TEXT = b"Part files written by trajectory-compressor --engine ray; a re-run replaces them.\n"
+RUN_RECORD = "run.json"  # in the records folder: the run's fingerprint and what it hashed (`parts.RunRecord`)
 _RUN_FILE = re.compile(r"(part-\d{12}\.(?:jsonl|parquet|json))|(\.part-\d{12}\.(?:jsonl|parquet|json)\.tmp)")
+_RECORDS_FILE = re.compile(rf"{_RUN_FILE.pattern}|(\.?{re.escape(RUN_RECORD)}(?:\.tmp)?)")
 _PART = re.compile(r"part-\d{12}\.(?:jsonl|parquet)")
 
 
@@ -99,12 +101,18 @@ def is_part(name: str) -> bool:
     return _PART.fullmatch(name) is not None
 
 
-def foreign_file(folder: str) -> str | None:
+def _own_names(key: str) -> re.Pattern[str]:
+    """The names of the files this tool writes in the folder `key` of `RayOutputLayout.folders()`."""
+    return _RECORDS_FILE if key == "part_records" else _RUN_FILE
+
+
+def foreign_file(folder: str, own: re.Pattern[str] = _RUN_FILE) -> str | None:
     """The first file (by name) in `folder` that this tool did not write; None if there is none.
 
     A missing or empty folder holds none. In a folder without the marker every file is foreign
     (nothing proves this tool wrote it); in a marked one, any file or folder not named as a part
-    or a part's temporary file is. `folder` itself being a file is foreign too.
+    or a part's temporary file is (`own`: the records folder holds the run's `RUN_RECORD` too).
+    `folder` itself being a file is foreign too.
     """
     import pyarrow.fs as pafs
 
@@ -119,17 +127,17 @@ def foreign_file(folder: str) -> str | None:
     for info in entries:
         if info.base_name == MARKER:
             continue
-        own = marked and info.type == pafs.FileType.File and _RUN_FILE.fullmatch(info.base_name) is not None
-        if not own:
+        ours = marked and info.type == pafs.FileType.File and own.fullmatch(info.base_name) is not None
+        if not ours:
             return posixpath.join(folder.rstrip("/"), info.base_name)
     return None
 
 
 def check_output_folders(layout: RayOutputLayout) -> None:
     """Refuse, in one line, output folders holding anything this tool did not write (nothing is touched)."""
-    for folder in layout.folders().values():
+    for key, folder in layout.folders().items():
         try:
-            found = foreign_file(folder)
+            found = foreign_file(folder, _own_names(key))
         except (OSError, ValueError) as exc:  # no access, or a URI pyarrow has no filesystem for
             raise OutputFolderError(f"cannot list the output folder {folder}: {exc}") from None
         if found == folder:
@@ -161,7 +169,7 @@ def claim_output_folders(layout: RayOutputLayout, keep: Mapping[str, Collection[
             with filesystem.open_output_stream(posixpath.join(path, MARKER)) as stream:
                 stream.write(MARKER_TEXT)
         for info in entries:
-            if _RUN_FILE.fullmatch(info.base_name) and info.base_name not in kept:
+            if _own_names(key).fullmatch(info.base_name) and info.base_name not in kept:
                 filesystem.delete_file(info.path)
 
 

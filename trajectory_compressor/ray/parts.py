@@ -8,7 +8,12 @@ each file's name, lines, bytes and sha256, the input rows the part holds (runs o
 their totals and first bad records, and the run's fingerprint (settings and inputs). The record
 is written last and whole (a temporary name, then moved), so a part without one is unfinished.
 
-The driver uses the records twice:
+Beside them, the driver writes the run's own record before any part (`run.json`,
+`write_run_record`): the fingerprint and the parts it hashed (`write/run_fingerprint.py`), so
+that a re-run with other inputs or settings is refused naming what differs, as the local engine's.
+Parts written before it was kept have none: they are refused as they always were.
+
+The driver uses the parts' records twice:
 
 * before the run (`kept_parts`), when an unfinished run of the same command left parts: the
   parts whose files verify (size and sha256) are kept and their rows are not read again; the
@@ -36,9 +41,10 @@ from typing import Any
 import orjson
 
 from trajectory_compressor.messages import quoted
-from trajectory_compressor.ray.layout import RayOutputLayout, filesystem_of, part_stem, write_whole
+from trajectory_compressor.ray.layout import RUN_RECORD, RayOutputLayout, filesystem_of, part_stem, write_whole
 from trajectory_compressor.write.report import RunTotals
 from trajectory_compressor.write.run_files import ResumeMismatchError
+from trajectory_compressor.write.run_fingerprint import RunFingerprint, refusal
 
 RECORD_VERSION = 1
 OUTPUTS = ("data", "metrics", "over_limit", "rejects")
@@ -228,20 +234,40 @@ def record_problem(layout: RayOutputLayout, record: PartRecord) -> str | None:
     return None
 
 
-def kept_parts(layout: RayOutputLayout, fingerprint: str, say: Callable[[str], None]) -> KeptParts:
+def write_run_record(layout: RayOutputLayout, run: RunFingerprint) -> None:
+    """The run's fingerprint and the parts it hashed, whole, in the records folder (see the module docstring)."""
+    body = {"version": RECORD_VERSION, "fingerprint": run.digest, "parts": run.parts}
+    write_whole(layout.records, RUN_RECORD, orjson.dumps({**body, "checksum": _checksum(body)}))
+
+
+def _run_parts(layout: RayOutputLayout, digest: str) -> Any:
+    """The parts the run of fingerprint `digest` hashed, as its `run.json` kept them; None when it
+    kept none (an earlier version's run), or another run's, or the file is not whole."""
+    filesystem, path = filesystem_of(layout.records)
+    try:
+        with filesystem.open_input_stream(posixpath.join(path, RUN_RECORD)) as stream:
+            data = orjson.loads(stream.read())
+        body = {key: value for key, value in data.items() if key != "checksum"}
+    except (OSError, orjson.JSONDecodeError, AttributeError):
+        return None
+    if data.get("checksum") != _checksum(body) or data.get("version") != RECORD_VERSION:
+        return None
+    return data.get("parts") if data.get("fingerprint") == digest else None
+
+
+def kept_parts(layout: RayOutputLayout, run: RunFingerprint, say: Callable[[str], None]) -> KeptParts:
     """The parts an unfinished run of this command left that verify (see the module docstring).
 
     Parts of another command's unfinished run are not mixed in: `ResumeMismatchError` (exit 2,
-    as the local engine's), unless `--no-resume`, which does not call this.
+    as the local engine's, naming what differs), unless `--no-resume`, which does not call this.
     """
     records, broken = read_records(layout)
     if not records:
         return KeptParts()
-    if any(record.fingerprint != fingerprint for record in records):
-        raise ResumeMismatchError(
-            f"{quoted(layout.data)} holds the parts of an unfinished run with other inputs or settings; "
-            "re-run with the same command to resume it, or pass --no-resume to start over"
-        )
+    others = {record.fingerprint for record in records} - {run.digest}
+    if others:
+        changes = run.changed_since(_run_parts(layout, others.pop())) if len(others) == 1 else None
+        raise ResumeMismatchError(refusal(f"{quoted(layout.data)} holds the parts of an unfinished run", changes))
     records.sort(key=lambda record: record.first_row)
     with ThreadPoolExecutor(max_workers=4, thread_name_prefix="tc-verify") as pool:  # hashlib frees the GIL
         problems = list(pool.map(lambda record: record_problem(layout, record), records))

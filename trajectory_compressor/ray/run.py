@@ -37,6 +37,7 @@ from trajectory_compressor.ray.parts import (
     kept_parts,
     merged_totals,
     read_records,
+    write_run_record,
 )
 from trajectory_compressor.ray.read import count_inputs, stream_rows_read
 from trajectory_compressor.ray.report import forget_report, input_entry, report_status, write_report
@@ -47,7 +48,7 @@ from trajectory_compressor.read.convert_format import WriteShape
 from trajectory_compressor.read.files import is_uri
 from trajectory_compressor.read.sources import InputSource
 from trajectory_compressor.run.commit import MORE_REJECTS, REJECTS_SHOWN, completed_exit, reject_warning
-from trajectory_compressor.run.settings_record import settings_record
+from trajectory_compressor.run.settings_record import flat_settings, known_secrets, settings_record
 from trajectory_compressor.settings import ConfigError, RunConfig, with_values
 from trajectory_compressor.summarize.choose import resolve_endpoint
 from trajectory_compressor.summarize.llm.preflight import check_before_loading
@@ -55,7 +56,7 @@ from trajectory_compressor.types import LLM_SUMMARIZER
 from trajectory_compressor.write.collisions import input_files, refuse_overwrites, run_outputs
 from trajectory_compressor.write.output_format import output_format_for
 from trajectory_compressor.write.report import RunTotals
-from trajectory_compressor.write.run_fingerprint import fingerprint
+from trajectory_compressor.write.run_fingerprint import RunFingerprint
 from trajectory_compressor.write.run_report import (
     ABORTED,
     COMPLETED,
@@ -239,7 +240,7 @@ class _RayRun:
         layout = self.layout
         inputs: list[dict[str, Any]] = []
         kept = KeptParts()
-        run_fingerprint: str | None = None
+        run_fingerprint: RunFingerprint | None = None
         stream_rows = 0
         usage: dict[str, Any] = {}
         counting = self.counting
@@ -248,21 +249,15 @@ class _RayRun:
             counts = count_inputs(sources, config.read)
             stream_rows = sum(count.records for count in counts)
             inputs = [input_entry(source, count) for source, count in zip(sources, counts, strict=True)]
-            run_fingerprint = fingerprint(
-                {
-                    "settings": settings,
-                    "format": self.output_format,
-                    "sources": inputs,
-                    "records": [c.records for c in counts],
-                }
-            )
+            run_fingerprint = self._fingerprint(settings, inputs, [count.records for count in counts])
             kept = self._kept(run_fingerprint)
             claim_output_folders(layout, kept.names())
+            write_run_record(layout, run_fingerprint)  # before any part: what a refused re-run compares
             forget_report(layout.report)  # from here until the end: an unfinished run
             sink = CompressedOutput(
                 layout,
                 self.output_format,
-                fingerprint=run_fingerprint,
+                fingerprint=run_fingerprint.digest,
                 kept_starts=kept.starts,
                 json_lists=WriteShape(self.config.output.write_format).json_lists,
             )
@@ -314,13 +309,26 @@ class _RayRun:
             exit_code, message = completed_exit(totals, config, first_reject)
         return RayRunResult(report, exit_code, message)
 
-    def _kept(self, run_fingerprint: str) -> KeptParts:
+    def _fingerprint(
+        self, settings: dict[str, Any], inputs: list[dict[str, Any]], records: list[int]
+    ) -> RunFingerprint:
+        """What the parts are of: settings, the format written, the inputs and their records (each part
+        record carries the digest; a resume keeps only the parts of the same one)."""
+        hashed = {"settings": settings, "format": self.output_format, "sources": inputs, "records": records}
+        return RunFingerprint.of(
+            hashed,
+            {**flat_settings(settings), "written_format": self.output_format},
+            [{**entry, "records": count} for entry, count in zip(inputs, records, strict=True)],
+            known_secrets(self.config),
+        )
+
+    def _kept(self, run_fingerprint: RunFingerprint) -> KeptParts:
         """The verified parts of this command's unfinished run; none after a completed run or with --no-resume."""
         if not self.config.output.resume or report_status(self.layout.report) == COMPLETED:
             return KeptParts()
         return kept_parts(self.layout, run_fingerprint, self.say)
 
-    def _written_so_far(self, run_fingerprint: str | None) -> list[PartRecord]:
+    def _written_so_far(self, run_fingerprint: RunFingerprint | None) -> list[PartRecord]:
         """A run that stopped: the parts it recorded so far (what a re-run keeps once verified), for its totals."""
         if run_fingerprint is None:
             return []
@@ -328,7 +336,7 @@ class _RayRun:
             records, _ = read_records(self.layout)
         except OSError:
             return []
-        return [record for record in records if record.fingerprint == run_fingerprint]
+        return [record for record in records if record.fingerprint == run_fingerprint.digest]
 
     def _write(
         self, sources: list[InputSource], counts: list[Any], workers: int, kept: KeptParts, sink: CompressedOutput
