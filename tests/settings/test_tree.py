@@ -184,3 +184,23 @@ def test_a_url_is_recorded_without_its_credentials() -> None:
     config = RunConfig(llm=dataclasses.replace(RunConfig().llm, base_url="http://bob:hunter2secret@127.0.0.1:9/v1"))
     record = settings_record(config, "t")
     assert "hunter2secret" not in str(record) and "127.0.0.1:9" in record["llm"]["base_url"]
+
+
+def test_a_json_setting_is_recorded_with_its_credentials_masked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--extra-body` goes to the report and `--json`: a value under a credential's name, a
+    credential's shape and the run's own API key (from its environment) are masked there; the
+    rest is kept as given."""
+    monkeypatch.setenv("OPENAI_API_KEY", "plain-words-key-0451")
+    body = {
+        "headers": {"Authorization": "Bearer tok-9f8e7d6c5b4a39281706"},
+        "api_key": "xyz123secretvalue",
+        "metadata": {"note": "plain-words-key-0451", "aws": "AKIAIOSFODNN7EXAMPLE"},
+        "top_k": 20,
+        "stop": ["\n\n"],
+    }
+    config = RunConfig(llm=dataclasses.replace(RunConfig().llm, extra_body=body))
+    recorded = settings_record(config, "t")["llm"]["extra_body"]
+    for secret in ("tok-9f8e7d6c5b4a39281706", "xyz123secretvalue", "plain-words-key-0451", "AKIAIOSFODNN7EXAMPLE"):
+        assert secret not in str(recorded), secret
+    assert recorded["top_k"] == 20 and recorded["stop"] == ["\n\n"]
+    assert config.llm.extra_body == body, "the request still carries what was given"
