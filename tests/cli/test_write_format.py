@@ -192,7 +192,7 @@ def test_merged_shards_equal_the_unsharded_run_and_mixed_write_formats_are_refus
     refused = run_cli(
         "merge", reports[0], str(runs / "mixed" / "x.shard-00001-of-00002.report.json"), "-o", str(root / "m2.jsonl")
     )
-    assert refused.returncode == 2 and "different settings" in refused.stderr
+    assert refused.returncode == 2 and "settings differ: write_format 'messages' -> null" in refused.stderr
 
 
 def test_the_yaml_key_sets_it_and_a_bad_value_is_one_line(runs: Path, tmp_path: Path) -> None:

@@ -142,7 +142,10 @@ def test_merge_refuses_other_settings_and_unfinished_runs(work: Path) -> None:
     other = _edited_report(work, 2, "other.report.json", {"settings.plan.target_max_tokens": 4000})
     stopped = _edited_report(work, 2, "stopped.report.json", {"status": "interrupted"})
     cases = [
-        ([*reports[:2], other], "different settings"),
+        (
+            [*reports[:2], other],
+            "different settings (" + f"{reports[0]} against {other}: settings differ: target_max_tokens ",
+        ),
         ([*reports[:2], stopped], "not from a completed run"),
         ([*reports[:2], str(work / "shards" / "missing.report.json")], "cannot read shard report"),
     ]

@@ -27,11 +27,13 @@ import orjson
 from trajectory_compressor.commands.merge_data import DatasetMerge, MergeError, merge_formats
 from trajectory_compressor.messages import quoted
 from trajectory_compressor.read.convert_format import WriteShape
+from trajectory_compressor.run.settings_record import flat_settings
 from trajectory_compressor.write.collisions import NamedFile, refuse_foreign_outputs, refuse_overwrites, run_outputs
 from trajectory_compressor.write.output_format import ConversionError, output_format_for
 from trajectory_compressor.write.paths import OutputPaths
 from trajectory_compressor.write.report import RunTotals
 from trajectory_compressor.write.run_files import file_record, write_json_atomically
+from trajectory_compressor.write.run_fingerprint import settings_changes
 from trajectory_compressor.write.run_report import COMPLETED, build_report
 
 _JSON_LINES_INPUTS = (".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz", ".jsonl.zst", ".ndjson.zst", ".json")
@@ -162,8 +164,12 @@ def _merge_shards(report_paths: Sequence[Path], output: Path, *, overwrite: bool
         raise MergeError("no shard reports given")
     reports = [_load_report(path) for path in report_paths]
     settings = [{k: v for k, v in r["settings"].items() if k != "shard_index"} for r in reports]
-    if any(s != settings[0] for s in settings[1:]):
-        raise MergeError("the shard reports were written with different settings")
+    for path, other in zip(report_paths[1:], settings[1:], strict=True):
+        if other != settings[0]:
+            raise MergeError(
+                f"the shard reports were written with different settings ({quoted(report_paths[0])} against "
+                f"{quoted(path)}: {settings_changes(flat_settings(settings[0]), flat_settings(other))})"
+            )
     contents = [[(i.get("bytes"), i.get("sha256")) for i in r.get("inputs") or ()] for r in reports]
     if any(c != contents[0] for c in contents[1:]):
         raise MergeError("the shard reports were made from different input files")

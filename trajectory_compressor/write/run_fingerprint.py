@@ -98,6 +98,13 @@ class RunFingerprint:
         return "; ".join(group for group in said if group) or None
 
 
+def settings_changes(before: Mapping[str, Any], now: Mapping[str, Any]) -> str:
+    """What differs between two settings by name (a run report's, flat: `flat_settings`), in a
+    few words, shown as a refused resume shows them: how `merge` names what keeps shards apart."""
+    kept = [{name: _kept_value(value, ()) for name, value in settings.items()} for settings in (before, now)]
+    return _settings_changes(kept[0], kept[1], ()) or "settings differ"
+
+
 def _safe_text(text: str, secrets: tuple[str, ...]) -> bool:
     """Whether `text` may be written down and shown: nothing in it looks like, or is, a credential."""
     return redact_secrets(text) == text and scrub(text, secrets) == text
