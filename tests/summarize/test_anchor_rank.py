@@ -128,6 +128,18 @@ def test_a_value_that_only_its_key_makes_a_credential_is_no_anchor() -> None:
     assert "hunter2isgood77" in ranked_anchors(region)  # unmasked, it is a value like any other
 
 
+def test_an_email_ranks_whole_and_is_no_credential() -> None:
+    """An email is no credential by the masking rules, so it is ranked as the one value a later
+    turn types; the password beside it is masked before any anchor is read."""
+    region = [
+        gpt("Looking you up.", ("get_user_details", {"user_id": "mia_li_3818"})),
+        tool('{"email": "mia.li3818@example.com", "password": "Hunter2isgood77"}', name="get_user_details"),
+    ]
+    ranked = ranked_anchors(region, redact=redact_secrets)
+    assert "mia.li3818@example.com" in ranked
+    assert not {"mia.li3818", "example.com", "Hunter2isgood77"} & set(ranked)
+
+
 def test_a_credential_across_the_scan_limit_leaves_no_fragment() -> None:
     """A piece is masked before it is cut to the scan limit: a token cut first would be too short
     for its pattern, and its first characters would rank as a name."""

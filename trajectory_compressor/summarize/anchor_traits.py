@@ -1,6 +1,6 @@
 """What the anchor ranking asks of one anchor, judged once per anchor (anchors recur across rows).
 
-Its kind's weight (`KIND_WEIGHTS`: ids, names and paths above numbers and URLs) and whether it is
+Its kind's weight (`KIND_WEIGHTS`: ids, emails, names and paths above numbers and URLs) and whether it is
 an opaque blob (base64, a random token, a key), which the ranking leaves out. See `anchor_rank`.
 """
 
@@ -10,7 +10,7 @@ from itertools import groupby
 
 from trajectory_compressor.summarize.fidelity.anchors import anchor_kind
 
-KIND_WEIGHTS = {"id": 0.5, "name": 0.5, "path": 0.5, "number": 0.0, "url": 0.0}
+KIND_WEIGHTS = {"id": 0.5, "email": 0.5, "name": 0.5, "path": 0.5, "number": 0.0, "url": 0.0}
 OPAQUE_CHARS = 16
 _HEX = frozenset("0123456789abcdefABCDEF")
 

@@ -98,3 +98,40 @@ def test_a_credential_by_the_key_it_is_given_to_is_never_needed() -> None:
     assert needed_anchors([], plain, [call("grep", pattern="hunter2isgood77")]) == ("hunter2isgood77",)
     missed = future_fidelity([], region, after, "nothing").to_metrics()["missed"]
     assert missed == ["s_9f3c2ab71d"]
+
+
+def test_an_email_is_one_anchor_whole() -> None:
+    """A user quotes their email and later turns type it verbatim: `mia.li3818@example.com`, not
+    `mia.li3818` and `example.com`; a sentence's full stop and a mail header's brackets around it
+    are not part of it, nor is it a markup tag."""
+    assert list(anchors_in("email: mia.li3818@example.com ok")) == ["mia.li3818@example.com"]
+    assert list(anchors_in("It is yara_garcia_1905@gmail.com.")) == ["yara_garcia_1905@gmail.com"]
+    assert list(anchors_in("Author: Jon Dufresne <jon.dufresne@gmail.com>")) == ["jon.dufresne@gmail.com"]
+    assert list(anchors_in('{"email": "mia+travel@mail.example.co.uk"}')) == ["mia+travel@mail.example.co.uk"]
+    escaped = '{"content": "{\\"email\\": \\"ivan.muller6623@example.com\\"}"}'
+    assert list(anchors_in(escaped)) == ["ivan.muller6623@example.com"]
+    assert anchor_kind("mia.li3818@example.com") == "email" and anchor_kind("mia@x") is None
+
+
+def test_only_an_emails_at_joins_a_token() -> None:
+    """Only an email's `@` joins a token: its domain must end in a top-level name of letters. A
+    decorator, a package's version (`pkg@1.2.3`: the version is the anchor) and an ssh/scp target
+    whose host has no domain are read as ever; an scp target with one (`git@github.com:org/repo.git`)
+    names an account on a host, as an email does, and is read as one."""
+    assert list(anchors_in("@property\n@app.route('/x')\ndef get_user(): ...")) == ["app.route", "get_user"]
+    assert list(anchors_in("npm install lodash@4.17.21 @types/node@18.0.0")) == ["4.17.21", "types/node", "18.0.0"]
+    assert list(anchors_in("scp out.log root@web01:/srv/app_logs")) == ["out.log", "web01", "/srv/app_logs"]
+    assert list(anchors_in("git clone git@github.com:org/repo.git")) == ["git@github.com", "org/repo.git"]
+    assert list(anchors_in("user@localhost x@1.2.3.4 a@b.c")) == ["1.2.3.4"]
+
+
+def test_an_email_the_region_introduced_is_needed_whole_and_is_no_credential() -> None:
+    region = [
+        call("get_user_details", user_id="mia_li_3818"),
+        result({"email": "mia.li3818@example.com", "password": "Hunter2isgood77"}),
+    ]
+    after = [
+        Turn("human", "Send it to mia.li3818@example.com please."),
+        call("send_certificate", to="mia.li3818@example.com", password="Hunter2isgood77"),
+    ]
+    assert needed_anchors([Turn("human", "I am mia_li_3818.")], region, after) == ("mia.li3818@example.com",)

@@ -17,8 +17,10 @@ from trajectory_compressor.summarize.huge_turns import elide_huge_turns
 from trajectory_compressor.types import Turn
 
 _WORD = re.compile(
-    r"https?://[^\s\"'<>()\[\]{}`\\]+|(?:\d{4}-\d\d-\d\dT\d\d(?::\d\d){1,2}|(?:~?/)?[A-Za-z0-9_])[A-Za-z0-9_./-]*"
-)  # an ISO time (`2024-05-14T16:32:07`) is one token, its colons in it
+    r"https?://[^\s\"'<>()\[\]{}`\\]+"
+    r"|[A-Za-z0-9_][A-Za-z0-9_.+-]{0,63}@(?:[A-Za-z0-9-]{1,63}\.)+[A-Za-z]{2,}(?![A-Za-z0-9_@+-]|\.[A-Za-z0-9_])"
+    r"|(?:\d{4}-\d\d-\d\dT\d\d(?::\d\d){1,2}|(?:~?/)?[A-Za-z0-9_])[A-Za-z0-9_./-]*"
+)  # an email (`mia.li3818@example.com`) and an ISO time (`2024-05-14T16:32:07`) are one token each
 _ESCAPES = re.compile(r"\\[nrt\"\\/]")
 
 
@@ -29,7 +31,8 @@ def reference_anchors_in(text: str) -> dict[str, None]:
     found: dict[str, None] = {}
     for match in _WORD.finditer(text):
         start, end = match.span()
-        if text.startswith('":', end) or (text[start - 1 : start] in ("<", "/") and text.startswith(">", end)):
+        tag = text[start - 1 : start] in ("<", "/") and text.startswith(">", end) and "@" not in match.group(0)
+        if text.startswith('":', end) or tag:
             continue
         word = match.group(0).rstrip(".-/")
         while word.startswith("./"):
@@ -47,7 +50,8 @@ _PIECES = st.sampled_from(
         "EHGLP3", "9f3c2ab71d", "v1.2.3", "2025-12-20", "1234", "19.99", "getUser", "np.array", "/bin/x", '\\"',
         "\\n", "\\\\", "<tool_call>", "</tool_call>", '{"k": "v"}', "\x02", "\x03", "\x04", '\\":', "~~/", "<~/",
         ">", "a<b", '"":', "\u4e2d", "\x1c", "\t", "2024-05-14T16:32:07", "2024-05-14T16", ":32", ":07", "T16:32",
-        "2024-05-14T16:32", "\x05",
+        "2024-05-14T16:32", "\x05", "@", "+", ".com", "mia.li3818", "@example.com", "@x.io", "a@b.co", "@property",
+        "pkg@1.2.3", "-", "git@github.com:", "\\n@", "co",
     ]
 )  # fmt: skip
 
@@ -78,6 +82,19 @@ def test_a_text_with_a_url_reads_such_a_tag_by_its_spans_too() -> None:
     # A URL sends the text to the tokenizing regex, which cannot tell "//x>" from "/x>": the spans do.
     text = "see https://a.io/x //tool_x> b/~/c_d> ~/e_f> mia_li_3668"
     assert list(anchors_in(text)) == list(reference_anchors_in(text)) == ["https://a.io/x", "~/e_f", "mia_li_3668"]
+
+
+def test_an_email_in_angle_brackets_is_no_tag_whichever_way_the_text_is_read() -> None:
+    # Alone (the one regex pass), beside a "//x>" tag (the spans), beside a URL, and an `@` that
+    # joins nothing (runs: no email there, so the one-pass reading keeps the text).
+    cases = {
+        "From: <mia.li3818@example.com>": ["mia.li3818@example.com"],
+        "a //tool_x> <mia.li3818@example.com>": ["mia.li3818@example.com"],
+        "see https://a.io/x <jon.d@b.org>": ["https://a.io/x", "jon.d@b.org"],
+        "@property x@1.2.3 <a@b.c> mia_li_3668": ["1.2.3", "mia_li_3668"],
+    }
+    for text, expected in cases.items():
+        assert list(anchors_in(text)) == list(reference_anchors_in(text)) == expected
 
 
 def test_full_caches_are_emptied_and_the_readings_stay_the_same(monkeypatch: pytest.MonkeyPatch) -> None:

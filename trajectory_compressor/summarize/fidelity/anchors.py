@@ -47,7 +47,16 @@ _MAX_MISSED = 10
 # Candidate tokens: URLs whole, else runs of word characters with the separators names use.
 # An ISO time's colons are part of its token (`2024-05-14T16:32:07`, not `2024-05-14T16`, `32`, `07`).
 _ISO_TIME_HEAD = r"\d{4}-\d\d-\d\dT\d\d(?::\d\d){1,2}"
-_WORD = re.compile(r"https?://[^\s\"'<>()\[\]{}`\\]+|(?:" + _ISO_TIME_HEAD + r"|(?:~?/)?[A-Za-z0-9_])[A-Za-z0-9_./-]*")
+# An email is one token, its `@` in it; its domain ends in a top-level name of letters, so
+# `pkg@1.2.3`, `root@web01:/srv` and `@property` are read as ever, the `@` between tokens.
+_EMAIL = r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,63}@(?:[A-Za-z0-9-]{1,63}\.)+[A-Za-z]{2,}(?![A-Za-z0-9_@+-]|\.[A-Za-z0-9_])"
+_TOKEN_BODY = "|".join(
+    (r"https?://[^\s\"'<>()\[\]{}`\\]+", _EMAIL, r"(?:" + _ISO_TIME_HEAD + r"|(?:~?/)?[A-Za-z0-9_])[A-Za-z0-9_./-]*")
+)
+_WORD = re.compile(_TOKEN_BODY)
+_EMAIL_WORD = re.compile(_EMAIL)
+# What a text holding an email holds around its `@`: the one-pass reading leaves such a text to `_TOKEN`.
+_EMAIL_AT = re.compile(r"[A-Za-z0-9_.+-]@[A-Za-z0-9-]+\.")
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 _CAMEL = re.compile(r"[a-z]+[A-Z][A-Za-z0-9]*|[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*|[A-Z]{2,}[a-z][A-Za-z0-9]*")
 _HEX = re.compile(r"(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,64}")
@@ -55,11 +64,7 @@ _NUMBER = re.compile(r"\d{3,}(?:\.\d+)?|\d+\.\d+")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _ESCAPES = re.compile(r"\\[nrt\"\\/]")
 # `_WORD`, with the `<` before a token and the `":` or `>` after it, which make it a key or a tag.
-_TOKEN = re.compile(
-    r'(?=[<~/A-Za-z0-9_])(<?)(https?://[^\s"\'<>()\[\]{}`\\]+|(?:'
-    + _ISO_TIME_HEAD
-    + r'|(?:~?/)?[A-Za-z0-9_])[A-Za-z0-9_./-]*)(":|>)?'
-)
+_TOKEN = re.compile(r"(?=[<~/A-Za-z0-9_])(<?)(" + _TOKEN_BODY + r')(":|>)?')
 # Where the one-pass reading marks an ISO time's colons (`\x05`, a token character there): only
 # at a token's start, as `_WORD` reads one (`_starts_a_token`).
 _ISO_TIME = re.compile(_ISO_TIME_HEAD)
@@ -78,9 +83,11 @@ _GENERIC_PATHS = ("/bin/", "/usr/", "/dev/", "/proc/", "/etc/", "/tmp")
 
 @lru_cache(maxsize=1 << 16)  # the same words recur across turns and rows; pure, so cached
 def anchor_kind(word: str) -> str | None:
-    """What kind of anchor `word` is (`path`, `url`, `name`, `id`, `number`), or None for a plain word."""
+    """What kind of anchor `word` is (`path`, `url`, `email`, `name`, `id`, `number`), or None for a plain word."""
     if word.startswith(("http://", "https://")):
         return "url"
+    if "@" in word:
+        return "email" if _EMAIL_WORD.fullmatch(word) else None
     if "/" in word:
         generic = word.startswith(_GENERIC_PATHS)
         return "path" if _has_alpha(word) and len(word) > 3 and not generic else None
@@ -118,9 +125,11 @@ def anchors_in(text: str) -> dict[str, None]:
     (`tests/summarize/fidelity/test_anchors_fast.py` holds it to the token-by-token reading):
     the text is cut into runs of token characters in C (the escapes, and what makes a token a JSON
     key or a tag, written into the runs as marks), and each distinct run is read once, through a
-    cache, as the same runs recur across turns and rows. A text with a URL (whose token spans
-    other characters) is read by the tokenizing regex in one pass."""
+    cache, as the same runs recur across turns and rows. A text with a URL or an email (whose
+    tokens span other characters) is read by the tokenizing regex in one pass."""
     if "://" in text or "\x02" in text or "\x03" in text or "\x04" in text or "\x05" in text:  # a URL, or a mark
+        return _anchors_of_tokens(unescaped(text))
+    if "@" in text and _EMAIL_AT.search(text):
         return _anchors_of_tokens(unescaped(text))
     if "\\" in text:
         if '\\":' in text:  # an escaped quote before a colon: the token before it is a key
@@ -166,7 +175,7 @@ def _anchors_of_tokens(text: str) -> dict[str, None]:
     `<` before it and the `":` or `>` after it), each distinct token judged once."""
     found: dict[str, None] = {}
     for before, token, after in dict.fromkeys(_TOKEN.findall(text)):
-        if after:
+        if after and (after == '":' or "@" not in token):  # a tag's name holds no `@`: `<mia@example.com>` is an email
             if after == '":' or before:
                 continue  # a JSON key (an argument's name) or a markup tag (`<tool_call>`): the format, not a fact
             if token[0] in "/~":  # a tag if the character before it is "/" ("//x>"): only the spans can say
@@ -182,7 +191,8 @@ def _anchors_in_exact(text: str) -> dict[str, None]:
     found: dict[str, None] = {}
     for match in _WORD.finditer(text):
         start, end = match.span()
-        if text.startswith('":', end) or (text[start - 1 : start] in ("<", "/") and text.startswith(">", end)):
+        tag = text[start - 1 : start] in ("<", "/") and text.startswith(">", end) and "@" not in match.group(0)
+        if text.startswith('":', end) or tag:
             continue
         word = _anchor_of(match.group(0))
         if word is not None and word not in found:
