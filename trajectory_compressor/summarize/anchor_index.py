@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from itertools import accumulate
 
 from trajectory_compressor.summarize.anchor_rank import ranked_anchors
-from trajectory_compressor.summarize.fidelity.anchors import anchors_in
+from trajectory_compressor.summarize.fidelity.anchor_tokens import anchors_in
 from trajectory_compressor.summarize.fidelity.score import occurs
 from trajectory_compressor.summarize.masking import hid, unchanged
 from trajectory_compressor.summarize.redact import redact_secrets

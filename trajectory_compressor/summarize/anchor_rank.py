@@ -6,7 +6,7 @@ tool returned, the path and the line of the last edit, the name the assistant wr
 ones the next turns will use, and neither does this ranking: it reads only the region and what
 came before it (the task), so a region's ranking is the same whatever follows it.
 
-Each anchor of the region (`fidelity.anchors.anchors_in`, read from the parsed pieces of each
+Each anchor of the region (`fidelity.anchor_tokens.anchors_in`, read from the parsed pieces of each
 turn: a user's words, an assistant's words, its calls' names and arguments, tool results) is
 scored by what, on real agent runs, predicts reuse:
 
@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from trajectory_compressor.summarize.anchor_traits import OPAQUE_CHARS, kind_weights, opaque
-from trajectory_compressor.summarize.fidelity.anchors import anchor_kind, anchors_in
+from trajectory_compressor.summarize.fidelity.anchor_tokens import anchor_kind, anchors_in
 from trajectory_compressor.summarize.masking import masked_arguments, unchanged
 from trajectory_compressor.summarize.ranked_anchors import RankedAnchors
 from trajectory_compressor.summarize.repeated_lines import RepeatedLines

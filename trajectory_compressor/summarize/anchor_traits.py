@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from itertools import groupby
 
-from trajectory_compressor.summarize.fidelity.anchors import anchor_kind
+from trajectory_compressor.summarize.fidelity.anchor_tokens import anchor_kind
 
 KIND_WEIGHTS = {"id": 0.5, "email": 0.5, "name": 0.5, "path": 0.5, "number": 0.0, "url": 0.0}
 OPAQUE_CHARS = 16

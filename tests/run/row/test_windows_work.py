@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import make_trajectory, read_jsonl, run_cli, write_jsonl
 from trajectory_compressor.summarize.anchor_rank import AnchorRanking
 from trajectory_compressor.summarize.extractive.digest import RegionDigest
-from trajectory_compressor.summarize.fidelity import anchors as anchors_module
+from trajectory_compressor.summarize.fidelity import anchor_tokens
 from trajectory_compressor.summarize.fidelity.salient import GrowingItems
 
 
@@ -33,7 +33,7 @@ def test_each_turn_is_read_once_however_many_windows(tmp_path: Path, monkeypatch
     counting(RegionDigest, "digest")
     counting(AnchorRanking, "ranking")
     counting(GrowingItems, "items")
-    anchors_in = anchors_module.anchors_in
+    anchors_in = anchor_tokens.anchors_in
     monkeypatch.setattr(
         "trajectory_compressor.summarize.fidelity.windows.anchors_in",
         lambda text: (anchored.update([text]), anchors_in(text))[1],

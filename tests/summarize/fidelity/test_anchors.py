@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import json
 
-from trajectory_compressor.summarize.fidelity.anchors import (
-    anchor_kind,
-    anchors_in,
-    future_fidelity,
-    needed_anchors,
-)
+from trajectory_compressor.summarize.fidelity.anchor_tokens import anchor_kind, anchors_in
+from trajectory_compressor.summarize.fidelity.anchors import future_fidelity, needed_anchors
 from trajectory_compressor.types import Turn
 
 

@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 
 from tests.conftest import SAMPLE
 from trajectory_compressor.read.formats import detect_format, to_turns
-from trajectory_compressor.summarize.fidelity import anchors
-from trajectory_compressor.summarize.fidelity.anchors import anchor_kind, anchors_in, hidden_needed_anchors, unescaped
+from trajectory_compressor.summarize.fidelity import anchor_tokens, anchors
+from trajectory_compressor.summarize.fidelity.anchor_tokens import anchor_kind, anchors_in, unescaped
+from trajectory_compressor.summarize.fidelity.anchors import hidden_needed_anchors
 from trajectory_compressor.summarize.huge_turns import elide_huge_turns
 from trajectory_compressor.types import Turn
 
@@ -100,10 +101,10 @@ def test_an_email_in_angle_brackets_is_no_tag_whichever_way_the_text_is_read() -
 def test_full_caches_are_emptied_and_the_readings_stay_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
     texts = [f"run{i} src/mod_{i}/a.py id_{i} plain{i}x" for i in range(6)]
     expected = [list(reference_anchors_in(text)) for text in texts]
-    monkeypatch.setattr(anchors, "_RUN_CACHE_SIZE", 2)
+    monkeypatch.setattr(anchor_tokens, "_RUN_CACHE_SIZE", 2)
     monkeypatch.setattr(anchors._chunk_anchors, "_entries", 2)
     assert [list(anchors_in(text)) for text in texts] == expected
-    assert len(anchors._RUN_ANCHORS) <= 2 and len(anchors._PLAIN_RUNS) <= 2
+    assert len(anchor_tokens._RUN_ANCHORS) <= 2 and len(anchor_tokens._PLAIN_RUNS) <= 2
     # The kept result shows the second text's anchors before the assistant uses them: read by chunks.
     turns = [Turn("tool", " ".join(texts)), Turn("tool", texts[1]), Turn("gpt", texts[0]), Turn("gpt", texts[1])]
     needed = hidden_needed_anchors(turns, {0})
@@ -153,7 +154,7 @@ def test_the_sample_data_needs_the_same_anchors() -> None:
 @settings(max_examples=500, deadline=None)
 @given(st.text(alphabet=st.sampled_from(list("aZ09_./-é²١ǅİ ")), max_size=16) | st.text(max_size=16))
 def test_the_quick_letter_and_digit_tests_answer_as_str_does(word: str) -> None:
-    from trajectory_compressor.summarize.fidelity import anchors, salient
+    from trajectory_compressor.summarize.fidelity import salient
 
-    assert anchors._has_alpha(word) == any(map(str.isalpha, word))
+    assert anchor_tokens._has_alpha(word) == any(map(str.isalpha, word))
     assert salient.has_digit(word) == any(map(str.isdigit, word))

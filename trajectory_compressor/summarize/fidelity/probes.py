@@ -21,7 +21,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from trajectory_compressor.summarize.fidelity.anchors import anchors_in, needed_anchors
+from trajectory_compressor.summarize.fidelity.anchor_tokens import anchors_in
+from trajectory_compressor.summarize.fidelity.anchors import needed_anchors
 from trajectory_compressor.summarize.fidelity.score import occurs
 from trajectory_compressor.summarize.huge_turns import elide_huge_turns
 from trajectory_compressor.summarize.redact import redact_secrets

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Container, Sequence
 
-from trajectory_compressor.summarize.fidelity.anchors import FutureFidelity, anchors_in, score_future
+from trajectory_compressor.summarize.fidelity.anchor_tokens import anchors_in
+from trajectory_compressor.summarize.fidelity.anchors import FutureFidelity, score_future
 from trajectory_compressor.summarize.fidelity.salient import KINDS, GrowingItems, SalientItems
 from trajectory_compressor.summarize.fidelity.score import (
     Fidelity,
