@@ -131,3 +131,17 @@ def test_an_email_the_region_introduced_is_needed_whole_and_is_no_credential() -
         call("send_certificate", to="mia.li3818@example.com", password="Hunter2isgood77"),
     ]
     assert needed_anchors([Turn("human", "I am mia_li_3818.")], region, after) == ("mia.li3818@example.com",)
+
+
+def test_a_line_number_grep_glued_to_code_is_an_anchor_of_its_own() -> None:
+    """grep -n / -C print `133:def ...` and `134-    return x`: a line of code at the left margin
+    glues to its number by the `-` (`133-def`), which no later turn types. The number is a token
+    of its own when one word without another `-` follows it; ids and dates with more dashes stay whole."""
+    assert list(anchors_in("133-def foo(x):\n134-    return x")) == ["133", "134"]
+    assert list(anchors_in("1210-CONSTANT_NAME = 3\n1211:class Meta:")) == ["1210", "CONSTANT_NAME", "1211"]
+    grep = "src/geo/mesh.py:245:def iter_chunk_chunks(n):"  # with a file name, a match's prefix is `:`-separated
+    assert list(anchors_in(grep)) == ["src/geo/mesh.py", "245", "iter_chunk_chunks"]
+    assert list(anchors_in("a 4-digit year on 64-bit builds")) == []
+    ids = ["2024-05-14", "550e8400-e29b-41d4", "mia_li_3668", "HAT069", "v1.2.3", "EHGLP3", "credit_card_4421486"]
+    ids += ["06-Nov-26", "12345678-abcd-4ef0"]
+    assert list(anchors_in(" ".join(ids))) == ids

@@ -20,8 +20,10 @@ from trajectory_compressor.types import Turn
 _WORD = re.compile(
     r"https?://[^\s\"'<>()\[\]{}`\\]+"
     r"|[A-Za-z0-9_][A-Za-z0-9_.+-]{0,63}@(?:[A-Za-z0-9-]{1,63}\.)+[A-Za-z]{2,}(?![A-Za-z0-9_@+-]|\.[A-Za-z0-9_])"
+    r"|\d+(?=-[A-Za-z_][A-Za-z0-9_./]*(?![A-Za-z0-9_./-]))"
     r"|(?:\d{4}-\d\d-\d\dT\d\d(?::\d\d){1,2}|(?:~?/)?[A-Za-z0-9_])[A-Za-z0-9_./-]*"
-)  # an email (`mia.li3818@example.com`) and an ISO time (`2024-05-14T16:32:07`) are one token each
+)  # an email (`mia.li3818@example.com`) and an ISO time (`2024-05-14T16:32:07`) are one token each; a line
+# number glued to one word (`133-def`, as grep -n / -C print a line of code) is a token of its own
 _ESCAPES = re.compile(r"\\[nrt\"\\/]")
 
 
@@ -52,7 +54,7 @@ _PIECES = st.sampled_from(
         "\\n", "\\\\", "<tool_call>", "</tool_call>", '{"k": "v"}', "\x02", "\x03", "\x04", '\\":', "~~/", "<~/",
         ">", "a<b", '"":', "\u4e2d", "\x1c", "\t", "2024-05-14T16:32:07", "2024-05-14T16", ":32", ":07", "T16:32",
         "2024-05-14T16:32", "\x05", "@", "+", ".com", "mia.li3818", "@example.com", "@x.io", "a@b.co", "@property",
-        "pkg@1.2.3", "-", "git@github.com:", "\\n@", "co",
+        "pkg@1.2.3", "-", "git@github.com:", "\\n@", "co", "133", "133-def", "-def", "-Nov-26", "-abcd-", "12-x/y.z",
     ]
 )  # fmt: skip
 

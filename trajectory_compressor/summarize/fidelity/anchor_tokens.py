@@ -27,8 +27,17 @@ _ISO_TIME_HEAD = r"\d{4}-\d\d-\d\dT\d\d(?::\d\d){1,2}"
 # An email is one token, its `@` in it; its domain ends in a top-level name of letters, so
 # `pkg@1.2.3`, `root@web01:/srv` and `@property` are read as ever, the `@` between tokens.
 _EMAIL = r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,63}@(?:[A-Za-z0-9-]{1,63}\.)+[A-Za-z]{2,}(?![A-Za-z0-9_@+-]|\.[A-Za-z0-9_])"
+# The line number grep -n / -C glues to a line of code at the left margin (`133-def`, `12-CONSTANT_X`)
+# is a token of its own: digits, `-`, then one word with no other `-` (so `2024-05-14`, `06-Nov-26`
+# and `12345678-abcd-4ef0` stay whole, while `64-bit` is read as `64` and `bit`).
+_LINE_NUMBER = r"\d+(?=-[A-Za-z_][A-Za-z0-9_./]*(?![A-Za-z0-9_./-]))"
 _TOKEN_BODY = "|".join(
-    (r"https?://[^\s\"'<>()\[\]{}`\\]+", _EMAIL, r"(?:" + _ISO_TIME_HEAD + r"|(?:~?/)?[A-Za-z0-9_])[A-Za-z0-9_./-]*")
+    (
+        r"https?://[^\s\"'<>()\[\]{}`\\]+",
+        _EMAIL,
+        _LINE_NUMBER,
+        r"(?:" + _ISO_TIME_HEAD + r"|(?:~?/)?[A-Za-z0-9_])[A-Za-z0-9_./-]*",
+    )
 )
 _WORD = re.compile(_TOKEN_BODY)
 _EMAIL_WORD = re.compile(_EMAIL)
@@ -191,6 +200,8 @@ _TOKEN_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.
 _RUN_CHARS = {code: code if chr(code) in _TOKEN_CHARS + "~\x02\x03\x04\x05" else 32 for code in range(128)}
 _RUN = re.compile(r"[A-Za-z0-9_./~\x02-\x05-]+")
 _STARTS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+_DIGITS = frozenset("0123456789")
+_GLUED_LINE_NUMBER = re.compile(r"(\d+)-[A-Za-z_][A-Za-z0-9_./]*")  # a whole token, as `_LINE_NUMBER` cuts it
 _ESCAPED_KEY = re.compile(r'(?<!\\)((?:\\\\)*)\\":')  # an escaped quote (its backslash unpaired), then ":"
 _ANY_ESCAPE = re.compile(r'\\[nrt"\\/]')
 
@@ -209,7 +220,8 @@ _RUN_CACHE_SIZE = 1 << 17
 
 def _read_run(run: str) -> tuple[str, ...]:
     """The anchors of one run, as `_WORD` tokenizes it (cached): a token starts at a word
-    character, at `/` before one, or at `~/` before one, and runs to the next `~` or the end;
+    character, at `/` before one, or at `~/` before one, and runs to the next `~` or the end
+    (a line number glued to a word, `133-def`, ends at its `-`);
     the last token is a key before `\x02`, a tag before `\x03` when `<` or `/` comes before it."""
     before_lt = run.startswith("\x04")
     core = run[1:] if before_lt else run
@@ -232,6 +244,8 @@ def _read_run(run: str) -> tuple[str, ...]:
             continue
         stop = core.find("~", position + 1)
         stop = size if stop < 0 else stop
+        if char in _DIGITS and (glued := _GLUED_LINE_NUMBER.fullmatch(core, position, stop)):
+            stop = glued.end(1)  # grep's `133-def`: the number is a token, the word after it the next
         last = stop == size
         before = core[position - 1] if position else ("<" if before_lt else "")
         if last and (mark == "\x02" or (mark == "\x03" and before in ("<", "/"))):
