@@ -145,3 +145,13 @@ def test_a_line_number_grep_glued_to_code_is_an_anchor_of_its_own() -> None:
     ids = ["2024-05-14", "550e8400-e29b-41d4", "mia_li_3668", "HAT069", "v1.2.3", "EHGLP3", "credit_card_4421486"]
     ids += ["06-Nov-26", "12345678-abcd-4ef0"]
     assert list(anchors_in(" ".join(ids))) == ids
+
+
+def test_a_sed_address_is_read_as_its_line_number() -> None:
+    """`sed -n '1140,1150p'` prints lines 1140 to 1150: the command glued to the last address
+    (`p`rint, `d`elete) is not part of the value a later turn uses. A hex hash ending in `d` keeps it."""
+    assert list(anchors_in("sed -n '1140,1150p' file.py")) == ["1140", "1150", "file.py"]
+    assert list(anchors_in("sed -i '245d' src/a.py; sed -n 980p x.txt; sed -n 123456p y")) == [
+        "245", "src/a.py", "980", "x.txt", "123456",
+    ]  # fmt: skip
+    assert list(anchors_in("commit 1234567d, build 4521d")) == ["1234567d", "4521"]

@@ -41,6 +41,9 @@ _TOKEN_BODY = "|".join(
 )
 _WORD = re.compile(_TOKEN_BODY)
 _EMAIL_WORD = re.compile(_EMAIL)
+# A sed address and its command glued (`1150p`, `12d`): the line number is the value. `d` is a hex
+# digit, so only after five digits at most: a hash (seven or more) keeps its last `d`.
+_SED_ADDRESS = re.compile(r"\d+p|\d{1,5}d")
 # What a text holding an email holds around its `@`: the one-pass reading leaves such a text to `_TOKEN`.
 _EMAIL_AT = re.compile(r"[A-Za-z0-9_.+-]@[A-Za-z0-9-]+\.")
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
@@ -187,10 +190,13 @@ def _anchors_in_exact(text: str) -> dict[str, None]:
 
 
 def _anchor_of(token: str) -> str | None:
-    """The anchor a token stands for (without trailing `.-/` and leading `./`), or None."""
+    """The anchor a token stands for (without trailing `.-/` and leading `./`; a sed address
+    without its command, `1150p` as `1150`), or None."""
     word = token.rstrip(".-/")
     while word.startswith("./"):
         word = word[2:]
+    if word.endswith(("p", "d")) and _SED_ADDRESS.fullmatch(word):
+        word = word[:-1]
     return word if word and anchor_kind(word) is not None else None
 
 
