@@ -140,6 +140,16 @@ def test_an_email_ranks_whole_and_is_no_credential() -> None:
     assert not {"mia.li3818", "example.com", "Hunter2isgood77"} & set(ranked)
 
 
+def test_a_url_whose_key_was_masked_is_ranked_as_its_endpoint() -> None:
+    """Masking cuts `?api_key=...` to `?api_key=[REDACTED]`: the ranking lists the endpoint, never
+    a URL ending in `=` (nor, of course, the key)."""
+    key = "AKd93kd93kdk39dk"
+    region = [gpt("Fetching.", ("bash", {"command": f"curl 'https://api.x.com/v1/items?api_key={key}&limit=5'"}))]
+    ranked = ranked_anchors(region, redact=redact_secrets)
+    assert "https://api.x.com/v1/items" in ranked
+    assert not any(anchor.endswith("=") or key in anchor for anchor in ranked)
+
+
 def test_a_credential_across_the_scan_limit_leaves_no_fragment() -> None:
     """A piece is masked before it is cut to the scan limit: a token cut first would be too short
     for its pattern, and its first characters would rank as a name."""

@@ -155,3 +155,12 @@ def test_a_sed_address_is_read_as_its_line_number() -> None:
         "245", "src/a.py", "980", "x.txt", "123456",
     ]  # fmt: skip
     assert list(anchors_in("commit 1234567d, build 4521d")) == ["1234567d", "4521"]
+
+
+def test_a_url_cut_at_a_mask_is_read_without_its_query() -> None:
+    """A mask (`[REDACTED]`) ends a URL as any bracket does, leaving `...?token=`, which names
+    nothing a later turn types. A URL ending in `=` is read up to its query (its endpoint: no
+    credential), or, with no query to drop, is no anchor; a URL with its values whole stays whole."""
+    assert list(anchors_in("see https://example.com/a/b?token=[REDACTED]&x=1")) == ["https://example.com/a/b"]
+    assert list(anchors_in("GET https://api.x.io/v1/?limit=50&key=[REDACTED]")) == ["https://api.x.io/v1"]
+    assert list(anchors_in("https://x.io/a;sid=[REDACTED] and https://x.org/a?b=1")) == ["https://x.org/a?b=1"]

@@ -42,6 +42,8 @@ def reference_anchors_in(text: str) -> dict[str, None]:
             word = word[2:]
         if re.fullmatch(r"\d+p|\d{1,5}d", word):  # a sed address (`1150p`): its line number
             word = word[:-1]
+        elif word.startswith(("http://", "https://")) and word.endswith("="):  # a URL cut at a mask
+            word = word.split("?", 1)[0].rstrip(".-/") if "?" in word else ""
         if word and word not in found and anchor_kind(word) is not None:
             found[word] = None
     return found
@@ -57,7 +59,7 @@ _PIECES = st.sampled_from(
         ">", "a<b", '"":', "\u4e2d", "\x1c", "\t", "2024-05-14T16:32:07", "2024-05-14T16", ":32", ":07", "T16:32",
         "2024-05-14T16:32", "\x05", "@", "+", ".com", "mia.li3818", "@example.com", "@x.io", "a@b.co", "@property",
         "pkg@1.2.3", "-", "git@github.com:", "\\n@", "co", "133", "133-def", "-def", "-Nov-26", "-abcd-", "12-x/y.z",
-        "1150p", "p", "d", "1234567d",
+        "1150p", "p", "d", "1234567d", "?token=", "[REDACTED]", "&x=1", "=", "?", "http://x.io/?a=",
     ]
 )  # fmt: skip
 

@@ -191,12 +191,18 @@ def _anchors_in_exact(text: str) -> dict[str, None]:
 
 def _anchor_of(token: str) -> str | None:
     """The anchor a token stands for (without trailing `.-/` and leading `./`; a sed address
-    without its command, `1150p` as `1150`), or None."""
+    without its command, `1150p` as `1150`; a URL that lost a value, without its query), or None.
+
+    A URL ending in `=` lost its last value: a mask (`?token=[REDACTED]`) ends a URL there, as
+    any bracket does. Its endpoint (`https://example.com/a/b`) is what a later turn's URL starts
+    with; with no query to drop (`https://x.io/a;sid=`) it is no anchor."""
     word = token.rstrip(".-/")
     while word.startswith("./"):
         word = word[2:]
     if word.endswith(("p", "d")) and _SED_ADDRESS.fullmatch(word):
         word = word[:-1]
+    elif word.endswith("=") and word.startswith(("http://", "https://")):
+        word = word.split("?", 1)[0].rstrip(".-/") if "?" in word else ""
     return word if word and anchor_kind(word) is not None else None
 
 
