@@ -2,13 +2,19 @@
 anchor index (`anchor_rank`, `anchor_index`) and the future-grounded fidelity (`anchors`) share.
 
 An *anchor* is a token of text that names something exactly, so that a turn using it only
-works if it was seen: a path (`src/geomesh/mesh.py`), a URL, a dotted name
-(`django.db.models`, `self.mask`), a snake_case or camelCase name (`iter_chunk_chunks`,
-`getUser`), an error class (`KeyError`), an id mixing letters and digits (`EHGLP3`,
-`mia_li_3668`), a hash (`9f3c2ab71d`), a version, date or ISO time (`1.2.3`, `2025-12-20`,
-`2024-05-14T16:03:16`, its colons in it), a number of
+works if it was seen: a path (`src/geomesh/mesh.py`), a URL, an email
+(`mia.li3818@example.com`, whole), a dotted name (`django.db.models`, `self.mask`), a
+snake_case or camelCase name (`iter_chunk_chunks`, `getUser`), an error class (`KeyError`), an
+id mixing letters and digits (`EHGLP3`, `mia_li_3668`), a hash (`9f3c2ab71d`), a version, date
+or ISO time (`1.2.3`, `2025-12-20`, `2024-05-14T16:03:16`, its colons in it), a number of
 three digits or more (`1234`, `19.99`). Plain words are not anchors, nor the names any program
 writes whatever it saw (`np.array`, `os.path.join`, `f.read`, `/bin/bash`).
+
+A token is what a later turn would type, not what a tool glued to it: the line number grep -n /
+-C prints before a line of code is a token of its own (`133-def` gives `133`), a sed address is
+its line number (`1150p` gives `1150`), and a URL that a mask cut short of a value
+(`?token=[REDACTED]`) is its endpoint, never an anchor ending in `=`. Only an email's `@` joins
+a token (`pkg@1.2.3`, `root@web01:/srv`, `@property` keep theirs between tokens).
 
 Pure functions over strings, deterministic.
 """
