@@ -20,7 +20,7 @@ from trajectory_compressor.types import Turn
 _WORD = re.compile(
     r"https?://[^\s\"'<>()\[\]{}`\\]+"
     r"|[A-Za-z0-9_][A-Za-z0-9_.+-]{0,63}@(?:[A-Za-z0-9-]{1,63}\.)+[A-Za-z]{2,}(?![A-Za-z0-9_@+-]|\.[A-Za-z0-9_])"
-    r"|\d+(?=-[A-Za-z_][A-Za-z0-9_./]*(?![A-Za-z0-9_./-]))"
+    r"|[0-9]+(?=-[A-Za-z_][A-Za-z0-9_./]*(?![A-Za-z0-9_./-]))"
     r"|(?:\d{4}-\d\d-\d\dT\d\d(?::\d\d){1,2}|(?:~?/)?[A-Za-z0-9_])[A-Za-z0-9_./-]*"
 )  # an email (`mia.li3818@example.com`) and an ISO time (`2024-05-14T16:32:07`) are one token each; a line
 # number glued to one word (`133-def`, as grep -n / -C print a line of code) is a token of its own
@@ -40,7 +40,7 @@ def reference_anchors_in(text: str) -> dict[str, None]:
         word = match.group(0).rstrip(".-/")
         while word.startswith("./"):
             word = word[2:]
-        if re.fullmatch(r"\d+p|\d{1,5}d", word):  # a sed address (`1150p`): its line number
+        if re.fullmatch(r"[0-9]+p|[0-9]{1,5}d", word):  # a sed address (`1150p`): its line number
             word = word[:-1]
         elif word.startswith(("http://", "https://")) and word.endswith("="):  # a URL cut at a mask
             word = word.split("?", 1)[0].rstrip(".-/") if "?" in word else ""
@@ -59,7 +59,7 @@ _PIECES = st.sampled_from(
         ">", "a<b", '"":', "\u4e2d", "\x1c", "\t", "2024-05-14T16:32:07", "2024-05-14T16", ":32", ":07", "T16:32",
         "2024-05-14T16:32", "\x05", "@", "+", ".com", "mia.li3818", "@example.com", "@x.io", "a@b.co", "@property",
         "pkg@1.2.3", "-", "git@github.com:", "\\n@", "co", "133", "133-def", "-def", "-Nov-26", "-abcd-", "12-x/y.z",
-        "1150p", "p", "d", "1234567d", "?token=", "[REDACTED]", "&x=1", "=", "?", "http://x.io/?a=",
+        "1150p", "p", "d", "1234567d", "\u0661\u0662\u0663-def", "?token=", "[REDACTED]", "&x=1", "=", "?", "http://x.io/?a=",
     ]
 )  # fmt: skip
 

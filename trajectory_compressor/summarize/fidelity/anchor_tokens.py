@@ -27,7 +27,7 @@ from itertools import chain, filterfalse
 
 from trajectory_compressor.summarize.fidelity.salient import has_digit
 
-# Candidate tokens: URLs whole, else runs of word characters with the separators names use.
+# Candidate tokens: URLs and emails whole, else runs of word characters with the separators names use.
 # An ISO time's colons are part of its token (`2024-05-14T16:32:07`, not `2024-05-14T16`, `32`, `07`).
 _ISO_TIME_HEAD = r"\d{4}-\d\d-\d\dT\d\d(?::\d\d){1,2}"
 # An email is one token, its `@` in it; its domain ends in a top-level name of letters, so
@@ -36,7 +36,7 @@ _EMAIL = r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,63}@(?:[A-Za-z0-9-]{1,63}\.)+[A-Za-z]{2
 # The line number grep -n / -C glues to a line of code at the left margin (`133-def`, `12-CONSTANT_X`)
 # is a token of its own: digits, `-`, then one word with no other `-` (so `2024-05-14`, `06-Nov-26`
 # and `12345678-abcd-4ef0` stay whole, while `64-bit` is read as `64` and `bit`).
-_LINE_NUMBER = r"\d+(?=-[A-Za-z_][A-Za-z0-9_./]*(?![A-Za-z0-9_./-]))"
+_LINE_NUMBER = r"[0-9]+(?=-[A-Za-z_][A-Za-z0-9_./]*(?![A-Za-z0-9_./-]))"
 _TOKEN_BODY = "|".join(
     (
         r"https?://[^\s\"'<>()\[\]{}`\\]+",
@@ -49,7 +49,7 @@ _WORD = re.compile(_TOKEN_BODY)
 _EMAIL_WORD = re.compile(_EMAIL)
 # A sed address and its command glued (`1150p`, `12d`): the line number is the value. `d` is a hex
 # digit, so only after five digits at most: a hash (seven or more) keeps its last `d`.
-_SED_ADDRESS = re.compile(r"\d+p|\d{1,5}d")
+_SED_ADDRESS = re.compile(r"[0-9]+p|[0-9]{1,5}d")
 # What a text holding an email holds around its `@`: the one-pass reading leaves such a text to `_TOKEN`.
 _EMAIL_AT = re.compile(r"[A-Za-z0-9_.+-]@[A-Za-z0-9-]+\.")
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
@@ -219,7 +219,7 @@ _RUN_CHARS = {code: code if chr(code) in _TOKEN_CHARS + "~\x02\x03\x04\x05" else
 _RUN = re.compile(r"[A-Za-z0-9_./~\x02-\x05-]+")
 _STARTS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 _DIGITS = frozenset("0123456789")
-_GLUED_LINE_NUMBER = re.compile(r"(\d+)-[A-Za-z_][A-Za-z0-9_./]*")  # a whole token, as `_LINE_NUMBER` cuts it
+_GLUED_LINE_NUMBER = re.compile(r"([0-9]+)-[A-Za-z_][A-Za-z0-9_./]*")  # a whole token, as `_LINE_NUMBER` cuts it
 _ESCAPED_KEY = re.compile(r'(?<!\\)((?:\\\\)*)\\":')  # an escaped quote (its backslash unpaired), then ":"
 _ANY_ESCAPE = re.compile(r'\\[nrt"\\/]')
 
