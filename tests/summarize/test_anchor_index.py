@@ -122,6 +122,17 @@ def test_an_earlier_summary_carries_its_indexs_values_first_then_its_texts() -> 
     assert earlier_anchors("") == ()
 
 
+def test_an_index_an_older_version_wrote_is_read_as_a_region_is() -> None:
+    """Before anchors took emails whole and cut grep's and sed's line numbers from what they glue
+    to, an index could list `1150p`, `133-def` or a URL cut at a mask: a summary that updates it
+    carries on what this reading makes of them (an email split then stays split: no rule joins it)."""
+    listed = ["1150p", "133-def", "https://x.io/a?token=", "mia.li3818", "example.com", "OLD123"]
+    summary = "Looked at wcs.py for ana.silva7@example.com.\n\n" + index_line(listed)
+    assert earlier_anchors(summary) == (
+        "1150", "133", "https://x.io/a", "mia.li3818", "example.com", "OLD123", "wcs.py", "ana.silva7@example.com",
+    )  # fmt: skip
+
+
 def test_an_earlier_index_never_carries_a_value_its_text_shows_as_a_credential() -> None:
     """An index written by another tool may list the password its text states after `password=`:
     masked there, it is a credential in the index too, and no summary carries it on."""

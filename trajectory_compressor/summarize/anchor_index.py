@@ -120,13 +120,14 @@ def earlier_anchors(summary: str, redact: Callable[[str], str] = unchanged) -> t
     """The anchors an earlier summary holds, its index's first (in their ranked order), then its
     text's: what a summary that updates it carries on. An index written by another tool (or an
     older version) may list a value its text shows as a credential (`password=...`): masked
-    there, it is left out of the index too."""
+    there, it is left out of the index too. Its values are read as a region's are, so an older
+    version's `1150p` or `133-def` carries on as `1150` or `133`."""
     if not summary.strip():
         return ()
     masked = redact(summary)
     body, listed = split_index(masked)
     listed = tuple(anchor for anchor in listed if not hid(anchor, summary, masked))  # in the index line too
-    return tuple(dict.fromkeys([*listed, *anchors_in(body)]))
+    return tuple(dict.fromkeys([*anchors_in(" ".join(listed)), *anchors_in(body)]))
 
 
 def plan_index(request: SummaryRequest, count: Count, *, redact: Callable[[str], str] = unchanged) -> IndexPlan | None:
