@@ -79,7 +79,7 @@ def test_two_inputs_mirrored_to_the_same_output_name_are_refused(tmp_path: Path)
     _input(folder, "a.jsonl")
     (folder / "a.json").write_text("[]")  # a JSON array input is written as a.jsonl too
     result = run_cli("compress", str(folder), "-o", str(tmp_path / "out") + "/", *SMALL)
-    _assert_one_line_error(result, "would overwrite")
+    _assert_one_line_error(result, "would both be written to", "rename one")
 
 
 def test_an_unknown_output_suffix_is_a_usage_error(tmp_path: Path) -> None:
