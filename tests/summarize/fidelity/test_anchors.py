@@ -6,6 +6,7 @@ import json
 
 from trajectory_compressor.summarize.fidelity.anchor_tokens import anchor_kind, anchors_in
 from trajectory_compressor.summarize.fidelity.anchors import future_fidelity, needed_anchors
+from trajectory_compressor.summarize.redact import redact_secrets
 from trajectory_compressor.types import Turn
 
 
@@ -164,3 +165,14 @@ def test_a_url_cut_at_a_mask_is_read_without_its_query() -> None:
     assert list(anchors_in("see https://example.com/a/b?token=[REDACTED]&x=1")) == ["https://example.com/a/b"]
     assert list(anchors_in("GET https://api.x.io/v1/?limit=50&key=[REDACTED]")) == ["https://api.x.io/v1"]
     assert list(anchors_in("https://x.io/a;sid=[REDACTED] and https://x.org/a?b=1")) == ["https://x.org/a?b=1"]
+
+
+def test_a_url_whose_credentials_were_masked_is_read_whole_without_them() -> None:
+    """Redaction keeps a URL's user and masks its password (`https://alice:[REDACTED]@host/x`):
+    read as it stands, the mask cut it into `https://alice:` (naming nothing a later turn types)
+    and a host-less rest. Without the masked credentials the URL is whole again."""
+    masked = redact_secrets("git clone https://alice:hunter2pass@git.example.com/org/repo.git")
+    assert "[REDACTED]@" in masked
+    assert list(anchors_in(masked)) == ["https://git.example.com/org/repo.git"]
+    assert list(anchors_in("x https://[REDACTED]@host.io/a y")) == ["https://host.io/a"]
+    assert list(anchors_in("https://alice@host.io/a")) == ["https://alice@host.io/a"], "no mask: as written"

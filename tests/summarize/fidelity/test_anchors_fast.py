@@ -31,6 +31,8 @@ def reference_anchors_in(text: str) -> dict[str, None]:
     """The rule as it was first written: a Python step per token (the speed it replaces)."""
     if "\\" in text:
         text = _ESCAPES.sub(lambda m: '"' if m.group(0) == '\\"' else " ", text)
+    if "://" in text:  # a URL's credentials as redaction masks them are dropped (`https://u:[REDACTED]@h`)
+        text = re.sub(r"://[^\s/@:\[\]]*:?\[REDACTED\]@", "://", text)
     found: dict[str, None] = {}
     for match in _WORD.finditer(text):
         start, end = match.span()
@@ -60,6 +62,7 @@ _PIECES = st.sampled_from(
         "2024-05-14T16:32", "\x05", "@", "+", ".com", "mia.li3818", "@example.com", "@x.io", "a@b.co", "@property",
         "pkg@1.2.3", "-", "git@github.com:", "\\n@", "co", "133", "133-def", "-def", "-Nov-26", "-abcd-", "12-x/y.z",
         "1150p", "p", "d", "1234567d", "\u0661\u0662\u0663-def", "?token=", "[REDACTED]", "&x=1", "=", "?", "http://x.io/?a=",
+        "[REDACTED]@", "https://alice:", "bob:", "@h.io/x",
     ]
 )  # fmt: skip
 
@@ -135,9 +138,16 @@ def reference_hidden_needed_anchors(turns: list[Turn], hidden: set[int]) -> tupl
     return tuple(needed)
 
 
+# Pieces that make no credential: the reading whole below knows nothing of masking, while a needed
+# anchor that a turn shows as a credential (`?token=<value>`) is left out (tested on its own).
+_UNMASKED_PIECES = _PIECES.filter(lambda piece: piece != "?token=")
+
+
 @settings(max_examples=400, deadline=None)
 @given(
-    st.lists(st.tuples(st.sampled_from(["human", "gpt", "tool"]), st.lists(_PIECES, max_size=12).map("".join))),
+    st.lists(
+        st.tuples(st.sampled_from(["human", "gpt", "tool"]), st.lists(_UNMASKED_PIECES, max_size=12).map("".join))
+    ),
     st.data(),
 )
 def test_the_needed_anchors_read_around_occurrences_are_those_read_whole(

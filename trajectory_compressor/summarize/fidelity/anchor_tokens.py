@@ -26,6 +26,7 @@ from functools import lru_cache
 from itertools import chain, filterfalse
 
 from trajectory_compressor.summarize.fidelity.salient import has_digit
+from trajectory_compressor.summarize.secret_rules import REDACTED
 
 # Candidate tokens: URLs and emails whole, else runs of word characters with the separators names use.
 # An ISO time's colons are part of its token (`2024-05-14T16:32:07`, not `2024-05-14T16`, `32`, `07`).
@@ -52,6 +53,9 @@ _EMAIL_WORD = re.compile(_EMAIL)
 _SED_ADDRESS = re.compile(r"[0-9]+p|[0-9]{1,5}d")
 # What a text holding an email holds around its `@`: the one-pass reading leaves such a text to `_TOKEN`.
 _EMAIL_AT = re.compile(r"[A-Za-z0-9_.+-]@[A-Za-z0-9-]+\.")
+# A URL's credentials as redaction leaves them (`redact.py`: the user kept, the password masked).
+_MASKED_AT = REDACTED + "@"
+_MASKED_USERINFO = re.compile(r"://[^\s/@:\[\]]*:?" + re.escape(_MASKED_AT))
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 _CAMEL = re.compile(r"[a-z]+[A-Z][A-Za-z0-9]*|[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*|[A-Z]{2,}[a-z][A-Za-z0-9]*")
 _HEX = re.compile(r"(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,64}")
@@ -123,7 +127,7 @@ def anchors_in(text: str) -> dict[str, None]:
     cache, as the same runs recur across turns and rows. A text with a URL or an email (whose
     tokens span other characters) is read by the tokenizing regex in one pass."""
     if "://" in text or "\x02" in text or "\x03" in text or "\x04" in text or "\x05" in text:  # a URL, or a mark
-        return _anchors_of_tokens(unescaped(text))
+        return _anchors_of_tokens(without_masked_userinfo(unescaped(text)))
     if "@" in text and _EMAIL_AT.search(text):
         return _anchors_of_tokens(unescaped(text))
     if "\\" in text:
@@ -142,6 +146,13 @@ def anchors_in(text: str) -> dict[str, None]:
     # In C: the runs not known to be plain, their anchors (a miss reads the run), in order, once.
     unknown = filterfalse(_PLAIN_RUNS.__contains__, runs)
     return dict.fromkeys(chain.from_iterable(map(_RUN_ANCHORS.__getitem__, unknown)))
+
+
+def without_masked_userinfo(text: str) -> str:
+    """`text` with the credentials redaction masked in a URL dropped (`https://alice:[REDACTED]@host/x`
+    reads `https://host/x`): what is left of them (`https://alice:`) names nothing a later turn
+    types, and the URL is whole again."""
+    return _MASKED_USERINFO.sub("://", text) if _MASKED_AT in text else text
 
 
 def _starts_a_token(match: re.Match[str]) -> bool:
