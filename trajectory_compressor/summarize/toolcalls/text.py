@@ -18,7 +18,9 @@ from trajectory_compressor.read.jsonl import json_depth
 def clip(text: str, limit: int) -> str:
     """`text` with whitespace squeezed to single spaces, cut to `limit` chars with an ellipsis.
 
-    The cut backs up to a word boundary when one is near, so words are not left half-shown.
+    The cut backs up to a word boundary when one is near, so words are not left half-shown; in
+    a path it backs up to the last `/` (`git diff -- astropy/wcs/…`, not `astropy/wcs/wcs.p…`),
+    so no part of a path is shown that names another file.
     """
     if limit <= 0:
         return ""
@@ -30,6 +32,10 @@ def clip(text: str, limit: int) -> str:
     space = cut.rfind(" ", max(len(cut) - 12, 0))
     if space > 0:
         cut = cut[:space]
+    else:
+        slash = cut.rfind("/", cut.rfind(" ") + 1)
+        if 0 < slash < len(cut) - 1 and squeezed[len(cut)] not in " /":
+            cut = cut[: slash + 1]
     return cut.rstrip() + "…"
 
 
