@@ -25,32 +25,28 @@ import re
 from functools import lru_cache
 from itertools import chain, filterfalse
 
-from trajectory_compressor.summarize.fidelity.salient import has_digit
+from trajectory_compressor.summarize.fidelity.salient import EMAIL, GLUED_TO_LINE_NUMBER, SED_ADDRESS, has_digit
 from trajectory_compressor.summarize.secret_rules import REDACTED
 
 # Candidate tokens: URLs and emails whole, else runs of word characters with the separators names use.
 # An ISO time's colons are part of its token (`2024-05-14T16:32:07`, not `2024-05-14T16`, `32`, `07`).
 _ISO_TIME_HEAD = r"\d{4}-\d\d-\d\dT\d\d(?::\d\d){1,2}"
-# An email is one token, its `@` in it; its domain ends in a top-level name of letters, so
-# `pkg@1.2.3`, `root@web01:/srv` and `@property` are read as ever, the `@` between tokens.
-_EMAIL = r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,63}@(?:[A-Za-z0-9-]{1,63}\.)+[A-Za-z]{2,}(?![A-Za-z0-9_@+-]|\.[A-Za-z0-9_])"
 # The line number grep -n / -C glues to a line of code at the left margin (`133-def`, `12-CONSTANT_X`)
-# is a token of its own: digits, `-`, then one word with no other `-` (so `2024-05-14`, `06-Nov-26`
-# and `12345678-abcd-4ef0` stay whole, while `64-bit` is read as `64` and `bit`).
-_LINE_NUMBER = r"[0-9]+(?=-[A-Za-z_][A-Za-z0-9_./]*(?![A-Za-z0-9_./-]))"
+# is a token of its own (`salient.GLUED_TO_LINE_NUMBER`: `2024-05-14`, `06-Nov-26` and
+# `12345678-abcd-4ef0` stay whole, while `64-bit` is read as `64` and `bit`).
+_LINE_NUMBER = rf"[0-9]+(?={GLUED_TO_LINE_NUMBER})"
 _TOKEN_BODY = "|".join(
     (
         r"https?://[^\s\"'<>()\[\]{}`\\]+",
-        _EMAIL,
+        EMAIL,  # one token, its `@` in it; elsewhere an `@` is between tokens
         _LINE_NUMBER,
         r"(?:" + _ISO_TIME_HEAD + r"|(?:~?/)?[A-Za-z0-9_])[A-Za-z0-9_./-]*",
     )
 )
 _WORD = re.compile(_TOKEN_BODY)
-_EMAIL_WORD = re.compile(_EMAIL)
-# A sed address and its command glued (`1150p`, `12d`): the line number is the value. `d` is a hex
-# digit, so only after five digits at most: a hash (seven or more) keeps its last `d`.
-_SED_ADDRESS = re.compile(r"[0-9]+p|[0-9]{1,5}d")
+_EMAIL_WORD = re.compile(EMAIL)
+# A sed address and its command glued (`1150p`, `12d`): the line number is the value.
+_SED_ADDRESS = re.compile(SED_ADDRESS)
 # What a text holding an email holds around its `@`: the one-pass reading leaves such a text to `_TOKEN`.
 _EMAIL_AT = re.compile(r"[A-Za-z0-9_.+-]@[A-Za-z0-9-]+\.")
 # A URL's credentials as redaction leaves them (`redact.py`: the user kept, the password masked).

@@ -59,14 +59,23 @@ _URL = r"https?://[^\s\"'<>()\[\]{}`\\…]+[^\s\"'<>()\[\]{}`\\.,;:!?…]"
 _DATE = r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?\b"
 _HEX_HASH = r"(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,64}\b"
 _VERSION = r"v?\d+(?:\.\d+)+\b"
+# What grep -n / -C glues after a line number at the left margin: `-`, then one word with no
+# other `-` (`133-def`, `12-CONSTANT_X`; not `2024-05-14` nor `12345678-abcd-4ef0`).
+GLUED_TO_LINE_NUMBER = r"-[A-Za-z_][A-Za-z0-9_./]*(?![A-Za-z0-9_./-])"
+# A sed address and its command (`1150p`, `245d`); `d` is a hex digit, so only after five digits
+# at most: a hash (seven or more) keeps its last `d`.
+SED_ADDRESS = r"[0-9]+p|[0-9]{1,5}d"
 # A mixed id is never a line number grep -n / -C glued to code (`133-def`: its number is one, as
 # a number) nor a sed address (`1150p`, `245d`), as anchors read them (`anchor_tokens.py`).
 _MIXED_ID = (
-    r"(?![0-9]+-[A-Za-z_][\w./]*(?![\w./-])|[0-9]+p\b|[0-9]{1,5}d\b)"
+    rf"(?![0-9]+{GLUED_TO_LINE_NUMBER}|(?:{SED_ADDRESS})\b)"
     r"(?=[\w-]*[A-Za-z])(?=[\w-]*\d)[A-Za-z0-9][\w-]{3,}[A-Za-z0-9]\b"
 )
-# An email is one item, whole (`mia.li3818@example.com`, not `li3818`), as it is one anchor.
-_EMAIL = r"(?<![\w.+-])[A-Za-z0-9_][A-Za-z0-9_.+-]{0,63}@(?:[A-Za-z0-9-]{1,63}\.)+[A-Za-z]{2,}\b(?![@.+-]\w)"
+# An email, whole: its domain ends in a top-level name of letters, so `pkg@1.2.3`, `root@web01:/srv`
+# and `@property` are none. One item here (`mia.li3818@example.com`, not `li3818`), and one anchor
+# token (`anchor_tokens.py` reads the same shape).
+EMAIL = r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,63}@(?:[A-Za-z0-9-]{1,63}\.)+[A-Za-z]{2,}(?![A-Za-z0-9_@+-]|\.[A-Za-z0-9_])"
+_EMAIL = r"(?<![\w.+-])" + EMAIL  # at an item's start: the alternation is tried at every position
 _AT_A_WORD = (_DATE, _HEX_HASH, _VERSION, _MIXED_ID)
 _NUMBER = r"(?<![\w.])\d{3,}(?![\w.])"
 
