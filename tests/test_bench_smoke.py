@@ -76,6 +76,9 @@ def test_bench_runs_every_stage_at_tiny_sizes(tmp_path: Path) -> None:
     assert info["llm"]["requests"] == info["llm"]["summarized"] == 12  # every row needed one summary
     assert medians["llm_max_in_flight"] <= 4 and medians["llm1_max_in_flight"] <= 8
     assert info["jobs"]["windows_tokens_written"] > info["jobs"]["main_tokens_written"] > 0
+    floor = info["jobs"]["floor"]  # the main job's floor: each summarized turn masked and read once
+    assert floor["turns"] > 0 and floor["chars"] > 0 and floor["mask_cpu_s"] > 0
+    assert "floor: dry run + each summarized turn masked once" in done.stdout
     if importlib.util.find_spec("ray") is not None:  # (6) the Ray engine, with the [ray] extra
         for name in ("ray_local_rows_per_s", "ray_ray1_rows_per_s", "ray_ray_rows_per_s", "ray_llm_rps"):
             assert medians.get(name) is not None, name
