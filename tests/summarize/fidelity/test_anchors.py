@@ -148,6 +148,16 @@ def test_a_line_number_grep_glued_to_code_is_an_anchor_of_its_own() -> None:
     assert list(anchors_in(" ".join(ids))) == ids
 
 
+def test_a_new_line_written_in_code_inside_json_ends_the_token_before_it() -> None:
+    """A call's JSON holds `print('rows\\\\nSQL')` for the code `print('rows\\nSQL')`: the `n` is
+    the new line's, not the start of a name `nSQL` no later turn types. A Windows path's
+    backslash before a lower-case name (`C:\\\\new_dir`) is no new line: the name stays whole."""
+    call_json = '{"command": "python -c \\"print(\'rows\\\\nSQL_QUERY\\\\nTesting now\')\\" && ls C:\\\\new_dir"}'
+    assert list(anchors_in(call_json)) == ["SQL_QUERY", "new_dir"]
+    assert list(anchors_in('"a\\\\tMAX_SIZE\\\\r\\\\n"')) == ["MAX_SIZE"]
+    assert list(anchors_in("rows\\nSQL_QUERY")) == ["SQL_QUERY"]  # decoded: the text's own escape
+
+
 def test_a_sed_address_is_read_as_its_line_number() -> None:
     """`sed -n '1140,1150p'` prints lines 1140 to 1150: the command glued to the last address
     (`p`rint, `d`elete) is not part of the value a later turn uses. A hex hash ending in `d` keeps it."""

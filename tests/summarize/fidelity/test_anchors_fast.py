@@ -26,7 +26,9 @@ _WORD = re.compile(
     r"|(?:\d{4}-\d\d-\d\dT\d\d(?::\d\d){1,2}|(?:~?/)?[A-Za-z0-9_])[A-Za-z0-9_./-]*"
 )  # an email (`mia.li3818@example.com`) and an ISO time (`2024-05-14T16:32:07`) are one token each; a line
 # number glued to one word (`133-def`, as grep -n / -C print a line of code) is a token of its own
-_ESCAPES = re.compile(r"\\[nrt\"\\/]")
+# An escaped backslash then `n`, `r` or `t` before no lower-case letter is the JSON's text's own escape
+# (`\\\\nSQL` holds `\\nSQL`: a new line, then `SQL`); a Windows path (`C:\\\\new_dir`) keeps its name.
+_ESCAPES = re.compile(r"\\\\[nrt](?![a-z])|\\[nrt\"\\/]")
 
 
 def reference_anchors_in(text: str) -> dict[str, None]:
@@ -64,7 +66,7 @@ _PIECES = st.sampled_from(
         "2024-05-14T16:32", "\x05", "@", "+", ".com", "mia.li3818", "@example.com", "@x.io", "a@b.co", "@property",
         "pkg@1.2.3", "-", "git@github.com:", "\\n@", "co", "133", "133-def", "-def", "-Nov-26", "-abcd-", "12-x/y.z",
         "1150p", "p", "d", "1234567d", "\u0661\u0662\u0663-def", "?token=", "[REDACTED]", "&x=1", "=", "?", "http://x.io/?a=",
-        "[REDACTED]@", "https://alice:", "bob:", "@h.io/x",
+        "[REDACTED]@", "https://alice:", "bob:", "@h.io/x", "\\\\n", "\\\\t", "SQL", "r", "nSQL",
     ]
 )  # fmt: skip
 

@@ -10,9 +10,10 @@ or ISO time (`1.2.3`, `2025-12-20`, `2024-05-14T16:03:16`, its colons in it), a 
 three digits or more (`1234`, `19.99`). Plain words are not anchors, nor the names any program
 writes whatever it saw (`np.array`, `os.path.join`, `f.read`, `/bin/bash`).
 
-A token is what a later turn would type, not what a tool glued to it: the line number grep -n /
--C prints before a line of code is a token of its own (`133-def` gives `133`), a sed address is
-its line number (`1150p` gives `1150`), and a URL that a mask cut short of a value
+A token is what a later turn would type, not what a tool or an escape glued to it: a new line
+written in code inside JSON (`"print('a\\\\nSQL')"`) ends the token before it (`SQL`, not `nSQL`),
+the line number grep -n / -C prints before a line of code is a token of its own (`133-def` gives
+`133`), a sed address is its line number (`1150p` gives `1150`), and a URL that a mask cut short of a value
 (`?token=[REDACTED]`) is its endpoint, never an anchor ending in `=`. Only an email's `@` joins
 a token (`pkg@1.2.3`, `root@web01:/srv`, `@property` keep theirs between tokens).
 
@@ -57,7 +58,11 @@ _CAMEL = re.compile(r"[a-z]+[A-Z][A-Za-z0-9]*|[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*|[A
 _HEX = re.compile(r"(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,64}")
 _NUMBER = re.compile(r"\d{3,}(?:\.\d+)?|\d+\.\d+")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-_ESCAPES = re.compile(r"\\[nrt\"\\/]")
+# A JSON escape; and before it, an escaped backslash and `n`, `r` or `t` that no lower-case letter
+# follows: the escape of the text the JSON holds (`print('rows\\nSQL')` in a call's arguments is a
+# new line, then `SQL`, not the name `nSQL`), while `C:\\new_dir` keeps its `new_dir`.
+_INNER_ESCAPE = r"\\\\[nrt](?![a-z])"
+_ESCAPES = re.compile(_INNER_ESCAPE + r"|\\[nrt\"\\/]")
 # `_WORD`, with the `<` before a token and the `":` or `>` after it, which make it a key or a tag.
 _TOKEN = re.compile(r"(?=[<~/A-Za-z0-9_])(<?)(" + _TOKEN_BODY + r')(":|>)?')
 # Where the one-pass reading marks an ISO time's colons (`\x05`, a token character there): only
@@ -166,7 +171,8 @@ def _starts_a_token(match: re.Match[str]) -> bool:
 
 def unescaped(text: str) -> str:
     """`text` with each JSON escape read as anchors read it: `\\"` as a quote, the others (`\\n`,
-    `\\t`, `\\r`, `\\\\`, `\\/`) as a space."""
+    `\\t`, `\\r`, `\\\\`, `\\/`) as a space, and so an escaped backslash with the `n`, `r` or `t`
+    after it when no lower-case letter follows (`\\\\nSQL`: the JSON holds the text `\\nSQL`)."""
     if "\\" not in text:
         return text
     return _ESCAPES.sub(lambda m: '"' if m.group(0) == '\\"' else " ", text)
@@ -228,7 +234,7 @@ _STARTS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456
 _DIGITS = frozenset("0123456789")
 _GLUED_LINE_NUMBER = re.compile(r"([0-9]+)-[A-Za-z_][A-Za-z0-9_./]*")  # a whole token, as `_LINE_NUMBER` cuts it
 _ESCAPED_KEY = re.compile(r'(?<!\\)((?:\\\\)*)\\":')  # an escaped quote (its backslash unpaired), then ":"
-_ANY_ESCAPE = re.compile(r'\\[nrt"\\/]')
+_ANY_ESCAPE = re.compile(_INNER_ESCAPE + r'|\\[nrt"\\/]')
 
 
 class _RunAnchors(dict[str, tuple[str, ...]]):
