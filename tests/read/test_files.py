@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -66,3 +67,39 @@ def test_a_pyarrow_error_mid_stream_is_an_os_error_and_the_stream_is_closed() ->
     with pytest.raises(OSError, match="connection reset"), LineReader(ArrowStream(stream)) as reader:
         lines.extend(reader)
     assert lines == [b"one\n"] and stream.closed
+
+
+class SmallChunks:
+    """A stream of `data` read `size` bytes at a time, as the zstd reader reads (64 KiB)."""
+
+    def __init__(self, data: bytes, size: int) -> None:
+        self.data, self.size, self.position = data, size, 0
+
+    def read(self, size: int = -1) -> bytes:
+        chunk = self.data[self.position : self.position + self.size]
+        self.position += len(chunk)
+        return chunk
+
+    def close(self) -> None:
+        pass
+
+
+def _seconds_to_read(line_bytes: int) -> float:
+    data = b'{"id": 1}\n' + b"x" * line_bytes + b"\nend"
+    started = time.perf_counter()
+    with LineReader(SmallChunks(data, 1024)) as reader:
+        lines = list(reader)
+    seconds = time.perf_counter() - started
+    assert b"".join(lines) == data and len(lines) == 3
+    return seconds
+
+
+def test_a_line_over_many_chunks_is_read_in_linear_time() -> None:
+    """Four times the line costs about four times the time, not sixteen: each chunk was joined to
+    the line read so far and the whole split again (a 64 MB line of a `.jsonl.zst` took 26 s to
+    read, its plain `.jsonl` 0.1 s). A ratio, so the machine's speed does not matter."""
+    small = min(_seconds_to_read(1 << 20) for _ in range(2))
+    large = _seconds_to_read(4 << 20)
+    if large >= 8 * small + 0.05:  # timed again only when it looks slow: the best of two, as `small`
+        large = min(large, _seconds_to_read(4 << 20))
+    assert large < 8 * small + 0.05, (small, large)

@@ -93,13 +93,20 @@ class LineReader:
         self.also_close = also_close
 
     def __iter__(self) -> Iterator[bytes]:
-        pending = b""
+        """Each chunk is searched once and a line's pieces joined once: joining every chunk to
+        the line read so far made a line over many chunks quadratic (a 64 MB line of a
+        `.jsonl.zst`, read 64 KiB at a time, took 26 s)."""
+        pending: list[bytes] = []  # the pieces of a line not ended yet
         while chunk := self.stream.read(READ_CHUNK_BYTES):
-            lines = (pending + chunk).split(b"\n")
-            pending = lines.pop()
-            yield from (line + b"\n" for line in lines)
-        if pending:
-            yield pending
+            lines = chunk.split(b"\n")
+            if len(lines) == 1:
+                pending.append(chunk)
+                continue
+            yield b"".join([*pending, lines[0], b"\n"])
+            yield from (line + b"\n" for line in lines[1:-1])
+            pending = [lines[-1]]
+        if last := b"".join(pending):
+            yield last
 
     def __enter__(self) -> LineReader:
         return self
