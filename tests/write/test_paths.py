@@ -82,6 +82,19 @@ def test_two_inputs_mirrored_to_the_same_output_name_are_refused(tmp_path: Path)
     _assert_one_line_error(result, "would both be written to", "rename one")
 
 
+@pytest.mark.parametrize("which", ["-o", "an input"])
+def test_an_empty_path_is_a_usage_error_not_the_current_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, which: str
+) -> None:
+    """`-o ""` or an input `""` (an unset shell variable, `-o "$OUT"`) named the current folder: the
+    run mirrored its inputs into it, or read every file below it."""
+    source = _input(tmp_path / "in")
+    monkeypatch.chdir(tmp_path)
+    args = ["-o", "", str(source)] if which == "-o" else ["-o", str(tmp_path / "out.jsonl"), ""]
+    _assert_one_line_error(run_cli("compress", *args, *SMALL), "empty path")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["in"]
+
+
 def test_an_unknown_output_suffix_is_a_usage_error(tmp_path: Path) -> None:
     result = run_cli("compress", str(_input(tmp_path)), "-o", str(tmp_path / "out" / "x.csv"), *SMALL)
     _assert_one_line_error(result, "x.csv")

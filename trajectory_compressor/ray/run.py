@@ -48,6 +48,7 @@ from trajectory_compressor.read.convert_format import WriteShape
 from trajectory_compressor.read.files import is_uri
 from trajectory_compressor.read.sources import InputSource
 from trajectory_compressor.run.commit import MORE_REJECTS, REJECTS_SHOWN, completed_exit, reject_warning
+from trajectory_compressor.run.jobs import refuse_empty_output
 from trajectory_compressor.run.settings_record import flat_settings, known_secrets, settings_record
 from trajectory_compressor.settings import ConfigError, RunConfig, with_values
 from trajectory_compressor.summarize.choose import resolve_endpoint
@@ -177,6 +178,7 @@ def run_on_ray(
     config = resolve_endpoint(config)
     config.validate()
     refuse_ray_client(config)
+    refuse_empty_output(output)
     output_format = ray_output_format(output, config.output.output_format)
     check_supported(config, output_format)
     if not is_uri(output):

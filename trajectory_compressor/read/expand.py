@@ -73,6 +73,8 @@ def expand_inputs(
         if arg.startswith(HF_PREFIX):
             add(hf_source(arg, data_files, streaming))
             continue
+        if not arg:  # as a path, the current folder: an unset shell variable, not a wish to read it all
+            raise InputError("an input is an empty path: name a file, a folder (. for this one) or hf:NAME")
         path = Path(arg)
         if not path.exists():
             raise InputError(f"input not found: {quoted(arg)}")

@@ -39,6 +39,13 @@ class CompressJob:
     html_report: Path | None = None
 
 
+def refuse_empty_output(output_arg: str) -> None:
+    """An empty `-o` (an unset shell variable: `-o "$OUT"`) is refused: as a path it is the
+    current folder, which the run would fill with its inputs' mirrors."""
+    if not output_arg:
+        raise ConfigError("-o is an empty path: name an output file, or a folder ending with /")
+
+
 def plan_jobs(
     inputs: Sequence[str], sources: list[InputSource], output_arg: str, outputs: OutputConfig, select: SelectConfig
 ) -> list[CompressJob]:
@@ -47,6 +54,7 @@ def plan_jobs(
     An output is a directory to mirror into when it ends with "/" or already is a directory,
     unless `--output-format hf` asks for a Hugging Face dataset directory there.
     """
+    refuse_empty_output(output_arg)
     output = Path(output_arg)
     mirror = outputs.output_format != "hf" and (output_arg.endswith(("/", os.sep)) or output.is_dir())
     if mirror and outputs.html_report:
