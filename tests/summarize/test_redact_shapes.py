@@ -11,6 +11,19 @@ import pytest
 from tests.summarize.test_redact import LAYERS
 from trajectory_compressor.summarize.redact import REDACTED, redact_secrets
 
+# Round 11, three gaps `docs/reliability.md` listed. A `.pgpass` line on any port (pgbouncer's
+# 6432, Supabase's 6543), alone on its line or as one token (`echo '…' >> ~/.pgpass`): five
+# fields, the second a port or `*`; only the password is masked.
+PGPASS_LINES = [
+    ("$ cat ~/.pgpass\ndb.example.com:6543:app:alice:{}", "S3cretPw!"),
+    ("10.0.0.5:6432:*:deploy:{}", "Wq7xLm2pRt9v"),
+    ("localhost:*:*:postgres:{}", "plainword"),
+    ("echo 'db.example.com:5433:app:alice:{}' >> ~/.pgpass", "Wq7xLm2pRt9v"),
+    ('echo "pg-primary:25060:defaultdb:doadmin:{}" > ~/.pgpass && chmod 600 ~/.pgpass', "Wq7xLm2pRt9v"),
+    ("     3\tdb.internal:15432:app:deploy:{}", "Wq7xLm2pRt9v"),  # `cat -n`
+    ("db.example.com:6543:app:alice:{}", "pa\\:ss9Wq7x"),  # `\:` is a colon in a password
+]
+
 # (text with {} where the secret goes, the secret that must disappear)
 SHAPES = [
     # Generated passwords: their symbols are not code (`assignment_rules.assignment_value`).
@@ -181,6 +194,7 @@ SHAPES = [
     ("I set the root password to {}!", "Kx9mPq2zz"),
     ("the DB_PASSWORD has been changed to `{}`", "Kx9mPq2zz"),
     ("created with a password of {} (keep it)", "Kx9mPq2zz"),
+    *PGPASS_LINES,
 ]
 
 # Ordinary code, schemas and references beside those shapes.
@@ -286,6 +300,24 @@ ORDINARY = [
     "ERROR 1045 (28000): Access denied for user 'root'@'localhost' (using password: YES)",
     'FATAL:  password authentication failed for user "postgres"',
     "the secret is k8s-managed and the password is OAuth2-based",
+    # What else reads `a:b:c:d:e` (round 11: a `.pgpass` line is five fields, the second a port):
+    # diagnostics (blanks), `/etc/passwd` and `/etc/group`, times, IPv6, git refs, tracebacks,
+    # images, Maven coordinates (the second field a name), a grep line with blanks in it.
+    "src/a.c:12:5: error: expected ';' before '}' token",
+    "root:x:0:0:root:/root:/bin/bash",
+    "docker:x:999:alice",
+    "12:30:45",
+    "12:30:45:INFO:started",
+    "fe80::1ff:fe23:4567:890a",
+    "2001:db8:85a3:8d3:1319:8a2e:370:7348",
+    "git push origin refs/heads/main:refs/remotes/origin/main && git show HEAD~1:src/app.py",
+    '  File "/usr/lib/python3.11/site-packages/app/db.py", line 12, in connect',
+    "image: registry.example.com:5000/app:1.2.3",
+    "docker run -p 127.0.0.1:5432:5432 postgres:16",
+    "[INFO] +- org.slf4j:slf4j-api:jar:1.7.30:compile",
+    "app.py:12:def login(user, password):",
+    "tests/test_db.py::test_connect PASSED",
+    "db:6543:app:alice:[REDACTED]",
 ]
 
 
@@ -367,3 +399,38 @@ def test_the_context_rules_stay_linear(head: str, unit: str) -> None:
     if large >= 8 * small + 0.05:  # timed again only when it looks slow: the best of two, as `small`
         large = min(large, _seconds(head + unit * 32_000))
     assert large < 8 * small + 0.05, (small, large)
+
+
+def _pieces(text: str, size: int = 4) -> set[str]:
+    return {text[i : i + size] for i in range(len(text) - size + 1)}
+
+
+@pytest.mark.parametrize("layer", LAYERS)
+@pytest.mark.parametrize(("template", "secret"), PGPASS_LINES)
+def test_round_11_shapes_leave_no_four_characters_of_the_password(template: str, secret: str, layer: str) -> None:
+    """No 4-character piece of the password is left, in any layer (but what the text around it holds)."""
+    encode, decode = LAYERS[layer]
+    around = f"A=1\n{template}\nHOME=/root"
+    redacted = redact_secrets(encode(around.format(secret)))
+    assert redact_secrets(redacted) == redacted
+    left = _pieces(secret) & _pieces(decode(redacted)) - _pieces(around)
+    assert not left, (left, redacted)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("db.example.com:6543:app:alice:S3cretPw!", f"db.example.com:6543:app:alice:{REDACTED}"),
+        ("*:*:*:postgres:hunter2", f"*:*:*:postgres:{REDACTED}"),
+        ("echo 'db:6543:app:alice:S3cret' >> ~/.pgpass", f"echo 'db:6543:app:alice:{REDACTED}' >> ~/.pgpass"),
+        ('{"content": "db:6543:app:alice:S3cret"}', f'{{"content": "db:6543:app:alice:{REDACTED}"}}'),
+        (
+            '{"out": "x\\ndb:6543:app:alice:S3cret", "code": 0}',
+            f'{{"out": "x\\ndb:6543:app:alice:{REDACTED}", "code": 0}}',
+        ),
+    ],
+)
+def test_a_pgpass_line_keeps_all_but_its_password(text: str, expected: str) -> None:
+    """Host, port, database and user stay (a summary may need them), and a JSON string that holds
+    the line still closes: the password ends at its quote."""
+    assert redact_secrets(text) == expected

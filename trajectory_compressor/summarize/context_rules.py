@@ -281,18 +281,6 @@ CONTEXT_RULES = (
             else None
         ),
     ),
-    # A `.pgpass` line, `host:port:database:user:password`: with Postgres's port or a wildcard
-    # (which gate the scan), five fields on a line of their own.
-    Rule(
-        "pgpass-line",
-        (":5432:", ":*:"),
-        re.compile(
-            r"(?m)^[ \t]*(?:[\w.-]{1,253}|\*):(?:5432|\*):[\w.*-]{1,64}:[\w.*@-]{1,64}:"
-            r"(?P<value>[^:\s]{1,256})[ \t]*\r?$"
-        ),
-        _credential,
-        scan=True,
-    ),
     # ODBC's braced value (`Driver={…};Uid=sa;Pwd={p;w}`; `}}` is a `}` in it): the whole brace,
     # in a connection string (another of its keywords near it), unless it is code (an f-string's
     # `{password}`, a concatenation's `{" + pwd + "}`) or the string a template.

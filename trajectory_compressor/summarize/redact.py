@@ -49,6 +49,7 @@ gitleaks, trufflehog and detect-secrets):
 - by what stands near it (`context_rules`): a name and its value given apart (`{"name":
   "DB_PASSWORD", "value": ...}`, `getenv("API_KEY", "...")`, `ENV DB_PASSWORD ...`), AWS's secret
   beside its key id, an Azure SAS `sig=`, `.npmrc`'s `_auth=`;
+- by the line it stands on (`line_rules`): a `.pgpass` line (`host:port:db:user:…`, any port);
 - config files and SQL: `IDENTIFIED BY '...'`, `WITH PASSWORD '...'`, `<password>...</password>`,
   `.netrc`, Docker's `config.json` `auth`, a Kubernetes env entry's `value:` after a secret's `name:`, PHP's `=>`;
 - assignments: literal values assigned to password / passwd / pwd / passphrase / pass
@@ -93,10 +94,11 @@ from trajectory_compressor.summarize.command_line_rules import COMMAND_LINE_RULE
 from trajectory_compressor.summarize.context_rules import CONTEXT_RULES
 from trajectory_compressor.summarize.encoded_secrets import MAX_DEPTH, encoded_secret_spans
 from trajectory_compressor.summarize.escapes import SHOWN_MARKERS, as_shown, unescaped
+from trajectory_compressor.summarize.line_rules import LINE_RULES
 from trajectory_compressor.summarize.prose_rules import PROSE_RULES
 from trajectory_compressor.summarize.secret_rules import REDACTED, RULES, Span
 
-ALL_RULES = (*RULES, *COMMAND_LINE_RULES, *ASSIGNMENT_RULES, *CONTEXT_RULES, *PROSE_RULES)
+ALL_RULES = (*RULES, *COMMAND_LINE_RULES, *ASSIGNMENT_RULES, *CONTEXT_RULES, *LINE_RULES, *PROSE_RULES)
 
 # The base64 body and END line of a PEM key whose BEGIN line was cut away (a transcript cut).
 _PEM_END = re.compile(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
