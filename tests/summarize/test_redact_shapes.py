@@ -24,6 +24,28 @@ PGPASS_LINES = [
     ("db.example.com:6543:app:alice:{}", "pa\\:ss9Wq7x"),  # `\:` is a colon in a password
 ]
 
+# A password typed after a prompt, on the next line and alone on it (a terminal's transcript, a
+# note): any word then, a plain one too.
+PROMPTED_PASSWORDS = [
+    ("$ su -\nPassword:\n{}", "hunter2Xy!"),
+    ("password:\n{}", "Wq7xLm2pRt9v"),
+    ("mysql -u root -p\nEnter password:\n{}", "Wq7xLm2pRt9v"),
+    ("[sudo] password for alice:\n{}", "Wq7xLm2pRt9v"),
+    ("alice@10.0.0.5's password: \n{}", "Wq7xLm2pRt9v"),
+    ("Password for 'https://bob@github.com':\n{}", "Wq7xLm2pRt9v"),
+    ("Enter PEM pass phrase:\n{}", "Wq7xLm2pRt9v"),
+    ("Enter passphrase for key '/root/.ssh/id_ed25519':\n{}", "Wq7xLm2pRt9v"),
+    ("Password (again):\n{}", "Wq7xLm2pRt9v"),
+    ("(current) UNIX password:\n{}", "Wq7xLm2pRt9v"),
+    ("Password:\n{}", "correcthorse"),
+    ("Password:\n  {}  ", "Wq7xLm2pRt9v"),
+    ("Password:\r\n{}\r\nLast login: Mon Jan  1 10:00:00 2024", "Wq7xLm2pRt9v"),
+    ("Password:\nPassword:\n{}", "Wq7xLm2pRt9v"),
+    ("New password:\n{0}\nRetype new password:\n{0}", "Wq7xLm2pRt9v"),
+    ("Use this one: Password:\n{}", "Wq7xLm2pRt9v"),
+    ("Enter password:\n{}", "20481024"),
+]
+
 # (text with {} where the secret goes, the secret that must disappear)
 SHAPES = [
     # Generated passwords: their symbols are not code (`assignment_rules.assignment_value`).
@@ -195,6 +217,7 @@ SHAPES = [
     ("the DB_PASSWORD has been changed to `{}`", "Kx9mPq2zz"),
     ("created with a password of {} (keep it)", "Kx9mPq2zz"),
     *PGPASS_LINES,
+    *PROMPTED_PASSWORDS,
 ]
 
 # Ordinary code, schemas and references beside those shapes.
@@ -318,6 +341,32 @@ ORDINARY = [
     "app.py:12:def login(user, password):",
     "tests/test_db.py::test_connect PASSED",
     "db:6543:app:alice:[REDACTED]",
+    # A password prompt followed by no answer alone on its line: nothing, a blank line, a sentence,
+    # another prompt, terminal output, a shell's prompt; test logs; code and a schema.
+    "Password:",
+    "Password:\n",
+    "Password:\n\nWelcome to Ubuntu 22.04",
+    "Password:\n\nhunter2Xy!",
+    "Password:\nSorry, try again.",
+    "Password: \nsu: Authentication failure",
+    "[sudo] password for alice:\nSorry, try again.\n[sudo] password for alice:\nsudo: 3 incorrect password attempts",
+    "Password:\nPassword:\nPassword:",
+    "Password:\n^C",
+    "Password:\nroot@web-1:~#",
+    "Password:\nbash-5.1#",
+    "Password:\nmysql>",
+    "Password:\n$",
+    "Password:\n[REDACTED]",
+    "Password:\nRequired",
+    "PASS:\nPASSED",
+    "test_password:\nPASSED",
+    "tests/test_auth.py::test_password\nPASSED",
+    "if not password:\n    return",
+    "class Password:\n    pass",
+    "def check(user, password):\n    return",
+    "password:\n  type: string\n  minLength: 8",
+    "password:\n  - required",
+    "the password is stored in:\n/run/secrets/db",
 ]
 
 
@@ -388,6 +437,10 @@ def _seconds(text: str) -> float:
         ("", "password for a b c "),  # `for <user>` and a link looked for at most a few words ahead
         ("", "password is "),
         ("", "credentials: a / "),
+        ("", "db:6543:app:u:"),  # a port's host looked for behind it, a prompt's line too
+        ("", "x 1:a:b:c:"),
+        ("", "Password:\n"),
+        ("", "[sudo] password for a b "),
     ],
 )
 def test_the_context_rules_stay_linear(head: str, unit: str) -> None:
@@ -406,7 +459,7 @@ def _pieces(text: str, size: int = 4) -> set[str]:
 
 
 @pytest.mark.parametrize("layer", LAYERS)
-@pytest.mark.parametrize(("template", "secret"), PGPASS_LINES)
+@pytest.mark.parametrize(("template", "secret"), PGPASS_LINES + PROMPTED_PASSWORDS)
 def test_round_11_shapes_leave_no_four_characters_of_the_password(template: str, secret: str, layer: str) -> None:
     """No 4-character piece of the password is left, in any layer (but what the text around it holds)."""
     encode, decode = LAYERS[layer]
@@ -433,4 +486,22 @@ def test_round_11_shapes_leave_no_four_characters_of_the_password(template: str,
 def test_a_pgpass_line_keeps_all_but_its_password(text: str, expected: str) -> None:
     """Host, port, database and user stay (a summary may need them), and a JSON string that holds
     the line still closes: the password ends at its quote."""
+    assert redact_secrets(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("$ su -\nPassword:\nhunter2Xy!\n# whoami", f"$ su -\nPassword:\n{REDACTED}\n# whoami"),
+        ("[sudo] password for alice:\r\nhunter2Xy!\r\n", f"[sudo] password for alice:\r\n{REDACTED}\r\n"),
+        (
+            '{"command": "retry\\nPassword:\\nhunter2Xy!", "timeout": 5}',
+            f'{{"command": "retry\\nPassword:\\n{REDACTED}", "timeout": 5}}',
+        ),
+        ('{"out": "Password:\\n\'hunter2Xy!\'"}', f'{{"out": "Password:\\n\'{REDACTED}\'"}}'),
+    ],
+)
+def test_a_prompted_password_is_masked_and_what_holds_it_stays(text: str, expected: str) -> None:
+    """The value only: the prompt, the lines after it, quotes around it and a JSON string closing
+    after it stay."""
     assert redact_secrets(text) == expected

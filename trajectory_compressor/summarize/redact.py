@@ -49,7 +49,8 @@ gitleaks, trufflehog and detect-secrets):
 - by what stands near it (`context_rules`): a name and its value given apart (`{"name":
   "DB_PASSWORD", "value": ...}`, `getenv("API_KEY", "...")`, `ENV DB_PASSWORD ...`), AWS's secret
   beside its key id, an Azure SAS `sig=`, `.npmrc`'s `_auth=`;
-- by the line it stands on (`line_rules`): a `.pgpass` line (`host:port:db:user:…`, any port);
+- by the line it stands on (`line_rules`): a `.pgpass` line (`host:port:db:user:…`, any port), a
+  password typed after a prompt, alone on the next line (`Password:` / `hunter2`);
 - config files and SQL: `IDENTIFIED BY '...'`, `WITH PASSWORD '...'`, `<password>...</password>`,
   `.netrc`, Docker's `config.json` `auth`, a Kubernetes env entry's `value:` after a secret's `name:`, PHP's `=>`;
 - assignments: literal values assigned to password / passwd / pwd / passphrase / pass
