@@ -46,6 +46,21 @@ PROMPTED_PASSWORDS = [
     ("Enter password:\n{}", "20481024"),
 ]
 
+# A URL's password holding an unencoded `/`, `?` or `#` (each ends the authority): to the token's
+# last `@` that a host follows.
+URL_PASSWORDS_WITH_DELIMITERS = [
+    ("git clone https://alice:{}@git.example.com/repo.git", "pa/ss9Wq7x"),
+    ("DATABASE_URL=postgres://u:{}@db:5432/x", "p?w#d9Wq7x"),
+    ("mysql://app:{}@10.0.0.5:3306/app", "Wq7/xLm2?pRt#9"),
+    ("redis://default:{}@localhost:6379/0", "a/b?c#d9Wq7"),
+    ("amqp://guest:{}@rabbit.internal:5672/", "p@ss/w0rd9Wq"),
+    ("postgresql://app:{}@db/app", "Wq7/xLm2pRt9"),
+    ("https://u:{}@[::1]:8443/x", "Wq7/xLm2pRt9"),
+    ("pip install git+https://deploy:{}@git.example.com/org/pkg.git#egg=pkg", "Wq7#xLm2/pRt9"),
+    ("git remote add origin 'https://alice:{}@git.example.com'", "pa/ss9Wq7x"),
+    ("[repo](https://alice:{}@git.example.com/r)", "pa/ss9Wq7x"),
+]
+
 # (text with {} where the secret goes, the secret that must disappear)
 SHAPES = [
     # Generated passwords: their symbols are not code (`assignment_rules.assignment_value`).
@@ -218,6 +233,7 @@ SHAPES = [
     ("created with a password of {} (keep it)", "Kx9mPq2zz"),
     *PGPASS_LINES,
     *PROMPTED_PASSWORDS,
+    *URL_PASSWORDS_WITH_DELIMITERS,
 ]
 
 # Ordinary code, schemas and references beside those shapes.
@@ -367,6 +383,22 @@ ORDINARY = [
     "password:\n  type: string\n  minLength: 8",
     "password:\n  - required",
     "the password is stored in:\n/run/secrets/db",
+    # An `@` in a URL with no password before it: no `user:` right after `scheme://` (a colon in a
+    # path), a port before the path, mail addresses, scp-style git, package versions.
+    "https://example.com/users/@alice",
+    "https://github.com/a:b/c@d",
+    "https://github.com/org/repo/blob/main/a:b/c@d.com",
+    "mailto:alice@example.com",
+    "git@github.com:org/repo.git",
+    "ssh://git@github.com:org/repo.git",
+    "http://localhost:8080/users/bob@example.com",
+    "http://127.0.0.1:8000/api/users?email=bob@example.com#top",
+    "https://registry.example.com:5000/v2/app/manifests/x@sha256.abc",
+    "http://[::1]:8080/x@example.com",
+    "https://web.archive.org/web/2020/https://example.com/@alice",
+    "https://cdn.jsdelivr.net/npm/@scope/pkg@1.2.3/dist/x.js",
+    "https://{user}:{password}@{host}/x",
+    "https://deploy:[REDACTED]@npm.example.com/@scope/pkg",
 ]
 
 
@@ -441,6 +473,7 @@ def _seconds(text: str) -> float:
         ("", "x 1:a:b:c:"),
         ("", "Password:\n"),
         ("", "[sudo] password for a b "),
+        ("", "a://u:/@b"),  # every `@` of a URL's token tried for a host, within a bounded token
     ],
 )
 def test_the_context_rules_stay_linear(head: str, unit: str) -> None:
@@ -459,7 +492,7 @@ def _pieces(text: str, size: int = 4) -> set[str]:
 
 
 @pytest.mark.parametrize("layer", LAYERS)
-@pytest.mark.parametrize(("template", "secret"), PGPASS_LINES + PROMPTED_PASSWORDS)
+@pytest.mark.parametrize(("template", "secret"), PGPASS_LINES + PROMPTED_PASSWORDS + URL_PASSWORDS_WITH_DELIMITERS)
 def test_round_11_shapes_leave_no_four_characters_of_the_password(template: str, secret: str, layer: str) -> None:
     """No 4-character piece of the password is left, in any layer (but what the text around it holds)."""
     encode, decode = LAYERS[layer]
@@ -504,4 +537,19 @@ def test_a_pgpass_line_keeps_all_but_its_password(text: str, expected: str) -> N
 def test_a_prompted_password_is_masked_and_what_holds_it_stays(text: str, expected: str) -> None:
     """The value only: the prompt, the lines after it, quotes around it and a JSON string closing
     after it stay."""
+    assert redact_secrets(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("https://alice:pa/ss@git.example.com/repo.git", f"https://alice:{REDACTED}@git.example.com/repo.git"),
+        ("postgres://u:p?w#d@db:5432/x", f"postgres://u:{REDACTED}@db:5432/x"),
+        ("amqp://guest:p@ss/w0rd@rabbit.internal:5672/", f"amqp://guest:{REDACTED}@rabbit.internal:5672/"),
+        ('{"url": "https://alice:pa/ss@git.example.com"}', f'{{"url": "https://alice:{REDACTED}@git.example.com"}}'),
+        # Credentials and an address later in the URL: masked to the last `@`, the host with it.
+        ("https://u:pass@host.com/p?to=a@b.com", f"https://u:{REDACTED}@b.com"),
+    ],
+)
+def test_a_url_password_with_a_delimiter_is_masked_to_the_hosts_at(text: str, expected: str) -> None:
     assert redact_secrets(text) == expected

@@ -234,10 +234,12 @@ PLANTED: list[tuple[str, str, str]] = [
     # Round 10: a YAML block scalar, a JSON body percent-encoded twice.
     ("yaml-block-scalar", "cat config.yml\ndb:\n  password: |-\n    {}\n  host: db", "pw" + _r(16)),
     ("percent-encoded-twice", "GET /?q=%257B%2522password%2522%253A%2522{}%2522%257D", "pw-" + _r(16)),
-    # Round 11: a `.pgpass` line on another port than Postgres's, a password typed after a prompt.
+    # Round 11: a `.pgpass` line on another port than Postgres's, a password typed after a prompt,
+    # a URL's password holding an unencoded `/`, `?` and `#`.
     ("pgpass-other-port", "cat ~/.pgpass\ndb.example.com:6543:app:alice:{}", "pw" + _r(16)),
     # (a line after the password, as for the YAML block: a model quoting the line reads on after it)
     ("password-prompt", "$ su -\nPassword:\n{}\nroot@web-1:~# whoami", "pw" + _r(16)),
+    ("url-password-delimiters", "git clone https://deploy:{}@git.example.com/g/p.git", f"pw/{_r(8)}?{_r(8)}#{_r(4)}"),
 ]
 
 

@@ -33,7 +33,8 @@ gitleaks, trufflehog and detect-secrets):
 - SaaS: SendGrid SG., Twilio SK, Mailgun key-, Mailchimp, Linear lin_api_, Notion secret_ and
   ntn_, JWTs;
 - any of these inside a base64 or hex blob (`encoded_secrets`), two encodings deep;
-- passwords in URLs (`scheme://user:password@host`, any scheme; a random token as the user,
+- passwords in URLs (`scheme://user:password@host`, any scheme, a `/`, `?` or `#` in the
+  password too: `url_rules`; a random token as the user,
   `https://TOKEN@host`), session cookies (`Cookie:`, `Set-Cookie:`, `curl -b`), `Authorization:` headers
   (Basic, Bearer, token, ...), `Bearer <token>`, `curl -u user:password`;
 - passwords on command lines: `--password[=| ]VALUE` (`--passwd`, `--passphrase`, a prefix:
@@ -98,8 +99,9 @@ from trajectory_compressor.summarize.escapes import SHOWN_MARKERS, as_shown, une
 from trajectory_compressor.summarize.line_rules import LINE_RULES
 from trajectory_compressor.summarize.prose_rules import PROSE_RULES
 from trajectory_compressor.summarize.secret_rules import REDACTED, RULES, Span
+from trajectory_compressor.summarize.url_rules import URL_RULES
 
-ALL_RULES = (*RULES, *COMMAND_LINE_RULES, *ASSIGNMENT_RULES, *CONTEXT_RULES, *LINE_RULES, *PROSE_RULES)
+ALL_RULES = (*RULES, *URL_RULES, *COMMAND_LINE_RULES, *ASSIGNMENT_RULES, *CONTEXT_RULES, *LINE_RULES, *PROSE_RULES)
 
 # The base64 body and END line of a PEM key whose BEGIN line was cut away (a transcript cut).
 _PEM_END = re.compile(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
