@@ -28,6 +28,7 @@ from trajectory_compressor.settings import ConfigError, RunConfig
 from trajectory_compressor.settings.choices import NO_SUMMARIES
 from trajectory_compressor.summarize.choose import SummarizerChoice, choose_summarizers, resolve_endpoint, wants_llm
 from trajectory_compressor.summarize.llm.preflight import check_before_loading
+from trajectory_compressor.write.paths import written_by_a_run
 
 if TYPE_CHECKING:  # the batch phase loads aiohttp: only runs with --batch import it
     from trajectory_compressor.run.batch.driver import BatchPhase
@@ -67,7 +68,11 @@ async def compress_async(
     config.validate()
     say = on_message or (lambda text: None)
     sources = expand_inputs(
-        paths, data_files=config.read.data_files, streaming=config.read.streaming, exclude=[str(output)]
+        paths,
+        data_files=config.read.data_files,
+        streaming=config.read.streaming,
+        exclude=[str(output)],
+        written_by_us=written_by_a_run,
     )
     jobs = plan_jobs(paths, sources, str(output), config.output, config.select)
     check_output_paths(jobs, sources, config)

@@ -91,3 +91,43 @@ def test_save_to_disk_directory_inside_a_directory_is_one_source(tmp_path: Path)
     datasets.Dataset.from_list(ROWS[:2]).save_to_disk(str(tmp_path / "saved"))
     sources = expand_inputs([str(tmp_path)])
     assert [(Path(s.name).name, s.kind) for s in sources] == [("a.jsonl", "jsonl"), ("saved", "hf_disk")]
+
+
+def _runs(tmp_path: Path) -> Path:
+    """`runs/a/x.jsonl` and `runs/b/y.jsonl`: the user's rows in two folders."""
+    runs = tmp_path / "runs"
+    write_jsonl(runs / "a" / "x.jsonl", ROWS[:1])
+    write_jsonl(runs / "b" / "y.jsonl", ROWS[:1])
+    return runs
+
+
+def _ours(path: Path) -> bool:
+    return path.with_suffix(".report.json").is_file()
+
+
+def test_an_output_folder_inside_the_input_holding_the_users_files_is_refused(tmp_path: Path) -> None:
+    """`compress runs -o runs/b/`: the output folder is left out of the walk (so a re-run does not
+    read its outputs back), and with it the user's `runs/b/y.jsonl`, which no run wrote. It was
+    left unread, with a note calling `runs/b` a file named like this tool's outputs."""
+    runs = _runs(tmp_path)
+    notes: list[str] = []
+    with pytest.raises(
+        InputError, match=r"output folder .*runs/b.* holds input files this tool did not write .*y\.jsonl"
+    ):
+        expand_inputs([str(runs)], exclude=[str(runs / "b")], written_by_us=_ours, on_message=notes.append)
+    # Once the run wrote it (its report beside it), the file in the output folder is an output: left out.
+    (runs / "b" / "y.report.json").write_text("{}")
+    sources = expand_inputs([str(runs)], exclude=[str(runs / "b")], written_by_us=_ours, on_message=notes.append)
+    assert [Path(s.name).name for s in sources] == ["x.jsonl"]
+    assert notes == [f"note: not read as input: this run's output {runs / 'b'}, inside an input folder"]
+
+
+def test_an_output_folder_that_is_the_input_folder_is_refused_and_one_holding_it_reads_it(tmp_path: Path) -> None:
+    """`compress runs -o runs/` would make each input its own output: refused, naming the folder (it
+    said "no input files in directory"). `compress runs/a -o runs/` writes beside the input folder,
+    not in it: its files are read (they were all left out, as if inside the output)."""
+    runs = _runs(tmp_path)
+    with pytest.raises(InputError, match=r"the output is the input folder .*runs.* itself"):
+        expand_inputs([str(runs)], exclude=[str(runs)], written_by_us=_ours)
+    sources = expand_inputs([str(runs / "a")], exclude=[str(runs)], written_by_us=_ours)
+    assert [Path(s.name).name for s in sources] == ["x.jsonl"]

@@ -46,6 +46,7 @@ def expand_inputs(
     streaming: bool = True,
     on_message: Callable[[str], None] | None = None,
     exclude: Sequence[str] = (),
+    written_by_us: Callable[[Path], bool] | None = None,
 ) -> list[InputSource]:
     """Turn command-line input arguments into the ordered, de-duplicated list of sources to read.
 
@@ -56,12 +57,16 @@ def expand_inputs(
     own outputs are named once through `on_message` (default: a line on stderr). Paths in
     `exclude` (the run's output file or directory) and everything under them are left out of
     directory walks, so an output written inside an input directory is not read back as an
-    input by the re-run that resumes or finishes it.
+    input by the re-run that resumes or finishes it. With `written_by_us` (which says whether a
+    data file is an output this tool wrote), an output directory left out so that holds input
+    files the tool did not write, or that is an input directory itself, raises `InputError`:
+    those files would be neither read nor written, the user's rows lost without a word.
     """
     excluded = tuple(os.path.realpath(path) for path in exclude)
     sources: list[InputSource] = []
     seen: set[str] = set()
-    skipped: list[str] = []
+    skipped: list[str] = []  # files named like this tool's side files
+    left_out: list[str] = []  # the run's own output paths met in a walk
 
     def add(source: InputSource) -> None:
         key = source.name if source.kind == "hf_load" else os.path.realpath(source.path or source.name)
@@ -82,7 +87,15 @@ def expand_inputs(
             if is_save_to_disk_dir(path):
                 add(InputSource(name=arg, kind="hf_disk", path=arg))
                 continue
-            found = list(_walk_directory(path, skipped, excluded))
+            folder = os.path.realpath(path)
+            if folder in excluded:  # each input file would be its own output
+                raise InputError(f"the output is the input folder {quoted(arg)} itself: write it outside that folder")
+            # Only what lies inside this folder: an output folder holding the input folder holds
+            # its outputs beside it (`compress runs/a -o runs/`), not in it.
+            inside = tuple(item for item in excluded if item.startswith(folder.rstrip(os.sep) + os.sep))
+            found = list(_walk_directory(path, skipped, inside, left_out))
+            if written_by_us is not None:
+                _refuse_foreign_files(left_out, arg, written_by_us)
             if not found:
                 supported = ", ".join(supported_suffixes())
                 raise InputError(f"no input files ({supported}) in directory: {quoted(arg)}")
@@ -94,12 +107,34 @@ def expand_inputs(
             supported = ", ".join(supported_suffixes())
             raise InputError(f"unsupported input file type (expected {supported}): {quoted(arg)}")
         add(InputSource(name=arg, kind=kind, path=arg))
+    say = on_message or (lambda text: print(text, file=sys.stderr))
     if skipped:
-        say = on_message or (lambda text: print(text, file=sys.stderr))
         more = f" and {len(skipped) - 1} more" if len(skipped) > 1 else ""
         example = quoted(skipped[0])
         say(f"note: skipped {len(skipped)} file(s) named like this tool's outputs in input folders: {example}{more}")
+    if left_out:
+        say(f"note: not read as input: this run's output {quoted(left_out[0])}, inside an input folder")
     return sources
+
+
+def _refuse_foreign_files(left_out: list[str], folder: str, written_by_us: Callable[[Path], bool]) -> None:
+    """Raise `InputError` when an output directory left out of the walk of `folder` holds an
+    input file that `written_by_us` does not claim (the user's own rows, in the output folder)."""
+    for output in left_out:
+        if not os.path.isdir(output):
+            continue  # an output file: the collision checks refuse one the tool did not write
+        foreign = [
+            source.name
+            for source in _walk_directory(Path(output), [])
+            if source.path is not None and not written_by_us(Path(source.path))
+        ]
+        if foreign:
+            more = f" and {len(foreign) - 1} more" if len(foreign) > 1 else ""
+            raise InputError(
+                f"the output folder {quoted(output)} is inside the input folder {quoted(folder)} and holds input"
+                f" files this tool did not write ({quoted(foreign[0])}{more}): they would not be read."
+                " Write the outputs outside the input folder, or move those files out of the output folder"
+            )
 
 
 def _is_own_output(name: str) -> bool:
@@ -111,9 +146,12 @@ def _is_excluded(path: Path, excluded: tuple[str, ...]) -> bool:
     return any(real == item or real.startswith(item.rstrip(os.sep) + os.sep) for item in excluded)
 
 
-def _walk_directory(root: Path, skipped: list[str], excluded: tuple[str, ...] = ()) -> Iterator[InputSource]:
+def _walk_directory(
+    root: Path, skipped: list[str], excluded: tuple[str, ...] = (), left_out: list[str] | None = None
+) -> Iterator[InputSource]:
     """Supported files under `root`, recursively, sorted by path relative to `root`; own outputs
-    (by name, or under a path in `excluded`) are left out and added to `skipped`."""
+    are left out: by name (added to `skipped`) or under a path in `excluded` (to `left_out`)."""
+    left_out = skipped if left_out is None else left_out
     found: list[tuple[str, InputSource]] = []
     for dirpath, dirnames, filenames in os.walk(root):
         here = Path(dirpath)
@@ -122,7 +160,7 @@ def _walk_directory(root: Path, skipped: list[str], excluded: tuple[str, ...] = 
             if dirname.startswith("."):
                 continue
             if _is_excluded(here / dirname, excluded):
-                skipped.append(str(here / dirname))
+                left_out.append(str(here / dirname))
                 continue
             if is_save_to_disk_dir(here / dirname):
                 sub = str(here / dirname)
@@ -133,8 +171,11 @@ def _walk_directory(root: Path, skipped: list[str], excluded: tuple[str, ...] = 
         for filename in filenames:
             if filename.startswith("."):
                 continue
-            if _is_own_output(filename) or _is_excluded(here / filename, excluded):
+            if _is_own_output(filename):
                 skipped.append(str(here / filename))
+                continue
+            if _is_excluded(here / filename, excluded):
+                left_out.append(str(here / filename))
                 continue
             full = str(here / filename)
             kind = file_kind(full)

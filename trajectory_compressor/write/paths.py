@@ -79,6 +79,15 @@ class OutputPaths:
         return {name: str(getattr(self, name)) for name in ("data", "metrics", "report", "over_limit", "rejects")}
 
 
+def written_by_a_run(data: Path) -> bool:
+    """Whether the data file `data` is an output of a run: its report lies beside it (a finished
+    run), or its work folder (a run killed while moving its files into place, which the next run
+    finishes). A file in an output folder with neither is the user's (`read.expand` refuses to
+    hide it)."""
+    paths = OutputPaths.beside(data)
+    return paths.report.is_file() or paths.work_dir.is_dir()
+
+
 def lock_beside(path: Path) -> Path:
     """The lock file that guards the output file `path`."""
     return path.parent / f".{path.name}.lock"
