@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from tests.count.chat_fixtures import QWEN25, family_tokenizer
+from trajectory_compressor.count.named_templates import read_chat_template
 from trajectory_compressor.training import ChatTokens, llamafactory_samples, loss_mask, messages_of, tools_of
 from trajectory_compressor.training.llamafactory import RESULTS_JOIN
 
@@ -90,3 +91,28 @@ def test_chat_tokens_mask_exactly_the_marked_assistant_answers() -> None:
         "Done: a.py, b.py, c.py.<|im_end|>\n"
     )
     assert set(row.owners) == set(range(9)) and row.owners == sorted(row.owners)
+
+
+def test_chat_tokens_train_the_first_token_of_a_deepseek_answer_that_follows_a_tool_result() -> None:
+    """DeepSeek V3.1 writes no role header after a tool result: the answer's first token, whose
+    text shares ``<｜`` (or ``<``) with the header written after a user turn, is trained too."""
+    tokenizer = family_tokenizer("deepseek", read_chat_template("deepseek-v3.1"))
+    call = {"id": "c0", "type": "function", "function": {"name": "bash", "arguments": {"command": "ls"}}}
+    record = {
+        "messages": [
+            {"role": "user", "content": "List the files."},
+            {"role": "assistant", "content": "", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c0", "content": "a.py"},
+            {"role": "assistant", "content": "", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c0", "content": "a.py"},
+            {"role": "assistant", "content": "<think>a.py again</think>Done: a.py."},
+        ]
+    }
+    row = ChatTokens(tokenizer).row(record)
+    trained = tokenizer.decode([t for t, m in zip(row.input_ids, row.assistant_masks, strict=True) if m])
+    calls = '<｜tool▁call▁begin｜>bash<｜tool▁sep｜>{"command": "ls"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>'
+    answer = "<think>a.py again</think>Done: a.py.<｜end▁of▁sentence｜>"
+    assert trained == f"<｜tool▁calls▁begin｜>{calls}<｜end▁of▁sentence｜>" * 2 + answer
+    # A run opening on the assistant: the bos token before it is not its answer.
+    opening = ChatTokens(tokenizer).row({"messages": record["messages"][1:]})
+    assert opening.assistant_masks[0] == 0 and opening.input_ids[0] == tokenizer.bos_token_id

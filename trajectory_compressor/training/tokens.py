@@ -61,6 +61,7 @@ class ChatTokens:
         self.template_kwargs = template_kwargs
         self.renderer = ChatRenderer(tokenizer, template_kwargs)
         self.header = self._generation_header()
+        self.header_cuts = self._token_ends(self.header)
 
     def __call__(self, record: Mapping[str, Any]) -> dict[str, list[int]]:
         return self.row(record).as_columns()
@@ -77,31 +78,45 @@ class ChatTokens:
             bounds = self._prefix_starts(plain, tools, text)
         else:
             bounds = [0, *(start or 0 for start in starts[1:])]
+        encoded = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        ids = list(encoded["input_ids"])
+        offsets = [tuple(pair) for pair in encoded["offset_mapping"]]
         trained: list[tuple[int, int]] = []
         for index, message in enumerate(messages):
             if not is_trained(message):
                 continue
             end = bounds[index + 1] if index + 1 < len(bounds) else len(text)
-            trained.append((self._answer_start(text, bounds[index], end, first=index == 0), end))
-        encoded = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
-        ids = list(encoded["input_ids"])
+            trained.append((self._answer_start(text, bounds[index], end, offsets, first=index == 0), end))
         firsts = [begin for begin, _ in trained]
         mask, owners = [], []
-        for start, _ in encoded["offset_mapping"]:
+        for start, _ in offsets:
             position = bisect.bisect_right(firsts, start) - 1
             mask.append(int(position >= 0 and start < trained[position][1]))
             owners.append(max(0, bisect.bisect_right(bounds, start) - 1))
         return TrainingRow(ids, mask, owners)
 
-    def _answer_start(self, text: str, start: int, end: int, *, first: bool) -> int:
+    def _answer_start(self, text: str, start: int, end: int, offsets: Sequence[tuple[int, int]], *, first: bool) -> int:
         """Where an assistant message's answer starts: after its role header. The first message of
         a conversation may follow what the template writes before any message (a default system
-        prompt): its header is looked for, not expected at its start."""
+        prompt): its header is looked for, not expected at its start.
+
+        Elsewhere the header is what the message's text shares with it; a share that ends inside
+        one of the header's tokens is a likeness of characters, and the row's token it cuts is the
+        answer's. DeepSeek V3.1 writes no header after a tool result, and an answer there opening
+        on ``<｜tool▁calls▁begin｜>`` (``<think>``) shares ``<｜`` (``<``) with its header
+        ``<｜Assistant｜>``: that token is the answer's first, to be trained."""
         if first and self.header:
             found = text.find(self.header, start, end)
             if found >= 0:
                 return found + len(self.header)
-        return start + _common_prefix(self.header, text[start:end])
+        shared = _common_prefix(self.header, text[start:end])
+        answer = start + shared
+        if first or shared in self.header_cuts:  # the first starts on what precedes any message (bos)
+            return answer
+        token = bisect.bisect_right(offsets, (answer, answer)) - 1
+        if token >= 0 and offsets[token][0] < answer < offsets[token][1]:
+            return max(start, offsets[token][0])
+        return answer
 
     def _generation_header(self) -> str:
         """What the template writes to open an assistant turn (``add_generation_prompt=True``)."""
@@ -113,6 +128,13 @@ class ChatTokens:
         except Exception:  # a template that refuses the probe: no header is skipped
             return ""
         return prompted[len(plain) :] if prompted.startswith(plain) else ""
+
+    def _token_ends(self, piece: str) -> set[int]:
+        """Where the tokens of `piece`, tokenized alone, end (and 0)."""
+        if not piece:
+            return {0}
+        encoded = self.tokenizer(piece, add_special_tokens=False, return_offsets_mapping=True)
+        return {0, *(end for _, end in encoded["offset_mapping"])}
 
     def _prefix_starts(self, messages: list[dict[str, Any]], tools: Sequence[Any] | None, text: str) -> list[int]:
         """Where each message starts, as the common prefix of each growing prefix's rendering and
