@@ -260,6 +260,19 @@ def test_no_tools_key_null_and_empty_string_mean_no_tools() -> None:
     assert sum(_counts(counter, openai_record(tools=[]))) == _expected(counter, openai_record(tools=[]))
 
 
+def test_an_empty_list_of_tools_means_no_tools_as_the_training_recipes_read_it() -> None:
+    """Llama 3.1's template, given ``tools=[]``, writes its tool preamble with no tool in it; the
+    recipes (`ChatTokens`, veRL's, axolotl's ``if tools:``) render no tools: the count is theirs."""
+    from trajectory_compressor.training import ChatTokens
+
+    counter = _counter("llama", LLAMA31_STYLE)
+    record = openai_record(steps=1)
+    plain = sum(_counts(counter, record))
+    for tools in ([], "[]"):
+        assert sum(_counts(counter, {**record, "tools": tools})) == plain
+        assert len(ChatTokens(counter.tokenizer).row({**record, "tools": tools}).input_ids) == plain
+
+
 def test_the_tools_key_is_a_setting() -> None:
     record = sharegpt_record(tools_key="functions", tools=TOOLS)
     counter = _counter("qwen", QWEN25, tools_key="functions")

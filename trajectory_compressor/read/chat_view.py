@@ -11,7 +11,10 @@ what this returns (so `compressed_tokens` is what the trainer counts), and the t
 - ShareGPT turns: ``role`` / ``content`` pairs (human → user, gpt → assistant), the markup
   inside the text as written: what TRL's `maybe_convert_to_chatml` and axolotl's ShareGPT
   mapping hand the template.
-- ``tools``: the schemas, decoded from JSON text (TRL and axolotl decode a string ``tools``).
+- ``tools``: the schemas, decoded from JSON text (TRL and axolotl decode a string ``tools``); an
+  empty list is no tools, as the recipes render it (axolotl passes ``tools`` only ``if tools``,
+  `training.view.tools_of` likewise), where Llama 3.1's template, given ``[]``, would write its
+  tool preamble with no tool in it.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ def trainer_chat(record: Any, fmt: ConversationFormat, tools_key: str = "tools")
     messages = template_messages(record, fmt)
     if fmt.name == "openai":
         messages = [_as_rendered(message) for message in messages]
-    return TrainerChat(messages, record_tools(record, tools_key))
+    return TrainerChat(messages, record_tools(record, tools_key) or None)
 
 
 def _as_rendered(message: Any) -> Any:
