@@ -54,6 +54,8 @@ HARD: list[tuple[dict[str, Any], str | None]] = [
     ({**GOOD, "id": "tools-not-json", "tools": "not json"}, "'tools' is not valid JSON"),
     ({**GOOD, "id": "tools-object", "tools": {"name": "read"}}, "'tools' is not a list of tool schemas"),
     ({**GOOD, "id": "tools-json-text", "tools": json.dumps([TOOL])}, None),
+    ({**GOOD, "id": "tools-blank", "tools": " "}, None),  # no tools: written null (axolotl json.loads text)
+    ({**GOOD, "id": "tools-null-text", "tools": "null"}, None),
     (
         {"id": "arguments-not-json", "messages": [USER_PARTS, *CALL_AND_RESULT, *BAD_CALL_AND_RESULT]},
         "turn 3: tool_calls[0] ('read'): 'arguments' are not valid JSON",

@@ -327,6 +327,8 @@ def to_hf_chat(
     - ``tools``: the schemas (under `tools_key`) as JSON text, or null: tool schemas differ from source to source,
       and a column of objects gets one Arrow struct type fixed by the first block `datasets`
       reads, so a later block with other tools stops the load; text loads whatever the mix.
+      Text that holds no tools (blank, or ``"null"``) is written null: TRL and axolotl
+      ``json.loads`` a string, and stop on blank text or on the None it gives.
     - ``metadata``: every other key of the record, as JSON text (``"{}"`` when there is none),
       for the same reason: sources keep their own keys (``reward``, ``task_id``...).
 
@@ -348,10 +350,16 @@ def to_hf_chat(
     tools = record.get(tools_key)
     out = {
         "messages": [hf_chat_message(message) for message in messages],
-        "tools": tools if tools is None or isinstance(tools, str) else _json_text_of(tools),
+        "tools": _hf_chat_tools(tools),
         "metadata": metadata,
     }
     return out, owners
+
+
+def _hf_chat_tools(tools: Any) -> str | None:
+    if isinstance(tools, str):
+        return None if not tools.strip() or tools.strip() == "null" else tools
+    return None if tools is None else _json_text_of(tools)
 
 
 def hf_chat_message(message: Any) -> Any:
