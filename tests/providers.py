@@ -11,12 +11,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp import web
 
 from tests.conftest import make_trajectory, run_cli, write_jsonl
 from tests.fake_openai_server import FakeOpenAIServer, FakeServerThread, prompt_text
@@ -105,3 +107,33 @@ def no_secret_anywhere(secret: str, root: Path, *texts: str) -> None:
             assert secret.encode() not in path.read_bytes(), path
     for text in texts:
         assert secret not in text
+
+
+@contextlib.asynccontextmanager
+async def redirecting_elsewhere(status: int = 307) -> AsyncIterator[tuple[str, list[dict[str, str]]]]:
+    """A server on 127.0.0.1 that answers every request with `status` and a `Location` on another
+    port (another origin: a host the key must never reach), and the headers of every request that
+    reached that other port. Yields the redirecting server's URL and that list."""
+    reached: list[dict[str, str]] = []
+
+    async def elsewhere(request: web.Request) -> web.Response:
+        reached.append(dict(request.headers))
+        return web.json_response({"error": {"message": "the key came here"}}, status=404)
+
+    async def redirect(request: web.Request) -> web.Response:
+        return web.Response(status=status, headers={"Location": f"{other_origin}{request.path_qs}"})
+
+    runners = []
+    for handler in (elsewhere, redirect):
+        app = web.Application()
+        app.router.add_route("*", "/{path:.*}", handler)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", 0).start()
+        runners.append(runner)
+    other_origin, origin = (f"http://127.0.0.1:{runner.addresses[0][1]}" for runner in runners)
+    try:
+        yield origin, reached
+    finally:
+        for runner in runners:
+            await runner.cleanup()

@@ -8,15 +8,20 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.fake_anthropic_api import FakeAnthropicServer
 from tests.fake_openai_server import fake_summary
-from tests.providers import ProviderClient
+from tests.providers import ProviderClient, redirecting_elsewhere
 from tests.summarize.llm.test_client import make_request
+from trajectory_compressor.summarize.llm import LLMSummarizer
+from trajectory_compressor.summarize.llm.batch_api import BatchAPIError
 from trajectory_compressor.summarize.llm.dialects.anthropic import ANTHROPIC_VERSION
+from trajectory_compressor.summarize.llm.dialects.anthropic_batches import AnthropicBatches
+from trajectory_compressor.summarize.llm.preflight import check_endpoint
 from trajectory_compressor.summarize.tally import counting
 from trajectory_compressor.types import EndpointAuthError, SummaryError, SummaryRequest, Turn
 
@@ -178,3 +183,26 @@ def test_a_prompt_anthropic_says_is_too_long_is_asked_again_shorter() -> None:
         assert stats["retries_by_cause"]["context"] == result.calls - 1
 
     asyncio.run(scenario())
+
+
+def test_a_redirect_is_not_followed_so_the_key_reaches_no_other_host(tmp_path: Path) -> None:
+    # aiohttp drops `Authorization` on a redirect to another origin, but not `x-api-key`: the
+    # preflight, a live call and each batch call (a JSON call, a download) once carried it there.
+    async def scenario() -> str:
+        async with redirecting_elsewhere() as (base_url, elsewhere):
+            await check_endpoint(make_config(base_url))  # a redirect decides nothing there
+            with counting() as tally, pytest.raises(SummaryError) as caught:
+                async with LLMSummarizer(make_config(base_url)) as summarizer:
+                    await summarizer.summarize(make_request())
+            assert tally.calls == 1  # not retried: it would redirect again
+            async with AnthropicBatches(make_config(base_url)) as batches:
+                with pytest.raises(BatchAPIError, match="HTTP 307"):
+                    await batches.get_batch("msgbatch_1")
+                with pytest.raises(BatchAPIError, match="HTTP 307"):
+                    await batches.download(f"{base_url}/v1/messages/batches/msgbatch_1/results", tmp_path / "r")
+        assert elsewhere == []
+        return str(caught.value)
+
+    message = asyncio.run(scenario())
+    assert "HTTP 307" in message and "redirected to http://127.0.0.1:" in message and "not followed" in message
+    assert KEY not in message

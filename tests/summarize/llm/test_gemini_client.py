@@ -13,9 +13,10 @@ import pytest
 
 from tests.fake_gemini_api import FakeGeminiServer, neutral_body
 from tests.fake_openai_server import fake_summary
-from tests.providers import ProviderClient
+from tests.providers import ProviderClient, redirecting_elsewhere
 from tests.summarize.llm.test_client import make_request
 from trajectory_compressor.settings import ConfigError
+from trajectory_compressor.summarize.llm import LLMSummarizer
 from trajectory_compressor.summarize.llm.dialects.gemini import GeminiDialect
 from trajectory_compressor.summarize.llm.preflight import check_endpoint
 from trajectory_compressor.types import EndpointAuthError, SummaryError
@@ -177,3 +178,19 @@ def test_a_model_path_a_tuned_model_and_a_thought_part() -> None:
     assert blocked.content is None and blocked.missing == "reply has no candidates (prompt blocked: SAFETY)"
     safety = GeminiDialect(config).read_reply({"candidates": [{"finishReason": "SAFETY"}]})
     assert safety.missing == "reply has no text in candidates[0].content.parts (finishReason=SAFETY)"
+
+
+def test_a_redirect_is_not_followed_so_the_key_reaches_no_other_host() -> None:
+    # aiohttp keeps `x-goog-api-key` on a redirect to another origin (it drops `Authorization` only).
+    async def scenario() -> str:
+        async with redirecting_elsewhere(302) as (origin, elsewhere):
+            await check_endpoint(make_config(f"{origin}/v1beta"))
+            with pytest.raises(SummaryError) as caught:
+                async with LLMSummarizer(make_config(f"{origin}/v1beta")) as summarizer:
+                    await summarizer.summarize(make_request())
+        assert elsewhere == []
+        return str(caught.value)
+
+    message = asyncio.run(scenario())
+    assert message.startswith("HTTP 302 from http://127.0.0.1:") and "redirected to http://127.0.0.1:" in message
+    assert KEY not in message

@@ -35,7 +35,7 @@ from trajectory_compressor.settings import LLMConfig
 from trajectory_compressor.summarize.llm.backoff import Backoff
 from trajectory_compressor.summarize.llm.client import USER_AGENT
 from trajectory_compressor.summarize.llm.contact import EndpointContact
-from trajectory_compressor.summarize.llm.credentials import Credentials
+from trajectory_compressor.summarize.llm.credentials import FOLLOW_REDIRECTS, Credentials
 from trajectory_compressor.summarize.llm.dialects.base import Dialect
 from trajectory_compressor.summarize.llm.reply import parse_retry_after
 
@@ -127,8 +127,9 @@ class BatchTransport:
                 sent: Any = body if body is not None else (data() if data is not None else None)
                 headers = {"Content-Type": "application/json"} if body is not None else None
                 async with session.request(
-                    method, url, data=sent, params=params, headers=headers, timeout=self._timeout()
-                ) as response:
+                    method, url, data=sent, params=params, headers=headers, timeout=self._timeout(),
+                    allow_redirects=FOLLOW_REDIRECTS,
+                ) as response:  # fmt: skip
                     self.contact.heard()
                     raw = await response.content.read(REPLY_LIMIT)
                     if 200 <= response.status < 300:
@@ -139,7 +140,7 @@ class BatchTransport:
                     elif listing and response.status in ABSENT_STATUSES:
                         return Absent(self.credentials.status_message(response.status, raw, f"GET {path}"))
                     else:
-                        failure = self._refusal(response.status, raw, what)
+                        failure = self._refusal(response.status, raw, what, response.headers.get("Location"))
                         retry_after = parse_retry_after(response.headers.get("Retry-After"))
             except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
                 failure = self.sanitize(f"{what}: {type(exc).__name__}: {exc}")
@@ -155,7 +156,7 @@ class BatchTransport:
             failure: str | None = None
             retry_after: float | None = None
             try:
-                async with session.get(url, timeout=self._timeout()) as response:
+                async with session.get(url, timeout=self._timeout(), allow_redirects=FOLLOW_REDIRECTS) as response:
                     self.contact.heard()
                     if response.status == 200:
                         with open(partial, "wb") as handle:
@@ -166,7 +167,7 @@ class BatchTransport:
                         os.replace(partial, destination)
                         return
                     raw = await response.content.read(REPLY_LIMIT)
-                    failure = self._refusal(response.status, raw, what)
+                    failure = self._refusal(response.status, raw, what, response.headers.get("Location"))
                     retry_after = parse_retry_after(response.headers.get("Retry-After"))
             except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
                 if isinstance(exc, OSError) and exc.filename:
@@ -236,9 +237,9 @@ class BatchTransport:
                 "so the run relies on its own record"
             )
 
-    def _refusal(self, status: int, raw: bytes, what: str) -> str:
-        """The message for a non-2xx reply; raises at once when retrying cannot help."""
-        message = f"{what}: {self.credentials.status_message(status, raw, self.endpoint)}"
+    def _refusal(self, status: int, raw: bytes, what: str, location: str | None = None) -> str:
+        """The message for a non-2xx reply; raises at once when retrying cannot help (a redirect too)."""
+        message = f"{what}: {self.credentials.status_message(status, raw, self.endpoint, location)}"
         if self.credentials.refused(status, raw):
             raise BatchAPIError(f"{message} (the endpoint refused the credentials{self.credentials.no_key_hint()})")
         if status in TRANSIENT_STATUSES or status >= 500:

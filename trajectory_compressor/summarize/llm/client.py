@@ -35,7 +35,7 @@ import orjson
 from trajectory_compressor.settings import ConfigError, LLMConfig
 from trajectory_compressor.summarize.llm.backoff import Backoff
 from trajectory_compressor.summarize.llm.contact import EndpointContact
-from trajectory_compressor.summarize.llm.credentials import Credentials
+from trajectory_compressor.summarize.llm.credentials import FOLLOW_REDIRECTS, Credentials
 from trajectory_compressor.summarize.llm.dialects import dialect_for
 from trajectory_compressor.summarize.llm.dialects.base import Messages
 from trajectory_compressor.summarize.llm.ratelimit import RateLimiter, RequestGate, estimate_request_tokens
@@ -256,10 +256,13 @@ class ChatClient:
         responded = False
         sanitize = self.credentials.sanitize
         try:
-            async with session.post(self.url, data=payload, timeout=self._timeout) as response:
+            async with session.post(
+                self.url, data=payload, timeout=self._timeout, allow_redirects=FOLLOW_REDIRECTS
+            ) as response:
                 responded = True
                 status = response.status
                 retry_after = response.headers.get("Retry-After")
+                location = response.headers.get("Location")
                 raw = await read_capped(response, byte_limit)
                 if raw is None:
                     message = f"reply body over {byte_limit} bytes from {self.endpoint} (max_tokens ignored?)"
@@ -275,10 +278,10 @@ class ChatClient:
         except Exception as exc:  # aiohttp's ValueError/TypeError for a request it cannot build
             failure = Failure("client_error", sanitize(f"{type(exc).__name__}: {exc}"), False)
         else:
-            return self._classify(status, retry_after, raw)
+            return self._classify(status, retry_after, raw, location)
         return replace(failure, no_response=not responded)
 
-    def _classify(self, status: int, retry_after: str | None, raw: bytes) -> Reply | Failure:
+    def _classify(self, status: int, retry_after: str | None, raw: bytes, location: str | None) -> Reply | Failure:
         said = self.credentials.status_message
         if self.credentials.refused(status, raw):
             message = f"HTTP {status} from {self.endpoint}: the endpoint refused the credentials"
@@ -298,6 +301,6 @@ class ChatClient:
             return Failure("5xx", said(status, raw, self.endpoint), True, parse_retry_after(retry_after))
         if status in (400, 413) and _CONTEXT_OVERFLOW.search(raw[:2000]):
             return Failure("context", said(status, raw, self.endpoint), False)
-        if not 200 <= status < 300:
-            return Failure(str(status), said(status, raw, self.endpoint), False)
+        if not 200 <= status < 300:  # a redirect too: it would redirect again
+            return Failure(str(status), said(status, raw, self.endpoint, location), False)
         return self.reader.read(raw)

@@ -1,7 +1,9 @@
 """The API key and the endpoint URL's own credentials: where they travel, and where they never do.
 
 The key is read from the environment only (`--api-key-env`, or the dialect's own variable) and
-travels only in the header its dialect names (`Authorization: Bearer`, Anthropic's `x-api-key`).
+travels only in the header its dialect names (`Authorization: Bearer`, Anthropic's `x-api-key`),
+and only to the base URL: no request that carries it follows a redirect (`FOLLOW_REDIRECTS`), since
+aiohttp drops `Authorization` on a redirect to another host but keeps every other header.
 A URL like `https://user:pass@host/v1` is sent as HTTP Basic auth by aiohttp, which refuses a
 second Authorization header: then the URL's credentials win over a Bearer key. Every message
 built from what an endpoint sends back (an error body may quote our headers) goes through
@@ -26,6 +28,10 @@ from trajectory_compressor.summarize.redact import display_url, redact_secrets, 
 logger = logging.getLogger(__name__)
 
 ERROR_SNIPPET_CHARS = 300
+# Given as `allow_redirects` to every request carrying the key: a 3xx is a reply, said with where
+# it points (`status_message`). Followed, it would take Anthropic's `x-api-key` or Gemini's
+# `x-goog-api-key` to whatever host the endpoint names.
+FOLLOW_REDIRECTS = False
 
 
 class Credentials:
@@ -58,9 +64,12 @@ class Credentials:
         """What a refusal of the credentials adds when no key was found."""
         return "" if self.key else f"; no API key was found in ${self.key_env}"
 
-    def status_message(self, status: int, raw: bytes, where: str) -> str:
-        """`HTTP 500 from <where>: <what the body says>`, scrubbed."""
+    def status_message(self, status: int, raw: bytes, where: str, location: str | None = None) -> str:
+        """`HTTP 500 from <where>: <what the body says>`, scrubbed; a redirect says where it points."""
         detail = self.snippet(raw)
+        if 300 <= status < 400:
+            to = f" to {self.sanitize(display_url(location))}" if location else ""
+            detail = f"redirected{to}, not followed (the API key goes to the base URL only): set --base-url to it"
         return f"HTTP {status} from {where}" + (f": {detail}" if detail else "")
 
     def snippet(self, raw: bytes) -> str:

@@ -25,7 +25,7 @@ import aiohttp
 
 from trajectory_compressor.settings import ConfigError, LLMConfig, RunConfig
 from trajectory_compressor.summarize.choose import wants_llm
-from trajectory_compressor.summarize.llm.credentials import Credentials
+from trajectory_compressor.summarize.llm.credentials import FOLLOW_REDIRECTS, Credentials
 from trajectory_compressor.summarize.llm.dialects import dialect_for, require
 
 PREFLIGHT_SECONDS = 10.0
@@ -40,7 +40,7 @@ async def check_endpoint(config: LLMConfig) -> None:
     try:
         async with (
             aiohttp.ClientSession(headers=credentials.headers()) as session,
-            session.get(url, timeout=timeout) as response,
+            session.get(url, timeout=timeout, allow_redirects=FOLLOW_REDIRECTS) as response,
         ):
             status = response.status
             body = await response.content.read(4096)
