@@ -645,6 +645,24 @@ def test_key_is_scrubbed_even_with_redaction_off(tmp_path: Path, monkeypatch: py
     assert plain_key.encode() not in data and b"configured the gateway" in data
 
 
+@pytest.mark.parametrize("placeholder", ["test", "EMPTY", "ollama", "none"])
+def test_a_local_server_s_placeholder_key_leaves_the_summary_s_words_alone(
+    placeholder: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A key no provider would issue (what vLLM, Ollama and llama.cpp take: any text) is also a
+    word: scrubbed from summaries, `pytest` read `py[REDACTED]` and `tests` `[REDACTED]s`."""
+    monkeypatch.setenv("OPENAI_API_KEY", placeholder)
+    summary = "The agent ran pytest: none of the tests failed (EMPTY queue, ollama serve stopped) after the test run."
+
+    async def scenario() -> Any:
+        async with FakeOpenAIServer(faults=[{"content": summary}]) as server:
+            result, _ = await summarize_with(server)
+        assert server.requests[0].authorization == f"Bearer {placeholder}"
+        return result
+
+    assert run(scenario()).text == summary
+
+
 def test_credentials_in_base_url_are_not_shown(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
 

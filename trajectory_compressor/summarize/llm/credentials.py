@@ -32,6 +32,11 @@ ERROR_SNIPPET_CHARS = 300
 # it points (`status_message`). Followed, it would take Anthropic's `x-api-key` or Gemini's
 # `x-goog-api-key` to whatever host the endpoint names.
 FOLLOW_REDIRECTS = False
+# The shortest API key scrubbed from a summary (`scrub_summary`). A shorter key is a local
+# server's placeholder (vLLM, Ollama, llama.cpp take any text: `EMPTY`, `ollama`, `test`), no
+# provider's, and in a summary it is a word the summary needs: scrubbed, `pytest` read
+# `py[REDACTED]`. Messages are still scrubbed of it (`sanitize`), where that costs nothing.
+SUMMARY_SECRET_CHARS = 8
 
 
 class Credentials:
@@ -86,6 +91,11 @@ class Credentials:
             if error is not None:
                 text = error if isinstance(error, str) else orjson.dumps(error).decode()
         return self.sanitize(text)
+
+    def scrub_summary(self, text: str) -> str:
+        """`text`, a reply's summary, scrubbed of the URL's credentials and of a key not too short to be one."""
+        key = self.key if self.key and len(self.key) >= SUMMARY_SECRET_CHARS else None
+        return scrub(text, (key, *self.secrets[1:]))
 
     def sanitize(self, text: str | bytes) -> str:
         """Known secrets scrubbed, credential patterns masked, whitespace collapsed, shortened."""

@@ -16,8 +16,6 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 import orjson
 
-from trajectory_compressor.summarize.redact import scrub
-
 if TYPE_CHECKING:
     from trajectory_compressor.summarize.llm.credentials import Credentials
     from trajectory_compressor.summarize.llm.dialects.base import Dialect
@@ -152,7 +150,7 @@ class ReplyReader:
         cleaned = self._clean(read.content)
         if isinstance(cleaned, Refused):
             return Failure("transcript", self.credentials.sanitize(cleaned.reason), False, None, *tokens)
-        text = scrub(cleaned, self.credentials.secrets)
+        text = self.credentials.scrub_summary(cleaned)
         if not text:
             return Failure("empty", "reply was empty after cleaning", True, None, *tokens)
         return Reply(text, *tokens)
