@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
+import time
 from functools import cache
 from typing import Any
 
@@ -22,6 +23,7 @@ from tokenizers import normalizers, pre_tokenizers
 from tests.count.chat_fixtures import QWEN_ADDED, QWEN_SPECIAL, family_tokenizer
 from trajectory_compressor.count import TokenCounter
 from trajectory_compressor.count.text_pieces import (
+    CHECK_CHARS,
     AddedTokenSpans,
     PreTokenCuts,
     UncountableTextError,
@@ -177,6 +179,47 @@ def test_no_cut_inside_an_added_token_or_the_whitespace_it_strips() -> None:
     assert [p for p in range(1, len(text)) if added.spans(text, p)] == list(range(3, 9))
     assert added.spans("<r>  x", 3) and added.spans("<r>  x", 4), "<r> takes the spaces after it"
     assert added.spans("x  <l>", 1) and not added.spans("x. <l>", 1), "<l> takes the spaces before it"
+
+
+def _spans_one_by_one(tokens: list[tuple[str, bool, bool]], text: str, position: int) -> bool:
+    """`AddedTokenSpans.spans` as its docstring says it, every token tried at every place: the reference."""
+    low, high = max(0, position - CHECK_CHARS), min(len(text), position + CHECK_CHARS)
+    for start in range(low, high):
+        for content, lstrip, rstrip in tokens:
+            end = start + len(content)
+            if text.startswith(content, start) and (
+                start < position < end
+                or (rstrip and end <= position and not text[end:position].strip())
+                or (lstrip and start >= position and not text[position:start].strip())
+            ):
+                return True
+    return False
+
+
+def test_added_tokens_found_by_their_text_span_what_trying_each_one_spans() -> None:
+    tokens = [("<think>", False, False), ("<r>", False, True), ("<l>", True, False), ("<", False, False),
+              ("<th", True, True), ("\u2028x", False, True)]  # fmt: skip
+    added = AddedTokenSpans(tokens)
+    rng = random.Random(11)
+    parts = ["<think>", "<r>", "<l>", "<", "<th", "a", " ", "  ", "\n", "\t", "\u2028", "x", "ink>"]
+    for _ in range(300):
+        text = "".join(rng.choice(parts) for _ in range(rng.randrange(1, 40)))
+        for position in range(1, len(text)):
+            assert added.spans(text, position) == _spans_one_by_one(tokens, text, position), (text, position)
+
+
+@pytest.mark.parametrize("repeated", ["<think>", "<｜User｜>"])
+def test_a_long_text_made_of_added_tokens_is_counted_in_seconds_not_minutes(repeated: str) -> None:
+    # Every candidate cut is inside an added token: each was looked at, and each look tried all
+    # 1,282 of the bundled tokenizer's tokens that start with `<` at every `<` near it (85 s for
+    # 70 KB, 214 s for 280 KB, one summary of a looping model or one tool result).
+    backend = _backend("bundled")
+    counter = TokenCounter(backend, name="bundled")
+    text = "Summary. " + repeated * (280_000 // len(repeated))
+    started = time.monotonic()
+    counted = counter.count(text)
+    assert time.monotonic() - started < 60, "minutes, as before"
+    assert counted == _count(backend, text)
 
 
 # --- when a text cannot be cut -------------------------------------------------------------------
