@@ -15,6 +15,7 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -162,7 +163,13 @@ def test_batch_file_round_trip_through_a_real_local_model(tmp_path: Path, local_
     assert len(compressed) == len(answers)
     summarized = _declines_aside(compressed)
     declined = len(compressed) - len(summarized)
-    assert f"{len(answers) - declined} answers stored in the cache, {declined} failed" in result.stderr
+    said = re.search(r"(\d+) answers stored in the cache, (\d+) failed", result.stderr)
+    assert said is not None, result.stderr
+    stored, failed = int(said.group(1)), int(said.group(2))
+    # A refused answer's row is asked live: the model may decline again (the row falls back) or,
+    # its output not fixed across the server's parallel slots even at temperature 0, answer. Both
+    # count as failed from the file; a row that fell back always does.
+    assert stored + failed == len(answers) and failed >= declined, result.stderr
     endpoint = json.loads((out.parent / "x.report.json").read_text())["summaries"]["endpoint"]
     assert endpoint["cache_hits"] == len(summarized) and endpoint["requests"] == declined, endpoint
     assert all("summary_failed" not in m for m in summarized)
