@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import random
-import time
 
 import pytest
 
@@ -84,7 +83,6 @@ def test_masking_view_spans_keeps_json_valid() -> None:
 
 
 @pytest.mark.parametrize("text", ["\\" * 200_000, "\\n" * 100_000, ("\\" * 5_000 + "x") * 40, "\\u00" * 50_000])
+@pytest.mark.timeout(120)  # a hang guard: linear, well under a second; quadratic, many minutes
 def test_long_backslash_runs_are_linear(text: str) -> None:
-    started = time.perf_counter()
     unescaped(text)
-    assert time.perf_counter() - started < 1.0

@@ -439,9 +439,10 @@ def test_words_after_a_key_id_are_not_taken_for_its_secret() -> None:
 
 
 def _seconds(text: str) -> float:
-    started = time.perf_counter()
+    """CPU seconds of this thread: what other work on the machine does not add to."""
+    started = time.thread_time()
     redact_secrets(text)
-    return time.perf_counter() - started
+    return time.thread_time() - started
 
 
 @pytest.mark.parametrize(
@@ -482,8 +483,8 @@ def test_the_context_rules_stay_linear(head: str, unit: str) -> None:
     A ratio, so the machine's speed does not matter."""
     small = min(_seconds(head + unit * 8_000) for _ in range(2))
     large = _seconds(head + unit * 32_000)
-    if large >= 8 * small + 0.05:  # timed again only when it looks slow: the best of two, as `small`
-        large = min(large, _seconds(head + unit * 32_000))
+    if large >= 8 * small + 0.05:  # timed again only when it looks slow: the best of three
+        large = min(large, *(_seconds(head + unit * 32_000) for _ in range(2)))
     assert large < 8 * small + 0.05, (small, large)
 
 

@@ -84,9 +84,10 @@ def test_a_content_filtered_reply_is_no_content() -> None:
 
 
 def _seconds(reply: str) -> float:
-    started = time.perf_counter()
+    """CPU seconds of this thread: what other work on the machine does not add to."""
+    started = time.thread_time()
     clean_reply(reply)
-    return time.perf_counter() - started
+    return time.thread_time() - started
 
 
 @pytest.mark.parametrize(
@@ -96,5 +97,8 @@ def _seconds(reply: str) -> float:
 def test_cleaning_a_reply_stays_linear(unit: str) -> None:
     """Four times the reply costs about four times the time, not sixteen: a run of line breaks,
     of leading prefixes or leading turn markers each took quadratic time (8,000 line breaks: 6 s)."""
-    small, large = _seconds(BASE + unit * 10_000 + "done."), _seconds(BASE + unit * 40_000 + "done.")
+    small = min(_seconds(BASE + unit * 10_000 + "done.") for _ in range(2))
+    large = _seconds(BASE + unit * 40_000 + "done.")
+    if large >= 8 * small + 0.05:  # timed again only when it looks slow: the best of three, as `small`
+        large = min(large, *(_seconds(BASE + unit * 40_000 + "done.") for _ in range(2)))
     assert large < 8 * small + 0.05, (small, large)
