@@ -9,12 +9,11 @@ reading the rest.
 from __future__ import annotations
 
 from bisect import bisect_left, insort
-from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, overload
 
+from trajectory_compressor.summarize.fidelity.path_names import PathNames
 from trajectory_compressor.summarize.fidelity.salient import error_key
-from trajectory_compressor.summarize.fidelity.score import ends_of, unique_tails
 
 if TYPE_CHECKING:
     from trajectory_compressor.summarize.extractive.digest import Action
@@ -24,54 +23,53 @@ ErrorEntry = tuple[str, Sequence[int]]  # (error line, 1-based numbers of the ca
 
 class FileList(Sequence[tuple[str, bool]]):
     """The files the region touched, as (shortest unambiguous name, written): written ones first,
-    each group in order of first mention. Names are made for the entries read, by counting, for
-    every tail of every path, the paths it ends."""
+    each group in order of first mention. A file named by several paths (`/testbed/x/a.py`,
+    `x/a.py`) is one entry (`path_names`); names are made for the entries read."""
 
     def __init__(self) -> None:
-        self._index: dict[str, int] = {}  # path -> order of first mention
-        self._paths: list[str] = []
-        self._written: list[int] = []  # mention orders, sorted
+        self._names = PathNames()
+        self._written: list[int] = []  # files, in order of first mention
         self._other: list[int] = []
-        self._ends: Counter[str] = Counter()  # tail -> paths it is, or ends after a "/"
         self._entries: dict[int, tuple[str, bool]] = {}  # made since the files last changed
 
     def mention(self, path: str) -> None:
-        if path not in self._index:
-            self._add(path)
-            self._other.append(self._index[path])
+        if path not in self._names:
+            self._add(path, self._other)
 
     def write(self, path: str) -> None:
-        order = self._index.get(path)
-        if order is None:
-            self._add(path)
-            self._written.append(self._index[path])
-        elif self._other and (at := bisect_left(self._other, order)) < len(self._other) and self._other[at] == order:
+        if path not in self._names:
+            self._add(path, self._written)
+            return
+        file = self._names.add(path)
+        if self._other and (at := bisect_left(self._other, file)) < len(self._other) and self._other[at] == file:
             del self._other[at]
-            insort(self._written, order)
+            insort(self._written, file)
             self._entries.clear()
 
-    def _add(self, path: str) -> None:
+    def _add(self, path: str, group: list[int]) -> None:
         self._entries.clear()
-        self._index[path] = len(self._paths)
-        self._paths.append(path)
-        self._ends.update(ends_of(path))
+        files = len(self._names.longest)
+        file = self._names.add(path)
+        if file == files:  # a new file (else another name of a known one, or its longer name)
+            group.append(file)
+        elif group is self._written:
+            self.write(path)
 
     def with_mentions(self, paths: Iterable[str]) -> Sequence[tuple[str, bool]]:
         """These files and `paths` after them, mentioned only (an earlier summary's), as a tuple."""
-        extra = [path for path in dict.fromkeys(paths) if path not in self._index]
+        extra = [path for path in dict.fromkeys(paths) if path not in self._names]
         if not extra:
             return self
-        every = [*self._paths, *extra]
-        names = {path: (unique_tails(path, every) or [path])[-1] for path in every}
-        written = [names[self._paths[order]] for order in self._written]
+        names = self._names.copy()
+        known = len(names.longest)
+        added = dict.fromkeys(file for file in map(names.add, extra) if file >= known)
         return tuple(
-            [(name, True) for name in written]
-            + [(names[self._paths[order]], False) for order in self._other]
-            + [(names[path], False) for path in extra]
+            [(names.short_name(file), True) for file in self._written]
+            + [(names.short_name(file), False) for file in [*self._other, *added]]
         )
 
     def __len__(self) -> int:
-        return len(self._paths)
+        return len(self._written) + len(self._other)
 
     @overload
     def __getitem__(self, index: int) -> tuple[str, bool]: ...
@@ -93,20 +91,9 @@ class FileList(Sequence[tuple[str, bool]]):
         entry = self._entries.get(index)
         if entry is None:
             written = index < len(self._written)
-            order = self._written[index] if written else self._other[index - len(self._written)]
-            entry = self._entries[index] = (self._short_name(self._paths[order]), written)
+            file = self._written[index] if written else self._other[index - len(self._written)]
+            entry = self._entries[index] = (self._names.short_name(file), written)
         return entry
-
-    def _short_name(self, path: str) -> str:
-        """The shortest tail of `path` after a "/" that ends no other path (`unique_tails`' last)."""
-        ends = self._ends
-        position = path.rfind("/")
-        while position > 0:
-            tail = path[position + 1 :]
-            if tail and ends[tail] == 1:
-                return tail
-            position = path.rfind("/", 0, position)
-        return path
 
 
 class ErrorLines:

@@ -29,7 +29,8 @@ from typing import Any
 from ahocorasick_rs import AhoCorasick, Implementation
 
 from trajectory_compressor.summarize.fidelity.anchor_tokens import anchors_in
-from trajectory_compressor.summarize.fidelity.score import occurs, shown_item, unique_tails
+from trajectory_compressor.summarize.fidelity.path_names import PathNames
+from trajectory_compressor.summarize.fidelity.score import occurs, shown_item
 from trajectory_compressor.summarize.huge_turns import elide_huge_turns
 from trajectory_compressor.summarize.masking import MaskedTurns
 from trajectory_compressor.summarize.toolcalls.memo import TextMemo
@@ -178,8 +179,8 @@ class FutureFidelity:
 
 def score_future(anchors: Sequence[str], context: str) -> FutureFidelity:
     """Which of `anchors` the compressed `context` (a summary) states; a path also counts by a
-    tail after a `/` that ends no other needed path."""
-    paths = [anchor for anchor in anchors if "/" in anchor]
+    tail after a `/` that names no other needed file (`path_names`)."""
+    paths = PathNames(anchor for anchor in anchors if "/" in anchor)
     missed = tuple(anchor for anchor in anchors if not _present(anchor, context, paths))
     return FutureFidelity(tuple(anchors), missed)
 
@@ -197,10 +198,10 @@ def hidden_future_fidelity(turns: Sequence[Turn], hidden: Container[int], contex
     return score_future(hidden_needed_anchors(turns, hidden), context)
 
 
-def _present(anchor: str, context: str, paths: Sequence[str]) -> bool:
+def _present(anchor: str, context: str, paths: PathNames) -> bool:
     if occurs(anchor, context):
         return True
-    return "/" in anchor and any(occurs(tail, context) for tail in unique_tails(anchor, paths) if "." in tail)
+    return "/" in anchor and any(occurs(tail, context) for tail in paths.unique(anchor) if "." in tail)
 
 
 def _value(turn: Turn) -> str:

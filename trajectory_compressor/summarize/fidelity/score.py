@@ -4,9 +4,9 @@
   An item counts as stated when it occurs in the summary (whitespace squeezed) not glued to
   letters or digits on either side: tool names and error heads case-insensitively; paths,
   error classes and identifiers exactly. A path also counts when a shorter form of it occurs
-  that names no other path of the region: a tail of it that starts after a `/` (so
-  `models/query.py` or `query.py` stand for `/testbed/django/db/models/query.py` when no other
-  path of the region ends that way).
+  that names no other file of the region: a tail that starts after a `/` (so `models/query.py`
+  or `query.py` stand for `/testbed/django/db/models/query.py` when no other file's path ends
+  that way; `django/db/models/query.py` is the same file, not another: `path_names`).
 * **score**: the mean of the recalls of the kinds the region has (each kind weighs the same,
   so two hundred flight numbers do not drown three tool names); None when it has no items.
 * **unsupported**: items the summary states that occur nowhere in the whole input row (head
@@ -20,13 +20,13 @@ Pure and deterministic: the same summary of the same row always scores the same.
 from __future__ import annotations
 
 import re
-from collections import Counter
-from collections.abc import Container, Iterable, KeysView, Sequence
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import accumulate
 from typing import Any
 
+from trajectory_compressor.summarize.fidelity.path_names import PathNames
 from trajectory_compressor.summarize.fidelity.salient import (
     ERROR_CLASS,
     KINDS,
@@ -112,15 +112,15 @@ def score_summary(region: Sequence[Turn], summary: str, row: Sequence[Turn] | No
     return score_items(salient_items(region), summary, row_text(row if row is not None else region))
 
 
-def score_items(items: SalientItems, summary: str, corpus: RowText, tails: PathTails | None = None) -> Fidelity:
+def score_items(items: SalientItems, summary: str, corpus: RowText, tails: PathNames | None = None) -> Fidelity:
     """`score_summary` with the items and the row's text already at hand (and the paths' tails,
-    `PathTails(items.paths)`, when they are kept as the items grow)."""
+    `PathNames(items.paths)`, when they are kept as the items grow)."""
     text = " ".join(summary.split())
     lowered = text.casefold()
     total: dict[str, int] = {}
     found: dict[str, int] = {}
     missed: dict[str, tuple[str, ...]] = {}
-    tails = PathTails(items.paths) if tails is None else tails
+    tails = PathNames(items.paths) if tails is None else tails
     if items.total > _MANY_ITEMS:  # each item a set lookup, not a search of the summary
         in_text: Container[str] = Stated(text)
         in_lowered: Container[str] = Stated(lowered)
@@ -213,7 +213,7 @@ def row_text(turns: Sequence[Turn]) -> RowText:
     return RowText(turns)
 
 
-def stated(kind: str, item: str, haystack: Container[str], tails: PathTails, lowered: Container[str]) -> bool:
+def stated(kind: str, item: str, haystack: Container[str], tails: PathNames, lowered: Container[str]) -> bool:
     needle = item.casefold() if kind in _CASE_INSENSITIVE_KINDS else item
     if needle in haystack:
         return True
@@ -222,74 +222,6 @@ def stated(kind: str, item: str, haystack: Container[str], tails: PathTails, low
     if kind == "paths" and "/" in item:
         return any(tail in haystack for tail in tails.unique(item))
     return False
-
-
-def unique_tails(path: str, paths: Sequence[str]) -> list[str]:
-    """The tails of `path` after each `/`, longest first, that end no other path of `paths`."""
-    tails = []
-    position = path.find("/", 1)
-    while position >= 0:
-        tail = path[position + 1 :]
-        if tail and not any(other != path and (other == tail or other.endswith("/" + tail)) for other in paths):
-            tails.append(tail)
-        position = path.find("/", position + 1)
-    return tails
-
-
-class PathTails:
-    """`unique_tails` of each of many paths against all of them, in one pass over the paths: for
-    every string, how many of the paths are it or end with it after a "/"."""
-
-    def __init__(self, paths: Iterable[str] = ()) -> None:
-        self._ends: Counter[str] = Counter()
-        self._paths: set[str] = set()
-        self._proper: dict[str, str] = {}  # a tail after a "/" (not the first character) -> a path it ends
-        self.extend(paths)
-
-    def __len__(self) -> int:
-        return len(self._paths)
-
-    def extend(self, paths: Iterable[str]) -> None:
-        """More paths (each counted once)."""
-        for path in paths:
-            if path not in self._paths:
-                self._paths.add(path)
-                self._ends.update(ends_of(path))
-                position = path.find("/", 1)
-                while position >= 0:
-                    self._proper[path[position + 1 :]] = path
-                    position = path.find("/", position + 1)
-
-    def tails(self) -> KeysView[str]:
-        """Every tail after a "/" (not the first character) of the paths: what `owner` may know."""
-        return self._proper.keys()
-
-    def owner(self, tail: str) -> str | None:
-        """The path `tail` is a unique tail of (`unique`), if any."""
-        path = self._proper.get(tail)
-        return path if path is not None and tail and self._ends[tail] == 1 else None
-
-    def unique(self, path: str) -> list[str]:
-        """`unique_tails(path, paths)`, for one of the paths."""
-        tails = []
-        position = path.find("/", 1)
-        while position >= 0:
-            tail = path[position + 1 :]
-            if tail and self._ends[tail] == 1:
-                tails.append(tail)
-            position = path.find("/", position + 1)
-        return tails
-
-
-def ends_of(path: str) -> set[str]:
-    """What `path` is, and ends with after each "/": the strings another path's tail can be."""
-    ends = {path}
-    position = path.find("/")
-    while position >= 0:
-        if position + 1 < len(path):
-            ends.add(path[position + 1 :])
-        position = path.find("/", position + 1)
-    return ends
 
 
 class Stated:

@@ -15,11 +15,11 @@ from collections.abc import Container, Sequence
 
 from trajectory_compressor.summarize.fidelity.anchor_tokens import anchors_in
 from trajectory_compressor.summarize.fidelity.anchors import FutureFidelity, score_future
+from trajectory_compressor.summarize.fidelity.path_names import PathNames
 from trajectory_compressor.summarize.fidelity.salient import KINDS, GrowingItems, SalientItems
 from trajectory_compressor.summarize.fidelity.score import (
     Fidelity,
     Occurs,
-    PathTails,
     RowText,
     Stated,
     score_items,
@@ -39,7 +39,7 @@ class WindowFidelity:
         self._head = head
         self.corpus = make_row_text(turns)  # the whole row, for unsupported items: made once
         self._items = GrowingItems()
-        self._tails = PathTails()  # of the items' paths, grown with them
+        self._tails = PathNames()  # of the items' paths, grown with them
         self._sorted = _Sorted()
         self._items_end = head
         self._anchors: dict[int, dict[str, None]] = {}
@@ -52,7 +52,7 @@ class WindowFidelity:
     def score(self, cut: int, summary: str) -> Fidelity:
         """`score_summary(turns[head:cut], summary, turns)`."""
         if cut < self._items_end:  # a cut before the last one (not seen in practice): read again
-            self._items, self._tails, self._items_end = GrowingItems(), PathTails(), self._head
+            self._items, self._tails, self._items_end = GrowingItems(), PathNames(), self._head
             self._sorted = _Sorted()
         start, self._items_end = self._items_end, cut
         self._items.extend(self._turns[start:cut])
@@ -140,7 +140,7 @@ class _Sorted:
         self._seen = (len(items.paths), len(items.identifiers))
 
 
-def _counted(items: SalientItems, sorted_: _Sorted, summary: str, corpus: RowText, tails: PathTails) -> Fidelity:
+def _counted(items: SalientItems, sorted_: _Sorted, summary: str, corpus: RowText, tails: PathNames) -> Fidelity:
     """`score_items` without the missed items (the metrics do not show them), counting what the
     summary states from its side: paths and identifiers are looked up among the summary's
     substrings (`Stated`), so a window costs what its summary holds, not the thousands of items
@@ -161,7 +161,7 @@ def _counted(items: SalientItems, sorted_: _Sorted, summary: str, corpus: RowTex
         item in said for item in sorted_.other_identifiers
     )
     stated_paths = sorted_.paths & substrings
-    stated_paths.update(owner for tail in tails.tails() & substrings if (owner := tails.owner(tail)) is not None)
+    stated_paths.update(path for tail in tails.tails() & substrings for path in tails.owner(tail))
     for path in sorted_.other_paths:  # what the set cannot answer (a space, or too long), as `score_items` asks
         if path in said or any(tail in said for tail in tails.unique(path)):
             stated_paths.add(path)
