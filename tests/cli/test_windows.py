@@ -73,6 +73,44 @@ def test_every_gpt_turn_is_trained_exactly_once_verbatim_in_order(tmp_path: Path
                    for w in windows)  # fmt: skip
 
 
+def _mid_run_system_row() -> dict[str, Any]:
+    """An OpenAI run with a system turn between a call and its result (a harness's reminder)."""
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are an agent."},
+        {"role": "user", "content": "Read the files."},
+    ]
+    for k in range(6):
+        call = {"id": f"c{k}", "type": "function", "function": {"name": "read", "arguments": f'{{"path": "/f{k}"}}'}}
+        messages.append({"role": "assistant", "content": f"Reading file {k}.", "tool_calls": [call]})
+        if k == 3:
+            messages.append({"role": "system", "content": "Reminder: be brief."})
+        result = "\n".join(f"line {i} of file {k}: value={i * k}" for i in range(120))
+        messages.append({"role": "tool", "tool_call_id": f"c{k}", "content": result})
+    messages.append({"role": "assistant", "content": "All files read."})
+    return {"id": "mid-run-system", "messages": messages}
+
+
+def test_a_system_turn_between_a_call_and_its_result_leaves_no_window_without_a_trained_turn(
+    tmp_path: Path,
+) -> None:
+    """Such a system turn and the result after it once made a window of their own, with no
+    assistant turn to train: TRL drops that row, a sample silently lost."""
+    row = _mid_run_system_row()
+    source = write_jsonl(tmp_path / "in.jsonl", [row])
+    out = tmp_path / "out" / "x.jsonl"
+    result = run_cli(
+        "compress", str(source), "-o", str(out), "--windows", "--write-format", "hf-chat",
+        "--summarizer", "extractive", "--target-max-tokens", "3000", "--summary-target-tokens", "300", "-q",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    windows = read_jsonl(out)
+    assert len(windows) > 3, "the run is split"
+    for window in windows:
+        assert any(m.get("train") is True for m in window["messages"]), json.loads(window["metadata"])["window"]
+    trained = [m["content"] for w in windows for m in w["messages"] if m.get("train") is True]
+    assert trained == [m["content"] for m in row["messages"] if m["role"] == "assistant"]
+
+
 def test_windows_fit_the_budget_or_are_flagged_and_their_counts_are_exact(tmp_path: Path, counter: Any) -> None:
     rows = _rows()
     huge = make_trajectory(9, steps=5, output_lines=20)

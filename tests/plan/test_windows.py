@@ -28,7 +28,11 @@ def rows(draw: st.DrawFn) -> tuple[list[str], list[int]]:
         if draw(st.integers(0, 9)) == 0:
             roles.append("human")
         roles.append("gpt")
+        if draw(st.integers(0, 9)) == 0:  # a system turn mid-run, between a call and its results
+            roles.append("system")
         roles.extend(["tool"] * draw(st.integers(0, 3)))
+    if draw(st.integers(0, 4)) == 0:  # a run ending on a user (or system) turn
+        roles.append(draw(st.sampled_from(["human", "system"])))
     counts = [draw(st.integers(1, 900)) for _ in roles]
     return roles, counts
 
@@ -79,6 +83,8 @@ def test_every_turn_is_new_in_exactly_one_window(
         context = roles[window.context_start : window.new_start]
         assert not context or context[0] != "human" or set(context) == {"human"}
         assert window.end > window.new_start  # progress: at least one new group
+        # Every window trains a turn: one of its new turns, or window 0's head (TRL drops a row without one).
+        assert "gpt" in roles[window.new_start : window.end] or (k == 0 and "gpt" in roles[:head]), (k, roles)
         summary = (notice + window.summary_tokens) if k else 0
         assert window.tokens == replay.tokens(0, head) + summary + replay.tokens(window.context_start, window.end)
         assert window.over == (window.tokens > target)
@@ -110,7 +116,14 @@ def test_the_tail_kept_after_a_cut_is_within_its_share_unless_protected(
 
 def test_groups_keep_users_with_the_call_they_lead_to_and_results_with_their_call() -> None:
     roles = ["system", "human", "gpt", "tool", "tool", "human", "gpt", "gpt", "tool", "human"]
-    assert group_starts(roles, 2) == [2, 5, 7, 9]
+    assert group_starts(roles, 2) == [2, 5, 7]  # the trailing user turn leads to no gpt turn: it joins the last
+
+
+def test_turns_that_lead_to_no_gpt_turn_join_the_group_before() -> None:
+    """A system turn between a call and its result would otherwise open a group of its own
+    with the result and no gpt turn: a window of it alone trains nothing."""
+    roles = ["system", "human", "gpt", "tool", "gpt", "system", "tool", "gpt", "tool", "system"]
+    assert group_starts(roles, 2) == [2, 4, 7]
 
 
 def test_summary_budget_scales_with_what_it_replaces_within_floor_and_ceiling() -> None:

@@ -8,9 +8,11 @@ that policy over a recorded run cuts it into the contexts the agent would have s
 assistant turn is trained exactly once, in the window where it is new.
 
 A *group* is what must never be split: a gpt turn with the tool turns that answer it, preceded
-by any human or system turns that lead to it. This module decides, from roles and token
-counts only, where every window starts and ends and how large each summary may be; the row
-path (`run/row/windows.py`) asks for the summaries, measures them, and writes the windows.
+by any human or system turns that lead to it, followed by any that lead to no gpt turn of their
+own (a system turn between a call and its result), so every window trains at least one turn.
+This module decides, from roles and token counts only, where every window starts and ends and
+how large each summary may be; the row path (`run/row/windows.py`) asks for the summaries,
+measures them, and writes the windows.
 
     window 0:  head | groups ... (until the next group would pass the target)
     window k:  head | summary of [head, context_start) | context (the closed window's tail) | new groups ...
@@ -25,6 +27,7 @@ the tail and lets the turns before it leave the context with no summary.
 from __future__ import annotations
 
 import bisect
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -43,13 +46,28 @@ SUMMARY_FLOOR_SHARE = 0.25
 def group_starts(roles: Sequence[str], start: int) -> list[int]:
     """Where each turn group from `start` on begins; the last group runs to the end.
 
-    A group begins at every non-tool turn that follows a gpt or tool turn (or at `start`), so
+    A group may begin at every non-tool turn that follows a gpt or tool turn (or at `start`), so
     human and system turns join the gpt turn they lead to, and tool turns the call they answer.
+    Every group holds a gpt turn: a window's new turns are whole groups, and a window whose new
+    turns hold no gpt turn trains nothing (TRL drops such a row: a sample lost). So turns that
+    lead to no gpt turn of their own join the group before them: a system turn between a call
+    and its result (with the result it precedes), a row's trailing human or system turns.
     """
-    starts = []
-    for index in range(start, len(roles)):
-        if index == start or (roles[index] != "tool" and roles[index - 1] in ("gpt", "tool")):
-            starts.append(index)
+    candidates = [
+        index
+        for index in range(start, len(roles))
+        if index == start or (roles[index] != "tool" and roles[index - 1] in ("gpt", "tool"))
+    ]
+    bounds = [*candidates, len(roles)]
+    starts: list[int] = []
+    open_has_gpt = False  # whether the group begun last holds a gpt turn yet
+    for begin, end in itertools.pairwise(bounds):
+        has_gpt = "gpt" in roles[begin:end]
+        if not starts or (open_has_gpt and has_gpt):
+            starts.append(begin)
+            open_has_gpt = has_gpt
+        else:  # no gpt turn of its own (or the group before has none yet): one group with it
+            open_has_gpt = open_has_gpt or has_gpt
     return starts
 
 
