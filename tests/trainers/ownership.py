@@ -200,8 +200,13 @@ def _resynchronised_end(prefix: str, full: str, common: int) -> int:
 def _generation_prompt_length(
     before: Sequence[dict[str, Any]], tools: Any, tokenizer: Any, from_start: str, template_kwargs: dict[str, Any]
 ) -> int:
-    """How much of the text from a message's start is what `add_generation_prompt=True` adds there."""
-    plain = render(before, tools, tokenizer, **template_kwargs)
+    """How much of the text from a message's start is what `add_generation_prompt=True` adds there
+    (none when the template refuses the messages before it: Llama 3.1 with tools and no user
+    message yet; no trainer should train such a message, see `_message_starts`)."""
+    try:
+        plain = render(before, tools, tokenizer, **template_kwargs)
+    except Exception:
+        return 0
     prompted = tokenizer.apply_chat_template(
         list(before), tools=tools, tokenize=False, add_generation_prompt=True, **template_kwargs
     )
@@ -211,13 +216,19 @@ def _generation_prompt_length(
 
 def _first_header_end(tokenizer: Any, full: str, end: int, template_kwargs: dict[str, Any]) -> int:
     """Where the role header of a first assistant message ends: after what the template writes
-    before any message (a default system prompt), the generation prompt of a one-turn probe."""
+    before any message (a default system prompt), the generation prompt of a one-turn probe; for a
+    template that writes no header there (DeepSeek V3.1, whose header follows a user turn only),
+    after what it writes before a lone assistant message's text (its bos)."""
     probe = [{"role": "user", "content": "x"}]
     plain = render(probe, None, tokenizer, **template_kwargs)
     prompted = tokenizer.apply_chat_template(probe, tokenize=False, add_generation_prompt=True, **template_kwargs)
     header = prompted[len(plain) :]
     found = full.find(header, 0, end) if header else -1
-    return found + len(header) if found >= 0 else 0
+    if found >= 0:
+        return found + len(header)
+    lone = render([{"role": "assistant", "content": "x"}], None, tokenizer, **template_kwargs)
+    before = lone[: lone.find("x")]
+    return len(before) if header not in before and full.startswith(before) else 0
 
 
 def _check_same_ids(given: list[int], rendered: list[int], truncated: bool, tokenizer: Any) -> None:

@@ -13,7 +13,9 @@ column"): that is the one exact way to tell it what to learn, for any chat templ
   the end of its role header (what ``add_generation_prompt=True`` writes, e.g.
   ``<|im_start|>assistant\\n``: the prompt, not the answer) to where the next message starts (its
   end-of-turn token included, which teaches the model to stop); 0 everywhere else: the system
-  prompt, the user's turns, the summary, tool results, and assistant turns kept as context.
+  prompt, the user's turns, the summary, tool results, and assistant turns kept as context; and a
+  marked message the template does not render as an assistant turn (`TrainingRow.unrendered`:
+  Llama 3.1's, with tools, folds an answer before any user message into the first user turn).
 
 Where each message starts comes from one render of the template with its loop over the messages
 instrumented (`count.chat_render`, the renderer the counts use); a template whose loop cannot be
@@ -33,6 +35,7 @@ from trajectory_compressor.count.chat_render import ChatRenderer
 from trajectory_compressor.training.view import is_trained, messages_of, tools_of, unmarked
 
 _HEADER_PROBE = ({"role": "user", "content": "Hello."},)
+_FIRST_ANSWER_PROBE = ({"role": "assistant", "content": "Hello."},)
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,9 @@ class TrainingRow:
     input_ids: list[int]
     assistant_masks: list[int]
     owners: list[int]
+    # Marked messages the template does not render as assistant turns, so left without loss (see
+    # `ChatTokens.row`): a trainer that wants every row to train something filters on it.
+    unrendered: tuple[int, ...] = ()
 
     def as_columns(self) -> dict[str, list[int]]:
         return {"input_ids": self.input_ids, "assistant_masks": self.assistant_masks}
@@ -62,43 +68,63 @@ class ChatTokens:
         self.renderer = ChatRenderer(tokenizer, template_kwargs)
         self.header = self._generation_header()
         self.header_cuts = self._token_ends(self.header)
+        self.first_has_header = self._first_has_header()
 
     def __call__(self, record: Mapping[str, Any]) -> dict[str, list[int]]:
         return self.row(record).as_columns()
 
     def row(self, record: Mapping[str, Any]) -> TrainingRow:
-        """The record's token ids and loss mask."""
+        """The record's token ids and loss mask.
+
+        A marked message the template does not render as an assistant turn is left without loss
+        (`TrainingRow.unrendered`) rather than trained on what it was folded into. Llama 3.1's
+        template, given tools, writes the first message after the system prompt as the first
+        USER turn, the tools' instructions before its text (a call's arguments not at all): a
+        record opening on the assistant has its first answer rendered so, and nothing in it is
+        the assistant's turn to learn; the rest of the record trains as marked.
+        """
         messages = messages_of(record)
         tools = tools_of(record)
         plain = unmarked(messages)
         rendering = self.renderer.render(plain, tools)
         text = rendering.text
         starts = rendering.starts
+        unplaced: set[int] = set()
         if any(start is None for start in starts[1:]) or not _ascending(starts[1:]):
-            bounds = self._prefix_starts(plain, tools, text)
+            bounds, unplaced = self._prefix_starts(plain, tools, text)
         else:
             bounds = [0, *(start or 0 for start in starts[1:])]
         encoded = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
         ids = list(encoded["input_ids"])
         offsets = [tuple(pair) for pair in encoded["offset_mapping"]]
         trained: list[tuple[int, int]] = []
+        unrendered: list[int] = []
         for index, message in enumerate(messages):
             if not is_trained(message):
                 continue
             end = bounds[index + 1] if index + 1 < len(bounds) else len(text)
-            trained.append((self._answer_start(text, bounds[index], end, offsets, first=index == 0), end))
+            answer = None if index in unplaced else self._answer_start(text, bounds[index], end, offsets, index == 0)
+            if answer is None:
+                unrendered.append(index)
+            else:
+                trained.append((answer, end))
         firsts = [begin for begin, _ in trained]
         mask, owners = [], []
         for start, _ in offsets:
             position = bisect.bisect_right(firsts, start) - 1
             mask.append(int(position >= 0 and start < trained[position][1]))
             owners.append(max(0, bisect.bisect_right(bounds, start) - 1))
-        return TrainingRow(ids, mask, owners)
+        return TrainingRow(ids, mask, owners, tuple(unrendered))
 
-    def _answer_start(self, text: str, start: int, end: int, offsets: Sequence[tuple[int, int]], *, first: bool) -> int:
+    def _answer_start(
+        self, text: str, start: int, end: int, offsets: Sequence[tuple[int, int]], first: bool
+    ) -> int | None:
         """Where an assistant message's answer starts: after its role header. The first message of
         a conversation may follow what the template writes before any message (a default system
-        prompt): its header is looked for, not expected at its start.
+        prompt): its header is looked for, not expected at its start. Not found there, in a
+        template that opens a first assistant message with it (`_first_has_header`), the message
+        was rendered as another role's turn: None, no answer (Llama 3.1's first user turn,
+        which holds the system prompt's header and the tools before it).
 
         Elsewhere the header is what the message's text shares with it; a share that ends inside
         one of the header's tokens is a likeness of characters, and the row's token it cuts is the
@@ -109,6 +135,8 @@ class ChatTokens:
             found = text.find(self.header, start, end)
             if found >= 0:
                 return found + len(self.header)
+            if self.first_has_header:
+                return None
         shared = _common_prefix(self.header, text[start:end])
         answer = start + shared
         if first or shared in self.header_cuts:  # the first starts on what precedes any message (bos)
@@ -129,6 +157,20 @@ class ChatTokens:
             return ""
         return prompted[len(plain) :] if prompted.startswith(plain) else ""
 
+    def _first_has_header(self) -> bool:
+        """Whether the template opens a conversation's first assistant message with its role
+        header (Qwen, Llama 3.1 without tools) or writes its text with none (DeepSeek V3.1, whose
+        header follows a user turn only). A template that refuses the probe is taken to write one:
+        then a first message without it was rendered as something else and is not trained."""
+        if not self.header:
+            return False
+        try:
+            probe = self.renderer.render_text(_FIRST_ANSWER_PROBE, None)
+        except Exception:
+            return True
+        content = probe.find(str(_FIRST_ANSWER_PROBE[0]["content"]))
+        return content < 0 or self.header in probe[:content]
+
     def _token_ends(self, piece: str) -> set[int]:
         """Where the tokens of `piece`, tokenized alone, end (and 0)."""
         if not piece:
@@ -136,18 +178,25 @@ class ChatTokens:
         encoded = self.tokenizer(piece, add_special_tokens=False, return_offsets_mapping=True)
         return {0, *(end for _, end in encoded["offset_mapping"])}
 
-    def _prefix_starts(self, messages: list[dict[str, Any]], tools: Sequence[Any] | None, text: str) -> list[int]:
+    def _prefix_starts(
+        self, messages: list[dict[str, Any]], tools: Sequence[Any] | None, text: str
+    ) -> tuple[list[int], set[int]]:
         """Where each message starts, as the common prefix of each growing prefix's rendering and
-        the whole (for a template whose loop over the messages could not be seen)."""
+        the whole (for a template whose loop over the messages could not be seen), and the
+        messages whose start is not known: the template refused the messages before them (Llama
+        3.1 with tools and no user message yet). Such a message is given where the one before it
+        starts, so it holds that one's text too (the system prompt): it is never trained."""
         starts = [0]
+        unplaced: set[int] = set()
         for end in range(1, len(messages)):
             try:
                 prefix = self.renderer.render_text(messages[:end], tools)
             except Exception:  # a template refusing a prefix: this message owns nothing of its own
                 starts.append(starts[-1])
+                unplaced.add(end)
                 continue
             starts.append(max(starts[-1], _common_prefix(prefix, text)))
-        return starts
+        return starts, unplaced
 
 
 def _common_prefix(left: str, right: str) -> int:

@@ -1,0 +1,75 @@
+"""`ChatTokens` on records whose first answer comes before any user message, through TRL's own code.
+
+Llama 3.1's template, given tools, writes the first message after the system prompt as the first
+user turn, the tools' instructions before it: an assistant message there is no assistant turn,
+and its loss once covered the system prompt and the tools' instructions. Every template the
+trainers' tests use is checked: the loss is exactly on the marked turns the template renders as
+assistant turns (`tests.trainers.ownership`, found apart from the product's code), and a marked
+turn it does not is named in `TrainingRow.unrendered` and carries no loss.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.trainers.chat_tokenizers import TEMPLATE_NAMES
+from tests.trainers.ownership import assert_loss_covers, token_owners
+from trajectory_compressor.training import ChatTokens, is_trained, messages_of, tools_of
+
+pytestmark = pytest.mark.trainers
+
+SYSTEM = {"role": "system", "content": "You are an agent."}
+TOOLS = [{"type": "function", "function": {"name": "read", "parameters": {"type": "object", "properties": {}}}}]
+CALL = {"id": "c0", "type": "function", "function": {"name": "read", "arguments": {"path": "/f0"}}}
+ANSWER = {"role": "assistant", "content": "I will read it.", "train": True}
+CALLING = {"role": "assistant", "content": "", "tool_calls": [CALL], "train": True}
+LAST = [{"role": "user", "content": "Go on."}, {"role": "assistant", "content": "Done.", "train": True}]
+RESULT_THEN_LAST = [
+    {"role": "tool", "tool_call_id": "c0", "content": "row 0: value=0"},
+    {"role": "assistant", "content": "Done.", "train": True},
+]
+
+# (name, messages, whether tools are given, the marked messages Llama 3.1's template does not render as assistant turns)
+RECORDS: list[tuple[str, list[dict[str, Any]], bool, tuple[int, ...]]] = [
+    ("system, answer", [SYSTEM, ANSWER, *LAST], True, (1,)),
+    ("system, call", [SYSTEM, CALLING, *RESULT_THEN_LAST], True, (1,)),
+    ("answer first", [ANSWER, *LAST], True, (0,)),
+    ("call first", [CALLING, *RESULT_THEN_LAST], True, (0,)),
+    ("system, answer, no tools", [SYSTEM, ANSWER, *LAST], False, ()),
+    ("answer first, no tools", [ANSWER, *LAST], False, ()),
+]
+
+
+@pytest.mark.parametrize("template", TEMPLATE_NAMES)
+def test_a_first_answer_before_any_user_message_trains_only_as_an_assistant_turn(
+    template: str, chat_tokenizer: Callable[..., Any], trl_sft: Callable[..., Any], tmp_path: Path
+) -> None:
+    import datasets
+
+    tokenizer = chat_tokenizer(template)
+    records = [
+        {"messages": messages, "tools": json.dumps(TOOLS) if tools else None} for _, messages, tools, _ in RECORDS
+    ]
+    chat_tokens = ChatTokens(tokenizer)
+    rows = [chat_tokens.row(record) for record in records]
+    prepared = datasets.Dataset.from_list([row.as_columns() for row in rows])
+    sft = trl_sft(prepared, tokenizer, tmp_path / "trl", max_length=4096)
+    assert len(sft.rows) == len(records)
+    for (name, _, _, folded), record, row, prepared_row in zip(RECORDS, records, rows, sft.rows, strict=True):
+        unrendered = folded if template == "llama3.1-style" else ()
+        assert row.unrendered == unrendered, name
+        messages = messages_of(record)
+        plain = [{k: v for k, v in m.items() if k != "train"} for m in messages]
+        ownership = token_owners(plain, tools_of(record), tokenizer, prepared_row.input_ids)
+        trained = [i for i, message in enumerate(messages) if is_trained(message) and i not in unrendered]
+        assert_loss_covers(ownership, prepared_row.labels, trained, trailer="trained")
+        # Nothing of the system prompt or the tools' instructions is learned, whatever the template.
+        labels = zip(row.input_ids, prepared_row.labels, strict=True)
+        learned = tokenizer.decode([token for token, label in labels if label != -100])
+        assert "You are an agent" not in learned and '"properties"' not in learned, (name, learned)
+        assert learned.count("Done.") == 1, (name, learned)
