@@ -4,11 +4,19 @@ LLaMA-Factory samples' alternation, and the token mask of `ChatTokens` on a real
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from tests.count.chat_fixtures import QWEN25, family_tokenizer
 from trajectory_compressor.count.named_templates import read_chat_template
-from trajectory_compressor.training import ChatTokens, llamafactory_samples, loss_mask, messages_of, tools_of
+from trajectory_compressor.training import (
+    ChatTokens,
+    llamafactory_samples,
+    loss_mask,
+    messages_of,
+    tools_of,
+    write_llamafactory,
+)
 from trajectory_compressor.training.llamafactory import RESULTS_JOIN
 
 CALL = '<tool_call>\n{"name": "bash", "arguments": {"command": "ls"}}\n</tool_call>'
@@ -74,6 +82,15 @@ def test_llamafactory_samples_alternate_and_end_on_each_trained_turn() -> None:
     assert second[3]["value"] == "a.py\n\n[CONTEXT SUMMARY]: listed, read a.py."
     assert second[5]["value"] == f"b.py{RESULTS_JOIN}c.py"
     assert all(json.loads(sample["tools"]) == TOOLS for sample in samples)
+
+
+def test_write_llamafactory_makes_the_folder_it_writes_into(tmp_path: Path) -> None:
+    """docs/trainers.md writes `data/agent.jsonl` from a folder with no `data/` in it."""
+    path = tmp_path / "data" / "agent.jsonl"
+    assert write_llamafactory([compressed_row()], path) == 2
+    assert [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()] == llamafactory_samples(
+        compressed_row()
+    )
 
 
 def test_chat_tokens_mask_exactly_the_marked_assistant_answers() -> None:

@@ -97,8 +97,10 @@ def llamafactory_samples(record: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def write_llamafactory(records: Iterable[Mapping[str, Any]], path: str | Path) -> int:
-    """Write every sample of `records` as JSON lines to `path`; returns how many were written."""
+    """Write every sample of `records` as JSON lines to `path` (its folder made if missing, as
+    LLaMA-Factory's `data/` is); returns how many were written."""
     written = 0
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", encoding="utf-8") as handle:
         for record in records:
             for sample in llamafactory_samples(record):
