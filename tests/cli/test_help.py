@@ -152,3 +152,16 @@ def test_analyze_requests_and_eval_are_grouped_the_same_way() -> None:
     evaluate = dict(_sections(_help("eval")))
     assert _options_of(evaluate["Input and output"])[:2] == ["-i", "--input"]
     assert _options_of(evaluate["LLM endpoint"])[0] == "--probes"
+
+
+@pytest.mark.parametrize("command", ["compress", "analyze", "requests", "eval"])
+def test_every_choice_option_names_its_default_at_the_end_of_its_help(command: str) -> None:
+    """A bracket inside the help text (`pip install "trajectory-compressor[ray]"`) is not a default."""
+    choices = [
+        param
+        for param in main.commands[command].params
+        if isinstance(param, click.Option) and isinstance(param.type, click.Choice)
+    ]
+    assert choices
+    unnamed = [param.opts[-1] for param in choices if not re.search(r"\[[^\]]+\]\.?$", param.help or "")]
+    assert not unnamed, f"no [default] at the end of the help of {unnamed}"

@@ -35,7 +35,9 @@ def _param(part: str, name: str) -> str:
 
 def _default_text(part: str, name: str, spec: Setting) -> str:
     default = next(f for f in dataclasses.fields(PARTS[part]) if f.name == name).default
-    if spec.flag_style in ("flag", "off") or default is None or default is dataclasses.MISSING or "[" in spec.help:
+    # A help ending in `[...]` names its default itself; a bracket inside it (`...[ray]").`) does not.
+    names_its_own = spec.help.rstrip(".").endswith("]")
+    if spec.flag_style in ("flag", "off") or default is None or default is dataclasses.MISSING or names_its_own:
         return ""
     if isinstance(default, bool):
         return " [on]" if default else " [off]"
