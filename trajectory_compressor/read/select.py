@@ -54,7 +54,9 @@ class RowSelection:
     """Iterates the selected rows of `sources`; counts what it read and selected as it goes.
 
     `skip` stream positions are passed over first (a resumed run's committed rows) and
-    `selected` starts at `already_selected`, so `limit` counts the rows of the whole run.
+    `selected` starts at `already_selected`. `limit` bounds the rows the sample takes from the
+    whole input stream, counted from its start whatever the shard or the resume: the shards of a
+    limited run take, between them, the rows one unsharded run takes (what `merge` promises).
     """
 
     def __init__(
@@ -78,23 +80,27 @@ class RowSelection:
         self.stream_rows = 0  # stream rows read so far
         self.selected = already_selected
 
-    def _wanted(self, index: int) -> bool:
-        if self.num_shards > 1 and not shard_filter(index, self.num_shards, self.shard_index):
-            return False
+    def _sampled(self, index: int) -> bool:
         percent = self.sample_percent
         return percent is None or percent >= 100 or sampled(index, percent, self.seed)
 
     def __iter__(self) -> Iterator[Selected]:
         index = 0
+        taken = 0  # rows the sample took so far, in every shard: what `limit` bounds
         for source in self.sources:
             for item in records_of(source, self.read):
                 current = index
                 index += 1
                 self.stream_rows = index
-                if current < self.skip or not self._wanted(current):
+                if not self._sampled(current):
                     continue
-                if self.limit is not None and self.selected >= self.limit:
+                if self.limit is not None and taken >= self.limit:
                     return
+                taken += 1
+                if current < self.skip:
+                    continue
+                if self.num_shards > 1 and not shard_filter(current, self.num_shards, self.shard_index):
+                    continue
                 self.selected += 1
                 yield current, index, item
 
