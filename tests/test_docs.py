@@ -22,6 +22,8 @@ from pymdownx.slugs import slugify
 
 from tests.conftest import REPO
 from trajectory_compressor.cli import main
+from trajectory_compressor.settings import walk
+from trajectory_compressor.settings.cli_options import flag_names
 
 # Meant to keep the module on one worker so the site is built once; pytest 9.2 with pytest-xdist 3.8.0
 # groups nothing (tests/conftest.py), so each worker that runs one of these tests builds it.
@@ -148,3 +150,17 @@ def test_every_file_the_docs_cite_exists() -> None:
             if not (REPO / path).exists() and not (package / path).exists():
                 missing.append(f"{page.relative_to(REPO)}: {path}")
     assert not missing, missing
+
+
+def test_the_configuration_section_names_every_setting_that_has_no_yaml_key() -> None:
+    """docs/usage.md says which flags no `--config` file can set; a setting added without a YAML key joins it."""
+    usage = (DOCS / "usage.md").read_text(encoding="utf-8")
+    section = usage.split("## Configuration", 1)[1].split("\n## ", 1)[0]
+    flagged = [(name, spec) for _, name, spec in walk() if not spec.yaml and spec.flag is not None]
+    assert flagged
+    unnamed = [
+        flag_names(name, spec)[-1]
+        for name, spec in flagged
+        if not any(f"`{flag}`" in section for flag in flag_names(name, spec))
+    ]
+    assert not unnamed, f"docs/usage.md#configuration does not name {unnamed}"
