@@ -389,6 +389,26 @@ def test_a_refused_or_missing_key_is_one_line_before_the_tokenizer_loads(tmp_pat
     assert not (tmp_path / "o.jsonl").exists()
 
 
+@pytest.mark.parametrize("inside", ["\n", "\r\n", "\x1b"])
+def test_a_key_with_a_line_break_inside_is_one_line_naming_its_variable_before_any_request(
+    tmp_path: Path, inside: str
+) -> None:
+    """aiohttp refuses such a header on the first request, which the run took for an endpoint
+    that never answered ("check --base-url and that the server is up")."""
+    first, second = SECRET[:18], SECRET[18:]
+    with FakeServerThread() as server:
+        result = run_cli(
+            "compress", str(_input(tmp_path, 2)), "-o", str(tmp_path / "o.jsonl"), *NO_TOKENIZER,
+            *_llm_args(server.base_url, tmp_path / "c"), env={"OPENAI_API_KEY": f"{first}{inside}{second}\n"},
+        )  # fmt: skip
+        assert not server.requests and not server.server.model_lists
+    assert result.returncode == 2
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("error: $OPENAI_API_KEY holds a line break") and "server is up" not in line
+    assert first not in result.stderr and second not in result.stderr
+    assert not (tmp_path / "o.jsonl").exists()
+
+
 def test_a_key_refused_mid_run_is_said_once(tmp_path: Path) -> None:
     """The preflight passes (a server without a model list); the first summary is refused."""
     with FakeServerThread(default="401", models_status=404) as server:

@@ -20,6 +20,7 @@ from typing import Any
 
 import orjson
 
+from trajectory_compressor.errors import UsageError
 from trajectory_compressor.settings import LLMConfig
 from trajectory_compressor.summarize.llm.dialects import key_env
 from trajectory_compressor.summarize.llm.dialects.base import Dialect
@@ -45,6 +46,14 @@ class Credentials:
     def __init__(self, config: LLMConfig, dialect: Dialect) -> None:
         self.key_env = key_env(config)
         self.key = (os.environ.get(self.key_env) or "").strip() or None
+        if self.key is not None and not self.key.isprintable():
+            # aiohttp refuses such a header on the first request, which read as an endpoint that
+            # never answered; the key itself is never shown.
+            raise UsageError(
+                f"${self.key_env} holds a line break or another control character inside it (the key is"
+                " not shown): an API key is one line of text; set it again (one read from a file holds all"
+                " the file's lines)"
+            )
         self.secrets = (self.key, *url_secrets(config.base_url))
         self.base = (config.base_url or "").rstrip("/")
         self.endpoint = display_url(self.base)  # the base URL as shown: without credentials
