@@ -54,7 +54,8 @@ class Credentials:
                 " not shown): an API key is one line of text; set it again (one read from a file holds all"
                 " the file's lines)"
             )
-        self.secrets = (self.key, *url_secrets(config.base_url))
+        self.url_secrets = url_secrets(config.base_url)
+        self.secrets = (self.key, *self.url_secrets)
         self.base = (config.base_url or "").rstrip("/")
         self.endpoint = display_url(self.base)  # the base URL as shown: without credentials
         netloc = (config.base_url or "").split("://", 1)[-1].split("/", 1)[0]
@@ -104,7 +105,7 @@ class Credentials:
     def scrub_summary(self, text: str) -> str:
         """`text`, a reply's summary, scrubbed of the URL's credentials and of a key not too short to be one."""
         key = self.key if self.key and len(self.key) >= SUMMARY_SECRET_CHARS else None
-        return scrub(text, (key, *self.secrets[1:]))
+        return scrub(text, (key, *self.url_secrets))
 
     def sanitize(self, text: str | bytes) -> str:
         """Known secrets scrubbed, credential patterns masked, whitespace collapsed, shortened."""
