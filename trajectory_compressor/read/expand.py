@@ -93,9 +93,11 @@ def expand_inputs(
             # Only what lies inside this folder: an output folder holding the input folder holds
             # its outputs beside it (`compress runs/a -o runs/`), not in it.
             inside = tuple(item for item in excluded if item.startswith(folder.rstrip(os.sep) + os.sep))
-            found = list(_walk_directory(path, skipped, inside, left_out))
+            left_out_here: list[str] = []
+            found = list(_walk_directory(path, skipped, inside, left_out_here))
             if written_by_us is not None:
-                _refuse_foreign_files(left_out, arg, written_by_us)
+                _refuse_foreign_files(left_out_here, arg, written_by_us)
+            left_out += left_out_here
             if not found:
                 supported = ", ".join(supported_suffixes())
                 raise InputError(f"no input files ({supported}) in directory: {quoted(arg)}")
@@ -151,7 +153,7 @@ def _walk_directory(
 ) -> Iterator[InputSource]:
     """Supported files under `root`, recursively, sorted by path relative to `root`; own outputs
     are left out: by name (added to `skipped`) or under a path in `excluded` (to `left_out`)."""
-    left_out = skipped if left_out is None else left_out
+    left_out = [] if left_out is None else left_out
     found: list[tuple[str, InputSource]] = []
     for dirpath, dirnames, filenames in os.walk(root):
         here = Path(dirpath)
