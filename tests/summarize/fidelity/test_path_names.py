@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from trajectory_compressor.summarize.extractive.digest_lists import FileList
+from trajectory_compressor.summarize.fidelity import windows
 from trajectory_compressor.summarize.fidelity.anchors import score_future
 from trajectory_compressor.summarize.fidelity.path_names import PathNames
 from trajectory_compressor.summarize.fidelity.salient import SalientItems
@@ -80,3 +81,67 @@ def test_a_short_name_states_every_path_of_its_file_in_the_scores() -> None:
     assert fidelity.found["paths"] == 3 and fidelity.missed["paths"] == ()
     future = score_future(["/testbed/django/db/models/query.py", "django/db/models/query.py", "QuerySet"], "query.py")
     assert future.missed == ("QuerySet",)
+
+
+_FOLDERS = st.lists(st.sampled_from(["t", "x", "", ".", "m d", "é"]), max_size=3)
+_NAMED = st.lists(
+    st.tuples(_FOLDERS, st.sampled_from(["a.py", "b"])).map(lambda parts: "/".join([*parts[0], parts[1]])),
+    max_size=10,
+    unique=True,
+)
+
+
+@given(_NAMED, st.lists(st.integers(0, 40), max_size=4))
+def test_the_windows_count_finds_the_paths_the_item_scores_find(paths: list[str], picks: list[int]) -> None:
+    """`_counted` (a region of many items) and `score_items` take the same names for a file: not
+    the tail after a leading `/` (`x/a.py` is no short name of `/x/a.py`)."""
+    names = PathNames(paths)
+    said = sorted({*paths, *names.tails()})
+    summary = " ".join(f"saw {said[pick % len(said)]};" for pick in picks) if said else ""
+    items = SalientItems(paths=tuple(paths))
+    corpus = row_text([Turn("tool", "x")])
+    sorted_ = windows._Sorted()
+    sorted_.extend(items)
+    counted = windows._counted(items, sorted_, summary, corpus, PathNames(paths))
+    assert counted.found["paths"] == score_items(items, summary, corpus, PathNames(paths)).found["paths"]
+
+
+def test_the_windows_count_takes_no_tail_after_a_leading_slash_for_its_file() -> None:
+    items = SalientItems(paths=("/testbed/x/a.py", "/tmp/x/a.py"))
+    sorted_ = windows._Sorted()
+    sorted_.extend(items)
+    corpus = row_text([Turn("tool", "x")])
+    counted = windows._counted(items, sorted_, "Edited testbed/x/a.py.", corpus, PathNames(items.paths))
+    assert counted.found["paths"] == score_items(items, "Edited testbed/x/a.py.", corpus).found["paths"] == 0
+
+
+def test_a_path_after_a_double_slash_is_another_file_and_the_digests_name_states_it() -> None:
+    """`/a.py` is no name of `t//a.py` (that is `t/a.py`): joined, the digest named both `a.py`,
+    which no score takes for `/a.py` (no short name after a leading `/`)."""
+    assert PathNames(["/a.py", "t//a.py"]).paths == [["/a.py"], ["t//a.py"]]
+    listed = FileList()
+    listed.mention("/a.py")
+    names = [name for name, _ in listed.with_mentions(["t//a.py"])]
+    assert names == ["/a.py", "t//a.py"]
+    fidelity = score_items(SalientItems(paths=("/a.py",)), f"Read {names[0]}.", row_text([Turn("tool", "x")]))
+    assert fidelity.missed["paths"] == ()
+
+
+_FILE = st.tuples(st.lists(st.sampled_from(["t", "x", "", "."]), max_size=3), st.sampled_from(["a.py", "b.py"])).map(
+    lambda parts: "/".join([*parts[0], parts[1]])
+)
+
+
+@given(st.lists(st.tuples(_FILE, st.booleans()), max_size=10), st.lists(_FILE, max_size=4))
+def test_every_name_the_digest_prints_states_each_path_of_its_file(
+    calls: list[tuple[str, bool]], earlier: list[str]
+) -> None:
+    listed = FileList()
+    for path, written in calls:
+        (listed.write if written else listed.mention)(path)
+    names = [name for name, _ in (listed.with_mentions(earlier) if earlier else listed)]
+    assert len(set(names)) == len(names)
+    summary = "Files: " + ", ".join(names) + "."
+    paths = list(dict.fromkeys(path for path, _ in calls))
+    assert score_items(SalientItems(paths=tuple(paths)), summary, row_text([Turn("tool", "x")])).missed["paths"] == ()
+    assert score_future(paths, summary).missed == ()

@@ -107,15 +107,21 @@ class PathNames:
         return self._ender.keys()
 
     def owner(self, tail: str) -> Sequence[str]:
-        """The paths of the one file `tail` tells apart (`unique`), if it does (else none)."""
-        return self.paths[self._ender[tail]] if tail and self._enders[tail] == 1 else ()
+        """The paths of the one file `tail` tells apart (`unique`), if it does (else none): not
+        the tail after a leading `/`, which `unique` leaves out too."""
+        if not tail or self._enders[tail] != 1:
+            return ()
+        file = self._ender[tail]
+        longest = self.longest[file]
+        return () if longest[0] == "/" and longest[1:] == tail else self.paths[file]
 
 
 def _tails(path: str, *, leading: bool = True) -> Iterator[str]:
     """`path`'s tails after each `/`, longest first (after a leading `/` too, unless not
-    `leading`: `testbed/a.py` is another name of `/testbed/a.py`, never its short one)."""
+    `leading`: `testbed/a.py` is another name of `/testbed/a.py`, never its short one), but
+    none after a `//`: `/a.py` is no name of `t//a.py` (`t/a.py`), which it would take whole."""
     position = path.find("/", 0 if leading else 1)
     while position >= 0:
-        if position + 1 < len(path):
+        if position + 1 < len(path) and path[position + 1] != "/":
             yield path[position + 1 :]
         position = path.find("/", position + 1)
