@@ -4,6 +4,7 @@ flagged with one oversized group, each summary covering more than the one before
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -238,3 +239,34 @@ def test_without_summaries_a_cut_keeps_the_tail_and_adds_no_summary() -> None:
     head = replay.tokens(0, replay.head)
     for window in windows:  # head + what the window shows: no summary, no notice
         assert window.tokens == head + replay.shown(window.context_start, window.end, window.cleared) <= 1500
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from(["system", "human", "gpt", "tool"]), max_size=30),
+    st.data(),
+    st.integers(300, 4000),
+    st.integers(0, 5),
+    st.booleans(),
+    st.booleans(),
+)
+def test_any_roles_give_every_turn_one_window_and_each_window_a_trained_turn(
+    roles: list[str], data: st.DataObject, target: int, last_n: int, first_gpt: bool, first_tool: bool
+) -> None:
+    """Any order of roles (tool-first rows, runs of system or user turns, rows ending on results):
+    every group holds a gpt turn when one follows the head, every turn is new in one window, and
+    every window trains a turn (a new one, or window 0 one of the head's)."""
+    counts = [data.draw(st.integers(1, 900)) for _ in roles]
+    config = replace(_config(target, 0.2, last_n), protect_first_gpt=first_gpt, protect_first_tool=first_tool)
+    replay = WindowReplay(roles, counts, config)
+    head, trains = replay.head, "gpt" in roles[replay.head :]
+    bounds = [*group_starts(roles, head), len(roles)]
+    assert not trains or all("gpt" in roles[begin:end] for begin, end in itertools.pairwise(bounds))
+    if replay.fits_whole():
+        return
+    new_turns = list(range(head))
+    for window in replay.replay_at_budget():
+        new_turns.extend(range(window.new_start, window.end))
+        _, marks = window_layout([Turn(role, "x") for role in roles], head, window, "s" if window.index else None)
+        assert not trains or True in marks
+    assert new_turns == list(range(len(roles)))
