@@ -68,7 +68,7 @@ class ChatTokens:
         self.renderer = ChatRenderer(tokenizer, template_kwargs)
         self.header = self._generation_header()
         self.header_cuts = self._token_ends(self.header)
-        self.first_has_header = self._first_has_header()
+        self.first_headers = self._first_headers()
 
     def __call__(self, record: Mapping[str, Any]) -> dict[str, list[int]]:
         return self.row(record).as_columns()
@@ -121,10 +121,10 @@ class ChatTokens:
     ) -> int | None:
         """Where an assistant message's answer starts: after its role header. The first message of
         a conversation may follow what the template writes before any message (a default system
-        prompt): its header is looked for, not expected at its start. Not found there, in a
-        template that opens a first assistant message with it (`_first_has_header`), the message
-        was rendered as another role's turn: None, no answer (Llama 3.1's first user turn,
-        which holds the system prompt's header and the tools before it).
+        prompt): its header is looked for, as the template writes it there (`_first_headers`),
+        not expected at its start. Not found there, in a template that opens a first assistant
+        message with one, the message was rendered as another role's turn: None, no answer
+        (Llama 3.1's first user turn, which holds the system prompt's header and the tools before it).
 
         Elsewhere the header is what the message's text shares with it; a share that ends inside
         one of the header's tokens is a likeness of characters, and the row's token it cuts is the
@@ -132,10 +132,11 @@ class ChatTokens:
         on ``<｜tool▁calls▁begin｜>`` (``<think>``) shares ``<｜`` (``<``) with its header
         ``<｜Assistant｜>``: that token is the answer's first, to be trained."""
         if first and self.header:
-            found = text.find(self.header, start, end)
-            if found >= 0:
-                return found + len(self.header)
-            if self.first_has_header:
+            for header in self.first_headers:
+                found = text.find(header, start, end)
+                if found >= 0:
+                    return found + len(header)
+            if self.first_headers:
                 return None
         shared = _common_prefix(self.header, text[start:end])
         answer = start + shared
@@ -157,19 +158,25 @@ class ChatTokens:
             return ""
         return prompted[len(plain) :] if prompted.startswith(plain) else ""
 
-    def _first_has_header(self) -> bool:
-        """Whether the template opens a conversation's first assistant message with its role
-        header (Qwen, Llama 3.1 without tools) or writes its text with none (DeepSeek V3.1, whose
-        header follows a user turn only). A template that refuses the probe is taken to write one:
-        then a first message without it was rendered as something else and is not trained."""
+    def _first_headers(self) -> tuple[str, ...]:
+        """The role headers a conversation's first assistant message may open with: the header,
+        and the part of it the template writes there when that is less (Qwen3 without thinking
+        asks for an answer with an empty think block, and writes a first answer with none); none
+        when it writes the text with no header (DeepSeek V3.1, whose header follows a user turn
+        only). A template that refuses the probe is taken to write the header: then a first
+        message without it was rendered as something else and is not trained."""
         if not self.header:
-            return False
+            return ()
         try:
             probe = self.renderer.render_text(_FIRST_ANSWER_PROBE, None)
         except Exception:
-            return True
+            return (self.header,)
         content = probe.find(str(_FIRST_ANSWER_PROBE[0]["content"]))
-        return content < 0 or self.header in probe[:content]
+        if content < 0 or self.header in probe[:content]:
+            return (self.header,)
+        # The longest start of the header, ending where one of its tokens does, right before the text.
+        cut = max((cut for cut in self.header_cuts if probe[:content].endswith(self.header[:cut])), default=0)
+        return (self.header, self.header[:cut]) if cut else ()
 
     def _token_ends(self, piece: str) -> set[int]:
         """Where the tokens of `piece`, tokenized alone, end (and 0)."""
