@@ -76,15 +76,19 @@ def test_a_first_answer_before_any_user_message_trains_only_as_an_assistant_turn
 
 
 @pytest.mark.parametrize("template", TEMPLATE_NAMES)
-def test_a_first_answer_trains_from_its_own_header_without_thinking(
+def test_a_first_answer_trains_from_its_own_header_without_thinking_or_a_later_system_prompt(
     template: str, chat_tokenizer: Callable[..., Any]
 ) -> None:
     """Qwen3 without thinking opens an answer it is asked for with an empty think block, but
     writes a record's first answer with none: its header was looked for whole and not found, and
-    the loss began inside the tools' system turn, at the `<|im_start|>` it shares with the header."""
+    the loss began inside the tools' system turn, at the `<|im_start|>` it shares with the header.
+    (`enable_thinking=False` changes nothing for the other templates.)"""
     tokenizer = chat_tokenizer(template)
     chat_tokens = ChatTokens(tokenizer, enable_thinking=False)
-    for name, messages, tools, folded in RECORDS:
+    # DeepSeek V3.1 writes every system message first, one after the first answer too, which
+    # opens with no header: its loss began at the record's start, on that system prompt.
+    system_later = ("answer first, system later", [ANSWER, LAST[0], SYSTEM, LAST[1]], False, ())
+    for name, messages, tools, folded in [*RECORDS, system_later]:
         row = chat_tokens.row({"messages": messages, "tools": json.dumps(TOOLS) if tools else None})
         assert row.unrendered == (folded if template == "llama3.1-style" else ()), name
         learned = tokenizer.decode(

@@ -68,6 +68,7 @@ class ChatTokens:
         self.renderer = ChatRenderer(tokenizer, template_kwargs)
         self.header = self._generation_header()
         self.header_cuts = self._token_ends(self.header)
+        self._lone_preamble: str | None = None  # what the template writes before a lone first answer's text
         self.first_headers = self._first_headers()
 
     def __call__(self, record: Mapping[str, Any]) -> dict[str, list[int]]:
@@ -103,7 +104,10 @@ class ChatTokens:
             if not is_trained(message):
                 continue
             end = bounds[index + 1] if index + 1 < len(bounds) else len(text)
-            answer = None if index in unplaced else self._answer_start(text, bounds[index], end, offsets, index == 0)
+            own = self._alone(plain[index]) if index == 0 and not self.first_headers else ""
+            answer = (
+                None if index in unplaced else self._answer_start(text, bounds[index], end, offsets, index == 0, own)
+            )
             if answer is None:
                 unrendered.append(index)
             else:
@@ -117,7 +121,7 @@ class ChatTokens:
         return TrainingRow(ids, mask, owners, tuple(unrendered))
 
     def _answer_start(
-        self, text: str, start: int, end: int, offsets: Sequence[tuple[int, int]], first: bool
+        self, text: str, start: int, end: int, offsets: Sequence[tuple[int, int]], first: bool, own: str = ""
     ) -> int | None:
         """Where an assistant message's answer starts: after its role header. The first message of
         a conversation may follow what the template writes before any message (a default system
@@ -138,6 +142,8 @@ class ChatTokens:
                     return found + len(header)
             if self.first_headers:
                 return None
+            if own and text.endswith(own, start, end):  # no header: the text as it is alone (`_alone`)
+                return end - len(own)
         shared = _common_prefix(self.header, text[start:end])
         answer = start + shared
         if first or shared in self.header_cuts:  # the first starts on what precedes any message (bos)
@@ -172,11 +178,25 @@ class ChatTokens:
         except Exception:
             return (self.header,)
         content = probe.find(str(_FIRST_ANSWER_PROBE[0]["content"]))
+        self._lone_preamble = probe[:content] if content >= 0 else None
         if content < 0 or self.header in probe[:content]:
             return (self.header,)
         # The longest start of the header, ending where one of its tokens does, right before the text.
         cut = max((cut for cut in self.header_cuts if probe[:content].endswith(self.header[:cut])), default=0)
         return (self.header, self.header[:cut]) if cut else ()
+
+    def _alone(self, message: Mapping[str, Any]) -> str:
+        """A first answer's text as the template writes it alone, past what it writes before any
+        message ("" if unknown). A template that opens a first answer with no header (DeepSeek
+        V3.1) writes every system message of the record before it, one coming after it too: the
+        answer is this text at the end of its span, not the span from the start."""
+        if self._lone_preamble is None:
+            return ""
+        try:
+            alone = self.renderer.render_text([message], None)
+        except Exception:
+            return ""
+        return alone[len(self._lone_preamble) :] if alone.startswith(self._lone_preamble) else ""
 
     def _token_ends(self, piece: str) -> set[int]:
         """Where the tokens of `piece`, tokenized alone, end (and 0)."""
