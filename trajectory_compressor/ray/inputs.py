@@ -29,7 +29,11 @@ def list_inputs(paths: Sequence[str], config: RunConfig, *, exclude: Sequence[st
         if path.startswith(HF_PREFIX):
             files = ", ".join(supported_suffixes())
             raise InputError(f"{quoted(path)}: --engine ray reads files ({files}); load {quoted(path)} yourself")
-        found = _remote_files(path) if is_uri(path) else expand_inputs([path], exclude=exclude, streaming=False)
+        if is_uri(path):
+            found = _remote_files(path, exclude)
+        else:
+            local = [target for kind, target in map(_on_filesystem, exclude) if kind == "local"]
+            found = expand_inputs([path], exclude=local, streaming=False)
         for source in found:
             if source.name not in seen:
                 seen.add(source.name)
@@ -37,8 +41,18 @@ def list_inputs(paths: Sequence[str], config: RunConfig, *, exclude: Sequence[st
     return sources
 
 
-def _remote_files(uri: str) -> list[InputSource]:
-    """The supported files at `uri` (a file, or a directory walked recursively), sorted."""
+def _on_filesystem(path: str) -> tuple[str, str]:
+    """(pyarrow filesystem type, path on it) of a local path or a URI (`file://` is local)."""
+    from trajectory_compressor.ray.layout import filesystem_of
+
+    filesystem, target = filesystem_of(path)
+    return filesystem.type_name, target.rstrip("/")
+
+
+def _remote_files(uri: str, exclude: Sequence[str] = ()) -> list[InputSource]:
+    """The supported files at `uri` (a file, or a directory walked recursively), sorted; none under
+    `exclude` (the run's own folders, as local paths or URIs: a `file://` input folder holding a
+    local or `file://` output, an `s3://` one holding an `s3://` output)."""
     import pyarrow.fs as pafs
 
     try:
@@ -53,11 +67,14 @@ def _remote_files(uri: str) -> list[InputSource]:
     except (OSError, ValueError) as exc:  # pyarrow's errors for an unknown scheme or no access
         raise InputError(f"cannot list {quoted(uri)}: {exc}") from None
     scheme = uri.split("://", 1)[0]
+    kind = filesystem.type_name
+    own = tuple(target for target_kind, target in map(_on_filesystem, exclude) if target_kind == kind)
     sources: list[InputSource] = []
     for item in sorted(infos, key=lambda entry: entry.path):
         name = item.base_name
         hidden = any(part.startswith(".") for part in item.path[len(root) :].split("/") if part)
-        if item.type != pafs.FileType.File or hidden or name.endswith(OWN_OUTPUT_SUFFIXES):
+        mine = any(item.path == folder or item.path.startswith(folder + "/") for folder in own)
+        if item.type != pafs.FileType.File or hidden or mine or name.endswith(OWN_OUTPUT_SUFFIXES):
             continue
         entry = format_of_file(name, at_uri=True)
         if entry is not None:

@@ -64,9 +64,12 @@ def user_cause(exc: BaseException) -> BaseException:
     """The exception a worker raised, out of Ray's wrappers (`RayTaskError.cause`, `__cause__`)."""
     seen: set[int] = set()
     current: BaseException | None = exc
+    found: BaseException | None = None
     while current is not None and id(current) not in seen:
         seen.add(id(current))
         if isinstance(current, (UsageError, RunAborted)):
-            return current
+            found = current  # the innermost: Ray's wrapper is an instance too, with its traceback as text
+        elif found is not None:
+            break
         current = getattr(current, "cause", None) or current.__cause__
-    return exc
+    return found or exc

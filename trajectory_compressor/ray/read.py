@@ -24,6 +24,9 @@ from typing import Any
 
 import pyarrow as pa
 
+from trajectory_compressor.errors import RunAborted
+from trajectory_compressor.exit_codes import ExitCode
+from trajectory_compressor.messages import quoted
 from trajectory_compressor.ray.parts import holds
 from trajectory_compressor.read.readers import FILE_FORMATS
 from trajectory_compressor.read.select import records_of, sampled
@@ -116,7 +119,7 @@ def read_inputs(
     offset = 0
     for ordinal, count in enumerate(counts):
         if offset < end and not _covered(skip, offset, min(offset + count, end)):
-            entries.append({"ordinal": ordinal, "offset": offset})
+            entries.append({"ordinal": ordinal, "offset": offset, "count": count})
         offset += count
     if not entries:
         return ray.data.from_arrow(ROW_SCHEMA.empty_table())
@@ -190,10 +193,15 @@ def read_files(
     skip: list[tuple[int, int]],
 ) -> Iterator[pa.Table]:
     """map_batches function: each file of the batch read whole, its rows out in small blocks
-    (the selected rows below `end`, but those in `skip`)."""
-    for ordinal, offset in zip(batch.column("ordinal").to_pylist(), batch.column("offset").to_pylist(), strict=True):
+    (the selected rows below `end`, but those in `skip`). A file that yields other than the
+    records counted (it changed since; another node sees another version) stops the run."""
+    columns = (batch.column(name).to_pylist() for name in ("ordinal", "offset", "count"))
+    for ordinal, offset, count in zip(*columns, strict=True):
         rows: list[dict[str, Any]] = []
+        number = -1
         for number, item in enumerate(records_of(sources[ordinal], read)):
+            if number >= count:
+                raise changed_input(sources[ordinal], count, f"more than {count}")
             index = offset + number
             if index >= end:
                 break
@@ -205,8 +213,22 @@ def read_files(
             if len(rows) >= READ_BATCH_ROWS:
                 yield pa.Table.from_pylist(rows, schema=ROW_SCHEMA)
                 rows = []
+        else:
+            if number + 1 != count:
+                raise changed_input(sources[ordinal], count, str(number + 1))
         if rows:
             yield pa.Table.from_pylist(rows, schema=ROW_SCHEMA)
+
+
+def changed_input(source: InputSource, counted: int, now: str) -> RunAborted:
+    """An input whose records are not those counted: its rows' indexes would be another file's, or
+    missing. The run stops (exit 1) rather than write them; a re-run counts it again."""
+    return RunAborted(
+        f"the input {quoted(source.name)} changed while the run read it ({counted} records when counted, {now} "
+        "when read); re-run once it no longer changes, with --no-resume (the parts written so far are of the "
+        "version counted)",
+        ExitCode.FAILED,
+    )
 
 
 def _remote_count() -> Any:

@@ -23,6 +23,7 @@ from typing import Any
 from trajectory_compressor.count.exactness import GuardResult
 from trajectory_compressor.errors import RunAborted, UsageError
 from trajectory_compressor.exit_codes import ExitCode
+from trajectory_compressor.ray.coverage import coverage_problem
 from trajectory_compressor.ray.inputs import list_inputs
 from trajectory_compressor.ray.layout import (
     RayOutputLayout,
@@ -39,7 +40,7 @@ from trajectory_compressor.ray.parts import (
     read_records,
     write_run_record,
 )
-from trajectory_compressor.ray.read import count_inputs, stream_rows_read
+from trajectory_compressor.ray.read import count_inputs, limit_end, stream_rows_read
 from trajectory_compressor.ray.report import forget_report, input_entry, report_status, write_report
 from trajectory_compressor.ray.session import ray_console, start_ray, stop_ray
 from trajectory_compressor.ray.storage import check_shared_storage
@@ -185,7 +186,7 @@ def run_on_ray(
         output = os.path.abspath(output)
     layout = RayOutputLayout.beside(output)
     check_output_folders(layout)
-    own = [] if is_uri(output) else list(layout.folders().values())  # in an input folder: not inputs
+    own = list(layout.folders().values())  # in an input folder (a local one or a URI): not inputs
     sources = absolute_sources(list_inputs(inputs, config, exclude=own))
     if not is_uri(output):
         refuse_overwrites(run_outputs(layout.as_dict()), input_files(sources))
@@ -244,6 +245,7 @@ class _RayRun:
         kept = KeptParts()
         run_fingerprint: RunFingerprint | None = None
         stream_rows = 0
+        counts: list[Any] = []
         usage: dict[str, Any] = {}
         counting = self.counting
         try:
@@ -279,6 +281,9 @@ class _RayRun:
                     f"{len(problems)} part files are not as the workers recorded them where this driver reads them "
                     f"(first: {problems[0]}); is -o on storage every node shares? re-run the same command to redo them"
                 )
+            elif missing := self._coverage(sources, [count.records for count in counts], records):
+                status, exit_code = ABORTED, ExitCode.FAILED
+                message = f"the parts do not hold every input row once, in order: {missing}; {RESUME}"
         else:
             records = self._written_so_far(run_fingerprint)
         totals = merged_totals(records)
@@ -310,6 +315,11 @@ class _RayRun:
         if completed:  # every row rejected (4), over the limit with --fail-on-over-limit (3): as locally
             exit_code, message = completed_exit(totals, config, first_reject)
         return RayRunResult(report, exit_code, message)
+
+    def _coverage(self, sources: list[InputSource], counts: list[int], records: list[PartRecord]) -> str | None:
+        """What is wrong with the rows the parts hold (`coverage`); None when every selected row is in one part."""
+        end = limit_end(sum(counts), self.config.select)
+        return coverage_problem(records, end, self.config.select, sources, counts)
 
     def _fingerprint(
         self, settings: dict[str, Any], inputs: list[dict[str, Any]], records: list[int]
@@ -378,8 +388,8 @@ class _RayRun:
             if isinstance(cause, UsageError):
                 raise cause from None
             aborted = _ask(limits.aborted.remote()) if not isinstance(cause, RunAborted) else None
-            if isinstance(cause, RunAborted):
-                aborted = (str(cause), cause.exit_code)
+            if isinstance(cause, RunAborted):  # its one line (Ray Data may add its retry advice to the text)
+                aborted = (str(cause).split("\n", 1)[0], cause.exit_code)
             lost = describe_loss(exc)
             if aborted is None and lost is not None:
                 aborted = (f"{lost}; the parts written are kept: {RESUME}", ExitCode.LOST)

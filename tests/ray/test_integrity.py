@@ -1,0 +1,142 @@
+"""Every input row comes out exactly once, in order, or the run fails in one line naming what is missing.
+
+Attacks on that promise that need no cluster of three: an input that changes between being
+counted and being read (a producer still appending, or a node whose NFS cache shows another
+version of it), a `file://` input folder holding the run's own output, and the driver's check
+of the rows the parts hold (`ray.coverage`), which stands behind every other check.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import SAMPLE, read_jsonl, run_cli, write_jsonl
+from tests.ray.conftest import json_lines, ray_parts
+from trajectory_compressor.ray import write
+from trajectory_compressor.ray.coverage import coverage_problem
+from trajectory_compressor.ray.parts import PartRecord, row_runs
+from trajectory_compressor.read.sources import InputSource
+from trajectory_compressor.settings import SelectConfig
+
+pytestmark = [pytest.mark.ray, pytest.mark.ray_faults]
+RAY = ("--engine", "ray", "--num-workers", "2", "-q")
+
+
+def changed_after_counting(monkeypatch: pytest.MonkeyPatch, path: Path, rows: list[Any]) -> None:
+    """Hold the run at a known point, its inputs counted and not yet read, and rewrite `path` there."""
+    import trajectory_compressor.ray.run as ray_run
+
+    counted = ray_run.count_inputs
+
+    def count_then_change(*args: Any) -> Any:
+        counts = counted(*args)
+        write_jsonl(path, rows)
+        return counts
+
+    monkeypatch.setattr(ray_run, "count_inputs", count_then_change)
+
+
+@pytest.mark.parametrize("change", ["shrinks", "grows"])
+def test_an_input_changed_between_counting_and_reading_stops_the_run(
+    local_ray, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, change: str
+) -> None:
+    """Before: exit 0, `completed`, with 10 rows missing (shrinks) or 5 rows twice, out of order (grows)."""
+    from trajectory_compressor.ray.run import run_on_ray
+    from trajectory_compressor.settings import RunConfig
+
+    monkeypatch.setattr(write, "ROWS_PER_PART", 16)
+    rows = read_jsonl(SAMPLE)[:40]
+    first = write_jsonl(tmp_path / "in" / "a.jsonl", rows)
+    second = write_jsonl(tmp_path / "in" / "b.jsonl", rows[:10])
+    changed_after_counting(monkeypatch, first, rows[:30] if change == "shrinks" else [*rows, *rows[:5]])
+    out = tmp_path / "ray" / "x.jsonl"
+    config = RunConfig(summarizer="extractive", engine="ray", num_workers=1, quiet=True)
+    result = run_on_ray([str(first), str(second)], str(out), config, on_message=lambda _: None)
+    assert result.exit_code == 1, (result.message, result.report["rows"])
+    now = "30" if change == "shrinks" else "more than 40"
+    assert result.message == (
+        f"the input {first} changed while the run read it (40 records when counted, {now} when read); "
+        "re-run once it no longer changes, with --no-resume (the parts written so far are of the version counted)"
+    )
+    report = json.loads((tmp_path / "ray" / "x.report.json").read_text())
+    assert report["status"] == "aborted"
+    indexes = [line["index"] for line in json_lines(ray_parts(tmp_path / "ray" / "x.metrics"))]
+    assert indexes == sorted(set(indexes))  # whatever was written before the stop: once each, in order
+
+
+def test_a_file_uri_input_folder_holding_the_output_is_rerun_and_resumed_reading_none_of_it(
+    local_ray, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Before: the second run read its own parts as inputs (rows read 3x, 2 rejects, exit 0), and a
+    resume of an unfinished run was refused (`inputs differ: ... added`), so it could never finish."""
+    monkeypatch.setattr(write, "ROWS_PER_PART", 16)  # several parts
+    folder = tmp_path / "in"
+    write_jsonl(folder / "a.jsonl", read_jsonl(SAMPLE)[:40])
+    out = folder / "out" / "x.jsonl"
+    command = ("compress", f"file://{folder}", "-o", f"file://{out}", "--summarizer", "extractive", *RAY)
+    report_path = folder / "out" / "x.report.json"
+    for _ in range(2):  # a run, then the same command again over its completed output
+        result = run_cli(*command)
+        assert result.returncode == 0, result.stderr
+        report = json.loads(report_path.read_text())
+        assert [entry["name"] for entry in report["inputs"]] == [f"file://{folder}/a.jsonl"]
+        assert (report["rows"]["read"], report["rows"]["rejected"]) == (40, 0)
+    complete = ray_parts(out)
+    records = sorted((folder / "out" / "x.part_records").glob("part-*.json"))
+    assert len(records) > 1
+    report_path.unlink()  # the driver lost before its report: an unfinished run
+    last = records[-1].name.removesuffix(".json")
+    records[-1].unlink()
+    (out / f"{last}.jsonl").unlink()
+    resumed = run_cli(*command)
+    assert resumed.returncode == 0, resumed.stderr
+    report = json.loads(report_path.read_text())
+    assert report["resume"]["parts_kept"] == len(records) - 1
+    assert ray_parts(out) == complete
+
+
+def part(first: int, *indexes: int) -> PartRecord:
+    return PartRecord(first, row_runs(indexes or (first,)), {}, {}, (), "f")
+
+
+SOURCES = [InputSource(name="a.jsonl", kind="jsonl", path="a.jsonl"), InputSource(name="b.jsonl", kind="jsonl")]
+
+
+def test_the_driver_names_a_row_in_no_part_twice_or_out_of_order_by_file_and_record() -> None:
+    every = SelectConfig()
+    counts = [5, 5]
+    whole = [part(0, 0, 1, 2, 3), part(4, 4, 5, 6), part(7, 7, 8, 9)]
+    assert coverage_problem(whole, 10, every, SOURCES, counts) is None
+    assert coverage_problem(whole[:2], 10, every, SOURCES, counts) == (
+        "row 7 (b.jsonl record 3) is in no part, nor are the 2 rows after it"
+    )
+    assert coverage_problem([whole[0], whole[2]], 10, every, SOURCES, counts) == (
+        "row 4 (a.jsonl record 5) is in no part, nor are the 2 rows after it"
+    )
+    twice = [whole[0], part(3, 3, 4, 5, 6), whole[2]]
+    assert coverage_problem(twice, 10, every, SOURCES, counts) == (
+        "row 3 (a.jsonl record 4) is in two parts or out of input order (part part-000000000003.json)"
+    )
+    unordered = [whole[0], part(4, 4, 6, 5), whole[2]]
+    assert "row 5 (b.jsonl record 1) is in two parts or out of input order" in str(
+        coverage_problem(unordered, 10, every, SOURCES, counts)
+    )
+    assert "row 10 is past the rows the run read" in str(
+        coverage_problem([*whole[:2], part(7, 7, 8, 9, 10)], 10, every, SOURCES, counts)
+    )
+    assert coverage_problem([part(0, 0, 1, 2, 3, 5, 6), whole[2]], 10, every, SOURCES, counts) == (
+        "row 4 (a.jsonl record 5) is in no part"
+    )
+    assert coverage_problem(whole[:2], 7, every, SOURCES, counts) is None  # --limit: the rows below its end
+    sample = SelectConfig(sample_percent=50, seed=1)
+    from trajectory_compressor.read.select import sampled
+
+    chosen = [index for index in range(10) if sampled(index, 50, 1)]
+    assert coverage_problem([part(chosen[0], *chosen)], 10, sample, SOURCES, counts) is None
+    assert coverage_problem([part(chosen[0], *chosen[:-1])], 10, sample, SOURCES, counts) == (
+        f"the parts hold {len(chosen) - 1} rows where the run selected {len(chosen)}"
+    )
