@@ -140,3 +140,58 @@ def test_the_driver_names_a_row_in_no_part_twice_or_out_of_order_by_file_and_rec
     assert coverage_problem([part(chosen[0], *chosen[:-1])], 10, sample, SOURCES, counts) == (
         f"the parts hold {len(chosen) - 1} rows where the run selected {len(chosen)}"
     )
+
+
+def test_a_second_run_on_the_same_output_is_refused_while_the_first_runs(local_ray, tmp_path: Path) -> None:
+    """One run per output, as the local engine's. Before: the second run (here `--no-resume`, other
+    settings) deleted the first run's parts and records and wrote its own in their place, exit 0,
+    while the first went on writing into the same folders."""
+    import contextlib
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.fake_openai_server import FakeServerThread
+    from tests.ray.conftest import assert_same_outputs
+
+    holding = {"on": False, "from": 0}
+
+    def schedule(number: int, body: Any) -> str:
+        return "hold" if holding["on"] and number >= holding["from"] else "ok"
+
+    out = tmp_path / "ray" / "x.jsonl"
+    with FakeServerThread(faults=schedule) as server:
+        llm = ["--summarizer", "llm", "--base-url", server.base_url, "--model", "test-model", "--retry-delay", "0.01",
+               "--request-timeout", "300"]  # fmt: skip
+        local = run_cli("compress", str(SAMPLE), "-o", str(tmp_path / "local" / "x.jsonl"), *llm,
+                        "--cache", str(tmp_path / "local.sqlite3"))  # fmt: skip
+        assert local.returncode == 0, local.stderr
+        holding.update(on=True, **{"from": len(server.requests)})
+        first = subprocess.Popen(
+            [sys.executable, "-m", "trajectory_compressor", "compress", str(SAMPLE), "-o", str(out), *llm,
+             "--cache", str(tmp_path / "cache" / "s.sqlite3"), "--engine", "ray", "--num-workers", "1", "-q"],
+            start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 240
+            while server.held == 0 and first.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.05)  # a known point: the first run holds a request, its folders claimed
+            assert server.held > 0 and first.poll() is None, first.communicate()[1]
+            second = run_cli("compress", str(SAMPLE), "-o", str(out), "--summarizer", "extractive", "--no-resume", *RAY)
+            holding["on"] = False
+            server.release(None)
+            _, stderr = first.communicate(timeout=300)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(first.pid, signal.SIGKILL)  # whatever is left of its local Ray
+            first.wait()
+    assert second.returncode == 2, second.stderr
+    assert second.stderr.strip().splitlines() == [
+        f"error: another run is writing {out} or a file beside it (it holds {out.parent / '.x.jsonl.lock'}); "
+        "wait for it to finish or choose another -o"
+    ]
+    assert first.returncode == 0, stderr
+    assert_same_outputs(tmp_path / "local" / "x.jsonl", out)
+    assert not list(out.parent.glob(".*.lock"))  # removed at the end, as the local engine's

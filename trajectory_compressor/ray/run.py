@@ -11,6 +11,7 @@ from the shared cache folder instead of the endpoint.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import posixpath
 import sys
@@ -18,6 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 from trajectory_compressor.count.exactness import GuardResult
@@ -56,7 +58,9 @@ from trajectory_compressor.summarize.choose import resolve_endpoint
 from trajectory_compressor.summarize.llm.preflight import check_before_loading
 from trajectory_compressor.types import LLM_SUMMARIZER
 from trajectory_compressor.write.collisions import input_files, refuse_overwrites, run_outputs
+from trajectory_compressor.write.lock import OutputLock
 from trajectory_compressor.write.output_format import output_format_for
+from trajectory_compressor.write.paths import OutputPaths
 from trajectory_compressor.write.report import RunTotals
 from trajectory_compressor.write.run_fingerprint import RunFingerprint
 from trajectory_compressor.write.run_report import (
@@ -160,6 +164,17 @@ def refuse_ray_client(config: RunConfig) -> None:
         )
 
 
+def output_lock(layout: RayOutputLayout) -> contextlib.AbstractContextManager[Any]:
+    """One run per output, as the local engine's (`write.lock`): the locks beside a local output's
+    folders and report, held by the driver from before Ray starts to the end (none for a URI)."""
+    if is_uri(layout.data):
+        return contextlib.nullcontext()
+    data, metrics, over_limit, rejects, report = (
+        Path(getattr(layout, name)) for name in ("data", "metrics", "over_limit", "rejects", "report")
+    )
+    return OutputLock(OutputPaths(data, metrics, report, over_limit, rejects))
+
+
 def run_on_ray(
     inputs: list[str], output: str, config: RunConfig, *, on_message: Callable[[str], None] | None = None
 ) -> RayRunResult:
@@ -206,7 +221,7 @@ def run_on_ray(
         if cache_folder is None:
             say("warning: no --cache folder for a remote output: summaries will not be cached")
     settings = settings_record(config, counter.name)
-    with ray_console(config.quiet):
+    with output_lock(layout), ray_console(config.quiet):
         joined = start_ray(config)
         try:
             run = _RayRun(config, layout, output_format, cache_folder, say, counter.guard)
