@@ -195,3 +195,22 @@ def test_a_second_run_on_the_same_output_is_refused_while_the_first_runs(local_r
     assert first.returncode == 0, stderr
     assert_same_outputs(tmp_path / "local" / "x.jsonl", out)
     assert not list(out.parent.glob(".*.lock"))  # removed at the end, as the local engine's
+
+
+def test_a_file_named_twice_is_read_once_as_the_local_engine_reads_it(local_ray, tmp_path: Path) -> None:
+    """`a.jsonl`, `./a.jsonl`, a link to it, its `file://` URI: one file. Before: read once per name
+    (every record three or four times in the dataset, exit 0) where the local engine reads it once."""
+    from tests.ray.conftest import assert_same_outputs
+
+    source = write_jsonl(tmp_path / "in" / "a.jsonl", read_jsonl(SAMPLE)[:12])
+    (tmp_path / "in" / "link.jsonl").symlink_to(source)
+    names = [str(source), f"{tmp_path}/in/./a.jsonl", str(tmp_path / "in" / "link.jsonl")]
+    local = run_cli("compress", *names, "-o", str(tmp_path / "local" / "x.jsonl"), "--summarizer", "extractive")
+    assert local.returncode == 0, local.stderr
+    out = tmp_path / "ray" / "x.jsonl"
+    on_ray = run_cli("compress", *names, f"file://{source}", "-o", str(out), "--summarizer", "extractive", *RAY)
+    assert on_ray.returncode == 0, on_ray.stderr
+    report = json.loads((tmp_path / "ray" / "x.report.json").read_text())
+    assert [entry["name"] for entry in report["inputs"]] == [str(source)]
+    assert report["rows"]["read"] == 12
+    assert_same_outputs(tmp_path / "local" / "x.jsonl", out)

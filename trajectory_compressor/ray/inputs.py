@@ -10,6 +10,7 @@ directories recursively, sorted, own outputs skipped.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 from trajectory_compressor.messages import quoted
@@ -35,10 +36,19 @@ def list_inputs(paths: Sequence[str], config: RunConfig, *, exclude: Sequence[st
             local = [target for kind, target in map(_on_filesystem, exclude) if kind == "local"]
             found = expand_inputs([path], exclude=local, streaming=False)
         for source in found:
-            if source.name not in seen:
-                seen.add(source.name)
+            key = _same_file_key(source)
+            if key not in seen:
+                seen.add(key)
                 sources.append(source)
     return sources
+
+
+def _same_file_key(source: InputSource) -> str:
+    """What tells one input file from another, as the local engine tells them (`expand_inputs`):
+    its real path (`a.jsonl`, `./a.jsonl`, a link to it and `file://.../a.jsonl` are one file, read
+    once), or a remote filesystem's path."""
+    kind, target = _on_filesystem(source.path or source.name)
+    return os.path.realpath(target) if kind == "local" else f"{kind}:{target}"
 
 
 def _on_filesystem(path: str) -> tuple[str, str]:
