@@ -26,25 +26,31 @@ pytestmark = [pytest.mark.ray, pytest.mark.ray_faults]
 RAY = ("--engine", "ray", "--num-workers", "2", "-q")
 
 
-def changed_after_counting(monkeypatch: pytest.MonkeyPatch, path: Path, rows: list[Any]) -> None:
-    """Hold the run at a known point, its inputs counted and not yet read, and rewrite `path` there."""
+def changed_after_counting(monkeypatch: pytest.MonkeyPatch, path: Path, data: bytes) -> None:
+    """Hold the run at a known point, its inputs counted and not yet read, and rewrite `path` there
+    (its modification time a minute later: a rewrite within the clock's tick would keep it)."""
+    import os
+
     import trajectory_compressor.ray.run as ray_run
 
     counted = ray_run.count_inputs
 
     def count_then_change(*args: Any) -> Any:
         counts = counted(*args)
-        write_jsonl(path, rows)
+        before = path.stat().st_mtime_ns
+        path.write_bytes(data)
+        os.utime(path, ns=(before + 60 * 10**9, before + 60 * 10**9))
         return counts
 
     monkeypatch.setattr(ray_run, "count_inputs", count_then_change)
 
 
-@pytest.mark.parametrize("change", ["shrinks", "grows"])
+@pytest.mark.parametrize("change", ["shrinks", "grows", "same size"])
 def test_an_input_changed_between_counting_and_reading_stops_the_run(
     local_ray, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, change: str
 ) -> None:
-    """Before: exit 0, `completed`, with 10 rows missing (shrinks) or 5 rows twice, out of order (grows)."""
+    """Before: exit 0, `completed`, with 10 rows missing (shrinks), 5 rows twice and out of order
+    (grows), or rows the report's `inputs` sha256 does not name (same size, other bytes)."""
     from trajectory_compressor.ray.run import run_on_ray
     from trajectory_compressor.settings import RunConfig
 
@@ -52,14 +58,18 @@ def test_an_input_changed_between_counting_and_reading_stops_the_run(
     rows = read_jsonl(SAMPLE)[:40]
     first = write_jsonl(tmp_path / "in" / "a.jsonl", rows)
     second = write_jsonl(tmp_path / "in" / "b.jsonl", rows[:10])
-    changed_after_counting(monkeypatch, first, rows[:30] if change == "shrinks" else [*rows, *rows[:5]])
+    data = first.read_bytes()
+    lines = data.splitlines(keepends=True)
+    changed = {"shrinks": b"".join(lines[:30]), "grows": data + b"".join(lines[:5]), "same size": data[::-1]}[change]
+    changed_after_counting(monkeypatch, first, changed)
     out = tmp_path / "ray" / "x.jsonl"
     config = RunConfig(summarizer="extractive", engine="ray", num_workers=1, quiet=True)
     result = run_on_ray([str(first), str(second)], str(out), config, on_message=lambda _: None)
     assert result.exit_code == 1, (result.message, result.report["rows"])
-    now = "30" if change == "shrinks" else "more than 40"
+    size = len(data)
+    now = f"{len(changed)} when read" if change != "same size" else "as many but modified since when read"
     assert result.message == (
-        f"the input {first} changed while the run read it (40 records when counted, {now} when read); "
+        f"the input {first} changed while the run read it ({size} bytes when counted, {now}); "
         "re-run once it no longer changes, with --no-resume (the parts written so far are of the version counted)"
     )
     report = json.loads((tmp_path / "ray" / "x.report.json").read_text())
@@ -214,3 +224,21 @@ def test_a_file_named_twice_is_read_once_as_the_local_engine_reads_it(local_ray,
     assert [entry["name"] for entry in report["inputs"]] == [str(source)]
     assert report["rows"]["read"] == 12
     assert_same_outputs(tmp_path / "local" / "x.jsonl", out)
+
+
+@pytest.mark.parametrize(("counted", "said"), [(7, "7 records when counted, 5 when read"),
+                                               (3, "3 records when counted, more when read")])  # fmt: skip
+def test_a_file_read_with_other_records_than_counted_stops_the_run(tmp_path: Path, counted: int, said: str) -> None:
+    """Same bytes and time as counted (as this node sees them), other records: still stopped, never
+    numbered as another file's rows."""
+    import pyarrow as pa
+
+    from trajectory_compressor.errors import RunAborted
+    from trajectory_compressor.ray.read import read_files
+    from trajectory_compressor.settings import ReadConfig
+
+    source = write_jsonl(tmp_path / "a.jsonl", read_jsonl(SAMPLE)[:5])
+    batch = pa.Table.from_pylist([{"ordinal": 0, "offset": 0, "count": counted, "stat": [-1, -1]}])
+    sources = [InputSource(name=str(source), kind="jsonl", path=str(source))]
+    with pytest.raises(RunAborted, match=f"changed while the run read it \\({said}\\)"):
+        list(read_files(batch, sources=sources, read=ReadConfig(), percent=None, seed=0, end=100, skip=[]))

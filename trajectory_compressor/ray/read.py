@@ -55,6 +55,7 @@ class InputCount:
     records: int
     bytes: int | None
     sha256: str | None
+    stat: tuple[int, int] | None = None  # (bytes, modification time in ns) before it was counted
 
 
 def count_inputs(sources: Sequence[InputSource], read: ReadConfig) -> list[InputCount]:
@@ -103,12 +104,15 @@ def read_inputs(
     counts: Sequence[int] | None = None,
     *,
     skip: Sequence[tuple[int, int]] = (),
+    stats: Sequence[tuple[int, int] | None] = (),
 ) -> Any:
     """A `ray.data.Dataset` of the selected rows of `sources` (`ROW_SCHEMA`), in input order.
 
     `counts` (each file's records, from `count_inputs`) saves counting again when the caller has
     them. `skip`: sorted, disjoint [start, end) runs of row indexes not to read (the rows of the
-    parts a resume keeps); a file all of whose rows are skipped is not opened.
+    parts a resume keeps); a file all of whose rows are skipped is not opened. `stats`: each
+    file's (bytes, modification time) when it was counted (`InputCount.stat`): a file read with
+    others, or with other records than counted, stops the run (`changed_input`).
     """
     import ray.data
 
@@ -119,7 +123,8 @@ def read_inputs(
     offset = 0
     for ordinal, count in enumerate(counts):
         if offset < end and not _covered(skip, offset, min(offset + count, end)):
-            entries.append({"ordinal": ordinal, "offset": offset, "count": count})
+            stat = stats[ordinal] if ordinal < len(stats) else None
+            entries.append({"ordinal": ordinal, "offset": offset, "count": count, "stat": list(stat or (-1, -1))})
         offset += count
     if not entries:
         return ray.data.from_arrow(ROW_SCHEMA.empty_table())
@@ -152,12 +157,13 @@ def count_records(source: InputSource, read: ReadConfig) -> int:
 def count_and_hash(source: InputSource, read: ReadConfig) -> InputCount:
     """The Ray task per input: its records, and its bytes and sha256 for the report's `inputs`
     (what `eval --input` checks a run against; a directory input has none)."""
+    stat = stat_of(source.path or source.name)
     records = count_records(source, read)
     try:
         digest, size = _sha256_of(source.path or source.name)
     except (OSError, ValueError):  # a directory (a `save_to_disk` input), or a stream that cannot be read again
         return InputCount(records, None, None)
-    return InputCount(records, size, digest)
+    return InputCount(records, size, digest, stat)
 
 
 def _sha256_of(path: str) -> tuple[str, int]:
@@ -195,13 +201,14 @@ def read_files(
     """map_batches function: each file of the batch read whole, its rows out in small blocks
     (the selected rows below `end`, but those in `skip`). A file that yields other than the
     records counted (it changed since; another node sees another version) stops the run."""
-    columns = (batch.column(name).to_pylist() for name in ("ordinal", "offset", "count"))
-    for ordinal, offset, count in zip(*columns, strict=True):
+    columns = (batch.column(name).to_pylist() for name in ("ordinal", "offset", "count", "stat"))
+    for ordinal, offset, count, counted in zip(*columns, strict=True):
+        _check_unchanged(sources[ordinal], tuple(counted))
         rows: list[dict[str, Any]] = []
         number = -1
         for number, item in enumerate(records_of(sources[ordinal], read)):
             if number >= count:
-                raise changed_input(sources[ordinal], count, f"more than {count}")
+                raise changed_input(sources[ordinal], f"{count} records when counted, more when read")
             index = offset + number
             if index >= end:
                 break
@@ -215,18 +222,48 @@ def read_files(
                 rows = []
         else:
             if number + 1 != count:
-                raise changed_input(sources[ordinal], count, str(number + 1))
+                raise changed_input(sources[ordinal], f"{count} records when counted, {number + 1} when read")
+            _check_unchanged(sources[ordinal], tuple(counted))
         if rows:
             yield pa.Table.from_pylist(rows, schema=ROW_SCHEMA)
 
 
-def changed_input(source: InputSource, counted: int, now: str) -> RunAborted:
+def _check_unchanged(source: InputSource, counted: tuple[int, ...]) -> None:
+    """Stop the run if `source` is not the file that was counted (its bytes and modification time, as
+    this node sees it), before and after it is read: same records, other bytes, would go unseen."""
+    if counted[0] < 0:
+        return
+    now = stat_of(source.path or source.name)
+    if now is None:
+        raise changed_input(source, f"{counted[0]} bytes when counted, not found when read")
+    if now[0] != counted[0]:
+        raise changed_input(source, f"{counted[0]} bytes when counted, {now[0]} when read")
+    if now != counted:
+        raise changed_input(source, f"{counted[0]} bytes when counted, as many but modified since when read")
+
+
+def stat_of(path: str) -> tuple[int, int] | None:
+    """(bytes, modification time in ns) of a file on its filesystem; None when it has none (a folder)."""
+    import pyarrow.fs as pafs
+
+    from trajectory_compressor.ray.layout import filesystem_of
+
+    try:
+        filesystem, target = filesystem_of(path)
+        info = filesystem.get_file_info(target)
+    except (OSError, ValueError):
+        return None
+    if info.type != pafs.FileType.File or info.size is None or info.mtime_ns is None:
+        return None
+    return int(info.size), int(info.mtime_ns)
+
+
+def changed_input(source: InputSource, what: str) -> RunAborted:
     """An input whose records are not those counted: its rows' indexes would be another file's, or
     missing. The run stops (exit 1) rather than write them; a re-run counts it again."""
     return RunAborted(
-        f"the input {quoted(source.name)} changed while the run read it ({counted} records when counted, {now} "
-        "when read); re-run once it no longer changes, with --no-resume (the parts written so far are of the "
-        "version counted)",
+        f"the input {quoted(source.name)} changed while the run read it ({what}); re-run once it no longer "
+        "changes, with --no-resume (the parts written so far are of the version counted)",
         ExitCode.FAILED,
     )
 

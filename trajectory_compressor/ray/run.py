@@ -387,7 +387,9 @@ class _RayRun:
         outcome: Outcome = (COMPLETED, ExitCode.OK, None)
         try:
             dataset = compress_dataset(
-                read_inputs(sources, config, [count.records for count in counts], skip=kept.runs),
+                read_inputs(
+                    sources, config, [c.records for c in counts], skip=kept.runs, stats=[c.stat for c in counts]
+                ),
                 config,
                 num_workers=workers,
                 cache_folder=self.cache_folder,
