@@ -168,6 +168,37 @@ def test_a_local_output_that_is_not_shared_by_every_node_is_refused_before_any_w
     assert one_json_object(stdout) if stdout.strip() else True
 
 
+def test_an_input_a_node_sees_as_another_file_of_as_many_bytes_is_refused_before_any_work(
+    cluster: SimulatedCluster, source: Path, tmp_path: Path
+) -> None:
+    """w2 has its own copy of the input, as long as the driver's, other bytes (a node-local copy, a
+    stale cache). Before: the sizes agreed, the check passed and the run went on, exit 0: any rows
+    a task on w2 read came from its copy, while the report's sha256 named the driver's."""
+    why = can_mount_privately()
+    if why is not None:
+        pytest.skip(why)
+    ours = cluster.root / "private" / "same-size.jsonl"
+    ours.write_bytes(source.read_bytes())
+    raylet = cluster.raylet_pid(cluster.node("w2"))
+    assert raylet is not None
+    theirs = Path(f"/proc/{raylet}/root") / str(ours).lstrip("/")  # the path in w2's mount namespace
+    theirs.write_bytes(source.read_bytes().replace(b"a", b"b"))
+    os.utime(theirs, ns=(ours.stat().st_mtime_ns - 10**9,) * 2)
+    assert ours.read_bytes() != theirs.read_bytes() and ours.stat().st_size == theirs.stat().st_size
+    out = tmp_path / "shared" / "x.jsonl"
+    try:
+        code, _, stderr = finish(driver(cluster, str(ours), "-o", str(out), "--summarizer", "extractive"))
+    finally:
+        theirs.unlink()
+        ours.unlink()
+    assert code == 2, stderr
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: the input {ours} is not on storage every node shares"), (
+        stderr
+    )
+    assert not out.exists()
+
+
 def test_a_cache_folder_not_shared_by_every_node_is_a_warning(cluster: SimulatedCluster, source: Path) -> None:
     why = can_mount_privately()
     if why is not None:

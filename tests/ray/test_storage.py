@@ -50,7 +50,10 @@ def _cluster(monkeypatch: pytest.MonkeyPatch, elsewhere: Path | None, *, hide: s
     asked: list[list[str]] = []
 
     def ask(
-        nodes: Sequence[dict[str, object]], probes: Sequence[tuple[str, str]], inputs: Sequence[tuple[str, int]]
+        nodes: Sequence[dict[str, object]],
+        probes: Sequence[tuple[str, str]],
+        inputs: Sequence[tuple[str, int]],
+        times: Sequence[int] = (),
     ) -> list[object]:
         assert [node["NodeID"] for node in nodes] == [NODES[0]["NodeID"], NODES[1]["NodeID"]]  # the alive ones
         asked.append([path for path, _ in probes])
@@ -59,8 +62,9 @@ def _cluster(monkeypatch: pytest.MonkeyPatch, elsewhere: Path | None, *, hide: s
         def moved(path: str) -> str:
             return str(elsewhere / path.lstrip("/")) if elsewhere is not None and hide in path else path
 
-        second = storage.look([(moved(p), t) for p, t in probes], [(moved(p), s) for p, s in inputs], "node-b")
-        return [storage.look(probes, inputs, "node-a"), second]
+        moved_inputs = [(moved(p), s) for p, s in inputs]
+        second = storage.look([(moved(p), t) for p, t in probes], moved_inputs, "node-b", times)
+        return [storage.look(probes, inputs, "node-a", times), second]
 
     monkeypatch.setattr(storage, "_ask_every_node", ask)
     return asked

@@ -50,8 +50,12 @@ class NodeView:
     missing_input: str | None
 
 
-def look(probes: Sequence[tuple[str, str]], inputs: Sequence[tuple[str, int]], node: str) -> NodeView:
-    """On one node: each probe read back (path, token), each input's size compared."""
+def look(
+    probes: Sequence[tuple[str, str]], inputs: Sequence[tuple[str, int]], node: str, times: Sequence[int] = ()
+) -> NodeView:
+    """On one node: each probe read back (path, token), each input's size compared, and its
+    modification time (`times`, ns, in the order of `inputs`): a node's own copy of a file, as
+    long as the driver's, is another file."""
     seen = []
     for path, token in probes:
         try:
@@ -60,15 +64,22 @@ def look(probes: Sequence[tuple[str, str]], inputs: Sequence[tuple[str, int]], n
         except OSError:
             seen.append(False)
     missing = None
-    for path, size in inputs:
+    for number, (path, size) in enumerate(inputs):
         try:
-            if os.stat(path).st_size == size:
+            found = os.stat(path)
+            if found.st_size == size and (number >= len(times) or found.st_mtime_ns == times[number]):
                 continue
         except OSError:
             pass
         missing = path
         break
     return NodeView(node, tuple(seen), missing)
+
+
+def _look_with_times(
+    probes: Sequence[tuple[str, str]], inputs: Sequence[tuple[str, int]], node: str, times: Sequence[int]
+) -> NodeView:
+    return look(probes, inputs, node, times)
 
 
 def check_shared_storage(
@@ -98,7 +109,7 @@ def check_shared_storage(
                 handle.write(token)
             probes.append((path, token))
         inputs = _input_sizes(sources)
-        views = _ask_every_node(nodes, probes, inputs)
+        views = _ask_every_node(nodes, probes, inputs, [os.stat(path).st_mtime_ns for path, _ in inputs])
     finally:
         for path, _ in probes:
             with contextlib.suppress(OSError):
@@ -165,18 +176,21 @@ def _input_sizes(sources: Sequence[InputSource]) -> list[tuple[str, int]]:
 
 
 def _ask_every_node(
-    nodes: Sequence[dict[str, Any]], probes: Sequence[tuple[str, str]], inputs: Sequence[tuple[str, int]]
+    nodes: Sequence[dict[str, Any]],
+    probes: Sequence[tuple[str, str]],
+    inputs: Sequence[tuple[str, int]],
+    times: Sequence[int] = (),
 ) -> list[NodeView]:
     """One `look` task pinned to each node (no CPU asked: it runs beside whatever holds them)."""
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    task = ray.remote(num_cpus=0, max_retries=0)(look)
+    task = ray.remote(num_cpus=0, max_retries=0)(_look_with_times)
     refs = []
     for node in nodes:
         name = f"{node.get('NodeManagerAddress')}:{node.get('NodeManagerPort')} ({node['NodeID'][:12]})"
         strategy = NodeAffinitySchedulingStrategy(node_id=node["NodeID"], soft=False)
-        refs.append(task.options(scheduling_strategy=strategy).remote(list(probes), list(inputs), name))
+        refs.append(task.options(scheduling_strategy=strategy).remote(list(probes), list(inputs), name, list(times)))
     try:
         return list(ray.get(refs, timeout=PROBE_SECONDS))
     except ray.exceptions.GetTimeoutError:
