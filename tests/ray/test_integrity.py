@@ -22,7 +22,7 @@ from trajectory_compressor.ray.parts import PartRecord, row_runs
 from trajectory_compressor.read.sources import InputSource
 from trajectory_compressor.settings import SelectConfig
 
-pytestmark = [pytest.mark.ray, pytest.mark.ray_faults]
+pytestmark = pytest.mark.ray  # the runs are marked ray_faults too (the slow suite); the checks alone are fast
 RAY = ("--engine", "ray", "--num-workers", "2", "-q")
 
 
@@ -45,6 +45,7 @@ def changed_after_counting(monkeypatch: pytest.MonkeyPatch, path: Path, data: by
     monkeypatch.setattr(ray_run, "count_inputs", count_then_change)
 
 
+@pytest.mark.ray_faults
 @pytest.mark.parametrize("change", ["shrinks", "grows", "same size"])
 def test_an_input_changed_between_counting_and_reading_stops_the_run(
     local_ray, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, change: str
@@ -78,6 +79,7 @@ def test_an_input_changed_between_counting_and_reading_stops_the_run(
     assert indexes == sorted(set(indexes))  # whatever was written before the stop: once each, in order
 
 
+@pytest.mark.ray_faults
 def test_a_file_uri_input_folder_holding_the_output_is_rerun_and_resumed_reading_none_of_it(
     local_ray, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -152,6 +154,7 @@ def test_the_driver_names_a_row_in_no_part_twice_or_out_of_order_by_file_and_rec
     )
 
 
+@pytest.mark.ray_faults
 def test_a_second_run_on_the_same_output_is_refused_while_the_first_runs(local_ray, tmp_path: Path) -> None:
     """One run per output, as the local engine's. Before: the second run (here `--no-resume`, other
     settings) deleted the first run's parts and records and wrote its own in their place, exit 0,
@@ -207,6 +210,7 @@ def test_a_second_run_on_the_same_output_is_refused_while_the_first_runs(local_r
     assert not list(out.parent.glob(".*.lock"))  # removed at the end, as the local engine's
 
 
+@pytest.mark.ray_faults
 def test_a_file_named_twice_is_read_once_as_the_local_engine_reads_it(local_ray, tmp_path: Path) -> None:
     """`a.jsonl`, `./a.jsonl`, a link to it, its `file://` URI: one file. Before: read once per name
     (every record three or four times in the dataset, exit 0) where the local engine reads it once."""
