@@ -345,3 +345,48 @@ def test_a_driver_killed_after_k_parts_is_resumed_redoing_only_the_missing_parts
     for name, mtime in kept_parts.items():  # the kept parts were not written again
         assert (out / name).stat().st_mtime_ns == mtime, name
     assert_same_outputs(tmp_path / "local" / "x.jsonl", out)
+
+
+def test_a_node_lost_while_its_write_task_holds_a_part_not_yet_moved_into_place_costs_nothing(
+    cluster: SimulatedCluster, source: Path, local_outputs: Path, tmp_path: Path
+) -> None:
+    """Every write task on w2 is held after its first file is written under its temporary name and
+    before the move (`faults.boundary("ray-file-written")`, set through the job's runtime env; the
+    hold's release file exists everywhere but in w2's private folder); then w2 is lost, and a new
+    node takes its place (as KubeRay replaces a pod): without one, the blocks the lost node held
+    are recomputed by an actor pool the two CPUs left cannot hold, and Ray Data waits for a node
+    ("Cluster resources are not enough ... may hang forever"; docs/ray.md)."""
+    why = can_mount_privately()
+    if why is not None:
+        pytest.skip(why)
+    pause = cluster.root / "private" / "hold"
+    (cluster.root / "private" / "hold.release").write_text("")  # the driver, head and w1 never wait
+    w2 = cluster.node("w2")
+    raylet = cluster.raylet_pid(w2)
+    assert raylet is not None
+    held_on_w2 = Path(f"/proc/{raylet}/root") / str(pause).lstrip("/")
+    hooks = {"TC_PAUSE_AT": "ray-file-written:1", "TC_PAUSE_FILE": str(pause)}
+    env = {"RAY_JOB_CONFIG_JSON_ENV_VAR": json.dumps({"runtime_env": {"env_vars": hooks}})}
+    out = tmp_path / "shared" / "x.jsonl"
+    process = driver(cluster, str(source), "-o", str(out), "--summarizer", "extractive", env=env)
+    try:
+        cluster.wait_for("a write task held on w2", lambda: held_on_w2.exists() or process.poll() is not None)
+        if process.poll() is not None:
+            pytest.skip("no write task ran on w2 this time")  # placement is Ray's
+        temporary = sorted(path.name for path in out.parent.rglob(".part-*.tmp"))
+        assert temporary, "the held task's file is not under its temporary name"
+        cluster.kill_node(w2)
+        cluster.replace_node(w2)
+        raylet = cluster.raylet_pid(cluster.node("w2"))
+        assert raylet is not None
+        (Path(f"/proc/{raylet}/root") / str(pause).lstrip("/")).with_name("hold.release").write_text("")
+        code, stdout, stderr = finish(process)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        if all(node.name != "w2" for node in cluster.nodes):
+            cluster.replace_node(w2)
+    assert code == 0, stderr
+    assert one_json_object(stdout)["status"] == "completed"
+    assert_same_outputs(local_outputs, out)
+    assert not list(out.parent.rglob(".part-*.tmp")), "a temporary file of the lost task is left"

@@ -84,10 +84,13 @@ def write_whole(folder: str, name: str, data: bytes) -> None:
 
     A retried task writes the same name again, and the move replaces the first one.
     """
+    from trajectory_compressor.faults import boundary
+
     filesystem, path = filesystem_of(folder)
     temporary = posixpath.join(path, f".{name}.tmp")
     with filesystem.open_output_stream(temporary) as stream:
         stream.write(data)
+    boundary("ray-file-written")  # where a test holds a write task, its file not yet moved into place
     filesystem.move(temporary, posixpath.join(path, name))
 
 
