@@ -38,9 +38,9 @@ def test_a_node_reads_each_probe_back_and_names_the_first_input_it_does_not_see(
     changed.write_text("abcd")
     probes = [(str(good), "token-1"), (str(tmp_path / "absent"), "token-1"), (str(other), "token-1")]
     inputs = [(str(same), 3), (str(changed), 3), (str(tmp_path / "never.jsonl"), 1)]
-    view = storage.look(probes, inputs, "node-x")
+    view = storage.look(probes, inputs, "node-x", ())
     assert view == storage.NodeView("node-x", (True, False, False), str(changed))
-    assert storage.look([], [(str(same), 3)], "node-x").missing_input is None
+    assert storage.look([], [(str(same), 3)], "node-x", ()).missing_input is None
 
 
 def _cluster(monkeypatch: pytest.MonkeyPatch, elsewhere: Path | None, *, hide: str = "") -> list[list[str]]:

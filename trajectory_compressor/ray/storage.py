@@ -51,7 +51,7 @@ class NodeView:
 
 
 def look(
-    probes: Sequence[tuple[str, str]], inputs: Sequence[tuple[str, int]], node: str, times: Sequence[int] = ()
+    probes: Sequence[tuple[str, str]], inputs: Sequence[tuple[str, int]], node: str, times: Sequence[int]
 ) -> NodeView:
     """On one node: each probe read back (path, token), each input's size compared, and its
     modification time (`times`, ns, in the order of `inputs`): a node's own copy of a file, as
@@ -74,12 +74,6 @@ def look(
         missing = path
         break
     return NodeView(node, tuple(seen), missing)
-
-
-def _look_with_times(
-    probes: Sequence[tuple[str, str]], inputs: Sequence[tuple[str, int]], node: str, times: Sequence[int]
-) -> NodeView:
-    return look(probes, inputs, node, times)
 
 
 def check_shared_storage(
@@ -108,8 +102,8 @@ def check_shared_storage(
             with open(path, "w", encoding="utf-8") as handle:
                 handle.write(token)
             probes.append((path, token))
-        inputs = _input_sizes(sources)
-        views = _ask_every_node(nodes, probes, inputs, [os.stat(path).st_mtime_ns for path, _ in inputs])
+        inputs, times = _input_stats(sources)
+        views = _ask_every_node(nodes, probes, inputs, times)
     finally:
         for path, _ in probes:
             with contextlib.suppress(OSError):
@@ -165,14 +159,17 @@ def _remove_empty(folders: Sequence[str]) -> None:
             os.rmdir(folder)
 
 
-def _input_sizes(sources: Sequence[InputSource]) -> list[tuple[str, int]]:
-    sizes = []
+def _input_stats(sources: Sequence[InputSource]) -> tuple[list[tuple[str, int]], list[int]]:
+    """Each local input file's (path, size), and its modification time (ns), from one `stat`."""
+    sizes, times = [], []
     for source in sources:
         path = source.path or source.name
         if is_uri(path) or not os.path.isfile(path):
             continue  # a URI is the same everywhere; a directory input is read whole by one task
-        sizes.append((path, os.stat(path).st_size))
-    return sizes
+        found = os.stat(path)
+        sizes.append((path, found.st_size))
+        times.append(found.st_mtime_ns)
+    return sizes, times
 
 
 def _ask_every_node(
@@ -185,7 +182,7 @@ def _ask_every_node(
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    task = ray.remote(num_cpus=0, max_retries=0)(_look_with_times)
+    task = ray.remote(num_cpus=0, max_retries=0)(look)
     refs = []
     for node in nodes:
         name = f"{node.get('NodeManagerAddress')}:{node.get('NodeManagerPort')} ({node['NodeID'][:12]})"
