@@ -68,8 +68,8 @@ class ChatTokens:
         self.renderer = ChatRenderer(tokenizer, template_kwargs)
         self.header = self._generation_header()
         self.header_cuts = self._token_ends(self.header)
-        self._lone_preamble: str | None = None  # what the template writes before a lone first answer's text
-        self.first_headers = self._first_headers()
+        # The headers a first answer may open with, and what the template writes before a lone one's text.
+        self.first_headers, self._lone_preamble = self._first_answer_probe()
 
     def __call__(self, record: Mapping[str, Any]) -> dict[str, list[int]]:
         return self.row(record).as_columns()
@@ -125,7 +125,7 @@ class ChatTokens:
     ) -> int | None:
         """Where an assistant message's answer starts: after its role header. The first message of
         a conversation may follow what the template writes before any message (a default system
-        prompt): its header is looked for, as the template writes it there (`_first_headers`),
+        prompt): its header is looked for, as the template writes it there (`first_headers`),
         not expected at its start. Not found there, in a template that opens a first assistant
         message with one, the message was rendered as another role's turn: None, no answer
         (Llama 3.1's first user turn, which holds the system prompt's header and the tools before it).
@@ -164,26 +164,30 @@ class ChatTokens:
             return ""
         return prompted[len(plain) :] if prompted.startswith(plain) else ""
 
-    def _first_headers(self) -> tuple[str, ...]:
-        """The role headers a conversation's first assistant message may open with: the header,
-        and the part of it the template writes there when that is less (Qwen3 without thinking
-        asks for an answer with an empty think block, and writes a first answer with none); none
-        when it writes the text with no header (DeepSeek V3.1, whose header follows a user turn
-        only). A template that refuses the probe is taken to write the header: then a first
-        message without it was rendered as something else and is not trained."""
+    def _first_answer_probe(self) -> tuple[tuple[str, ...], str | None]:
+        """The role headers a conversation's first assistant message may open with, and what the
+        template writes before a lone first answer's text (None if unknown).
+
+        The headers: the header, and the part of it the template writes there when that is less
+        (Qwen3 without thinking asks for an answer with an empty think block, and writes a first
+        answer with none); none when it writes the text with no header (DeepSeek V3.1, whose
+        header follows a user turn only). A template that refuses the probe is taken to write the
+        header: then a first message without it was rendered as something else and is not trained."""
         if not self.header:
-            return ()
+            return (), None
         try:
             probe = self.renderer.render_text(_FIRST_ANSWER_PROBE, None)
         except Exception:
-            return (self.header,)
+            return (self.header,), None
         content = probe.find(str(_FIRST_ANSWER_PROBE[0]["content"]))
-        self._lone_preamble = probe[:content] if content >= 0 else None
-        if content < 0 or self.header in probe[:content]:
-            return (self.header,)
+        if content < 0:
+            return (self.header,), None
+        preamble = probe[:content]
+        if self.header in preamble:
+            return (self.header,), preamble
         # The longest start of the header, ending where one of its tokens does, right before the text.
-        cut = max((cut for cut in self.header_cuts if probe[:content].endswith(self.header[:cut])), default=0)
-        return (self.header, self.header[:cut]) if cut else ()
+        cut = max((cut for cut in self.header_cuts if preamble.endswith(self.header[:cut])), default=0)
+        return ((self.header, self.header[:cut]) if cut else ()), preamble
 
     def _alone(self, message: Mapping[str, Any]) -> str:
         """A first answer's text as the template writes it alone, past what it writes before any
