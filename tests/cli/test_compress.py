@@ -296,6 +296,20 @@ def test_a_truncated_gzip_keeps_its_readable_rows_and_the_run_goes_on(tmp_path: 
     assert [r["id"] for r in rows] == [f"row-{i:04d}" for i in range(readable)] + ["row-1000"]
 
 
+def test_a_line_appended_to_a_gzip_costs_no_record_before_it(tmp_path: Path) -> None:
+    """`echo '{...}' >> runs.jsonl.gz` after a gzip whose last record has no line end: every
+    record of the gzip data is written, and the appended bytes are one reject after them."""
+    rows = [make_trajectory(i, steps=1) for i in range(3)]
+    source = tmp_path / "runs.jsonl.gz"
+    source.write_bytes(gzip.compress("\n".join(json.dumps(r) for r in rows).encode()) + b'{"id": "appended"}\n')
+    out = tmp_path / "o.jsonl"
+    result = run_cli("compress", str(source), "-o", str(out), "-q")
+    assert result.returncode == 0, result.stderr
+    assert [r["id"] for r in read_jsonl(out)] == [r["id"] for r in rows]
+    [reject] = read_jsonl(tmp_path / "o.rejects.jsonl")
+    assert reject["line"] == 4 and "19 bytes after the end of its gzip data are not gzip" in reject["error"]
+
+
 def test_a_row_too_large_to_count_is_written_unchanged_and_flagged_and_the_run_goes_on(tmp_path: Path) -> None:
     """A value with no place to cut it within the largest piece the tokenizer is given (1M
     characters of one digit run) cannot be counted exactly in bounded memory: a reject with the

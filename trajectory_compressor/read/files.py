@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from trajectory_compressor.read.jsonl import open_binary
+from trajectory_compressor.read.gzip_members import GzipMembers
 
 READ_CHUNK_BYTES = 1 << 20  # a pyarrow stream is read a megabyte at a time
 
@@ -24,23 +24,20 @@ def is_uri(path: str) -> bool:
 
 
 def open_lines(path: str) -> io.BufferedIOBase | LineReader:
-    """A binary stream of the file's lines (with their ends), gunzipped by suffix.
+    """A binary stream of the file's lines (with their ends), gunzipped by suffix (in any case:
+    `.GZ` too) as `read.gzip_members` reads gzip.
 
-    A local path is opened as `read.jsonl.open_binary` opens it; a URI's stream comes from its
-    pyarrow filesystem, its errors raised as `OSError` as a local file's are.
+    A URI's stream comes from its pyarrow filesystem, its errors raised as `OSError` as a local
+    file's are.
     """
+    gzipped = path.lower().endswith(".gz")
     if not is_uri(path):
-        return open_binary(path)
-    import gzip
-
+        return LineReader(GzipMembers(open(path, "rb"))) if gzipped else open(path, "rb")
     import pyarrow.fs as pafs
 
     filesystem, inner = pafs.FileSystem.from_uri(path)
     stream = ArrowStream(filesystem.open_input_stream(inner, compression=None))
-    if inner.lower().endswith(".gz"):
-        # A GzipFile given a stream leaves it open: the reader closes both.
-        return LineReader(gzip.GzipFile(fileobj=stream, mode="rb"), stream)
-    return LineReader(stream)
+    return LineReader(GzipMembers(stream) if gzipped else stream)
 
 
 @contextmanager
@@ -86,7 +83,12 @@ class ArrowStream:
 
 class LineReader:
     """Lines (with their ends) of a stream, read `READ_CHUNK_BYTES` at a time (pyarrow's streams
-    do not iterate by line); closing it closes `stream` and then `also_close`."""
+    do not iterate by line); closing it closes `stream` and then `also_close`.
+
+    The stream is read once more after its first empty read: a stream that found something
+    wrong past its data (`GzipMembers`: bytes after its last member) raises there, once every
+    line before it was yielded.
+    """
 
     def __init__(self, stream: Any, *also_close: Any) -> None:
         self.stream = stream
@@ -107,6 +109,7 @@ class LineReader:
             pending = [lines[-1]]
         if last := b"".join(pending):
             yield last
+        self.stream.read(READ_CHUNK_BYTES)
 
     def __enter__(self) -> LineReader:
         return self

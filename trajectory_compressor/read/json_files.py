@@ -16,6 +16,7 @@ from pathlib import Path
 
 from trajectory_compressor.messages import quoted
 from trajectory_compressor.read.files import open_lines
+from trajectory_compressor.read.gzip_members import BytesAfterGzip
 from trajectory_compressor.read.jsonl import BOM, json_spans, parse_json_line, parse_record, record_lines
 from trajectory_compressor.read.sources import InputError, InputSource
 from trajectory_compressor.settings import ReadConfig
@@ -36,8 +37,12 @@ def read_jsonl(source: InputSource, settings: ReadConfig) -> Iterator[SourceReco
     except (OSError, EOFError, zlib.error) as exc:
         raise InputError(
             f"cannot read {quoted(source.name)} after line {last_line}: {one_line(exc)}"
-            + (" (truncated or corrupt gzip?)" if isinstance(exc, EOFError | gzip.BadGzipFile) else "")
+            + (" (truncated or corrupt gzip?)" if _looks_cut(exc) else "")
         ) from exc
+
+
+def _looks_cut(error: BaseException) -> bool:
+    return isinstance(error, EOFError | gzip.BadGzipFile | zlib.error) and not isinstance(error, BytesAfterGzip)
 
 
 def count_jsonl(source: InputSource, settings: ReadConfig) -> int:

@@ -17,13 +17,10 @@ broken, ends the run:
 
 from __future__ import annotations
 
-import gzip
-import io
 import json
 import re
 import sys
 from collections.abc import Iterable, Iterator
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -55,13 +52,6 @@ class LoneSurrogateError(ValueError):
     def __init__(self, message: str, value: Any) -> None:
         super().__init__(message)
         self.value = value
-
-
-def open_binary(path: str | Path) -> io.BufferedIOBase:
-    """Open a plain or gzipped file for reading bytes, by suffix (in any case: `.GZ` too)."""
-    if str(path).lower().endswith(".gz"):
-        return gzip.open(path, "rb")
-    return open(path, "rb")
 
 
 # A run of 19+ digits may be an integer beyond 64 bits, which orjson silently turns into a float:
