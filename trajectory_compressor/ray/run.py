@@ -67,6 +67,7 @@ from trajectory_compressor.write.run_report import (
     ABORTED,
     COMPLETED,
     INTERRUPTED,
+    STALLED,
     RunReport,
     RunStatus,
     build_report,
@@ -372,8 +373,8 @@ class _RayRun:
 
         Ctrl-C and SIGTERM (as Ctrl-C: see `session`) stop it as they stop the local engine: exit
         130 and an `interrupted` report; the re-run keeps the parts written. A lost node, worker
-        or actor that Ray could not recover from: exit `LOST`, one line naming it; the re-run
-        keeps the parts written too. Every wait on the limits actor is bounded.
+        or actor Ray could not recover from, or a cluster left unable to run the workers (`stall`):
+        exit `LOST`, one line; the re-run keeps the parts written. The limits actor's waits are bounded.
         """
         import ray
 
@@ -381,9 +382,11 @@ class _RayRun:
         from trajectory_compressor.ray.engine import BATCH_ROWS, compress_dataset
         from trajectory_compressor.ray.limits import start_limits
         from trajectory_compressor.ray.read import read_inputs
+        from trajectory_compressor.ray.stall import stall_watch
 
         config = self.config
         limits = start_limits(config.llm.max_concurrency, config.llm.rpm, config.llm.tpm)
+        watch = stall_watch(self.layout.records, config.ray_stall_timeout, workers)
         outcome: Outcome = (COMPLETED, ExitCode.OK, None)
         try:
             dataset = compress_dataset(
@@ -397,22 +400,13 @@ class _RayRun:
                 keep_rejects_in_data=self.output_format == "jsonl",
                 limits=limits,
             )
-            dataset.write_datasink(sink)
+            with watch.watching(dataset):  # a cluster left unable to run the workers: a bounded wait
+                dataset.write_datasink(sink)
         except KeyboardInterrupt:
             outcome = (INTERRUPTED, ExitCode.INTERRUPTED, INTERRUPTED_MESSAGE)
         except Exception as exc:
-            cause = user_cause(exc)
-            if isinstance(cause, UsageError):
-                raise cause from None
-            aborted = _ask(limits.aborted.remote()) if not isinstance(cause, RunAborted) else None
-            if isinstance(cause, RunAborted):  # its one line (Ray Data may add its retry advice to the text)
-                aborted = (str(cause).split("\n", 1)[0], cause.exit_code)
-            lost = describe_loss(exc)
-            if aborted is None and lost is not None:
-                aborted = (f"{lost}; the parts written are kept: {RESUME}", ExitCode.LOST)
-            if aborted is None:
-                raise
-            outcome = (ABORTED, ExitCode(aborted[1]), aborted[0])
+            stalled = watch.message(exc)
+            outcome = (STALLED, ExitCode.LOST, stalled) if stalled is not None else _aborted(exc, limits)
         usage = _ask(limits.usage.remote()) or {}
         workers_counting = _ask(limits.counting.remote()) or []
         counting = self.counting.with_workers([GuardResult.from_dict(part) for part in workers_counting])
@@ -428,6 +422,22 @@ class _RayRun:
         if totals.rows_rejected > REJECTS_SHOWN:
             self.say(MORE_REJECTS)
         return rejects[0] if rejects else None
+
+
+def _aborted(exc: Exception, limits: Any) -> Outcome:
+    """The outcome of a run a worker's error or a loss Ray could not recover from ended; any other error is raised."""
+    cause = user_cause(exc)
+    if isinstance(cause, UsageError):
+        raise cause from None
+    aborted = _ask(limits.aborted.remote()) if not isinstance(cause, RunAborted) else None
+    if isinstance(cause, RunAborted):  # its one line (Ray Data may add its retry advice to the text)
+        aborted = (str(cause).split("\n", 1)[0], cause.exit_code)
+    lost = describe_loss(exc)
+    if aborted is None and lost is not None:
+        aborted = (f"{lost}; the parts written are kept: {RESUME}", ExitCode.LOST)
+    if aborted is None:
+        raise exc
+    return (ABORTED, ExitCode(aborted[1]), aborted[0])
 
 
 def _ask(ref: Any) -> Any:

@@ -295,6 +295,11 @@ class RunConfig:
         None, "str", optional=True, yaml="ray.address", group="run",
         help="Ray cluster to join (--engine ray) [a local Ray].",
     )  # fmt: skip
+    ray_stall_timeout: float = setting(
+        900.0, "duration", minimum=0, yaml="ray.stall_timeout", group="run",
+        help="--engine ray: stop (exit 69, resumable) once no part has finished for this long while the cluster "
+        "cannot hold the workers (a node lost, none replacing it) [900s: time for an autoscaler; 0: wait forever].",
+    )  # fmt: skip
     num_workers: int | None = setting(
         None, "int", minimum=1, optional=True, yaml="ray.num_workers", group="run",
         help="Processes compressing rows: on the local engine, worker processes making the extractive "

@@ -16,11 +16,12 @@ from typing import Any, Final, Literal
 
 from trajectory_compressor.write.report import RunTotals, low_fidelity_warning, report_figures
 
-RunStatus = Literal["completed", "aborted", "interrupted", "pending"]
+RunStatus = Literal["completed", "aborted", "interrupted", "pending", "stalled"]
 COMPLETED: Final = "completed"  # every row committed, the outputs finalized
 ABORTED: Final = "aborted"  # stopped on an error (`--strict`, `--on-summary-failure fail`, a lost node)
 INTERRUPTED: Final = "interrupted"  # Ctrl-C or SIGTERM: re-run the same command to resume
 PENDING: Final = "pending"  # `--batch --no-wait`: batches left with the provider, no row run yet
+STALLED: Final = "stalled"  # `--engine ray`: no part finished while the cluster could not hold the workers
 
 
 @dataclass(frozen=True)

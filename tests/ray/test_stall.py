@@ -1,0 +1,123 @@
+"""`StallWatch`: when a Ray run that can no longer go on is stopped, and when it is left alone.
+
+The watch is driven here by hand, with a clock, a part count and a cluster of the test's own: no
+Ray, no sleeps. The run it stops on a real cluster of three nodes is `tests/ray/test_multinode.py`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("ray.data")
+
+from trajectory_compressor.ray.stall import RayStalled, StallWatch, recorded_parts
+
+pytestmark = pytest.mark.ray
+
+
+@dataclass
+class Cluster:
+    """What the watch looks at, set by the test: the time, the parts recorded, the alive CPUs."""
+
+    now: float = 0.0
+    parts: int = 0
+    cpus: float = 3.0
+
+    def watch(self, seconds: float = 60.0) -> StallWatch:
+        return StallWatch(seconds, 3.0, 2, lambda: self.parts, lambda: self.cpus, clock=lambda: self.now)
+
+    def at(self, watch: StallWatch, now: float) -> None:
+        self.now = now
+        watch.step()
+
+
+def test_a_cluster_short_of_the_workers_with_no_part_recorded_is_stopped_after_the_bound() -> None:
+    cluster = Cluster()
+    watch = cluster.watch()
+    cluster.at(watch, 0)
+    cluster.cpus = 2.0  # a node lost: the pool (2 CPUs) and Ray Data's own task (1) no longer fit
+    for now in range(6, 61, 6):  # a look every 6 s (a tenth of the bound); the first to see it short, at 6
+        cluster.at(watch, now)
+    assert watch.fired is None
+    with pytest.raises(RayStalled) as stopped:
+        cluster.at(watch, 66)  # 60 s after that look
+    assert watch.fired == str(stopped.value)
+    assert str(stopped.value).startswith(
+        "no part finished for 60 s while the cluster could not run the workers "
+        "(2 CPUs alive; the 2 workers and Ray Data's own tasks need 3)"
+    )
+    assert "re-run the same command to resume" in watch.fired
+    assert watch.message(RuntimeError("Ray Data's wrapper")) == watch.fired
+    cluster.at(watch, 1000)  # once stopped, it says it once
+
+
+def test_a_part_recorded_or_a_node_joining_starts_the_count_again() -> None:
+    cluster = Cluster(cpus=2.0)
+    watch = cluster.watch()
+    cluster.at(watch, 0)
+    cluster.at(watch, 6)
+    cluster.parts = 1  # the run goes on, slowly, on the cluster left
+    cluster.at(watch, 60)
+    cluster.at(watch, 100)
+    cluster.cpus = 3.0  # a replacement node (an autoscaler, KubeRay)
+    cluster.at(watch, 125)
+    cluster.cpus = 2.0
+    cluster.at(watch, 150)
+    cluster.at(watch, 204)
+    assert watch.fired is None
+    with pytest.raises(RayStalled):
+        cluster.at(watch, 210)
+
+
+def test_a_cluster_that_holds_the_workers_is_never_stopped_however_slow_the_parts() -> None:
+    """A run whose workers wait on a slow or rate-limited endpoint is not stalled: only a short cluster is."""
+    cluster = Cluster()
+    watch = cluster.watch()
+    for now in range(0, 100_000, 10):
+        cluster.at(watch, now)
+    assert watch.fired is None
+
+
+def test_zero_waits_forever_and_a_failed_look_stops_nothing() -> None:
+    cluster = Cluster(cpus=0.0)
+    forever = cluster.watch(0)
+    for now in range(0, 100_000, 10):
+        cluster.at(forever, now)
+    assert forever.fired is None
+
+    def unreachable() -> float:
+        raise ConnectionError("the GCS is busy")
+
+    blind = StallWatch(60, 3.0, 2, lambda: 0, unreachable, clock=lambda: cluster.now)
+    for now in range(0, 1000, 10):
+        cluster.at(blind, now)
+    assert blind.fired is None
+
+
+def test_ray_datas_own_no_progress_guard_is_the_same_resumable_stop() -> None:
+    class ExecutionTimeoutError(Exception):  # Ray Data's, by name: it reaches the driver wrapped
+        pass
+
+    watch = Cluster().watch()
+    try:
+        try:
+            raise ExecutionTimeoutError("Dataset execution made no progress")
+        except ExecutionTimeoutError as inner:
+            raise RuntimeError("wrapped") from inner
+    except RuntimeError as outer:
+        said = watch.message(outer)
+    assert said is not None and said.endswith("re-run the same command to resume")
+    assert watch.message(ValueError("anything else")) is None
+
+
+def test_the_parts_counted_are_the_records_in_the_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "x.part_records"
+    assert recorded_parts(str(folder)) == 0  # before the run makes it
+    folder.mkdir()
+    for name in ("part-000000000000.json", "part-000000000016.json", ".part-000000000032.json.tmp", "run.json"):
+        (folder / name).write_text("{}")
+    assert recorded_parts(str(folder)) == 2
+    assert recorded_parts(folder.as_uri()) == 2
