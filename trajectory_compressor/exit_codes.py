@@ -9,7 +9,8 @@ they did; a multi-output run stops there (the next input is most likely read the
 INTERRUPTED: re-run the same command to resume. PENDING (75, sysexits' EX_TEMPFAIL): `--batch
 --no-wait` left batches with the provider; run the same command again later. LOST (69,
 sysexits' EX_UNAVAILABLE): `--engine ray` lost a node, a worker or the run's own actor and could
-not go on; the parts it wrote are kept, and the same command resumes.
+not go on, or was left without the CPUs for its workers for `--ray-stall-timeout` (`stalled`);
+the parts it wrote are kept, and the same command resumes.
 """
 
 from enum import IntEnum

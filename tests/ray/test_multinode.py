@@ -355,7 +355,8 @@ def test_a_node_lost_while_its_write_task_holds_a_part_not_yet_moved_into_place_
     hold's release file exists everywhere but in w2's private folder); then w2 is lost, and a new
     node takes its place (as KubeRay replaces a pod): without one, the blocks the lost node held
     are recomputed by an actor pool the two CPUs left cannot hold, and Ray Data waits for a node
-    ("Cluster resources are not enough ... may hang forever"; docs/ray.md)."""
+    ("Cluster resources are not enough ... may hang forever"; without one, `--ray-stall-timeout`
+    ends the wait: `tests/ray/test_stall_multinode.py`)."""
     why = can_mount_privately()
     if why is not None:
         pytest.skip(why)
