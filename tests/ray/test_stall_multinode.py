@@ -25,7 +25,17 @@ from tests.conftest import SAMPLE, read_jsonl, run_cli, write_jsonl
 from tests.fake_openai_server import FakeServerThread
 from tests.ray.cluster import SimulatedCluster
 from tests.ray.conftest import assert_same_outputs
-from tests.ray.test_multinode import ROWS, SHORT_ROWS, HoldAfter, driver, finish, llm_flags, one_json_object, records_in
+from tests.ray.test_multinode import (
+    ROWS,
+    SHORT_ROWS,
+    HoldAfter,
+    can_mount_privately,
+    driver,
+    finish,
+    llm_flags,
+    one_json_object,
+    records_in,
+)
 
 pytestmark = [pytest.mark.ray, pytest.mark.multinode, pytest.mark.ray_faults]
 STALL_SECONDS = 10  # the test's bound: small, so the stop comes soon after the loss
@@ -34,9 +44,10 @@ STALL_SECONDS = 10  # the test's bound: small, so the stop comes soon after the 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimulatedCluster]:
     pytest.importorskip("ray.data")
-    simulated = SimulatedCluster(tmp_path_factory.mktemp("cluster"))
+    root = tmp_path_factory.mktemp("cluster")
+    simulated = SimulatedCluster(root)
     try:
-        yield simulated.start()
+        yield simulated.start(private_folder=root / "private" if can_mount_privately() is None else None)
     finally:
         simulated.stop()
 
@@ -49,6 +60,20 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
     short = [row for row in rows if len(json.dumps(row)) < 20_000][:SHORT_ROWS]
     rest = [row for row in rows if len(json.dumps(row)) >= 20_000]
     return write_jsonl(tmp_path_factory.mktemp("input") / "runs.jsonl", [*short, *rest][:ROWS])
+
+
+@pytest.fixture(scope="module")
+def local_outputs(tmp_path_factory: pytest.TempPathFactory, source: Path) -> Path:
+    """The local engine's run of the same input (extractive), the reference for every byte."""
+    out = tmp_path_factory.mktemp("local") / "x.jsonl"
+    result = run_cli("compress", str(source), "-o", str(out), "--summarizer", "extractive")
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+def stall_line(stderr: str) -> list[str]:
+    """The run's own error lines (the end-of-run fidelity warning of off-topic fake summaries left out)."""
+    return [line for line in stderr.splitlines() if "have fidelity under" not in line]
 
 
 @pytest.mark.timeout(900)  # a hang guard: without the bound, the driver waits until killed
@@ -79,8 +104,7 @@ def test_a_cluster_left_unable_to_run_the_workers_stops_the_run_and_the_same_com
         assert code == 69, stderr
         report = one_json_object(stdout)
         assert report["status"] == "stalled" and report["exit_code"] == 69
-        said = [line for line in stderr.splitlines() if "have fidelity under" not in line]
-        assert said == [
+        assert stall_line(stderr) == [
             f"error: no part finished for {STALL_SECONDS} s while the cluster could not run the workers "
             "(2 CPUs alive; the 2 workers and Ray Data's own tasks need 3): a node was lost and none replaced it; "
             "the parts written are kept: re-run the same command to resume once the cluster has the CPUs again "
@@ -97,3 +121,56 @@ def test_a_cluster_left_unable_to_run_the_workers_stops_the_run_and_the_same_com
     assert report["status"] == "completed"
     assert report["resume"]["parts_kept"] == len(written)
     assert_same_outputs(tmp_path / "local" / "x.jsonl", out)
+
+
+@pytest.mark.timeout(900)  # a hang guard: without the bound, the driver waited in 3 of 7 tries
+def test_a_node_lost_while_its_write_task_holds_a_part_and_never_replaced_is_never_a_hang(
+    cluster: SimulatedCluster, source: Path, local_outputs: Path, tmp_path: Path
+) -> None:
+    """The case docs/ray.md measured: every write task on w2 held after its first file is written
+    under its temporary name (`faults.boundary("ray-file-written")`, through the job's runtime env;
+    the release file exists everywhere but in w2's private folder), then w2 lost and not replaced.
+    Ray either recomputes the lost blocks on the two CPUs left and finishes, or waits for a node:
+    then the run stops with the stall line, and the same command on a whole cluster again resumes.
+    Either way the outputs are the local engine's bytes, every row once, in order."""
+    why = can_mount_privately()
+    if why is not None:
+        pytest.skip(why)
+    pause = cluster.root / "private" / "hold"
+    (cluster.root / "private" / "hold.release").write_text("")  # the driver, head and w1 never wait
+    w2 = cluster.node("w2")
+    raylet = cluster.raylet_pid(w2)
+    assert raylet is not None
+    held_on_w2 = Path(f"/proc/{raylet}/root") / str(pause).lstrip("/")
+    hooks = {"TC_PAUSE_AT": "ray-file-written:1", "TC_PAUSE_FILE": str(pause)}
+    env = {"RAY_JOB_CONFIG_JSON_ENV_VAR": json.dumps({"runtime_env": {"env_vars": hooks}})}
+    out = tmp_path / "shared" / "x.jsonl"
+    args = [str(source), "-o", str(out), "--summarizer", "extractive", "--ray-stall-timeout", str(STALL_SECONDS)]
+    process = driver(cluster, *args, env=env)
+    try:
+        cluster.wait_for("a write task held on w2", lambda: held_on_w2.exists() or process.poll() is not None)
+        if process.poll() is not None:
+            pytest.skip("no write task ran on w2 this time")  # placement is Ray's
+        cluster.kill_node(w2)
+        code, stdout, stderr = finish(process)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+    report = one_json_object(stdout)
+    cluster.replace_node(w2)
+    if code != 0:  # Ray waited for a node: the bound ended the wait
+        assert code == 69, stderr
+        said = stall_line(stderr)
+        assert len(said) == 1 and said[0].startswith(
+            f"error: no part finished for {STALL_SECONDS} s while the cluster could not run the workers "
+            "(2 CPUs alive; the 2 workers and Ray Data's own tasks need 3)"
+        ), stderr
+        assert report["status"] == "stalled"
+        written = len(records_in(out))
+        code, stdout, stderr = finish(driver(cluster, *args))  # the same command; the test's hold is off
+        assert code == 0, stderr
+        report = one_json_object(stdout)
+        assert report["resume"]["parts_kept"] == written
+    assert report["status"] == "completed", stderr
+    assert_same_outputs(local_outputs, out)
+    assert not list(out.parent.rglob(".part-*.tmp")), "a temporary file of the lost task is left"
