@@ -54,10 +54,10 @@ class StallWatch:
     parts: Callable[[], int]
     cpus: Callable[[], float]
     clock: Callable[[], float] = time.monotonic
-    fired: str | None = None  # the message, once stalled
-    _parts_seen: int = -1
-    _since: float | None = None  # since when nothing was recorded and the cluster was short
-    _next_look: float = field(default=float("-inf"))
+    fired: str | None = field(default=None, init=False)  # the message, once stalled
+    _parts_seen: int = field(default=-1, init=False)
+    _since: float | None = field(default=None, init=False)  # since when nothing was recorded and the cluster was short
+    _next_look: float = field(default=float("-inf"), init=False)
 
     @property
     def poll(self) -> float:
