@@ -121,3 +121,24 @@ def test_the_parts_counted_are_the_records_in_the_folder(tmp_path: Path) -> None
         (folder / name).write_text("{}")
     assert recorded_parts(str(folder)) == 2
     assert recorded_parts(folder.as_uri()) == 2
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # a new DataContext names Ray's deprecated fields
+@pytest.mark.parametrize(("seconds", "during"), [(0, -1), (60, 1800), (3600, 3600)])
+def test_while_watched_ray_datas_own_guard_never_stops_the_run_first(seconds: float, during: float) -> None:
+    """`--ray-stall-timeout 0` waits forever, so Ray Data's no-progress guard is off; any other bound
+    keeps the guard at least as long; both are as they were once the execution is over."""
+    from types import SimpleNamespace
+
+    from ray.data import DataContext
+
+    from trajectory_compressor.ray.stall import StallCallback
+
+    context = DataContext()
+    context.execution_no_progress_timeout_s = 1800
+    watch = Cluster().watch(seconds)
+    with watch.watching(SimpleNamespace(context=context)):
+        assert context.execution_no_progress_timeout_s == during
+        assert StallCallback in context.custom_execution_callback_classes
+    assert context.execution_no_progress_timeout_s == 1800
+    assert StallCallback not in context.custom_execution_callback_classes
