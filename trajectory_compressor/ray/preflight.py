@@ -1,0 +1,102 @@
+"""What a Ray run checks and settles on the driver before Ray starts: the settings only the local
+engine has, the `-o` a Ray run can write, Ray Client, local paths made absolute, the local lock.
+
+Kept apart from `run` (the driver itself) so that each stays small enough to read whole; nothing
+here starts Ray or writes a byte but the lock beside a local output.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import posixpath
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from trajectory_compressor.ray.layout import RayOutputLayout
+from trajectory_compressor.read.files import is_uri
+from trajectory_compressor.read.sources import InputSource
+from trajectory_compressor.settings import ConfigError, RunConfig
+from trajectory_compressor.write.lock import OutputLock
+from trajectory_compressor.write.output_format import output_format_for
+from trajectory_compressor.write.paths import OutputPaths
+
+RAY_FORMATS = ("jsonl", "parquet")
+DATASET_SUFFIXES = (".jsonl", ".ndjson", ".parquet", ".jsonl.gz", ".ndjson.gz")  # gzip: refused by its name
+
+
+def check_supported(config: RunConfig, output_format: str) -> None:
+    """Refuse, in one line, the settings only the local engine has."""
+    refused = {
+        "--num-shards (Ray spreads the rows itself)": config.select.num_shards > 1,
+        "--strict": config.strict,
+        "--html-report": config.output.html_report is not None,
+        "--responses": config.llm.responses is not None,
+        "--batch (the batch rounds run on the local engine)": config.batch.enabled,
+        "--metrics (the Ray layout names it)": config.output.metrics is not None,
+    }
+    for name, given in refused.items():
+        if given:
+            raise ConfigError(f"{name} is not supported with --engine ray")
+    if output_format not in RAY_FORMATS:
+        raise ConfigError(f"--engine ray writes jsonl or parquet part files, not {output_format}")
+
+
+def default_cache_folder(output: str) -> str | None:
+    """`<parent>/.<stem>.ray-cache/` beside a local output; None for a URI (pass --cache)."""
+    if is_uri(output):
+        return None
+    layout = RayOutputLayout.beside(output)
+    parent, name = posixpath.split(layout.report)
+    return os.path.join(parent or ".", "." + name.removesuffix(".report.json") + ".ray-cache")
+
+
+def ray_output_format(output: str, explicit: str | None) -> str:
+    """`jsonl` or `parquet`: `--output-format`, else the suffix of the folder `-o` names.
+
+    A Ray run writes one folder of part files, named by `-o`. The local engine's readings of a
+    name without a dataset suffix (a directory to mirror each input into, or a datasets folder)
+    have no Ray counterpart, so such an `-o` is refused with the name to give instead.
+    """
+    name = output.rstrip("/")
+    if explicit is None and not name.lower().endswith(DATASET_SUFFIXES):
+        what = "is a directory" if not is_uri(name) and os.path.isdir(name) else "has no .jsonl or .parquet suffix"
+        example = posixpath.join(name or "/", "compressed.jsonl")
+        raise ConfigError(
+            f"--engine ray writes one folder of part files, named by -o with its format's suffix: {output} {what};"
+            f" give e.g. -o {example} (or .parquet), or --output-format jsonl|parquet"
+        )
+    return output_format_for(name, explicit)
+
+
+def absolute_sources(sources: list[InputSource]) -> list[InputSource]:
+    """Local inputs opened by absolute path (each node would resolve a relative one against its own
+    working directory); their names, which the metrics show, stay as given."""
+    return [
+        replace(source, path=os.path.abspath(source.path)) if source.path and not is_uri(source.path) else source
+        for source in sources
+    ]
+
+
+def refuse_ray_client(config: RunConfig) -> None:
+    """Ray Client (`ray://`): Ray Data does not run over it with the Ray this tool is tested with
+    (`'Worker' object has no attribute 'core_worker'`), so say so before anything starts."""
+    address = config.ray_address or os.environ.get("RAY_ADDRESS", "")
+    if address.startswith("ray://"):
+        raise ConfigError(
+            f"Ray Client ({address}) cannot run Ray Data jobs: submit the run as a job instead, "
+            "ray job submit --address http://HEAD:8265 -- trajectory-compressor compress ... --engine ray "
+            "(README: Running on Ray)"
+        )
+
+
+def output_lock(layout: RayOutputLayout) -> contextlib.AbstractContextManager[Any]:
+    """One run per output, as the local engine's (`write.lock`): the locks beside a local output's
+    folders and report, held by the driver from before Ray starts to the end (none for a URI)."""
+    if is_uri(layout.data):
+        return contextlib.nullcontext()
+    data, metrics, over_limit, rejects, report = (
+        Path(getattr(layout, name)) for name in ("data", "metrics", "over_limit", "rejects", "report")
+    )
+    return OutputLock(OutputPaths(data, metrics, report, over_limit, rejects))
