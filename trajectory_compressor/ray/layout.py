@@ -6,7 +6,7 @@ those whose records verify), but a folder may hold anything: a Spark job's
 `part-00000-<uuid>.snappy.parquet` looks like a part too. So a folder this tool writes into
 carries a marker file, put there when the folder was empty, and a file counts as the run's own
 only in a marked folder and only under a name this tool gives (`part-<12 digits>.jsonl|parquet|json`,
-or that name's temporary `.part-….tmp`; in the records folder, the run's `run.json` too). A
+or that name's temporary `.part-….tmp`; in the records folder, the run's `run.json` and `claim.json` too). A
 folder holding anything else is refused before a byte is written (`check_output_folders`).
 
 No Ray here: `eval` reads a Ray run's folders with it, with or without the `[ray]` extra.
@@ -28,8 +28,9 @@ from trajectory_compressor.write.paths import output_stem
 MARKER = ".trajectory-compressor-ray"  # hidden: Ray Data, pyarrow and this tool's readers skip it
 MARKER_TEXT = b"Part files written by trajectory-compressor --engine ray; a re-run replaces them.\n"
 RUN_RECORD = "run.json"  # in the records folder: the run's fingerprint and what it hashed (`parts.RunRecord`)
+CLAIM = "claim.json"  # in the records folder: which run holds the output (`claim`); never deleted by a claiming run
 _RUN_FILE = re.compile(r"(part-\d{12}\.(?:jsonl|parquet|json))|(\.part-\d{12}\.(?:jsonl|parquet|json)\.tmp)")
-_RECORDS_FILE = re.compile(rf"{_RUN_FILE.pattern}|(\.?{re.escape(RUN_RECORD)}(?:\.tmp)?)")
+_RECORDS_FILE = re.compile(rf"{_RUN_FILE.pattern}|(\.?(?:{re.escape(RUN_RECORD)}|{re.escape(CLAIM)})(?:\.tmp)?)")
 _PART = re.compile(r"part-\d{12}\.(?:jsonl|parquet)")
 
 
@@ -172,7 +173,7 @@ def claim_output_folders(layout: RayOutputLayout, keep: Mapping[str, Collection[
             with filesystem.open_output_stream(posixpath.join(path, MARKER)) as stream:
                 stream.write(MARKER_TEXT)
         for info in entries:
-            if _own_names(key).fullmatch(info.base_name) and info.base_name not in kept:
+            if _own_names(key).fullmatch(info.base_name) and info.base_name not in kept and CLAIM not in info.base_name:
                 filesystem.delete_file(info.path)
 
 

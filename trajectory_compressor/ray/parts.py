@@ -5,7 +5,8 @@ do not share the output folder, a run once said `completed` while most of its ro
 machines' disks. So each write task, after its part files (dataset, metrics, over-limit,
 rejects: the same input rows), writes their record, `<stem>.part_records/part-<first row>.json`:
 each file's name, lines, bytes and sha256, the input rows the part holds (runs of row indexes),
-their totals and first bad records, and the run's fingerprint (settings and inputs). The record
+their totals and first bad records, the run's fingerprint (settings and inputs) and the id of
+the run that wrote it (`claim`: the driver counts only its own parts and those it kept). The record
 is written last and whole (a temporary name, then moved), so a part without one is unfinished.
 
 Beside them, the driver writes the run's own record before any part (`run.json`,
@@ -76,6 +77,7 @@ class PartRecord:
     totals: dict[str, Any]  # `RunTotals.to_dict()` of the part's rows
     rejects: tuple[dict[str, Any], ...]  # its first bad records' reject lines, in input order
     fingerprint: str
+    run_id: str = ""  # the run that wrote it (`claim`): the driver counts only its own and those it kept
 
     @property
     def name(self) -> str:
@@ -94,6 +96,7 @@ class PartRecord:
             "files": {output: vars(part) for output, part in self.files.items()},
             "totals": self.totals,
             "rejects": list(self.rejects),
+            **({"run_id": self.run_id} if self.run_id else {}),  # none in an earlier version's records
         }
         return {**body, "checksum": _checksum(body)}
 
@@ -107,7 +110,7 @@ class PartRecord:
             files = {output: PartFile(**entry) for output, entry in data["files"].items() if output in OUTPUTS}
             rows = tuple((int(start), int(end)) for start, end in data["rows"])
             return cls(int(data["first_row"]), rows, files, dict(data["totals"]), tuple(data["rejects"]),
-                       str(data["fingerprint"]))  # fmt: skip
+                       str(data["fingerprint"]), str(data.get("run_id", "")))  # fmt: skip
         except (AttributeError, KeyError, TypeError, ValueError):
             return None
 

@@ -22,6 +22,7 @@ from typing import Any
 from trajectory_compressor.count.exactness import GuardResult
 from trajectory_compressor.errors import RunAborted, UsageError
 from trajectory_compressor.exit_codes import ExitCode
+from trajectory_compressor.ray.claim import OutputClaim, own_parts_problem
 from trajectory_compressor.ray.coverage import coverage_problem
 from trajectory_compressor.ray.inputs import list_inputs
 from trajectory_compressor.ray.layout import (
@@ -146,10 +147,12 @@ def run_on_ray(
         if cache_folder is None:
             say("warning: no --cache folder for a remote output: summaries will not be cached")
     settings = settings_record(config, counter.name)
-    with output_lock(layout), ray_console(config.quiet):
+    # The local lock first (a claim found beside a held lock is a gone run's), then the claim: on
+    # object storage, the only thing that keeps a second run out (`claim`).
+    with output_lock(layout), OutputClaim(layout, locked=not is_uri(output)) as claim, ray_console(config.quiet):
         joined = start_ray(config)
         try:
-            run = _RayRun(config, layout, output_format, cache_folder, say, counter.guard)
+            run = _RayRun(config, layout, output_format, cache_folder, say, counter.guard, claim)
             return run.execute(sources, settings, started)
         finally:
             if joined:
@@ -167,6 +170,7 @@ class _RayRun:
     cache_folder: str | None
     say: Callable[[str], None]
     counting: GuardResult  # the driver's backend and probe check; each worker's guard joins it at the end
+    claim: OutputClaim  # held for the whole run: checked before anything is deleted and before the report
 
     def execute(self, sources: list[InputSource], settings: dict[str, Any], started: float) -> RayRunResult:
         import ray
@@ -195,6 +199,7 @@ class _RayRun:
             inputs = [input_entry(source, count) for source, count in zip(sources, counts, strict=True)]
             run_fingerprint = self._fingerprint(settings, inputs, [count.records for count in counts])
             kept = self._kept(run_fingerprint)
+            self.claim.check()  # a driver whose claim was taken over deletes nothing
             claim_output_folders(layout, kept.names())
             write_run_record(layout, run_fingerprint)  # before any part: what a refused re-run compares
             forget_report(layout.report)  # from here until the end: an unfinished run
@@ -204,6 +209,7 @@ class _RayRun:
                 fingerprint=run_fingerprint.digest,
                 kept_starts=kept.starts,
                 json_lists=WriteShape(self.config.output.write_format).json_lists,
+                run_id=self.claim.run_id,
             )
             (status, exit_code, message), usage, counting = self._write(sources, counts, workers, kept, sink)
         except RunAborted as exc:  # a node lost before the work started
@@ -224,8 +230,13 @@ class _RayRun:
             elif missing := self._coverage(sources, [count.records for count in counts], records):
                 status, exit_code = ABORTED, ExitCode.FAILED
                 message = f"the parts do not hold every input row once, in order: {missing}; {RESUME}"
+            elif foreign := own_parts_problem(layout, records):
+                status, exit_code = ABORTED, ExitCode.FAILED
+                message = f"another writer changed the output while this run wrote it: {foreign}; {RESUME}"
         else:
             records = self._written_so_far(run_fingerprint)
+        if lost := self.claim.lost():  # the output is another run's now: not its report to write
+            status, exit_code, message = ABORTED, ExitCode.FAILED, lost
         totals = merged_totals(records)
         completed = status == COMPLETED
         first_reject = None
@@ -241,7 +252,7 @@ class _RayRun:
             summarizer_stats=usage if usage.get("workers") else None,
             counting=counting.to_dict(),
             warnings=[counting.warning or ""],
-            engine={"name": "ray", "workers": workers, "cache": self.cache_folder},
+            engine={"name": "ray", "workers": workers, "cache": self.cache_folder, "run_id": self.claim.run_id},
             resume={
                 "parts_kept": len(kept.records),
                 "rows_kept": kept.row_count,
@@ -251,7 +262,8 @@ class _RayRun:
             files=files if completed else None,
             inputs=inputs if completed else None,
         )
-        write_report(layout.report, report.to_dict())
+        if lost is None:
+            write_report(layout.report, report.to_dict())
         if completed:  # every row rejected (4), over the limit with --fail-on-over-limit (3): as locally
             exit_code, message = completed_exit(totals, config, first_reject)
         return RayRunResult(report, exit_code, message)

@@ -36,6 +36,7 @@ import pyarrow as pa
 from ray.data.block import BlockAccessor
 from ray.data.datasource import Datasink
 
+from trajectory_compressor.ray.claim import check_owner
 from trajectory_compressor.ray.layout import RayOutputLayout, part_stem, write_whole
 from trajectory_compressor.ray.parts import PartFile, PartRecord, row_runs, segment, write_record
 from trajectory_compressor.run.commit import REJECTS_SHOWN
@@ -58,6 +59,7 @@ class CompressedOutput(Datasink):
         fingerprint: str = "",
         kept_starts: tuple[int, ...] = (),
         json_lists: tuple[str, ...] = (),
+        run_id: str = "",
     ) -> None:
         self.layout = layout
         self.output_format = output_format
@@ -65,6 +67,7 @@ class CompressedOutput(Datasink):
         self.fingerprint = fingerprint  # each record carries it: a resume keeps only this command's parts
         self.kept_starts = kept_starts  # first rows of the parts a resume kept: new parts never span one
         self.records: list[PartRecord] = []  # the parts this run wrote, in input order
+        self.run_id = run_id  # the run's claim (`claim`): a part is written only while the output is still its own
 
     @property
     def min_rows_per_write(self) -> int:
@@ -89,7 +92,12 @@ class CompressedOutput(Datasink):
         return {"parts": records}
 
     def _write_part(self, table: pa.Table) -> PartRecord:
-        """One part's files, then its record (written last: a part without one is unfinished)."""
+        """One part's files, then its record (written last: a part without one is unfinished).
+
+        Each only while the output's claim is still this run's: a worker of a run whose claim was
+        taken over (a driver thought lost) stops, `ClaimLostError`, instead of replacing a part.
+        """
+        self._check_claim()
         indexes = table.column("row_index").to_pylist()
         name = part_stem(indexes[0])
         columns = {column: table.column(column).to_pylist() for column in ("record", "metrics", "over_limit", "reject")}
@@ -116,9 +124,16 @@ class CompressedOutput(Datasink):
                 totals.add(metrics[0])
         # The driver names the first bad records of the run on stderr, as the local engine does.
         rejects = [orjson.loads(line) for line in columns["reject"] if line is not None][: REJECTS_SHOWN + 1]
-        record = PartRecord(indexes[0], row_runs(indexes), files, totals.to_dict(), tuple(rejects), self.fingerprint)
+        record = PartRecord(
+            indexes[0], row_runs(indexes), files, totals.to_dict(), tuple(rejects), self.fingerprint, self.run_id
+        )
+        self._check_claim()
         write_record(self.layout, record)
         return record
+
+    def _check_claim(self) -> None:
+        if self.run_id:  # `compress_dataset` in a user's pipeline writes through its own sink, unclaimed
+            check_owner(self.layout, self.run_id)
 
     def on_write_complete(self, write_result: Any) -> None:
         parts = [PartRecord.from_dict(part) for task in write_result.write_returns for part in task["parts"]]

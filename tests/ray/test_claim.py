@@ -1,0 +1,278 @@
+"""One run per output on object storage: the output's claim, the parts' run ids, the check before `completed`.
+
+The output is a `file://` URI: the code path of `s3://` / `gs://` (pyarrow's filesystem, no
+local lock taken), on a disk a test can look at. Object stores have no lock to emulate; what
+the claim relies on is only a put that replaces a whole object and a read that sees the last
+put, which a local filesystem gives too. The claim's pure logic runs in-process on a test clock
+(fast). Whole Ray runs (slow suite, `ray_faults`) hold the first run at a known point of its
+driver (a function of `ray.run` wrapped) and run the second one there, in the same process.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import SAMPLE, read_jsonl, run_cli, write_jsonl
+from trajectory_compressor.errors import UsageError
+from trajectory_compressor.ray.layout import RayOutputLayout, check_output_folders, claim_output_folders
+
+pytestmark = pytest.mark.ray  # the whole runs are marked ray_faults too (the slow suite); the rest is fast
+LEASE = 120.0
+
+
+def uri_layout(tmp_path: Path) -> RayOutputLayout:
+    return RayOutputLayout.beside(f"file://{tmp_path}/out/x.jsonl")
+
+
+class Clock:
+    """The claims' clock: a test moves it; nothing waits."""
+
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_live_claim_keeps_a_second_run_out_until_it_ends(tmp_path: Path) -> None:
+    from trajectory_compressor.ray.claim import OutputClaim, OutputClaimedError, read_claim
+
+    layout, clock = uri_layout(tmp_path), Clock()
+    with OutputClaim(layout, locked=False, lease=LEASE, clock=clock) as first:
+        found = read_claim(layout)
+        assert found is not None and found.run_id == first.run_id and not found.ended
+        check_output_folders(layout)  # the claim and the marker are this tool's own files
+        clock.now += LEASE - 1  # not renewed for almost a lease (a slow storage): still held
+        with pytest.raises(OutputClaimedError) as refused:
+            OutputClaim(layout, locked=False, lease=LEASE, clock=clock).__enter__()
+        assert str(refused.value) == (
+            f"another run is writing {layout.data}: run {first.run_id} (host {found.host}, pid {found.pid}; "
+            f"renewed 119 s ago) holds {layout.records}/claim.json; wait for it to finish or choose another -o "
+            "(a run whose driver was lost stops holding it 120 s after its last renewal)"
+        )
+        assert isinstance(refused.value, UsageError)  # exit 2, as the local lock's refusal
+        assert read_claim(layout) == found  # the refused run wrote nothing
+    ended = read_claim(layout)
+    assert ended is not None and ended.run_id == first.run_id and ended.ended
+    with OutputClaim(layout, locked=False, lease=LEASE, clock=clock) as second:  # ended: the re-run at once
+        assert second.run_id != first.run_id
+
+
+def test_a_lost_drivers_claim_holds_for_a_lease_and_a_run_that_stops_on_an_error_ends_its_own(
+    tmp_path: Path,
+) -> None:
+    from trajectory_compressor.ray.claim import Claim, OutputClaim, OutputClaimedError, read_claim, write_claim
+
+    layout, clock = uri_layout(tmp_path), Clock()
+    lost = Claim("0123456789abcdef", "gone-host", 4242, clock.now - 500, clock.now - 10)  # SIGKILLed: never ended
+    write_claim(layout, lost)
+    with pytest.raises(
+        OutputClaimedError, match=r"run 0123456789abcdef \(host gone-host, pid 4242; renewed 10 s ago\)"
+    ):
+        OutputClaim(layout, locked=False, lease=LEASE, clock=clock).__enter__()
+    clock.now += LEASE  # a lease without a renewal: the driver is gone, its re-run takes the output over
+    with pytest.raises(KeyboardInterrupt), OutputClaim(layout, locked=False, lease=LEASE, clock=clock) as resumed:
+        raise KeyboardInterrupt  # Ctrl-C, an error: the claim still ends
+    after = read_claim(layout)
+    assert after is not None and after.run_id == resumed.run_id and after.ended
+    write_claim(layout, lost)  # beside a local output the driver holds the flock: any claim is a gone run's
+    with OutputClaim(layout, locked=True, lease=LEASE, clock=clock) as local:
+        assert read_claim(layout).run_id == local.run_id  # type: ignore[union-attr]
+
+
+def test_a_run_whose_claim_was_taken_over_stops_and_leaves_the_new_owners_claim(tmp_path: Path) -> None:
+    from trajectory_compressor.ray.claim import ClaimLostError, OutputClaim, read_claim
+
+    layout, clock = uri_layout(tmp_path), Clock()
+    first = OutputClaim(layout, locked=False, lease=LEASE, clock=clock).__enter__()
+    clock.now += 30
+    assert first.renew() and read_claim(layout).renewed == clock.now  # type: ignore[union-attr]
+    clock.now += LEASE  # its renewals stopped reaching the storage (a partition): to others, it is gone
+    second = OutputClaim(layout, locked=False, lease=LEASE, clock=clock).__enter__()
+    assert not first.renew()  # it does not write over the new owner's claim
+    with pytest.raises(ClaimLostError) as stopped:
+        first.check()
+    assert str(stopped.value) == first.lost()
+    assert str(stopped.value).startswith(f"another run took over {layout.data} (its claim now: run {second.run_id} ")
+    assert stopped.value.exit_code == 1
+    first.__exit__(None, None, None)
+    held = read_claim(layout)
+    assert held is not None and held.run_id == second.run_id and not held.ended
+    second.__exit__(None, None, None)
+
+
+def test_claiming_the_folders_keeps_the_claim(tmp_path: Path) -> None:
+    from trajectory_compressor.ray.claim import OutputClaim
+
+    layout = uri_layout(tmp_path)
+    with OutputClaim(layout, locked=False, lease=LEASE):
+        claim_output_folders(layout)  # deletes the parts it does not keep; never the claim
+        assert (tmp_path / "out" / "x.part_records" / "claim.json").is_file()
+
+
+def test_a_write_task_of_a_run_whose_claim_was_taken_over_writes_nothing(tmp_path: Path) -> None:
+    """A zombie: a worker of a run that was taken over (its driver thought lost) still writing."""
+    pytest.importorskip("ray.data")
+    import pyarrow as pa
+
+    from trajectory_compressor.ray.claim import ClaimLostError, OutputClaim
+    from trajectory_compressor.ray.write import CompressedOutput
+
+    layout, clock = uri_layout(tmp_path), Clock()
+    old = OutputClaim(layout, locked=False, lease=LEASE, clock=clock).__enter__()
+    clock.now += LEASE
+    new = OutputClaim(layout, locked=False, lease=LEASE, clock=clock).__enter__()
+    claim_output_folders(layout)
+    sink = CompressedOutput(layout, run_id=old.run_id)
+    table = pa.table({"row_index": [0], "record": [b"{}"], "metrics": [b"{}"], "over_limit": [None], "reject": [None]})
+    with pytest.raises(ClaimLostError, match=f"this run {old.run_id} stopped writing"):
+        sink.write([table], None)
+    for folder in layout.outputs().values():
+        assert not [path for path in Path(folder.removeprefix("file://")).iterdir() if path.name.startswith("part-")]
+    assert sorted(path.name for path in Path(layout.records.removeprefix("file://")).iterdir()) == [
+        ".trajectory-compressor-ray",
+        "claim.json",
+    ]
+    new.__exit__(None, None, None)
+
+
+def test_the_driver_finds_a_part_another_writer_replaced_or_added(tmp_path: Path) -> None:
+    from trajectory_compressor.ray.claim import own_parts_problem
+    from trajectory_compressor.ray.parts import PartFile, PartRecord, write_record
+
+    layout = uri_layout(tmp_path)
+    claim_output_folders(layout)
+    data = Path(layout.data.removeprefix("file://"))
+
+    def written(first: int, rows: int, run_id: str, text: bytes) -> PartRecord:
+        name = f"part-{first:012d}.jsonl"
+        (data / name).write_bytes(text)
+        record = PartRecord(first, ((first, first + rows),), {"data": PartFile.of(name, text)}, {}, (), "f", run_id)
+        write_record(layout, record)
+        return record
+
+    mine = [written(0, 2, "run-a", b"1\n2\n"), written(2, 2, "run-a", b"3\n4\n")]
+    assert own_parts_problem(layout, mine) is None
+    kept = PartRecord(4, ((4, 5),), {}, {}, (), "f", "")  # kept by a resume: another run's (an older version's)
+    write_record(layout, kept)
+    assert own_parts_problem(layout, [*mine, kept]) is None
+    records = f"{layout.records}/part-000000000002.json"
+    written(2, 2, "run-b", b"3\n4\n")  # the same bytes, another run's record: a replaced part all the same
+    assert own_parts_problem(layout, [*mine, kept]) == f"{records} was replaced (written by run run-b)"
+    written(2, 2, "run-a", b"3\n4\n")
+    extra = written(6, 1, "run-b", b"7\n")
+    assert own_parts_problem(layout, [*mine, kept]) == (
+        f"{layout.records}/part-000000000006.json (written by run run-b) is not a part of this run"
+    )
+    Path(f"{layout.records.removeprefix('file://')}/{extra.name}").unlink()  # its data file left, no record
+    assert (
+        own_parts_problem(layout, [*mine, kept]) == f"{layout.data}/part-000000000006.jsonl is not a part of this run"
+    )
+
+
+# Whole runs: the first held at a known point of its driver, the second run there.
+RAY = ("--engine", "ray", "--num-workers", "2", "-q")
+
+
+def held_at(monkeypatch: pytest.MonkeyPatch, name: str, then: Any) -> list[Any]:
+    """Run `then()` once, in the driver of the next Ray run, right after its `ray.run.<name>` returns."""
+    import trajectory_compressor.ray.run as ray_run
+
+    original = getattr(ray_run, name)
+    results: list[Any] = []
+
+    def hold(*args: Any, **kwargs: Any) -> Any:
+        value = original(*args, **kwargs)
+        if not results:
+            results.append(None)
+            results[0] = then()
+        return value
+
+    monkeypatch.setattr(ray_run, name, hold)
+    return results
+
+
+@pytest.mark.ray_faults
+def test_a_second_run_on_the_same_object_store_output_is_refused_while_the_first_runs(
+    local_ray, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Before: the second run (other settings, `--no-resume`) ran to `completed` while the first was
+    counting its inputs; the first then replaced every part of it and said `completed` too."""
+    from tests.ray.conftest import assert_same_outputs
+    from trajectory_compressor.ray import write
+    from trajectory_compressor.ray.run import run_on_ray
+    from trajectory_compressor.settings import RunConfig, with_values
+
+    monkeypatch.setattr(write, "ROWS_PER_PART", 16)
+    source = write_jsonl(tmp_path / "in.jsonl", read_jsonl(SAMPLE)[:40])
+    out = f"file://{tmp_path}/ray/x.jsonl"
+    config = RunConfig(summarizer="extractive", engine="ray", num_workers=2, quiet=True)
+
+    def second() -> Any:
+        other = with_values(with_values(config, "plan", target_max_tokens=9000), "output", resume=False)
+        try:
+            return run_on_ray([str(source)], out, other, on_message=lambda _: None)
+        except UsageError as exc:
+            return exc
+
+    refused = held_at(monkeypatch, "count_inputs", second)
+    first = run_on_ray([str(source)], out, config, on_message=lambda _: None)
+    assert isinstance(refused[0], UsageError), refused[0]  # exit 2
+    assert str(refused[0]).startswith(f"another run is writing {out}: run {first.report['engine']['run_id']} ")
+    assert first.exit_code == 0, first.message
+    local = run_cli("compress", str(source), "-o", str(tmp_path / "local" / "x.jsonl"), "--summarizer", "extractive")
+    assert local.returncode == 0, local.stderr
+    assert_same_outputs(tmp_path / "local" / "x.jsonl", tmp_path / "ray" / "x.jsonl")
+    claim = json.loads((tmp_path / "ray" / "x.part_records" / "claim.json").read_text())
+    assert claim["ended"]  # so the same command again starts at once
+
+
+@pytest.mark.ray_faults
+def test_a_run_whose_claim_was_taken_over_writes_no_part_and_no_report_over_the_new_owners(
+    local_ray, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The first run's renewals stop reaching the storage (a partition: to others, its driver is
+    lost); the second takes the output over and completes; then the first goes on, its workers'
+    write tasks to come. Before: the first replaced every part of the second's, rewrote the report
+    and said `completed`, as did the second."""
+    from tests.ray.conftest import assert_same_outputs
+    from trajectory_compressor.ray import claim, write
+    from trajectory_compressor.ray.run import run_on_ray
+    from trajectory_compressor.settings import RunConfig, with_values
+
+    monkeypatch.setattr(write, "ROWS_PER_PART", 16)
+    source = write_jsonl(tmp_path / "in.jsonl", read_jsonl(SAMPLE)[:40])
+    out = f"file://{tmp_path}/ray/x.jsonl"
+    base = RunConfig(summarizer="extractive", engine="ray", num_workers=2, quiet=True)
+    first_config = with_values(base, "plan", target_max_tokens=9000)
+
+    def partitioned_then_second() -> Any:
+        layout = RayOutputLayout.beside(out)
+        held = claim.read_claim(layout)
+        assert held is not None
+        long_ago = claim.Claim(held.run_id, held.host, held.pid, held.started, renewed=0.0)
+        claim.write_claim(layout, long_ago)
+        return held.run_id, run_on_ray([str(source)], out, base, on_message=lambda _: None)
+
+    monkeypatch.setattr(claim.OutputClaim, "renew", lambda self: True)  # the first run's renewals never land
+    taken = held_at(monkeypatch, "forget_report", partitioned_then_second)  # the first has claimed its folders
+    first = run_on_ray([str(source)], out, first_config, on_message=lambda _: None)
+    first_id, second = taken[0]
+    assert second.exit_code == 0, second.message
+    assert first.exit_code == 1
+    assert first.message.startswith(f"another run took over {out} (its claim now: run ")
+    assert first.message.endswith(
+        f"this run {first_id} stopped writing and wrote no report: the output is the other run's"
+    )
+    report = json.loads((tmp_path / "ray" / "x.report.json").read_text())
+    assert report["status"] == "completed" and report["settings"] == second.report["settings"]
+    local = run_cli("compress", str(source), "-o", str(tmp_path / "local" / "x.jsonl"), "--summarizer", "extractive")
+    assert local.returncode == 0, local.stderr
+    assert_same_outputs(tmp_path / "local" / "x.jsonl", tmp_path / "ray" / "x.jsonl")  # the second run's, whole
+    records = [json.loads(path.read_text()) for path in (tmp_path / "ray" / "x.part_records").glob("part-*.json")]
+    assert records and {record["run_id"] for record in records} != {first_id}
+    assert all(record["run_id"] != first_id for record in records)

@@ -1,0 +1,245 @@
+"""One run per output on object storage: a claim with a run id, renewed, and every part checked as this run's.
+
+A local output is kept to one run by `flock` beside it (`write.lock`). `s3://` and `gs://` have
+no lock, and pyarrow's filesystems expose no conditional put (S3's `If-None-Match`), so two runs
+on one output once deleted each other's parts, wrote their own, and both said `completed`. What
+object-store writers without an atomic commit do (Spark's S3A committers: a job UUID in every
+file and in the `_SUCCESS` manifest; Delta: optimistic concurrency checked at commit) is done here
+with plain puts and reads, and checked before `completed` rather than trusted:
+
+* **A claim.** Before Ray starts, the driver writes `<stem>.part_records/claim.json`: a run id
+  (random, new for every run), host, pid, when it started and when it last renewed the claim.
+  A run that finds another run's claim neither ended nor stale refuses in one line (exit 2,
+  naming it) and touches nothing. The driver renews it every `LEASE_SECONDS / 4` (a thread); a
+  claim not renewed for `LEASE_SECONDS` is a lost driver's, and is taken over. A run that ends
+  (any status, Ctrl-C, exit 69, an error) marks its claim ended, so its re-run resumes at once;
+  only a driver lost without a word (SIGKILL, its node) leaves a claim that holds the output for
+  up to `LEASE_SECONDS`. Beside a local output the flock is held first, so a claim found there is
+  a gone run's whatever its age: taken over at once (local resume is as it was).
+* **Fencing by reading.** Every part record carries the run id that wrote it. Each write task
+  reads the claim before a part's files and before its record, and stops (`ClaimLostError`)
+  when it is another run's: a worker of a run whose claim was taken over writes no more parts.
+  The driver reads it again before it deletes anything and before its report.
+* **The check before `completed`** (`own_parts_problem`): the claim is still this run's; every
+  record in the records folder is one this run counted, byte for byte (its own parts, with its
+  run id, or the parts its resume kept); no part file in any output folder is outside them.
+  With the parts' hashes (`parts.check_parts`) and the rows' coverage (`coverage`), a part lost
+  or replaced by another writer ends the run in one line instead of `completed`. A run whose
+  claim was taken over stops without writing a report: the report is the new owner's.
+
+Plain puts leave windows this cannot close: two runs that claim within one read of each other
+both start (the final check of the one whose claim was overwritten fails), and a part a worker
+was already writing when the claim changed hands lands after that check (one part's write).
+No Ray here: the files are read through pyarrow's filesystems.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import posixpath
+import secrets
+import socket
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, replace
+from types import TracebackType
+
+import orjson
+
+from trajectory_compressor.errors import RunAborted, UsageError
+from trajectory_compressor.exit_codes import ExitCode
+from trajectory_compressor.messages import quoted
+from trajectory_compressor.ray.layout import CLAIM, MARKER, MARKER_TEXT, RayOutputLayout, filesystem_of, is_part
+from trajectory_compressor.ray.layout import write_whole as _write_whole
+from trajectory_compressor.ray.parts import OUTPUTS, PartRecord, read_records
+
+LEASE_SECONDS = float(os.environ.get("TC_RAY_CLAIM_SECONDS", "120"))
+CLAIM_VERSION = 1
+
+
+class OutputClaimedError(UsageError):
+    """Another run holds the output's claim (exit 2, as the local lock's refusal)."""
+
+
+class ClaimLostError(RunAborted):
+    """This run's claim was taken over: it stops, writes nothing more, and leaves the report to the new owner."""
+
+    def __init__(self, message: str, exit_code: ExitCode = ExitCode.FAILED) -> None:
+        super().__init__(message, exit_code)  # `RunAborted.__reduce__`: it crosses Ray's task boundary whole
+
+
+@dataclass(frozen=True)
+class Claim:
+    """Who holds an output: the run id, where its driver runs, when it started and last renewed, ended or not."""
+
+    run_id: str
+    host: str
+    pid: int
+    started: float
+    renewed: float
+    ended: bool = False
+
+    @classmethod
+    def new(cls, now: float) -> Claim:
+        return cls(secrets.token_hex(8), socket.gethostname(), os.getpid(), now, now)
+
+    def holds(self, now: float, lease: float) -> bool:
+        """Whether it still keeps other runs out: not ended, and renewed within the lease."""
+        return not self.ended and now - self.renewed < lease
+
+    def describe(self, now: float) -> str:
+        return f"run {self.run_id} (host {self.host}, pid {self.pid}; renewed {max(0.0, now - self.renewed):.0f} s ago)"
+
+
+def read_claim(layout: RayOutputLayout) -> Claim | None:
+    """The claim in the records folder; None when there is none (or it is not one this version wrote)."""
+    filesystem, path = filesystem_of(layout.records)
+    try:
+        with filesystem.open_input_stream(posixpath.join(path, CLAIM)) as stream:
+            data = orjson.loads(stream.read())
+        if data.pop("version", None) != CLAIM_VERSION:
+            return None
+        return Claim(**data)
+    except (OSError, orjson.JSONDecodeError, AttributeError, TypeError):
+        return None
+
+
+def write_claim(layout: RayOutputLayout, claim: Claim) -> None:
+    """The claim, whole (a temporary name, then moved), in the records folder, made and marked if new."""
+    import pyarrow.fs as pafs
+
+    filesystem, path = filesystem_of(layout.records)
+    filesystem.create_dir(path, recursive=True)
+    marker = posixpath.join(path, MARKER)
+    if filesystem.get_file_info(marker).type == pafs.FileType.NotFound:  # `check_output_folders` found it empty
+        with filesystem.open_output_stream(marker) as stream:
+            stream.write(MARKER_TEXT)
+    _write_whole(layout.records, CLAIM, orjson.dumps({"version": CLAIM_VERSION, **asdict(claim)}))
+
+
+def check_owner(layout: RayOutputLayout, run_id: str) -> None:
+    """Raise `ClaimLostError` unless the output's claim is run `run_id`'s: what a write task and the
+    driver ask before they change anything in the output."""
+    claim = read_claim(layout)
+    if claim is None or claim.run_id != run_id:
+        taker = claim.describe(time.time()) if claim is not None else "none (deleted)"
+        raise ClaimLostError(
+            f"another run took over {quoted(layout.data)} (its claim now: {taker}); this run {run_id} stopped "
+            "writing and wrote no report: the output is the other run's"
+        )
+
+
+class OutputClaim:
+    """`with OutputClaim(layout, locked=...) as claim:` holds the output's claim (see the module docstring).
+
+    `locked`: the driver already holds the local lock beside the output, so any claim found is
+    a gone run's. `clock` and `lease` are the tests' way to age a claim without waiting.
+    """
+
+    def __init__(
+        self,
+        layout: RayOutputLayout,
+        *,
+        locked: bool,
+        lease: float = LEASE_SECONDS,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.layout = layout
+        self.locked = locked
+        self.lease = lease
+        self.clock = clock
+        self.claim = Claim.new(clock())
+        self._stop = threading.Event()
+        self._renewer: threading.Thread | None = None
+
+    @property
+    def run_id(self) -> str:
+        return self.claim.run_id
+
+    def __enter__(self) -> OutputClaim:
+        found = read_claim(self.layout)
+        if found is not None and not self.locked and found.holds(self.clock(), self.lease):
+            raise self._refusal(found)
+        write_claim(self.layout, self.claim)
+        found = read_claim(self.layout)  # another run's put in between: the last put holds
+        if found is None or found.run_id != self.run_id:
+            raise self._refusal(found or self.claim)
+        self._renewer = threading.Thread(target=self._renew_until_stopped, name="tc-claim", daemon=True)
+        self._renewer.start()
+        return self
+
+    def _refusal(self, found: Claim) -> OutputClaimedError:
+        return OutputClaimedError(
+            f"another run is writing {quoted(self.layout.data)}: {found.describe(self.clock())} holds "
+            f"{quoted(posixpath.join(self.layout.records, CLAIM))}; wait for it to finish or choose another -o "
+            f"(a run whose driver was lost stops holding it {self.lease:g} s after its last renewal)"
+        )
+
+    def _renew_until_stopped(self) -> None:
+        while not self._stop.wait(self.lease / 4):
+            self.renew()
+
+    def renew(self) -> bool:
+        """Write the claim again with the time now, unless another run holds it; whether it is still ours."""
+        try:
+            found = read_claim(self.layout)
+            if found is None or found.run_id != self.run_id:
+                return False
+            self.claim = replace(self.claim, renewed=self.clock())
+            write_claim(self.layout, self.claim)
+        except OSError:
+            return True  # storage unreachable for a moment: the next renewal tries again
+        return True
+
+    def check(self) -> None:
+        check_owner(self.layout, self.run_id)
+
+    def lost(self) -> str | None:
+        """`check`'s line when the claim is another run's now, else None."""
+        try:
+            self.check()
+        except ClaimLostError as exc:
+            return str(exc)
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+        self._stop.set()
+        if self._renewer is not None:
+            self._renewer.join()
+        found = read_claim(self.layout)
+        if found is not None and found.run_id == self.run_id:  # ended: its re-run resumes at once
+            with contextlib.suppress(OSError):  # unreachable: the claim goes stale after the lease instead
+                write_claim(self.layout, replace(self.claim, renewed=self.clock(), ended=True))
+
+
+def own_parts_problem(layout: RayOutputLayout, records: Sequence[PartRecord]) -> str | None:
+    """What in the output is not the parts this run counted (`records`: its own and those it kept);
+    None when the records folder and every output folder hold exactly them."""
+    import pyarrow.fs as pafs
+
+    counted = {record.name: record for record in records}
+    stored, broken = read_records(layout)
+    if broken:
+        return f"{broken} part records in {quoted(layout.records)} are not whole"
+    for record in sorted(stored, key=lambda record: record.first_row):
+        mine = counted.pop(record.name, None)
+        writer = f"written by run {record.run_id or 'of an earlier version'}"
+        if mine is None:
+            return f"{quoted(posixpath.join(layout.records, record.name))} ({writer}) is not a part of this run"
+        if mine != record:
+            return f"{quoted(posixpath.join(layout.records, record.name))} was replaced ({writer})"
+    if counted:
+        return f"{quoted(posixpath.join(layout.records, min(counted)))} is missing"
+    for output in OUTPUTS:
+        folder = layout.outputs()[output]
+        names = {part.name for record in records for key, part in record.files.items() if key == output}
+        filesystem, path = filesystem_of(folder)
+        found = sorted(
+            info.base_name for info in filesystem.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+        )
+        extra = [name for name in found if is_part(name) and name not in names]
+        if extra:
+            return f"{quoted(posixpath.join(folder, extra[0]))} is not a part of this run"
+    return None
