@@ -276,3 +276,41 @@ def test_a_run_whose_claim_was_taken_over_writes_no_part_and_no_report_over_the_
     records = [json.loads(path.read_text()) for path in (tmp_path / "ray" / "x.part_records").glob("part-*.json")]
     assert records and {record["run_id"] for record in records} != {first_id}
     assert all(record["run_id"] != first_id for record in records)
+
+
+class FlakyReads:
+    """A filesystem whose first `failures` reads of any file fail as a store refusing for a moment does."""
+
+    def __init__(self, filesystem: Any, failures: int) -> None:
+        self.filesystem, self.failures = filesystem, failures
+
+    def open_input_stream(self, path: str) -> Any:
+        if self.failures:
+            self.failures -= 1
+            raise OSError("When reading information for key 'x/claim.json': AWS Error SLOW_DOWN")
+        return self.filesystem.open_input_stream(path)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.filesystem, name)
+
+
+@pytest.mark.parametrize("failures", [2, 3])
+def test_a_claim_read_that_fails_is_tried_again_then_raised_never_taken_for_no_claim(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failures: int
+) -> None:
+    """A refused read taken for "no claim" stopped a run whose claim was whole as taken over (a
+    write task's check) and let a second run in; it is tried again, and raised if it keeps failing."""
+    from trajectory_compressor.ray import claim
+    from trajectory_compressor.ray.layout import filesystem_of
+
+    layout = uri_layout(tmp_path)
+    with claim.OutputClaim(layout, locked=False, lease=LEASE, clock=Clock()) as held:
+        flaky = FlakyReads(filesystem_of(layout.records)[0], failures)
+        monkeypatch.setattr(claim, "filesystem_of", lambda folder: (flaky, filesystem_of(folder)[1]))
+        monkeypatch.setattr(claim.time, "sleep", lambda seconds: None)
+        if failures < 3:
+            claim.check_owner(layout, held.run_id)  # two refusals, then the claim: still this run's
+        else:
+            with pytest.raises(OSError, match="SLOW_DOWN"):
+                claim.check_owner(layout, held.run_id)
+        monkeypatch.undo()

@@ -93,17 +93,30 @@ class Claim:
         return f"run {self.run_id} (host {self.host}, pid {self.pid}; renewed {max(0.0, now - self.renewed):.0f} s ago)"
 
 
-def read_claim(layout: RayOutputLayout) -> Claim | None:
-    """The claim in the records folder; None when there is none (or it is not one this version wrote)."""
+def read_claim(layout: RayOutputLayout, attempts: int = 3) -> Claim | None:
+    """The claim in the records folder; None when there is none (or it is not one this version wrote).
+
+    A read that fails for another reason (the store refusing or unreachable for a moment) is
+    tried `attempts` times, a second apart, then raised: taken for "no claim", it made a run
+    whose claim is whole stop as taken over, and let a second run in.
+    """
     filesystem, path = filesystem_of(layout.records)
-    try:
-        with filesystem.open_input_stream(posixpath.join(path, CLAIM)) as stream:
-            data = orjson.loads(stream.read())
-        if data.pop("version", None) != CLAIM_VERSION:
+    for attempt in range(attempts):
+        try:
+            with filesystem.open_input_stream(posixpath.join(path, CLAIM)) as stream:
+                data = orjson.loads(stream.read())
+            if data.pop("version", None) != CLAIM_VERSION:
+                return None
+            return Claim(**data)
+        except FileNotFoundError:
             return None
-        return Claim(**data)
-    except (OSError, orjson.JSONDecodeError, AttributeError, TypeError):
-        return None
+        except (orjson.JSONDecodeError, AttributeError, TypeError):
+            return None
+        except OSError:
+            if attempt + 1 == attempts:
+                raise
+            time.sleep(1.0)
+    return None  # not reached: the last attempt returns or raises
 
 
 def write_claim(layout: RayOutputLayout, claim: Claim) -> None:
