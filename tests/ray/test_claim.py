@@ -314,3 +314,16 @@ def test_a_claim_read_that_fails_is_tried_again_then_raised_never_taken_for_no_c
             with pytest.raises(OSError, match="SLOW_DOWN"):
                 claim.check_owner(layout, held.run_id)
         monkeypatch.undo()
+
+
+@pytest.mark.parametrize("uri", [False, True])
+def test_an_output_the_driver_cannot_make_is_one_line_naming_it_before_ray_starts(tmp_path: Path, uri: bool) -> None:
+    """A folder under a file (or a bucket the driver may not write): the lock or the claim could
+    not be written, which was `error: internal error FileNotFoundError ...`, exit 1."""
+    (tmp_path / "taken").write_text("a file, not a folder\n")
+    output = f"{'file://' if uri else ''}{tmp_path}/taken/out/x.jsonl"
+    result = run_cli("compress", str(SAMPLE), "-o", output, "--engine", "ray", "--dry-run")
+    assert result.returncode == 2, result.stderr
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith(f"error: cannot write {output}: ") and "internal" not in line
+    assert (tmp_path / "taken").read_text() == "a file, not a folder\n"

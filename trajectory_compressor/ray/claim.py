@@ -42,7 +42,7 @@ import secrets
 import socket
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, replace
 from types import TracebackType
 
@@ -54,6 +54,9 @@ from trajectory_compressor.messages import quoted
 from trajectory_compressor.ray.layout import CLAIM, MARKER, MARKER_TEXT, RayOutputLayout, filesystem_of, is_part
 from trajectory_compressor.ray.layout import write_whole as _write_whole
 from trajectory_compressor.ray.parts import OUTPUTS, PartRecord, read_records
+from trajectory_compressor.ray.preflight import output_lock
+from trajectory_compressor.read.files import is_uri
+from trajectory_compressor.write.run_files import OutputError
 
 LEASE_SECONDS = float(os.environ.get("TC_RAY_CLAIM_SECONDS", "120"))
 CLAIM_VERSION = 1
@@ -225,6 +228,20 @@ class OutputClaim:
         if found is not None and found.run_id == self.run_id:  # ended: its re-run resumes at once
             with contextlib.suppress(OSError):  # unreachable: the claim goes stale after the lease instead
                 write_claim(self.layout, replace(self.claim, renewed=self.clock(), ended=True))
+
+
+@contextlib.contextmanager
+def hold_output(layout: RayOutputLayout) -> Iterator[OutputClaim]:
+    """The local lock beside a local output (a claim found beside a held lock is a gone run's),
+    then the claim, held to the end. An output the driver cannot write to (a folder it cannot
+    make, a bucket it may not write) is one line, exit 2, naming it, as the local engine says it."""
+    with contextlib.ExitStack() as held:
+        try:
+            held.enter_context(output_lock(layout))
+            claim = held.enter_context(OutputClaim(layout, locked=not is_uri(layout.data)))
+        except OSError as exc:
+            raise OutputError(f"cannot write {quoted(layout.data)}: {exc.strerror or exc}") from None
+        yield claim
 
 
 def own_parts_problem(layout: RayOutputLayout, records: Sequence[PartRecord]) -> str | None:

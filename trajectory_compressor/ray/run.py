@@ -22,7 +22,7 @@ from typing import Any
 from trajectory_compressor.count.exactness import GuardResult
 from trajectory_compressor.errors import RunAborted, UsageError
 from trajectory_compressor.exit_codes import ExitCode
-from trajectory_compressor.ray.claim import OutputClaim, own_parts_problem
+from trajectory_compressor.ray.claim import OutputClaim, hold_output, own_parts_problem
 from trajectory_compressor.ray.coverage import coverage_problem
 from trajectory_compressor.ray.inputs import list_inputs
 from trajectory_compressor.ray.layout import (
@@ -44,7 +44,6 @@ from trajectory_compressor.ray.preflight import (
     absolute_sources,
     check_supported,
     default_cache_folder,
-    output_lock,
     ray_output_format,
     refuse_ray_client,
 )
@@ -147,9 +146,8 @@ def run_on_ray(
         if cache_folder is None:
             say("warning: no --cache folder for a remote output: summaries will not be cached")
     settings = settings_record(config, counter.name)
-    # The local lock first (a claim found beside a held lock is a gone run's), then the claim: on
-    # object storage, the only thing that keeps a second run out (`claim`).
-    with output_lock(layout), OutputClaim(layout, locked=not is_uri(output)) as claim, ray_console(config.quiet):
+    # The claim: on object storage, the only thing that keeps a second run out (`claim`).
+    with hold_output(layout) as claim, ray_console(config.quiet):
         joined = start_ray(config)
         try:
             run = _RayRun(config, layout, output_format, cache_folder, say, counter.guard, claim)
