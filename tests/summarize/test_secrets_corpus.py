@@ -61,6 +61,12 @@ def _digitless_b64() -> str:
 
 DIGITLESS_B64 = _digitless_b64()
 
+
+def _wrapped(token: str, width: int) -> str:
+    """`token` as a terminal `width` columns wide prints it: a line break every `width` characters."""
+    return "\n".join(token[i : i + width] for i in range(0, len(token), width))
+
+
 # (family, text around the secret with {} where it goes, the secret)
 PLANTED: list[tuple[str, str, str]] = [
     ("aws-key-id", "export AWS_ACCESS_KEY_ID={}", "AKIA" + _r(16, string.ascii_uppercase + string.digits)),
@@ -240,6 +246,14 @@ PLANTED: list[tuple[str, str, str]] = [
     # (a line after the password, as for the YAML block: a model quoting the line reads on after it)
     ("password-prompt", "$ su -\nPassword:\n{}\nroot@web-1:~# whoami", "pw" + _r(16)),
     ("url-password-delimiters", "git clone https://deploy:{}@git.example.com/g/p.git", f"pw/{_r(8)}?{_r(8)}#{_r(4)}"),
+    # Round 12: a token a terminal wrapped over lines (a tmux pane's capture), a JWT cut inside
+    # its payload; the line after it is one the wrap's pieces are no part of.
+    (
+        "terminal-wrapped-key",
+        "root@box:/app# echo $OPENAI_API_KEY\n{}\nroot@box:/app# exit",
+        _wrapped("sk-proj-" + _r(156), 80),
+    ),
+    ("terminal-wrapped-jwt", "$ echo $ID_TOKEN\n{}\n$ exit", _wrapped(JWT, 64)),
 ]
 
 

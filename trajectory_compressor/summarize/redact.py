@@ -32,7 +32,8 @@ gitleaks, trufflehog and detect-secrets):
   Replicate r8_, Perplexity pplx-, xAI, LangSmith;
 - SaaS: SendGrid SG., Twilio SK, Mailgun key-, Mailchimp, Linear lin_api_, Notion secret_ and
   ntn_, JWTs;
-- any of these inside a base64 or hex blob (`encoded_secrets`), two encodings deep;
+- any of these inside a base64 or hex blob (`encoded_secrets`), two encodings deep, or wrapped
+  over lines by a terminal (`wrapped_lines`: a tmux pane's capture of a 164-character key);
 - passwords in URLs (`scheme://user:password@host`, any scheme, a `/`, `?` or `#` in the
   password too: `url_rules`; a random token as the user,
   `https://TOKEN@host`), session cookies (`Cookie:`, `Set-Cookie:`, `curl -b`), `Authorization:` headers
@@ -100,6 +101,7 @@ from trajectory_compressor.summarize.line_rules import LINE_RULES
 from trajectory_compressor.summarize.prose_rules import PROSE_RULES
 from trajectory_compressor.summarize.secret_rules import REDACTED, RULES, Span
 from trajectory_compressor.summarize.url_rules import URL_RULES
+from trajectory_compressor.summarize.wrapped_lines import unwrapped
 
 ALL_RULES = (*RULES, *URL_RULES, *COMMAND_LINE_RULES, *ASSIGNMENT_RULES, *CONTEXT_RULES, *LINE_RULES, *PROSE_RULES)
 
@@ -195,6 +197,11 @@ def _find_shown(
     if lowered is None or hits is None:
         lowered, hits = _literal_hits(text)
     found = _find_in(text, lowered, hits, depth)
+    if hits and "\n" in text:  # a token a terminal wrapped over lines (`wrapped_lines`), read whole
+        joined = unwrapped(text, [start for literal, start, _ in hits if literal < _FIRST_MARKER])
+        if joined is not None:
+            in_joined = _find_in(joined.text, *_literal_hits(joined.text), depth)
+            found = _merge([*found, *(joined.original_span(start, end) for start, end in in_joined)])
     if any(literal >= _FIRST_MARKER for literal, _, _ in hits):
         shown = as_shown(text)
         if shown is not None:

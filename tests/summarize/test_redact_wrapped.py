@@ -1,0 +1,83 @@
+"""A token a terminal wrapped over lines (a tmux pane's capture, `fold`, a console library's
+hard wrap): each line holds a piece, and the pieces after the first matched no rule, so they
+reached prompts and summaries (a JWT wrapped inside its payload matched nothing at all)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.summarize.test_redact import LAYERS
+from trajectory_compressor.summarize.redact import REDACTED, redact_secrets
+
+_OPENAI = "sk-proj-" + "Ab3dEfGh7jKlMnOpQr5tUvWxYz01" * 5 + "Qx9zT2"  # 154 characters
+_JWT = (
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwi"
+    "aWF0IjoxNTE2MjM5MDIyLCJzY29wZSI6ImFkbWluIn0.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+)
+_ANTHROPIC = "sk-ant-api03-" + "Zuftc3ydUquViqYyZh2RtgB1pGJnv7vGYz95LEgi" * 2 + "P0CHJU21LSHIb51sVkmxyHug-AA"
+_GITHUB_PAT = "github_pat_11ABCDEFG0" + "aB3dEfGh7jKlMnOpQr5tUvWxYz01" * 3
+
+
+def _wrapped(text: str, width: int) -> str:
+    """`text` as a terminal `width` columns wide shows it: each line cut every `width` characters."""
+    lines = []
+    for line in text.split("\n"):
+        lines += [line[i : i + width] for i in range(0, max(len(line), 1), width)]
+    return "\n".join(lines)
+
+
+WRAPPED = [
+    ("root@box:/app# echo $OPENAI_API_KEY\n{}\nroot@box:/app# ", _OPENAI, 80),
+    ("{}", _JWT, 80),  # the cut falls inside the payload: no piece is a JWT's shape
+    ("$ echo $TOKEN\n{}\n$ ", _JWT, 64),
+    ("Authorization: Bearer {}", _JWT, 80),
+    ("export ANTHROPIC_API_KEY={}", _ANTHROPIC, 100),
+    ("GITHUB_TOKEN={}\nHOME=/root", _GITHUB_PAT, 48),
+    ('{{"token": "{}"}}', _JWT, 80),
+]
+
+
+def _pieces(text: str, size: int = 8) -> set[str]:
+    return {text[i : i + size] for i in range(len(text) - size + 1)}
+
+
+@pytest.mark.parametrize("layer", LAYERS)
+@pytest.mark.parametrize(("template", "secret", "width"), WRAPPED)
+def test_a_wrapped_token_leaves_no_eight_characters(template: str, secret: str, width: int, layer: str) -> None:
+    encode, decode = LAYERS[layer]
+    around = _wrapped(f"A=1\n{template}\nHOME=/root", width)
+    text = _wrapped(f"A=1\n{template.format(secret)}\nHOME=/root", width)
+    redacted = redact_secrets(encode(text))
+    assert redact_secrets(redacted) == redacted
+    decoded = decode(redacted)
+    assert REDACTED in decoded and decoded.startswith("A=1") and decoded.endswith("HOME=/root"), redacted
+    left = _pieces(secret) & _pieces(decoded.replace("\n", "")) - _pieces(around)
+    assert not left, (left, redacted)
+
+
+# A token that ends where its line ends, and a next line that is no piece of it (kept, the second
+# item): a command, an assignment, a plain word, a prompt, or a line of a width no wrap gives.
+NOT_WRAPPED = [
+    (f"export OPENAI_API_KEY={_OPENAI[:58]}\npython3 main.py --model gpt-4o", "\npython3 main.py --model gpt-4o"),
+    (f"OPENAI_API_KEY={_OPENAI[:58]}\nMODEL_NAME=gpt-4o\nDEBUG=1", "\nMODEL_NAME=gpt-4o\nDEBUG=1"),
+    (f"$ echo $OPENAI_API_KEY\n{_OPENAI[:64]}\nDONE\n", "\nDONE\n"),
+    (f"$ echo $OPENAI_API_KEY\n{_OPENAI[:64]}\nroot@box:/app#", "\nroot@box:/app#"),
+    (f"token={_OPENAI[:30]}\nabc123XYZ", "\nabc123XYZ"),  # a line of 36 characters: too narrow
+]
+
+
+@pytest.mark.parametrize(("text", "kept"), NOT_WRAPPED)
+def test_what_follows_an_unwrapped_token_on_the_next_line_stays(text: str, kept: str) -> None:
+    redacted = redact_secrets(text)
+    assert redacted.endswith(REDACTED + kept), redacted
+
+
+def test_hashes_and_paths_wrapped_by_a_terminal_stay() -> None:
+    """Ordinary long words a terminal wraps (a git log's hashes, a path) are no credential."""
+    text = _wrapped(
+        "commit 4b825dc642cb6eb9a060e54bf8d69288fbee4904e69de29bb2d1d6434b8b29ae775ad8c2e48c5391a1b2c3\n"
+        "/usr/lib/python3.12/site-packages/trajectory_compressor/summarize/redact_wrapped_lines.py\n"
+        "550e8400-e29b-41d4-a716-446655440000550e8400-e29b-41d4-a716-446655440000550e8400-e29b-41d4\n",
+        40,
+    )
+    assert redact_secrets(text) == text

@@ -1,0 +1,85 @@
+"""A token a terminal wrapped over lines, read whole.
+
+A tmux pane's capture (the terminal agents' transcripts), `fold`, or a console library's hard wrap
+cuts a long token every N columns: `echo $OPENAI_API_KEY` in an 80-column pane prints a 164-character
+key on three lines. The rules matched the first piece (when it was long enough) and never the
+others, and a JWT cut inside its payload matched nothing, signature and all. `unwrapped` gives the
+view of a text with those line breaks removed, for the rules to read the token whole; `redact`
+takes what they find there back to the original, across the line breaks.
+
+A line break is a wrap's only where a terminal would put one and a token goes on after it: the line
+before is at least `MIN_WIDTH` characters (no terminal is narrower) and ends in at least 16
+characters of a token's alphabet, in a run with a digit (a random token's, not a name's:
+`table_alias.foreign_key`), and the line after holds nothing but the rest of one (a token's
+characters, then at most the quote or bracket closing it), a piece no plain word or command
+(`python3 main.py`, `NAME=value`, `DONE`, a shell prompt) looks like. A line after it is joined too
+while the one before is as wide as the first (a full line). Only lines holding a rule's literal are
+looked at: the token's own prefix, or its name, stands on the first line of a wrapped run.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from trajectory_compressor.summarize.escapes import SplicedView
+
+MIN_WIDTH = 40
+_TAIL = 16  # characters of a token's alphabet ending the line before a wrap
+_TOKEN_END = re.compile(rf"[A-Za-z0-9_\-.+/=]{{{_TAIL}}}")
+# The line after a wrap: the rest of a token, base64 padding, what closes a quoted value.
+_CONTINUATION = re.compile(r"([A-Za-z0-9_\-.+/]+={0,2})([\"'`,;)\]}]{0,4})\r?")
+# A plain word alone on its line (`DONE`, `Done.`, `exit`): no piece of a random token.
+_DIGIT = re.compile(r"[0-9]")
+_PLAIN_WORD = re.compile(r"(?:[A-Za-z][a-z]*|[A-Z]+)\.?")
+
+
+def unwrapped(text: str, starts: Iterable[int]) -> SplicedView | None:
+    """`text` with the line breaks a terminal's wrap put into a token removed, looking only at the
+    lines holding a position of `starts` (sorted: where rule literals occur); None when none is a
+    wrap's. Linear: each line is looked at once."""
+    splices: list[tuple[int, int, str]] = []
+    done = 0  # where the lines looked at so far end
+    for start in starts:
+        if start < done:
+            continue
+        line_end = text.find("\n", start)
+        if line_end < 0:
+            break
+        line_start = text.rfind("\n", done, start) + 1 if start else 0
+        done = _join(text, line_start, line_end, splices)
+    return SplicedView(text, splices) if splices else None
+
+
+def _join(text: str, line_start: int, line_end: int, splices: list[tuple[int, int, str]]) -> int:
+    """Add to `splices` the wrap's line breaks after the line `text[line_start:line_end]`; return
+    where the last line looked at ends."""
+    width = _body_end(text, line_end) - line_start
+    while True:
+        body_end = _body_end(text, line_end)
+        if body_end - line_start < MIN_WIDTH or _TOKEN_END.fullmatch(text, body_end - _TAIL, body_end) is None:
+            return line_end
+        if _DIGIT.search(text, _run_start(text, line_start, body_end), body_end) is None:
+            return line_end  # a name (`table_alias.foreign_key`), not a random token
+        next_start = line_end + 1
+        next_end = text.find("\n", next_start)
+        next_end = len(text) if next_end < 0 else next_end
+        piece = _CONTINUATION.fullmatch(text, next_start, next_end)
+        if piece is None or _PLAIN_WORD.fullmatch(piece.group(1)) is not None:
+            return line_end
+        splices.append((body_end, next_start, ""))
+        full = not piece.group(2) and _body_end(text, next_end) - next_start == width
+        if not full or next_end == len(text):
+            return next_end
+        line_start, line_end = next_start, next_end
+
+
+def _run_start(text: str, line_start: int, body_end: int) -> int:
+    """Where the run of characters other than blanks that ends the line starts."""
+    blank = max(text.rfind(" ", line_start, body_end), text.rfind("\t", line_start, body_end))
+    return line_start if blank < 0 else blank + 1
+
+
+def _body_end(text: str, line_end: int) -> int:
+    """Where the line ending at `line_end` (its `\\n`) ends without its `\\r`."""
+    return line_end - 1 if line_end > 0 and text[line_end - 1] == "\r" else line_end
