@@ -254,6 +254,9 @@ PLANTED: list[tuple[str, str, str]] = [
         _wrapped("sk-proj-" + _r(156), 80),
     ),
     ("terminal-wrapped-jwt", "$ echo $ID_TOKEN\n{}\n$ exit", _wrapped(JWT, 64)),
+    # Vendor tokens known by their prefix alone, with no revealing name beside them.
+    ("tavily-positional", 'client = TavilyClient("{}")', "tvly-" + _r(32)),
+    ("supabase-piped", "echo {} | supabase login", "sbp_" + _r(40, HEX)),
 ]
 
 

@@ -32,6 +32,7 @@ gitleaks, trufflehog and detect-secrets):
   Replicate r8_, Perplexity pplx-, xAI, LangSmith;
 - SaaS: SendGrid SG., Twilio SK, Mailgun key-, Mailchimp, Linear lin_api_, Notion secret_ and
   ntn_, JWTs;
+- more vendors by their prefix alone (`vendor_rules`: tvly-, sbp_, fm2_, pscale_, NRAK-, LTAI, ...);
 - any of these inside a base64 or hex blob (`encoded_secrets`), two encodings deep, or wrapped
   over lines by a terminal (`wrapped_lines`: a tmux pane's capture of a 164-character key);
 - passwords in URLs (`scheme://user:password@host`, any scheme, a `/`, `?` or `#` in the
@@ -101,9 +102,19 @@ from trajectory_compressor.summarize.line_rules import LINE_RULES
 from trajectory_compressor.summarize.prose_rules import PROSE_RULES
 from trajectory_compressor.summarize.secret_rules import REDACTED, RULES, Span
 from trajectory_compressor.summarize.url_rules import URL_RULES
+from trajectory_compressor.summarize.vendor_rules import VENDOR_RULES
 from trajectory_compressor.summarize.wrapped_lines import unwrapped
 
-ALL_RULES = (*RULES, *URL_RULES, *COMMAND_LINE_RULES, *ASSIGNMENT_RULES, *CONTEXT_RULES, *LINE_RULES, *PROSE_RULES)
+ALL_RULES = (
+    *RULES,
+    *VENDOR_RULES,
+    *URL_RULES,
+    *COMMAND_LINE_RULES,
+    *ASSIGNMENT_RULES,
+    *CONTEXT_RULES,
+    *LINE_RULES,
+    *PROSE_RULES,
+)
 
 # The base64 body and END line of a PEM key whose BEGIN line was cut away (a transcript cut).
 _PEM_END = re.compile(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
