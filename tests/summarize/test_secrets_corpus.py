@@ -257,6 +257,10 @@ PLANTED: list[tuple[str, str, str]] = [
     # Vendor tokens known by their prefix alone, with no revealing name beside them.
     ("tavily-positional", 'client = TavilyClient("{}")', "tvly-" + _r(32)),
     ("supabase-piped", "echo {} | supabase login", "sbp_" + _r(40, HEX)),
+    # A key given to its program as an argument, on stdin or through a process substitution.
+    ("wandb-login", "wandb login --relogin {}", _r(40, HEX)),
+    ("wrangler-stdin", "echo -n {} | npx wrangler secret put API_KEY", _r(32)),
+    ("vault-password-substituted", "ansible-vault view --vault-password-file <(echo {}) vars.yml", "pw" + _r(16)),
 ]
 
 

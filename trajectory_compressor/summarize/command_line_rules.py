@@ -4,8 +4,11 @@
 with (`mysql -pVALUE`, `docker login -p VALUE`, `redis-cli -a VALUE`, `ldapsearch -w VALUE`,
 `smbclient -U user%VALUE`, `htpasswd -b file user VALUE`), a Go-style `-password VALUE`, a
 literal piped or given as a here-string to `sudo -S`, `--password-stdin`, `passwd --stdin` or
-`chpasswd`, `openssl passwd VALUE`, and the settings commands that store one
-(`aws configure set aws_secret_access_key VALUE`, `npm config set _authToken VALUE`).
+`chpasswd` (and the programs that read a token there: `gh auth login --with-token`, `wrangler secret
+put`, ...), or through a process substitution to a password file option (`--vault-password-file
+<(echo VALUE)`), `openssl passwd VALUE`, and the settings commands that store one
+(`aws configure set aws_secret_access_key VALUE`, `npm config set _authToken VALUE`, `git config
+github.token VALUE`, `netlify env:set API_KEY VALUE`).
 
 A short option means a password only for the program that defines it (`-p` is a port for
 `docker run` and `ssh`, a path for `mkdir`), so each such rule names its programs, and the
@@ -21,7 +24,7 @@ import re
 from trajectory_compressor.summarize.secret_rules import Rule, Span, credential_value, word_char
 
 # A credential's option: `--password`, `--db-password`, `--api-key`, `--secret`, `--auth-token`.
-_LONG_OPTION_NAME = r"--(?:[a-z][\w-]{0,23}[_-])?(?:pass(?:word|wd|phrase)?|api[_-]?key|secret|token)"
+_LONG_OPTION_NAME = r"--(?:[a-z][\w-]{0,23}[_-])?(?:pass(?:word|wd|phrase)?|(?:api|auth)[_-]?key|secret|token)"
 # Also with one dash, as Go's `flag` package writes options (`-password VALUE`, `-token=...`),
 # but not a bare `-pass` (OpenSSL's `-pass pass:...`: its own rule).
 _OPTION_NAME = (
@@ -33,6 +36,12 @@ _OPTION_NAME = (
 _WORDS = r"(?:[ \t]+[^\s|;&]{1,256}){0,24}?"
 # What follows a password option: quoted (spaces and all), or a bare word.
 _OPTION_VALUE = r"""(?:'(?P<single>[^'\n]{1,256})'|"(?P<double>[^"\n]{1,256})"|(?P<bare>[^\s'"`;|&]{1,256}))"""
+# Programs that read a token or a secret's value on stdin (`echo VALUE | gh auth login --with-token`).
+_STDIN_SECRET = (
+    r"gh[ \t]+auth[ \t]+login[^|;&\n<]{0,256}--with-token|(?:npx[ \t]+)?wrangler[ \t]+secret[ \t]+put"
+    r"|vercel[ \t]+env[ \t]+add|gcloud[ \t]+secrets[ \t]+(?:create|versions[ \t]+add)[^|;&\n<]{0,256}--data-file[= ]-"
+    r"|firebase[ \t]+functions:secrets:set|gpg[^|;&\n<]{0,256}--passphrase-fd[ \t]+0|keepassxc-cli"
+)
 
 
 def _option_value(match: re.Match[str], text: str) -> Span | None:
@@ -62,7 +71,20 @@ LONG_OPTIONS = (
     # with one dash too (`-password VALUE`, `-token=VALUE`).
     Rule(
         "password-option",
-        ("--pass", "-password", "-passwd", "-passphrase", "-api-key", "-api_key", "-apikey", "-secret", "-token"),
+        (
+            "--pass",
+            "-password",
+            "-passwd",
+            "-passphrase",
+            "-api-key",
+            "-api_key",
+            "-apikey",
+            "-secret",
+            "-token",
+            "--authkey",
+            "-auth-key",
+            "-auth_key",
+        ),
         re.compile(_OPTION_NAME + r"(?:=|(?P<spaced>[ \t]+))" + _OPTION_VALUE),
         _option_value,
         scan=True,  # a literal may sit inside the name (`--db-password`): the text is scanned
@@ -124,12 +146,10 @@ SHORT_OPTIONS = (
     # oras, `helm registry login`), `az login -u me -p VALUE`.
     Rule(
         "login-password-option",
-        ("docker", "podman", "buildah", "skopeo", "nerdctl", "oras", "helm", "az "),
+        ("docker", "podman", "buildah", "skopeo", "nerdctl", "oras", "helm", "az ", "crane"),
         re.compile(
-            r"(?:docker|podman|buildah|skopeo|nerdctl|oras|helm[ \t]+registry|az(?:[ \t]+acr)?)[ \t]+login"
-            + _WORDS
-            + r"[ \t]+-p(?:[ \t]+|=)?"
-            + _OPTION_VALUE
+            r"(?:docker|podman|buildah|skopeo|nerdctl|oras|helm[ \t]+registry|az(?:[ \t]+acr)?|crane[ \t]+auth)"
+            r"[ \t]+login" + _WORDS + r"[ \t]+-p(?:[ \t]+|=)?" + _OPTION_VALUE
         ),
         _option_value,
     ),
@@ -197,10 +217,10 @@ SHORT_OPTIONS = (
         "piped-password",
         ("echo", "printf"),
         re.compile(
-            r"(?:echo(?:[ \t]+-[neE]{1,3})?|printf)[ \t]+"
+            r"(?:echo(?:[ \t]+-[neE]{1,3})?|printf(?:[ \t]+'%s(?:\\n)?'|[ \t]+\"%s(?:\\n)?\")?)[ \t]+"
             + _OPTION_VALUE
             + r"[ \t]*\|[ \t]*(?:sudo(?:[ \t]+-[A-Za-z]{1,8})*?[ \t]+-[A-Za-z]{0,7}S|[^|;&\n]{0,256}--password-stdin"
-            r"|(?:sudo[ \t]+)?(?:chpasswd|passwd[ \t]+--stdin)|docker[ \t]+secret[ \t]+create)"
+            r"|(?:sudo[ \t]+)?(?:chpasswd|passwd[ \t]+--stdin)|docker[ \t]+secret[ \t]+create|" + _STDIN_SECRET + ")"
         ),
         _option_value,
     ),
@@ -208,12 +228,38 @@ SHORT_OPTIONS = (
     # `passwd --stdin root <<< VALUE`.
     Rule(
         "here-string-password",
-        ("sudo", "chpasswd", "passwd --stdin"),
+        (
+            "sudo",
+            "chpasswd",
+            "passwd --stdin",
+            "gh auth",
+            "npx",
+            "wrangler",
+            "vercel",
+            "gcloud",
+            "firebase",
+            "gpg",
+            "keepassxc",
+        ),
         re.compile(
-            r"(?:sudo(?:[ \t]+-[A-Za-z]{1,8})*?[ \t]+-[A-Za-z]{0,7}S|chpasswd|passwd[ \t]+--stdin)"
+            r"(?:sudo(?:[ \t]+-[A-Za-z]{1,8})*?[ \t]+-[A-Za-z]{0,7}S|chpasswd|passwd[ \t]+--stdin|"
+            + _STDIN_SECRET
+            + ")"
             r"[^\n<|;&]{0,256}<<<[ \t]*" + _OPTION_VALUE
         ),
         _option_value,
+    ),
+    # A literal given through a process substitution to a password or token file option:
+    # `--vault-password-file <(echo VALUE)`, `gh auth login --with-token < <(echo VALUE)`.
+    Rule(
+        "substituted-password",
+        ("<(echo", "<(printf", "< (echo"),
+        re.compile(
+            r"(?:--[\w-]{0,32}(?:password|passphrase|secret|token|data-file)[\w-]{0,16}(?:=|[ \t]+)|--with-token[ \t]*)"
+            r"<?[ \t]*<\([ \t]*(?:echo(?:[ \t]+-[neE]{1,3})?|printf(?:[ \t]+'%s(?:\\n)?')?)[ \t]+" + _OPTION_VALUE
+        ),
+        lambda match, text: _unbracketed(_option_value(match, text), text),
+        scan=True,
     ),
     # Settings commands that store a credential: `aws configure set aws_secret_access_key VALUE`,
     # `npm config set //registry.example.com/:_authToken VALUE` (yarn's `npmAuthToken`, pnpm).
@@ -288,7 +334,7 @@ PROGRAM_ARGUMENTS = (
     _program(
         "gh-secret-body",
         ("secret set",),
-        r"gh[ \t]+secret[ \t]+set" + _WORDS + r"[ \t]+(?:-b|--body)(?:[ \t]+|=)",
+        r"gh[ \t]+secret[ \t]+set" + _WORDS + r"[ \t]+(?:-b[ \t]*|--body(?:[ \t]+|=))",
         scan=True,
     ),
     _program("ssm-parameter-value", ("put-parameter",), r"put-parameter" + _WORDS + r"[ \t]+--value(?:[ \t]+|=)"),
@@ -326,6 +372,62 @@ PROGRAM_ARGUMENTS = (
         _option_value,
     ),
     _program("lftp-user-password", ("lftp",), r"lftp" + _WORDS + r"[ \t]+-u[ \t]+[^\s,'\"]{1,64},"),
+    # Round 12. A key as a login's only argument, after its flags: `wandb login [--relogin] KEY`,
+    # `cargo login TOKEN`, `snyk auth TOKEN` (a key's length: `wandb login --host URL` stays).
+    Rule(
+        "login-key-argument",
+        ("wandb", "cargo", "snyk"),
+        re.compile(
+            r"(?:wandb[ \t]+login|cargo[ \t]+login|snyk[ \t]+auth)(?:[ \t]+--?[\w-]{1,32})*[ \t]+" + _OPTION_VALUE
+        ),
+        lambda match, text: _key_value(_option_value(match, text), text),
+    ),
+    # Short options these programs take a token or password with.
+    _program("doctl-token", ("doctl",), r"doctl[ \t]+auth[ \t]+init" + _WORDS + r"[ \t]+-t[ \t]+"),
+    _program("codecov-token", ("codecov",), r"codecov" + _WORDS + r"[ \t]+-t[ \t]+"),
+    _program("unrar-password", ("unrar",), r"unrar" + _WORDS + r"[ \t]+-p"),
+    _program("poetry-publish-password", ("poetry",), r"poetry[ \t]+publish" + _WORDS + r"[ \t]+-p[ \t]+"),
+    _program(
+        "keychain-password",
+        ("security",),
+        r"security[ \t]+add-(?:generic|internet)-password" + _WORDS + r"[ \t]+-w[ \t]+",
+    ),
+    # A registry's `user:password` pair: `skopeo copy --src-creds alice:VALUE …` (`--dest-creds`, `--creds`).
+    _program("registry-creds", ("-creds",), r"--(?:src-|dest-)?creds(?:[ \t]+|=)[\"']?[^\s:'\"]{1,64}:", scan=True),
+    # Settings that store one: `git config github.token VALUE`, rclone's `secret_access_key VALUE`,
+    # MinIO's `mc alias set NAME URL ACCESS SECRET`, and a credential's name set to a value
+    # (`netlify env:set STRIPE_SECRET_KEY VALUE`, `doppler secrets set`, `convex env set`).
+    _program(
+        "git-config-credential",
+        ("git config",),
+        r"git[ \t]+config(?:[ \t]+--[\w-]{1,16})*[ \t]+[\w.-]{0,64}\.(?:token|password|secret|api-?key)[ \t]+",
+    ),
+    _program(
+        "rclone-config-secret",
+        ("rclone",),
+        r"rclone[ \t]+config[ \t]+(?:create|update)"
+        + _WORDS
+        + r"[ \t]+(?:secret_access_key|pass|password|client_secret|token)[ \t=]",
+    ),
+    _program(
+        "minio-alias-secret",
+        ("mc alias set", "mc config host add"),
+        r"mc[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)(?:[ \t]+[^\s|;&]{1,256}){3}[ \t]+",
+    ),
+    _program(
+        "env-set-credential",
+        ("env:set", "secrets set", "env set"),
+        r"(?:netlify[ \t]+env:set|doppler[ \t]+secrets[ \t]+set|convex[ \t]+env[ \t]+set|dotenv[ \t]+set)[ \t]+"
+        r"[A-Z0-9_]{0,64}(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|PWD|CREDENTIALS?)[A-Z0-9_]{0,32}[ \t]+",
+        scan=True,
+    ),
 )
+
+
+def _key_value(span: Span | None, text: str) -> Span | None:
+    """`span` when it reads as a key (16 characters or more, no `/`): a login's argument may be a
+    word or a flag's URL (`wandb login --host https://…`)."""
+    return span if span is not None and span[1] - span[0] >= 16 and "/" not in text[span[0] : span[1]] else None
+
 
 COMMAND_LINE_RULES: tuple[Rule, ...] = (*LONG_OPTIONS, *SHORT_OPTIONS, *PROGRAM_ARGUMENTS)

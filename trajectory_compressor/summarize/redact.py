@@ -44,6 +44,7 @@ gitleaks, trufflehog and detect-secrets):
   (`"--password", "VALUE"`), the MySQL / MariaDB clients' `-pVALUE` / `-p'...'`, `sshpass -p`,
   `openssl -pass pass:`;
 - programs given one as an argument (`keytool -storepass`, `ssh-keygen -N`, `zip -P`, `vault login`,
+  `wandb login`, `doctl auth init -t`, `git config github.token`, `netlify env:set API_KEY`,
   `openssl passwd`, `gh secret set --body`, Oracle's `user/password@db`, ...:
   `command_line_rules.PROGRAM_ARGUMENTS`), or on stdin (`echo ... | passwd --stdin`, `chpasswd <<< ...`);
 - named in a sentence (`prose_rules`): `my password is ...`, `... with password ...`, `password
