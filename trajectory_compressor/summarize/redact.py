@@ -341,6 +341,8 @@ def scrub(text: str, secrets: Iterable[str | None]) -> str:
 def url_secrets(url: str | None) -> tuple[str, ...]:
     """The credentials embedded in a URL, in every form they travel in, to be scrubbed.
 
+    A query parameter named as a credential (`?code=…`, `?key=…`, `?sig=…`) is one, raw and decoded.
+
     `http://user:p%40ss@host` is sent as HTTP Basic auth, `base64("user:p@ss")`, and a server
     may echo the header back in an error or even in a completion: the password raw and
     percent-decoded, and the Basic value of the decoded and the raw pair, are all secrets. The
@@ -354,10 +356,10 @@ def url_secrets(url: str | None) -> tuple[str, ...]:
         user, password = parts.username, parts.password
     except ValueError:
         return ()
+    forms = _query_secrets(parts.query)
     if user is None and password is None:
-        return ()
+        return tuple(dict.fromkeys(forms))
     user, password = user or "", password or ""
-    forms: list[str] = []
     for u, p in ((user, password), (unquote(user), unquote(password))):
         if p:
             forms += [p, quote(p, safe="")]
@@ -368,6 +370,25 @@ def url_secrets(url: str | None) -> tuple[str, ...]:
         with suppress(UnicodeEncodeError):  # aiohttp encodes Basic credentials as latin-1
             forms.append(b64encode(f"{u}:{p}".encode("latin-1")).decode("ascii").rstrip("="))
     return tuple(dict.fromkeys(form for form in forms if form))
+
+
+# A query parameter of the base URL that carries a credential: an Azure Function's `code`, a
+# gateway's `key` or `subscription-key`, a SAS `sig`, a `token`, ... (`api-version` is none).
+_QUERY_CREDENTIAL = re.compile(
+    r"(?:^|[_.-])(?:key|apikey|code|sig|signature|secret|token|password|passwd|pwd|auth|credentials?)$", re.IGNORECASE
+)
+
+
+def _query_secrets(query: str) -> list[str]:
+    """The values of a URL's query parameters named as credentials, raw and percent-decoded: a
+    user's base URL carries one where a gateway takes it there, and it is as much the endpoint's
+    secret as a password in the URL."""
+    forms: list[str] = []
+    for pair in query.split("&"):
+        name, _, value = pair.partition("=")
+        if value and _QUERY_CREDENTIAL.search(unquote(name)):
+            forms += [value, unquote(value)]
+    return forms
 
 
 def display_url(url: str | None) -> str:
@@ -384,4 +405,4 @@ def display_url(url: str | None) -> str:
         shown = urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
     except ValueError:
         return "<invalid url>"
-    return redact_secrets(shown)  # `?api_key=...` in the query string
+    return redact_secrets(scrub(shown, _query_secrets(parts.query)))  # `?code=...`, `?api_key=...`
