@@ -113,3 +113,25 @@ def test_a_rerun_into_an_input_folder_reads_none_of_its_own_outputs(local_ray, t
         assert result.returncode == 0, result.stderr
     rows = json.loads((folder / "out.report.json").read_text())["rows"]
     assert (rows["selected"], rows["rejected"]) == (6, 0)
+
+
+@pytest.mark.parametrize(
+    "theirs",
+    [b'{"status": "ok", "note": "my own evaluation"}\n', b"my notes, not JSON\n"],
+    ids=["json-with-a-status", "text"],
+)
+def test_a_report_file_this_tool_did_not_write_is_refused_and_left_untouched(
+    local_ray, tmp_path: Path, theirs: bytes
+) -> None:
+    """Found by the round-12 adversarial pass: the Ray engine checked its folders, not the report
+    beside them, and replaced (or, one with a `status`, deleted at the start) a user's own
+    `x.report.json`; the local engine refuses it."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "x.report.json").write_bytes(theirs)
+    before = snapshot(out)
+    result = run_cli("compress", str(SAMPLE), "-o", str(out / "x.jsonl"), "--summarizer", "extractive", *RAY)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "x.report.json" in lines[0], result.stderr
+    assert snapshot(out) == before

@@ -62,7 +62,7 @@ from trajectory_compressor.settings import RunConfig, with_values
 from trajectory_compressor.summarize.choose import resolve_endpoint
 from trajectory_compressor.summarize.llm.preflight import check_before_loading
 from trajectory_compressor.types import LLM_SUMMARIZER
-from trajectory_compressor.write.collisions import input_files, refuse_overwrites, run_outputs
+from trajectory_compressor.write.collisions import input_files, refuse_foreign_report, refuse_overwrites, run_outputs
 from trajectory_compressor.write.report import RunTotals
 from trajectory_compressor.write.run_fingerprint import RunFingerprint
 from trajectory_compressor.write.run_report import (
@@ -126,6 +126,8 @@ def run_on_ray(
         output = os.path.abspath(output)
     layout = RayOutputLayout.beside(output)
     check_output_folders(layout)
+    if not is_uri(output) and not config.output.overwrite:
+        refuse_foreign_report(Path(layout.report))  # beside the folders: a user's own file replaced
     own = list(layout.folders().values())  # in an input folder (a local one or a URI): not inputs
     sources = absolute_sources(list_inputs(inputs, config, exclude=own))
     if not is_uri(output):

@@ -149,12 +149,24 @@ def written_by_this_tool(paths: OutputPaths) -> bool:
     return _not_ours(paths, _report_beside(paths)) is None
 
 
+def refuse_foreign_report(path: Path) -> None:
+    """Raise `OutputError` if a file at `path`, where a run writes its report, is not a run's report
+    (`--engine ray`, whose folders `ray.layout` checks, writes its report beside them)."""
+    if os.path.lexists(path) and _run_report(path) is None:
+        raise _foreign(NamedFile(_ROLES["report"], path))
+
+
 def _report_beside(paths: OutputPaths) -> dict[str, Any] | None:
     """The report at `paths.report` when it is one of a run's (a status and its outputs), else None."""
+    return _run_report(paths.report)
+
+
+def _run_report(path: Path) -> dict[str, Any] | None:
+    """The report at `path` when it is one of a run's (a status and its outputs), else None."""
     try:
-        if not paths.report.is_file() or paths.report.stat().st_size > _REPORT_MAX_BYTES:
+        if not path.is_file() or path.stat().st_size > _REPORT_MAX_BYTES:
             return None
-        report = orjson.loads(paths.report.read_bytes())
+        report = orjson.loads(path.read_bytes())
     except (OSError, orjson.JSONDecodeError):
         return None
     if isinstance(report, dict) and isinstance(report.get("status"), str) and isinstance(report.get("outputs"), dict):
