@@ -126,12 +126,12 @@ def run_on_ray(
         output = os.path.abspath(output)
     layout = RayOutputLayout.beside(output)
     check_output_folders(layout)
-    if not is_uri(output) and not config.output.overwrite:
-        refuse_foreign_report(Path(layout.report))  # beside the folders: a user's own file replaced
     own = list(layout.folders().values())  # in an input folder (a local one or a URI): not inputs
     sources = absolute_sources(list_inputs(inputs, config, exclude=own))
     if not is_uri(output):
         refuse_overwrites(run_outputs(layout.as_dict()), input_files(sources))
+        if not config.output.overwrite:
+            refuse_foreign_report(Path(layout.report))  # beside the folders: a user's own file replaced
     # As the local engine: the endpoint and the provider's capabilities before the tokenizer loads.
     asyncio.run(check_before_loading(config))
     counter = counter_for(config)
