@@ -33,7 +33,8 @@ gitleaks, trufflehog and detect-secrets):
 - SaaS: SendGrid SG., Twilio SK, Mailgun key-, Mailchimp, Linear lin_api_, Notion secret_ and
   ntn_, JWTs;
 - more vendors by their prefix alone (`vendor_rules`: tvly-, sbp_, fm2_, pscale_, NRAK-, LTAI, ...);
-- any of these inside a base64 or hex blob (`encoded_secrets`), two encodings deep, or wrapped
+- any of these in a hex dump (`hex_dumps`: `xxd .env`, `hexdump -C`), inside a base64 or hex blob
+  (`encoded_secrets`), two encodings deep, or wrapped
   over lines by a terminal (`wrapped_lines`: a tmux pane's capture of a 164-character key);
 - passwords in URLs (`scheme://user:password@host`, any scheme, a `/`, `?` or `#` in the
   password too: `url_rules`; a random token as the user,
@@ -99,6 +100,7 @@ from trajectory_compressor.summarize.command_line_rules import COMMAND_LINE_RULE
 from trajectory_compressor.summarize.context_rules import CONTEXT_RULES
 from trajectory_compressor.summarize.encoded_secrets import MAX_DEPTH, encoded_secret_spans
 from trajectory_compressor.summarize.escapes import SHOWN_MARKERS, as_shown, unescaped
+from trajectory_compressor.summarize.hex_dumps import hex_dump_spans
 from trajectory_compressor.summarize.line_rules import LINE_RULES
 from trajectory_compressor.summarize.prose_rules import PROSE_RULES
 from trajectory_compressor.summarize.secret_rules import REDACTED, RULES, Span
@@ -269,6 +271,7 @@ def _find_in(text: str, lowered: str, hits: list[tuple[int, int, int]], depth: i
     if "PRIVATE KEY" in text:
         spans.extend(_orphan_pem_spans(text))
     spans.extend(encoded_secret_spans(text, find_secrets, depth))
+    spans.extend(hex_dump_spans(text, find_secrets, depth))
     return _merge(spans)
 
 
