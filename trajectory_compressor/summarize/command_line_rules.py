@@ -372,6 +372,15 @@ PROGRAM_ARGUMENTS = (
         _option_value,
     ),
     _program("lftp-user-password", ("lftp",), r"lftp" + _WORDS + r"[ \t]+-u[ \t]+[^\s,'\"]{1,64},"),
+    # Windows: `net user NAME PASSWORD [/add]` (`*` asks for one), `psexec \\host -u NAME -p PASSWORD`.
+    Rule(
+        "net-user-password",
+        ("net user",),
+        re.compile(r"net[ \t]+user[ \t]+[^\s/*]{1,64}[ \t]+(?P<bare>[^\s/*'\"][^\s'\"]{0,255})"),
+        _option_value,
+        folded=True,
+    ),
+    _program("psexec-password", ("psexec",), r"psexec" + _WORDS + r"[ \t]+-p[ \t]+"),
     # Round 12. A key as a login's only argument, after its flags: `wandb login [--relogin] KEY`,
     # `cargo login TOKEN`, `snyk auth TOKEN` (a key's length: `wandb login --host URL` stays).
     Rule(

@@ -20,6 +20,7 @@ from trajectory_compressor.summarize.assignment_rules import (
     assignment_value,
     login_pair,
 )
+from trajectory_compressor.summarize.prose_rules import secret_looking
 from trajectory_compressor.summarize.secret_rules import Rule, Span, credential_value, high_entropy, name_start
 
 # A JSON object's name field (keys any case: `Name`, `ParameterName`; an Azure Key Vault secret's
@@ -161,6 +162,14 @@ _NAME_CONTEXTS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str], str], Span
         re.compile(r"(?:" + CREDENTIAL_NAMES + r")[ \t]{2,64}(?P<value>\S{1,512})[ \t]*(?=\r?\n|\Z)", re.I),
         _vault_row,
     ),
+    # A table's row: psql's ` db_password | …`, Markdown's `| DB_PASSWORD | … |`; the cell must
+    # look like a secret (`secret_looking`: a schema's `| password | string |` stays).
+    (
+        re.compile(
+            r"(?:" + CREDENTIAL_NAMES + r")[ \t]{1,64}\|[ \t]{1,64}(?P<value>[^\s|]{1,512})[ \t]*(?=\||\r?\n|\Z)", re.I
+        ),
+        lambda match, text: match.span("value") if secret_looking(match.group("value")) else None,
+    ),
     # Dockerfile's `ENV DB_PASSWORD value`, fish's `set -gx DB_PASSWORD value` (no `=`).
     (re.compile(r"(?P<name>" + CREDENTIAL_NAMES + r")[ \t]+(?P<value>\S{1,512})", re.I), _env_instruction),
 )
@@ -237,6 +246,26 @@ CONTEXT_RULES = (
         re.compile(
             r"(?:basic)?auth(?:[ \t]{0,4}=[ \t]{0,4})?\(\s{0,4}[\"'][^\"'\n]{1,128}[\"']\s{0,4},\s{0,16}"
             r"(?P<quote>[\"'])(?P<value>[^\"'\n]{1,512})(?P=quote)"
+        ),
+        _quoted_literal,
+        folded=True,
+    ),
+    # A password given to a login call by position: smtplib's, imaplib's, ftplib's
+    # `server.login("me@example.com", "…")` (`login(user, password)`, variables, stays).
+    Rule(
+        "login-call-password",
+        (".login(",),
+        re.compile(
+            r"\.login\(\s{0,4}[^,()\n]{1,128},\s{0,16}(?P<quote>[\"'])(?P<value>[^\"'\n]{1,512})(?P=quote)\s{0,4}\)"
+        ),
+        _quoted_literal,
+    ),
+    # PowerShell's `ConvertTo-SecureString '…' -AsPlainText` (`-String "…"`).
+    Rule(
+        "powershell-securestring",
+        ("convertto-securestring",),
+        re.compile(
+            r"convertto-securestring[ \t]+(?:-string[ \t]+)?(?P<quote>[\"'])(?P<value>[^\"'\n]{1,512})(?P=quote)"
         ),
         _quoted_literal,
         folded=True,
