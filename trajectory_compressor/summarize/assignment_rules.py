@@ -35,9 +35,9 @@ from trajectory_compressor.summarize.yaml_values import block_scalar, value_afte
 _VALUE = r"""(?:(?P<quote>["'])(?P<quoted>[^\n]{0,512}?)(?P=quote)|(?P<bare>[^\s"'`,;]{1,512}))"""
 # The gap may close a subscript (`os.environ["DB_PASSWORD"] = "..."`, `config['password'] = '...'`);
 # `=>` is PHP's and Ruby's (`'password' => '...'`).
-_OPERATOR = r"""(?P<gap>["']?\]?\s{0,4})(?P<operator>:=|=>|=|:)[ \t]{0,16}"""
+_OPERATOR = r"""(?P<gap>(?:\]["']|["']?\]?)\s{0,4})(?P<operator>:=|=>|=|:)[ \t]{0,16}"""  # `"user[password]": …`
 CREDENTIAL_NAMES = (
-    r"pass(?:word|wd|phrase)?|pwd|pw|secret(?:[_-]?(?:key|token))?|api[_-]?(?:key|token)|apikey"
+    r"pass(?:word|wd|phrase|code)?|pwd|pw|secret(?:[_-]?(?:key|token))?|api[_-]?(?:key|token)|apikey"
     r"|access[_-]?(?:key|token)|private[_-]?key|client[_-]?secret|(?:auth|refresh|bearer|session)[_-]?token"
 )
 # An environment's or a version's suffix after the name (`SECRET_KEY_BASE`, `DB_PASSWORD_PROD`,
@@ -46,7 +46,10 @@ _SUFFIX = (
     r"(?P<suffix>(?:_(?:base|prod|production|dev|development|staging|stage|test|qa|live|sandbox|local"
     r"|primary|secondary|old|new|admin|root|ro|rw|readonly|v?\d{1,2})){1,2})?"
 )
-_ASSIGNMENT = re.compile(r"(?P<name>" + CREDENTIAL_NAMES + ")" + _SUFFIX + _OPERATOR + _VALUE)
+# A form's second field for the same password, in any case (`password_confirmation`, Django's
+# `password1` / `password2` and `new_password2`, `passwordRepeat`): the value is the password again.
+_FIELD = r"(?P<field>[_-]?(?:confirmation|confirm|repeat|again)|[12])?"
+_ASSIGNMENT = re.compile(r"(?P<name>" + CREDENTIAL_NAMES + ")" + _FIELD + _SUFFIX + _OPERATOR + _VALUE)
 ASSIGNMENT_STEMS = (
     "pass",
     "pwd",
@@ -146,7 +149,7 @@ def _literal_context(match: re.Match[str], text: str) -> bool:
     operator, gap = match.group("operator"), match.group("gap")
     if operator not in ("=", ":") or gap.strip(" \t"):
         return False
-    start, end = match.start("name"), match.end("suffix") if match.groupdict().get("suffix") else match.end("name")
+    start, end = match.start("name"), match.start("gap")  # the name with its field and suffix
     if not gap and (text[start:end].isupper() or (operator == "=" and text[max(0, start - 2) : start] == "--")):
         return True
     return _in_config_file(text, start) or (operator == "=" and _in_conninfo(text, start))
@@ -179,7 +182,7 @@ def _short_pass_name(match: re.Match[str], text: str, quoted: bool) -> bool:
     start = match.start("name")
     before = text[start - 1] if start else " "
     if before.isalnum():
-        return False
+        return text[start] == "P" and before.islower()  # camelCase: `adminPass`, not `bypass`
     return before in "_-." or match.group("operator") == "=" or quoted
 
 
