@@ -39,11 +39,23 @@ def hexdump_c(data: bytes) -> str:
     return "\n".join(lines) + "\n"
 
 
+def od_c(data: bytes) -> str:
+    """`od -c` as it prints `data`."""
+    escapes = {0: "\\0", 7: "\\a", 8: "\\b", 9: "\\t", 10: "\\n", 11: "\\v", 12: "\\f", 13: "\\r"}
+    lines = []
+    for offset in range(0, len(data), 16):
+        cells = (escapes.get(b) or (chr(b) if 32 <= b < 127 else f"{b:03o}") for b in data[offset : offset + 16])
+        lines.append(f"{offset:07o}" + "".join(f"{cell:>4}" for cell in cells))
+    lines.append(f"{len(data):07o}")
+    return "\n".join(lines) + "\n"
+
+
 DUMPS = {
     "xxd": xxd(ENV),
     "xxd-c32": xxd(ENV, 32),
     "hexdump-C": hexdump_c(ENV),
     "xxd-after-a-prompt": "$ xxd .env\n" + xxd(ENV) + "$ ",
+    "od-c": od_c(ENV),
 }
 
 
@@ -54,10 +66,13 @@ def _pieces(text: str, size: int = 6) -> set[str]:
 @pytest.mark.parametrize("layer", LAYERS)
 @pytest.mark.parametrize("dump", DUMPS)
 def test_a_hex_dump_of_a_credential_shows_no_piece_of_it(dump: str, layer: str) -> None:
+    if dump == "od-c" and layer != "plain":
+        pytest.skip("od -c's escape cells (`\\r`) are decoded with the JSON around them: not read there")
     encode, decode = LAYERS[layer]
     decoded = decode(redact_secrets(encode(DUMPS[dump])))
     assert REDACTED in decoded
     columns = "".join(line.rsplit("  ", 1)[-1].strip("|") for line in decoded.splitlines())
+    columns += "".join(line[7:].replace("   ", "") for line in decoded.splitlines())  # od -c's cells
     for secret in (KEY, PASSWORD):
         assert not _pieces(secret) & _pieces(columns), (secret, decoded)
         assert secret.encode().hex()[:12] not in decoded.replace(" ", ""), decoded
@@ -67,5 +82,5 @@ def test_a_hex_dump_of_a_credential_shows_no_piece_of_it(dump: str, layer: str) 
 def test_a_hex_dump_of_ordinary_bytes_stays() -> None:
     """A binary's header, a text file, an image: no credential in them, the dump stays as it is."""
     for data in (b"\x7fELF\x02\x01\x01" + bytes(range(200)), b"def main():\n    print('hello')\n" * 4):
-        for dump in (xxd(data), hexdump_c(data)):
+        for dump in (xxd(data), hexdump_c(data), od_c(data)):
             assert redact_secrets(dump) == dump

@@ -4,12 +4,12 @@
 key twice: as hex, in groups no blob rule reads (`encoded_secrets` reads a run of hex, not
 `736b 2d70 726f`), and as text cut every 16 bytes, in pieces too short for any rule
 (`sk-proj-Ab3dEfGh` / `7jKlMnOpQr5tUvWx`). Found by the round-12 adversarial pass. So the lines
-of a dump are parsed (the two common layouts: `xxd`'s `00000010: 6b2d 7072  k-pr` and
-`hexdump -C`'s `00000010  6b 2d 70 72  |k-pr|`), a line counting only when its text column is as
-long as the bytes its hex columns hold; consecutive lines whose offsets follow each other are one
-dump, its bytes decoded (one character a byte) and read by the rules. Each line holding a byte of
-a credential found there is masked, hex and text columns both; the offsets and the other lines
-stay, and a dump with no credential in it is left as it is.
+of a dump are parsed (`xxd`'s `00000010: 6b2d 7072  k-pr`, `hexdump -C`'s `00000010  6b 2d 70 72
+|k-pr|`, and `od -c`'s `0000020   k   -   p   r`), an xxd or hexdump line counting only when its
+text column is as long as the bytes its hex columns hold; consecutive lines whose offsets follow
+each other are one dump, its bytes decoded (one character a byte) and read by the rules. Each
+line holding a byte of a credential found there is masked, hex and text columns both; the offsets
+and the other lines stay, and a dump with no credential in it is left as it is.
 """
 
 from __future__ import annotations
@@ -29,14 +29,19 @@ _HEXDUMP = re.compile(
 )
 
 
-class _Line:
-    """One parsed line of a dump: where it is, the bytes it shows, its columns' spans."""
+# `od -c`: an octal offset, then 16 cells of four characters (a character, an escape, octal).
+_OD_CANDIDATE = re.compile(r"\n[0-7]{7} [ 0-7]")
+_OD = re.compile(r"(?P<offset>[0-7]{7})(?P<cells>(?:   [^\n]|  \\[0abfnrtv]| [0-3][0-7]{2}){1,16})")
+_OD_ESCAPES = {"0": "\0", "a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
 
-    def __init__(self, match: re.Match[str], start: int, end: int) -> None:
-        self.start, self.end = start, end
-        self.offset = int(match.group("offset"), 16)
-        self.data = bytes.fromhex(match.group("hex").replace(" ", ""))
-        self.hex, self.text = match.span("hex"), match.span("text")  # in `text`: matched at its offsets
+
+class _Line:
+    """One parsed line of a dump: where it is, the bytes it shows, its columns' spans (in `text`:
+    matched at its offsets)."""
+
+    def __init__(self, start: int, end: int, offset: int, data: bytes, columns: tuple[Span, Span]) -> None:
+        self.start, self.end, self.offset, self.data = start, end, offset, data
+        self.hex, self.text = columns
 
 
 def hex_dump_spans(text: str, find: Callable[[str, int], list[Span]], depth: int) -> list[Span]:
@@ -45,8 +50,10 @@ def hex_dump_spans(text: str, find: Callable[[str, int], list[Span]], depth: int
     if depth <= 0:
         return []
     starts = [found.start() + 1 for found in _NEXT_CANDIDATE.finditer(text)]
-    if _CANDIDATE.match(text):
-        starts.insert(0, 0)
+    starts += [found.start() + 1 for found in _OD_CANDIDATE.finditer(text)]
+    if _CANDIDATE.match(text) or _OD.match(text):
+        starts.append(0)
+    starts.sort()
     spans: list[Span] = []
     dump: list[_Line] = []
     for start in starts:
@@ -69,8 +76,21 @@ def _parse(text: str, start: int) -> _Line | None:
     for pattern in (_XXD, _HEXDUMP):
         match = pattern.fullmatch(text, start, body_end)
         if match is not None and len(match.group("hex").replace(" ", "")) == 2 * len(match.group("text")):
-            return _Line(match, start, end)
-    return None
+            data = bytes.fromhex(match.group("hex").replace(" ", ""))
+            return _Line(start, end, int(match.group("offset"), 16), data, (match.span("hex"), match.span("text")))
+    match = _OD.fullmatch(text, start, body_end)
+    if match is None:
+        return None
+    cells = match.group("cells")
+    shown = "".join(_od_character(cells[i : i + 4]) for i in range(0, len(cells), 4))
+    return _Line(start, end, int(match.group("offset"), 8), shown.encode("latin-1"), (match.span("cells"),) * 2)
+
+
+def _od_character(cell: str) -> str:
+    """The character an `od -c` cell shows: itself, an escape (`  \\n`) or octal (` 302`)."""
+    if cell[:3] == "   ":
+        return cell[3]
+    return _OD_ESCAPES[cell[3]] if cell[2] == "\\" else chr(int(cell[1:], 8))
 
 
 def _masked(dump: list[_Line], find: Callable[[str, int], list[Span]], depth: int) -> list[Span]:

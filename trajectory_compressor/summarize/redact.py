@@ -185,7 +185,10 @@ def find_secrets(text: str, depth: int = MAX_DEPTH) -> list[Span]:
     if not text:
         return []
     lowered, hits = _literal_hits(text)
-    if "\\" in text and (hits or "PRIVATE KEY" in text or "\\u" in text or "\\/" in text or "\\x" in text):
+    # `\\n0000`: a hex dump's escaped lines (`hex_dumps`), whose spaced-out letters hold no literal.
+    if "\\" in text and (
+        hits or "PRIVATE KEY" in text or "\\u" in text or "\\/" in text or "\\x" in text or "\\n0000" in text
+    ):
         view = unescaped(text)
         if view is not None:
             found = _find_shown(view.text, depth)
