@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import importlib
 import random
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -82,8 +83,31 @@ DIALECTS: dict[str, DialectRow] = {
 
 
 def key_env(config: LLMConfig) -> str:
-    """The environment variable the API key is read from: `--api-key-env`, or the dialect's own."""
-    return config.api_key_env or DIALECTS[config.api].key_env
+    """The environment variable the API key is read from: `--api-key-env`, or the dialect's own.
+
+    A value that is no variable's name but looks like a key (`--api-key-env $OPENAI_API_KEY`: the
+    shell gave the key) is refused without being shown: every message naming the variable would
+    print it (`no API key was found in $sk-…`)."""
+    name = config.api_key_env
+    if name is None:
+        return DIALECTS[config.api].key_env
+    if not _ENV_NAME.fullmatch(name) or _key_like(name):
+        raise ConfigError(
+            "--api-key-env takes the NAME of the environment variable holding the key (OPENAI_API_KEY), "
+            "and what was given is no such name (it is not shown: it may be the key itself)"
+        )
+    return name
+
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+
+
+def _key_like(name: str) -> bool:
+    """A key's shape (`hf_…`), or random-looking and not upper case as variable names are."""
+    from trajectory_compressor.summarize.redact import find_secrets
+    from trajectory_compressor.summarize.secret_rules import high_entropy
+
+    return bool(find_secrets(name)) or (high_entropy(name) and not name.isupper())
 
 
 @dataclass(frozen=True)
