@@ -33,8 +33,12 @@ from trajectory_compressor.types import one_line
 
 
 def fail_usage(message: str) -> None:
-    """A one-line error and exit code 2: never a traceback for something the user can fix."""
-    click.echo(f"error: {message}", err=True)
+    """A one-line error and exit code 2: never a traceback for something the user can fix. A
+    credential's shape in it is masked: a setting's wrong value is quoted, and a key put in the
+    wrong setting of a config file was printed whole."""
+    from trajectory_compressor.summarize.redact import redact_secrets
+
+    click.echo(f"error: {redact_secrets(message)}", err=True)
     sys.exit(ExitCode.USAGE)
 
 

@@ -246,9 +246,7 @@ def _check_bounds(number: float, spec: Setting) -> None:
 
 
 def _show(value: Any) -> str:
-    """A wrong value as its error quotes it: short, and masked where it has a credential's shape
-    (a key put in the wrong setting of a config file), before it is cut."""
-    from trajectory_compressor.summarize.redact import redact_secrets
-
-    text = redact_secrets(repr(value))
+    """A wrong value as its error quotes it, short (the CLI masks a credential's shape in it: a key
+    put in the wrong setting of a config file)."""
+    text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."

@@ -124,10 +124,6 @@ class LLMConfig:
 
     def validate(self) -> None:
         check_part(self)
-        if self.api_key_env is not None:  # refused before any file: not a name, maybe the key itself
-            from trajectory_compressor.summarize.llm.dialects import key_env
-
-            key_env(self)
 
 
 @dataclass(frozen=True)
