@@ -84,3 +84,15 @@ def test_a_hex_dump_of_ordinary_bytes_stays() -> None:
     for data in (b"\x7fELF\x02\x01\x01" + bytes(range(200)), b"def main():\n    print('hello')\n" * 4):
         for dump in (xxd(data), hexdump_c(data), od_c(data)):
             assert redact_secrets(dump) == dump
+
+
+@pytest.mark.parametrize("cut", [400, 371, 360, 350])
+def test_a_dump_cut_short_shows_no_piece_of_the_key(cut: str) -> None:
+    """An assistant quoting the first characters of a dump (found end to end: the line the cut
+    fell into, its text column short or gone, was read as no dump's and its hex went to the
+    anchors); its bytes join the lines before it."""
+    quoted = "I see the CRLF: " + xxd(ENV)[:cut]
+    redacted = redact_secrets(quoted)
+    hex_digits = redacted.replace(" ", "")
+    assert not any(KEY.encode().hex()[i : i + 12] in hex_digits for i in range(0, 100, 2)), redacted
+    assert not _pieces(KEY, 8) & _pieces(redacted, 8), redacted

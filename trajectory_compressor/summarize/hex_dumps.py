@@ -29,6 +29,8 @@ _HEXDUMP = re.compile(
 )
 
 
+# A line cut inside its hex columns: an offset and hex digits, nothing after them.
+_CUT_SHORT = re.compile(r"(?P<offset>[0-9a-f]{6,16})(?::|  ) ?(?P<hex>[0-9a-f]{1,8}(?:  ? ?[0-9a-f]{1,8}){0,31}) ?")
 # `od -c`: an octal offset, then 16 cells of four characters (a character, an escape, octal).
 _OD_CANDIDATE = re.compile(r"\n[0-7]{7} [ 0-7]")
 _OD = re.compile(r"(?P<offset>[0-7]{7})(?P<cells>(?:   [^\n]|  \\[0abfnrtv]| [0-3][0-7]{2}){1,16})")
@@ -69,15 +71,21 @@ def hex_dump_spans(text: str, find: Callable[[str, int], list[Span]], depth: int
 
 def _parse(text: str, start: int) -> _Line | None:
     """The dump line starting at `start`, or None when the line is no dump's (its text column is
-    not as long as the bytes it shows)."""
+    longer than the bytes it shows). A text column shorter than them, or none, is a line a cut
+    fell into (an assistant quoting a dump's first characters): its bytes join the lines before."""
     end = text.find("\n", start)
     end = len(text) if end < 0 else end
     body_end = end - 1 if end > start and text[end - 1] == "\r" else end
-    for pattern in (_XXD, _HEXDUMP):
+    for pattern in (_XXD, _HEXDUMP, _CUT_SHORT):
         match = pattern.fullmatch(text, start, body_end)
-        if match is not None and len(match.group("hex").replace(" ", "")) == 2 * len(match.group("text")):
-            data = bytes.fromhex(match.group("hex").replace(" ", ""))
-            return _Line(start, end, int(match.group("offset"), 16), data, (match.span("hex"), match.span("text")))
+        if match is None:
+            continue
+        digits = match.group("hex").replace(" ", "")
+        shown = match.group("text") if "text" in pattern.groupindex else ""
+        if len(digits) >= 2 * len(shown):
+            data = bytes.fromhex(digits[: len(digits) // 2 * 2])
+            columns = (match.span("hex"), match.span("text") if shown else match.span("hex"))
+            return _Line(start, end, int(match.group("offset"), 16), data, columns)
     match = _OD.fullmatch(text, start, body_end)
     if match is None:
         return None
