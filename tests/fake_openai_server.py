@@ -82,6 +82,7 @@ class RecordedRequest:
     arrived: float  # time.monotonic() at arrival
     peer: Any = None  # the client's (host, port): a reused connection keeps its port
     finished: float | None = None
+    query: dict[str, str] = field(default_factory=dict)  # the URL's query parameters
 
     @property
     def authorization(self) -> str | None:
@@ -132,6 +133,7 @@ class FakeOpenAIServer:
     models_status: int = 200  # what GET /v1/models answers (a run's preflight asks it): 401 refuses the key
     requests: list[RecordedRequest] = field(default_factory=list, init=False)
     model_lists: int = field(default=0, init=False)  # GET /v1/models asked
+    models_queries: list[dict[str, str]] = field(default_factory=list, init=False)  # each one's query
     max_in_flight: int = field(default=0, init=False)
     base_url: str = field(default="", init=False)
     _in_flight: int = field(default=0, init=False, repr=False)
@@ -242,6 +244,7 @@ class FakeOpenAIServer:
 
     async def _models(self, request: web.Request) -> web.Response:
         self.model_lists += 1
+        self.models_queries.append(dict(request.query))
         if self.models_status != 200:
             return self._error(self.models_status, f"fake error {self.models_status}")
         return web.json_response({"object": "list", "data": [{"id": self.model, "object": "model"}]})
@@ -265,7 +268,9 @@ class FakeOpenAIServer:
             action = self._action_for(number, body)
             name = action if isinstance(action, str) else "custom"
             peer = request.transport.get_extra_info("peername") if request.transport else None
-            record = RecordedRequest(number, name or "ok", body, dict(request.headers), arrived, peer)
+            record = RecordedRequest(
+                number, name or "ok", body, dict(request.headers), arrived, peer, query=dict(request.query)
+            )
             self.requests.append(record)
             if self.latency:
                 await asyncio.sleep(self.latency)

@@ -162,6 +162,40 @@ def test_success_sends_the_expected_request_and_returns_usage() -> None:
     run(scenario())
 
 
+def test_a_base_url_with_a_query_keeps_it_after_the_path() -> None:
+    """Azure OpenAI's `?api-version=` (an Azure Function's `?code=`): the path goes before the
+    query. Added to the whole URL it became part of `api-version`'s value, and every request
+    went to the base path, where nothing answers chat completions."""
+    from trajectory_compressor.summarize.llm.preflight import check_endpoint
+
+    async def scenario() -> None:
+        async with FakeOpenAIServer() as server:
+            base = server.base_url + "/?api-version=2024-10-21&deployment=a%20b"
+            await check_endpoint(make_config(base))
+            result, _ = await summarize_with(server, make_request(), base_url=base)
+        (seen,) = server.requests
+        assert seen.query == {"api-version": "2024-10-21", "deployment": "a b"} and result.text
+        assert server.models_queries == [seen.query]
+
+    run(scenario())
+
+
+@pytest.mark.parametrize(
+    ("base", "path", "url"),
+    [
+        ("https://h/v1", "/chat/completions", "https://h/v1/chat/completions"),
+        ("https://h/v1/?a=1", "/chat/completions", "https://h/v1/chat/completions?a=1"),
+        ("https://h/v1?a=1&b=2", "/files?purpose=batch", "https://h/v1/files?a=1&b=2&purpose=batch"),
+    ],
+)
+def test_url_for_puts_the_path_before_the_query(base: str, path: str, url: str) -> None:
+    from trajectory_compressor.summarize.llm.credentials import Credentials
+    from trajectory_compressor.summarize.llm.dialects import dialect_for
+
+    config = make_config(base)
+    assert Credentials(config, dialect_for(config)).url_for(path) == url
+
+
 def test_one_session_reuses_its_connection() -> None:
     async def scenario() -> None:
         async with FakeOpenAIServer() as server:

@@ -113,7 +113,7 @@ class BatchTransport:
         """One API call with retries; `recheck` finds what a lost attempt may have made. A
         `listing` call the provider does not have (404, 405) returns `Absent`. `payload` is a
         JSON body already encoded (a large one, built without parsing it again)."""
-        url = self.base + path
+        url = self.credentials.url_for(path)
         for attempt in range(self.config.max_retries + 1):
             if attempt and recheck is not None:
                 made = await recheck()

@@ -108,7 +108,7 @@ class ChatClient:
         self.usage = usage if usage is not None else UsageTracker(config.price_in, config.price_out)
         self.dialect = dialect_for(config)
         self.credentials = Credentials(config, self.dialect)
-        self.url = self.credentials.base + self.dialect.path
+        self.url = self.credentials.url_for(self.dialect.path)
         self.endpoint = display_url(self.url)
         self.contact = EndpointContact(self.credentials.endpoint)
         self.reader = ReplyReader(self.dialect, self.credentials, clean)

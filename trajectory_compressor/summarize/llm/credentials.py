@@ -67,6 +67,15 @@ class Credentials:
         self._headers = headers
         self._refuses_key = dialect.refuses_key
 
+    def url_for(self, path: str) -> str:
+        """The base URL with `path` added to its path, its query kept after it: Azure's
+        `?api-version=`, an Azure Function's `?code=`. Added to the whole URL, `path` became part
+        of the query's last value, and no request could reach the endpoint."""
+        stem, _, query = self.base.partition("?")
+        path, _, path_query = path.partition("?")
+        queries = "&".join(part for part in (query, path_query) if part)
+        return stem.rstrip("/") + path + (f"?{queries}" if queries else "")
+
     def refused(self, status: int, body: bytes) -> bool:
         """Whether a reply says the endpoint refused the credentials (401/403; as its dialect says)."""
         return self._refuses_key(status, body)

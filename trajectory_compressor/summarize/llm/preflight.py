@@ -35,7 +35,7 @@ async def check_endpoint(config: LLMConfig) -> None:
     """Raise `ConfigError` when `config`'s endpoint refuses the credentials or cannot be reached."""
     dialect = dialect_for(config)
     credentials = Credentials(config, dialect)
-    url = credentials.base + dialect.models_path
+    url = credentials.url_for(dialect.models_path)
     timeout = aiohttp.ClientTimeout(total=min(PREFLIGHT_SECONDS, config.request_timeout))
     try:
         async with (

@@ -139,7 +139,7 @@ class AnthropicBatches:
         """`results_url` if it is on the endpoint (scheme, host, port, and under its path), else the
         documented path under the endpoint: the key goes nowhere else."""
         base = self.http.base
-        documented = f"{base}{BATCHES_PATH}/{batch_id}/results"
+        documented = self.http.credentials.url_for(f"{BATCHES_PATH}/{batch_id}/results")
         if not isinstance(given, str):
             return documented
         try:

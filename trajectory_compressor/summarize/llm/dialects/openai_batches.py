@@ -82,7 +82,7 @@ class OpenAIBatches:
 
     async def download(self, reference: str, destination: Path) -> None:
         """The content of file `reference` into `destination`."""
-        url = f"{self.http.base}/files/{reference}/content"
+        url = self.http.credentials.url_for(f"/files/{reference}/content")
         await self.http.download(url, destination, what=f"download {reference}")
 
     # -- batches -------------------------------------------------------------------------------
