@@ -17,7 +17,10 @@ last message differently):
    The message indexes that needed it are in `Ownership.repaired`;
 3. an assistant message's role header is what `add_generation_prompt=True` adds to the rendering
    of the messages before it, as far as the whole rendering has it (DeepSeek adds
-   `<｜Assistant｜><think></think>` after a user turn and nothing after a tool result);
+   `<｜Assistant｜><think></think>` after a user turn and nothing after a tool result), moved
+   back to the end of a token (a call's `<tool_call>` shares `<t` with Qwen3's `<think>`); a first
+   assistant message's header is all the template writes before its text alone with the same
+   tools (Qwen3 with `enable_thinking=False` prompts an empty think block but writes none there);
 4. the tokenizer's offset mapping (`return_offsets_mapping=True`) maps each token to the message
    whose span holds its first character.
 The text before the first message's own content (bos, a default system prompt, the tools) is the
@@ -105,6 +108,9 @@ def token_owners(
     full = render(messages, tools, tokenizer, **template_kwargs)
     starts, repaired = _message_starts(messages, tools, tokenizer, full, template_kwargs)
     ends = [*starts[1:], len(full)]
+    encoded = tokenizer(full, add_special_tokens=False, return_offsets_mapping=True)
+    ids, offsets = list(encoded["input_ids"]), [tuple(o) for o in encoded["offset_mapping"]]
+    token_ends = sorted({finish for _, finish in offsets})
     spans = []
     for i, message in enumerate(messages):
         header_end = starts[i]
@@ -115,11 +121,10 @@ def token_owners(
                 + _generation_prompt_length(messages[:i], tools, tokenizer, full[starts[i] :], template_kwargs),
             )
         elif message.get("role") == "assistant":  # a conversation opening on an assistant message
-            header_end = _first_header_end(tokenizer, full, ends[0], template_kwargs)
+            header_end = _first_header_end(messages[0], tools, tokenizer, full, ends[0], template_kwargs)
+        header_end = _on_token_end(header_end, starts[i], token_ends)
         spans.append(MessageSpan(i, str(message.get("role")), starts[i], header_end, ends[i]))
 
-    encoded = tokenizer(full, add_special_tokens=False, return_offsets_mapping=True)
-    ids, offsets = list(encoded["input_ids"]), [tuple(o) for o in encoded["offset_mapping"]]
     _check_same_ids(list(token_ids), ids, truncated, tokenizer)
     ids, offsets = ids[: len(token_ids)], offsets[: len(token_ids)]
 
@@ -214,21 +219,71 @@ def _generation_prompt_length(
     return common_prefix_length(prompted[len(plain) :], from_start)
 
 
-def _first_header_end(tokenizer: Any, full: str, end: int, template_kwargs: dict[str, Any]) -> int:
+def _first_header_end(
+    message: dict[str, Any], tools: Any, tokenizer: Any, full: str, end: int, template_kwargs: dict[str, Any]
+) -> int:
     """Where the role header of a first assistant message ends: after what the template writes
-    before any message (a default system prompt), the generation prompt of a one-turn probe; for a
-    template that writes no header there (DeepSeek V3.1, whose header follows a user turn only),
-    after what it writes before a lone assistant message's text (its bos)."""
+    before any message (a default system prompt, the tools' instructions) and the header it opens
+    that message with.
+
+    That is what the template writes before the text of this message alone, with the same tools,
+    when the whole rendering starts so. A generation prompt is no guide here: Qwen3 with
+    `enable_thinking=False` asks for an answer with an empty think block but writes a first
+    answer with none, and the header was once looked for whole, not found, and the tools'
+    system turn counted as the answer. Else (a template that refuses or reorders the lone
+    message): the generation prompt of a one-turn probe, as far as it is found; for a template
+    that writes no header there (DeepSeek V3.1, whose header follows a user turn only), what it
+    writes before a lone assistant message's text (its bos)."""
     probe = [{"role": "user", "content": "x"}]
     plain = render(probe, None, tokenizer, **template_kwargs)
     prompted = tokenizer.apply_chat_template(probe, tokenize=False, add_generation_prompt=True, **template_kwargs)
     header = prompted[len(plain) :]
+    before = _before_lone_text(message, tools, tokenizer, template_kwargs)
+    if full.startswith(before) and len(before) <= end and _ends_on_header_start(before, header, tokenizer):
+        return len(before)
     found = full.find(header, 0, end) if header else -1
     if found >= 0:
         return found + len(header)
     lone = render([{"role": "assistant", "content": "x"}], None, tokenizer, **template_kwargs)
     before = lone[: lone.find("x")]
     return len(before) if header not in before and full.startswith(before) else 0
+
+
+def _before_lone_text(message: dict[str, Any], tools: Any, tokenizer: Any, template_kwargs: dict[str, Any]) -> str:
+    """What the template writes before the text of `message` (as an assistant message whose text
+    is a marker, its calls dropped) rendered alone with `tools` ("" if it refuses it)."""
+    marker = "\u2063probe\u2063"
+    lone = {"role": "assistant", "content": marker}
+    try:
+        text = render([lone], tools, tokenizer, **template_kwargs)
+    except Exception:  # Llama 3.1 with tools: no first user message to hold them
+        return ""
+    found = text.find(marker)
+    return text[:found] if found >= 0 else ""
+
+
+def _ends_on_header_start(before: str, header: str, tokenizer: Any) -> bool:
+    """Whether `before` ends with the header's first token or more (whole tokens of the header
+    tokenized alone): the lone message was written as an assistant turn, not folded into another
+    role's (Llama 3.1 with tools writes it inside the first user turn)."""
+    if not before or not header:
+        return False
+    cuts = [
+        finish
+        for _, finish in tokenizer(header, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+    ]
+    return any(before.endswith(header[:cut]) for cut in cuts if cut > 0)
+
+
+def _on_token_end(header_end: int, start: int, token_ends: Sequence[int]) -> int:
+    """`header_end` moved back to the last token end at or before it (but not before `start`).
+
+    A header found as the characters a message shares with the generation prompt may end inside
+    a token: Qwen3 without thinking prompts `<|im_start|>assistant\n<think>`, and a call's answer
+    opens on `<tool_call>`, which shares `<t` with it; DeepSeek's `<｜Assistant｜>` shares `<｜`
+    with `<｜tool▁calls▁begin｜>`. That token is the answer's, not the header's."""
+    at = bisect.bisect_right(token_ends, header_end) - 1
+    return max(start, token_ends[at]) if at >= 0 else start
 
 
 def _check_same_ids(given: list[int], rendered: list[int], truncated: bool, tokenizer: Any) -> None:

@@ -223,6 +223,47 @@ def test_each_message_owns_its_own_text_in_every_template(
         assert 6 in ownership.repaired
 
 
+@pytest.mark.parametrize("thinking", [False, True], ids=["enable_thinking=False", "thinking"])
+@pytest.mark.parametrize("opening", ["system first", "assistant first"])
+def test_qwen3_headers_end_where_each_answer_starts_with_thinking_on_or_off(
+    chat_tokenizer: Callable[..., Any], thinking: bool, opening: str
+) -> None:
+    """Without thinking, Qwen3's generation prompt is `<|im_start|>assistant\n<think>\n\n</think>\n\n`,
+    but it writes answers before the last user turn, and a record's first answer, with no think
+    block. Ownership took the characters an answer shares with that prompt as its header: a call's
+    `<t` (of `<tool_call>`, so that token was the header's), and, the prompt not found before a
+    first answer, nothing (so the tools' system turn was that answer's to train). The header is
+    what the template writes to open the answer, the expected answers found by search here."""
+    tokenizer = chat_tokenizer("qwen3")
+    call = {"type": "function", "function": {"name": "bash", "arguments": {"command": "ls src"}}}
+    messages = [
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "content": "main.py util.py"},
+        {"role": "user", "content": "And now?"},
+        {"role": "assistant", "content": "Two files."},
+    ]
+    if opening == "system first":
+        messages.insert(0, {"role": "system", "content": "You are a careful coding agent."})
+    kwargs = {} if thinking else {"enable_thinking": False}
+    text = render(messages, TOOLS, tokenizer, **kwargs)
+    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    ownership = token_owners(messages, TOOLS, tokenizer, ids, **kwargs)
+    last_header = "<|im_start|>assistant\n" + ("" if thinking else "<think>\n\n</think>\n\n")
+    answers = {
+        len(messages) - 4: ("<tool_call>\n{", "<|im_start|>assistant\n"),
+        len(messages) - 1: ("<think>" if thinking else "Two files.", last_header),
+    }
+    for index, (answer, header) in answers.items():
+        span = ownership.spans[index]
+        assert text[span.header_end :].startswith(answer), (index, text[span.start : span.header_end])
+        assert text[span.start : span.header_end].endswith(header), (index, text[span.start : span.header_end])
+        body = [p for p in ownership.tokens_of(index) if not ownership.in_header[p]]
+        assert ownership.offsets[body[0]][0] == span.header_end, (index, ownership.decode(body[:3]))
+    first = ownership.spans[len(messages) - 4]
+    if opening == "assistant first":  # the tools' system turn is before the first answer: its header's
+        assert first.start == 0 and text[: first.header_end].startswith("<|im_start|>system\n# Tools")
+
+
 # (c) LLaMA-Factory: what its converter accepts, and what it trains ------------------------------
 
 OPENAI_ENTRY = {

@@ -94,6 +94,14 @@ def test_a_first_answer_trains_from_its_own_header_without_thinking_or_a_later_s
         learned = tokenizer.decode(
             [token for token, mask in zip(row.input_ids, row.assistant_masks, strict=True) if mask]
         )
+        if name != system_later[0]:  # the harness's ownership cannot follow a system message written first
+            record_messages = messages_of({"messages": messages})
+            plain = [{k: v for k, v in m.items() if k != "train"} for m in record_messages]
+            tools_given = TOOLS if tools else None
+            ownership = token_owners(plain, tools_given, tokenizer, row.input_ids, enable_thinking=False)
+            trained = [i for i, m in enumerate(record_messages) if is_trained(m) and i not in row.unrendered]
+            labels = [token if mask else -100 for token, mask in zip(row.input_ids, row.assistant_masks, strict=True)]
+            assert_loss_covers(ownership, labels, trained, trailer="trained")
         assert "You are an agent" not in learned and '"properties"' not in learned, (name, learned)
         assert "system" not in learned and learned.count("Done.") == 1, (name, learned)
         # The answer is learned (but for a first token DeepSeek V3.1 glues to the system prompt's end).
