@@ -20,8 +20,8 @@ trips in `tests/write/test_convert_round_trip.py`):
 - either → ``hf-chat``, the trainers' shape (`to_hf_chat`): the OpenAI messages as Hugging Face
   chat templates take them (a call's ``arguments`` the object they encode, not its JSON text,
   so a template's ``arguments | tojson`` writes it once), ``train`` only on assistant messages,
-  and a record of three keys whatever the sources held: ``messages``, ``tools`` (JSON text or
-  null) and ``metadata`` (every other key, as JSON text). See `to_hf_chat` for why.
+  and a record of three keys whatever the sources held: ``messages``, ``tools`` (JSON text,
+  ``"[]"`` for none) and ``metadata`` (every other key, as JSON text). See `to_hf_chat` for why.
 
 Both ways, every other key of a turn (``train``, ``weight``, ``name`` of a non-tool message...)
 is kept on it, after the keys the format defines (a tool turn split into several messages gives
@@ -54,6 +54,7 @@ HF_CHAT = "hf-chat"
 WRITE_FORMATS: tuple[str, ...] = ("sharegpt", "messages", HF_CHAT)
 _READ_FORMAT = {"sharegpt": "sharegpt", "messages": "openai", HF_CHAT: "openai"}  # → the reader's name
 HF_CHAT_KEYS = ("messages", "tools", "metadata")
+NO_TOOLS = "[]"  # an hf-chat record's tools when it has none: text, so the column is never typed null
 _OPENAI_ROLE = {"system": "system", "human": "user", "gpt": "assistant", "tool": "tool"}
 _TOOL_KEYS = ("tools",)
 _Part = AssistantParts | tuple[HermesResult, ...] | None  # a turn taken apart (None: not gpt or tool)
@@ -324,11 +325,14 @@ def to_hf_chat(
       assistant messages (set to true where there is none: every assistant turn a record holds
       is a training target unless marked otherwise) and removed from every other message: a mark
       on a tool or user message would make axolotl train on it.
-    - ``tools``: the schemas (under `tools_key`) as JSON text, or null: tool schemas differ from source to source,
-      and a column of objects gets one Arrow struct type fixed by the first block `datasets`
-      reads, so a later block with other tools stops the load; text loads whatever the mix.
-      Text that holds no tools (blank, or ``"null"``) is written null: TRL and axolotl
-      ``json.loads`` a string, and stop on blank text or on the None it gives.
+    - ``tools``: the schemas (under `tools_key`) as JSON text: tool schemas differ from source to
+      source, and a column of objects gets one Arrow struct type fixed by the first block
+      `datasets` reads, so a later block with other tools stops the load; text loads whatever the
+      mix. A record with no tools (none, null, blank or ``"null"`` text) has ``"[]"`` (`NO_TOOLS`),
+      never null: a column null in every row of the first block (or file) `datasets` reads is
+      typed null, and a later block's text stops the load. TRL and axolotl ``json.loads`` a
+      string, and stop on blank text (axolotl on the None ``"null"`` gives); an empty list is
+      no tools to axolotl and to every recipe of `training` (`tools_of`).
     - ``metadata``: every other key of the record, as JSON text (``"{}"`` when there is none),
       for the same reason: sources keep their own keys (``reward``, ``task_id``...).
 
@@ -356,10 +360,10 @@ def to_hf_chat(
     return out, owners
 
 
-def _hf_chat_tools(tools: Any) -> str | None:
+def _hf_chat_tools(tools: Any) -> str:
     if isinstance(tools, str):
-        return None if not tools.strip() or tools.strip() == "null" else tools
-    return None if tools is None else _json_text_of(tools)
+        return NO_TOOLS if not tools.strip() or tools.strip() == "null" else tools
+    return NO_TOOLS if tools is None else _json_text_of(tools)
 
 
 def hf_chat_message(message: Any) -> Any:
