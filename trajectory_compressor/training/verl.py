@@ -38,8 +38,26 @@ class MarkedMultiTurnSFTDataset(MultiTurnSFTDataset):
         super()._read_files_and_process()
         found: list[Any] | None = getattr(self, "tools", None)
         self.tools = None if found is None else [_decoded_tools(value) for value in found]
-        self._chat_tokens = ChatTokens(self.tokenizer, **self.apply_chat_template_kwargs)
+        self._chat_tokens: dict[bool | None, ChatTokens] = {}
         self._row: TrainingRow | None = None
+
+    def _tokens_for(self, example: dict[str, Any]) -> ChatTokens:
+        """The `ChatTokens` of this row's template kwargs: `apply_chat_template_kwargs` and, over
+        them, veRL's own thinking switch (the row's `enable_thinking` column, else
+        `data.enable_thinking_default`), which veRL passes to the template (`__getitem__`,
+        `_process_single_message`). Read from the kwargs alone, a switch set veRL's way left the
+        mask as with thinking on (Qwen3's empty think block trained) while the row said off."""
+        if self.enable_thinking is not None and self.enable_thinking_key in example:
+            thinking = example[self.enable_thinking_key]
+        else:
+            thinking = self.enable_thinking_default
+        switch = None if thinking is None else bool(thinking)
+        if switch not in self._chat_tokens:
+            kwargs = dict(self.apply_chat_template_kwargs)
+            if switch is not None:
+                kwargs["enable_thinking"] = switch
+            self._chat_tokens[switch] = ChatTokens(self.tokenizer, **kwargs)
+        return self._chat_tokens[switch]
 
     def _build_messages(self, example: dict[str, Any]) -> list[dict[str, Any]]:
         from trajectory_compressor.training.view import messages_of, unmarked
@@ -47,7 +65,7 @@ class MarkedMultiTurnSFTDataset(MultiTurnSFTDataset):
         record: dict[str, Any] = {"messages": [_decoded(message) for message in example[self.messages_key]]}
         if self.tools_key in example:
             record["tools"] = _decoded_tools(example[self.tools_key])
-        self._row = self._chat_tokens.row(record)
+        self._row = self._tokens_for(example).row(record)
         return unmarked(messages_of(record))
 
     def _process_single_message(
