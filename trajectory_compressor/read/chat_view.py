@@ -7,7 +7,8 @@ what this returns (so `compressed_tokens` is what the trainer counts), and the t
 - OpenAI messages (``messages`` and ``hf-chat`` outputs): the message objects as written, each
   call's ``arguments`` the object its JSON text encodes (as axolotl decodes them, and as the
   Hugging Face templates expect them: `read.convert_format.hf_chat_message`), the ``train``
-  marks taken off (they tell a trainer what to learn, not what to show).
+  marks taken off (they tell a trainer what to learn, not what to show), and a ``developer``
+  message a ``system`` one, as `hf-chat` writes it (`read.convert_format.as_template_role`).
 - ShareGPT turns: ``role`` / ``content`` pairs (human → user, gpt → assistant), the markup
   inside the text as written: what TRL's `maybe_convert_to_chatml` and axolotl's ShareGPT
   mapping hand the template.
@@ -23,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from trajectory_compressor.read.convert_format import with_object_arguments, without_mark
+from trajectory_compressor.read.convert_format import as_template_role, with_object_arguments, without_mark
 from trajectory_compressor.read.formats import ConversationFormat, record_tools, template_messages
 
 
@@ -46,4 +47,4 @@ def trainer_chat(record: Any, fmt: ConversationFormat, tools_key: str = "tools")
 
 
 def _as_rendered(message: Any) -> Any:
-    return without_mark(with_object_arguments(message)) if isinstance(message, dict) else message
+    return without_mark(with_object_arguments(as_template_role(message))) if isinstance(message, dict) else message

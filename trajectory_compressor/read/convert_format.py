@@ -319,7 +319,8 @@ def to_hf_chat(
       call's ``arguments`` the object its JSON text encodes (Hugging Face's convention: the
       templates of Qwen, Llama 3.1 and DeepSeek write ``arguments | tojson``, which turns JSON
       text into a quoted string); arguments that encode no object stay as they are, a null
-      ``content`` beside calls is ``""`` (`with_object_arguments`), and a content given as a list
+      ``content`` beside calls is ``""`` (`with_object_arguments`), a ``developer`` message is a
+      ``system`` one (`as_template_role`), and a content given as a list
       of text parts is their texts joined with newlines, as the reader reads it (the templates
       take a string). ``train`` is kept on
       assistant messages (set to true where there is none: every assistant turn a record holds
@@ -371,7 +372,7 @@ def hf_chat_message(message: Any) -> Any:
     a content given as a list of text parts is the one text the reader reads (`read.formats.text_content`)."""
     if not isinstance(message, dict):
         return message
-    message = text_content(message)
+    message = as_template_role(text_content(message))
     if message.get("role") != "assistant":
         return without_mark(message)
     out = with_object_arguments(message)
@@ -397,6 +398,15 @@ def _object_arguments(message: dict[str, Any]) -> dict[str, Any]:
     if all(new is old for new, old in zip(converted, calls, strict=True)):
         return message
     return {**message, "tool_calls": converted}
+
+
+def as_template_role(message: dict[str, Any]) -> dict[str, Any]:
+    """`message` with OpenAI's ``developer`` role written ``system``, the role the reader reads it
+    as: the templates of Qwen 2.5, Qwen3 and DeepSeek V3.1 render no other, and dropped it (the
+    system prompt of OpenAI's newer models), so an answer was learned without its instructions."""
+    if message.get("role") != "developer":
+        return message
+    return {**message, "role": "system"}
 
 
 def without_mark(message: dict[str, Any]) -> dict[str, Any]:
