@@ -153,7 +153,7 @@ def call_figures(loaded: Any) -> dict[str, str]:
             if name == "llama3.1-style" and any(len(m.get("tool_calls") or ()) > 1 for m in messages):
                 refused += 1
                 continue
-            text = render(messages, json.loads(record["tools"]) if record["tools"] else None, tokenizer)
+            text = render(messages, tools_of(record), tokenizer)
             total += len(calls)
             good += objects_rendered(text, name, calls)
         note = f" ({refused} records with parallel calls refused by the template)" if refused else ""

@@ -129,7 +129,7 @@ def test_every_tool_call_renders_once_as_an_object_through_the_real_templates(
         calls = sum(len(m.get("tool_calls") or ()) for m in messages)
         if template == "llama3.1-style" and any(len(m.get("tool_calls") or ()) > 1 for m in messages):
             continue  # Llama 3.1's template refuses parallel calls ("only supports single tool-calls")
-        text = render(messages, json.loads(record["tools"]) if record["tools"] else None, tokenizer)
+        text = render(messages, tools_of(record), tokenizer)
         assert_calls_are_objects(text, template, calls)
 
 
