@@ -384,9 +384,13 @@ def hf_chat_message(message: Any) -> Any:
 def with_object_arguments(message: dict[str, Any]) -> dict[str, Any]:
     """`message` with each call's ``arguments`` the object its JSON text encodes (itself if none
     does), and a null ``content`` beside calls as ``""``: transformers drops a null key before
-    rendering, and templates that read ``message.content`` (Qwen3's) then stop on it."""
+    rendering, and templates that read ``message.content`` (Qwen3's) then stop on it. An empty
+    ``tool_calls`` list is left out, as the reader reads it (no calls): Llama 3.1's template takes
+    a message holding the key for a call turn and refuses one without exactly one call."""
     if message.get("role") == "assistant" and "content" in message and message["content"] is None:
         message = {**message, "content": ""}
+    if message.get("tool_calls") == []:
+        message = {key: value for key, value in message.items() if key != "tool_calls"}
     return _object_arguments(message)
 
 
