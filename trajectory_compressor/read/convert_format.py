@@ -49,12 +49,12 @@ from trajectory_compressor.read.hermes import (
     split_tool,
 )
 from trajectory_compressor.read.hf_chat_checks import hf_chat_refusal
+from trajectory_compressor.read.hf_chat_tools import hf_chat_tools
 
 HF_CHAT = "hf-chat"
 WRITE_FORMATS: tuple[str, ...] = ("sharegpt", "messages", HF_CHAT)
 _READ_FORMAT = {"sharegpt": "sharegpt", "messages": "openai", HF_CHAT: "openai"}  # → the reader's name
 HF_CHAT_KEYS = ("messages", "tools", "metadata")
-NO_TOOLS = "[]"  # an hf-chat record's tools when it has none: text, so the column is never typed null
 _OPENAI_ROLE = {"system": "system", "human": "user", "gpt": "assistant", "tool": "tool"}
 _TOOL_KEYS = ("tools",)
 _Part = AssistantParts | tuple[HermesResult, ...] | None  # a turn taken apart (None: not gpt or tool)
@@ -329,7 +329,8 @@ def to_hf_chat(
     - ``tools``: the schemas (under `tools_key`) as JSON text: tool schemas differ from source to
       source, and a column of objects gets one Arrow struct type fixed by the first block
       `datasets` reads, so a later block with other tools stops the load; text loads whatever the
-      mix. A record with no tools (none, null, blank or ``"null"`` text) has ``"[]"`` (`NO_TOOLS`),
+      mix. A record with no tools (none, null, blank or ``"null"`` text) has ``"[]"`` (`hf_chat_tools.NO_TOOLS`; each
+      schema's ``parameters`` given as JSON text are written as an object: `read.hf_chat_tools`),
       never null: a column null in every row of the first block (or file) `datasets` reads is
       typed null, and a later block's text stops the load. TRL and axolotl ``json.loads`` a
       string, and stop on blank text (axolotl on the None ``"null"`` gives); an empty list is
@@ -355,16 +356,10 @@ def to_hf_chat(
     tools = record.get(tools_key)
     out = {
         "messages": [hf_chat_message(message) for message in messages],
-        "tools": _hf_chat_tools(tools),
+        "tools": hf_chat_tools(tools),
         "metadata": metadata,
     }
     return out, owners
-
-
-def _hf_chat_tools(tools: Any) -> str:
-    if isinstance(tools, str):
-        return NO_TOOLS if not tools.strip() or tools.strip() == "null" else tools
-    return NO_TOOLS if tools is None else _json_text_of(tools)
 
 
 def hf_chat_message(message: Any) -> Any:

@@ -12,6 +12,7 @@ from typing import Any
 
 from trajectory_compressor.read.formats import ConversationFormat, RecordError, record_tools
 from trajectory_compressor.read.hermes import arguments_object, json_text
+from trajectory_compressor.read.hf_chat_tools import parameters_problem
 
 
 def hf_chat_refusal(record: dict[str, Any], fmt: ConversationFormat, *, tools_key: str = "tools") -> None:
@@ -22,16 +23,20 @@ def hf_chat_refusal(record: dict[str, Any], fmt: ConversationFormat, *, tools_ke
 
     - ``tools`` (under `tools_key`) must be what `apply_chat_template` takes: absent, null, a list
       of schema objects or its JSON text (``"not json"`` makes TRL's and `ChatTokens`' render
-      fail, as it rejects the row under `--count-mode chat-template`);
+      fail, as it rejects the row under `--count-mode chat-template`), no schema's ``parameters``
+      text that is not JSON (`read.hf_chat_tools.parameters_problem`: axolotl stops on it);
     - each OpenAI call's ``arguments`` must be an object or the JSON text of one: templates write
       ``arguments | tojson`` or iterate them, axolotl ``json.loads`` them. Nothing is made up for
       text that encodes no object. (ShareGPT markup needs no check: a ``<tool_call>`` that is no
       such call stays text, `read.hermes`.)
     """
     try:
-        record_tools(record, tools_key)
+        tools = record_tools(record, tools_key)
     except RecordError as exc:
         raise RecordError(f"{exc}: hf-chat writes them for the chat template, which takes a list of schemas") from None
+    problem = parameters_problem(tools or [])
+    if problem is not None:
+        raise RecordError(f"{problem}: axolotl decodes a schema's text parameters and stops on this")
     if fmt.name != "openai":
         return
     for i, message in enumerate(record[fmt.key]):
