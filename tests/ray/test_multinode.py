@@ -59,24 +59,32 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimulatedClust
         simulated.stop()
 
 
-@pytest.fixture(scope="module")
-def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def held_rows(folder: Path) -> Path:
     """120 rows, the first 32 short enough to need no summary (under 20,000 characters: a few
     thousand tokens, under any target here): with every request held, the first two parts are
     written and the others wait, a known point whatever the machine's speed."""
     rows = read_jsonl(SAMPLE)
     short = [row for row in rows if len(json.dumps(row)) < 20_000][:SHORT_ROWS]
     rest = [row for row in rows if len(json.dumps(row)) >= 20_000]
-    return write_jsonl(tmp_path_factory.mktemp("input") / "runs.jsonl", [*short, *rest][:ROWS])
+    return write_jsonl(folder / "runs.jsonl", [*short, *rest][:ROWS])
+
+
+def local_reference(folder: Path, source: Path) -> Path:
+    """The local engine's run of `source` (extractive), the reference for every byte."""
+    out = folder / "x.jsonl"
+    result = run_cli("compress", str(source), "-o", str(out), "--summarizer", "extractive")
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return held_rows(tmp_path_factory.mktemp("input"))
 
 
 @pytest.fixture(scope="module")
 def local_outputs(tmp_path_factory: pytest.TempPathFactory, source: Path) -> Path:
-    """The local engine's run of the same input (extractive), the reference for every byte."""
-    out = tmp_path_factory.mktemp("local") / "x.jsonl"
-    result = run_cli("compress", str(source), "-o", str(out), "--summarizer", "extractive")
-    assert result.returncode == 0, result.stderr
-    return out
+    return local_reference(tmp_path_factory.mktemp("local"), source)
 
 
 def driver(

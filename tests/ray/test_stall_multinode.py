@@ -21,18 +21,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import SAMPLE, read_jsonl, run_cli, write_jsonl
+from tests.conftest import run_cli
 from tests.fake_openai_server import FakeServerThread
 from tests.ray.cluster import SimulatedCluster
 from tests.ray.conftest import assert_same_outputs
 from tests.ray.test_multinode import (
-    ROWS,
-    SHORT_ROWS,
     HoldAfter,
     can_mount_privately,
     driver,
     finish,
+    held_rows,
     llm_flags,
+    local_reference,
     one_json_object,
     records_in,
 )
@@ -54,21 +54,13 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimulatedClust
 
 @pytest.fixture(scope="module")
 def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """As `test_multinode`'s: its first 32 rows need no summary, so with every request held the
-    first parts are written and the others wait."""
-    rows = read_jsonl(SAMPLE)
-    short = [row for row in rows if len(json.dumps(row)) < 20_000][:SHORT_ROWS]
-    rest = [row for row in rows if len(json.dumps(row)) >= 20_000]
-    return write_jsonl(tmp_path_factory.mktemp("input") / "runs.jsonl", [*short, *rest][:ROWS])
+    """As `test_multinode`'s: with every request held, the first parts are written and the others wait."""
+    return held_rows(tmp_path_factory.mktemp("input"))
 
 
 @pytest.fixture(scope="module")
 def local_outputs(tmp_path_factory: pytest.TempPathFactory, source: Path) -> Path:
-    """The local engine's run of the same input (extractive), the reference for every byte."""
-    out = tmp_path_factory.mktemp("local") / "x.jsonl"
-    result = run_cli("compress", str(source), "-o", str(out), "--summarizer", "extractive")
-    assert result.returncode == 0, result.stderr
-    return out
+    return local_reference(tmp_path_factory.mktemp("local"), source)
 
 
 def stall_line(stderr: str) -> list[str]:

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import read_jsonl, run_cli, write_jsonl
 from tests.trainers.chat_tokenizers import TEMPLATE_NAMES
+from tests.training.chat_count_run import written_with_chat_count
 from trajectory_compressor.training import ChatTokens
 
 pytestmark = pytest.mark.trainers
@@ -37,18 +37,9 @@ def test_an_empty_tool_calls_list_is_written_as_no_calls_and_every_template_trai
     template: str, chat_tokenizer: Callable[..., Any], tmp_path: Path
 ) -> None:
     tokenizer = chat_tokenizer(template)
-    tokenizer.save_pretrained(tmp_path / "tokenizer")
-    source = write_jsonl(tmp_path / "in.jsonl", [RECORD])
     chat_tokens = ChatTokens(tokenizer)
     for write_format in ("hf-chat", "messages"):
-        out = tmp_path / write_format / "x.jsonl"
-        result = run_cli(
-            "compress", str(source), "-o", str(out), "--write-format", write_format, "--count-mode",
-            "chat-template", "--tokenizer", str(tmp_path / "tokenizer"), "--summarizer", "extractive", "-q",
-        )  # fmt: skip
-        assert result.returncode == 0, result.stderr
-        (record,) = read_jsonl(out)
-        (metrics,) = read_jsonl(out.with_name("x.metrics.jsonl"))
+        record, metrics = written_with_chat_count(RECORD, tokenizer, tmp_path, write_format)
         if write_format == "hf-chat":
             assert "tool_calls" not in record["messages"][1]
         row = chat_tokens.row(record)
