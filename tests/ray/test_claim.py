@@ -327,3 +327,36 @@ def test_an_output_the_driver_cannot_make_is_one_line_naming_it_before_ray_start
     [line] = result.stderr.strip().splitlines()
     assert line.startswith(f"error: cannot write {output}: ") and "internal" not in line
     assert (tmp_path / "taken").read_text() == "a file, not a folder\n"
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"renewed": "soon"},  # a user's hand-written claim: `now - "soon"` raised TypeError
+        {"renewed": None},
+        {"run_id": 42},
+        {"ended": "no"},  # truthy text, not a boolean
+        {"pid": True},
+    ],
+)
+def test_a_claim_json_with_a_field_of_the_wrong_type_is_no_claim_not_an_internal_error(
+    tmp_path: Path, fields: dict[str, Any]
+) -> None:
+    """A claim.json of this version's keys but not its types (written by a user, another tool)
+    is no claim, as garbage is: it raised TypeError from `holds`, an internal error before Ray started."""
+    from trajectory_compressor.ray.claim import ClaimLostError, OutputClaim, check_owner, read_claim
+
+    layout, clock = uri_layout(tmp_path), Clock()
+    with OutputClaim(layout, locked=False, lease=LEASE, clock=clock) as first:
+        pass  # the records folder made and marked, as a run leaves it
+    path = tmp_path / "out" / "x.part_records" / "claim.json"
+    whole = json.loads(path.read_text())
+    path.write_text(json.dumps({**whole, "ended": False, "renewed": clock.now, **fields}))
+    assert read_claim(layout) is None
+    with pytest.raises(ClaimLostError, match="another run took over") as stopped:
+        check_owner(layout, first.run_id)
+    assert "none" in str(stopped.value)
+    with OutputClaim(layout, locked=False, lease=LEASE, clock=clock) as second:
+        found = read_claim(layout)
+        assert found is not None and found.run_id == second.run_id
+

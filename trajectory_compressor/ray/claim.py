@@ -36,6 +36,7 @@ No Ray here: the files are read through pyarrow's filesystems.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import posixpath
 import secrets
@@ -108,18 +109,36 @@ def read_claim(layout: RayOutputLayout, attempts: int = 3) -> Claim | None:
         try:
             with filesystem.open_input_stream(posixpath.join(path, CLAIM)) as stream:
                 data = orjson.loads(stream.read())
-            if data.pop("version", None) != CLAIM_VERSION:
-                return None
-            return Claim(**data)
+            return _claim_of(data)
         except FileNotFoundError:
             return None
-        except (orjson.JSONDecodeError, AttributeError, TypeError):
+        except orjson.JSONDecodeError:
             return None
         except OSError:
             if attempt + 1 == attempts:
                 raise
             time.sleep(1.0)
     return None  # not reached: the last attempt returns or raises
+
+
+_FIELD_TYPES = {"run_id": str, "host": str, "pid": int, "started": float, "renewed": float, "ended": bool}
+
+
+def _claim_of(data: object) -> Claim | None:
+    """The claim `data` holds, or None when it is not one this version wrote: other keys, or a
+    key of another type (a hand-written `"renewed": "soon"` raised TypeError in `holds`, an
+    internal error, where garbage is no claim)."""
+    if not isinstance(data, dict) or data.get("version") != CLAIM_VERSION or set(data) != {"version", *_FIELD_TYPES}:
+        return None
+    for key, kind in _FIELD_TYPES.items():
+        value = data[key]
+        if isinstance(value, bool) != (kind is bool):
+            return None
+        if kind is float and not (isinstance(value, int | float) and math.isfinite(value)):
+            return None
+        if kind is not float and not isinstance(value, kind):
+            return None
+    return Claim(**{key: data[key] for key in _FIELD_TYPES})
 
 
 def write_claim(layout: RayOutputLayout, claim: Claim) -> None:
