@@ -360,3 +360,23 @@ def test_a_claim_json_with_a_field_of_the_wrong_type_is_no_claim_not_an_internal
         found = read_claim(layout)
         assert found is not None and found.run_id == second.run_id
 
+
+def test_a_claim_read_that_fails_when_the_run_ends_leaves_the_runs_own_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store refusing every read as the run ends: the claim is left to go stale after the lease
+    (as an unreachable write leaves it), and the run's own end is kept; the OSError raised from
+    `__exit__` replaced it (a completed run whose report was written ended in an internal error)."""
+    from trajectory_compressor.ray import claim
+    from trajectory_compressor.ray.layout import filesystem_of
+
+    layout = uri_layout(tmp_path)
+    held = claim.OutputClaim(layout, locked=False, lease=LEASE, clock=Clock())
+    held.__enter__()
+    flaky = FlakyReads(filesystem_of(layout.records)[0], 1_000)
+    monkeypatch.setattr(claim, "filesystem_of", lambda folder: (flaky, filesystem_of(folder)[1]))
+    monkeypatch.setattr(claim.time, "sleep", lambda seconds: None)
+    held.__exit__(None, None, None)  # raised OSError
+    monkeypatch.undo()
+    left = claim.read_claim(layout)
+    assert left is not None and left.run_id == held.run_id and not left.ended

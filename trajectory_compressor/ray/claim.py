@@ -243,9 +243,11 @@ class OutputClaim:
         self._stop.set()
         if self._renewer is not None:
             self._renewer.join()
-        found = read_claim(self.layout)
-        if found is not None and found.run_id == self.run_id:  # ended: its re-run resumes at once
-            with contextlib.suppress(OSError):  # unreachable: the claim goes stale after the lease instead
+        # Unreachable (the read or the write): the claim goes stale after the lease instead; raised
+        # here, the store's error replaced the run's own end (a completed run: an internal error).
+        with contextlib.suppress(OSError):
+            found = read_claim(self.layout)
+            if found is not None and found.run_id == self.run_id:  # ended: its re-run resumes at once
                 write_claim(self.layout, replace(self.claim, renewed=self.clock(), ended=True))
 
 
