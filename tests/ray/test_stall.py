@@ -142,3 +142,22 @@ def test_while_watched_ray_datas_own_guard_never_stops_the_run_first(seconds: fl
         assert StallCallback in context.custom_execution_callback_classes
     assert context.execution_no_progress_timeout_s == 1800
     assert StallCallback not in context.custom_execution_callback_classes
+
+
+@pytest.mark.parametrize(("cpus", "workers"), [(15, 25), (11, 147), (12, 85), (3, 2), (8, 7)])
+def test_a_whole_cluster_whose_cpus_the_workers_share_exactly_is_never_short(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, cpus: int, workers: int
+) -> None:
+    """The pool's CPUs (`workers * worker_cpus`) plus one came to 15.000000000000002 on a whole
+    cluster of 15 CPUs with 25 workers: short from the start, so a healthy run whose parts wait
+    on a slow endpoint for the bound was stopped as stalled, 'a node was lost'."""
+    from trajectory_compressor.ray import engine
+    from trajectory_compressor.ray.stall import stall_watch
+
+    monkeypatch.setattr(engine, "cluster_cpus", lambda: float(cpus))
+    watch = stall_watch(str(tmp_path / "x.part_records"), 60, workers)
+    cluster = Cluster(cpus=float(cpus))
+    watch.cpus, watch.clock = (lambda: cluster.cpus), (lambda: cluster.now)
+    for now in range(0, 10_000, 10):  # no part ever recorded: every part slower than the bound
+        cluster.at(watch, now)
+    assert watch.fired is None

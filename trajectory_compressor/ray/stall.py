@@ -32,6 +32,7 @@ from ray.data._internal.execution.execution_callback import ExecutionCallback
 from trajectory_compressor.ray.layout import filesystem_of
 
 RESUME = "re-run the same command to resume"
+_CPU_UNIT = 1e-4  # Ray counts resources in ten-thousandths of a unit
 _WATCHING: list[StallWatch] = []  # the driver's watch of the execution under way (the callback has no arguments)
 
 
@@ -76,7 +77,9 @@ class StallWatch:
             parts, cpus = self.parts(), self.cpus()
         except Exception:  # a look that fails (the GCS busy, a listing refused) stops nothing: the next one decides
             return
-        if parts != self._parts_seen or cpus >= self.needed_cpus:
+        # Within Ray's own unit of a resource: the pool's share summed in floats came to
+        # 15.000000000000002 of a whole cluster's 15 CPUs (25 workers), short from the start.
+        if parts != self._parts_seen or cpus >= self.needed_cpus - _CPU_UNIT / 2:
             self._parts_seen, self._since = parts, None
             return
         if self._since is None:
