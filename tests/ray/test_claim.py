@@ -10,6 +10,7 @@ driver (a function of `ray.run` wrapped) and run the second one there, in the sa
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import Any
@@ -380,3 +381,61 @@ def test_a_claim_read_that_fails_when_the_run_ends_leaves_the_runs_own_end(
     monkeypatch.undo()
     left = claim.read_claim(layout)
     assert left is not None and left.run_id == held.run_id and not left.ended
+
+
+@pytest.mark.ray_faults
+@pytest.mark.timeout(600)
+def test_ctrl_c_on_an_object_store_output_ends_the_claim_and_the_same_command_resumes(tmp_path: Path) -> None:
+    """A driver stopped by Ctrl-C while a summary is held, a part already recorded: exit 130, its
+    claim ended, and the same command at once keeps that part and completes with the local engine's
+    bytes (a claim left held would refuse it for a lease). The input is a `.jsonl.gz` with a plain
+    line appended: the Ray engine reads it member by member, its last record kept, the line one reject."""
+    import gzip
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from tests.fake_openai_server import FakeServerThread
+    from tests.ray.conftest import assert_same_outputs
+    from tests.ray.test_faults import Schedule, llm_flags, wait_for
+
+    rows = read_jsonl(SAMPLE)[:12]
+    source = tmp_path / "in.jsonl.gz"
+    body = b"\n".join(json.dumps(row).encode() for row in rows[:-1])  # the last record without a line end
+    source.write_bytes(gzip.compress(body) + json.dumps(rows[-1]).encode() + b"\n")
+    out = f"file://{tmp_path}/ray/x.jsonl"
+    records = tmp_path / "ray" / "x.part_records"
+    schedule = Schedule()
+    env = {**os.environ, "TC_RAY_ROWS_PER_PART": "2"}
+    with FakeServerThread(faults=schedule) as server:
+        local = run_cli("compress", str(source), "-o", str(tmp_path / "local" / "x.jsonl"),
+                        *llm_flags(server.base_url, tmp_path / "local.sqlite3"))  # fmt: skip
+        assert local.returncode == 0, local.stderr
+        schedule.hold, schedule.answer_first = True, len(server.requests) + 2
+        command = [sys.executable, "-m", "trajectory_compressor", "compress", str(source), "-o", out,
+                   *llm_flags(server.base_url, tmp_path / "cache" / "s.sqlite3"),
+                   "--engine", "ray", "--num-workers", "1", "-q"]  # fmt: skip
+        driver = subprocess.Popen(command, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True, env=env)  # fmt: skip
+        try:
+            wait_for("a part recorded and a held request", lambda: (
+                (list(records.glob("part-*.json")) and server.held > 0) or driver.poll() is not None))  # fmt: skip
+            assert driver.poll() is None, driver.communicate()[1]
+            driver.send_signal(signal.SIGINT)  # Ctrl-C, to the driver
+            _, stderr = driver.communicate(timeout=300)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(driver.pid, signal.SIGKILL)
+            driver.wait()
+            schedule.hold = False
+            server.release(None)
+        assert driver.returncode == 130, stderr
+        claim = json.loads((records / "claim.json").read_text())
+        assert claim["ended"], claim
+        rerun = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300, check=False)
+    assert rerun.returncode == 0, rerun.stderr
+    report = json.loads((tmp_path / "ray" / "x.report.json").read_text())
+    assert report["resume"]["parts_kept"] >= 1
+    assert report["engine"]["run_id"] != claim["run_id"]
+    assert_same_outputs(tmp_path / "local" / "x.jsonl", tmp_path / "ray" / "x.jsonl")
