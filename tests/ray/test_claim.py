@@ -141,6 +141,28 @@ def test_a_write_task_of_a_run_whose_claim_was_taken_over_writes_nothing(tmp_pat
     new.__exit__(None, None, None)
 
 
+def test_a_write_task_still_running_after_its_run_ended_writes_nothing(tmp_path: Path) -> None:
+    """A write task in flight when its driver stopped (Ctrl-C, an error: Ray cancels its tasks
+    without waiting for them, and an external cluster's go on until the job is torn down) found the
+    claim still its run's, only ended, and wrote its part: after the re-run's cleanup, that part
+    is one the re-run did not count (exit 1 at its end). An ended claim fences as a taken one."""
+    pytest.importorskip("ray.data")
+    import pyarrow as pa
+
+    from trajectory_compressor.ray.claim import ClaimLostError, OutputClaim
+    from trajectory_compressor.ray.write import CompressedOutput
+
+    layout = uri_layout(tmp_path)
+    with OutputClaim(layout, locked=False, lease=LEASE, clock=Clock()) as ended:
+        claim_output_folders(layout)
+    sink = CompressedOutput(layout, run_id=ended.run_id)
+    table = pa.table({"row_index": [0], "record": [b"{}"], "metrics": [b"{}"], "over_limit": [None], "reject": [None]})
+    with pytest.raises(ClaimLostError, match=f"run {ended.run_id} has ended"):
+        sink.write([table], None)
+    for folder in layout.outputs().values():
+        assert not [path for path in Path(folder.removeprefix("file://")).iterdir() if path.name.startswith("part-")]
+
+
 def test_the_driver_finds_a_part_another_writer_replaced_or_added(tmp_path: Path) -> None:
     from trajectory_compressor.ray.claim import own_parts_problem
     from trajectory_compressor.ray.parts import PartFile, PartRecord, write_record

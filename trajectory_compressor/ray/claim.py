@@ -18,7 +18,8 @@ with plain puts and reads, and checked before `completed` rather than trusted:
   a gone run's whatever its age: taken over at once (local resume is as it was).
 * **Fencing by reading.** Every part record carries the run id that wrote it. Each write task
   reads the claim before a part's files and before its record, and stops (`ClaimLostError`)
-  when it is another run's: a worker of a run whose claim was taken over writes no more parts.
+  when it is another run's, or ended: a worker of a run whose claim was taken over, or one still
+  running after its driver stopped, writes no more parts.
   The driver reads it again before it deletes anything and before its report.
 * **The check before `completed`** (`own_parts_problem`): the claim is still this run's; every
   record in the records folder is one this run counted, byte for byte (its own parts, with its
@@ -155,9 +156,16 @@ def write_claim(layout: RayOutputLayout, claim: Claim) -> None:
 
 
 def check_owner(layout: RayOutputLayout, run_id: str) -> None:
-    """Raise `ClaimLostError` unless the output's claim is run `run_id`'s: what a write task and the
-    driver ask before they change anything in the output."""
+    """Raise `ClaimLostError` unless the output's claim is run `run_id`'s, not ended: what a write task
+    and the driver ask before they change anything in the output. Ended too: a write task Ray did
+    not stop with its driver (cancelled without a wait, an external cluster's) wrote a part the
+    re-run did not count."""
     claim = read_claim(layout)
+    if claim is not None and claim.run_id == run_id and claim.ended:  # a task still running after its run stopped
+        raise ClaimLostError(
+            f"run {run_id} has ended (stopped or interrupted): a write task still running wrote nothing more "
+            f"to {quoted(layout.data)}"
+        )
     if claim is None or claim.run_id != run_id:
         taker = claim.describe(time.time()) if claim is not None else "none (deleted)"
         raise ClaimLostError(
