@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
 import json
@@ -95,3 +96,34 @@ def test_an_empty_gz_file_holds_no_lines(tmp_path: Path) -> None:
     path.write_bytes(b"")
     with open_lines(str(path)) as handle:
         assert list(handle) == []
+
+
+def test_a_file_cut_anywhere_in_its_last_member_keeps_every_whole_line_before_the_cut(tmp_path: Path) -> None:
+    """Cut at every byte of the last member (header with FNAME/FEXTRA/FCOMMENT/FHCRC, data,
+    trailer): the records are exactly the lines decompressible whole before the cut, never a
+    partial line, and the error names the last of them; `count_jsonl` counts them and the error."""
+    lines = [json.dumps(row).encode() for row in ROWS[:4]]
+    first = gzip.compress(b"\n".join(lines[:2]) + b"\n")
+    flags = 0x02 | 0x04 | 0x08 | 0x10  # FHCRC, FEXTRA, FNAME, FCOMMENT
+    header = b"\x1f\x8b\x08" + bytes([flags]) + b"\0\0\0\0\0\xff" + b"\x04\0AB\0\0" + b"x.jsonl\0" + b"note\0"
+    header += (zlib.crc32(header) & 0xFFFF).to_bytes(2, "little")
+    data = b"\n".join(lines[2:])  # the last line without its end
+    deflate = zlib.compressobj(6, zlib.DEFLATED, -15)
+    trailer = zlib.crc32(data).to_bytes(4, "little") + len(data).to_bytes(4, "little")
+    packed = first + header + deflate.compress(data) + deflate.flush() + trailer
+    assert gzip.decompress(packed) == b"\n".join(lines) and len(packed) - len(first) > 50
+    path = tmp_path / "cut.jsonl.gz"
+    for cut in range(len(first), len(packed)):
+        path.write_bytes(packed[:cut])
+        (source,) = expand_inputs([str(path)])
+        inflate, whole = zlib.decompressobj(31), gzip.decompress(first)
+        with contextlib.suppress(zlib.error):
+            whole += inflate.decompress(packed[len(first) : cut])
+        expected = [json.loads(line) for line in whole.split(b"\n")[:-1]]
+        read: list[object] = []
+        with pytest.raises(InputError) if cut > len(first) else contextlib.nullcontext() as info:
+            read.extend(item.record for item in iter_source(source))
+        assert read == expected, cut
+        if info is not None:
+            assert f"after line {len(expected)}:" in str(info.value), cut
+        assert count_jsonl(source, ReadConfig()) == len(expected) + (cut > len(first)), cut
