@@ -461,3 +461,41 @@ def test_ctrl_c_on_an_object_store_output_ends_the_claim_and_the_same_command_re
     assert report["resume"]["parts_kept"] >= 1
     assert report["engine"]["run_id"] != claim["run_id"]
     assert_same_outputs(tmp_path / "local" / "x.jsonl", tmp_path / "ray" / "x.jsonl")
+
+
+def test_a_run_claiming_while_another_writes_its_claim_is_not_an_error_writing_the_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The second run's whole claim is written while the first's is under its temporary name. With
+    one temporary name for every writer, the second's move took the first's file away: the first
+    stopped with `cannot write ...: No such file` (a FileNotFoundError), not as a run sharing the
+    output. Each writer's own temporary name: both moves land, the last holds, the other is fenced
+    (two runs within one read of each other, the window plain puts leave)."""
+    from trajectory_compressor import faults
+    from trajectory_compressor.ray.claim import OutputClaim, read_claim
+
+    layout, clock = uri_layout(tmp_path), Clock()
+    with OutputClaim(layout, locked=False, lease=LEASE, clock=clock):
+        pass  # the folder made and marked by an earlier run, its claim ended
+    second = OutputClaim(layout, locked=False, lease=LEASE, clock=clock)
+    calls: list[str] = []
+
+    def between_write_and_move(name: str) -> None:
+        calls.append(name)
+        if len(calls) == 1:  # the first run's claim written, not moved yet: the second claims
+            second.__enter__()
+
+    monkeypatch.setattr(faults, "boundary", between_write_and_move)
+    first = OutputClaim(layout, locked=False, lease=LEASE, clock=clock)
+    first.__enter__()
+    monkeypatch.setattr(faults, "boundary", lambda name: None)
+    held = read_claim(layout)
+    assert held is not None and held.run_id == first.run_id
+    assert second.lost() is not None and first.lost() is None
+    second.__exit__(None, None, None)
+    first.__exit__(None, None, None)
+    ended = read_claim(layout)
+    assert ended is not None and ended.run_id == first.run_id and ended.ended
+    # A driver killed between its write and its move leaves its own temporary name: the tool's file.
+    (tmp_path / "out" / "x.part_records" / f".claim.json.{second.run_id}.tmp").write_bytes(b"{}")
+    check_output_folders(layout)

@@ -143,7 +143,8 @@ def _claim_of(data: object) -> Claim | None:
 
 
 def write_claim(layout: RayOutputLayout, claim: Claim) -> None:
-    """The claim, whole (a temporary name, then moved), in the records folder, made and marked if new."""
+    """The claim, whole (a temporary name of this run's own, then moved), in the records folder, made
+    and marked if new."""
     import pyarrow.fs as pafs
 
     filesystem, path = filesystem_of(layout.records)
@@ -152,7 +153,7 @@ def write_claim(layout: RayOutputLayout, claim: Claim) -> None:
     if filesystem.get_file_info(marker).type == pafs.FileType.NotFound:  # `check_output_folders` found it empty
         with filesystem.open_output_stream(marker) as stream:
             stream.write(MARKER_TEXT)
-    _write_whole(layout.records, CLAIM, orjson.dumps({"version": CLAIM_VERSION, **asdict(claim)}))
+    _write_whole(layout.records, CLAIM, orjson.dumps({"version": CLAIM_VERSION, **asdict(claim)}), claim.run_id)
 
 
 def check_owner(layout: RayOutputLayout, run_id: str) -> None:

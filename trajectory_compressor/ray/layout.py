@@ -30,7 +30,11 @@ MARKER_TEXT = b"Part files written by trajectory-compressor --engine ray; a re-r
 RUN_RECORD = "run.json"  # in the records folder: the run's fingerprint and what it hashed (`parts.RunRecord`)
 CLAIM = "claim.json"  # in the records folder: which run holds the output (`claim`); never deleted by a claiming run
 _RUN_FILE = re.compile(r"(part-\d{12}\.(?:jsonl|parquet|json))|(\.part-\d{12}\.(?:jsonl|parquet|json)\.tmp)")
-_RECORDS_FILE = re.compile(rf"{_RUN_FILE.pattern}|(\.?(?:{re.escape(RUN_RECORD)}|{re.escape(CLAIM)})(?:\.tmp)?)")
+# A claim's temporary name is its writer's own (`claim.write_claim`): `.claim.json.<run id>.tmp`.
+_RECORDS_FILE = re.compile(
+    rf"{_RUN_FILE.pattern}|(\.?(?:{re.escape(RUN_RECORD)}|{re.escape(CLAIM)})(?:\.tmp)?)"
+    rf"|(\.{re.escape(CLAIM)}\.[0-9a-f]{{16}}\.tmp)"
+)
 _PART = re.compile(r"part-\d{12}\.(?:jsonl|parquet)")
 
 
@@ -80,15 +84,17 @@ def filesystem_of(path: str) -> tuple[Any, str]:
     return pafs.LocalFileSystem(), os.path.abspath(path)
 
 
-def write_whole(folder: str, name: str, data: bytes) -> None:
+def write_whole(folder: str, name: str, data: bytes, writer: str = "") -> None:
     """Write `folder/name` under a temporary name, then move it: a file there is whole.
 
-    A retried task writes the same name again, and the move replaces the first one.
+    A retried task writes the same name again, and the move replaces the first one. `writer`
+    makes the temporary name that writer's own, for a file several processes write (the claim:
+    with one name, one run's move took another's file away, and that run's move failed).
     """
     from trajectory_compressor.faults import boundary
 
     filesystem, path = filesystem_of(folder)
-    temporary = posixpath.join(path, f".{name}.tmp")
+    temporary = posixpath.join(path, f".{name}.{writer}.tmp" if writer else f".{name}.tmp")
     with filesystem.open_output_stream(temporary) as stream:
         stream.write(data)
     boundary("ray-file-written")  # where a test holds a write task, its file not yet moved into place
