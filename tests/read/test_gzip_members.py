@@ -127,3 +127,33 @@ def test_a_file_cut_anywhere_in_its_last_member_keeps_every_whole_line_before_th
         if info is not None:
             assert f"after line {len(expected)}:" in str(info.value), cut
         assert count_jsonl(source, ReadConfig()) == len(expected) + (cut > len(first)), cut
+
+
+class CountedReads(io.BytesIO):
+    """A stream that counts the bytes read from it (what a read task downloads from a bucket)."""
+
+    def __init__(self, data: bytes) -> None:
+        super().__init__(data)
+        self.bytes_read = 0
+
+    def read(self, size: int | None = -1) -> bytes:
+        data = super().read(size)
+        self.bytes_read += len(data)
+        return data
+
+
+def test_many_bytes_after_the_gzip_data_are_named_without_reading_them_all() -> None:
+    """A plain file concatenated onto a gzip one (`cat a.jsonl.gz b.jsonl > c.jsonl.gz`): its
+    bytes were all read, by the count and again by the read (on a bucket, downloaded twice),
+    only to be counted for the message, where `gzip.GzipFile` stopped at their start."""
+    appended = b'{"a": 1}\n' * (64 << 20 >> 3)  # 72 MiB of plain lines
+    stream = CountedReads(gzip.compress(b"whole\n") + appended)
+    members = GzipMembers(stream)
+    assert members.read() == b"whole\n" and members.read() == b""
+    with pytest.raises(BytesAfterGzip, match=r"over 1,048,576 bytes after the end of its gzip data are not gzip"):
+        members.read()
+    assert stream.bytes_read < 4 << 20
+    few = GzipMembers(io.BytesIO(gzip.compress(b"whole\n") + b"x" * (1 << 20)))
+    assert few.read() == b"whole\n" and few.read() == b""
+    with pytest.raises(BytesAfterGzip, match=r"^1,048,576 bytes after"):
+        few.read()

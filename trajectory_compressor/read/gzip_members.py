@@ -19,6 +19,7 @@ from typing import Any
 GZIP_MAGIC = b"\x1f\x8b"
 _READ_BYTES = 1 << 16  # compressed bytes read at a time
 _MAX_OUTPUT = 1 << 20  # decompressed bytes returned at most per read: a bomb is inflated in steps
+_NAMED_AFTER_END = 1 << 20  # bytes after the data counted for the message at most
 
 
 class BytesAfterGzip(gzip.BadGzipFile):
@@ -84,15 +85,21 @@ class GzipMembers:
             if not self._members:
                 raise gzip.BadGzipFile(f"Not a gzipped file ({self._input[:2]!r})")
             self._after_end = BytesAfterGzip(
-                f"{self._bytes_left():,} bytes after the end of its gzip data are not gzip (appended to the file?)"
+                f"{self._bytes_left()} bytes after the end of its gzip data are not gzip (appended to the file?)"
             )
         else:
             self._inflate = zlib.decompressobj(wbits=31)  # 31: a gzip header and trailer, checked
             self._members += 1
 
-    def _bytes_left(self) -> int:
+    def _bytes_left(self) -> str:
+        """How many bytes follow the data, counted up to `_NAMED_AFTER_END`: a plain file concatenated
+        onto a gzip one was read whole only to be counted (on a bucket, downloaded by the count and
+        again by the read), where `gzip.GzipFile` stopped at its start."""
         left = len(self._input)
-        while more := self.compressed.read(_READ_BYTES):
-            left += len(more)
         self._input = b""
-        return left
+        while left <= _NAMED_AFTER_END:
+            more = self.compressed.read(_READ_BYTES)
+            if not more:
+                return f"{left:,}"
+            left += len(more)
+        return f"over {_NAMED_AFTER_END:,}"
