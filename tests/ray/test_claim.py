@@ -499,3 +499,21 @@ def test_a_run_claiming_while_another_writes_its_claim_is_not_an_error_writing_t
     # A driver killed between its write and its move leaves its own temporary name: the tool's file.
     (tmp_path / "out" / "x.part_records" / f".claim.json.{second.run_id}.tmp").write_bytes(b"{}")
     check_output_folders(layout)
+
+
+def test_a_run_refused_before_any_work_leaves_no_records_folder_it_made(tmp_path: Path) -> None:
+    """A refusal after the claim (a local -o one node does not share: exit 2, before any work)
+    left `x.part_records/claim.json` where the user had nothing; a folder that was there keeps
+    its claim, ended, as any other end keeps it."""
+    from trajectory_compressor.ray.claim import OutputClaim, read_claim
+
+    layout = uri_layout(tmp_path)
+    with pytest.raises(UsageError), OutputClaim(layout, locked=False, lease=LEASE, clock=Clock()):
+        raise UsageError("-o is not on storage every node shares")
+    assert not (tmp_path / "out" / "x.part_records").exists()
+    with OutputClaim(layout, locked=False, lease=LEASE, clock=Clock()):
+        pass  # an ordinary end: the claim stays, ended
+    with pytest.raises(UsageError), OutputClaim(layout, locked=False, lease=LEASE, clock=Clock()) as refused:
+        raise UsageError("refused")
+    found = read_claim(layout)
+    assert found is not None and found.run_id == refused.run_id and found.ended

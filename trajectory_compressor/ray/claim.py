@@ -197,6 +197,7 @@ class OutputClaim:
         self.claim = Claim.new(clock())
         self._stop = threading.Event()
         self._renewer: threading.Thread | None = None
+        self._made_folder = False  # the records folder was made by this claim
 
     @property
     def run_id(self) -> str:
@@ -206,6 +207,7 @@ class OutputClaim:
         found = read_claim(self.layout)
         if found is not None and not self.locked and found.holds(self.clock(), self.lease):
             raise self._refusal(found)
+        self._made_folder = _missing(self.layout.records)
         write_claim(self.layout, self.claim)
         found = read_claim(self.layout)  # another run's put in between: the last put holds
         if found is None or found.run_id != self.run_id:
@@ -256,8 +258,36 @@ class OutputClaim:
         # here, the store's error replaced the run's own end (a completed run: an internal error).
         with contextlib.suppress(OSError):
             found = read_claim(self.layout)
-            if found is not None and found.run_id == self.run_id:  # ended: its re-run resumes at once
+            if found is None or found.run_id != self.run_id:
+                return
+            if isinstance(error, UsageError) and self._made_folder and self._only_the_claim_in_records():
+                # Refused before any work (a local -o a node does not share, say): nothing left behind.
+                _remove_records_folder(self.layout.records)
+            else:  # ended: its re-run resumes at once
                 write_claim(self.layout, replace(self.claim, renewed=self.clock(), ended=True))
+
+    def _only_the_claim_in_records(self) -> bool:
+        import pyarrow.fs as pafs
+
+        filesystem, path = filesystem_of(self.layout.records)
+        names = {info.base_name for info in filesystem.get_file_info(pafs.FileSelector(path))}
+        return names <= {CLAIM, MARKER}
+
+
+def _missing(folder: str) -> bool:
+    import pyarrow.fs as pafs
+
+    filesystem, path = filesystem_of(folder)
+    return filesystem.get_file_info(path).type == pafs.FileType.NotFound
+
+
+def _remove_records_folder(folder: str) -> None:
+    """The records folder a claim made, holding nothing but the claim and its marker."""
+    filesystem, path = filesystem_of(folder)
+    for name in (CLAIM, MARKER):
+        with contextlib.suppress(FileNotFoundError):
+            filesystem.delete_file(posixpath.join(path, name))
+    filesystem.delete_dir(path)
 
 
 @contextlib.contextmanager
