@@ -270,3 +270,92 @@ def test_any_roles_give_every_turn_one_window_and_each_window_a_trained_turn(
         _, marks = window_layout([Turn(role, "x") for role in roles], head, window, "s" if window.index else None)
         assert not trains or True in marks
     assert new_turns == list(range(len(roles)))
+
+
+def _trained_turns(turns: list[Turn], replay: WindowReplay) -> list[list[int]]:
+    """Per window of the replay at budget, the input turns its layout marks `True`."""
+    trained = []
+    for window in replay.replay_at_budget():
+        summary = "s" if window.index and not replay.fits_whole() else None
+        layout, marks = window_layout(turns, replay.head, window, summary, untrained=replay.untrained)
+        trained.append(
+            [item.index for item, mark in zip(layout, marks, strict=True) if mark and not isinstance(item, NewTurn)]
+        )
+    return trained
+
+
+def test_an_untrained_gpt_turn_joins_the_next_group_that_trains_or_at_the_end_the_one_before() -> None:
+    roles = ["system", "human", "gpt", "tool", "gpt", "tool", "gpt", "tool", "gpt", "tool"]
+    assert group_starts(roles, 2) == [2, 4, 6, 8]
+    # Turn 4 marked untrained leads to turn 6 (one group); turn 8, with nothing trained after it, joins it too.
+    assert group_starts(roles, 2, untrained={4, 8}) == [2, 4]
+    # The first group of the row trains nothing yet: the untrained turn stays in it until one that trains.
+    assert group_starts(roles, 2, untrained={2}) == [2, 6, 8]
+    # Every gpt turn after the start untrained: one group, which trains nothing.
+    assert group_starts(roles, 2, untrained={2, 4, 6, 8}) == [2]
+
+
+def test_an_untrained_turn_is_context_in_every_window_and_each_window_trains_a_turn() -> None:
+    roles = ["system", "human", "gpt", "tool", *(["gpt", "tool"] * 10)]
+    counts = [50, 50, 30, 100, *([30, 300] * 10)]
+    turns = [Turn(role, f"{role} {i}") for i, role in enumerate(roles)]
+    untrained = {6, 12, 22}  # one in the middle, one more, and the row's last gpt turn
+    replay = WindowReplay(roles, counts, _config(1200, 0.3, 2), untrained=untrained)
+    windows = replay.replay_at_budget()
+    assert len(windows) >= 3
+    trained = _trained_turns(turns, replay)
+    assert all(trained), trained
+    gpt = [i for i, role in enumerate(roles) if role == "gpt"]
+    assert list(itertools.chain(*trained)) == [i for i in gpt if i not in untrained]
+    shown_untrained = set()
+    for window in windows:
+        layout, marks = window_layout(turns, replay.head, window, "s" if window.index else None, untrained=untrained)
+        for item, mark in zip(layout, marks, strict=True):
+            if isinstance(item, KeptTurn) and item.index in untrained:
+                assert mark is False
+                shown_untrained.add(item.index)
+    assert shown_untrained == untrained  # each shown, in the window where it is new at least
+    assert windows[-1].end == len(roles)
+
+
+def test_a_row_whose_gpt_turns_after_the_head_are_all_untrained_is_one_window() -> None:
+    roles = ["system", "human", "gpt", "tool", *(["gpt", "tool"] * 10)]
+    counts = [50, 50, 30, 100, *([30, 300] * 10)]
+    untrained = {i for i, role in enumerate(roles) if role == "gpt" and i >= 4}
+    replay = WindowReplay(roles, counts, _config(1200, 0.3, 2), untrained=untrained)
+    assert replay.trains_nothing_after_head and replay.fits_whole()
+    [window] = replay.replay_at_budget()
+    assert window.end == len(roles) and window.over
+    _, marks = window_layout([Turn(role, "x") for role in roles], replay.head, window, None, untrained=untrained)
+    assert [m for m in marks if m is not None] == [True] + [False] * 10  # the head's gpt turn only
+    # No marks at all: the same row is cut into windows as before.
+    assert not WindowReplay(roles, counts, _config(1200, 0.3, 2)).fits_whole()
+
+
+@settings(max_examples=400, deadline=None)
+@given(rows(), st.integers(1500, 9000), st.sampled_from([0.1, 0.2, 0.4]), st.integers(0, 6), st.data())
+def test_untrained_turns_are_never_marked_and_the_rest_are_trained_once_in_order(
+    row: tuple[list[str], list[int]], target: int, ratio: float, last_n: int, data: st.DataObject
+) -> None:
+    roles, counts = row
+    gpt = [i for i, role in enumerate(roles) if role == "gpt"]
+    untrained = {i for i in gpt if data.draw(st.integers(0, 3)) == 0}
+    turns = [Turn(role, f"{role} {i}") for i, role in enumerate(roles)]
+    replay = WindowReplay(roles, counts, _config(target, ratio, last_n), notice_tokens=5, untrained=untrained)
+    bounds = [*group_starts(roles, replay.head, untrained), len(roles)]
+    trainable = [i for i in gpt if i not in untrained]
+    if any(i >= replay.head for i in trainable):  # every group trains a turn
+        assert all(any(i in trainable for i in range(begin, end)) for begin, end in itertools.pairwise(bounds)), (
+            roles,
+            untrained,
+        )
+    trained = _trained_turns(turns, replay)
+    assert list(itertools.chain(*trained)) == trainable
+    windows = replay.replay_at_budget()
+    if len(windows) > 1:
+        assert all(trained), (roles, untrained)  # a split row: every window trains a turn
+    new_turns = list(range(replay.head))
+    for window in windows:
+        new_turns.extend(range(window.new_start, window.end))
+    assert new_turns == list(range(len(roles)))
+    assert windows[-1].end == len(roles)

@@ -5,11 +5,13 @@ a window: the protected head, the running summary of what came before, and the r
 When the next turn group would overflow the window, it compacts: the summary is updated with the
 turns that leave, a tail of recent groups stays verbatim, and the window grows again. Replaying
 that policy over a recorded run cuts it into the contexts the agent would have seen, and each
-assistant turn is trained exactly once, in the window where it is new.
+assistant turn is trained exactly once, in the window where it is new (one the input marks
+`"train": false` never: it is context in every window that shows it).
 
 A *group* is what must never be split: a gpt turn with the tool turns that answer it, preceded
 by any human or system turns that lead to it, followed by any that lead to no gpt turn of their
-own (a system turn between a call and its result), so every window trains at least one turn.
+own (a system turn between a call and its result), so every window trains at least one turn;
+an untrained gpt turn leads, like a user turn, to the next one that trains.
 This module decides, from roles and token counts only, where every window starts and ends and
 how large each summary may be; the row path (`run/row/windows.py`) asks for the summaries,
 measures them, and writes the windows.
@@ -28,7 +30,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from trajectory_compressor.plan.apply import summary_value
@@ -43,31 +45,37 @@ SUMMARY_RATIO = 0.2
 SUMMARY_FLOOR_SHARE = 0.25
 
 
-def group_starts(roles: Sequence[str], start: int) -> list[int]:
+def group_starts(roles: Sequence[str], start: int, untrained: Collection[int] = ()) -> list[int]:
     """Where each turn group from `start` on begins; the last group runs to the end.
 
     A group may begin at every non-tool turn that follows a gpt or tool turn (or at `start`), so
     human and system turns join the gpt turn they lead to, and tool turns the call they answer.
-    Every group holds a gpt turn: a window's new turns are whole groups, and a window whose new
-    turns hold no gpt turn trains nothing (TRL drops such a row: a sample lost). So turns that
-    lead to no gpt turn of their own join the group before them: a system turn between a call
-    and its result (with the result it precedes), a row's trailing human or system turns.
+    Every group trains a gpt turn: a window's new turns are whole groups, and a window whose new
+    turns train nothing is a row TRL drops (a sample lost). So turns that lead to no gpt turn of
+    their own join the group before them: a system turn between a call and its result (with the
+    result it precedes), a row's trailing human or system turns. A gpt turn the input marks
+    `"train": false` (`untrained`: context, never a target) with its results joins the next
+    group that trains a turn, as the user turns leading to it do; at the row's end, with none
+    after it, the group before it.
     """
     candidates = [
         index
         for index in range(start, len(roles))
         if index == start or (roles[index] != "tool" and roles[index - 1] in ("gpt", "tool"))
     ]
-    bounds = [*candidates, len(roles)]
+    segments = list(itertools.pairwise([*candidates, len(roles)]))
+    # A segment holds at most one gpt turn (a gpt turn after a gpt or tool turn begins another).
+    gpt_at = [next((i for i in range(begin, end) if roles[i] == "gpt"), None) for begin, end in segments]
+    trains = [index is not None and index not in untrained for index in gpt_at]
+    trains_later: list[bool] = list(itertools.accumulate(reversed(trains), lambda later, now: later or now))[::-1]
     starts: list[int] = []
-    open_has_gpt = False  # whether the group begun last holds a gpt turn yet
-    for begin, end in itertools.pairwise(bounds):
-        has_gpt = "gpt" in roles[begin:end]
-        if not starts or (open_has_gpt and has_gpt):
+    open_trains = False  # whether the group begun last trains a gpt turn yet
+    for position, (begin, _) in enumerate(segments):
+        if not starts or (open_trains and gpt_at[position] is not None and trains_later[position]):
             starts.append(begin)
-            open_has_gpt = has_gpt
-        else:  # no gpt turn of its own (or the group before has none yet): one group with it
-            open_has_gpt = open_has_gpt or has_gpt
+            open_trains = trains[position]
+        else:  # nothing to train of its own, or the group before trains nothing yet: one group with it
+            open_trains = open_trains or trains[position]
     return starts
 
 
@@ -119,6 +127,7 @@ class WindowReplay:
     summary (0 if it has none, or already carries the notice). `placeholders` gives the tool
     turns that may be cleared when they are context (`--prune-tool-outputs`) and what each
     placeholder costs; `summaries` is off for `--summarizer none` (compactions keep the tail only).
+    `untrained` are the gpt turns the input marks `"train": false`: context in every window.
     """
 
     def __init__(
@@ -130,6 +139,7 @@ class WindowReplay:
         notice_tokens: int = 0,
         placeholders: Mapping[int, int] | None = None,
         summaries: bool = True,
+        untrained: Collection[int] = (),
     ) -> None:
         if len(roles) != len(counts):
             raise ValueError("roles and counts must have the same length")
@@ -141,7 +151,8 @@ class WindowReplay:
         self.head_tokens = sum(self.counts[: self.head])
         self.notice_tokens = notice_tokens if summaries else 0
         self.summaries = summaries
-        self.starts = group_starts(self.roles, self.head)
+        self.untrained = frozenset(untrained)
+        self.starts = group_starts(self.roles, self.head, self.untrained)
         # What clearing each prunable tool result saves: only tool turns after the head, each a saving.
         self.savings = {
             index: self.counts[index] - cost
@@ -171,8 +182,24 @@ class WindowReplay:
 
     def fits_whole(self) -> bool:
         """Whether the row is one window, the row itself: it fits, it has nothing after its head,
-        or its head alone is over the target (then every window would be, and it is flagged)."""
-        return self.total <= self.target or not self.starts or self.head_tokens > self.target
+        its head alone is over the target (then every window would be, and it is flagged), or
+        every gpt turn after its head is marked untrained (`trains_nothing_after_head`)."""
+        return (
+            self.total <= self.target
+            or not self.starts
+            or self.head_tokens > self.target
+            or self.trains_nothing_after_head
+        )
+
+    @property
+    def trains_nothing_after_head(self) -> bool:
+        """Whether the row has gpt turns after its head and the input marks all of them
+        `"train": false`: cut into windows, every later window would train nothing (rows TRL
+        drops), so the row stays one window, flagged if over the target."""
+        if not self.untrained:
+            return False
+        after = [index for index in range(self.head, len(self.roles)) if self.roles[index] == "gpt"]
+        return bool(after) and all(index in self.untrained for index in after)
 
     def first(self) -> Window:
         """Window 0: the head and the groups after it, as long as they fit."""
@@ -315,18 +342,20 @@ class WindowReplay:
         return Window(0, self.head, self.head, len(self.roles), 0, self.total, self.total > self.target)
 
 
-def written_end(turns: Sequence[Turn], window: Window) -> int:
-    """Where the written window stops: after its last new gpt turn, unless it is the row's last.
+def written_end(turns: Sequence[Turn], window: Window, untrained: Collection[int] = ()) -> int:
+    """Where the written window stops: after its last new trained gpt turn, unless it is the row's last.
 
-    The tool results after a window's last gpt turn answer a call no turn of this window reacts
-    to: they train nothing here and cost tokens (and a trainer that learns every non-prompt token
-    would learn them). The next window shows them, as context before the turn that reads them.
-    The row's last window keeps the row's ending, so every turn of the row is written somewhere.
+    The tool results after a window's last trained turn answer a call no turn of this window
+    learns from: they train nothing here and cost tokens (and a trainer that learns every
+    non-prompt token would learn them). The next window shows them, as context before the turn
+    that reads them. A gpt turn the input marks untrained is context like them; but a group ends
+    on a trained turn unless it is the row's last (`group_starts`), so only the row's last window
+    could end on one, and it keeps the row's ending: every turn of the row is written somewhere.
     """
     if window.end >= len(turns):
         return window.end
     for index in range(window.end - 1, window.new_start - 1, -1):
-        if turns[index].role == "gpt":
+        if turns[index].role == "gpt" and index not in untrained:
             return index + 1
     return window.end
 
@@ -340,13 +369,15 @@ def window_layout(
     notice_text: str = "",
     notice_index: int | None = None,
     replaced: Mapping[int, OutputTurn] | None = None,
+    untrained: Collection[int] = (),
 ) -> tuple[list[OutputTurn], list[bool | None]]:
     """The turns of `window` as written, and the training mark of each (None: not a gpt turn).
 
     Head (the notice appended to its system turn once a summary is in the window), then the
     summary turn, then the turns [context_start, `written_end`), each as `replaced` says if it
     names it (a tool result shortened to fit). A gpt turn is a training target (`True`) only in
-    the window where it is new: window 0 for the head's, [new_start, end) for the rest.
+    the window where it is new: window 0 for the head's, [new_start, end) for the rest; one the
+    input marks `"train": false` (`untrained`) is a target in none, context in every window.
     """
     layout: list[OutputTurn] = []
     marks: list[bool | None] = []
@@ -355,11 +386,11 @@ def window_layout(
             layout.append(EditedTurn(index, turns[index].value + notice_text))
         else:
             layout.append(KeptTurn(index))
-        marks.append(window.index == 0 if turns[index].role == "gpt" else None)
+        marks.append(window.index == 0 and index not in untrained if turns[index].role == "gpt" else None)
     if summary_body is not None:
         layout.append(NewTurn(Turn("human", summary_value(summary_body))))
         marks.append(None)
-    for index in range(window.context_start, written_end(turns, window)):
+    for index in range(window.context_start, written_end(turns, window, untrained)):
         layout.append((replaced or {}).get(index) or KeptTurn(index))
-        marks.append(index >= window.new_start if turns[index].role == "gpt" else None)
+        marks.append(index >= window.new_start and index not in untrained if turns[index].role == "gpt" else None)
     return layout, marks
