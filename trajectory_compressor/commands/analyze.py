@@ -148,7 +148,7 @@ class WindowsEstimate:
         self.rows_split += len(windows) > 1
         self.over_limit += sum(window.over for window in windows)
         self.tokens_written += sum(window.tokens for window in windows)
-        self.gpt_turns_trainable += replay.roles.count("gpt")
+        self.gpt_turns_trainable += replay.roles.count("gpt") - len(replay.untrained)
         for before, window in itertools.pairwise(windows):
             # Each summary is the update of the one before with the turns that left the context.
             left = replay.tokens(before.context_start if before.index else replay.head, window.context_start)
@@ -199,12 +199,17 @@ def analyze_sources(
         row_notice = 0 if carries_notice(row.turns, plan.notice) else notice
         plain, pruned, pruning = _plans(row, view, config, row_notice)
         chosen = pruned if plan.prune_tool_outputs else plain
-        result.gpt_turns += row.roles.count("gpt")
-        result.gpt_turns_kept += _gpt_kept(row.roles, chosen)
+        result.gpt_turns += row.gpt_turns
+        result.gpt_turns_kept += _gpt_kept(row.roles, chosen, row.untrained)
         if result.windows is not None:
             placeholders = row.placeholders.tokens if row.placeholders is not None else None
             replay = WindowReplay(
-                row.roles, row.token_counts, plan, notice_tokens=row_notice, placeholders=placeholders
+                row.roles,
+                row.token_counts,
+                plan,
+                notice_tokens=row_notice,
+                placeholders=placeholders,
+                untrained=row.untrained,
             )
             result.windows.add(replay, max_prompt_tokens)
         total = row.source_tokens
@@ -217,7 +222,7 @@ def analyze_sources(
         result.summary_prompt_tokens += prompt
         result.summary_completion_tokens += completion
         if pruning is not None:
-            _add_pruning(result.pruning, row.roles, plain, pruned, pruning, plan, max_prompt_tokens)
+            _add_pruning(result.pruning, row.roles, plain, pruned, pruning, plan, max_prompt_tokens, row.untrained)
     result.counting = counter.guard.to_dict()
     return result
 
@@ -254,10 +259,12 @@ def _plans(row: ValidRow, pruning: Pruning | None, config: RunConfig, notice: in
     return row.plan, planned(pruning.counts), pruning
 
 
-def _gpt_kept(roles: list[str], plan: Plan) -> int:
-    """gpt turns a single-row plan keeps verbatim (outside its region)."""
+def _gpt_kept(roles: list[str], plan: Plan, untrained: frozenset[int] = frozenset()) -> int:
+    """gpt turns a single-row plan keeps verbatim (outside its region) as training targets: not
+    those the input marks `"train": false`."""
     region = plan.region
-    return roles.count("gpt") - (0 if region is None else roles[region.start : region.end].count("gpt"))
+    inside = range(0) if region is None else range(region.start, region.end)
+    return sum(role == "gpt" and index not in untrained and index not in inside for index, role in enumerate(roles))
 
 
 def _request_tokens(plan: Plan, budget: int, max_prompt_tokens: int) -> tuple[int, int]:
@@ -276,6 +283,7 @@ def _add_pruning(
     pruning: Pruning,
     plan: PlanConfig,
     max_prompt_tokens: int,
+    untrained: frozenset[int] = frozenset(),
 ) -> None:
     """One pruned row in the estimate: fitted with no summary or not, what it spares."""
     estimate.rows_pruned += 1
@@ -287,7 +295,7 @@ def _add_pruning(
     estimate.summary_requests_saved += (plain.region is not None) - (pruned.region is not None)
     estimate.summary_prompt_tokens_saved += before[0] - after[0]
     estimate.summary_completion_tokens_saved += before[1] - after[1]
-    estimate.gpt_turns_kept_gained += _gpt_kept(roles, pruned) - _gpt_kept(roles, plain)
+    estimate.gpt_turns_kept_gained += _gpt_kept(roles, pruned, untrained) - _gpt_kept(roles, plain, untrained)
 
 
 def _share(cost: float | None, share: float) -> float | None:

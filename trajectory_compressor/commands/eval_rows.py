@@ -15,7 +15,7 @@ from typing import Any
 
 from trajectory_compressor.commands.eval_match import row_turns
 from trajectory_compressor.messages import quoted
-from trajectory_compressor.read.formats import RecordError, detect_format
+from trajectory_compressor.read.formats import RecordError, detect_format, marked_untrained
 from trajectory_compressor.settings import RunConfig
 from trajectory_compressor.summarize.fidelity import KINDS, Fidelity, score_summary
 from trajectory_compressor.summarize.fidelity.anchors import FutureFidelity, future_fidelity
@@ -203,11 +203,14 @@ def _masked_in_context(
 
 
 def gpt_turns_of(item: SourceRecord, config: RunConfig) -> int:
-    """The gpt turns of a row (0 when it is not a conversation)."""
+    """The gpt turns of a row a trainer would train, as `compress` counts them (`gpt_turns`): not
+    those marked `"train": false` (0 when it is not a conversation)."""
     try:
-        return sum(turn.role == "gpt" for turn in row_turns(item, config))
-    except RecordError:
+        turns = row_turns(item, config)
+        untrained = marked_untrained(item.record, detect_format(item.record, config.read.conversation_key))
+    except (RecordError, KeyError, TypeError):
         return 0
+    return sum(turn.role == "gpt" and index not in untrained for index, turn in enumerate(turns))
 
 
 def trained_turns_of(original: SourceRecord, produced: SourceRecord, config: RunConfig, *, windows: bool) -> int:

@@ -167,9 +167,11 @@ def with_training_marks(record: dict[str, Any], fmt: ConversationFormat, marks: 
 
     `marks` has one entry per message, None for a message that is no assistant turn. The marks
     are the run's own (`--windows`): a mark an input put on a tool or user message would make
-    axolotl train on tool output, in every window that shows it. The messages are copied before
-    they are changed: a rebuilt record shares its kept messages with the original. The key is
-    axolotl's per-message training field; OpenAI messages get it on assistant messages.
+    axolotl train on tool output, in every window that shows it. An input's `"train": false` on
+    an assistant turn is kept by the marks themselves (`plan.windows.window_layout`: never
+    true). The messages are copied before they are changed: a rebuilt record shares its kept
+    messages with the original. The key is axolotl's per-message training field; OpenAI messages
+    get it on assistant messages.
     """
     messages = record[fmt.key]
     for position, mark in enumerate(marks):
@@ -180,6 +182,22 @@ def with_training_marks(record: dict[str, Any], fmt: ConversationFormat, marks: 
             messages[position] = {**message, TRAIN_KEY: mark}
         elif TRAIN_KEY in message:
             messages[position] = {key: value for key, value in message.items() if key != TRAIN_KEY}
+
+
+def marked_untrained(record: dict[str, Any], fmt: ConversationFormat) -> frozenset[int]:
+    """The positions of the messages of `record`'s conversation marked `"train": false`.
+
+    Only the boolean counts, as this tool writes it and every trainer's recipe reads it; any
+    other value of the key (`"false"`, 0, null) is no mark of the input's (a `--windows` run
+    replaces it with its own, and `hf-chat` writes `true`). With one message per turn, the
+    positions are the turns' indexes.
+    """
+    messages = record[fmt.key]
+    return frozenset(
+        position
+        for position, message in enumerate(messages)
+        if isinstance(message, dict) and message.get(TRAIN_KEY) is False
+    )
 
 
 def chat_messages(turns: Sequence[Turn]) -> list[dict[str, str]]:

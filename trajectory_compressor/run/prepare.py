@@ -20,7 +20,13 @@ from trajectory_compressor.plan.apply import carries_notice
 from trajectory_compressor.plan.region import Plan, plan_region
 from trajectory_compressor.read.ahead import ReadAhead
 from trajectory_compressor.read.convert_format import AS_READ, WriteShape
-from trajectory_compressor.read.formats import ConversationFormat, RecordError, detect_format, to_turns
+from trajectory_compressor.read.formats import (
+    ConversationFormat,
+    RecordError,
+    detect_format,
+    marked_untrained,
+    to_turns,
+)
 from trajectory_compressor.read.select import RowSelection
 from trajectory_compressor.read.sources import InputSource
 from trajectory_compressor.run.pruning import Placeholders, Pruning, offer_placeholders, prune_rows
@@ -112,9 +118,17 @@ class CountedRow:
         return [turn.role for turn in self.turns]
 
     @cached_property
+    def untrained(self) -> frozenset[int]:
+        """The gpt turns the input marks `"train": false` (`read.formats.marked_untrained`):
+        context for the trainer, never a training target, in every record written from the row."""
+        marked = marked_untrained(self.item.record, self.fmt)
+        return frozenset(index for index in marked if self.roles[index] == "gpt") if marked else frozenset()
+
+    @cached_property
     def gpt_turns(self) -> int:
-        """How many turns are the assistant's (counted once: each `--windows` record's metrics ask)."""
-        return self.roles.count("gpt")
+        """How many of the assistant's turns a trainer would train: all but those the input marks
+        untrained (counted once: each `--windows` record's metrics ask)."""
+        return self.roles.count("gpt") - len(self.untrained)
 
     @property
     def placeholder_edits(self) -> dict[int, EditedTurn]:

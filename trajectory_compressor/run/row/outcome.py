@@ -80,9 +80,12 @@ class RowOutcome:
         self, row: ValidRow, outcome: Outcome, data: bytes | None, *, kept: Sequence[int] | None = None
     ) -> FinishedRow:
         """The row's finished record and its metrics line; `kept` are the original turns it holds
-        (all when None), whose gpt turns are its training targets."""
-        roles = row.roles
-        train_turns = row.gpt_turns if kept is None else sum(roles[i] == "gpt" for i in kept)
+        (all when None), whose gpt turns are its training targets (but those the input marks
+        `"train": false`: the record keeps their mark)."""
+        roles, untrained = row.roles, row.untrained
+        train_turns = row.gpt_turns
+        if kept is not None:
+            train_turns = sum(roles[i] == "gpt" and i not in untrained for i in kept)
         if data is None and self.options.writes_data:
             data = unchanged_bytes(row.item, row.fmt, self.options.shape)
         over = None

@@ -25,6 +25,9 @@ from trajectory_compressor.write.records import window_bytes
 
 GROUP_OVER_BUDGET = "one turn group does not fit beside the head"
 GROUP_OVER_BUDGET_WITH_SUMMARY = "one turn group does not fit beside the head and the summary"
+# A row whose gpt turns after the head are all marked "train": false stays one window: cut, every
+# window after the first would train nothing (rows TRL drops).
+NOTHING_TRAINED_AFTER_HEAD = 'every gpt turn after the head is marked "train": false: not cut into windows'
 
 
 @dataclass(frozen=True)
@@ -84,6 +87,7 @@ class WindowRecords:
             notice_text=self.measure.notice_for(row),
             notice_index=system_turn_in_head(row.roles, replay.head),
             replaced=replaced,
+            untrained=replay.untrained,
         )
 
     def finished(
@@ -116,7 +120,7 @@ class WindowRecords:
         layout, marks = self.layout(row, replay, item)
         # A dry run's window: its summary is planned at its budget, not written yet.
         planned = self.options.summaries and item.cut is not None and item.result is None
-        end = written_end(row.turns, window)  # where the window as written stops
+        end = written_end(row.turns, window, replay.untrained)  # where the window as written stops
         size = window.tokens - replay.tokens(end, window.end) if planned else self.measure.size(row, layout)
         skipped = count == 1 and replay.total <= self.target
         over = size > self.target
@@ -126,6 +130,8 @@ class WindowRecords:
         elif over:
             if replay.head_tokens > self.target:
                 reason = PROTECTED_OVER_BUDGET
+            elif replay.trains_nothing_after_head:
+                reason = NOTHING_TRAINED_AFTER_HEAD
             else:
                 reason = GROUP_OVER_BUDGET if item.cut is None else GROUP_OVER_BUDGET_WITH_SUMMARY
         outcome = Outcome(size, len(layout) + planned, over, reason, skipped_under_target=skipped)
@@ -218,7 +224,8 @@ class WindowRecords:
         summarized = row.turns[replay.head : cut.context_start]
         fidelity = scores.score(cut.context_start, result.text)
         context = "\n".join([result.text, *placeholders])
-        future = scores.future(cut.context_start, written_end(row.turns, window), set(window.cleared), context)
+        shown_end = written_end(row.turns, window, replay.untrained)
+        future = scores.future(cut.context_start, shown_end, set(window.cleared), context)
         metrics = fidelity_metrics(
             fidelity, future, result, summarized, row.turns, score=partial(scores.score, cut.context_start)
         )

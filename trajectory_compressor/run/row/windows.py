@@ -84,6 +84,7 @@ class WindowFinisher:
             notice_tokens=self._notice(row) if self.summaries else 0,
             placeholders=row.placeholders.tokens if row.placeholders is not None else None,
             summaries=self.summaries,
+            untrained=row.untrained,
         )
 
     def _notice(self, row: ValidRow) -> int:
@@ -140,7 +141,8 @@ class WindowFinisher:
         the window fits: they are context, not training targets, and their head and tail say
         what ran and how it ended. Left over when even that is not enough (a gpt turn too big)."""
         window = item.window
-        tools = [i for i in range(window.new_start, written_end(row.turns, window)) if row.roles[i] == "tool"]
+        shown_end = written_end(row.turns, window, replay.untrained)
+        tools = [i for i in range(window.new_start, shown_end) if row.roles[i] == "tool"]
         elided: dict[int, EditedTurn] = {}
         excess = self._size(row, replay, item) - self.target
         for index in sorted(tools, key=lambda i: -row.token_counts[i]):
