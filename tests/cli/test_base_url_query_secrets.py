@@ -13,7 +13,8 @@ import pytest
 
 from tests.conftest import run_cli, write_jsonl
 from tests.fake_openai_server import FakeServerThread
-from trajectory_compressor.summarize.redact import REDACTED, display_url, url_secrets
+from trajectory_compressor.summarize.redact import REDACTED
+from trajectory_compressor.summarize.url_credentials import display_url, url_secrets
 
 FUNCTION_KEY = "Zk3pQ9xLm2Rt7vWn4bYc8dHf1gJs6kPa0eTq5uVw9xYz2AbCdE=="
 

@@ -9,14 +9,8 @@ from collections.abc import Callable
 import pytest
 
 from trajectory_compressor.summarize.escapes import SHOWN_MARKERS
-from trajectory_compressor.summarize.redact import (
-    ALL_RULES,
-    REDACTED,
-    display_url,
-    redact_secrets,
-    scrub,
-    url_secrets,
-)
+from trajectory_compressor.summarize.redact import ALL_RULES, REDACTED, redact_secrets, scrub
+from trajectory_compressor.summarize.url_credentials import display_url, url_secrets
 
 # (text with {} where the secret goes, the secret that must disappear)
 TRUE_POSITIVES = [

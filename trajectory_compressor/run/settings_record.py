@@ -18,7 +18,8 @@ from typing import Any
 from trajectory_compressor.settings import RunConfig, walk
 from trajectory_compressor.summarize.llm.dialects import key_env
 from trajectory_compressor.summarize.masking import redact_json_value
-from trajectory_compressor.summarize.redact import display_url, redact_secrets, scrub, url_secrets
+from trajectory_compressor.summarize.redact import redact_secrets, scrub
+from trajectory_compressor.summarize.url_credentials import display_url, url_secrets
 
 NESTED_PARTS = ("plan", "llm")
 

@@ -79,7 +79,7 @@ def choose_summarizers(
         return SummarizerChoice(extractive, extractive, note)
     from trajectory_compressor.summarize.llm.summarizer import LLMSummarizer
     from trajectory_compressor.summarize.llm.usage import UsageTracker
-    from trajectory_compressor.summarize.redact import display_url
+    from trajectory_compressor.summarize.url_credentials import display_url
 
     usage = UsageTracker(config.llm.price_in, config.llm.price_out, batch_discount=config.batch.discount)
     llm = LLMSummarizer(config.llm, counter, cache=cache, gate=gate, usage=usage)

@@ -9,8 +9,8 @@ Two different jobs live here:
   set should not carry those keys further. `find_secrets` gives the spans, so that a caller
   that cuts text (prompt elision) can mask a secret a cut falls into, whole.
 * `scrub` removes *known* secrets (our own API key, the credentials in the base URL, in every
-  form they travel in) from any text that we put into an error message, a log line, a metric,
-  the cache or a dataset. `display_url` shows a URL without its credentials.
+  form they travel in: `url_credentials`) from any text that we put into an error message, a log
+  line, a metric, the cache or a dataset.
 
 Coverage (the rules live in `secret_rules`, one line each; modelled on the default rules of
 gitleaks, trufflehog and detect-secrets):
@@ -88,10 +88,7 @@ from __future__ import annotations
 
 import re
 import string
-from base64 import b64encode
 from collections.abc import Iterable
-from contextlib import suppress
-from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from ahocorasick_rs import AhoCorasick, Implementation
 
@@ -342,73 +339,3 @@ def scrub(text: str, secrets: Iterable[str | None]) -> str:
         if secret and len(secret) >= 4 and secret in text:
             text = text.replace(secret, REDACTED)
     return text
-
-
-def url_secrets(url: str | None) -> tuple[str, ...]:
-    """The credentials embedded in a URL, in every form they travel in, to be scrubbed.
-
-    A query parameter named as a credential (`?code=…`, `?key=…`, `?sig=…`) is one, raw and decoded.
-
-    `http://user:p%40ss@host` is sent as HTTP Basic auth, `base64("user:p@ss")`, and a server
-    may echo the header back in an error or even in a completion: the password raw and
-    percent-decoded, and the Basic value of the decoded and the raw pair, are all secrets. The
-    user name alone is not (scrubbing a short one, "api", would garble messages), except in a
-    URL without a password (`https://TOKEN@host`), where it is the credential.
-    """
-    if not url:
-        return ()
-    try:
-        parts = urlsplit(url)
-        user, password = parts.username, parts.password
-    except ValueError:
-        return ()
-    forms = _query_secrets(parts.query)
-    if user is None and password is None:
-        return tuple(dict.fromkeys(forms))
-    user, password = user or "", password or ""
-    for u, p in ((user, password), (unquote(user), unquote(password))):
-        if p:
-            forms += [p, quote(p, safe="")]
-        elif len(u) >= 8:
-            forms.append(u)
-        pair = f"{u}:{p}".encode("utf-8", errors="replace")
-        forms.append(b64encode(pair).decode("ascii").rstrip("="))  # unpadded: matches with or without
-        with suppress(UnicodeEncodeError):  # aiohttp encodes Basic credentials as latin-1
-            forms.append(b64encode(f"{u}:{p}".encode("latin-1")).decode("ascii").rstrip("="))
-    return tuple(dict.fromkeys(form for form in forms if form))
-
-
-# A query parameter of the base URL that carries a credential: an Azure Function's `code`, a
-# gateway's `key` or `subscription-key`, a SAS `sig`, a `token`, ... (`api-version` is none).
-_QUERY_CREDENTIAL = re.compile(
-    r"(?:^|[_.-])(?:key|apikey|code|sig|signature|secret|token|password|passwd|pwd|auth|credentials?)$", re.IGNORECASE
-)
-
-
-def _query_secrets(query: str) -> list[str]:
-    """The values of a URL's query parameters named as credentials, raw and percent-decoded: a
-    user's base URL carries one where a gateway takes it there, and it is as much the endpoint's
-    secret as a password in the URL."""
-    forms: list[str] = []
-    for pair in query.split("&"):
-        name, _, value = pair.partition("=")
-        if value and _QUERY_CREDENTIAL.search(unquote(name)):
-            forms += [value, unquote(value)]
-    return forms
-
-
-def display_url(url: str | None) -> str:
-    """`url` without user and password, safe for logs and reports.
-
-    `https://user:pass@host:8443/v1` -> `https://host:8443/v1`. A URL that cannot be parsed is
-    shown as `<invalid url>` rather than risk printing what might be a credential.
-    """
-    if not url:
-        return ""
-    try:
-        parts = urlsplit(url)
-        netloc = parts.netloc.rpartition("@")[2]
-        shown = urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
-    except ValueError:
-        return "<invalid url>"
-    return redact_secrets(scrub(shown, _query_secrets(parts.query)))  # `?code=...`, `?api_key=...`

@@ -49,8 +49,8 @@ from trajectory_compressor.summarize.llm.reply import (
     reply_byte_limit,
 )
 from trajectory_compressor.summarize.llm.usage import UsageTracker
-from trajectory_compressor.summarize.redact import display_url
 from trajectory_compressor.summarize.tally import note_call, note_endpoint, note_error
+from trajectory_compressor.summarize.url_credentials import display_url
 from trajectory_compressor.types import EndpointAuthError, EndpointUnreachableError, PromptTooLongError, SummaryError
 
 logger = logging.getLogger(__name__)

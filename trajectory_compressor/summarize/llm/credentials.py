@@ -24,7 +24,8 @@ from trajectory_compressor.errors import UsageError
 from trajectory_compressor.settings import LLMConfig
 from trajectory_compressor.summarize.llm.dialects import key_env
 from trajectory_compressor.summarize.llm.dialects.base import Dialect
-from trajectory_compressor.summarize.redact import display_url, redact_secrets, scrub, url_secrets
+from trajectory_compressor.summarize.redact import redact_secrets, scrub
+from trajectory_compressor.summarize.url_credentials import display_url, url_secrets
 
 logger = logging.getLogger(__name__)
 
