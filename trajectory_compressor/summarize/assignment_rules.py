@@ -281,11 +281,19 @@ _STRUCTURED = re.compile(r"(?x)(?P<name>" + CREDENTIAL_NAMES + r")[\"']\s{0,4}:\
 _STRUCTURE_CHARS = 2048
 
 
+def starts_name(text: str, start: int) -> bool:
+    """Whether a credential's name found at `start` starts a word of the name it stands in: after
+    a separator (`db_password`, `client-secret`), or a camelCase hump (`webhookSecret`,
+    `userPassword`); not inside a word (`bypass`, `compass`, `Bypass`)."""
+    if not start or not text[start - 1].isalnum():
+        return True
+    return text[start].isupper() and (text[start - 1].islower() or text[start - 1].isdigit())
+
+
 def _structured_span(match: re.Match[str], text: str) -> Span | None:
     """The inside of the list or object, to its closing bracket (none found within
     `_STRUCTURE_CHARS`: not masked here; the readers of decoded arguments mask it by its key)."""
-    start = match.start("name")
-    if start and text[start - 1].isalnum():  # `"bypass": [...]`, `"compass": {...}`
+    if not starts_name(text, match.start("name")):  # `"bypass": [...]`, `"compass": {...}`
         return None
     opening = match.end() - 1
     close = _closing_bracket(text, opening)

@@ -75,8 +75,9 @@ def redact_json_value(value: Any, redact: Callable[[str], str] = redact_secrets,
     return value
 
 
-# A JSON key that names a credential: one of the assignment rule's names, ending the key.
-_CREDENTIAL_KEY = re.compile(r"(?:^|[_.-])(?:" + CREDENTIAL_NAMES + r")$", re.IGNORECASE)
+# A JSON key that names a credential: one of the assignment rule's names, ending the key, after a
+# separator or a camelCase hump (`webhookSecret`, `dbPassword`; not `bypass`).
+_CREDENTIAL_KEY = re.compile(r"(?:^|[_.-]|(?<=[a-z0-9])(?=[A-Z]))(?i:" + CREDENTIAL_NAMES + r")$")
 
 
 def _masked_whole(value: Any) -> Any:
