@@ -39,7 +39,8 @@ gitleaks, trufflehog and detect-secrets):
 - passwords in URLs (`scheme://user:password@host`, any scheme, a `/`, `?` or `#` in the
   password too: `url_rules`; a random token as the user,
   `https://TOKEN@host`), session cookies (`Cookie:`, `Set-Cookie:`, `curl -b`), `Authorization:` headers
-  (Basic, Bearer, token, ...), `Bearer <token>`, `curl -u user:password`;
+  (Basic, Bearer, token, ...), `Bearer <token>`, `curl -u user:password`
+  (`-sSfu`, `-uuser:...`, `--proxy-user`) and HTTPie's `http -a user:password` (`http_auth_rules`);
 - passwords on command lines: `--password[=| ]VALUE` (`--passwd`, `--passphrase`, a prefix:
   `--db-password`; `--api-key`, `--secret`, `--token`, `--auth-token`), also as an argv list
   (`"--password", "VALUE"`), the MySQL / MariaDB clients' `-pVALUE` / `-p'...'`, `sshpass -p`,
@@ -98,6 +99,7 @@ from trajectory_compressor.summarize.context_rules import CONTEXT_RULES
 from trajectory_compressor.summarize.encoded_secrets import MAX_DEPTH, encoded_secret_spans
 from trajectory_compressor.summarize.escapes import SHOWN_MARKERS, as_shown, unescaped
 from trajectory_compressor.summarize.hex_dumps import hex_dump_spans
+from trajectory_compressor.summarize.http_auth_rules import HTTP_AUTH_RULES
 from trajectory_compressor.summarize.line_rules import LINE_RULES
 from trajectory_compressor.summarize.prose_rules import PROSE_RULES
 from trajectory_compressor.summarize.secret_rules import REDACTED, RULES, Span
@@ -110,6 +112,7 @@ ALL_RULES = (
     *VENDOR_RULES,
     *URL_RULES,
     *COMMAND_LINE_RULES,
+    *HTTP_AUTH_RULES,
     *ASSIGNMENT_RULES,
     *CONTEXT_RULES,
     *LINE_RULES,
