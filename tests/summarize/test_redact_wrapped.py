@@ -81,3 +81,39 @@ def test_hashes_and_paths_wrapped_by_a_terminal_stay() -> None:
         40,
     )
     assert redact_secrets(text) == text
+
+
+# A wrap that falls inside a token's prefix, or right after it: the first line ends in `gh`,
+# `sk-`, `xo`, holding no literal nor a token's run, and nothing was joined (round-6 trust pass).
+PREFIX_TOKENS = [  # (token, its prefix's length)
+    ("ghp_" + "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", 4),
+    ("sk-proj-" + "Ab3dEfGh7jKlMnOpQr5tUvWxYz01Qx9zT2", 8),
+    ("github_pat_11ABCDEFG0" + "aB3dEfGh7jKlMnOpQr5tUvWxYz01", 11),
+    ("xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx", 5),
+    ("AKIAIOSFODNN7EXAMPLE", 4),
+    ("hf_" + "AbCdEfGhIjKlMnOpQrStUvWxYz01234567", 3),
+    ("glpat-" + "Ab3dEfGh7jKlMnOpQr5t", 6),
+    (_JWT, 3),
+]
+_PROMPT = "root@box:/srv/app# export SERVICE_CREDENTIAL="  # 46 characters: the token starts after it
+
+
+def _prefix_cuts() -> list[tuple[str, int]]:
+    return [(token, cut) for token, length in PREFIX_TOKENS for cut in range(1, length + 1)]
+
+
+@pytest.mark.parametrize("layer", ["plain", "json"])
+@pytest.mark.parametrize(("secret", "cut"), _prefix_cuts(), ids=lambda value: str(value)[:8])
+def test_a_wrap_inside_a_tokens_prefix_leaves_no_eight_characters(secret: str, cut: int, layer: str) -> None:
+    encode, decode = LAYERS[layer]
+    # The cut falls `cut` characters into the token (the token ends its line, as the others here).
+    text = _wrapped(f"A=1\n{_PROMPT}{secret}\nHOME=/root", len(_PROMPT) + cut)
+    assert secret[:cut] + "\n" + secret[cut : cut + 4] in text
+    decoded = decode(redact_secrets(encode(text)))
+    assert REDACTED in decoded and decoded.startswith("A=1") and decoded.endswith("HOME=/root"), decoded
+    assert not _pieces(secret) & _pieces(decoded.replace("\n", "")), decoded
+
+
+def test_a_line_ending_in_a_prefix_word_joins_no_plain_next_line() -> None:
+    text = "The deployment notes for this service say to rotate the gh\np_values table weekly, and sk-\nlearn too."
+    assert redact_secrets(text) == text

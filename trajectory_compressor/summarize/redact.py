@@ -102,10 +102,10 @@ from trajectory_compressor.summarize.hex_dumps import hex_dump_spans
 from trajectory_compressor.summarize.http_auth_rules import HTTP_AUTH_RULES
 from trajectory_compressor.summarize.line_rules import LINE_RULES
 from trajectory_compressor.summarize.prose_rules import PROSE_RULES
-from trajectory_compressor.summarize.secret_rules import REDACTED, RULES, Span
+from trajectory_compressor.summarize.secret_rules import REDACTED, RULES, Span, whole_token
 from trajectory_compressor.summarize.url_rules import URL_RULES
 from trajectory_compressor.summarize.vendor_rules import VENDOR_RULES
-from trajectory_compressor.summarize.wrapped_lines import unwrapped
+from trajectory_compressor.summarize.wrapped_lines import split_literals, unwrapped
 
 ALL_RULES = (
     *RULES,
@@ -146,12 +146,14 @@ def _orphan_pem_spans(text: str) -> list[Span]:
     return spans
 
 
-def _automaton() -> tuple[AhoCorasick, list[tuple[int, ...]], int]:
+def _automaton() -> tuple[AhoCorasick, list[tuple[int, ...]], int, int, list[int], frozenset[int]]:
     """One automaton over every rule's literal (lower-cased), and the rules of each literal.
 
     The markers of text shown otherwise than it reads (`escapes.SHOWN_MARKERS`: a terminal
-    escape, an invisible character, an escaped `=`) come last, with no rule: the same pass says
-    whether `as_shown` is needed, at no cost for the ordinary text that holds none."""
+    escape, an invisible character, an escaped `=`) come next, with no rule: the same pass says
+    whether `as_shown` is needed, at no cost for the ordinary text that holds none. Last, with no
+    rule either, the literals a terminal's wrap cut (`wrapped_lines.split_literals`: `gh\\np_`),
+    with where their line break stands."""
     rules_of: dict[str, list[int]] = {}
     for index, rule in enumerate(ALL_RULES):
         for literal in rule.literals:
@@ -159,12 +161,22 @@ def _automaton() -> tuple[AhoCorasick, list[tuple[int, ...]], int]:
     literals = list(rules_of)
     first_marker = len(literals)
     literals += SHOWN_MARKERS  # no marker is a rule's literal (tests/summarize/test_redact.py)
+    first_split = len(literals)
+    cut = split_literals(rules_of)
+    literals += cut
     # A DFA: more memory (a few MB), twice the speed of the default NFA.
     automaton = AhoCorasick(literals, implementation=Implementation.DFA)
-    return automaton, [tuple(rules_of.get(literal, ())) for literal in literals], first_marker
+    rules = [tuple(rules_of.get(literal, ())) for literal in literals]
+    # A token's own prefix (`sk-`, `ghp_`, `eyJ`): a line may end a few characters after it (a wrap).
+    prefixes = frozenset(
+        index
+        for index, literal in enumerate(literals[:first_marker])
+        if any(ALL_RULES[rule].span is whole_token for rule in rules_of[literal])
+    )
+    return automaton, rules, first_marker, first_split, list(cut.values()), prefixes
 
 
-_LITERALS, _RULES_OF_LITERAL, _FIRST_MARKER = _automaton()
+_LITERALS, _RULES_OF_LITERAL, _FIRST_MARKER, _FIRST_SPLIT, _SPLIT_NEWLINE, _PREFIXES = _automaton()
 
 
 def find_secrets(text: str, depth: int = MAX_DEPTH) -> list[Span]:
@@ -215,11 +227,18 @@ def _find_shown(
         lowered, hits = _literal_hits(text)
     found = _find_in(text, lowered, hits, depth)
     if hits and "\n" in text:  # a token a terminal wrapped over lines (`wrapped_lines`), read whole
-        joined = unwrapped(text, [start for literal, start, _ in hits if literal < _FIRST_MARKER])
+        starts = [start for literal, start, _ in hits if literal < _FIRST_MARKER]
+        breaks = [
+            start + _SPLIT_NEWLINE[literal - _FIRST_SPLIT]
+            for literal, start, _ in hits
+            if literal >= _FIRST_SPLIT and _SPLIT_NEWLINE[literal - _FIRST_SPLIT] >= 0
+        ]
+        prefixes = [start for literal, start, _ in hits if literal in _PREFIXES]
+        joined = unwrapped(text, starts, breaks, prefixes)
         if joined is not None:
             in_joined = _find_in(joined.text, *_literal_hits(joined.text), depth)
             found = _merge([*found, *(joined.original_span(start, end) for start, end in in_joined)])
-    if any(literal >= _FIRST_MARKER for literal, _, _ in hits):
+    if any(_FIRST_MARKER <= literal < _FIRST_SPLIT for literal, _, _ in hits):
         shown = as_shown(text)
         if shown is not None:
             if layers > 1 and "%25" in lowered:
