@@ -11,8 +11,9 @@ an assistant turn that "train on responses only" trainers learn from. So, by kin
   because what follows the switch is another turn and no cut can tell which part is the summary:
   a tool call block (`<tool_call>` before a JSON object or at a line start, `<function=name>`,
   `<function_call>{`, `<tool_response>` at a line start, `[TOOL_CALLS]`, DeepSeek's
-  `<｜tool▁calls▁begin｜>`, Llama's `<|python_tag|>`); a turn-start control token anywhere but
-  the very start (`<|im_start|>`, `<|start_header_id|>`, `<｜User｜>`, `<｜Assistant｜>`,
+  `<｜tool▁calls▁begin｜>`, Llama's `<|python_tag|>`, gpt-oss's `<|call|>`, GLM's `<tool_call>name`
+  before `<arg_key>`); a turn-start control token anywhere but
+  the very start (`<|im_start|>`, `<|start_header_id|>`, gpt-oss's `<|start|>`, `<｜User｜>`, `<｜Assistant｜>`,
   `<start_of_turn>`, `[INST]`, `<|user|>`, a BOS token); a line that starts a turn (a role word
   alone on its line, `Human:` / `Assistant:` or the prompt's own upper-case labels `USER:`,
   `ASSISTANT:`, `TOOL RESULT:`, `SYSTEM:` before text) or copies the prompt's `[Turn N] ROLE:`.
@@ -77,18 +78,20 @@ COMMON_CONTROL_TOKENS = (
 _GENERIC_CONTROL = re.compile(r"<\|[A-Za-z0-9_.\-▁]{1,48}\|>|<｜[^｜<>\s]{1,48}｜>")
 # Names (markup and `▁` dropped, lower case) of the tokens that start a turn or a conversation,
 # and of those that start a tool call: found anywhere but at the very start, they refuse a reply.
+# gpt-oss's Harmony format starts a message with `<|start|>` and ends a tool call with `<|call|>`.
 _TURN_STARTS = frozenset(
     {"im_start", "start_header_id", "start_of_turn", "inst", "user", "assistant", "system", "human",
-     "begin_of_text", "begin_of_sentence", "bos", "s", "sys", "begin_sys", "system_prompt"}
+     "begin_of_text", "begin_of_sentence", "bos", "s", "sys", "begin_sys", "system_prompt", "start"}
 )  # fmt: skip
-_TOOL_STARTS = frozenset({"tool_calls_begin", "tool_call_begin", "python_tag", "tool_calls"})
+_TOOL_STARTS = frozenset({"tool_calls_begin", "tool_call_begin", "python_tag", "tool_calls", "call"})
 # What a template leaks at a reply's start, dropped there: a turn's start and its header's end.
 _LEADING_MARKERS = _TURN_STARTS | {"end_header_id", "im_sep"}
 
 # Tool markup: a block (refused) or a tag merely named (removed).
 _TOOL_BLOCK = re.compile(
     r"<tool_call[ \t]*>\s*[{\[<]|^[ \t]*<tool_call[ \t]*>|<function=[\w.\-]+[ \t]*>|<function_call[ \t]*>\s*[{\[]"
-    r"|^[ \t]*<tool_response[ \t]*>|<tool_response[ \t]*>\s*[{\[]",
+    r"|^[ \t]*<tool_response[ \t]*>|<tool_response[ \t]*>\s*[{\[]"
+    r"|<tool_call[ \t]*>[^\n<]{0,128}\s{0,16}<arg_key>",  # GLM-4.5's: `<tool_call>bash\n<arg_key>command</arg_key>`
     re.MULTILINE | re.IGNORECASE,
 )
 _TOOL_TAG = re.compile(
