@@ -12,7 +12,7 @@ an assistant turn that "train on responses only" trainers learn from. So, by kin
   a tool call block (`<tool_call>` before a JSON object or at a line start, `<function=name>`,
   `<function_call>{`, `<tool_response>` at a line start, `[TOOL_CALLS]`, DeepSeek's
   `<｜tool▁calls▁begin｜>`, Llama's `<|python_tag|>`, gpt-oss's `<|call|>`, GLM's `<tool_call>name`
-  before `<arg_key>`); a turn-start control token anywhere but
+  before `<arg_key>`), a reply that is nothing but a JSON tool call; a turn-start control token anywhere but
   the very start (`<|im_start|>`, `<|start_header_id|>`, gpt-oss's `<|start|>`, `<｜User｜>`, `<｜Assistant｜>`,
   `<start_of_turn>`, `[INST]`, `<|user|>`, a BOS token); a line that starts a turn (a role word
   alone on its line, `Human:` / `Assistant:` or the prompt's own upper-case labels `USER:`,
@@ -45,6 +45,7 @@ from collections.abc import Callable, Iterable
 from functools import cache, lru_cache, partial
 from typing import TYPE_CHECKING
 
+import orjson
 from ahocorasick_rs import AhoCorasick, MatchKind
 
 from trajectory_compressor.summarize.llm.reply import Refused
@@ -214,9 +215,38 @@ def clean_reply(text: str, *, redact: bool = True, control: ControlTokens | None
     hidden = _transcript(body, tokens) or ("a token" if tokens.find(body) or _TOOL_TAG.search(body) else None)
     if hidden is not None:
         return Refused(f"the reply is a transcript, not a summary: it hides markup inside markup ({hidden})")
+    if _json_tool_call(body):
+        return Refused("the reply is a transcript, not a summary: it is a tool call (a JSON object naming a function)")
     if len(body) <= _DECLINE_CHARS and _DECLINED.match(body):
         return Refused(f"the model declined to summarize ({body[:48]!r})")
     return redact_secrets(body) if redact else body
+
+
+_FENCE = re.compile(r"\A```[\w-]{0,16}[ \t]*\n(.*)\n```\Z", re.DOTALL)
+_CALL_KEYS = ("arguments", "parameters", "input", "args")
+
+
+def _json_tool_call(body: str) -> bool:
+    """Whether the whole reply (in a code fence or not) is a JSON tool call: an object naming a
+    function and its arguments (`{"name": "bash", "arguments": {...}}`, Llama 3's `"parameters"`,
+    OpenAI's `{"type": "function", "function": ...}`, `{"tool_calls": [...]}`), or a list of them.
+    Not a summary, and in a row a call no tool made."""
+    fenced = _FENCE.match(body)
+    text = (fenced.group(1) if fenced else body).strip()
+    if text[:1] not in "{[" or text[-1:] not in "}]":
+        return False
+    try:
+        data = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return False
+    calls = data if isinstance(data, list) else [data]
+    return bool(calls) and all(isinstance(call, dict) and _names_a_call(call) for call in calls)
+
+
+def _names_a_call(call: dict[str, object]) -> bool:
+    if "tool_calls" in call or "function_call" in call or isinstance(call.get("function"), dict):
+        return True
+    return isinstance(call.get("name"), str) and any(key in call for key in _CALL_KEYS)
 
 
 def plain_summary_text(text: str, control: ControlTokens | None = None) -> str:
