@@ -349,6 +349,11 @@ SHOWN_TRUE_POSITIVES = [
     ("{}", "sk-proj-Ab3dEf\u2060GhIjKlMnOpQrStUvWxYz0123456789"),
     ("{}", "hf_AbCdEfGh\ufeffIjKlMnOpQrStUvWxYz01234567"),
     ("{}", "xoxb-123456789012-12345\u200d67890123-AbCdEfGhIjKlMnOpQrStUvWx"),
+    # A token's own characters escaped for HTML or a URL (round-6 trust pass: passed unread).
+    ("<td>{}</td>", "&#103;hp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"),
+    ("<td>{}</td>", "".join(f"&#x{ord(c):x};" for c in "sk-proj-Ab3dEfGhIjKlMnOpQrStUvWxYz0123456789")),
+    ("{}", "%67hp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"),
+    ("https://x.example.com/cb?next={}", "".join(f"%{ord(c):02X}" for c in "AKIAIOSFODNN7EXAMPLE")),
 ]
 ALL_TRUE_POSITIVES = (
     TRUE_POSITIVES

@@ -15,8 +15,9 @@ A second view, `as_shown(text)`, reads text as a terminal or a browser shows it:
 escape sequences (ANSI colours, cursor moves; the delimiters of an OSC command such as a
 hyperlink, whose payload stays readable), invisible characters (zero-width space, joiners,
 word joiner, BOM, soft hyphen) are gone, and an `=` written as `%3D`, `&#61;` or `&#x3d;` (an
-`&` as `%26`), and a percent-escape of white space or ASCII punctuation (`%20`, `%22`, `%3A`,
-`%2F`, `%40`, `%7B`…) is that character.
+`&` as `%26`), and a percent-escape of white space, ASCII punctuation or a token's own characters
+(`%20`, `%22`, `%3A`, `%2F`, `%40`, `%7B`…, `%67` for `g`) is that character, as is an HTML numeric
+entity of a printable ASCII character (`&#103;hp_…`, `&#x67;`).
 `gh<U+200B>p_...` or `\x1b[36mghp_...` shows as `ghp_...`, and the rules see what a reader sees.
 The two views compose: a JSON-escaped colour code (`\\u001b[32m`) is decoded first, then removed.
 """
@@ -109,6 +110,10 @@ def unescaped(text: str) -> EscapeView | None:
 # credential's context is written with (`%22password%22%3A%22…`, `Authorization%3A%20Bearer`).
 _PERCENT_CODES = ("09", "0a", "0d", *(f"2{digit}" for digit in "0123456789abcdef"), "3a", "3b", "3c", "3e", "3f")
 _PERCENT_CODES += ("40", "5b", "5d", "7b", "7d")
+# And a token's own characters, which no URL needs escaped but an encoder may escape anyway, or an
+# agent to hide it (`%67hp_…` for `ghp_…`): letters, digits, `_` and `~` (`-` and `.` are above).
+_PERCENT_CODES += (*(f"3{digit}" for digit in "0123456789"), *(f"{code:x}" for code in range(0x41, 0x5B)))
+_PERCENT_CODES += ("5f", *(f"{code:x}" for code in range(0x61, 0x7B)), "7e")
 # What a terminal or a browser does not show, or shows as another character. Terminal escape
 # sequences (ECMA-48): a CSI (`ESC [ params final`: colours, cursor moves), a charset choice
 # (`ESC ( B`), any other two-character escape, removed; an OSC command's opening (`ESC ]`) and
@@ -123,6 +128,8 @@ _SHOWN = re.compile(
     "|(?P<eq>%3[dD]|&#0{0,4}61;|&#[xX]0{0,4}3[dD];)"
     "|(?P<amp>%26|&#0{0,4}38;|&#[xX]0{0,4}26;|&amp;)"
     "|(?P<percent>%(?i:" + "|".join(_PERCENT_CODES) + "))"
+    # Any other printable ASCII character as an HTML numeric entity (`&#103;hp_…`, `&#x67;`).
+    "|(?P<entity>&#0{0,4}(?:3[3-9]|[4-9][0-9]|1[01][0-9]|12[0-6]);|&#[xX]0{0,4}(?:2[1-9a-fA-F]|[3-6][0-9a-fA-F]|7[0-9a-eA-E]);)"
     "|(?P<plus>\\+)"  # a form body's space (`%3A+%22`): read so only in text that holds a marker
 )
 _SHOWN_AS = {
@@ -202,4 +209,9 @@ def as_shown(text: str) -> SplicedView | None:
 
 def _shown_as(match: re.Match[str]) -> str:
     group = match.lastgroup or ""
-    return chr(int(match.group()[1:], 16)) if group == "percent" else _SHOWN_AS[group]
+    if group == "percent":
+        return chr(int(match.group()[1:], 16))
+    if group == "entity":
+        code = match.group()[2:-1]
+        return chr(int(code[1:], 16) if code[0] in "xX" else int(code))
+    return _SHOWN_AS[group]
