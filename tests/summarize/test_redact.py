@@ -322,6 +322,12 @@ TOKENS_ON_THEIR_OWN_LINE = [
     ("AWS_SECRET_ACCESS_KEY={}", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
     ("MY_SERVICE_TOKEN={}", "9c1f0e7a5b3d4c2e8f6a1b0c9d7e5f3a"),
     ('"DB_PASSWORD": "{}"', "Tr0ub4dor-x9"),
+    # An unsigned JWT (`alg: none`, empty signature) and a JWE (round-6 trust pass: not masked).
+    ("{}", "eyJhbGciOiJub25lIn0.eyJzdWIiOiIxMjM0NTY3ODkwIiwiYWRtaW4iOnRydWV9."),
+    (
+        "Cookie: session={}",
+        "eyJhbGciOiJkaXIiLCJlbmMiOiJBMTI4R0NNIn0..48V1_ALb6US04U3b.5eym8TW_c8SuK0ltJ3rpYIzOeDQz7TALvtu6UG9oMo4vpzs9tX_EFShS8iB7j6jiSdiwkIr3ajwQzaBtQD_A.XFBoMYUZodetZdvTiFvSkQ",
+    ),
 ]
 # Shown otherwise than they read: after a terminal colour code, in a query string before the
 # next parameter, with base64 padding, behind an escaped `=`, with an invisible character inside.

@@ -31,7 +31,7 @@ gitleaks, trufflehog and detect-secrets):
 - AI providers: sk- (OpenAI, Anthropic, OpenRouter, DeepSeek, ...), hf_, api_org_, Groq gsk_,
   Replicate r8_, Perplexity pplx-, xAI, LangSmith;
 - SaaS: SendGrid SG., Twilio SK, Mailgun key-, Mailchimp, Linear lin_api_, Notion secret_ and
-  ntn_, JWTs;
+  ntn_, JWTs (unsigned and JWEs too);
 - more vendors by their prefix alone (`vendor_rules`: tvly-, sbp_, fm2_, pscale_, NRAK-, LTAI, ...);
 - any of these in a hex dump (`hex_dumps`: `xxd .env`, `hexdump -C`), inside a base64 or hex blob
   (`encoded_secrets`), two encodings deep, or wrapped

@@ -326,10 +326,13 @@ SAAS = (
     _preceded("mailchimp-key", "-us", r"[0-9a-f]{32}", r"-us\d{1,2}(?![0-9])"),
     _token("linear-api-key", "lin_api_", r"lin_api_[A-Za-z0-9]{40}"),
     _token("notion-token", ("secret_", "ntn_"), r"(?:secret_[A-Za-z0-9]{43}|ntn_[A-Za-z0-9]{40,1024})(?![A-Za-z0-9])"),
+    # A JWT, signed or not (`alg: none`: an empty signature, and still a session's bearer token), and
+    # a JWE (five parts: header, key, IV, ciphertext, tag; the key empty in `dir` mode).
     _token(
         "jwt",
         "eyJ",
-        r"eyJ[A-Za-z0-9_-]{8,4096}\.eyJ[A-Za-z0-9_-]{8,8192}\.[A-Za-z0-9_-]{8,4096}",
+        r"eyJ[A-Za-z0-9_-]{8,4096}\.(?:eyJ[A-Za-z0-9_-]{8,8192}\.[A-Za-z0-9_-]{0,4096}"
+        r"|[A-Za-z0-9_-]{0,4096}\.[A-Za-z0-9_-]{8,256}\.[A-Za-z0-9_-]{8,65536}\.[A-Za-z0-9_-]{8,256})",
     ),
 )
 
