@@ -66,7 +66,9 @@ gitleaks, trufflehog and detect-secrets):
   `PGPASSWORD=postgres`), and
   high-entropy values (Shannon entropy, detect-secrets' limits) assigned to any *token / *key /
   *secret / *credential(s) / *signature name; a subscript's name too (`os.environ["DB_PASSWORD"]
-  = "..."`), and a JSON list or object given to such a name (`assignment_rules`).
+  = "..."`), and a JSON list or object given to such a name (`assignment_rules`), a YAML or code
+  list (`markup_rules`: `password:` then `  - ...`, `password = ["..."]`);
+- an HTML password field's value (`<input type="password" value="...">`: `markup_rules`).
 
 Every rule reads escaped text as it reads decoded (`escapes`): a JSON string once or nested
 (`\\n`, `\\t`, `\\"`, `\\\\n`, `\\u003d`), so an env dump inside a tool result's JSON is
@@ -101,6 +103,7 @@ from trajectory_compressor.summarize.escapes import SHOWN_MARKERS, as_shown, une
 from trajectory_compressor.summarize.hex_dumps import hex_dump_spans
 from trajectory_compressor.summarize.http_auth_rules import HTTP_AUTH_RULES
 from trajectory_compressor.summarize.line_rules import LINE_RULES
+from trajectory_compressor.summarize.markup_rules import MARKUP_RULES
 from trajectory_compressor.summarize.prose_rules import PROSE_RULES
 from trajectory_compressor.summarize.secret_rules import REDACTED, RULES, Span, whole_token
 from trajectory_compressor.summarize.url_rules import URL_RULES
@@ -115,6 +118,7 @@ ALL_RULES = (
     *HTTP_AUTH_RULES,
     *ASSIGNMENT_RULES,
     *CONTEXT_RULES,
+    *MARKUP_RULES,
     *LINE_RULES,
     *PROSE_RULES,
 )
