@@ -111,6 +111,9 @@ class SummaryRequest:
     previous_summary: str = ""  # the summary of what came before `turns`, to update (not rewrite)
     structured: bool = False  # the sectioned summary of a context window (Goal, Progress, ...)
     carry: SummaryCarry | None = field(default=None, compare=False, repr=False)  # never part of what is asked
+    # The end of the turn before `turns` and the start of the one after (`masking.EDGE_CHARS` each):
+    # a credential a split output cut across the region's edge is masked by them, never asked.
+    edges: tuple[str, str] = field(default=("", ""), compare=False, repr=False)
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from itertools import accumulate
 from trajectory_compressor.summarize.anchor_rank import ranked_anchors
 from trajectory_compressor.summarize.fidelity.anchor_tokens import anchors_in
 from trajectory_compressor.summarize.fidelity.score import occurs
-from trajectory_compressor.summarize.masking import hid, unchanged
+from trajectory_compressor.summarize.masking import hid, split_secrets_masked, unchanged
 from trajectory_compressor.summarize.redact import redact_secrets
 from trajectory_compressor.types import SummaryRequest
 
@@ -146,7 +146,9 @@ def indexed_request(
 ) -> tuple[SummaryRequest, IndexPlan | None]:
     """What an LLM is asked for `request` and the index its answer will end with (`--anchor-index`;
     `redact`: `--redact-secrets`). One function for live calls and the `requests` file, so both
-    ask the very same prompt."""
+    ask the very same prompt. A credential cut over two turns is masked first (`redact`)."""
+    if redact:
+        request = split_secrets_masked(request)
     if not enabled:
         return request, None
     index = plan_index(request, count, redact=redact_secrets if redact else unchanged)

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from trajectory_compressor.summarize.assignment_rules import CREDENTIAL_NAMES
-from trajectory_compressor.summarize.redact import REDACTED, find_secrets, redact_secrets
+from trajectory_compressor.summarize.redact import REDACTED, find_secrets, redact_secrets, word_end, word_start
 from trajectory_compressor.summarize.toolcalls.memo import TextMemo
-from trajectory_compressor.types import Turn
+from trajectory_compressor.types import SummaryRequest, Turn
 
 redact_remembered = TextMemo(redact_secrets, entries=1 << 13, max_chars=1 << 20, max_total_chars=1 << 23)
 """`redact_secrets`, remembered for the texts masked last (up to 8 M characters: a long
@@ -104,6 +105,56 @@ def _masked_words(words: list[str], redact: Callable[[str], str]) -> list[str]:
         masked.append(REDACTED if touched else redact(word))
         start = end + 1
     return masked
+
+
+EDGE_CHARS = 256  # how much of each side of a turn boundary is read joined
+
+
+def masked_across_turns(texts: Sequence[str]) -> list[str]:
+    """`texts` (a region's turns, in order) with each credential that runs across a boundary
+    between two of them masked on both sides: a tool's output split over two turns can cut a key
+    in two (`NEW_TOKEN=ghp_Zq8wXc7vBn` ending one, `6mAs5dFg…` starting the next), and neither piece
+    alone is a credential's shape. The end of one and the start of the next are read joined (up to
+    `EDGE_CHARS` each, widened to whole words); only a secret found crossing the join is masked
+    here, the rest is each turn's own."""
+    masked = list(texts)
+    for index in range(len(texts) - 1):
+        before, after = masked[index], texts[index + 1]
+        if not before or not after:
+            continue
+        tail = before[word_start(before, max(0, len(before) - EDGE_CHARS)) :]
+        head = after[: word_end(after, min(len(after), EDGE_CHARS))]
+        joined = len(tail)
+        for start, end in find_secrets(tail + head):
+            if start < joined < end:
+                masked[index] = before[: len(before) - joined + start] + REDACTED
+                masked[index + 1] = REDACTED + masked[index + 1][end - joined :]
+    return masked
+
+
+def region_edges(before: Sequence[Turn], after: Sequence[Turn]) -> tuple[str, str]:
+    """`SummaryRequest.edges` of a region: the last `EDGE_CHARS` of the turn before it (the last
+    of `before`, a slice) and the first of the turn after it (the first of `after`), in whole
+    words: `masked_across_turns` reads them."""
+    head = _text(before[-1]) if before else ""
+    tail = _text(after[0]) if after else ""
+    return head[word_start(head, max(0, len(head) - EDGE_CHARS)) :], tail[: word_end(tail, EDGE_CHARS)]
+
+
+def split_secrets_masked(request: SummaryRequest) -> SummaryRequest:
+    """`request` with each credential cut over two of its turns, or over its edge and the turn
+    beside it (`request.edges`), masked in its turns (`masked_across_turns`): read before any
+    summarizer or the anchor index takes a value out of them."""
+    turns = request.turns
+    texts = [request.edges[0], *(_text(turn) for turn in turns), request.edges[1]]
+    masked = masked_across_turns(texts)[1:-1]
+    if all(new is _text(turn) for new, turn in zip(masked, turns, strict=True)):
+        return request
+    return replace(request, turns=tuple(Turn(turn.role, new) for turn, new in zip(turns, masked, strict=True)))
+
+
+def _text(turn: Turn) -> str:
+    return turn.value if isinstance(turn.value, str) else str(turn.value)
 
 
 class MaskedTurns:

@@ -29,6 +29,7 @@ from trajectory_compressor.summarize.deadline import summary_deadline, within
 from trajectory_compressor.summarize.fidelity import Fidelity, SalientItems, row_text, salient_items, score_items
 from trajectory_compressor.summarize.fidelity.score import RowText
 from trajectory_compressor.summarize.huge_turns import elide_huge, elide_huge_turns
+from trajectory_compressor.summarize.masking import region_edges
 from trajectory_compressor.summarize.tally import counting, endpoint_silence
 from trajectory_compressor.types import (
     LLM_SUMMARIZER,
@@ -324,5 +325,11 @@ def region_request(
     task = elide_huge(task)
     previous = "\n\n".join(part for part in (previous, *earlier) if part)
     return SummaryRequest(
-        turns=kept, budget_tokens=budget, label=row.label, task=task, previous_summary=previous, structured=structured
+        turns=kept,
+        budget_tokens=budget,
+        label=row.label,
+        task=task,
+        previous_summary=previous,
+        structured=structured,
+        edges=region_edges(source[max(0, start - 1) : start], source[end : end + 1]),
     )

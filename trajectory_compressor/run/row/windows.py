@@ -33,6 +33,7 @@ from trajectory_compressor.run.row.window_records import BuiltWindow, WindowReco
 from trajectory_compressor.summarize.fidelity.windows import WindowFidelity
 from trajectory_compressor.summarize.huge_turns import elide_huge, elide_huge_turns
 from trajectory_compressor.summarize.llm.prompt import elide_middle
+from trajectory_compressor.summarize.masking import region_edges
 from trajectory_compressor.summarize.tally import counting
 from trajectory_compressor.types import EditedTurn, SummaryCarry, SummaryRequest, Turn
 
@@ -344,4 +345,5 @@ class _GrowingRegion:
             previous_summary="\n\n".join(part for part in self._earlier if part),
             structured=True,
             carry=self.carry,
+            edges=region_edges(self.row.turns[max(0, self.head - 1) : self.head], self.row.turns[end : end + 1]),
         )

@@ -26,7 +26,7 @@ from trajectory_compressor.summarize.extractive.digest import RegionDigest
 from trajectory_compressor.summarize.extractive.render import Renderer
 from trajectory_compressor.summarize.extractive.values import MIN_FILES, WithValues
 from trajectory_compressor.summarize.llm.reply_text import control_tokens_of, plain_summary_text
-from trajectory_compressor.summarize.masking import redact_remembered, unchanged
+from trajectory_compressor.summarize.masking import redact_remembered, split_secrets_masked, unchanged
 from trajectory_compressor.summarize.redact import redact_secrets
 from trajectory_compressor.types import (
     EXTRACTIVE_SUMMARIZER,
@@ -167,6 +167,8 @@ class ExtractiveSummarizer:
 
     async def summarize(self, request: SummaryRequest) -> SummaryResult:
         """Summarize `request.turns`; raises SummaryError when the budget cannot hold any summary."""
+        if self._redact is not unchanged:
+            request = split_secrets_masked(request)  # a credential cut over two turns
         body, tokens = self._fit(
             request.turns,
             request.budget_tokens,

@@ -1,0 +1,83 @@
+"""A credential cut over two turns (a tool's output split over two messages: `NEW_TOKEN=ghp_Zq8w…`
+ending one, the rest starting the next), inside a region or across its edge: neither piece alone
+has a credential's shape, and both reached the LLM prompt, the `requests` batch file and the
+extractive summary's exact values (round-6 trust pass)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+from tests.conftest import run_cli, write_jsonl
+from trajectory_compressor.summarize.anchor_index import indexed_request
+from trajectory_compressor.summarize.extractive import ExtractiveSummarizer
+from trajectory_compressor.summarize.llm.prompt import build_messages
+from trajectory_compressor.summarize.masking import masked_across_turns, region_edges, split_secrets_masked
+from trajectory_compressor.summarize.redact import REDACTED
+from trajectory_compressor.types import SummaryRequest, Turn
+
+TOKEN = "ghp_Zq8wXc7vBn6mAs5dFg4hJk3lPo2iUy1tRe0w"
+CUT = 14
+
+
+def _pieces(text: str, size: int = 8) -> set[str]:
+    return {text[i : i + size] for i in range(len(text) - size + 1)}
+
+
+def _leaked(text: str) -> set[str]:
+    return _pieces(TOKEN) & _pieces(text)
+
+
+def test_a_credential_cut_at_a_turn_boundary_is_masked_on_both_sides() -> None:
+    texts = ["Tool says:\nexport NEW_TOKEN=" + TOKEN[:CUT], TOKEN[CUT:] + "\nDone.", "next"]
+    masked = masked_across_turns(texts)
+    assert masked == ["Tool says:\nexport NEW_TOKEN=" + REDACTED, REDACTED + "\nDone.", "next"]
+    assert masked_across_turns(["ends with API_KEY=", "Step one done"]) == ["ends with API_KEY=", "Step one done"]
+    assert masked_across_turns(["a line\n", "another"]) == ["a line\n", "another"]
+
+
+def _request(edge_cut: bool) -> SummaryRequest:
+    filler = "looking at the build output " * 20
+    turns = [Turn("gpt", f"Step 1.\n{filler}"), Turn("tool", "Output:\nexport NEW_TOKEN=" + TOKEN[:CUT])]
+    turns += [Turn("tool", TOKEN[CUT:] + f"\nDone.\n{filler}"), Turn("gpt", f"Step 2.\n{filler}")]
+    if edge_cut:  # the region starts with the token's second half; its first half ends the turn before
+        return SummaryRequest(turns=tuple(turns[2:]), budget_tokens=300, edges=region_edges(turns[1:2], turns[4:5]))
+    return SummaryRequest(turns=tuple(turns), budget_tokens=300)
+
+
+def test_the_prompt_and_the_extractive_summary_show_no_piece_of_a_cut_credential(counter) -> None:
+    for edge_cut in (False, True):
+        request = _request(edge_cut)
+        asked, _ = indexed_request(request, counter.count, enabled=True, redact=True)
+        prompt = "\n".join(message["content"] for message in build_messages(asked))
+        assert not _leaked(prompt), (edge_cut, prompt)
+        summary = asyncio.run(ExtractiveSummarizer(counter).summarize(request)).text
+        assert not _leaked(summary), (edge_cut, summary)
+    assert split_secrets_masked(SummaryRequest(turns=(Turn("gpt", "a b"),), budget_tokens=9)).turns[0].value == "a b"
+
+
+def test_the_requests_file_shows_no_piece_of_a_credential_cut_over_two_turns(tmp_path: Path) -> None:
+    filler = "looking at the build output " * 30
+    turns = [{"from": "system", "value": "You are an agent."}, {"from": "human", "value": "Deploy it."}]
+    for step in range(8):
+        turns += [
+            {"from": "gpt", "value": f"Step {step}.\n{filler}"},
+            {"from": "tool", "value": f"ok {step}\n{filler}"},
+        ]
+    turns[9:9] = [
+        {"from": "tool", "value": "Output:\nexport NEW_TOKEN=" + TOKEN[:CUT]},
+        {"from": "tool", "value": TOKEN[CUT:] + "\nDone."},
+    ]
+    turns.append({"from": "gpt", "value": "Done."})
+    source = write_jsonl(tmp_path / "in.jsonl", [{"id": "r0", "conversations": turns}])
+    out = tmp_path / "requests.jsonl"
+    result = run_cli(
+        "requests", str(source), "-o", str(out), "--model", "m",
+        "--target-max-tokens", "1500", "--summary-target-tokens", "300", "--protect-last-n-turns", "2",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    prompts = "\n".join(m["content"] for line in lines for m in line["body"]["messages"])
+    assert "NEW_TOKEN" in prompts and REDACTED in prompts  # the split turns are in the region
+    assert not _leaked(prompts), prompts
