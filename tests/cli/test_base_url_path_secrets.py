@@ -28,6 +28,10 @@ GATEWAY_KEY = "Zk3pQ9xLm2Rt7vWn4bYc8dHf1gJs6kPa0eTq"
         ("/key/AKIAIOSFODNN7EXAMPLE/v1", "AKIAIOSFODNN7EXAMPLE"),
         ("/v1/Zk3pQ9xLm2Rt%2F7vWn4bYc8dHf1gJs/x", "Zk3pQ9xLm2Rt/7vWn4bYc8dHf1gJs"),  # percent-decoded too
         ("/accounts/123e4567-e89b-12d3-a456-426614174000/v1", "123e4567-e89b-12d3-a456-426614174000"),
+        ("/key=hunter2x/v1", "hunter2x"),  # a segment or a matrix parameter named as one
+        ("/v1;apikey=hunter2x/chat", "hunter2x"),
+        ("/v1#access_token=hunter2x", "hunter2x"),  # the fragment: never sent, but printed
+        (f"/v1#{GATEWAY_KEY}", GATEWAY_KEY),
     ],
 )
 def test_a_path_credential_of_the_base_url_is_a_secret_of_it(path: str, secret: str) -> None:
@@ -47,6 +51,8 @@ def test_a_path_credential_of_the_base_url_is_a_secret_of_it(path: str, secret: 
         "https://api.example.com/token/v1",
         "https://us-central1-aiplatform.googleapis.com/v1/projects/my-proj-123/locations/us-central1/endpoints/openapi",
         "http://127.0.0.1:8080/v1",
+        "https://api.example.com/v1#section-2",
+        "https://api.example.com/v1;v=2/chat",
     ],
 )
 def test_model_deployment_and_version_segments_are_no_secret(url: str) -> None:

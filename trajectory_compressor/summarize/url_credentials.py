@@ -39,7 +39,7 @@ def url_secrets(url: str | None) -> tuple[str, ...]:
         user, password = parts.username, parts.password
     except ValueError:
         return ()
-    forms = _query_secrets(parts.query) + _path_secrets(parts.path)
+    forms = _query_secrets(parts.query) + _path_secrets(parts.path) + _fragment_secrets(parts.fragment)
     if user is None and password is None:
         return tuple(dict.fromkeys(forms))
     user, password = user or "", password or ""
@@ -95,6 +95,8 @@ def _secret_segment(segment: str, after_name: bool) -> bool:
         return True
     if find_secrets(segment) or _UUID.fullmatch(segment):
         return True
+    if "=" in segment and _query_secrets(segment.replace(";", "&")):  # `/key=<KEY>/`, `/v1;key=<KEY>`
+        return True
     longest = max(_SEGMENT_PIECES.split(segment), key=len)
     return len(longest) >= _RANDOM_PIECE_CHARS and high_entropy(longest)
 
@@ -115,7 +117,16 @@ def _path_secrets(path: str) -> list[str]:
     forms: list[str] = []
     for segment, secret in zip(path.split("/"), _secret_segments(path), strict=True):
         if secret:
-            forms += [segment, unquote(segment)]
+            forms += [segment, unquote(segment), *_query_secrets(segment.replace(";", "&"))]
+    return forms
+
+
+def _fragment_secrets(fragment: str) -> list[str]:
+    """The credentials of a URL's fragment (never sent, but printed with the URL): a parameter
+    named as one (`#access_token=…`, as OAuth's implicit flow writes it) or a random one."""
+    forms = _query_secrets(fragment)
+    if not forms and _secret_segment(unquote(fragment), after_name=False):
+        forms = [fragment, unquote(fragment)]
     return forms
 
 
@@ -139,4 +150,5 @@ def display_url(url: str | None) -> str:
         shown = urlunsplit((parts.scheme, netloc, path, parts.query, parts.fragment))
     except ValueError:
         return "<invalid url>"
-    return redact_secrets(scrub(shown, _query_secrets(parts.query)))  # `?code=...`, `?api_key=...`
+    # `?code=...`, `?api_key=...`, `#access_token=...`
+    return redact_secrets(scrub(shown, _query_secrets(parts.query) + _fragment_secrets(parts.fragment)))
