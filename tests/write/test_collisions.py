@@ -14,6 +14,7 @@ import pytest
 from tests.conftest import make_trajectory, run_cli, write_jsonl
 from tests.write.test_paths import SMALL, _assert_one_line_error
 from trajectory_compressor.write.collisions import NamedFile, refuse_overwrites
+from trajectory_compressor.write.html_report import PAGE_MARK
 from trajectory_compressor.write.run_files import OutputError
 
 BUDGET = ["--target-max-tokens", "2500", "--summary-target-tokens", "200"]
@@ -137,24 +138,44 @@ def test_html_report_onto_data_a_command_does_not_read_is_refused(run: Path, com
         "compress": ["compress", str(run / "in.jsonl"), "-o", str(run / "out2" / "z.jsonl"), *SMALL],
     }[command]
     result = run_cli(*args, "--html-report", str(run / target))
-    _assert_one_line_error(result, "the HTML report", "not an HTML page", "choose another path")
+    _assert_one_line_error(result, "the HTML report", "not a page of this tool", "choose another path")
     assert _untouched(run) == before
 
 
 def test_html_report_replaces_an_older_page_and_an_empty_file(run: Path) -> None:
-    """Re-running a command rewrites its page: an older page (or an empty file) is no data to keep."""
+    """Re-running a command rewrites its page: an older page of ours (one written before pages
+    carried their mark, known by its stylesheet) or an empty file is no data to keep."""
     page = run / "pages" / "analysis.html"
     page.parent.mkdir(exist_ok=True)
-    for older in ("\ufeff  <!DOCTYPE html>\n<html>old</html>", ""):
+    first = run_cli("analyze", str(run / "in.jsonl"), *BUDGET, "-q", "--html-report", str(page))
+    assert first.returncode == 0, first.stderr
+    ours = page.read_text()
+    before_the_mark = ours.replace(PAGE_MARK + "\n", "").replace("<h1>", "<h1>old ")
+    for older in (ours.replace("<h1>", "<h1>old "), "\ufeff  " + before_the_mark, ""):
         page.write_text(older)
         result = run_cli("analyze", str(run / "in.jsonl"), *BUDGET, "-q", "--html-report", str(page))
         assert result.returncode == 0, result.stderr
-        assert page.read_text().startswith("<!DOCTYPE html>") and "old</html>" not in page.read_text()
+        assert page.read_text() == ours
+
+
+@pytest.mark.parametrize(
+    "page",
+    ["<!DOCTYPE html>\n<html><head><title>My site</title></head><body>hello</body></html>\n", "<html>old</html>"],
+    ids=["a-site-index", "a-bare-page"],
+)
+def test_html_report_onto_an_html_page_this_tool_did_not_write_is_refused(run: Path, page: str) -> None:
+    """A user's own `index.html` is data too: `--html-report index.html` by mistake must not
+    replace it (pages of ours carry a mark; this one has none)."""
+    target = run / "index.html"
+    target.write_text(page)
+    result = run_cli("analyze", str(run / "in.jsonl"), *BUDGET, "-q", "--html-report", str(target))
+    _assert_one_line_error(result, "the HTML report", "not a page of this tool", "choose another path")
+    assert target.read_text() == page
 
 
 def test_the_page_guard_reads_only_the_start_of_a_file(tmp_path: Path) -> None:
     data = tmp_path / "big.jsonl"
     data.write_bytes(b'{"a": "' + b"<!DOCTYPE html>" * 10 + b'"}\n')
-    with pytest.raises(OutputError, match="not an HTML page"):
+    with pytest.raises(OutputError, match="not a page of this tool"):
         refuse_overwrites([NamedFile("the HTML report", data, html_page=True)])
     refuse_overwrites([NamedFile("the HTML report", data)])  # the plain guard knows nothing of contents

@@ -7,10 +7,12 @@ and call `refuse_overwrites` before anything is written. Paths are compared reso
 and an output that is a directory holding a file read counts too (a `datasets` output directory
 is replaced whole). A collision is one line and exit 2 (`OutputError`), and nothing is touched.
 
-An HTML page is also refused onto an existing file that is not an HTML page: a command knows the
-files it reads, not the dataset or metrics of another run a user may aim `--html-report` at by
-mistake (`analyze in.jsonl --html-report out/x.metrics.jsonl`). Pages are written anew on every
-run, so overwriting an older page is fine; anything else is somebody's data.
+An HTML page is also refused onto an existing file that is not one of our pages: a command knows
+the files it reads, not the dataset or metrics of another run a user may aim `--html-report` at
+by mistake (`analyze in.jsonl --html-report out/x.metrics.jsonl`), nor a site's own `index.html`.
+Pages are written anew on every run, so overwriting an older page of ours (it carries `PAGE_MARK`;
+those written before the mark, their stylesheet) or an empty file is fine; anything else is
+somebody's data.
 
 And `compress` never replaces a file it did not write (`refuse_foreign_outputs`): `-o out/` over
 a folder that already holds an unrelated `agent_runs.jsonl` (not an input, so the guard above
@@ -34,8 +36,13 @@ import orjson
 
 from trajectory_compressor.messages import quoted
 from trajectory_compressor.read.sources import InputSource
+from trajectory_compressor.write.html_report import PAGE_MARK
 from trajectory_compressor.write.paths import OutputPaths
 from trajectory_compressor.write.run_files import OutputError
+
+# Pages written before the mark: their stylesheet's first rule, in their first kilobyte.
+_OLDER_PAGE_STYLE = b"color: #1d2433;\n         background: #f6f7f9;"
+_PAGE_HEAD_BYTES = 4096
 
 # A run's report is a few kB; a larger file at its name is not one.
 _REPORT_MAX_BYTES = 64 << 20
@@ -95,8 +102,8 @@ def refuse_overwrites(writes: Iterable[NamedFile], reads: Iterable[NamedFile] = 
             raise OutputError(f"{named} would overwrite {read}; choose another path")
         if real in written:
             raise OutputError(f"{named} would overwrite {written[real]}; choose distinct output paths")
-        if named.html_page and real.exists() and not _is_html_page(real):
-            raise OutputError(f"{named} would overwrite a file that is not an HTML page; choose another path")
+        if named.html_page and real.exists() and not _is_our_page(real):
+            raise OutputError(f"{named} would overwrite a file that is not a page of this tool; choose another path")
         written[real] = named
 
 
@@ -201,13 +208,20 @@ def _dataset_of(outputs: dict[str, Any]) -> str | None:
     return OutputPaths.dataset_of_work_dir(Path(work)) if isinstance(work, str) else None
 
 
-def _is_html_page(path: Path) -> bool:
-    """An existing regular file that starts (after a BOM and whitespace) like an HTML document."""
+def _is_our_page(path: Path) -> bool:
+    """An existing regular file that is empty (no data) or an HTML page this tool wrote: its head
+    holds `PAGE_MARK`, or (a page of a version before the mark) it starts as an HTML document
+    with our stylesheet."""
     if not path.is_file():
         return False  # a folder, a device, a socket: never replaced by a page
     with open(path, "rb") as handle:
-        start = handle.read(64).removeprefix(b"\xef\xbb\xbf").lstrip().lower()
-    return start.startswith((b"<!doctype html", b"<html")) or not start  # an empty file holds no data
+        head = handle.read(_PAGE_HEAD_BYTES)
+    start = head.removeprefix(b"\xef\xbb\xbf").lstrip().lower()
+    if not start:
+        return True
+    if not start.startswith((b"<!doctype html", b"<html")):
+        return False
+    return PAGE_MARK.encode() in head or _OLDER_PAGE_STYLE in head
 
 
 def _real(path: str | os.PathLike[str]) -> Path:

@@ -154,7 +154,7 @@ def render_page(title: str, headline: Mapping[str, str | int | float], sections:
         for label, value in headline.items()
     )
     panels = "\n".join(f"<section>\n<h2>{_esc(heading)}</h2>\n{body}\n</section>" for heading, body in sections)
-    return _PAGE.format(title=_esc(title), cards=cards, sections=panels)
+    return _PAGE.format(generator=PAGE_MARK, title=_esc(title), cards=cards, sections=panels)
 
 
 # --- internals ---------------------------------------------------------------------------------
@@ -357,11 +357,15 @@ def _over(ordered: Sequence[int], target: int) -> str:
     return f"{count:,} ({count / len(ordered):.1%})"
 
 
+# What every page carries in its head, so a later run knows it as its own (`write/collisions.py`).
+PAGE_MARK = '<meta name="generator" content="trajectory-compressor">'
+
 _PAGE = """<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
+{generator}
 <title>{title}</title>
 <style>
   body {{ font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #1d2433;
