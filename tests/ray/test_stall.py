@@ -81,6 +81,30 @@ def test_a_cluster_that_holds_the_workers_is_never_stopped_however_slow_the_part
     assert watch.fired is None
 
 
+def test_a_cluster_that_holds_the_workers_never_lists_the_records_folder() -> None:
+    """The parts are a listing of the records folder (tens of thousands of objects on S3), made from
+    Ray Data's scheduling loop: it was made on every look, a healthy run's too. Only a short cluster
+    can stall, so only a short cluster's looks list it, and it still stops after the bound."""
+    cluster = Cluster()
+    listings: list[float] = []
+
+    def listed() -> int:
+        listings.append(cluster.now)
+        return cluster.parts
+
+    watch = StallWatch(60.0, 3.0, 2, listed, lambda: cluster.cpus, clock=lambda: cluster.now)
+    for now in range(0, 10_000, 6):
+        cluster.parts = now // 600  # a part now and then, as a healthy run records them
+        cluster.at(watch, now)
+    assert listings == []
+    cluster.cpus = 2.0  # a node lost: from here the looks list the records
+    for now in range(10_002, 10_062, 6):
+        cluster.at(watch, now)
+    assert listings == list(range(10_002, 10_062, 6)) and watch.fired is None
+    with pytest.raises(RayStalled):
+        cluster.at(watch, 10_062)  # the first short look, plus the bound
+
+
 def test_zero_waits_forever_and_a_failed_look_stops_nothing() -> None:
     cluster = Cluster(cpus=0.0)
     forever = cluster.watch(0)

@@ -44,9 +44,9 @@ class RayStalled(RuntimeError):
 class StallWatch:
     """No part recorded while the cluster cannot hold the workers, for `seconds` on end: the run is stalled.
 
-    `parts` counts the parts recorded so far, `cpus` the alive nodes' CPUs; both are looked at
-    every `poll` seconds at most (a listing of the records folder, one call to the GCS), from
-    `step`. `seconds` 0: never stalled (wait for a node forever).
+    `cpus` gives the alive nodes' CPUs (one call to the GCS), looked at every `poll` seconds at
+    most, from `step`; `parts` counts the parts recorded so far (a listing of the records folder),
+    looked at only when the cluster is short. `seconds` 0: never stalled (wait for a node forever).
     """
 
     seconds: float
@@ -56,7 +56,7 @@ class StallWatch:
     cpus: Callable[[], float]
     clock: Callable[[], float] = time.monotonic
     fired: str | None = field(default=None, init=False)  # the message, once stalled
-    _parts_seen: int = field(default=-1, init=False)
+    _parts_seen: int | None = field(default=None, init=False)  # None: not listed since the cluster was whole
     _since: float | None = field(default=None, init=False)  # since when nothing was recorded and the cluster was short
     _next_look: float = field(default=float("-inf"), init=False)
 
@@ -66,7 +66,15 @@ class StallWatch:
         return max(0.5, min(10.0, self.seconds / 10))
 
     def step(self) -> None:
-        """Look at the parts and the cluster when due; raise `RayStalled` once the bound is reached."""
+        """Look at the cluster when due, and at the parts only when it is short; raise `RayStalled` once
+        the bound is reached.
+
+        The alive CPUs come first: a stall needs a short cluster, and a healthy one (every look of a
+        run that loses no node) is one call to the GCS. The parts are a listing of the records
+        folder, tens of thousands of objects on S3 for a big run, made from Ray Data's scheduling
+        loop: only when the cluster is short. The count starts at the first look that finds it short;
+        a part recorded since the look before starts it again at the next look.
+        """
         if self.seconds <= 0 or self.fired is not None:
             return
         now = self.clock()
@@ -74,14 +82,19 @@ class StallWatch:
             return
         self._next_look = now + self.poll
         try:
-            parts, cpus = self.parts(), self.cpus()
+            cpus = self.cpus()
+            # Within Ray's own unit of a resource: the pool's share summed in floats came to
+            # 15.000000000000002 of a whole cluster's 15 CPUs (25 workers), short from the start.
+            if cpus >= self.needed_cpus - _CPU_UNIT / 2:
+                self._parts_seen, self._since = None, None
+                return
+            parts = self.parts()
         except Exception:  # a look that fails (the GCS busy, a listing refused) stops nothing: the next one decides
             return
-        # Within Ray's own unit of a resource: the pool's share summed in floats came to
-        # 15.000000000000002 of a whole cluster's 15 CPUs (25 workers), short from the start.
-        if parts != self._parts_seen or cpus >= self.needed_cpus - _CPU_UNIT / 2:
+        if self._parts_seen is not None and parts != self._parts_seen:
             self._parts_seen, self._since = parts, None
             return
+        self._parts_seen = parts
         if self._since is None:
             self._since = now
         if now - self._since < self.seconds:
