@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -352,6 +353,11 @@ def test_an_output_the_driver_cannot_make_is_one_line_naming_it_before_ray_start
     assert (tmp_path / "taken").read_text() == "a file, not a folder\n"
 
 
+def age(tmp_path: Path, clock: Clock, seconds: float) -> None:
+    """Make the claim file `seconds` old by the claims' clock (its modification time)."""
+    os.utime(tmp_path / "out" / "x.part_records" / "claim.json", (clock.now - seconds, clock.now - seconds))
+
+
 @pytest.mark.parametrize(
     "fields",
     [
@@ -362,12 +368,13 @@ def test_an_output_the_driver_cannot_make_is_one_line_naming_it_before_ray_start
         {"pid": True},
     ],
 )
-def test_a_claim_json_with_a_field_of_the_wrong_type_is_no_claim_not_an_internal_error(
+def test_a_claim_json_with_a_field_of_the_wrong_type_holds_by_its_age_not_an_internal_error(
     tmp_path: Path, fields: dict[str, Any]
 ) -> None:
-    """A claim.json of this version's keys but not its types (written by a user, another tool)
-    is no claim, as garbage is: it raised TypeError from `holds`, an internal error before Ray started."""
-    from trajectory_compressor.ray.claim import ClaimLostError, OutputClaim, check_owner, read_claim
+    """A claim.json of this version's keys but not its types raised TypeError from `holds`, an
+    internal error before Ray started. It is a claim this version cannot read: held, as any
+    claim, until its file is a lease old; never this run's own."""
+    from trajectory_compressor.ray.claim import ClaimLostError, ForeignClaim, OutputClaim, check_owner, read_claim
 
     layout, clock = uri_layout(tmp_path), Clock()
     with OutputClaim(layout, locked=False, lease=LEASE, clock=clock) as first:
@@ -375,13 +382,71 @@ def test_a_claim_json_with_a_field_of_the_wrong_type_is_no_claim_not_an_internal
     path = tmp_path / "out" / "x.part_records" / "claim.json"
     whole = json.loads(path.read_text())
     path.write_text(json.dumps({**whole, "ended": False, "renewed": clock.now, **fields}))
-    assert read_claim(layout) is None
-    with pytest.raises(ClaimLostError, match="another run took over") as stopped:
+    age(tmp_path, clock, 5)
+    assert isinstance(read_claim(layout), ForeignClaim)
+    with pytest.raises(ClaimLostError, match="another run took over"):
         check_owner(layout, first.run_id)
-    assert "none" in str(stopped.value)
+    with pytest.raises(UsageError, match=r"another version of this tool \(claim version 1, .*written 5 s ago\)"):
+        OutputClaim(layout, locked=False, lease=LEASE, clock=clock).__enter__()
+    age(tmp_path, clock, LEASE)
     with OutputClaim(layout, locked=False, lease=LEASE, clock=clock) as second:
         found = read_claim(layout)
         assert found is not None and found.run_id == second.run_id
+
+
+def test_a_claim_another_version_wrote_is_refused_until_it_ends_or_its_lease_runs_out(tmp_path: Path) -> None:
+    """A newer driver on the same output (another claim `version`, a field this one does not know):
+    its claim was taken for no claim and taken over at once, two drivers on one output. It holds
+    as this version's own do, by when its file was written: refused, naming the holder and its
+    version; taken over once a lease old, or at once when it says it ended, or beside a locked
+    local output."""
+    from trajectory_compressor.ray.claim import ClaimLostError, ForeignClaim, OutputClaim, check_owner, read_claim
+
+    layout, clock = uri_layout(tmp_path), Clock()
+    with OutputClaim(layout, locked=False, lease=LEASE, clock=clock):
+        pass
+    path = tmp_path / "out" / "x.part_records" / "claim.json"
+    newer = {"version": 2, "run_id": "feedfacefeedface", "host": "h2", "pid": 77, "lease": 300, "ended": False}
+    path.write_text(json.dumps(newer))
+    age(tmp_path, clock, 12)
+    found = read_claim(layout)
+    assert isinstance(found, ForeignClaim) and found.holds(clock.now, LEASE)
+    with pytest.raises(UsageError) as refused:
+        OutputClaim(layout, locked=False, lease=LEASE, clock=clock).__enter__()
+    assert str(refused.value) == (
+        f"another run is writing {layout.data}: run feedfacefeedface of another version of this tool "
+        f"(claim version 2, host h2, pid 77; written 12 s ago) holds {layout.records}/claim.json; wait for it "
+        "to finish or choose another -o (a run whose driver was lost stops holding it 120 s after its last write)"
+    )
+    assert json.loads(path.read_text()) == newer  # the refused run wrote nothing
+    with pytest.raises(ClaimLostError, match=r"its claim now: run feedfacefeedface of another version"):
+        check_owner(layout, "0123456789abcdef")
+    age(tmp_path, clock, LEASE - 1)
+    with pytest.raises(UsageError):
+        OutputClaim(layout, locked=False, lease=LEASE, clock=clock).__enter__()
+    with OutputClaim(layout, locked=True, lease=LEASE, clock=clock) as local:  # the flock held: a gone run's
+        assert read_claim(layout).run_id == local.run_id  # type: ignore[union-attr]
+    for ended, seconds in ((False, LEASE), (True, 0)):
+        path.write_text(json.dumps({**newer, "ended": ended}))
+        age(tmp_path, clock, seconds)
+        with OutputClaim(layout, locked=False, lease=LEASE, clock=clock) as taken:
+            assert read_claim(layout).run_id == taken.run_id  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("text", [b"not json", b"[1, 2]", b'{"version": "2.0"}'])
+def test_a_claim_json_this_version_cannot_read_at_all_is_named_as_such(tmp_path: Path, text: bytes) -> None:
+    from trajectory_compressor.ray.claim import OutputClaim
+
+    layout, clock = uri_layout(tmp_path), Clock()
+    with OutputClaim(layout, locked=False, lease=LEASE, clock=clock):
+        pass
+    (tmp_path / "out" / "x.part_records" / "claim.json").write_bytes(text)
+    age(tmp_path, clock, 3)
+    with pytest.raises(UsageError) as refused:
+        OutputClaim(layout, locked=False, lease=LEASE, clock=clock).__enter__()
+    holder = 'of another version of this tool (claim version "2.0"; ' if b"version" in text else "of a writer "
+    assert f": a run {holder}" in str(refused.value)
+    assert "written 3 s ago" in str(refused.value)
 
 
 def test_a_claim_read_that_fails_when_the_run_ends_leaves_the_runs_own_end(
@@ -517,3 +582,21 @@ def test_a_run_refused_before_any_work_leaves_no_records_folder_it_made(tmp_path
         raise UsageError("refused")
     found = read_claim(layout)
     assert found is not None and found.run_id == refused.run_id and found.ended
+
+
+@pytest.mark.parametrize("lease", ["0", "-5", "two minutes", "nan", "inf"])
+def test_a_claim_lease_that_is_no_positive_number_is_refused_before_anything_is_written(
+    tmp_path: Path, lease: str
+) -> None:
+    """`TC_RAY_CLAIM_SECONDS=0` made every claim stale at once (any second run took the output
+    over, and the renewal thread renewed without a pause); text raised ValueError on import, an
+    internal error. Both are one line, exit 2, as a bad setting, and nothing is written."""
+    result = run_cli(
+        "compress", str(SAMPLE), "-o", f"file://{tmp_path}/out/x.jsonl", "--engine", "ray", "--dry-run",
+        env={"TC_RAY_CLAIM_SECONDS": lease},
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        f"error: TC_RAY_CLAIM_SECONDS must be a positive number of seconds (the claim's lease), got {lease!r}"
+    ]
+    assert not (tmp_path / "out").exists()

@@ -10,11 +10,13 @@ with plain puts and reads, and checked before `completed` rather than trusted:
 * **A claim.** Before Ray starts, the driver writes `<stem>.part_records/claim.json`: a run id
   (random, new for every run), host, pid, when it started and when it last renewed the claim.
   A run that finds another run's claim neither ended nor stale refuses in one line (exit 2,
-  naming it) and touches nothing. The driver renews it every `LEASE_SECONDS / 4` (a thread); a
-  claim not renewed for `LEASE_SECONDS` is a lost driver's, and is taken over. A run that ends
+  naming it) and touches nothing. The driver renews it every quarter of the lease (a thread;
+  the lease: `TC_RAY_CLAIM_SECONDS`, 120 s); a claim not renewed for a lease is a lost driver's,
+  and is taken over. A claim another version of this tool wrote (another `version`, other
+  fields) holds the same way, by its file's modification time. A run that ends
   (any status, Ctrl-C, exit 69, an error) marks its claim ended, so its re-run resumes at once;
   only a driver lost without a word (SIGKILL, its node) leaves a claim that holds the output for
-  up to `LEASE_SECONDS`. Beside a local output the flock is held first, so a claim found there is
+  up to a lease. Beside a local output the flock is held first, so a claim found there is
   a gone run's whatever its age: taken over at once (local resume is as it was).
 * **Fencing by reading.** Every part record carries the run id that wrote it. Each write task
   reads the claim before a part's files and before its record, and stops (`ClaimLostError`)
@@ -47,6 +49,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, replace
 from types import TracebackType
+from typing import Any
 
 import orjson
 
@@ -60,8 +63,25 @@ from trajectory_compressor.ray.preflight import output_lock
 from trajectory_compressor.read.files import is_uri
 from trajectory_compressor.write.run_files import OutputError
 
-LEASE_SECONDS = float(os.environ.get("TC_RAY_CLAIM_SECONDS", "120"))
+LEASE_VARIABLE = "TC_RAY_CLAIM_SECONDS"
 CLAIM_VERSION = 1
+
+
+def lease_seconds() -> float:
+    """The claim's lease from the driver's environment (`TC_RAY_CLAIM_SECONDS`, default 120): a positive,
+    finite number, else one line naming it (exit 2) before anything is written.
+
+    Read when a run starts, not at import: a value that is no number raised ValueError on import,
+    an internal error; 0 made every claim stale at once (any second run took the output over) and
+    the renewal thread renew without a pause."""
+    text = os.environ.get(LEASE_VARIABLE) or "120"
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (value > 0 and math.isfinite(value)):
+        raise UsageError(f"{LEASE_VARIABLE} must be a positive number of seconds (the claim's lease), got {text!r}")
+    return value
 
 
 class OutputClaimedError(UsageError):
@@ -97,23 +117,84 @@ class Claim:
     def describe(self, now: float) -> str:
         return f"run {self.run_id} (host {self.host}, pid {self.pid}; renewed {max(0.0, now - self.renewed):.0f} s ago)"
 
+    def released(self, lease: float) -> str:
+        return f"a run whose driver was lost stops holding it {lease:g} s after its last renewal"
 
-def read_claim(layout: RayOutputLayout, attempts: int = 3) -> Claim | None:
-    """The claim in the records folder; None when there is none (or it is not one this version wrote).
+
+@dataclass(frozen=True)
+class ForeignClaim:
+    """A claim.json this version cannot read as its own: another version's (another `version`, other
+    fields or types), or a file written by hand or by another tool.
+
+    It may be a live run's (a newer driver on the same output), so it holds as a claim does, not
+    ended and written within the lease, by the time every version shares: the file's
+    modification time, as the store gives it. Taken over at once, it let two drivers write one
+    output. Its `ended`, when it says `true`, is taken at its word (an upgraded tool resuming).
+    """
+
+    version: object  # its `version` field, None without one
+    run_id: str | None
+    host: str | None
+    pid: int | None
+    written: float | None  # the file's modification time; None when the store gives none
+    ended: bool
+
+    @classmethod
+    def of(cls, data: object, written: float | None) -> ForeignClaim:
+        fields = data if isinstance(data, dict) else {}
+
+        def field(key: str, kind: type) -> Any:
+            value = fields.get(key)
+            return value if isinstance(value, kind) and not isinstance(value, bool) else None
+
+        return cls(fields.get("version"), field("run_id", str), field("host", str), field("pid", int), written,
+                   fields.get("ended") is True)  # fmt: skip
+
+    def holds(self, now: float, lease: float) -> bool:
+        return not self.ended and (self.written is None or now - self.written < lease)
+
+    def describe(self, now: float) -> str:
+        who = f"run {self.run_id}" if self.run_id else "a run"
+        which = "another version of this tool" if self.version is not None else "a writer this version cannot read"
+        details = [f"claim version {orjson.dumps(self.version).decode()}" if self.version is not None else ""]
+        details += [f"host {self.host}" if self.host else "", f"pid {self.pid}" if self.pid is not None else ""]
+        said = ", ".join(detail for detail in details if detail)
+        age = (
+            f"written {max(0.0, now - self.written):.0f} s ago" if self.written is not None else "written when unknown"
+        )
+        return f"{who} of {which} ({said}; {age})" if said else f"{who} of {which} ({age})"
+
+    def released(self, lease: float) -> str:
+        if self.written is None:
+            return "the store gives no time it was written: delete it once no run writes there"
+        return f"a run whose driver was lost stops holding it {lease:g} s after its last write"
+
+
+def is_run(claim: Claim | ForeignClaim | None, run_id: str) -> bool:
+    """Whether `claim` is run `run_id`'s own (this version's, with that id)."""
+    return isinstance(claim, Claim) and claim.run_id == run_id
+
+
+def read_claim(layout: RayOutputLayout, attempts: int = 3) -> Claim | ForeignClaim | None:
+    """The claim in the records folder; None when there is none; a `ForeignClaim` when it is not one
+    this version wrote.
 
     A read that fails for another reason (the store refusing or unreachable for a moment) is
     tried `attempts` times, a second apart, then raised: taken for "no claim", it made a run
     whose claim is whole stop as taken over, and let a second run in.
     """
     filesystem, path = filesystem_of(layout.records)
+    claim_path = posixpath.join(path, CLAIM)
     for attempt in range(attempts):
         try:
-            with filesystem.open_input_stream(posixpath.join(path, CLAIM)) as stream:
-                data = orjson.loads(stream.read())
-            return _claim_of(data)
+            with filesystem.open_input_stream(claim_path) as stream:
+                text = stream.read()
+            try:
+                data = orjson.loads(text)
+            except orjson.JSONDecodeError:
+                data = None
+            return _claim_of(data) or ForeignClaim.of(data, _written(filesystem, claim_path))
         except FileNotFoundError:
-            return None
-        except orjson.JSONDecodeError:
             return None
         except OSError:
             if attempt + 1 == attempts:
@@ -128,7 +209,7 @@ _FIELD_TYPES = {"run_id": str, "host": str, "pid": int, "started": float, "renew
 def _claim_of(data: object) -> Claim | None:
     """The claim `data` holds, or None when it is not one this version wrote: other keys, or a
     key of another type (a hand-written `"renewed": "soon"` raised TypeError in `holds`, an
-    internal error, where garbage is no claim)."""
+    internal error; such a file is a `ForeignClaim`)."""
     if not isinstance(data, dict) or data.get("version") != CLAIM_VERSION or set(data) != {"version", *_FIELD_TYPES}:
         return None
     for key, kind in _FIELD_TYPES.items():
@@ -140,6 +221,12 @@ def _claim_of(data: object) -> Claim | None:
         if kind is not float and not isinstance(value, kind):
             return None
     return Claim(**{key: data[key] for key in _FIELD_TYPES})
+
+
+def _written(filesystem: Any, path: str) -> float | None:
+    """When the file was last written, by the store's clock (seconds since the epoch), if it says."""
+    nanoseconds = filesystem.get_file_info(path).mtime_ns
+    return None if nanoseconds is None else nanoseconds / 1e9
 
 
 def write_claim(layout: RayOutputLayout, claim: Claim) -> None:
@@ -162,12 +249,14 @@ def check_owner(layout: RayOutputLayout, run_id: str) -> None:
     not stop with its driver (cancelled without a wait, an external cluster's) wrote a part the
     re-run did not count."""
     claim = read_claim(layout)
-    if claim is not None and claim.run_id == run_id and claim.ended:  # a task still running after its run stopped
+    if (
+        isinstance(claim, Claim) and claim.run_id == run_id and claim.ended
+    ):  # a task still running after its run stopped
         raise ClaimLostError(
             f"run {run_id} has ended (stopped or interrupted): a write task still running wrote nothing more "
             f"to {quoted(layout.data)}"
         )
-    if claim is None or claim.run_id != run_id:
+    if not is_run(claim, run_id):
         taker = claim.describe(time.time()) if claim is not None else "none (deleted)"
         raise ClaimLostError(
             f"another run took over {quoted(layout.data)} (its claim now: {taker}); this run {run_id} stopped "
@@ -179,7 +268,8 @@ class OutputClaim:
     """`with OutputClaim(layout, locked=...) as claim:` holds the output's claim (see the module docstring).
 
     `locked`: the driver already holds the local lock beside the output, so any claim found is
-    a gone run's. `clock` and `lease` are the tests' way to age a claim without waiting.
+    a gone run's. `clock` and `lease` are the tests' way to age a claim without waiting (the
+    lease: `lease_seconds()` without one).
     """
 
     def __init__(
@@ -187,12 +277,12 @@ class OutputClaim:
         layout: RayOutputLayout,
         *,
         locked: bool,
-        lease: float = LEASE_SECONDS,
+        lease: float | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.layout = layout
         self.locked = locked
-        self.lease = lease
+        self.lease = lease_seconds() if lease is None else lease
         self.clock = clock
         self.claim = Claim.new(clock())
         self._stop = threading.Event()
@@ -210,17 +300,17 @@ class OutputClaim:
         self._made_folder = _missing(self.layout.records)
         write_claim(self.layout, self.claim)
         found = read_claim(self.layout)  # another run's put in between: the last put holds
-        if found is None or found.run_id != self.run_id:
+        if not is_run(found, self.run_id):
             raise self._refusal(found or self.claim)
         self._renewer = threading.Thread(target=self._renew_until_stopped, name="tc-claim", daemon=True)
         self._renewer.start()
         return self
 
-    def _refusal(self, found: Claim) -> OutputClaimedError:
+    def _refusal(self, found: Claim | ForeignClaim) -> OutputClaimedError:
         return OutputClaimedError(
             f"another run is writing {quoted(self.layout.data)}: {found.describe(self.clock())} holds "
             f"{quoted(posixpath.join(self.layout.records, CLAIM))}; wait for it to finish or choose another -o "
-            f"(a run whose driver was lost stops holding it {self.lease:g} s after its last renewal)"
+            f"({found.released(self.lease)})"
         )
 
     def _renew_until_stopped(self) -> None:
@@ -231,7 +321,7 @@ class OutputClaim:
         """Write the claim again with the time now, unless another run holds it; whether it is still ours."""
         try:
             found = read_claim(self.layout)
-            if found is None or found.run_id != self.run_id:
+            if not is_run(found, self.run_id):
                 return False
             self.claim = replace(self.claim, renewed=self.clock())
             write_claim(self.layout, self.claim)
@@ -258,7 +348,7 @@ class OutputClaim:
         # here, the store's error replaced the run's own end (a completed run: an internal error).
         with contextlib.suppress(OSError):
             found = read_claim(self.layout)
-            if found is None or found.run_id != self.run_id:
+            if not is_run(found, self.run_id):
                 return
             if isinstance(error, UsageError) and self._made_folder and self._only_the_claim_in_records():
                 # Refused before any work (a local -o a node does not share, say): nothing left behind.
@@ -291,14 +381,14 @@ def _remove_records_folder(folder: str) -> None:
 
 
 @contextlib.contextmanager
-def hold_output(layout: RayOutputLayout) -> Iterator[OutputClaim]:
+def hold_output(layout: RayOutputLayout, lease: float | None = None) -> Iterator[OutputClaim]:
     """The local lock beside a local output (a claim found beside a held lock is a gone run's),
     then the claim, held to the end. An output the driver cannot write to (a folder it cannot
     make, a bucket it may not write) is one line, exit 2, naming it, as the local engine says it."""
     with contextlib.ExitStack() as held:
         try:
             held.enter_context(output_lock(layout))
-            claim = held.enter_context(OutputClaim(layout, locked=not is_uri(layout.data)))
+            claim = held.enter_context(OutputClaim(layout, locked=not is_uri(layout.data), lease=lease))
         except OSError as exc:
             raise OutputError(f"cannot write {quoted(layout.data)}: {exc.strerror or exc}") from None
         yield claim

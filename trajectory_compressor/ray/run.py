@@ -23,7 +23,7 @@ from typing import Any
 from trajectory_compressor.count.exactness import GuardResult
 from trajectory_compressor.errors import RunAborted, UsageError
 from trajectory_compressor.exit_codes import ExitCode
-from trajectory_compressor.ray.claim import OutputClaim, hold_output, own_parts_problem
+from trajectory_compressor.ray.claim import OutputClaim, hold_output, lease_seconds, own_parts_problem
 from trajectory_compressor.ray.coverage import coverage_problem
 from trajectory_compressor.ray.inputs import list_inputs
 from trajectory_compressor.ray.layout import (
@@ -119,6 +119,7 @@ def run_on_ray(
     started = time.monotonic()
     config = resolve_endpoint(config)
     config.validate()
+    lease = lease_seconds()  # TC_RAY_CLAIM_SECONDS: refused before anything is written, as a bad setting
     refuse_ray_client(config)
     refuse_empty_output(output)
     output_format = ray_output_format(output, config.output.output_format)
@@ -150,7 +151,7 @@ def run_on_ray(
             say("warning: no --cache folder for a remote output: summaries will not be cached")
     settings = settings_record(config, counter.name)
     # The claim: on object storage, the only thing that keeps a second run out (`claim`).
-    with hold_output(layout) as claim, ray_console(config.quiet):
+    with hold_output(layout, lease) as claim, ray_console(config.quiet):
         joined = start_ray(config)
         try:
             run = _RayRun(config, layout, output_format, cache_folder, say, counter.guard, claim)
