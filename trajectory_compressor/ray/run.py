@@ -23,8 +23,8 @@ from typing import Any
 from trajectory_compressor.count.exactness import GuardResult
 from trajectory_compressor.errors import RunAborted, UsageError
 from trajectory_compressor.exit_codes import ExitCode
-from trajectory_compressor.ray.claim import OutputClaim, hold_output, lease_seconds, own_parts_problem
-from trajectory_compressor.ray.coverage import coverage_problem
+from trajectory_compressor.ray.claim import OutputClaim, hold_output, lease_seconds
+from trajectory_compressor.ray.completion import completion_problem
 from trajectory_compressor.ray.inputs import list_inputs
 from trajectory_compressor.ray.layout import (
     RayOutputLayout,
@@ -35,7 +35,6 @@ from trajectory_compressor.ray.losses import describe_loss, user_cause
 from trajectory_compressor.ray.parts import (
     KeptParts,
     PartRecord,
-    check_parts,
     kept_parts,
     merged_totals,
     read_records,
@@ -48,7 +47,7 @@ from trajectory_compressor.ray.preflight import (
     ray_output_format,
     refuse_ray_client,
 )
-from trajectory_compressor.ray.read import count_inputs, limit_end, stream_rows_read
+from trajectory_compressor.ray.read import count_inputs, stream_rows_read
 from trajectory_compressor.ray.report import forget_report, input_entry, report_status, write_report
 from trajectory_compressor.ray.session import ray_console, start_ray, stop_ray
 from trajectory_compressor.ray.storage import check_shared_storage
@@ -220,21 +219,13 @@ class _RayRun:
         records = list(kept.records) + (sink.records if sink is not None and status == COMPLETED else [])
         files: dict[str, Any] = {}
         if status == COMPLETED:
-            files, problems = check_parts(layout, records)
+            files, problem = completion_problem(
+                layout, records, sources, [count.records for count in counts], config.select
+            )
             if config.dry_run:
                 files.pop("data", None)
-            if problems:
-                status, exit_code = ABORTED, ExitCode.FAILED
-                message = (
-                    f"{len(problems)} part files are not as the workers recorded them where this driver reads them "
-                    f"(first: {problems[0]}); is -o on storage every node shares? re-run the same command to redo them"
-                )
-            elif missing := self._coverage(sources, [count.records for count in counts], records):
-                status, exit_code = ABORTED, ExitCode.FAILED
-                message = f"the parts do not hold every input row once, in order: {missing}; {RESUME}"
-            elif foreign := own_parts_problem(layout, records):
-                status, exit_code = ABORTED, ExitCode.FAILED
-                message = f"another writer changed the output while this run wrote it: {foreign}; {RESUME}"
+            if problem is not None:
+                status, exit_code, message = ABORTED, ExitCode.FAILED, problem
         else:
             records = self._written_so_far(run_fingerprint)
         if lost := self.claim.lost():  # the output is another run's now: not its report to write
@@ -269,11 +260,6 @@ class _RayRun:
         if completed:  # every row rejected (4), over the limit with --fail-on-over-limit (3): as locally
             exit_code, message = completed_exit(totals, config, first_reject)
         return RayRunResult(report, exit_code, message)
-
-    def _coverage(self, sources: list[InputSource], counts: list[int], records: list[PartRecord]) -> str | None:
-        """What is wrong with the rows the parts hold (`coverage`); None when every selected row is in one part."""
-        end = limit_end(sum(counts), self.config.select)
-        return coverage_problem(records, end, self.config.select, sources, counts)
 
     def _fingerprint(
         self, settings: dict[str, Any], inputs: list[dict[str, Any]], records: list[int]
