@@ -22,6 +22,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ import pytest
 
 from tests.conftest import SAMPLE, read_jsonl, run_cli, write_jsonl
 from tests.fake_openai_server import FakeServerThread
-from tests.ray.cluster import SimulatedCluster
+from tests.ray.cluster import Node, SimulatedCluster
 from tests.ray.conftest import assert_same_outputs, ray_parts
 from trajectory_compressor.ray.limits import RESTARTS
 
@@ -57,6 +58,45 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimulatedClust
         yield simulated.start(private_folder=private)
     finally:
         simulated.stop()
+
+
+@dataclass(frozen=True)
+class WriteTasksHeldOnW2:
+    """Every write task on `w2` held after its first file is written under its temporary name and
+    before the move (`faults.boundary("ray-file-written")`, set through the job's runtime env: pass
+    `env` to `driver`). The hold's release file exists everywhere but in w2's private folder, so
+    the driver, the head and w1 never wait."""
+
+    node: Node  # w2 as it was when the hold was set
+    env: dict[str, str]
+    pause: Path  # the hold's file, as every node names it
+
+    def wait(self, cluster: SimulatedCluster, process: subprocess.Popen[str]) -> None:
+        """Until a write task is held on w2; skips the test when the run ended first (placement is Ray's)."""
+        raylet = cluster.raylet_pid(self.node)
+        assert raylet is not None
+        held = Path(f"/proc/{raylet}/root") / str(self.pause).lstrip("/")  # the path in w2's mount namespace
+        cluster.wait_for("a write task held on w2", lambda: held.exists() or process.poll() is not None)
+        if process.poll() is not None:
+            pytest.skip("no write task ran on w2 this time")
+
+    def release_on_new_w2(self, cluster: SimulatedCluster) -> None:
+        """The release file in the private folder of the node that replaced w2: its tasks go on."""
+        raylet = cluster.raylet_pid(cluster.node("w2"))
+        assert raylet is not None
+        (Path(f"/proc/{raylet}/root") / str(self.pause).lstrip("/")).with_name("hold.release").write_text("")
+
+
+def hold_write_tasks_on_w2(cluster: SimulatedCluster) -> WriteTasksHeldOnW2:
+    """Set the hold (skipping the test where w2 cannot have a private folder)."""
+    why = can_mount_privately()
+    if why is not None:
+        pytest.skip(why)
+    pause = cluster.root / "private" / "hold"
+    (cluster.root / "private" / "hold.release").write_text("")  # the driver, head and w1 never wait
+    hooks = {"TC_PAUSE_AT": "ray-file-written:1", "TC_PAUSE_FILE": str(pause)}
+    env = {"RAY_JOB_CONFIG_JSON_ENV_VAR": json.dumps({"runtime_env": {"env_vars": hooks}})}
+    return WriteTasksHeldOnW2(cluster.node("w2"), env, pause)
 
 
 def held_rows(folder: Path) -> Path:
@@ -365,36 +405,22 @@ def test_a_node_lost_while_its_write_task_holds_a_part_not_yet_moved_into_place_
     are recomputed by an actor pool the two CPUs left cannot hold, and Ray Data waits for a node
     ("Cluster resources are not enough ... may hang forever"; without one, `--ray-stall-timeout`
     ends the wait: `tests/ray/test_stall_multinode.py`)."""
-    why = can_mount_privately()
-    if why is not None:
-        pytest.skip(why)
-    pause = cluster.root / "private" / "hold"
-    (cluster.root / "private" / "hold.release").write_text("")  # the driver, head and w1 never wait
-    w2 = cluster.node("w2")
-    raylet = cluster.raylet_pid(w2)
-    assert raylet is not None
-    held_on_w2 = Path(f"/proc/{raylet}/root") / str(pause).lstrip("/")
-    hooks = {"TC_PAUSE_AT": "ray-file-written:1", "TC_PAUSE_FILE": str(pause)}
-    env = {"RAY_JOB_CONFIG_JSON_ENV_VAR": json.dumps({"runtime_env": {"env_vars": hooks}})}
+    hold = hold_write_tasks_on_w2(cluster)
     out = tmp_path / "shared" / "x.jsonl"
-    process = driver(cluster, str(source), "-o", str(out), "--summarizer", "extractive", env=env)
+    process = driver(cluster, str(source), "-o", str(out), "--summarizer", "extractive", env=hold.env)
     try:
-        cluster.wait_for("a write task held on w2", lambda: held_on_w2.exists() or process.poll() is not None)
-        if process.poll() is not None:
-            pytest.skip("no write task ran on w2 this time")  # placement is Ray's
+        hold.wait(cluster, process)
         temporary = sorted(path.name for path in out.parent.rglob(".part-*.tmp"))
         assert temporary, "the held task's file is not under its temporary name"
-        cluster.kill_node(w2)
-        cluster.replace_node(w2)
-        raylet = cluster.raylet_pid(cluster.node("w2"))
-        assert raylet is not None
-        (Path(f"/proc/{raylet}/root") / str(pause).lstrip("/")).with_name("hold.release").write_text("")
+        cluster.kill_node(hold.node)
+        cluster.replace_node(hold.node)
+        hold.release_on_new_w2(cluster)
         code, stdout, stderr = finish(process)
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
         if all(node.name != "w2" for node in cluster.nodes):
-            cluster.replace_node(w2)
+            cluster.replace_node(hold.node)
     assert code == 0, stderr
     assert one_json_object(stdout)["status"] == "completed"
     assert_same_outputs(local_outputs, out)

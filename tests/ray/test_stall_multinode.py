@@ -13,7 +13,6 @@ waits for a part's record and a held request, then kills the node.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 from collections.abc import Iterator
@@ -31,6 +30,7 @@ from tests.ray.test_multinode import (
     driver,
     finish,
     held_rows,
+    hold_write_tasks_on_w2,
     llm_flags,
     local_reference,
     one_json_object,
@@ -125,31 +125,19 @@ def test_a_node_lost_while_its_write_task_holds_a_part_and_never_replaced_is_nev
     Ray either recomputes the lost blocks on the two CPUs left and finishes, or waits for a node:
     then the run stops with the stall line, and the same command on a whole cluster again resumes.
     Either way the outputs are the local engine's bytes, every row once, in order."""
-    why = can_mount_privately()
-    if why is not None:
-        pytest.skip(why)
-    pause = cluster.root / "private" / "hold"
-    (cluster.root / "private" / "hold.release").write_text("")  # the driver, head and w1 never wait
-    w2 = cluster.node("w2")
-    raylet = cluster.raylet_pid(w2)
-    assert raylet is not None
-    held_on_w2 = Path(f"/proc/{raylet}/root") / str(pause).lstrip("/")
-    hooks = {"TC_PAUSE_AT": "ray-file-written:1", "TC_PAUSE_FILE": str(pause)}
-    env = {"RAY_JOB_CONFIG_JSON_ENV_VAR": json.dumps({"runtime_env": {"env_vars": hooks}})}
+    hold = hold_write_tasks_on_w2(cluster)
     out = tmp_path / "shared" / "x.jsonl"
     args = [str(source), "-o", str(out), "--summarizer", "extractive", "--ray-stall-timeout", str(STALL_SECONDS)]
-    process = driver(cluster, *args, env=env)
+    process = driver(cluster, *args, env=hold.env)
     try:
-        cluster.wait_for("a write task held on w2", lambda: held_on_w2.exists() or process.poll() is not None)
-        if process.poll() is not None:
-            pytest.skip("no write task ran on w2 this time")  # placement is Ray's
-        cluster.kill_node(w2)
+        hold.wait(cluster, process)
+        cluster.kill_node(hold.node)
         code, stdout, stderr = finish(process)
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
     report = one_json_object(stdout)
-    cluster.replace_node(w2)
+    cluster.replace_node(hold.node)
     if code != 0:  # Ray waited for a node: the bound ended the wait
         assert code == 69, stderr
         said = stall_line(stderr)
