@@ -283,7 +283,7 @@ def test_a_run_whose_claim_was_taken_over_writes_no_part_and_no_report_over_the_
         return held.run_id, run_on_ray([str(source)], out, base, on_message=lambda _: None)
 
     monkeypatch.setattr(claim.OutputClaim, "renew", lambda self: True)  # the first run's renewals never land
-    taken = held_at(monkeypatch, "forget_report", partitioned_then_second)  # the first has claimed its folders
+    taken = held_at(monkeypatch, "claim_output_folders", partitioned_then_second)  # the first has claimed its folders
     first = run_on_ray([str(source)], out, first_config, on_message=lambda _: None)
     first_id, second = taken[0]
     assert second.exit_code == 0, second.message

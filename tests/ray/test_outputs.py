@@ -135,3 +135,35 @@ def test_a_report_file_this_tool_did_not_write_is_refused_and_left_untouched(
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and "x.report.json" in lines[0], result.stderr
     assert snapshot(out) == before
+
+
+@pytest.mark.ray_runs
+def test_a_rerun_stopped_while_it_deletes_the_old_parts_leaves_no_completed_report_over_them(
+    local_ray, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A re-run after a completed run deletes the old parts, then the old report: stopped in between
+    (the store refusing a delete among thousands, `SlowDown`; a driver killed), the output said
+    `completed` while parts it names were gone, and `eval` scored what was left. The report goes
+    first: an output without one is unfinished, and the same command then completes it."""
+    import trajectory_compressor.ray.run as ray_run
+
+    out = tmp_path / "ray" / "x.jsonl"
+    first = run_cli("compress", str(SAMPLE), "-o", str(out), "--summarizer", "extractive", *RAY)
+    assert first.returncode == 0, first.stderr
+    claimed = ray_run.claim_output_folders
+
+    def deletes_one_then_refused(layout, *args) -> None:  # type: ignore[no-untyped-def]
+        next(out.glob("part-*.jsonl")).unlink()
+        raise OSError("When deleting key 'x.jsonl/part-000000000000.jsonl': AWS Error SLOW_DOWN")
+
+    monkeypatch.setattr(ray_run, "claim_output_folders", deletes_one_then_refused)
+    stopped = run_cli("compress", str(SAMPLE), "-o", str(out), "--summarizer", "extractive", *RAY)
+    assert stopped.returncode != 0
+    report = out.parent / "x.report.json"
+    assert not report.exists() or json.loads(report.read_text())["status"] != "completed"
+    monkeypatch.setattr(ray_run, "claim_output_folders", claimed)
+    again = run_cli("compress", str(SAMPLE), "-o", str(out), "--summarizer", "extractive", *RAY)
+    assert again.returncode == 0, again.stderr
+    local = run_cli("compress", str(SAMPLE), "-o", str(tmp_path / "local" / "x.jsonl"), "--summarizer", "extractive")
+    assert local.returncode == 0, local.stderr
+    assert_same_outputs(tmp_path / "local" / "x.jsonl", out)

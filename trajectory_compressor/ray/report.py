@@ -39,11 +39,13 @@ def report_status(path: str) -> str | None:
 
 
 def forget_report(path: str) -> None:
-    """An earlier run's report goes when a run starts: an output without its report is unfinished."""
+    """An earlier run's report goes when a run starts, before any of its parts: an output without its
+    report is unfinished. A delete the store refuses stops the run (nothing else touched yet):
+    ignored, a run stopped while it deleted the old parts left them named by a `completed` report."""
     if report_status(path) is None:
         return
     filesystem, target = filesystem_of(path)
-    with contextlib.suppress(OSError):
+    with contextlib.suppress(FileNotFoundError):
         filesystem.delete_file(target)
 
 

@@ -201,9 +201,9 @@ class _RayRun:
             run_fingerprint = self._fingerprint(settings, inputs, [count.records for count in counts])
             kept = self._kept(run_fingerprint)
             self.claim.check()  # a driver whose claim was taken over deletes nothing
+            forget_report(layout.report)  # before any part is deleted: from here until the end, an unfinished run
             claim_output_folders(layout, kept.names())
             write_run_record(layout, run_fingerprint)  # before any part: what a refused re-run compares
-            forget_report(layout.report)  # from here until the end: an unfinished run
             sink = CompressedOutput(
                 layout,
                 self.output_format,
