@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -600,3 +601,26 @@ def test_a_claim_lease_that_is_no_positive_number_is_refused_before_anything_is_
         f"error: TC_RAY_CLAIM_SECONDS must be a positive number of seconds (the claim's lease), got {lease!r}"
     ]
     assert not (tmp_path / "out").exists()
+
+
+def test_a_local_run_does_not_take_over_a_live_run_writing_the_same_folder_as_a_file_uri(tmp_path: Path) -> None:
+    """`-o file:///d/x.jsonl` holds no lock (the code path of `s3://`), only its claim; a run with
+    `-o /d/x.jsonl` holds the lock, and took any claim it found for a gone run's: it took the live
+    `file://` run's over, which then stopped, exit 1, its work lost. To a lock holder, only a claim
+    whose driver held the lock too is a gone run's (a local driver SIGKILLed: taken at once)."""
+    from trajectory_compressor.ray.claim import Claim, OutputClaimedError, hold_output, read_claim, write_claim
+
+    uri = uri_layout(tmp_path)
+    local = RayOutputLayout.beside(f"{tmp_path}/out/x.jsonl")
+    with hold_output(uri, LEASE) as first:
+        refused = f"another run is writing {local.data}: run {first.run_id} "
+        with pytest.raises(OutputClaimedError, match=refused), hold_output(local, LEASE):
+            pass
+        assert first.lost() is None  # still its own
+    with hold_output(local, LEASE) as second:  # the file:// run ended: at once
+        found = read_claim(local)
+        assert found is not None and found.run_id == second.run_id and found.locked
+    lost = Claim.new(time.time(), locked=True)  # a local driver SIGKILLed a moment ago: never ended
+    write_claim(local, lost)
+    with hold_output(local, LEASE) as third:
+        assert read_claim(local).run_id == third.run_id  # type: ignore[union-attr]

@@ -16,8 +16,9 @@ with plain puts and reads, and checked before `completed` rather than trusted:
   fields) holds the same way, by its file's modification time. A run that ends
   (any status, Ctrl-C, exit 69, an error) marks its claim ended, so its re-run resumes at once;
   only a driver lost without a word (SIGKILL, its node) leaves a claim that holds the output for
-  up to a lease. Beside a local output the flock is held first, so a claim found there is
-  a gone run's whatever its age: taken over at once (local resume is as it was).
+  up to a lease. Beside a local output the flock is held first, so a claim found there that
+  says its driver held the flock too is a gone run's whatever its age: taken over at once (local
+  resume is as it was); a `file://` output's run, which holds no flock, is not.
 * **Fencing by reading.** Every part record carries the run id that wrote it. Each write task
   reads the claim before a part's files and before its record, and stops (`ClaimLostError`)
   when it is another run's, or ended: a worker of a run whose claim was taken over, or one still
@@ -105,10 +106,14 @@ class Claim:
     started: float
     renewed: float
     ended: bool = False
+    # Its driver holds the lock beside a local output, so a driver holding that lock knows it is gone. A
+    # `file://` output's run holds no lock: taken for gone, a local run on the same folder took it over live.
+    # Claims without the field (written before it) are taken as a lock holder's, as they were.
+    locked: bool = True
 
     @classmethod
-    def new(cls, now: float) -> Claim:
-        return cls(secrets.token_hex(8), socket.gethostname(), os.getpid(), now, now)
+    def new(cls, now: float, *, locked: bool) -> Claim:
+        return cls(secrets.token_hex(8), socket.gethostname(), os.getpid(), now, now, locked=locked)
 
     def holds(self, now: float, lease: float) -> bool:
         """Whether it still keeps other runs out: not ended, and renewed within the lease."""
@@ -138,6 +143,7 @@ class ForeignClaim:
     pid: int | None
     written: float | None  # the file's modification time; None when the store gives none
     ended: bool
+    locked: bool  # its driver held the lock beside a local output (`Claim.locked`), unless it says not
 
     @classmethod
     def of(cls, data: object, written: float | None) -> ForeignClaim:
@@ -148,7 +154,7 @@ class ForeignClaim:
             return value if isinstance(value, kind) and not isinstance(value, bool) else None
 
         return cls(fields.get("version"), field("run_id", str), field("host", str), field("pid", int), written,
-                   fields.get("ended") is True)  # fmt: skip
+                   fields.get("ended") is True, fields.get("locked") is not False)  # fmt: skip
 
     def holds(self, now: float, lease: float) -> bool:
         return not self.ended and (self.written is None or now - self.written < lease)
@@ -210,7 +216,9 @@ def _claim_of(data: object) -> Claim | None:
     """The claim `data` holds, or None when it is not one this version wrote: other keys, or a
     key of another type (a hand-written `"renewed": "soon"` raised TypeError in `holds`, an
     internal error; such a file is a `ForeignClaim`)."""
-    if not isinstance(data, dict) or data.get("version") != CLAIM_VERSION or set(data) != {"version", *_FIELD_TYPES}:
+    if not isinstance(data, dict) or data.get("version") != CLAIM_VERSION:
+        return None
+    if set(data) - {"locked"} != {"version", *_FIELD_TYPES} or not isinstance(data.get("locked", True), bool):
         return None
     for key, kind in _FIELD_TYPES.items():
         value = data[key]
@@ -220,7 +228,7 @@ def _claim_of(data: object) -> Claim | None:
             return None
         if kind is not float and not isinstance(value, kind):
             return None
-    return Claim(**{key: data[key] for key in _FIELD_TYPES})
+    return Claim(**{key: data[key] for key in _FIELD_TYPES}, locked=data.get("locked", True))
 
 
 def _written(filesystem: Any, path: str) -> float | None:
@@ -267,9 +275,10 @@ def check_owner(layout: RayOutputLayout, run_id: str) -> None:
 class OutputClaim:
     """`with OutputClaim(layout, locked=...) as claim:` holds the output's claim (see the module docstring).
 
-    `locked`: the driver already holds the local lock beside the output, so any claim found is
-    a gone run's. `clock` and `lease` are the tests' way to age a claim without waiting (the
-    lease: `lease_seconds()` without one).
+    `locked`: the driver already holds the local lock beside the output, so a claim found that
+    says its driver held it too is a gone run's (a `file://` output's run holds no lock).
+    `clock` and `lease` are the tests' way to age a claim without waiting (the lease:
+    `lease_seconds()` without one).
     """
 
     def __init__(
@@ -284,7 +293,7 @@ class OutputClaim:
         self.locked = locked
         self.lease = lease_seconds() if lease is None else lease
         self.clock = clock
-        self.claim = Claim.new(clock())
+        self.claim = Claim.new(clock(), locked=locked)
         self._stop = threading.Event()
         self._renewer: threading.Thread | None = None
         self._made_folder = False  # the records folder was made by this claim
@@ -295,7 +304,8 @@ class OutputClaim:
 
     def __enter__(self) -> OutputClaim:
         found = read_claim(self.layout)
-        if found is not None and not self.locked and found.holds(self.clock(), self.lease):
+        gone = self.locked and found is not None and found.locked  # the lock is ours: its holder is gone
+        if found is not None and not gone and found.holds(self.clock(), self.lease):
             raise self._refusal(found)
         self._made_folder = _missing(self.layout.records)
         write_claim(self.layout, self.claim)
