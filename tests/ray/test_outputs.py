@@ -167,3 +167,24 @@ def test_a_rerun_stopped_while_it_deletes_the_old_parts_leaves_no_completed_repo
     local = run_cli("compress", str(SAMPLE), "-o", str(tmp_path / "local" / "x.jsonl"), "--summarizer", "extractive")
     assert local.returncode == 0, local.stderr
     assert_same_outputs(tmp_path / "local" / "x.jsonl", out)
+
+
+@pytest.mark.parametrize("inside", ["x.jsonl", "x.metrics"])
+def test_an_input_inside_a_file_uri_outputs_folders_is_refused_before_it_is_deleted(
+    tmp_path: Path, inside: str
+) -> None:
+    """A local input file inside the folders of `-o file:///...` (an earlier Ray run's part, read
+    again): the local-path check that refuses it for `-o /...` was skipped for any URI, so the run
+    counted it, deleted it as an old part, and stopped, exit 1, the file gone. Refused now, exit 2,
+    before Ray starts, as for a local path; the file is left as it was."""
+    folder = tmp_path / "out" / inside
+    folder.mkdir(parents=True)
+    (folder / ".trajectory-compressor-ray").write_bytes(b"Part files written by trajectory-compressor --engine ray\n")
+    part = folder / "part-000000000000.jsonl"
+    part.write_bytes(SAMPLE.read_bytes())
+    output = f"file://{tmp_path}/out/x.jsonl"
+    result = run_cli("compress", str(part), "-o", output, "--summarizer", "extractive", *RAY)
+    assert result.returncode == 2, result.stderr
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("error: ") and f"would overwrite the input {part}" in line, line
+    assert part.read_bytes() == SAMPLE.read_bytes()

@@ -14,10 +14,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from trajectory_compressor.ray.layout import RayOutputLayout
+from trajectory_compressor.ray.layout import RayOutputLayout, filesystem_of
 from trajectory_compressor.read.files import is_uri
 from trajectory_compressor.read.sources import InputSource
 from trajectory_compressor.settings import ConfigError, RunConfig
+from trajectory_compressor.write.collisions import input_files, refuse_foreign_report, refuse_overwrites, run_outputs
 from trajectory_compressor.write.lock import OutputLock
 from trajectory_compressor.write.output_format import output_format_for
 from trajectory_compressor.write.paths import OutputPaths
@@ -100,3 +101,24 @@ def output_lock(layout: RayOutputLayout) -> contextlib.AbstractContextManager[An
         Path(getattr(layout, name)) for name in ("data", "metrics", "over_limit", "rejects", "report")
     )
     return OutputLock(OutputPaths(data, metrics, report, over_limit, rejects))
+
+
+def on_local_disk(path: str) -> str | None:
+    """The local path `path` names: itself, or a `file://` URI's path; None for an object store's URI."""
+    if not is_uri(path):
+        return path
+    return filesystem_of(path)[1] if path.startswith("file:") else None
+
+
+def refuse_local_collisions(output: str, sources: list[InputSource], overwrite: bool) -> None:
+    """On the local disk (a path or a `file://` URI), as the local engine: no output folder is an
+    input file or holds one (the run would delete it as an old part), and no report beside them is
+    a user's own file (unless `overwrite`). Only for a local path, once: a `file://` output's run
+    counted an input in its own folders, deleted it, then stopped, the file gone."""
+    local = on_local_disk(output)
+    if local is None:
+        return
+    layout = RayOutputLayout.beside(local)
+    refuse_overwrites(run_outputs(layout.as_dict()), input_files(sources))
+    if not overwrite:
+        refuse_foreign_report(Path(layout.report))  # beside the folders: a user's own file replaced

@@ -17,7 +17,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from pathlib import Path
 from typing import Any
 
 from trajectory_compressor.count.exactness import GuardResult
@@ -45,6 +44,7 @@ from trajectory_compressor.ray.preflight import (
     check_supported,
     default_cache_folder,
     ray_output_format,
+    refuse_local_collisions,
     refuse_ray_client,
 )
 from trajectory_compressor.ray.read import count_inputs, stream_rows_read
@@ -62,7 +62,6 @@ from trajectory_compressor.settings import RunConfig, with_values
 from trajectory_compressor.summarize.choose import resolve_endpoint
 from trajectory_compressor.summarize.llm.preflight import check_before_loading
 from trajectory_compressor.types import LLM_SUMMARIZER
-from trajectory_compressor.write.collisions import input_files, refuse_foreign_report, refuse_overwrites, run_outputs
 from trajectory_compressor.write.report import RunTotals
 from trajectory_compressor.write.run_fingerprint import RunFingerprint
 from trajectory_compressor.write.run_report import (
@@ -129,10 +128,7 @@ def run_on_ray(
     check_output_folders(layout)
     own = list(layout.folders().values())  # in an input folder (a local one or a URI): not inputs
     sources = absolute_sources(list_inputs(inputs, config, exclude=own))
-    if not is_uri(output):
-        refuse_overwrites(run_outputs(layout.as_dict()), input_files(sources))
-        if not config.output.overwrite:
-            refuse_foreign_report(Path(layout.report))  # beside the folders: a user's own file replaced
+    refuse_local_collisions(output, sources, config.output.overwrite)
     # As the local engine: the endpoint and the provider's capabilities before the tokenizer loads.
     asyncio.run(check_before_loading(config))
     counter = counter_for(config)
