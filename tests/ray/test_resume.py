@@ -108,3 +108,33 @@ def test_an_unfinished_run_with_other_settings_is_refused_unless_no_resume(
     assert local.returncode == 0, local.stderr
     assert_same_outputs(tmp_path / "local" / "x.jsonl", out)
     assert json.loads((tmp_path / "ray" / "x.report.json").read_text())["resume"]["parts_kept"] == 0
+
+
+def test_a_save_to_disk_input_saved_again_with_other_rows_is_not_resumed_from_the_old_parts(
+    local_ray, small_parts, tmp_path: Path
+) -> None:
+    """A `save_to_disk` directory has no sha256 of its own, and the run's fingerprint held only its
+    record count: saved again with as many other rows, the re-run of an unfinished run kept every
+    old part, computed nothing and said `completed` with the old rows. Its files' bytes are in the
+    fingerprint now: the same directory resumes, another is refused naming it."""
+    datasets = pytest.importorskip("datasets")
+    rows = read_jsonl(SAMPLE)
+    dataset = tmp_path / "runs"
+    datasets.Dataset.from_list(rows[:40]).save_to_disk(str(dataset))
+    out = tmp_path / "ray" / "x.jsonl"
+    first = run_cli("compress", str(dataset), "-o", str(out), "--summarizer", "extractive", *RAY)
+    assert first.returncode == 0, first.stderr
+    kept = stopped_after(out, 1)
+    again = run_cli("compress", str(dataset), "-o", str(out), "--summarizer", "extractive", *RAY, "--json")
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["resume"]["parts_kept"] == len(kept) == 1  # the same files: resumed
+    stopped_after(out, 1)
+    saved_again = tmp_path / "saved-again"
+    datasets.Dataset.from_list(rows[40:80]).save_to_disk(str(saved_again))
+    for path in dataset.iterdir():
+        path.unlink()
+    for path in saved_again.iterdir():
+        path.rename(dataset / path.name)
+    refused = run_cli("compress", str(dataset), "-o", str(out), "--summarizer", "extractive", *RAY)
+    assert refused.returncode == 2, refused.stderr
+    assert f"(inputs differ: '{dataset}' changed (its files' bytes)); re-run" in refused.stderr

@@ -56,6 +56,9 @@ class InputCount:
     bytes: int | None
     sha256: str | None
     stat: tuple[int, int] | None = None  # (bytes, modification time in ns) before it was counted
+    # A directory input's (`save_to_disk`): the sha256 of its files' names and bytes, for the run's
+    # fingerprint only (the report's `inputs` keep the local engine's None for what is no file).
+    contents: str | None = None
 
 
 def count_inputs(sources: Sequence[InputSource], read: ReadConfig) -> list[InputCount]:
@@ -162,8 +165,32 @@ def count_and_hash(source: InputSource, read: ReadConfig) -> InputCount:
     try:
         digest, size = _sha256_of(source.path or source.name)
     except (OSError, ValueError):  # a directory (a `save_to_disk` input), or a stream that cannot be read again
-        return InputCount(records, None, None)
+        return InputCount(records, None, None, contents=directory_digest(source.path or source.name))
     return InputCount(records, size, digest, stat)
+
+
+def directory_digest(path: str) -> str | None:
+    """The sha256 of a local directory's files, their relative names, sizes and bytes, in sorted
+    order; None when `path` is no local directory.
+
+    A `save_to_disk` input has no sha256 of its own: its run was fingerprinted by its record count
+    alone, so a resume after the dataset was saved again with other rows of the same count kept
+    every old part and said `completed` with the old rows."""
+    import os
+
+    if not os.path.isdir(path):
+        return None
+    digest = hashlib.sha256()
+    for folder, subfolders, names in os.walk(path):
+        subfolders.sort()
+        for name in sorted(names):
+            file = os.path.join(folder, name)
+            digest.update(os.path.relpath(file, path).encode("utf-8", "surrogateescape") + b"\0")
+            with open(file, "rb") as stream:
+                while chunk := stream.read(1 << 20):
+                    digest.update(chunk)
+            digest.update(b"\0")
+    return digest.hexdigest()
 
 
 def _sha256_of(path: str) -> tuple[str, int]:

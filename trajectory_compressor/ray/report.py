@@ -26,6 +26,13 @@ def input_entry(source: InputSource, count: InputCount) -> dict[str, Any]:
     }
 
 
+def fingerprinted_entry(source: InputSource, count: InputCount) -> dict[str, Any]:
+    """An input as the run's fingerprint hashes it: its report entry, and a directory's contents
+    (`InputCount.contents`), which the report does not name (the local engine's shape)."""
+    entry = input_entry(source, count)
+    return entry if count.contents is None else {**entry, "contents": count.contents}
+
+
 def report_status(path: str) -> str | None:
     """The status in an earlier run's report, None when there is none (or it is not one of ours)."""
     try:

@@ -48,7 +48,13 @@ from trajectory_compressor.ray.preflight import (
     refuse_ray_client,
 )
 from trajectory_compressor.ray.read import count_inputs, stream_rows_read
-from trajectory_compressor.ray.report import forget_report, input_entry, report_status, write_report
+from trajectory_compressor.ray.report import (
+    fingerprinted_entry,
+    forget_report,
+    input_entry,
+    report_status,
+    write_report,
+)
 from trajectory_compressor.ray.session import ray_console, start_ray, stop_ray
 from trajectory_compressor.ray.storage import check_shared_storage
 from trajectory_compressor.ray.write import CompressedOutput
@@ -194,7 +200,8 @@ class _RayRun:
             counts = count_inputs(sources, config.read)
             stream_rows = sum(count.records for count in counts)
             inputs = [input_entry(source, count) for source, count in zip(sources, counts, strict=True)]
-            run_fingerprint = self._fingerprint(settings, inputs, [count.records for count in counts])
+            hashed = [fingerprinted_entry(source, count) for source, count in zip(sources, counts, strict=True)]
+            run_fingerprint = self._fingerprint(settings, hashed, [count.records for count in counts])
             kept = self._kept(run_fingerprint)
             self.claim.check()  # a driver whose claim was taken over deletes nothing
             forget_report(layout.report)  # before any part is deleted: from here until the end, an unfinished run

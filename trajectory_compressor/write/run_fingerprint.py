@@ -40,7 +40,8 @@ MAX_SHOWN_TEXT = 80  # a text longer than this is said to have changed, not show
 MAX_KEPT_INPUTS = 10_000  # beyond it the inputs are kept as one hash: a checkpoint stays small
 _HASH_CHARS = 16
 _UNSET = object()  # a setting one of the runs did not record (another version)
-_INPUT_FIELDS = ("name", "path", "size", "bytes", "sha256", "mtime_ns", "records")
+# `contents`: a directory input's files hashed (the Ray engine's `save_to_disk` inputs, which have no sha256)
+_INPUT_FIELDS = ("name", "path", "size", "bytes", "sha256", "mtime_ns", "records", "contents")
 
 
 def fingerprint(parts: dict[str, Any]) -> str:
@@ -213,6 +214,8 @@ def _why(before: dict[str, Any], now: dict[str, Any]) -> str:
     differ = {key for key in {*before, *now} if before.get(key) != now.get(key)}
     if differ & {"size", "bytes", "sha256"}:
         return " (size or sha256)"
+    if "contents" in differ:
+        return " (its files' bytes)"
     if "mtime_ns" in differ:
         return " (modification time)"
     return ""
