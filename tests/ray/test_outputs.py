@@ -188,3 +188,24 @@ def test_an_input_inside_a_file_uri_outputs_folders_is_refused_before_it_is_dele
     [line] = result.stderr.strip().splitlines()
     assert line.startswith("error: ") and f"would overwrite the input {part}" in line, line
     assert part.read_bytes() == SAMPLE.read_bytes()
+
+
+@pytest.mark.parametrize("folder", ["x.jsonl", "x.part_records/sub"])
+def test_a_cache_inside_the_outputs_folders_is_refused_before_anything_is_written(tmp_path: Path, folder: str) -> None:
+    """`--cache out/x.jsonl/s.sqlite3`: the workers wrote their `worker-*.sqlite3` files into the
+    dataset folder, the run said `completed`, and the same command was then refused (the folder
+    holds files this tool does not write as parts). Refused at the start now, exit 2, nothing written."""
+    from tests.fake_openai_server import FakeServerThread
+    from tests.ray.test_engine import llm_args
+
+    out = tmp_path / "out" / "x.jsonl"
+    with FakeServerThread() as server:
+        args = llm_args(server.base_url, tmp_path / "out" / folder / "s.sqlite3")
+        result = run_cli("compress", str(SAMPLE), "-o", str(out), *args, *RAY)
+        assert not server.requests
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"error: --cache {tmp_path / 'out' / folder / 's.sqlite3'} would put the workers' cache files in the "
+        f"run's own folder {tmp_path / 'out' / folder.split('/')[0]}: choose a --cache outside the output's folders"
+    )
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").rglob("*"))

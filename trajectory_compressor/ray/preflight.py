@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import posixpath
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from trajectory_compressor.write.collisions import input_files, refuse_foreign_r
 from trajectory_compressor.write.lock import OutputLock
 from trajectory_compressor.write.output_format import output_format_for
 from trajectory_compressor.write.paths import OutputPaths
+from trajectory_compressor.write.run_files import OutputError
 
 RAY_FORMATS = ("jsonl", "parquet")
 DATASET_SUFFIXES = (".jsonl", ".ndjson", ".parquet", ".jsonl.gz", ".ndjson.gz")  # gzip: refused by its name
@@ -122,3 +124,28 @@ def refuse_local_collisions(output: str, sources: list[InputSource], overwrite: 
     refuse_overwrites(run_outputs(layout.as_dict()), input_files(sources))
     if not overwrite:
         refuse_foreign_report(Path(layout.report))  # beside the folders: a user's own file replaced
+
+
+def cache_folder_of(config: RunConfig, output: str, say: Callable[[str], None]) -> str | None:
+    """The folder of the workers' summary cache files: `--cache PATH`'s folder, else
+    `.<stem>.ray-cache/` beside a local output; None for a URI output without `--cache` (said).
+
+    A folder that is, or lies in, one of the run's own folders is refused (exit 2): the workers'
+    `worker-*.sqlite3` files landed in the dataset folder (`--cache out/x.jsonl/s.sqlite3`), the
+    run said `completed`, and its same command was then refused, the folder holding files this
+    tool does not write as parts."""
+    given = config.llm.cache_path
+    folder = os.path.dirname(os.path.abspath(given)) if given else default_cache_folder(output)
+    if folder is None:
+        say("warning: no --cache folder for a remote output: summaries will not be cached")
+        return None
+    local = on_local_disk(output)
+    if local is not None:
+        real = os.path.realpath(folder)
+        for own in RayOutputLayout.beside(os.path.abspath(local)).folders().values():
+            if os.path.commonpath([real, os.path.realpath(own)]) == os.path.realpath(own):
+                raise OutputError(
+                    f"--cache {given} would put the workers' cache files in the run's own folder {own}: "
+                    "choose a --cache outside the output's folders"
+                )
+    return folder

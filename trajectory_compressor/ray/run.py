@@ -41,8 +41,8 @@ from trajectory_compressor.ray.parts import (
 )
 from trajectory_compressor.ray.preflight import (
     absolute_sources,
+    cache_folder_of,
     check_supported,
-    default_cache_folder,
     ray_output_format,
     refuse_local_collisions,
     refuse_ray_client,
@@ -143,13 +143,8 @@ def run_on_ray(
         choice = choose_summarizers(with_values(config, "llm", use_cache=False), counter)
         uses_llm = choice.primary is not None and choice.primary.name == LLM_SUMMARIZER
         say(choice.note)
-    cache_folder = None
-    if config.llm.use_cache and uses_llm:
-        # `--cache folder/summaries.sqlite3`: the workers' files go beside it, in its folder.
-        given = config.llm.cache_path
-        cache_folder = os.path.dirname(os.path.abspath(given)) if given else default_cache_folder(output)
-        if cache_folder is None:
-            say("warning: no --cache folder for a remote output: summaries will not be cached")
+    # `--cache folder/summaries.sqlite3`: the workers' files go beside it, in its folder.
+    cache_folder = cache_folder_of(config, output, say) if config.llm.use_cache and uses_llm else None
     settings = settings_record(config, counter.name)
     # The claim: on object storage, the only thing that keeps a second run out (`claim`).
     with hold_output(layout, lease) as claim, ray_console(config.quiet):
