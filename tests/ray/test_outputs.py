@@ -209,3 +209,16 @@ def test_a_cache_inside_the_outputs_folders_is_refused_before_anything_is_writte
         f"run's own folder {tmp_path / 'out' / folder.split('/')[0]}: choose a --cache outside the output's folders"
     )
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").rglob("*"))
+
+
+def test_a_folder_at_the_reports_name_is_refused_at_the_start_even_with_overwrite(tmp_path: Path) -> None:
+    """`--overwrite` replaces a file at the report's name; a folder there was found only by the
+    run's last step, once every part was written: `internal error IsADirectoryError`, exit 1."""
+    (tmp_path / "out" / "x.report.json").mkdir(parents=True)
+    out = tmp_path / "out" / "x.jsonl"
+    result = run_cli("compress", str(SAMPLE), "-o", str(out), "--summarizer", "extractive", "--overwrite", *RAY)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        f"error: {tmp_path / 'out' / 'x.report.json'} is a folder; the run's report is written there: choose another -o"
+    ]
+    assert sorted(path.name for path in (tmp_path / "out").iterdir()) == ["x.report.json"]

@@ -124,6 +124,8 @@ def refuse_local_collisions(output: str, sources: list[InputSource], overwrite: 
     refuse_overwrites(run_outputs(layout.as_dict()), input_files(sources))
     if not overwrite:
         refuse_foreign_report(Path(layout.report))  # beside the folders: a user's own file replaced
+    elif os.path.isdir(layout.report):  # --overwrite replaces a file; a folder failed the run's last step
+        raise OutputError(f"{layout.report} is a folder; the run's report is written there: choose another -o")
 
 
 def cache_folder_of(config: RunConfig, output: str, say: Callable[[str], None]) -> str | None:
