@@ -608,7 +608,14 @@ def test_a_local_run_does_not_take_over_a_live_run_writing_the_same_folder_as_a_
     `-o /d/x.jsonl` holds the lock, and took any claim it found for a gone run's: it took the live
     `file://` run's over, which then stopped, exit 1, its work lost. To a lock holder, only a claim
     whose driver held the lock too is a gone run's (a local driver SIGKILLed: taken at once)."""
-    from trajectory_compressor.ray.claim import Claim, OutputClaimedError, hold_output, read_claim, write_claim
+    from trajectory_compressor.ray.claim import (
+        Claim,
+        OutputClaim,
+        OutputClaimedError,
+        hold_output,
+        read_claim,
+        write_claim,
+    )
 
     uri = uri_layout(tmp_path)
     local = RayOutputLayout.beside(f"{tmp_path}/out/x.jsonl")
@@ -617,9 +624,14 @@ def test_a_local_run_does_not_take_over_a_live_run_writing_the_same_folder_as_a_
         with pytest.raises(OutputClaimedError, match=refused), hold_output(local, LEASE):
             pass
         assert first.lost() is None  # still its own
+        assert json.loads((tmp_path / "out" / "x.part_records" / "claim.json").read_bytes())["locked"] is False
     with hold_output(local, LEASE) as second:  # the file:// run ended: at once
         found = read_claim(local)
         assert found is not None and found.run_id == second.run_id and found.locked
+        written = json.loads((tmp_path / "out" / "x.part_records" / "claim.json").read_bytes())
+        assert "locked" not in written  # the schema earlier versions read: they refuse it as a live claim
+    s3 = RayOutputLayout.beside("s3://bucket/out/x.jsonl")
+    assert OutputClaim(s3, locked=False, lease=LEASE).claim.locked  # no lock can be held beside it: not written
     lost = Claim.new(time.time(), locked=True)  # a local driver SIGKILLed a moment ago: never ended
     write_claim(local, lost)
     with hold_output(local, LEASE) as third:

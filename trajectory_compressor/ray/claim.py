@@ -60,7 +60,7 @@ from trajectory_compressor.messages import quoted
 from trajectory_compressor.ray.layout import CLAIM, MARKER, MARKER_TEXT, RayOutputLayout, filesystem_of, is_part
 from trajectory_compressor.ray.layout import write_whole as _write_whole
 from trajectory_compressor.ray.parts import OUTPUTS, PartRecord, read_records
-from trajectory_compressor.ray.preflight import output_lock
+from trajectory_compressor.ray.preflight import on_local_disk, output_lock
 from trajectory_compressor.read.files import is_uri
 from trajectory_compressor.write.run_files import OutputError
 
@@ -106,9 +106,10 @@ class Claim:
     started: float
     renewed: float
     ended: bool = False
-    # Its driver holds the lock beside a local output, so a driver holding that lock knows it is gone. A
-    # `file://` output's run holds no lock: taken for gone, a local run on the same folder took it over live.
-    # Claims without the field (written before it) are taken as a lock holder's, as they were.
+    # False: a `file://` output's run, on the local disk but holding no lock beside it; taken for a gone run's
+    # by a local run on the same folder (which holds the lock), it was taken over live. Written only when
+    # False: every other claim stays the one schema earlier versions read (an unknown field is no claim to
+    # them, and they took it over at once); a claim without it is taken as a lock holder's, as before.
     locked: bool = True
 
     @classmethod
@@ -248,7 +249,10 @@ def write_claim(layout: RayOutputLayout, claim: Claim) -> None:
     if filesystem.get_file_info(marker).type == pafs.FileType.NotFound:  # `check_output_folders` found it empty
         with filesystem.open_output_stream(marker) as stream:
             stream.write(MARKER_TEXT)
-    _write_whole(layout.records, CLAIM, orjson.dumps({"version": CLAIM_VERSION, **asdict(claim)}), claim.run_id)
+    body = {"version": CLAIM_VERSION, **asdict(claim)}
+    if claim.locked:
+        del body["locked"]  # see `Claim.locked`
+    _write_whole(layout.records, CLAIM, orjson.dumps(body), claim.run_id)
 
 
 def check_owner(layout: RayOutputLayout, run_id: str) -> None:
@@ -293,7 +297,8 @@ class OutputClaim:
         self.locked = locked
         self.lease = lease_seconds() if lease is None else lease
         self.clock = clock
-        self.claim = Claim.new(clock(), locked=locked)
+        # Lockless only on the local disk (`file://`): no run can hold a lock beside an `s3://` output.
+        self.claim = Claim.new(clock(), locked=locked or on_local_disk(layout.data) is None)
         self._stop = threading.Event()
         self._renewer: threading.Thread | None = None
         self._made_folder = False  # the records folder was made by this claim
