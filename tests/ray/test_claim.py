@@ -325,14 +325,14 @@ def test_a_claim_read_that_fails_is_tried_again_then_raised_never_taken_for_no_c
 ) -> None:
     """A refused read taken for "no claim" stopped a run whose claim was whole as taken over (a
     write task's check) and let a second run in; it is tried again, and raised if it keeps failing."""
-    from trajectory_compressor.ray import claim
+    from trajectory_compressor.ray import claim, claim_file
     from trajectory_compressor.ray.layout import filesystem_of
 
     layout = uri_layout(tmp_path)
     with claim.OutputClaim(layout, locked=False, lease=LEASE, clock=Clock()) as held:
         flaky = FlakyReads(filesystem_of(layout.records)[0], failures)
-        monkeypatch.setattr(claim, "filesystem_of", lambda folder: (flaky, filesystem_of(folder)[1]))
-        monkeypatch.setattr(claim.time, "sleep", lambda seconds: None)
+        monkeypatch.setattr(claim_file, "filesystem_of", lambda folder: (flaky, filesystem_of(folder)[1]))
+        monkeypatch.setattr(claim_file.time, "sleep", lambda seconds: None)
         if failures < 3:
             claim.check_owner(layout, held.run_id)  # two refusals, then the claim: still this run's
         else:
@@ -456,15 +456,15 @@ def test_a_claim_read_that_fails_when_the_run_ends_leaves_the_runs_own_end(
     """The store refusing every read as the run ends: the claim is left to go stale after the lease
     (as an unreachable write leaves it), and the run's own end is kept; the OSError raised from
     `__exit__` replaced it (a completed run whose report was written ended in an internal error)."""
-    from trajectory_compressor.ray import claim
+    from trajectory_compressor.ray import claim, claim_file
     from trajectory_compressor.ray.layout import filesystem_of
 
     layout = uri_layout(tmp_path)
     held = claim.OutputClaim(layout, locked=False, lease=LEASE, clock=Clock())
     held.__enter__()
     flaky = FlakyReads(filesystem_of(layout.records)[0], 1_000)
-    monkeypatch.setattr(claim, "filesystem_of", lambda folder: (flaky, filesystem_of(folder)[1]))
-    monkeypatch.setattr(claim.time, "sleep", lambda seconds: None)
+    monkeypatch.setattr(claim_file, "filesystem_of", lambda folder: (flaky, filesystem_of(folder)[1]))
+    monkeypatch.setattr(claim_file.time, "sleep", lambda seconds: None)
     held.__exit__(None, None, None)  # raised OSError
     monkeypatch.undo()
     left = claim.read_claim(layout)

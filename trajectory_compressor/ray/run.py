@@ -22,7 +22,8 @@ from typing import Any
 from trajectory_compressor.count.exactness import GuardResult
 from trajectory_compressor.errors import RunAborted, UsageError
 from trajectory_compressor.exit_codes import ExitCode
-from trajectory_compressor.ray.claim import OutputClaim, hold_output, lease_seconds
+from trajectory_compressor.ray.claim import OutputClaim, hold_output
+from trajectory_compressor.ray.claim_file import lease_seconds
 from trajectory_compressor.ray.completion import completion_problem
 from trajectory_compressor.ray.inputs import list_inputs
 from trajectory_compressor.ray.layout import (
