@@ -188,6 +188,28 @@ def test_dry_run_writes_metrics_and_report_but_no_dataset(tmp_path: Path) -> Non
     assert all(m["planned_tokens"] <= 2500 or m["still_over_limit"] for m in planned)
 
 
+def test_a_dry_run_onto_a_finished_runs_dataset_is_refused_and_with_overwrite_keeps_the_dataset(tmp_path: Path) -> None:
+    """A dry run writes no dataset, but it replaced the metrics and report of the finished run
+    beside it: the dataset was left described by a plan's report. Refused (exit 2, nothing
+    touched) unless --overwrite, which replaces the metrics and report and keeps the dataset."""
+    source = _rows(tmp_path)
+    out = tmp_path / "o.jsonl"
+    assert run_cli("compress", str(source), "-o", str(out), *SMALL).returncode == 0
+    before = {path.name: path.read_bytes() for path in tmp_path.iterdir() if path.is_file()}
+    refused = run_cli("compress", str(source), "-o", str(out), "--dry-run", *SMALL)
+    assert refused.returncode == 2, refused.stderr
+    assert refused.stderr.strip().splitlines() == [
+        f"error: {out} holds a dataset: a dry run writes none, and its metrics and report would replace the ones "
+        "describing it; choose another -o for the dry run, or pass --overwrite (the dataset is kept)"
+    ]
+    assert {path.name: path.read_bytes() for path in tmp_path.iterdir() if path.is_file()} == before
+    again = run_cli("compress", str(source), "-o", str(out), "--dry-run", "--overwrite", *SMALL)
+    assert again.returncode == 0, again.stderr
+    assert out.read_bytes() == before["o.jsonl"]
+    report = json.loads((tmp_path / "o.report.json").read_text())
+    assert report["settings"]["dry_run"] and "data" not in report["outputs"]
+
+
 def test_dry_run_summary_labels_planned_figures_and_names_only_files_written(tmp_path: Path) -> None:
     """Issue 20 F18: it printed `data: o.jsonl` (never written) and `tokens -> N (saved ...)` as if done."""
     source = _rows(tmp_path)

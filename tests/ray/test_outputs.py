@@ -138,6 +138,31 @@ def test_a_report_file_this_tool_did_not_write_is_refused_and_left_untouched(
 
 
 @pytest.mark.ray_runs
+def test_a_dry_run_over_a_completed_output_deletes_none_of_its_dataset(local_ray, tmp_path: Path) -> None:
+    """A dry run over a completed Ray output deleted every part of its dataset (it writes none, and
+    cleared the folder as a re-run does). Refused now, as the local engine refuses it, nothing
+    touched; with --overwrite its metrics and report replace the run's and the dataset stays."""
+    out = tmp_path / "ray" / "x.jsonl"
+    first = run_cli("compress", str(SAMPLE), "-o", str(out), "--summarizer", "extractive", *RAY)
+    assert first.returncode == 0, first.stderr
+    before = snapshot(out.parent)
+    refused = run_cli("compress", str(SAMPLE), "-o", str(out), "--dry-run", *RAY)
+    assert refused.returncode == 2, refused.stderr
+    assert refused.stderr.strip().splitlines() == [
+        f"error: {out} holds a dataset: a dry run writes none, and its metrics and report would replace the ones "
+        "describing it; choose another -o for the dry run, or pass --overwrite (the dataset is kept)"
+    ]
+    assert snapshot(out.parent) == before
+    again = run_cli("compress", str(SAMPLE), "-o", str(out), "--dry-run", "--overwrite", *RAY)
+    assert again.returncode == 0, again.stderr
+    assert snapshot(out) == {
+        name[len("x.jsonl/") :]: data for name, data in before.items() if name.startswith("x.jsonl/")
+    }
+    report = json.loads((out.parent / "x.report.json").read_text())
+    assert report["status"] == "completed" and report["settings"]["dry_run"] and "data" not in report["outputs"]
+
+
+@pytest.mark.ray_runs
 def test_a_rerun_stopped_while_it_deletes_the_old_parts_leaves_no_completed_report_over_them(
     local_ray, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

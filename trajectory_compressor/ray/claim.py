@@ -231,9 +231,10 @@ def hold_output(layout: RayOutputLayout, lease: float | None = None) -> Iterator
         yield claim
 
 
-def own_parts_problem(layout: RayOutputLayout, records: Sequence[PartRecord]) -> str | None:
+def own_parts_problem(layout: RayOutputLayout, records: Sequence[PartRecord], *, dataset: bool = True) -> str | None:
     """What in the output is not the parts this run counted (`records`: its own and those it kept);
-    None when the records folder and every output folder hold exactly them."""
+    None when the records folder and every output folder hold exactly them. `dataset=False`: a dry
+    run's, which leaves the dataset folder as it found it (an `--overwrite` dry run keeps its parts)."""
     import pyarrow.fs as pafs
 
     counted = {record.name: record for record in records}
@@ -249,7 +250,7 @@ def own_parts_problem(layout: RayOutputLayout, records: Sequence[PartRecord]) ->
             return f"{quoted(posixpath.join(layout.records, record.name))} was replaced ({writer})"
     if counted:
         return f"{quoted(posixpath.join(layout.records, min(counted)))} is missing"
-    for output in OUTPUTS:
+    for output in (name for name in OUTPUTS if dataset or name != "data"):
         folder = layout.outputs()[output]
         names = {part.name for record in records for key, part in record.files.items() if key == output}
         filesystem, path = filesystem_of(folder)

@@ -30,10 +30,13 @@ def completion_problem(
     sources: Sequence[InputSource],
     counts: Sequence[int],
     select: SelectConfig,
+    *,
+    dataset: bool = True,
 ) -> tuple[dict[str, Any], str | None]:
     """The report's `files` section, and the line that keeps the run from `completed` (None: it completed).
 
-    `records`: the parts this run wrote and those its resume kept; `counts`: each source's records.
+    `records`: the parts this run wrote and those its resume kept; `counts`: each source's records;
+    `dataset`: False for a dry run, which writes no dataset and leaves its folder as it found it.
     """
     files, problems = check_parts(layout, records)
     if problems:
@@ -44,6 +47,6 @@ def completion_problem(
     end = limit_end(sum(counts), select)
     if missing := coverage_problem(records, end, select, sources, counts):
         return files, f"the parts do not hold every input row once, in order: {missing}; {RESUME}"
-    if foreign := own_parts_problem(layout, records):
+    if foreign := own_parts_problem(layout, records, dataset=dataset):
         return files, f"another writer changed the output while this run wrote it: {foreign}; {RESUME}"
     return files, None

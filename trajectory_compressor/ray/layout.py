@@ -161,16 +161,22 @@ def check_output_folders(layout: RayOutputLayout) -> None:
             )
 
 
-def claim_output_folders(layout: RayOutputLayout, keep: Mapping[str, Collection[str]] | None = None) -> None:
+def claim_output_folders(
+    layout: RayOutputLayout, keep: Mapping[str, Collection[str]] | None = None, *, dataset: bool = True
+) -> None:
     """Make the run's folders, mark them as this tool's, and delete the parts an earlier run left,
     but those a resume keeps (`keep`: folder key of `layout.folders()` -> file names).
 
+    `dataset=False` (a dry run, which writes no dataset): the dataset folder is neither made nor
+    touched. A dry run over a completed output once deleted every part of its dataset here.
     Checked again first: a file that appeared since the run started stops it here, untouched.
     """
     check_output_folders(layout)
     import pyarrow.fs as pafs
 
     for key, folder in layout.folders().items():
+        if key == "data" and not dataset:
+            continue
         kept = (keep or {}).get(key, ())
         filesystem, path = filesystem_of(folder)
         filesystem.create_dir(path, recursive=True)
@@ -181,6 +187,15 @@ def claim_output_folders(layout: RayOutputLayout, keep: Mapping[str, Collection[
         for info in entries:
             if _own_names(key).fullmatch(info.base_name) and info.base_name not in kept and CLAIM not in info.base_name:
                 filesystem.delete_file(info.path)
+
+
+def holds_parts(folder: str) -> bool:
+    """Whether `folder` (a local path or a URI) holds a finished part file: a dataset, whole or not."""
+    import pyarrow.fs as pafs
+
+    filesystem, path = filesystem_of(folder)
+    entries = filesystem.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+    return any(info.type == pafs.FileType.File and is_part(info.base_name) for info in entries)
 
 
 def part_files(folder: str | Path) -> list[Path]:

@@ -30,6 +30,7 @@ from trajectory_compressor.ray.layout import (
     RayOutputLayout,
     check_output_folders,
     claim_output_folders,
+    holds_parts,
 )
 from trajectory_compressor.ray.losses import describe_loss, user_cause
 from trajectory_compressor.ray.parts import (
@@ -69,6 +70,7 @@ from trajectory_compressor.settings import RunConfig, with_values
 from trajectory_compressor.summarize.choose import resolve_endpoint
 from trajectory_compressor.summarize.llm.preflight import check_before_loading
 from trajectory_compressor.types import LLM_SUMMARIZER
+from trajectory_compressor.write.collisions import refuse_dry_run_over_dataset
 from trajectory_compressor.write.report import RunTotals
 from trajectory_compressor.write.run_fingerprint import RunFingerprint
 from trajectory_compressor.write.run_report import (
@@ -133,6 +135,8 @@ def run_on_ray(
         output = os.path.abspath(output)
     layout = RayOutputLayout.beside(output)
     check_output_folders(layout)
+    if config.dry_run and not config.output.overwrite:  # a dry run deletes no dataset, nor replaces its report
+        refuse_dry_run_over_dataset(output, held=holds_parts(layout.data))
     own = list(layout.folders().values())  # in an input folder (a local one or a URI): not inputs
     sources = absolute_sources(list_inputs(inputs, config, exclude=own))
     refuse_local_collisions(output, sources, config.output.overwrite)
@@ -201,7 +205,7 @@ class _RayRun:
             kept = self._kept(run_fingerprint)
             self.claim.check()  # a driver whose claim was taken over deletes nothing
             forget_report(layout.report)  # before any part is deleted: from here until the end, an unfinished run
-            claim_output_folders(layout, kept.names())
+            claim_output_folders(layout, kept.names(), dataset=not config.dry_run)
             write_run_record(layout, run_fingerprint)  # before any part: what a refused re-run compares
             sink = CompressedOutput(
                 layout,
@@ -219,7 +223,7 @@ class _RayRun:
         files: dict[str, Any] = {}
         if status == COMPLETED:
             files, problem = completion_problem(
-                layout, records, sources, [count.records for count in counts], config.select
+                layout, records, sources, [count.records for count in counts], config.select, dataset=not config.dry_run
             )
             if config.dry_run:
                 files.pop("data", None)

@@ -20,6 +20,7 @@ from trajectory_compressor.write.collisions import (
     NamedFile,
     html_report_file,
     input_files,
+    refuse_dry_run_over_dataset,
     refuse_foreign_outputs,
     refuse_overwrites,
     run_outputs,
@@ -127,6 +128,8 @@ def check_output_paths(jobs: Sequence[CompressJob], sources: Sequence[InputSourc
     if not config.output.overwrite:
         for job in jobs:
             paths = OutputPaths.beside(job.output, job.metrics)
+            if config.dry_run:
+                refuse_dry_run_over_dataset(paths.data, held=os.path.lexists(paths.data))
             refuse_foreign_outputs(paths, _origin(job), data=not config.dry_run)
 
 

@@ -126,6 +126,20 @@ def refuse_foreign_outputs(paths: OutputPaths, note: str = "", *, data: bool = T
             )
 
 
+def refuse_dry_run_over_dataset(dataset: str | os.PathLike[str], *, held: bool) -> None:
+    """Raise `OutputError` when a dry run (without `--overwrite`) is pointed at a dataset (`held`).
+
+    A dry run writes no dataset, but its metrics and report go beside it: over a finished run's
+    they replaced the ones describing its dataset (the local engine), or the run deleted the
+    dataset's parts with the rest (`--engine ray`). Both engines refuse it alike; `--overwrite`
+    lets the plan's metrics and report replace them, the dataset kept as it is."""
+    if held:
+        raise OutputError(
+            f"{quoted(dataset)} holds a dataset: a dry run writes none, and its metrics and report would replace "
+            "the ones describing it; choose another -o for the dry run, or pass --overwrite (the dataset is kept)"
+        )
+
+
 def refuse_foreign_file(named: NamedFile, ours: Callable[[Path], bool]) -> None:
     """Raise `OutputError` if `named` exists and `ours` does not recognise it as this tool's
     (a `requests` batch file: its first line is one of our request lines)."""
