@@ -54,6 +54,7 @@ def _cluster(monkeypatch: pytest.MonkeyPatch, elsewhere: Path | None, *, hide: s
         probes: Sequence[tuple[str, str]],
         inputs: Sequence[tuple[str, int]],
         times: Sequence[int] = (),
+        wait: float = 0,
     ) -> list[object]:
         assert [node["NodeID"] for node in nodes] == [NODES[0]["NodeID"], NODES[1]["NodeID"]]  # the alive ones
         asked.append([path for path, _ in probes])

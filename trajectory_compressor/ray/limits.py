@@ -7,7 +7,7 @@ and tells it when the request is over. The buckets are the local engine's own `R
 
 A worker killed while its requests are in flight never says they are over. Each worker
 therefore sends a heartbeat while it holds slots, and the slots of a worker silent for
-`LEASE_SECONDS` are taken back (a restarted worker is a new worker: new id, new slots).
+a lease (`TC_RAY_LEASE_SECONDS`, 10 s) are taken back (a restarted worker is a new worker: new id, new slots).
 The actor also keeps each worker's latest usage counters (`UsageTracker.stats()`), so the
 run report adds up every worker's requests, retries and tokens, killed ones included.
 
@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import time
 import uuid
 from collections import Counter
@@ -35,16 +34,19 @@ from trajectory_compressor.exit_codes import ExitCode
 from trajectory_compressor.summarize.llm.ratelimit import RateLimiter
 from trajectory_compressor.summarize.llm.usage import merge_usage
 
-LEASE_SECONDS = float(os.environ.get("TC_RAY_LEASE_SECONDS", "10"))
-HEARTBEAT_SECONDS = LEASE_SECONDS / 4
+LEASE_SECONDS = 10.0  # the default; a run's comes from `TC_RAY_LEASE_SECONDS` (`environment`), handed to the actor
+HEARTBEAT_SECONDS = LEASE_SECONDS / 4  # a worker's first beat; the actor's answer sets the next ones (`lease / 4`)
 REPORT_SECONDS = 30  # a worker's figures handed to the actor: never waited on longer
 
 
 class RunLimits:
     """The run's cluster-wide admission (an async Ray actor: one event loop serves every worker)."""
 
-    def __init__(self, max_concurrency: int, rpm: float | None = None, tpm: float | None = None) -> None:
+    def __init__(
+        self, max_concurrency: int, rpm: float | None = None, tpm: float | None = None, lease: float | None = None
+    ) -> None:
         self.max_concurrency = max_concurrency
+        self.lease = lease or LEASE_SECONDS  # the driver's, read at the run's start (the actor's env may differ)
         self.rates = RateLimiter(rpm, tpm)
         self.in_flight = 0
         self.max_in_flight = 0
@@ -110,8 +112,10 @@ class RunLimits:
     def aborted(self) -> tuple[str, int] | None:
         return self._aborted
 
-    def heartbeat(self, worker: str) -> None:
+    def heartbeat(self, worker: str) -> float:
+        """A worker's word that it lives; the answer is when to say it next (a quarter of the lease)."""
         self._seen[worker] = time.monotonic()
+        return self.lease / 4
 
     def report(self, worker: str, stats: dict[str, Any] | None, counting: dict[str, Any]) -> None:
         """The worker's usage counters and exactness guard so far (`UsageTracker.stats()`,
@@ -147,10 +151,10 @@ class RunLimits:
     async def _reap(self) -> None:
         """Take back the slots of workers silent for longer than a lease (killed mid-request)."""
         while True:
-            await asyncio.sleep(min(1.0, LEASE_SECONDS / 4))
+            await asyncio.sleep(min(1.0, self.lease / 4))
             now = time.monotonic()
             for worker, held in list(self._held.items()):
-                if held and now - self._seen.get(worker, now) > LEASE_SECONDS:
+                if held and now - self._seen.get(worker, now) > self.lease:
                     self._held[worker] = 0
                     self.reclaimed += held
                     await self._free(held)
@@ -161,7 +165,7 @@ LOST_LIMITS = "the run's limits actor (RunLimits, on the driver's node) was lost
 RESUME = "re-run the same command to resume"
 
 
-def start_limits(max_concurrency: int, rpm: float | None, tpm: float | None) -> Any:
+def start_limits(max_concurrency: int, rpm: float | None, tpm: float | None, lease: float = LEASE_SECONDS) -> Any:
     """The run's `RunLimits` actor, on this (the driver's) node; not detached: it ends with the driver."""
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -175,7 +179,7 @@ def start_limits(max_concurrency: int, rpm: float | None, tpm: float | None) -> 
         max_restarts=RESTARTS,
         max_task_retries=RESTARTS,
     )
-    return actor.remote(max_concurrency, rpm, tpm)
+    return actor.remote(max_concurrency, rpm, tpm, lease)
 
 
 class ClusterGate:
@@ -228,6 +232,11 @@ class ClusterGate:
             self._heartbeat = asyncio.get_running_loop().create_task(self._beat())
 
     async def _beat(self) -> None:
+        """Beat every quarter of the run's lease, which the actor answers with (the worker's own
+        environment may not hold the driver's `TC_RAY_LEASE_SECONDS`); never waits longer on it."""
+        interval = HEARTBEAT_SECONDS
         while True:
-            self.limits.heartbeat.remote(self.worker)
-            await asyncio.sleep(HEARTBEAT_SECONDS)
+            answer = self.limits.heartbeat.remote(self.worker)
+            with contextlib.suppress(Exception):  # the actor lost or slow: the last interval
+                interval = float(await asyncio.wait_for(answer, interval)) or interval
+            await asyncio.sleep(interval)

@@ -25,6 +25,7 @@ from trajectory_compressor.exit_codes import ExitCode
 from trajectory_compressor.ray.claim import OutputClaim, hold_output
 from trajectory_compressor.ray.claim_file import lease_seconds
 from trajectory_compressor.ray.completion import completion_problem
+from trajectory_compressor.ray.environment import RayEnvironment, ray_environment
 from trajectory_compressor.ray.inputs import list_inputs
 from trajectory_compressor.ray.layout import (
     RayOutputLayout,
@@ -127,6 +128,7 @@ def run_on_ray(
     config = resolve_endpoint(config)
     config.validate()
     lease = lease_seconds()  # TC_RAY_CLAIM_SECONDS: refused before anything is written, as a bad setting
+    environment = ray_environment()  # TC_RAY_LEASE_SECONDS, TC_RAY_PROBE_SECONDS, TC_RAY_ROWS_PER_PART: the same
     refuse_ray_client(config)
     refuse_empty_output(output)
     output_format = ray_output_format(output, config.output.output_format)
@@ -155,7 +157,7 @@ def run_on_ray(
     with hold_output(layout, lease) as claim, ray_console(config.quiet):
         joined = start_ray(config)
         try:
-            run = _RayRun(config, layout, output_format, cache_folder, say, counter.guard, claim)
+            run = _RayRun(config, layout, output_format, cache_folder, say, counter.guard, claim, environment)
             return run.execute(sources, settings, started)
         finally:
             if joined:
@@ -174,6 +176,7 @@ class _RayRun:
     say: Callable[[str], None]
     counting: GuardResult  # the driver's backend and probe check; each worker's guard joins it at the end
     claim: OutputClaim  # held for the whole run: checked before anything is deleted and before the report
+    environment: RayEnvironment  # the settings from the driver's environment, checked at the start
 
     def execute(self, sources: list[InputSource], settings: dict[str, Any], started: float) -> RayRunResult:
         import ray
@@ -196,7 +199,9 @@ class _RayRun:
         usage: dict[str, Any] = {}
         counting = self.counting
         try:
-            check_shared_storage(list(layout.folders().values()), self.cache_folder, sources, self.say)
+            check_shared_storage(
+                list(layout.folders().values()), self.cache_folder, sources, self.say, self.environment.probe_seconds
+            )
             counts = count_inputs(sources, config.read)
             stream_rows = sum(count.records for count in counts)
             inputs = [input_entry(source, count) for source, count in zip(sources, counts, strict=True)]
@@ -214,6 +219,7 @@ class _RayRun:
                 kept_starts=kept.starts,
                 json_lists=WriteShape(self.config.output.write_format).json_lists,
                 run_id=self.claim.run_id,
+                rows_per_part=self.environment.rows_per_part,
             )
             (status, exit_code, message), usage, counting = self._write(sources, counts, workers, kept, sink)
         except RunAborted as exc:  # a node lost before the work started
@@ -305,14 +311,15 @@ class _RayRun:
         """
         import ray
 
-        from trajectory_compressor.ray import write
         from trajectory_compressor.ray.engine import BATCH_ROWS, compress_dataset
         from trajectory_compressor.ray.limits import start_limits
         from trajectory_compressor.ray.read import read_inputs
         from trajectory_compressor.ray.stall import stall_watch
 
         config = self.config
-        limits = start_limits(config.llm.max_concurrency, config.llm.rpm, config.llm.tpm)
+        limits = start_limits(
+            config.llm.max_concurrency, config.llm.rpm, config.llm.tpm, self.environment.lease_seconds
+        )
         watch = stall_watch(self.layout.records, config.ray_stall_timeout, workers)
         outcome: Outcome = (COMPLETED, ExitCode.OK, None)
         try:
@@ -323,7 +330,7 @@ class _RayRun:
                 config,
                 num_workers=workers,
                 cache_folder=self.cache_folder,
-                batch_size=min(BATCH_ROWS, write.ROWS_PER_PART),  # a batch is never more than a part
+                batch_size=min(BATCH_ROWS, self.environment.rows_per_part),  # a batch is never more than a part
                 keep_rejects_in_data=self.output_format == "jsonl",
                 limits=limits,
             )

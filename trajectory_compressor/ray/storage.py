@@ -14,7 +14,7 @@ affinity, not soft, no CPU asked) reads them back and looks at each local input 
 
 One node (a local Ray, or a cluster of one machine): nothing to check. Nodes that join after
 the check (an autoscaler) are not checked. Every wait is bounded: a node that does not answer
-within `PROBE_SECONDS` stops the run as a lost node does.
+within `TC_RAY_PROBE_SECONDS` (120 s) stops the run as a lost node does.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from trajectory_compressor.messages import quoted
 from trajectory_compressor.read.files import is_uri
 from trajectory_compressor.read.sources import InputSource
 
-PROBE_SECONDS = float(os.environ.get("TC_RAY_PROBE_SECONDS", "120"))
+PROBE_SECONDS = 120.0  # the default; a run's comes from `TC_RAY_PROBE_SECONDS` (`environment`)
 PROBE_NAME = ".trajectory-compressor-probe-{token}"
 SHARED = "write to s3:// or gs:// (any URI pyarrow reads), or to a folder every node mounts (NFS, a PVC)"
 
@@ -77,7 +77,11 @@ def look(
 
 
 def check_shared_storage(
-    outputs: Sequence[str], cache_folder: str | None, sources: Sequence[InputSource], say: Callable[[str], None]
+    outputs: Sequence[str],
+    cache_folder: str | None,
+    sources: Sequence[InputSource],
+    say: Callable[[str], None],
+    wait: float = PROBE_SECONDS,
 ) -> None:
     """Refuse local outputs or inputs some node does not share; warn about such a cache folder.
 
@@ -103,7 +107,7 @@ def check_shared_storage(
                 handle.write(token)
             probes.append((path, token))
         inputs, times = _input_stats(sources)
-        views = _ask_every_node(nodes, probes, inputs, times)
+        views = _ask_every_node(nodes, probes, inputs, times, wait)
     finally:
         for path, _ in probes:
             with contextlib.suppress(OSError):
@@ -177,6 +181,7 @@ def _ask_every_node(
     probes: Sequence[tuple[str, str]],
     inputs: Sequence[tuple[str, int]],
     times: Sequence[int] = (),
+    wait: float = PROBE_SECONDS,
 ) -> list[NodeView]:
     """One `look` task pinned to each node (no CPU asked: it runs beside whatever holds them)."""
     import ray
@@ -189,13 +194,12 @@ def _ask_every_node(
         strategy = NodeAffinitySchedulingStrategy(node_id=node["NodeID"], soft=False)
         refs.append(task.options(scheduling_strategy=strategy).remote(list(probes), list(inputs), name, list(times)))
     try:
-        return list(ray.get(refs, timeout=PROBE_SECONDS))
+        return list(ray.get(refs, timeout=wait))
     except ray.exceptions.GetTimeoutError:
         for ref in refs:
             ray.cancel(ref, force=True)
         raise RunAborted(
-            f"a node did not answer the check of the output storage within {PROBE_SECONDS:g} s (lost?); "
-            "re-run the same command",
+            f"a node did not answer the check of the output storage within {wait:g} s (lost?); re-run the same command",
             ExitCode.LOST,
         ) from None
     except ray.exceptions.RayError as exc:

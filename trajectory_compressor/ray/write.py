@@ -25,7 +25,6 @@ when every part is, so an output without its report is not complete.
 
 from __future__ import annotations
 
-import os
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -44,8 +43,9 @@ from trajectory_compressor.types import RowMetrics
 from trajectory_compressor.write.converters import convert_jsonl
 from trajectory_compressor.write.report import RunTotals
 
-# Rows per part (a test sets fewer, through the environment, to get many parts from a small input).
-ROWS_PER_PART = int(os.environ.get("TC_RAY_ROWS_PER_PART", "512"))
+# Rows per part, the default: a run's comes from `TC_RAY_ROWS_PER_PART` (`environment`; a test sets
+# fewer to get many parts from a small input).
+ROWS_PER_PART = 512
 
 
 class CompressedOutput(Datasink):
@@ -60,6 +60,7 @@ class CompressedOutput(Datasink):
         kept_starts: tuple[int, ...] = (),
         json_lists: tuple[str, ...] = (),
         run_id: str = "",
+        rows_per_part: int | None = None,
     ) -> None:
         self.layout = layout
         self.output_format = output_format
@@ -67,12 +68,13 @@ class CompressedOutput(Datasink):
         self.fingerprint = fingerprint  # each record carries it: a resume keeps only this command's parts
         self.kept_starts = kept_starts  # first rows of the parts a resume kept: new parts never span one
         self.records: list[PartRecord] = []  # the parts this run wrote, in input order
+        self.rows_per_part = rows_per_part or ROWS_PER_PART  # the run's `TC_RAY_ROWS_PER_PART`, read at its start
         self.run_id = run_id  # the run's claim (`claim`): a part is written only while the output is still its own
 
     @property
     def min_rows_per_write(self) -> int:
         """Rows Ray gathers for one write task: fewer, larger parts (a task has a fixed cost)."""
-        return ROWS_PER_PART
+        return self.rows_per_part
 
     def write(self, blocks: Iterable[Any], ctx: Any) -> dict[str, Any]:
         tables = [BlockAccessor.for_block(block).to_arrow() for block in blocks]
