@@ -76,3 +76,37 @@ def test_the_runs_record_is_its_own_only_in_the_records_folder(tmp_path: Path) -
     (Path(layout.data) / "run.json").write_text("{}")
     with pytest.raises(OutputFolderError, match=r"run\.json, which this tool did not write"):
         check_output_folders(layout)
+
+
+PROBE = ".trajectory-compressor-probe-" + "0123456789abcdef" * 2
+
+
+@pytest.mark.parametrize("marked", [True, False], ids=["marked-folder", "unmarked-folder"])
+def test_a_probe_a_killed_driver_left_is_deleted_by_the_next_run_not_refused(tmp_path: Path, marked: bool) -> None:
+    """A driver killed during the multinode storage check leaves its probe file in an output folder
+    that existed (marked by an earlier run, or not yet); the next run was refused over it, a file
+    this tool did not write. It is ours by its name: accepted, then deleted when the run claims."""
+    layout = RayOutputLayout.beside(str(tmp_path / "out" / "x.jsonl"))
+    data = Path(layout.data)
+    data.mkdir(parents=True)
+    if marked:
+        (data / MARKER).write_text("")
+        (data / "part-000000000000.jsonl").write_text("{}\n")
+    (data / PROBE).write_text("token")
+    assert foreign_file(str(data)) is None
+    check_output_folders(layout)
+    claim_output_folders(layout)
+    assert sorted(path.name for path in data.iterdir()) == [MARKER]
+
+
+@pytest.mark.parametrize(
+    "name",
+    [".trajectory-compressor-probe-abc", ".trajectory-compressor-probe-" + "G" * 32, "trajectory-compressor-probe-"],
+    ids=["short-token", "not-hex", "no-dot"],
+)
+def test_only_the_probes_own_name_is_taken_for_ours(tmp_path: Path, name: str) -> None:
+    folder = tmp_path / "x.jsonl"
+    folder.mkdir()
+    (folder / MARKER).write_text("")
+    (folder / name).write_text("token")
+    assert foreign_file(str(folder)) == str(folder / name)

@@ -7,7 +7,10 @@ those whose records verify), but a folder may hold anything: a Spark job's
 carries a marker file, put there when the folder was empty, and a file counts as the run's own
 only in a marked folder and only under a name this tool gives (`part-<12 digits>.jsonl|parquet|json`,
 or that name's temporary `.part-….tmp`; in the records folder, the run's `run.json` and `claim.json` too). A
-folder holding anything else is refused before a byte is written (`check_output_folders`).
+folder holding anything else is refused before a byte is written (`check_output_folders`). The
+storage check's probe (`.trajectory-compressor-probe-<32 hex>`), which a driver killed during the
+check leaves behind, is ours by its name alone, marker or not: the next run deletes it, where it
+was refused over it.
 
 No Ray here: `eval` reads a Ray run's folders with it, with or without the `[ray]` extra.
 """
@@ -36,6 +39,9 @@ _RECORDS_FILE = re.compile(
     rf"|(\.{re.escape(CLAIM)}\.[0-9a-f]{{16}}\.tmp)"
 )
 _PART = re.compile(r"part-\d{12}\.(?:jsonl|parquet)")
+# The multinode storage check's probe file (`storage`): ours by its name, in any folder of the run.
+PROBE_PREFIX = ".trajectory-compressor-probe-"
+_PROBE = re.compile(rf"{re.escape(PROBE_PREFIX)}[0-9a-f]{{32}}")
 
 
 class OutputFolderError(UsageError):
@@ -120,8 +126,9 @@ def foreign_file(folder: str, own: re.Pattern[str] = _RUN_FILE) -> str | None:
     """The first file (by name) in `folder` that this tool did not write; None if there is none.
 
     A missing or empty folder holds none. In a folder without the marker every file is foreign
-    (nothing proves this tool wrote it); in a marked one, any file or folder not named as a part
-    or a part's temporary file is (`own`: the records folder holds the run's `RUN_RECORD` too).
+    (nothing proves this tool wrote it) but the storage check's probe, ours by its name; in a
+    marked one, any file or folder not named as a part, a part's temporary file or a probe is
+    (`own`: the records folder holds the run's `RUN_RECORD` too).
     `folder` itself being a file is foreign too.
     """
     import pyarrow.fs as pafs
@@ -137,7 +144,8 @@ def foreign_file(folder: str, own: re.Pattern[str] = _RUN_FILE) -> str | None:
     for info in entries:
         if info.base_name == MARKER:
             continue
-        ours = marked and info.type == pafs.FileType.File and own.fullmatch(info.base_name) is not None
+        named = _PROBE.fullmatch(info.base_name) is not None or (marked and own.fullmatch(info.base_name) is not None)
+        ours = info.type == pafs.FileType.File and named
         if not ours:
             return posixpath.join(folder.rstrip("/"), info.base_name)
     return None
@@ -185,8 +193,9 @@ def claim_output_folders(
             with filesystem.open_output_stream(posixpath.join(path, MARKER)) as stream:
                 stream.write(MARKER_TEXT)
         for info in entries:
-            if _own_names(key).fullmatch(info.base_name) and info.base_name not in kept and CLAIM not in info.base_name:
-                filesystem.delete_file(info.path)
+            name = info.base_name
+            if _PROBE.fullmatch(name) or (_own_names(key).fullmatch(name) and name not in kept and CLAIM not in name):
+                filesystem.delete_file(info.path)  # a probe: a driver killed during the storage check left it
 
 
 def holds_parts(folder: str) -> bool:

@@ -29,11 +29,12 @@ from typing import Any
 from trajectory_compressor.errors import RunAborted, UsageError
 from trajectory_compressor.exit_codes import ExitCode
 from trajectory_compressor.messages import quoted
+from trajectory_compressor.ray.layout import PROBE_PREFIX
 from trajectory_compressor.read.files import is_uri
 from trajectory_compressor.read.sources import InputSource
 
 PROBE_SECONDS = 120.0  # the default; a run's comes from `TC_RAY_PROBE_SECONDS` (`environment`)
-PROBE_NAME = ".trajectory-compressor-probe-{token}"
+PROBE_NAME = PROBE_PREFIX + "{token}"  # token_hex(16): `layout` knows the name as ours, a stale one deleted
 SHARED = "write to s3:// or gs:// (any URI pyarrow reads), or to a folder every node mounts (NFS, a PVC)"
 
 
