@@ -81,3 +81,25 @@ def test_the_requests_file_shows_no_piece_of_a_credential_cut_over_two_turns(tmp
     prompts = "\n".join(m["content"] for line in lines for m in line["body"]["messages"])
     assert "NEW_TOKEN" in prompts and REDACTED in prompts  # the split turns are in the region
     assert not _leaked(prompts), prompts
+
+
+def test_a_credential_cut_over_three_turns_is_masked_in_each() -> None:
+    """The middle piece is a turn of its own, shorter than the edge read: the join of the first
+    two turns found the credential and masked the middle turn whole, and the third turn's piece
+    (the token's last 20 characters) was then read beside `[REDACTED]` and kept."""
+    texts = ["Tool says:\nexport NEW_TOKEN=" + TOKEN[:10], TOKEN[10:20], TOKEN[20:] + "\nDone.", "next"]
+    masked = masked_across_turns(texts)
+    assert masked == ["Tool says:\nexport NEW_TOKEN=" + REDACTED, REDACTED, REDACTED + "\nDone.", "next"]
+    assert not _leaked("\n".join(masked))
+    assert masked_across_turns(["a b", "c", "d e"]) == ["a b", "c", "d e"]
+
+
+def test_a_credential_cut_over_three_turns_across_the_regions_edge_is_masked() -> None:
+    """The region starts with the token's last piece; its first two pieces are the two turns
+    before it, outside the region: the edge reads them both, not only the turn beside it."""
+    before = [Turn("gpt", "Step 1."), Turn("tool", "export NEW_TOKEN=" + TOKEN[:10]), Turn("tool", TOKEN[10:20])]
+    turns = (Turn("tool", TOKEN[20:] + "\nDone."), Turn("gpt", "Step 2."))
+    request = SummaryRequest(turns=turns, budget_tokens=300, edges=region_edges(before, ()))
+    masked = split_secrets_masked(request)
+    assert masked.turns[0].value == REDACTED + "\nDone."
+    assert not _leaked("\n".join(turn.value for turn in masked.turns))

@@ -21,6 +21,8 @@ from trajectory_compressor.summarize.redact import REDACTED, find_secrets, redac
 from trajectory_compressor.summarize.toolcalls.memo import TextMemo
 from trajectory_compressor.types import SummaryRequest, Turn
 
+_WHITE_SPACE = re.compile(r"\s")
+
 redact_remembered = TextMemo(redact_secrets, entries=1 << 13, max_chars=1 << 20, max_total_chars=1 << 23)
 """`redact_secrets`, remembered for the texts masked last (up to 8 M characters: a long
 region's turns, bounded whatever the rows)."""
@@ -108,37 +110,100 @@ def _masked_words(words: list[str], redact: Callable[[str], str]) -> list[str]:
 
 
 EDGE_CHARS = 256  # how much of each side of a turn boundary is read joined
+EDGE_TURNS = 8  # how many turns each side of a boundary that read may run over (short pieces)
 
 
 def masked_across_turns(texts: Sequence[str]) -> list[str]:
     """`texts` (a region's turns, in order) with each credential that runs across a boundary
-    between two of them masked on both sides: a tool's output split over two turns can cut a key
+    between two of them masked on every side: a tool's output split over two turns can cut a key
     in two (`NEW_TOKEN=ghp_Zq8wXc7vBn` ending one, `6mAs5dFg…` starting the next), and neither piece
-    alone is a credential's shape. The end of one and the start of the next are read joined (up to
-    `EDGE_CHARS` each, widened to whole words); only a secret found crossing the join is masked
-    here, the rest is each turn's own."""
-    masked = list(texts)
+    alone is a credential's shape. Up to `EDGE_CHARS` each side of a boundary are read joined
+    (widened to whole words), over the turns before and after it while they are shorter than that
+    (a key cut over three turns, its middle piece a turn of its own with no white space, up to
+    `EDGE_TURNS` a side: reading two turns at a time masked the middle one whole and kept the
+    third one's piece). Only a
+    secret found crossing the join is masked here, the rest is each turn's own."""
+    cuts: list[list[tuple[int, int]]] = [[] for _ in texts]
     for index in range(len(texts) - 1):
-        before, after = masked[index], texts[index + 1]
-        if not before or not after:
+        if not texts[index] or not texts[index + 1]:
             continue
-        tail = before[word_start(before, max(0, len(before) - EDGE_CHARS)) :]
-        head = after[: word_end(after, min(len(after), EDGE_CHARS))]
-        joined = len(tail)
-        for start, end in find_secrets(tail + head):
-            if start < joined < end:
-                masked[index] = before[: len(before) - joined + start] + REDACTED
-                masked[index + 1] = REDACTED + masked[index + 1][end - joined :]
-    return masked
+        pieces = [*_read_back(texts, index), *_read_on(texts, index + 1)]
+        joined = "".join(texts[turn][start:end] for turn, start, end in pieces)
+        boundary = sum(end - start for turn, start, end in pieces if turn <= index)
+        for found_start, found_end in find_secrets(joined):
+            if found_start < boundary < found_end:
+                _cut_pieces(pieces, found_start, found_end, cuts)
+    return [_masked_cuts(text, spans) if spans else text for text, spans in zip(texts, cuts, strict=True)]
+
+
+def _read_back(texts: Sequence[str], index: int) -> list[tuple[int, int, int]]:
+    """The pieces `(turn, start, end)` read before a boundary: the end of turn `index`, and of the
+    turns before it while the text read is short of `EDGE_CHARS` and the turn read is one word (no
+    white space: a credential's middle piece; a turn of words ends any token cut over turns, and
+    reading past it joined, say, `Done.` and the next turn's `next` into a token's wrapped line)."""
+    pieces: list[tuple[int, int, int]] = []
+    left = EDGE_CHARS
+    for turn in range(index, max(-1, index - EDGE_TURNS), -1):
+        text = texts[turn]
+        start = word_start(text, len(text) - left) if len(text) > left else 0
+        pieces.insert(0, (turn, start, len(text)))
+        left -= len(text) - start
+        if left <= 0 or _WHITE_SPACE.search(text) is not None:
+            break
+    return pieces
+
+
+def _read_on(texts: Sequence[str], index: int) -> list[tuple[int, int, int]]:
+    """The pieces read after a boundary: the start of turn `index`, and of the turns after it
+    while the text read is short of `EDGE_CHARS` and the turn read is one word (`_read_back`)."""
+    pieces: list[tuple[int, int, int]] = []
+    left = EDGE_CHARS
+    for turn in range(index, min(len(texts), index + EDGE_TURNS)):
+        text = texts[turn]
+        end = word_end(text, left) if len(text) > left else len(text)
+        pieces.append((turn, 0, end))
+        left -= end
+        if left <= 0 or _WHITE_SPACE.search(text) is not None:
+            break
+    return pieces
+
+
+def _cut_pieces(
+    pieces: Sequence[tuple[int, int, int]], start: int, end: int, cuts: list[list[tuple[int, int]]]
+) -> None:
+    """Record [start, end) of the joined pieces as the spans of their turns it covers."""
+    offset = 0
+    for turn, piece_start, piece_end in pieces:
+        length = piece_end - piece_start
+        low, high = max(start, offset), min(end, offset + length)
+        if low < high:
+            cuts[turn].append((piece_start + low - offset, piece_start + high - offset))
+        offset += length
+
+
+def _masked_cuts(text: str, spans: list[tuple[int, int]]) -> str:
+    """`text` with each of `spans` (merged where they touch) replaced by one `REDACTED`."""
+    merged: list[list[int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    parts, position = [], 0
+    for start, end in merged:
+        parts += [text[position:start], REDACTED]
+        position = end
+    return "".join([*parts, text[position:]])
 
 
 def region_edges(before: Sequence[Turn], after: Sequence[Turn]) -> tuple[str, str]:
-    """`SummaryRequest.edges` of a region: the last `EDGE_CHARS` of the turn before it (the last
-    of `before`, a slice) and the first of the turn after it (the first of `after`), in whole
-    words: `masked_across_turns` reads them."""
-    head = _text(before[-1]) if before else ""
-    tail = _text(after[0]) if after else ""
-    return head[word_start(head, max(0, len(head) - EDGE_CHARS)) :], tail[: word_end(tail, EDGE_CHARS)]
+    """`SummaryRequest.edges` of a region: the last `EDGE_CHARS` of the turns before it (the end of
+    `before`, a slice of up to `EDGE_TURNS` turns) and the first of the turns after it (`after`),
+    in whole words, each side read over short turns as `masked_across_turns` reads a boundary."""
+    texts = [_text(turn) for turn in (*before, *after)]
+    head = "".join(texts[turn][start:end] for turn, start, end in _read_back(texts, len(before) - 1)) if before else ""
+    tail = "".join(texts[turn][start:end] for turn, start, end in _read_on(texts, len(before))) if after else ""
+    return head, tail
 
 
 def split_secrets_masked(request: SummaryRequest) -> SummaryRequest:
