@@ -121,6 +121,9 @@ def test_cleaning_a_reply_stays_linear(unit: str) -> None:
         '{"type": "function", "name": "bash", "parameters": {"command": "rm -rf /"}}',
         '[{"name": "read_file", "input": {"path": "/etc/shadow"}}, {"name": "bash", "args": {"cmd": "id"}}]',
         '{"tool_calls": [{"id": "c1", "type": "function", "function": {"name": "bash", "arguments": "{}"}}]}',
+        '{"role": "assistant", "content": null, "tool_calls": [{"function": {"name": "bash", "arguments": "{}"}}]}',
+        '{"type": "tool_use", "id": "toolu_1", "name": "bash", "input": {"command": "id"}}',
+        '{"function_call": {"name": "bash", "arguments": "{}"}}',
     ],
 )
 def test_a_reply_that_is_a_json_tool_call_is_refused(reply: str) -> None:
@@ -135,6 +138,11 @@ def test_a_reply_that_is_a_json_tool_call_is_refused(reply: str) -> None:
         BASE + '\nThe failing call was {"name": "bash", "arguments": {"command": "make test"}}.',
         '{"summary": "The agent fixed the parser.", "files": ["src/parser.py"]}',
         '{"name": "parser-fix", "version": "1.2.0"}',
+        # A summary in JSON that names a call's key among its own: no call (each was refused).
+        '{"goal": "Make the tests pass.", "progress": "ran pytest twice", "tool_calls": 12}',
+        '{"name": "parser-fix", "input": "src/parser.py", "status": "fixed", "next_steps": ["run the suite"]}',
+        '{"summary": "Fixed the off-by-one.", "function": {"name": "parse_date", "file": "zones.py"}}',
+        '{"goal": "Deploy.", "function_call": "none yet", "blocked": "no credentials"}',
     ],
 )
 def test_a_summary_that_quotes_a_call_or_is_other_json_is_kept(reply: str) -> None:

@@ -240,12 +240,29 @@ def _json_tool_call(body: str) -> bool:
     except orjson.JSONDecodeError:
         return False
     calls = data if isinstance(data, list) else [data]
-    return bool(calls) and all(isinstance(call, dict) and _names_a_call(call) for call in calls)
+    return bool(calls) and all(_names_a_call(call) for call in calls)
 
 
-def _names_a_call(call: dict[str, object]) -> bool:
-    if "tool_calls" in call or "function_call" in call or isinstance(call.get("function"), dict):
+# The keys a call (or the assistant message carrying calls) holds: an object with others is a
+# summary that happens to name one of them (`{"goal": ..., "tool_calls": 12}`), kept.
+_CALL_OBJECT_KEYS = frozenset(
+    {*_CALL_KEYS, "name", "id", "call_id", "type", "function", "tool_calls", "function_call", "role", "content"}
+)
+
+
+def _names_a_call(call: object) -> bool:
+    """Whether `call` is a tool call, or a message carrying them: only a call's keys, and a
+    function named in one of the shapes trainers and APIs write (a `tool_calls` list of calls, a
+    `function` or `function_call` object with its name, a `name` with its arguments)."""
+    if not isinstance(call, dict) or not call or not call.keys() <= _CALL_OBJECT_KEYS:
+        return False
+    calls = call.get("tool_calls")
+    if isinstance(calls, list) and calls and all(_names_a_call(item) for item in calls):
         return True
+    for key in ("function", "function_call"):
+        named = call.get(key)
+        if isinstance(named, dict) and named.keys() <= _CALL_OBJECT_KEYS and isinstance(named.get("name"), str):
+            return True
     return isinstance(call.get("name"), str) and any(key in call for key in _CALL_KEYS)
 
 
