@@ -179,3 +179,15 @@ def test_the_page_guard_reads_only_the_start_of_a_file(tmp_path: Path) -> None:
     with pytest.raises(OutputError, match="not a page of this tool"):
         refuse_overwrites([NamedFile("the HTML report", data, html_page=True)])
     refuse_overwrites([NamedFile("the HTML report", data)])  # the plain guard knows nothing of contents
+
+
+def test_a_file_that_only_starts_blank_is_no_empty_file(tmp_path: Path) -> None:
+    """Only the file's first 4 KB are read: one whose first 4 KB are blank lines, then data,
+    was taken for an empty file and replaced by the page."""
+    data = tmp_path / "notes.html"
+    data.write_bytes(b"\n" * 8192 + b"my notes\n")
+    with pytest.raises(OutputError, match="not a page of this tool"):
+        refuse_overwrites([NamedFile("the HTML report", data, html_page=True)])
+    blank = tmp_path / "blank.html"
+    blank.write_bytes(b"\n  \n")
+    refuse_overwrites([NamedFile("the HTML report", blank, html_page=True)])  # blank whole: replaced

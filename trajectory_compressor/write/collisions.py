@@ -223,16 +223,16 @@ def _dataset_of(outputs: dict[str, Any]) -> str | None:
 
 
 def _is_our_page(path: Path) -> bool:
-    """An existing regular file that is empty (no data) or an HTML page this tool wrote: its head
-    holds `PAGE_MARK`, or (a page of a version before the mark) it starts as an HTML document
-    with our stylesheet."""
+    """An existing regular file that is empty or blank (no data; shorter than the bytes read, so
+    seen whole) or an HTML page this tool wrote: its head holds `PAGE_MARK`, or (a page of a
+    version before the mark) it starts as an HTML document with our stylesheet."""
     if not path.is_file():
         return False  # a folder, a device, a socket: never replaced by a page
     with open(path, "rb") as handle:
         head = handle.read(_PAGE_HEAD_BYTES)
     start = head.removeprefix(b"\xef\xbb\xbf").lstrip().lower()
-    if not start:
-        return True
+    if not start:  # blank: empty only when read whole (blank lines first, then data, are data)
+        return len(head) < _PAGE_HEAD_BYTES
     if not start.startswith((b"<!doctype html", b"<html")):
         return False
     return PAGE_MARK.encode() in head or _OLDER_PAGE_STYLE in head
