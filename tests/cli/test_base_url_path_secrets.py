@@ -53,6 +53,12 @@ def test_a_path_credential_of_the_base_url_is_a_secret_of_it(path: str, secret: 
         "http://127.0.0.1:8080/v1",
         "https://api.example.com/v1#section-2",
         "https://api.example.com/v1;v=2/chat",
+        # Words joined by a dash or an underscore after a segment ending in a credential's name
+        # (`claude-code`, `auth`): a route's name, no key. Taken for one, every summary was
+        # scrubbed of it (`Credentials.scrub_summary`): `[REDACTED]` for `anthropic-proxy`.
+        "https://api.example.com/claude-code/anthropic-proxy/v1",
+        "https://api.example.com/auth/openai-compat/v1",
+        "https://api.example.com/team-token/shared_pool/v1",
     ],
 )
 def test_model_deployment_and_version_segments_are_no_secret(url: str) -> None:

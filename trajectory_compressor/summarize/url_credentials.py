@@ -78,13 +78,14 @@ def _query_secrets(query: str) -> list[str]:
 # A path segment's pieces between separators: a random one is a key's body, not a name's word.
 _SEGMENT_PIECES = re.compile(r"[-_.~]")
 _RANDOM_PIECE_CHARS = 16
-_PLAIN_SEGMENT = re.compile(r"[a-z]+|v\d+(?:alpha|beta)?\d*")  # `/auth/openai`, `/token/v1`: not a key
+# `/auth/openai`, `/token/v1`, `/claude-code/anthropic-proxy`: lower-case words, a version, not a key
+_PLAIN_SEGMENT = re.compile(r"[a-z]+(?:[-_][a-z]+)*|v\d+(?:alpha|beta)?\d*")
 _UUID = re.compile(r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}")
 
 
 def _secret_segment(segment: str, after_name: bool) -> bool:
     """Whether a path segment (percent-decoded) is a credential: one after a segment named as one
-    (`/key/<KEY>`, not a word nor a version: `/auth/v1`); one a rule knows by its shape (`sk-...`,
+    (`/key/<KEY>`, not words nor a version: `/auth/v1`, `/auth/openai-compat`); one a rule knows by its shape (`sk-...`,
     `AKIA...`); or a random one, a UUID or one with a random piece of 16 characters or more
     (`Zk3pQ9xLm2Rt7vWn4bYc`, a hex key). A model or deployment name (`claude-3-5-sonnet-20241022`,
     `Qwen2.5-Coder-32B-Instruct`), random as it may look whole, is words between dashes, none that
