@@ -26,6 +26,9 @@ LEAKED = [
     "curl --proxy-user alice:{} -x proxy:3128 https://x.example.com",
     "curl --proxy-user=alice:{} https://x.example.com",
     "curl -u 'alice:{} two' https://x.example.com",
+    # `;`, `|` and `&&` inside a quoted argument of the same command separate nothing.
+    "curl -H 'Cookie: a=b; c=d' -u alice:{} https://x.example.com",
+    "http 'pie.dev/get?a=1&&b=2|3' -a alice:{}",
 ]
 
 
@@ -53,6 +56,11 @@ KEPT = [
     "sort -u a:b | uniq",  # no curl on the line
     "tar -a -cf out.tar.gz src",
     "http --auth-type=bearer pie.dev/get",
+    # Another command after the client's, joined by `&&`, `||`, `|` or `;`: its option is its own.
+    "http pie.dev/get && rsync -a host:/data/ ./backup",
+    "curl -s https://x.example.com | sort -u a:b",
+    "curl https://x.example.com; sort -su a:b notes.txt",
+    "xh pie.dev/get || ls -a host:/x",
 ]
 
 

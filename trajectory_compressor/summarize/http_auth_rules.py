@@ -40,10 +40,18 @@ def _occurrences(pattern: re.Pattern[str], text: str) -> list[int]:
     return positions
 
 
+# What ends a command on its line (`&&`, `||`, `|`, `;`), and the quoted arguments that hide one
+# (`-H 'Cookie: a=b; c=d'`, a URL's `&&`): a separator found outside quotes ends the command.
+_SEPARATOR = re.compile(r""""[^"\n]*"|'[^'\n]*'|(?P<separator>&&|\|\|?|;)""")
+
+
 def _one_command(text: str, start: int, end: int) -> bool:
     """Whether `text[start:end]` is within one command: every line break in it continued (the line
-    before ends in a `\\`, or the next is indented: a decoded view may have lost the `\\`)."""
+    before ends in a `\\`, or the next is indented: a decoded view may have lost the `\\`), and
+    no `&&`, `||`, `|` or `;` outside quotes (`http x && rsync -a host:/src`: rsync's `-a`)."""
     if end - start > _LOOKBACK:
+        return False
+    if any(found.group("separator") for found in _SEPARATOR.finditer(text, start, end)):
         return False
     position = text.find("\n", start, end)
     while position >= 0:
