@@ -29,6 +29,12 @@ LEAKED = [
     # `;`, `|` and `&&` inside a quoted argument of the same command separate nothing.
     "curl -H 'Cookie: a=b; c=d' -u alice:{} https://x.example.com",
     "http 'pie.dev/get?a=1&&b=2|3' -a alice:{}",
+    # The program run by its path (a Homebrew or venv install, `./xh`): it was looked for only
+    # as a word standing alone, and the option passed unread.
+    "/opt/homebrew/bin/http -a alice:{} pie.dev/basic-auth",
+    "./xh -a alice:{} api.example.com/me",
+    "/usr/bin/curl -sSfu alice:{} https://x.example.com",
+    "C:\\tools\\curl.exe -ualice:{} https://x.example.com",
 ]
 
 
@@ -61,6 +67,8 @@ KEPT = [
     "curl -s https://x.example.com | sort -u a:b",
     "curl https://x.example.com; sort -su a:b notes.txt",
     "xh pie.dev/get || ls -a host:/x",
+    "cd ~/src/http && ls -a host:/x",  # a folder named as a client, then another command
+    "python -m http.server -a 0.0.0.0:8000",
 ]
 
 

@@ -20,8 +20,11 @@ from bisect import bisect_right
 from trajectory_compressor.summarize.secret_rules import Rule, Span, credential_value, high_entropy
 
 _LOOKBACK = 1024  # how far from a value its command's program is looked for
-_HTTP_CLIENT = re.compile(r"(?<![\w./-])(?:https?|xhs?|httpie)(?=[ \t])")
-_CURL = re.compile(r"(?<![\w./-])curl(?:\.exe)?(?=[ \t])")
+# A program's name standing alone, or ending a path (`/opt/homebrew/bin/http`, `./xh`,
+# `C:\tools\curl.exe`); not inside a word (`pyhttp`, `http.server`, `my-curl`).
+_PROGRAM_START = r"(?:(?<![\w./\\-])|(?<=[/\\]))"
+_HTTP_CLIENT = re.compile(_PROGRAM_START + r"(?:https?|xhs?|httpie)(?=[ \t])")
+_CURL = re.compile(_PROGRAM_START + r"curl(?:\.exe)?(?=[ \t])")
 _BEARER = re.compile(r"(?:-A|--auth-type)[ \t=]{1,4}[\"']?bearer")
 # A value after the option: quoted (spaces and all), or a bare word (not the next option).
 _VALUE = r"""(?:(?P<quote>["'])(?P<quoted>[^"'\n]{1,256})(?P=quote)|(?P<bare>[^\s"'`|;&-][^\s"'`|;&]{0,255}))"""
