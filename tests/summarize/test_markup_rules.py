@@ -42,6 +42,10 @@ KEPT = [
     "secrets:\n  - db-password\n  - api-token\n",
     "password = [get_password()]",
     "passwordRules: [minLength]",
+    # A validator's rules for the field (Laravel's `min:8`, `max:64`, `regex:...`): no value.
+    "password: [required, min:8]",
+    "password = ['required', 'string', 'min:8', 'max:64']",
+    "rules:\n  password:\n    - required\n    - min:8\n    - max:64\n",
 ]
 
 

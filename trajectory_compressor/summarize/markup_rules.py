@@ -64,13 +64,26 @@ def _list_span(match: re.Match[str], text: str) -> Span | None:
     return (start, end) if _holds_a_value(items) else None
 
 
+# A validator's rule with its argument (Laravel's `min:8`, `max:64`, `regex:/[A-Z]/`, `same:pw`):
+# the field's constraints, listed under its name as a value would be.
+_VALIDATION_RULE = re.compile(
+    r"(?:min|max|size|between|digits(?:_between)?|gte?|lte?|(?:not_)?regex|same|different|(?:not_)?in"
+    r"|required_(?:if|unless|with|without)(?:_all)?|starts_with|ends_with|exists|unique|confirmed"
+    r"|min_length|max_length|minlength|maxlength|length|pattern):\S{0,128}",
+    re.IGNORECASE,
+)
+
+
 def _holds_a_value(items: list[str]) -> bool:
     """Whether a list's items hold a credential's value, judged as an assignment's value is
-    (`assignment_rules.assignment_value`): a word (`required`, `min`) or a placeholder is none."""
+    (`assignment_rules.assignment_value`): a word (`required`, `min`), a placeholder or a
+    validator's rule (`min:8`) is none."""
     for item in items:
         item = item.strip(" \t\r")
         quoted = item[:1] in "\"'" and item[-1:] == item[:1] and len(item) > 1
         value = item[1:-1] if quoted else item
+        if _VALIDATION_RULE.fullmatch(value) is not None:
+            continue
         if "REDACTED" not in value and credential_value(value) and assignment_value(value, quoted):
             return True
     return False
