@@ -63,6 +63,10 @@ NOT_WRAPPED = [
     (f"$ echo $OPENAI_API_KEY\n{_OPENAI[:64]}\nDONE\n", "\nDONE\n"),
     (f"$ echo $OPENAI_API_KEY\n{_OPENAI[:64]}\nroot@box:/app#", "\nroot@box:/app#"),
     (f"token={_OPENAI[:30]}\nabc123XYZ", "\nabc123XYZ"),  # a line of 36 characters: too narrow
+    # A file's name, or words ending a sentence, on the line after a key printed whole.
+    (f"GITHUB_TOKEN={_GITHUB_PAT[:60]}\nconfig.yaml", "\nconfig.yaml"),
+    (f"$ echo $OPENAI_API_KEY\n{_OPENAI[:64]}\nREADME.md", "\nREADME.md"),
+    (f"$ cat token.txt\n{_OPENAI[:64]}\nsettings_local.py", "\nsettings_local.py"),
 ]
 
 

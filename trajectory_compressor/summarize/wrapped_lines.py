@@ -11,9 +11,9 @@ A line break is a wrap's only where a terminal would put one and a token goes on
 before is at least `MIN_WIDTH` characters (no terminal is narrower) and ends in at least 16
 characters of a token's alphabet, in a run with a digit (a random token's, not a name's:
 `table_alias.foreign_key`), and the line after holds nothing but the rest of one (a token's
-characters, then at most the quote or bracket closing it), a piece no plain word or command
-(`python3 main.py`, `NAME=value`, `DONE`, a shell prompt) looks like. A line after it is joined too
-while the one before is as wide as the first (a full line). Only lines holding a rule's literal are
+characters, then at most the quote or bracket closing it), a piece no plain word, file name or
+command (`python3 main.py`, `NAME=value`, `DONE`, `config.yaml`, a shell prompt) looks like. A
+line after it is joined too while the one before is as wide as the first (a full line). Only lines holding a rule's literal are
 looked at: the token's own prefix, or its name, stands on the first line of a wrapped run.
 
 A wrap can also fall inside the literal itself (`GITHUB_TOKEN=gh` at the end of a line, `p_...` on
@@ -36,9 +36,10 @@ _TAIL = 16  # characters of a token's alphabet ending the line before a wrap
 _TOKEN_END = re.compile(rf"[A-Za-z0-9_\-.+/=]{{{_TAIL}}}")
 # The line after a wrap: the rest of a token, base64 padding, what closes a quoted value.
 _CONTINUATION = re.compile(r"([A-Za-z0-9_\-.+/]+={0,2})([\"'`,;)\]}]{0,4})\r?")
-# A plain word alone on its line (`DONE`, `Done.`, `exit`): no piece of a random token.
+# A plain word alone on its line (`DONE`, `Done.`, `exit`), or a file's name of words with no
+# digit (`config.yaml`, `README.md`, `settings_local.py`): no piece of a random token.
 _DIGIT = re.compile(r"[0-9]")
-_PLAIN_WORD = re.compile(r"(?:[A-Za-z][a-z]*|[A-Z]+)\.?")
+_PLAIN_WORD = re.compile(r"(?:[A-Za-z][a-z]*(?:[_-][a-z]+)*|[A-Z]+)(?:\.[a-z]{1,8})*\.?")
 
 
 # What a literal cut by a line break is found as: the break as written, and JSON-escaped.
