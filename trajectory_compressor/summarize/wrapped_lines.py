@@ -13,8 +13,9 @@ characters of a token's alphabet, in a run with a digit (a random token's, not a
 `table_alias.foreign_key`), and the line after holds nothing but the rest of one (a token's
 characters, then at most the quote or bracket closing it), a piece no plain word, file name or
 command (`python3 main.py`, `NAME=value`, `DONE`, `config.yaml`, a shell prompt) looks like. A
-line after it is joined too while the one before is as wide as the first (a full line). Only lines holding a rule's literal are
-looked at: the token's own prefix, or its name, stands on the first line of a wrapped run.
+line after it is joined too while the one before is as wide as the first (a full line). Only
+lines holding a rule's literal are looked at: the token's own prefix, or its name, stands on the
+first line of a wrapped run.
 
 A wrap can also fall inside the literal itself (`GITHUB_TOKEN=gh` at the end of a line, `p_...` on
 the next; `sk-` then `proj-...`): the first line then holds no literal, nor ends in a token's run.
