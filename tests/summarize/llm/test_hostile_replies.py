@@ -147,3 +147,23 @@ def test_a_reply_that_is_a_json_tool_call_is_refused(reply: str) -> None:
 )
 def test_a_summary_that_quotes_a_call_or_is_other_json_is_kept(reply: str) -> None:
     assert clean_reply(reply) == reply
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "<|channel|>final<|message|>" + BASE,
+        "<|start|>assistant<|channel|>final<|message|>" + BASE + "<|return|>",
+        "<|channel|>final <|constrain|>markdown<|message|>" + BASE,
+        "<|channel|>analysis<|message|>Plan the summary.<|end|><|start|>assistant<|channel|>final<|message|>" + BASE,
+    ],
+)
+def test_a_harmony_final_message_is_the_summary(reply: str) -> None:
+    """gpt-oss served without a Harmony parser: the reply opens with its final channel's header (and
+    may hold its analysis channel first, its reasoning). The header's `final` was kept glued to the
+    summary (`final## Goal`), and a reply with its analysis first was refused as another turn."""
+    assert clean_reply(reply) == BASE.strip()
+
+
+def test_an_unterminated_harmony_analysis_is_no_summary() -> None:
+    assert clean_reply("<|channel|>analysis<|message|>Still thinking about " + BASE) == ""

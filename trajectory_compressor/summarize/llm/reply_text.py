@@ -341,13 +341,33 @@ def _after_leading_reasoning(text: str) -> str | None:
     return text[end:] if line_start or line_end else text
 
 
+# gpt-oss served without a Harmony parser: its reply opens with a channel's header. The final
+# channel's is a header like `<|im_start|>assistant`; the analysis channel is its reasoning, up to
+# `<|end|>`. (The commentary channel, its tool calls, is refused by `<|call|>`.)
+_HARMONY_FINAL = re.compile(r"<\|channel\|>[ \t]*final[ \t]*(?:<\|constrain\|>[\w.-]{0,32})?[ \t]*<\|message\|>")
+_HARMONY_ANALYSIS = re.compile(r"<\|channel\|>[ \t]*analysis[ \t]*<\|message\|>")
+_HARMONY_END = "<|end|>"
+
+
 def _after_leading_role(text: str, tokens: ControlTokens) -> str:
     """`text` without the turn header a template leaked at its start (`<|im_start|>assistant`,
-    `<｜Assistant｜>`, `Assistant:`), control tokens and role label alike."""
+    `<｜Assistant｜>`, `Assistant:`, Harmony's `<|channel|>final<|message|>`), control tokens and
+    role label alike, and without a leading Harmony analysis message ("" when it never ends)."""
     position = 0  # a position, not a slice per marker: a reply of 80,000 leading markers stays linear
     while True:
         while position < len(text) and text[position].isspace():
             position += 1
+        final = _HARMONY_FINAL.match(text, position)
+        if final is not None:
+            position = final.end()
+            continue
+        analysis = _HARMONY_ANALYSIS.match(text, position)
+        if analysis is not None:
+            end = text.find(_HARMONY_END, analysis.end())
+            if end < 0:
+                return ""  # all reasoning, as an unterminated leading <think> block
+            position = end + len(_HARMONY_END)
+            continue
         found = tokens.find(text[position : position + 64])
         if found and found[0][0] == 0 and _token_name(found[0][2]) in _LEADING_MARKERS:
             position += found[0][1]
