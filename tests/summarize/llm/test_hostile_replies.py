@@ -124,6 +124,11 @@ def test_cleaning_a_reply_stays_linear(unit: str) -> None:
         '{"role": "assistant", "content": null, "tool_calls": [{"function": {"name": "bash", "arguments": "{}"}}]}',
         '{"type": "tool_use", "id": "toolu_1", "name": "bash", "input": {"command": "id"}}',
         '{"function_call": {"name": "bash", "arguments": "{}"}}',
+        # Parallel calls one after another (a line each, or a fence each): each was a JSON text, the
+        # whole none, and it was written as the summary.
+        '{"name": "bash", "arguments": {"command": "ls"}}\n{"name": "bash", "arguments": {"command": "id"}}',
+        '```json\n{"name": "bash", "arguments": {}}\n```\n```json\n{"name": "read", "arguments": {}}\n```',
+        '{\n  "name": "bash",\n  "arguments": {"command": "ls"}\n}\n\n{\n  "name": "bash",\n  "arguments": {}\n}',
     ],
 )
 def test_a_reply_that_is_a_json_tool_call_is_refused(reply: str) -> None:
@@ -143,6 +148,7 @@ def test_a_reply_that_is_a_json_tool_call_is_refused(reply: str) -> None:
         '{"name": "parser-fix", "input": "src/parser.py", "status": "fixed", "next_steps": ["run the suite"]}',
         '{"summary": "Fixed the off-by-one.", "function": {"name": "parse_date", "file": "zones.py"}}',
         '{"goal": "Deploy.", "function_call": "none yet", "blocked": "no credentials"}',
+        '{"name": "bash", "arguments": {}}\nThe agent ran bash, then {"name": "x", "arguments": {}}',
     ],
 )
 def test_a_summary_that_quotes_a_call_or_is_other_json_is_kept(reply: str) -> None:
@@ -167,3 +173,9 @@ def test_a_harmony_final_message_is_the_summary(reply: str) -> None:
 
 def test_an_unterminated_harmony_analysis_is_no_summary() -> None:
     assert clean_reply("<|channel|>analysis<|message|>Still thinking about " + BASE) == ""
+
+
+def test_json_nested_deeper_than_the_stack_is_read_as_text() -> None:
+    """Values one after another are read by the standard library's decoder, which recurses."""
+    for reply in ("[" * 100_000 + "]" * 100_000, '{"a":' * 50_000 + "1" + "}" * 50_000):
+        assert isinstance(clean_reply(reply), str)

@@ -40,6 +40,7 @@ answers and `--responses` answers go through (`reply.ReplyReader`), and cache hi
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterable
 from functools import cache, lru_cache, partial
@@ -222,24 +223,44 @@ def clean_reply(text: str, *, redact: bool = True, control: ControlTokens | None
     return redact_secrets(body) if redact else body
 
 
-_FENCE = re.compile(r"\A```[\w-]{0,16}[ \t]*\n(.*)\n```\Z", re.DOTALL)
+# A code fence's line: a reply of calls may fence each (```json ... ``` twice).
+_FENCE_LINE = re.compile(r"^```[\w-]{0,16}[ \t]*$", re.MULTILINE)
 _CALL_KEYS = ("arguments", "parameters", "input", "args")
+_DECODER = json.JSONDecoder()
 
 
 def _json_tool_call(body: str) -> bool:
-    """Whether the whole reply (in a code fence or not) is a JSON tool call: an object naming a
+    """Whether the whole reply (in code fences or not) is JSON tool calls: objects naming a
     function and its arguments (`{"name": "bash", "arguments": {...}}`, Llama 3's `"parameters"`,
-    OpenAI's `{"type": "function", "function": ...}`, `{"tool_calls": [...]}`), or a list of them.
-    Not a summary, and in a row a call no tool made."""
-    fenced = _FENCE.match(body)
-    text = (fenced.group(1) if fenced else body).strip()
+    OpenAI's `{"type": "function", "function": ...}`, `{"tool_calls": [...]}`), lists of them, or
+    several one after another (parallel calls a line or a fence each: each a JSON text, the whole
+    none). Not a summary, and in a row a call no tool made."""
+    text = _FENCE_LINE.sub("", body).strip()
     if text[:1] not in "{[" or text[-1:] not in "}]":
         return False
     try:
-        data = orjson.loads(text)
+        values = [orjson.loads(text)]
     except orjson.JSONDecodeError:
-        return False
-    calls = data if isinstance(data, list) else [data]
+        values = None
+    if values is not None:
+        return _all_calls(values[0])
+    position, found = 0, False
+    while position < len(text):  # JSON values one after another, each a call (or a list of them)
+        try:
+            value, position = _DECODER.raw_decode(text, position)
+        except (ValueError, RecursionError):  # RecursionError: nested deeper than the stack
+            return False
+        if not _all_calls(value):
+            return False
+        found = True
+        while position < len(text) and text[position].isspace():
+            position += 1
+    return found
+
+
+def _all_calls(value: object) -> bool:
+    """Whether a JSON value is a call, or a non-empty list of calls."""
+    calls = value if isinstance(value, list) else [value]
     return bool(calls) and all(_names_a_call(call) for call in calls)
 
 
