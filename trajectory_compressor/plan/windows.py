@@ -348,9 +348,11 @@ def written_end(turns: Sequence[Turn], window: Window, untrained: Collection[int
     The tool results after a window's last trained turn answer a call no turn of this window
     learns from: they train nothing here and cost tokens (and a trainer that learns every
     non-prompt token would learn them). The next window shows them, as context before the turn
-    that reads them. A gpt turn the input marks untrained is context like them; but a group ends
-    on a trained turn unless it is the row's last (`group_starts`), so only the row's last window
-    could end on one, and it keeps the row's ending: every turn of the row is written somewhere.
+    that reads them, if the tail it keeps reaches back to them; if it keeps none, they are in its
+    summary (with no summaries, in no window: docs/windows.md measures how often). A gpt turn the
+    input marks untrained is context like them; but a group ends on a trained turn unless it is
+    the row's last (`group_starts`), so only the row's last window could end on one, and it keeps
+    the row's ending.
     """
     if window.end >= len(turns):
         return window.end
