@@ -28,6 +28,22 @@ pytestmark = pytest.mark.trainers
 TARGET = 3000
 
 
+def windows_outputs(source: Path, tokenizer: Path) -> dict[str, Path]:
+    """`compress --windows --write-format hf-chat --count-mode chat-template` of `source` with the
+    saved `tokenizer` (its folder) at `TARGET`, as JSON Lines and as Parquet, beside `source`."""
+    flags = [
+        "--windows", "--write-format", "hf-chat", "--count-mode", "chat-template", "--tokenizer", str(tokenizer),
+        "--target-max-tokens", str(TARGET), "--summary-target-tokens", "300", "--summarizer", "extractive", "-q",
+    ]  # fmt: skip
+    outputs = {}
+    for suffix in ("jsonl", "parquet"):
+        out = source.parent / suffix / f"x.{suffix}"
+        result = run_cli("compress", str(source), "-o", str(out), *flags)
+        assert result.returncode == 0, result.stderr
+        outputs[suffix] = out
+    return outputs
+
+
 @pytest.fixture(scope="module")
 def run(chat_tokenizer: Callable[..., Any], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The output of one windows run (JSON lines and Parquet), its metrics, its input, its tokenizer."""
@@ -35,17 +51,7 @@ def run(chat_tokenizer: Callable[..., Any], tmp_path_factory: pytest.TempPathFac
     tokenizer = chat_tokenizer("qwen2.5")
     tokenizer.save_pretrained(tmp / "qwen")
     rows = multi_source_rows()
-    source = write_jsonl(tmp / "in.jsonl", rows)
-    flags = [
-        "--windows", "--write-format", "hf-chat", "--count-mode", "chat-template", "--tokenizer", str(tmp / "qwen"),
-        "--target-max-tokens", str(TARGET), "--summary-target-tokens", "300", "--summarizer", "extractive", "-q",
-    ]  # fmt: skip
-    outputs = {}
-    for suffix in ("jsonl", "parquet"):
-        out = tmp / suffix / f"x.{suffix}"
-        result = run_cli("compress", str(source), "-o", str(out), *flags)
-        assert result.returncode == 0, result.stderr
-        outputs[suffix] = out
+    outputs = windows_outputs(write_jsonl(tmp / "in.jsonl", rows), tmp / "qwen")
     return {
         "rows": rows,
         "jsonl": outputs["jsonl"],

@@ -14,14 +14,13 @@ from typing import Any
 import pytest
 
 from tests.cli.test_formats import openai_trajectory
-from tests.conftest import make_trajectory, read_jsonl, run_cli, write_jsonl
+from tests.conftest import make_trajectory, read_jsonl, write_jsonl
 from tests.trainers.ownership import assert_loss_covers, token_owners
+from tests.training.test_trainers import TARGET, windows_outputs
 from trajectory_compressor.read.formats import detect_format, to_turns
 from trajectory_compressor.training import ChatTokens, is_trained, messages_of, tools_of
 
 pytestmark = pytest.mark.trainers
-
-TARGET = 3000
 
 
 def _marked_false(row: dict[str, Any], every: int) -> dict[str, Any]:
@@ -52,17 +51,7 @@ def run(chat_tokenizer: Callable[..., Any], tmp_path_factory: pytest.TempPathFac
         for text, message in zip(_assistant_texts(row), _assistant_messages(row), strict=True)
         if message.get("train") is False
     }
-    source = write_jsonl(tmp / "in.jsonl", rows)
-    flags = [
-        "--windows", "--write-format", "hf-chat", "--count-mode", "chat-template", "--tokenizer", str(tmp / "qwen"),
-        "--target-max-tokens", str(TARGET), "--summary-target-tokens", "300", "--summarizer", "extractive", "-q",
-    ]  # fmt: skip
-    outputs = {}
-    for suffix in ("jsonl", "parquet"):
-        out = tmp / suffix / f"x.{suffix}"
-        result = run_cli("compress", str(source), "-o", str(out), *flags)
-        assert result.returncode == 0, result.stderr
-        outputs[suffix] = out
+    outputs = windows_outputs(write_jsonl(tmp / "in.jsonl", rows), tmp / "qwen")
     return {"rows": rows, "untrained": untrained, "tokenizer": tokenizer, "tmp": tmp, **outputs}
 
 
