@@ -17,7 +17,15 @@ from dataclasses import replace
 from typing import Any
 
 from trajectory_compressor.summarize.assignment_rules import CREDENTIAL_NAMES
-from trajectory_compressor.summarize.redact import REDACTED, find_secrets, redact_secrets, word_end, word_start
+from trajectory_compressor.summarize.redact import (
+    REDACTED,
+    find_secrets,
+    mask_spans,
+    merge_spans,
+    redact_secrets,
+    word_end,
+    word_start,
+)
 from trajectory_compressor.summarize.toolcalls.memo import TextMemo
 from trajectory_compressor.types import SummaryRequest, Turn
 
@@ -133,7 +141,7 @@ def masked_across_turns(texts: Sequence[str]) -> list[str]:
         for found_start, found_end in find_secrets(joined):
             if found_start < boundary < found_end:
                 _cut_pieces(pieces, found_start, found_end, cuts)
-    return [_masked_cuts(text, spans) if spans else text for text, spans in zip(texts, cuts, strict=True)]
+    return [mask_spans(text, merge_spans(spans)) if spans else text for text, spans in zip(texts, cuts, strict=True)]
 
 
 def _read_back(texts: Sequence[str], index: int) -> list[tuple[int, int, int]]:
@@ -179,21 +187,6 @@ def _cut_pieces(
         if low < high:
             cuts[turn].append((piece_start + low - offset, piece_start + high - offset))
         offset += length
-
-
-def _masked_cuts(text: str, spans: list[tuple[int, int]]) -> str:
-    """`text` with each of `spans` (merged where they touch) replaced by one `REDACTED`."""
-    merged: list[list[int]] = []
-    for start, end in sorted(spans):
-        if merged and start <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], end)
-        else:
-            merged.append([start, end])
-    parts, position = [], 0
-    for start, end in merged:
-        parts += [text[position:start], REDACTED]
-        position = end
-    return "".join([*parts, text[position:]])
 
 
 def region_edges(before: Sequence[Turn], after: Sequence[Turn]) -> tuple[str, str]:

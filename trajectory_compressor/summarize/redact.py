@@ -208,7 +208,7 @@ def find_secrets(text: str, depth: int = MAX_DEPTH) -> list[Span]:
         view = unescaped(text)
         if view is not None:
             found = _find_shown(view.text, depth)
-            return _merge([view.original_span(start, end) for start, end in found])
+            return merge_spans([view.original_span(start, end) for start, end in found])
     return _find_shown(text, depth, lowered, hits)
 
 
@@ -241,7 +241,7 @@ def _find_shown(
         joined = unwrapped(text, starts, breaks, prefixes)
         if joined is not None:
             in_joined = _find_in(joined.text, *_literal_hits(joined.text), depth)
-            found = _merge([*found, *(joined.original_span(start, end) for start, end in in_joined)])
+            found = merge_spans([*found, *(joined.original_span(start, end) for start, end in in_joined)])
     if any(_FIRST_MARKER <= literal < _FIRST_SPLIT for literal, _, _ in hits):
         shown = as_shown(text)
         if shown is not None:
@@ -249,7 +249,7 @@ def _find_shown(
                 in_view = _find_shown(shown.text, depth, layers=layers - 1)
             else:
                 in_view = _find_in(shown.text, *_literal_hits(shown.text), depth)
-            return _merge([*found, *(shown.original_span(start, end) for start, end in in_view)])
+            return merge_spans([*found, *(shown.original_span(start, end) for start, end in in_view)])
     return found
 
 
@@ -298,10 +298,11 @@ def _find_in(text: str, lowered: str, hits: list[tuple[int, int, int]], depth: i
         spans.extend(_orphan_pem_spans(text))
     spans.extend(encoded_secret_spans(text, find_secrets, depth))
     spans.extend(hex_dump_spans(text, find_secrets, depth))
-    return _merge(spans)
+    return merge_spans(spans)
 
 
-def _merge(spans: list[Span]) -> list[Span]:
+def merge_spans(spans: list[Span]) -> list[Span]:
+    """`spans` sorted, those that overlap or touch made one."""
     merged: list[Span] = []
     for start, end in sorted(spans):
         if merged and start <= merged[-1][1]:
