@@ -239,11 +239,9 @@ def _json_tool_call(body: str) -> bool:
     if text[:1] not in "{[" or text[-1:] not in "}]":
         return False
     try:
-        values = [orjson.loads(text)]
+        return _all_calls(orjson.loads(text))  # one JSON text: a call, or a list of them
     except orjson.JSONDecodeError:
-        values = None
-    if values is not None:
-        return _all_calls(values[0])
+        pass
     position, found = 0, False
     while position < len(text):  # JSON values one after another, each a call (or a list of them)
         try:
