@@ -341,6 +341,10 @@ class WindowReplay:
         """The row as one window (it fits, or its head alone is over the target)."""
         return Window(0, self.head, self.head, len(self.roles), 0, self.total, self.total > self.target)
 
+    def written_end(self, turns: Sequence[Turn], window: Window) -> int:
+        """`written_end` of `window` of this row, its untrained turns known."""
+        return written_end(turns, window, self.untrained)
+
 
 def written_end(turns: Sequence[Turn], window: Window, untrained: Collection[int] = ()) -> int:
     """Where the written window stops: after its last new trained gpt turn, unless it is the row's last.

@@ -12,7 +12,7 @@ from functools import partial
 from typing import Any
 
 from trajectory_compressor.plan.region import PROTECTED_OVER_BUDGET, UNDER_TARGET, system_turn_in_head
-from trajectory_compressor.plan.windows import Cut, Window, WindowReplay, window_layout, written_end
+from trajectory_compressor.plan.windows import Cut, Window, WindowReplay, window_layout
 from trajectory_compressor.run.prepare import ValidRow
 from trajectory_compressor.run.row.measure import RowMeasure
 from trajectory_compressor.run.row.metrics import Outcome, failed_cost, row_metrics, written_cost
@@ -120,7 +120,7 @@ class WindowRecords:
         layout, marks = self.layout(row, replay, item)
         # A dry run's window: its summary is planned at its budget, not written yet.
         planned = self.options.summaries and item.cut is not None and item.result is None
-        end = written_end(row.turns, window, replay.untrained)  # where the window as written stops
+        end = replay.written_end(row.turns, window)  # where the window as written stops
         size = window.tokens - replay.tokens(end, window.end) if planned else self.measure.size(row, layout)
         skipped = count == 1 and replay.total <= self.target
         over = size > self.target
@@ -224,7 +224,7 @@ class WindowRecords:
         summarized = row.turns[replay.head : cut.context_start]
         fidelity = scores.score(cut.context_start, result.text)
         context = "\n".join([result.text, *placeholders])
-        shown_end = written_end(row.turns, window, replay.untrained)
+        shown_end = replay.written_end(row.turns, window)
         future = scores.future(cut.context_start, shown_end, set(window.cleared), context)
         metrics = fidelity_metrics(
             fidelity, future, result, summarized, row.turns, score=partial(scores.score, cut.context_start)

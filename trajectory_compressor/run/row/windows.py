@@ -22,7 +22,7 @@ from dataclasses import replace
 from trajectory_compressor.plan.apply import earlier_summary
 from trajectory_compressor.plan.protect import head_end
 from trajectory_compressor.plan.region import system_turn_in_head
-from trajectory_compressor.plan.windows import Cut, Window, WindowReplay, written_end
+from trajectory_compressor.plan.windows import Cut, Window, WindowReplay
 from trajectory_compressor.read.formats import text_of, with_text
 from trajectory_compressor.run.prepare import ValidRow
 from trajectory_compressor.run.row.measure import RowMeasure
@@ -142,7 +142,7 @@ class WindowFinisher:
         the window fits: they are context, not training targets, and their head and tail say
         what ran and how it ended. Left over when even that is not enough (a gpt turn too big)."""
         window = item.window
-        shown_end = written_end(row.turns, window, replay.untrained)
+        shown_end = replay.written_end(row.turns, window)
         tools = [i for i in range(window.new_start, shown_end) if row.roles[i] == "tool"]
         elided: dict[int, EditedTurn] = {}
         excess = self._size(row, replay, item) - self.target
