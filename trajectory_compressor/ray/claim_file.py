@@ -20,11 +20,12 @@ from typing import Any
 
 import orjson
 
-from trajectory_compressor.errors import UsageError
+from trajectory_compressor.ray.environment import positive_setting
 from trajectory_compressor.ray.layout import CLAIM, MARKER, MARKER_TEXT, RayOutputLayout, filesystem_of
 from trajectory_compressor.ray.layout import write_whole as _write_whole
 
 LEASE_VARIABLE = "TC_RAY_CLAIM_SECONDS"
+LEASE_DEFAULT_SECONDS = 120.0
 CLAIM_VERSION = 1
 
 
@@ -35,14 +36,7 @@ def lease_seconds() -> float:
     Read when a run starts, not at import: a value that is no number raised ValueError on import,
     an internal error; 0 made every claim stale at once (any second run took the output over) and
     the renewal thread renew without a pause."""
-    text = os.environ.get(LEASE_VARIABLE) or "120"
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (value > 0 and math.isfinite(value)):
-        raise UsageError(f"{LEASE_VARIABLE} must be a positive number of seconds (the claim's lease), got {text!r}")
-    return value
+    return positive_setting(LEASE_VARIABLE, LEASE_DEFAULT_SECONDS, "the claim's lease")
 
 
 @dataclass(frozen=True)

@@ -37,15 +37,17 @@ def ray_environment() -> RayEnvironment:
     The defaults are the modules' own constants, read here, at the start of the run."""
     from trajectory_compressor.ray import limits, storage, write
 
+    setting = positive_setting
     return RayEnvironment(
-        lease_seconds=_positive(LEASE_VARIABLE, limits.LEASE_SECONDS, "a silent worker's lease of request slots"),
-        probe_seconds=_positive(PROBE_VARIABLE, storage.PROBE_SECONDS, "the storage check's wait for every node"),
-        rows_per_part=int(_positive(ROWS_VARIABLE, write.ROWS_PER_PART, "rows a part holds", whole=True)),
+        lease_seconds=setting(LEASE_VARIABLE, limits.LEASE_SECONDS, "a silent worker's lease of request slots"),
+        probe_seconds=setting(PROBE_VARIABLE, storage.PROBE_SECONDS, "the storage check's wait for every node"),
+        rows_per_part=int(setting(ROWS_VARIABLE, write.ROWS_PER_PART, "rows a part holds", whole=True)),
     )
 
 
-def _positive(variable: str, default: float, meaning: str, *, whole: bool = False) -> float:
-    """`variable`'s value, `default` when unset or empty; a positive finite number (a whole one when
+def positive_setting(variable: str, default: float, meaning: str, *, whole: bool = False) -> float:
+    """The one reader of the engine's numeric settings (the claim's lease too, `claim_file`):
+    `variable`'s value, `default` when unset or empty; a positive finite number (a whole one when
     `whole`), else one line naming the variable, what it sets and the value given."""
     text = (os.environ.get(variable) or "").strip()
     if not text:
