@@ -13,6 +13,7 @@ import pytest
 
 from tests.conftest import make_trajectory, read_jsonl, run_cli, write_jsonl
 from tests.fake_openai_server import FakeServerThread
+from trajectory_compressor.messages import quoted
 
 BUDGET = ["--target-max-tokens", "2500", "--summary-target-tokens", "200"]
 SECRET = "ghp_" + "Qw3rTy5uI7oP" * 3
@@ -92,6 +93,52 @@ def test_eval_scores_every_compressed_row_as_the_run_did(runs: Path) -> None:
     text = run_cli("eval", str(out), "--input", str(source))
     assert "future-grounded fidelity" in text.stdout and "worst rows:" in text.stdout
     assert SECRET not in text.stdout + json.dumps(summary)
+
+
+def _copy_run(runs: Path, tmp_path: Path) -> Path:
+    """A copy of the single-row run's output, metrics and report in a folder of its own."""
+    folder = tmp_path / "copy"
+    shutil.copytree(runs / "single", folder)
+    return folder / "x.jsonl"
+
+
+def test_an_output_whose_report_says_its_run_did_not_finish_is_scored_with_a_warning(
+    runs: Path, tmp_path: Path
+) -> None:
+    """An interrupted run's figures were printed as a whole run's, with nothing to say they were not."""
+    out, source = _copy_run(runs, tmp_path), runs / "in.jsonl"
+    assert _eval(str(out), "--input", str(source))["outputs"][0]["problems"] == []
+    report = out.parent / "x.report.json"
+    report.write_text(json.dumps({"status": "interrupted", "outputs": {"work_dir": "w"}}))
+    [summary] = _eval(str(out), "--input", str(source))["outputs"]
+    assert summary["scored"] > 0
+    assert summary["problems"] == [
+        f"the report {quoted(report)} says interrupted, not completed: the run did not finish, so the output may not "
+        "hold every row; re-run that run to resume it, then eval again"
+    ]
+    text = run_cli("eval", str(out), "--input", str(source))
+    assert text.returncode == 0 and f"warning: the report {quoted(report)} says interrupted" in text.stdout
+
+
+def test_a_ray_output_without_its_report_is_scored_as_unfinished(runs: Path, tmp_path: Path) -> None:
+    """A Ray run writes its parts as it goes and its report at its end: a folder of parts with no
+    report beside it is a run still going, or stopped, and `eval` says so beside its figures."""
+    from trajectory_compressor.ray.layout import MARKER, MARKER_TEXT
+
+    local, source = runs / "single" / "x.jsonl", runs / "in.jsonl"
+    out = tmp_path / "ray" / "x.jsonl"
+    (out).mkdir(parents=True)
+    (out / MARKER).write_bytes(MARKER_TEXT)
+    shutil.copy(local, out / "part-000000000000.jsonl")
+    (tmp_path / "ray" / "x.metrics").mkdir()
+    shutil.copy(local.parent / "x.metrics.jsonl", tmp_path / "ray" / "x.metrics" / "part-000000000000.jsonl")
+    [summary] = _eval(str(out), "--input", str(source))["outputs"]
+    expected = _eval(str(local), "--input", str(source))["outputs"][0]
+    assert (summary["scored"], summary["future"]) == (expected["scored"], expected["future"])
+    assert summary["problems"] == [
+        f"no report beside {quoted(out)} ({quoted(tmp_path / 'ray' / 'x.report.json')}): the Ray run writing it has "
+        "not finished, or stopped; these figures are of the parts written so far"
+    ]
 
 
 def test_a_windows_output_counts_each_row_once_and_judges_each_window(runs: Path) -> None:

@@ -34,6 +34,7 @@ from trajectory_compressor.settings import RunConfig
 from trajectory_compressor.types import SourceRecord, Turn
 from trajectory_compressor.write.paths import OutputPaths
 from trajectory_compressor.write.run_files import OutputError, file_record
+from trajectory_compressor.write.run_report import COMPLETED
 
 
 class MismatchError(UsageError):
@@ -259,6 +260,24 @@ class OutputFiles:
         paths = OutputPaths.beside(output)
         dataset = part_files(output) if is_ray_output_folder(output) else [output]
         return cls(output, dataset, _metrics_files(output, metrics), paths.report, load_report(paths.report))
+
+    def unfinished(self) -> str | None:
+        """Why the output may hold only part of its run (None: its report says `completed`). The
+        figures of such an output are of the rows written so far, so `eval` says so beside them:
+        a Ray run's parts are written as it goes and its report only at its end, and a local
+        run's report says whether it finished."""
+        status = (self.report or {}).get("status")
+        if status is None and is_ray_output_folder(self.output):
+            return (
+                f"no report beside {quoted(self.output)} ({quoted(self.report_path)}): the Ray run writing it has not "
+                "finished, or stopped; these figures are of the parts written so far"
+            )
+        if status is None or status == COMPLETED:
+            return None
+        return (
+            f"the report {quoted(self.report_path)} says {quoted(str(status))}, not {quoted(COMPLETED)}: the run did "
+            "not finish, so the output may not hold every row; re-run that run to resume it, then eval again"
+        )
 
     def model(self) -> str | None:
         settings = (self.report or {}).get("settings", {})

@@ -147,6 +147,8 @@ def score_output(
     files = OutputFiles.find(output, metrics)
     model = files.model()
     scores = OutputScores(str(output), files.report)
+    if unfinished := files.unfinished():
+        scores.problems.append(unfinished)
     for row in files.rows(inputs, config):
         _count(scores, row, config)
         entry = row.entry
