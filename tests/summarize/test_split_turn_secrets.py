@@ -33,8 +33,26 @@ def test_a_credential_cut_at_a_turn_boundary_is_masked_on_both_sides() -> None:
     texts = ["Tool says:\nexport NEW_TOKEN=" + TOKEN[:CUT], TOKEN[CUT:] + "\nDone.", "next"]
     masked = masked_across_turns(texts)
     assert masked == ["Tool says:\nexport NEW_TOKEN=" + REDACTED, REDACTED + "\nDone.", "next"]
-    assert masked_across_turns(["ends with API_KEY=", "Step one done"]) == ["ends with API_KEY=", "Step one done"]
+    assert masked_across_turns(["the tests passed", "Step one done"]) == ["the tests passed", "Step one done"]
     assert masked_across_turns(["a line\n", "another"]) == ["a line\n", "another"]
+    assert masked_across_turns(["a token", "izer loaded"]) == ["a token", "izer loaded"]
+
+
+def test_a_key_ending_one_turn_and_its_value_starting_the_next_are_masked() -> None:
+    """The value alone has no credential's shape; with its key (`DB_PASSWORD=`, `"password": "`,
+    `-p`) at the end of the turn before, it is one, and it was kept: the join only masked what ran
+    across the boundary, and a value starting at the boundary, or after a space, runs next to it."""
+    value = TOKEN[4:]
+    for key, after in [
+        ("run: export DB_PASSWORD=", "{} then more"),
+        ("password:", " {} then more"),
+        ('{"password": "', '{}"}}'),
+        ("mysql -u root -p", "{} db"),
+        ("the db password is", " {} then more"),
+    ]:
+        masked = masked_across_turns(["Tool says:\n" + key, after.format(value)])
+        assert masked == ["Tool says:\n" + key, after.format(REDACTED)], key
+    assert masked_across_turns(["password:", " see the docs"]) == ["password:", " see the docs"]
 
 
 def _request(edge_cut: bool) -> SummaryRequest:

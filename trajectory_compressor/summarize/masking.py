@@ -129,8 +129,8 @@ def masked_across_turns(texts: Sequence[str]) -> list[str]:
     (widened to whole words), over the turns before and after it while they are shorter than that
     (a key cut over three turns, its middle piece a turn of its own with no white space, up to
     `EDGE_TURNS` a side: reading two turns at a time masked the middle one whole and kept the
-    third one's piece). Only a
-    secret found crossing the join is masked here, the rest is each turn's own."""
+    third one's piece). Only a secret found crossing the join, or next to it (its key one side,
+    its value the other: `_needs_both_sides`), is masked here; the rest is each turn's own."""
     cuts: list[list[tuple[int, int]]] = [[] for _ in texts]
     for index in range(len(texts) - 1):
         if not texts[index] or not texts[index + 1]:
@@ -139,9 +139,24 @@ def masked_across_turns(texts: Sequence[str]) -> list[str]:
         joined = "".join(texts[turn][start:end] for turn, start, end in pieces)
         boundary = sum(end - start for turn, start, end in pieces if turn <= index)
         for found_start, found_end in find_secrets(joined):
-            if found_start < boundary < found_end:
+            if _needs_both_sides(joined, boundary, found_start, found_end):
                 _cut_pieces(pieces, found_start, found_end, cuts)
     return [mask_spans(text, merge_spans(spans)) if spans else text for text, spans in zip(texts, cuts, strict=True)]
+
+
+# What may stand between a key or flag and its value (`API_KEY=`, `"password": "`, `--token `).
+_BETWEEN_KEY_AND_VALUE = " \t\r\n\"'`:=,"
+
+
+def _needs_both_sides(joined: str, boundary: int, start: int, end: int) -> bool:
+    """Whether a credential found at `joined[start:end]` may have been found only because the two
+    sides of `boundary` were read together: it runs across the boundary, or only what separates a
+    key from its value lies between them (`DB_PASSWORD=` ending one turn, the value starting the
+    next: the value alone has no credential's shape, and was kept)."""
+    if start <= boundary <= end:
+        return True
+    between = joined[boundary:start] if start > boundary else joined[end:boundary]
+    return not between.strip(_BETWEEN_KEY_AND_VALUE)
 
 
 def _read_back(texts: Sequence[str], index: int) -> list[tuple[int, int, int]]:
