@@ -165,6 +165,40 @@ def test_a_write_task_still_running_after_its_run_ended_writes_nothing(tmp_path:
         assert not [path for path in Path(folder.removeprefix("file://")).iterdir() if path.name.startswith("part-")]
 
 
+def test_a_retried_write_task_with_fewer_side_outputs_leaves_none_of_the_first_attempts(tmp_path: Path) -> None:
+    """A write task retried after its node died reads its rows again from their lineage, summarized
+    again: a row the first attempt rejected or left over the limit may now be neither. The first
+    attempt's rejects and over-limit parts stayed beside the second's record, and the driver ended
+    the run with "another writer changed the output", which no other writer had done."""
+    pytest.importorskip("ray.data")
+    import orjson
+    import pyarrow as pa
+
+    from trajectory_compressor.ray.claim import OutputClaim, own_parts_problem
+    from trajectory_compressor.ray.parts import PartRecord
+    from trajectory_compressor.ray.write import CompressedOutput
+
+    layout = uri_layout(tmp_path)
+    metrics = orjson.dumps({"index": 0, "source": "in.jsonl", "line": 1})
+
+    def attempt(over_limit: bytes | None, reject: bytes | None) -> list[PartRecord]:
+        table = pa.table(
+            {"row_index": [0], "record": [b"{}"], "metrics": [metrics], "over_limit": [over_limit], "reject": [reject]}
+        )
+        parts = sink.write([table], None)["parts"]
+        return [record for record in map(PartRecord.from_dict, parts) if record is not None]
+
+    with OutputClaim(layout, locked=False, lease=LEASE, clock=Clock()) as claim:
+        claim_output_folders(layout)
+        sink = CompressedOutput(layout, run_id=claim.run_id)
+        attempt(b'{"id": "r0"}', b'{"error": "bad"}')
+        assert (tmp_path / "out" / "x.rejects" / "part-000000000000.jsonl").is_file()
+        records = attempt(None, None)
+        assert own_parts_problem(layout, records) is None
+    for side in ("x.rejects", "x.over_limit"):
+        assert not list((tmp_path / "out" / side).glob("part-*")), side
+
+
 def test_the_driver_finds_a_part_another_writer_replaced_or_added(tmp_path: Path) -> None:
     from trajectory_compressor.ray.claim import own_parts_problem
     from trajectory_compressor.ray.parts import PartFile, PartRecord, write_record

@@ -17,6 +17,7 @@ No Ray here: `eval` reads a Ray run's folders with it, with or without the `[ray
 
 from __future__ import annotations
 
+import contextlib
 import os
 import posixpath
 import re
@@ -105,6 +106,14 @@ def write_whole(folder: str, name: str, data: bytes, writer: str = "") -> None:
         stream.write(data)
     boundary("ray-file-written")  # where a test holds a write task, its file not yet moved into place
     filesystem.move(temporary, posixpath.join(path, name))
+
+
+def delete_if_present(folder: str, name: str) -> None:
+    """Delete `folder/name` when it is there: a part file an earlier attempt of a write task left,
+    which this attempt does not write (a side output its rows no longer have)."""
+    filesystem, path = filesystem_of(folder)
+    with contextlib.suppress(FileNotFoundError):
+        filesystem.delete_file(posixpath.join(path, name))
 
 
 def part_stem(first_row: int) -> str:

@@ -36,7 +36,7 @@ from ray.data.block import BlockAccessor
 from ray.data.datasource import Datasink
 
 from trajectory_compressor.ray.claim import check_owner
-from trajectory_compressor.ray.layout import RayOutputLayout, part_stem, write_whole
+from trajectory_compressor.ray.layout import RayOutputLayout, delete_if_present, part_stem, write_whole
 from trajectory_compressor.ray.parts import PartFile, PartRecord, row_runs, segment, write_record
 from trajectory_compressor.run.commit import REJECTS_SHOWN
 from trajectory_compressor.types import RowMetrics
@@ -117,6 +117,8 @@ class CompressedOutput(Datasink):
             present = [line for line in lines if line is not None]
             if present:
                 files[output] = self._write_lines(folder, f"{name}.jsonl", present)
+            else:  # an earlier attempt of this task may have written one (its rows summarized again, differently)
+                delete_if_present(folder, f"{name}.jsonl")
         totals = RunTotals()
         for row_lines in columns["metrics"]:
             metrics = [RowMetrics(**orjson.loads(line)) for line in row_lines.split(b"\n")]
