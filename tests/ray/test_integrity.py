@@ -17,7 +17,7 @@ import pytest
 from tests.conftest import SAMPLE, read_jsonl, run_cli, write_jsonl
 from tests.ray.conftest import json_lines, ray_parts
 from trajectory_compressor.ray import write
-from trajectory_compressor.ray.coverage import coverage_problem
+from trajectory_compressor.ray.coverage import coverage_problem, where
 from trajectory_compressor.ray.parts import PartRecord, row_runs
 from trajectory_compressor.read.sources import InputSource
 from trajectory_compressor.settings import SelectConfig
@@ -150,7 +150,13 @@ def test_the_driver_names_a_row_in_no_part_twice_or_out_of_order_by_file_and_rec
     chosen = [index for index in range(10) if sampled(index, 50, 1)]
     assert coverage_problem([part(chosen[0], *chosen)], 10, sample, SOURCES, counts) is None
     assert coverage_problem([part(chosen[0], *chosen[:-1])], 10, sample, SOURCES, counts) == (
-        f"the parts hold {len(chosen) - 1} rows where the run selected {len(chosen)}"
+        f"{where(chosen[-1], SOURCES, counts)} is in no part"
+    )
+    # As many rows as the sample takes, one of them a row it skips: a count alone passed it.
+    skipped = next(index for index in range(chosen[-1]) if index not in chosen)
+    swapped = sorted([*chosen[:-1], skipped])
+    assert coverage_problem([part(swapped[0], *swapped)], 10, sample, SOURCES, counts) == (
+        f"{where(skipped, SOURCES, counts)} is in part {part(swapped[0]).name}, but the sample does not take it"
     )
 
 

@@ -33,14 +33,6 @@ def where(index: int, sources: Sequence[InputSource], counts: Sequence[int]) -> 
     return f"row {index}"
 
 
-def selected_rows(end: int, select: SelectConfig) -> int:
-    """How many rows below `end` the selection takes (every one without `--sample-percent`)."""
-    percent = select.sample_percent
-    if percent is None or percent >= 100:
-        return end
-    return sum(1 for index in range(end) if sampled(index, percent, select.seed))
-
-
 def coverage_problem(
     records: Sequence[PartRecord],
     end: int,
@@ -61,17 +53,36 @@ def coverage_problem(
             if stop > end:
                 return f"{where(stop - 1, sources, counts)} is past the rows the run read (part {record.name})"
             previous = stop
-    held = previous = 0
+    if not every:
+        return _sample_problem(ordered, end, select, sources, counts)
+    previous = 0
     for start, stop in (run for record in ordered for run in record.rows):  # then: none missing
-        if every and start > previous:
+        if start > previous:
             return _missing(previous, start, sources, counts)
-        held += stop - start
         previous = stop
-    if every and previous < end:
+    if previous < end:
         return _missing(previous, end, sources, counts)
-    expected = selected_rows(end, select)
-    if held != expected:
-        return f"the parts hold {held} rows where the run selected {expected}"
+    return None
+
+
+def _sample_problem(
+    ordered: Sequence[PartRecord], end: int, select: SelectConfig, sources: Sequence[InputSource], counts: Sequence[int]
+) -> str | None:
+    """With `--sample-percent`: the parts hold exactly the rows the sample takes below `end`, row
+    by row (a count alone passed a part holding a row the sample skips in place of one it takes)."""
+    percent, seed = float(select.sample_percent or 0), select.seed
+    runs = [(start, stop, record.name) for record in ordered for start, stop in record.rows]
+    position = 0
+    for index in range(end):
+        while position < len(runs) and runs[position][1] <= index:
+            position += 1
+        held = position < len(runs) and runs[position][0] <= index
+        if held != sampled(index, percent, seed):
+            if held:
+                return (
+                    f"{where(index, sources, counts)} is in part {runs[position][2]}, but the sample does not take it"
+                )
+            return f"{where(index, sources, counts)} is in no part"
     return None
 
 
