@@ -26,6 +26,7 @@ from trajectory_compressor.summarize.redact import (
     word_end,
     word_start,
 )
+from trajectory_compressor.summarize.revealed_secrets import masked_revealed
 from trajectory_compressor.summarize.toolcalls.memo import TextMemo
 from trajectory_compressor.types import SummaryRequest, Turn
 
@@ -216,11 +217,12 @@ def region_edges(before: Sequence[Turn], after: Sequence[Turn]) -> tuple[str, st
 
 def split_secrets_masked(request: SummaryRequest) -> SummaryRequest:
     """`request` with each credential cut over two of its turns, or over its edge and the turn
-    beside it (`request.edges`), masked in its turns (`masked_across_turns`): read before any
-    summarizer or the anchor index takes a value out of them."""
+    beside it (`request.edges`), masked in its turns (`masked_across_turns`), and each value a
+    call read out of a credential's file or variable masked wherever it appears in them
+    (`revealed_secrets`): read before any summarizer or the anchor index takes a value out of them."""
     turns = request.turns
     texts = [request.edges[0], *(_text(turn) for turn in turns), request.edges[1]]
-    masked = masked_across_turns(texts)[1:-1]
+    masked = masked_revealed(masked_across_turns(texts)[1:-1], [turn.role for turn in turns])
     if all(new is _text(turn) for new, turn in zip(masked, turns, strict=True)):
         return request
     return replace(request, turns=tuple(Turn(turn.role, new) for turn, new in zip(turns, masked, strict=True)))

@@ -1,0 +1,101 @@
+"""A credential an agent read out of its file or variable (`cat /run/secrets/api_key`, `printenv
+DB_PASSWORD`, `echo $API_TOKEN`): its tool result is the bare value, with no name or prefix beside
+it, and it reached the LLM prompt and the extractive summary (trust pass, round 7)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from trajectory_compressor.summarize.anchor_index import indexed_request
+from trajectory_compressor.summarize.extractive import ExtractiveSummarizer
+from trajectory_compressor.summarize.llm.prompt import build_messages
+from trajectory_compressor.summarize.masking import split_secrets_masked
+from trajectory_compressor.summarize.redact import REDACTED
+from trajectory_compressor.summarize.revealed_secrets import masked_revealed
+from trajectory_compressor.types import SummaryRequest, Turn
+
+VALUE = "Zq8wXc7vBn6mAs5dFg4hJk3lPo2iUy1t"
+
+
+def _call(command: str, name: str = "terminal") -> str:
+    return f"Checking.\n<tool_call>\n{json.dumps({'name': name, 'arguments': {'command': command}})}\n</tool_call>"
+
+
+def _result(content: str, name: str = "terminal") -> str:
+    return f"<tool_response>\n{json.dumps({'name': name, 'content': content})}\n</tool_response>"
+
+
+def _masked(*turns: tuple[str, str]) -> list[str]:
+    return masked_revealed([text for _, text in turns], [role for role, _ in turns])
+
+
+def test_the_output_of_reading_a_credentials_file_or_variable_is_masked_everywhere_in_the_region() -> None:
+    for command in [
+        "cat /run/secrets/api_key",
+        "head -n 1 ~/.vault-token",
+        "sudo cat /etc/app/db_password.txt",
+        "printenv DB_PASSWORD",
+        'echo "${GITHUB_TOKEN}"',
+        "python -c 'import os; print(os.environ[\"API_KEY\"])'",
+    ]:
+        later = f"Using it: the key {VALUE} works."
+        masked = _masked(("gpt", _call(command)), ("tool", _result(VALUE + "\n")), ("gpt", later))
+        assert VALUE not in "".join(masked), command
+        assert masked[2] == f"Using it: the key {REDACTED} works.", command
+        assert masked[0] == _call(command)
+
+
+def test_an_editor_views_a_token_file_and_a_shell_observation_turn() -> None:
+    arguments = {"command": "view", "path": "/w/secrets/hf_token"}
+    view = f"<tool_call>\n{json.dumps({'name': 'str_replace_editor', 'arguments': arguments})}\n</tool_call>"
+    assert _masked(("gpt", view), ("tool", _result(VALUE)))[1] == _result(REDACTED)
+    observed = _masked(("gpt", "Let me read it.\n```bash\ncat ~/.vault-token\n```"), ("human", VALUE))
+    assert observed[1] == REDACTED
+
+
+def test_only_the_revealing_calls_result_and_only_one_word_lines_are_taken() -> None:
+    two_calls = (
+        '<tool_call>\n{"name": "terminal", "arguments": {"command": "git rev-parse HEAD"}}\n</tool_call>\n'
+        '<tool_call>\n{"name": "terminal", "arguments": {"command": "cat /run/secrets/api_key"}}\n</tool_call>'
+    )
+    commit = "4f9c2d1e8b7a6f5e4d3c2b1a0f9e8d7c6b5a4f3e"
+    masked = _masked(
+        ("gpt", two_calls), ("tool", _result(commit)), ("tool", _result(VALUE)), ("gpt", f"{commit} {VALUE}")
+    )
+    assert commit in masked[1] and commit in masked[3] and VALUE not in "".join(masked)
+    # Not a credential's file or variable, a listing, a short word, a sentence: nothing taken.
+    listing = "\n".join(f"tokenword{n:04d}" for n in range(50))
+    for command, output in [
+        ("cat README.md", VALUE),
+        ("cat /etc/passwd", VALUE),
+        ("echo $PATH", VALUE),
+        ("cat vocab_tokens.txt", listing),
+        ("cat /run/secrets/api_key", "abc123"),
+        ("cat /run/secrets/api_key", "No such file or directory"),
+    ]:
+        turns = (("gpt", _call(command)), ("tool", _result(output)), ("gpt", f"{VALUE} tokenword0001"))
+        assert _masked(*turns) == [text for _, text in turns], command
+
+
+def test_the_prompt_and_the_extractive_summary_show_no_revealed_value(counter) -> None:
+    filler = "looking at the deployment output " * 20
+    turns = (
+        Turn("gpt", f"Step 1.\n{filler}\n" + _call("cat /run/secrets/api_key")),
+        Turn("tool", _result(VALUE)),
+        Turn("gpt", f"The key is {VALUE}; next, the deploy.\n{filler}\n" + _call(f"deploy --key-file k --id {VALUE}")),
+        Turn("tool", _result(f"deployed with {VALUE}\n{filler}")),
+        Turn("gpt", f"Done.\n{filler}"),
+    )
+    request = SummaryRequest(turns=turns, budget_tokens=300)
+    assert not _leaked_token_value("\n".join(turn.value for turn in split_secrets_masked(request).turns))
+    asked, _ = indexed_request(request, counter.count, enabled=True, redact=True)
+    prompt = "\n".join(message["content"] for message in build_messages(asked))
+    assert "/run/secrets/api_key" in prompt and not _leaked_token_value(prompt)
+    summary = asyncio.run(ExtractiveSummarizer(counter).summarize(request)).text
+    assert not _leaked_token_value(summary), summary
+
+
+def _leaked_token_value(text: str) -> bool:
+    """Whether any 8 characters of the value show in `text` (a clipped field shows a piece)."""
+    return any(VALUE[i : i + 8] in text for i in range(len(VALUE) - 7))

@@ -1,0 +1,176 @@
+"""Values a region shows as the output of reading a credential: `cat /run/secrets/api_key`,
+`cat ~/.vault-token`, `printenv DB_PASSWORD`, `echo $API_TOKEN`, an editor tool viewing `token.txt`.
+
+What such a call prints is the credential itself, bare, in the tool turn after it: a line of
+random characters with no name, key or prefix beside it, which no rule of `redact_secrets` can
+know from that turn alone (it reads each turn by itself, and a bare hash or id has the same
+shape). The call says what the line is. So the calls of a region are read with their results
+(the k-th result after an assistant turn answers its k-th call), and each one-word line of a
+revealing call's result is taken as a secret and masked wherever it appears in the region's
+turns (`masked_revealed`), before any summarizer or the anchor index reads them. Only one-word
+lines count: a file of `KEY=value` lines is the other rules' to mask, line by line.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import orjson
+
+from trajectory_compressor.summarize.redact import REDACTED, scrub
+from trajectory_compressor.summarize.secret_rules import credential_value
+from trajectory_compressor.summarize.toolcalls import parse_tool_calls, parse_tool_responses
+
+_MIN_CHARS = 8  # a shorter line is no credential worth the risk of masking a common word everywhere
+_MAX_CHARS = 8192  # nor is a longer one (a minified file, a data line); a JWT runs to a few thousand
+_SPACE = re.compile(r"\s")
+_MAX_LINES = 8  # a result of more lines is a listing, not a credential (`cat vocab_tokens.txt`): left to the rules
+# A file whose name says it holds a credential (its base name, lower-cased; `/etc/passwd` does not).
+_SECRET_FILE = re.compile(
+    r"(?:token(?!iz)|secret|password|passwd(?=.)|api[_-]?key|apikey|credential|private[_-]?key|^\.?pgpass$|^\.netrc$"
+    r"|^\.npmrc$|^\.pypirc$|^\.git-credentials$|^id_(?:rsa|dsa|ecdsa|ed25519)$|\.pem$|\.key$|^shadow$)"
+)
+# An environment variable whose name says it holds a credential.
+_SECRET_NAME = re.compile(r"(?:pass(?:word|wd)?|pwd|secret|token|api_?key|apikey|access_?key|private_?key|credential)")
+_READER = r"(?:sudo\s+)?(?:cat|head|tail|less|more|bat|batcat|type|get-content|gc|xxd|strings|base64)"
+# `cat FILE`, `head -n 1 FILE`: the first file after a reader and its flags.
+_READS_FILE = re.compile(
+    r"(?:^|[\s;&|(`])" + _READER + r"(?:\s+-{1,2}[\w=-]+(?:\s+\d+)?)*\s+[\"']?(?P<path>[^\s\"'|;&>)]+)"
+)
+# `printenv NAME`, `echo $NAME`, `echo "${NAME}"`, `os.environ["NAME"]`, `os.getenv('NAME')`.
+_READS_VARIABLE = re.compile(
+    r"printenv\s+(?P<a>\w+)|echo\s+(?:-\w+\s+)?[\"']?\$\{?(?P<b>\w+)"
+    r"|os\.environ(?:\.get\(|\[)\s*[\"'](?P<c>\w+)|getenv\(\s*[\"'](?P<d>\w+)"
+)
+_PATH_KEYS = ("path", "file", "file_path", "filepath", "filename", "target_file")
+_VIEWING = re.compile(r"view|read|open|cat|show|get")
+
+
+def masked_revealed(texts: Sequence[str], roles: Sequence[str]) -> list[str]:
+    """`texts` (a region's turns, with their `roles`) with every value a revealing call printed
+    masked in each of them; the same objects when there is none."""
+    secrets = sorted(set(_revealed(texts, roles)), key=len, reverse=True)  # a longer value first: its part is one too
+    if not secrets:
+        return list(texts)
+    forms = [form for secret in secrets for form in dict.fromkeys((secret, _json_escaped(secret)))]
+    return [scrub(text, forms) for text in texts]
+
+
+def _revealed(texts: Sequence[str], roles: Sequence[str]) -> Iterator[str]:
+    """The one-word lines of the results of revealing calls (see the module docstring). A result
+    is read first, and the call it answers only when it holds such a line: most results are long
+    outputs, and most calls are then never looked at."""
+    assistant = ""  # the last assistant turn
+    revealing: list[bool] | None = None  # per call of it, in order, once one of its results needs it
+    answered = 0  # its results read so far
+    for text, role in zip(texts, roles, strict=True):
+        if role == "gpt":
+            assistant, revealing, answered = text, None, 0
+            continue
+        if role not in ("tool", "human") or not assistant:
+            continue
+        responses = parse_tool_responses(text) if role == "tool" else []
+        contents = [response.content for response in responses] or [text]
+        for position, content in enumerate(contents, answered):
+            words = _one_word_lines(content)
+            if not words:
+                continue
+            if revealing is None:
+                revealing = _revealing_calls(assistant)
+            if _answers_revealing(revealing, position):
+                yield from words
+        answered += len(contents)
+        if role == "human":
+            assistant = ""  # an observation answers the turn before it only
+
+
+def _answers_revealing(revealing: list[bool], position: int) -> bool:
+    """Whether the result at `position` answers a revealing call: the call at that place, or any
+    for a result past the calls' count; one call owns every result."""
+    if len(revealing) == 1 or position >= len(revealing):
+        return any(revealing)
+    return revealing[position]
+
+
+def _revealing_calls(assistant: str) -> list[bool]:
+    """Whether each call of an assistant turn reveals a credential; a turn of no calls that runs
+    its command as text (a ```bash block its harness runs) counts as one call."""
+    calls = parse_tool_calls(assistant)
+    if calls:
+        return [_reveals(call.name, call.arguments) for call in calls]
+    return [any(_command_reveals(block) for block in _fenced_blocks(assistant))]
+
+
+def _reveals(name: str, arguments: Mapping[str, Any] | str) -> bool:
+    """Whether a call prints a credential: it reads a credential's file or variable."""
+    if isinstance(arguments, str):
+        return _command_reveals(arguments)
+    for key, value in arguments.items():
+        if not isinstance(value, str):
+            continue
+        if str(key).lower() in _PATH_KEYS and _VIEWING.search(f"{name} {arguments.get('command', '')}".lower()):
+            if _secret_file(value):
+                return True
+        elif _command_reveals(value):
+            return True
+    return False
+
+
+# Words one of which a revealing command holds (a file's or a variable's name): most texts hold
+# none, and are passed over by a few substring searches instead of the two patterns' scans.
+_HINTS = ("token", "secret", "pass", "pwd", "key", "credential", "netrc", "id_", "shadow", ".pem")
+
+
+def _command_reveals(command: str) -> bool:
+    lowered = command.lower()
+    if not any(hint in lowered for hint in _HINTS):
+        return False
+    if any(_secret_file(found.group("path")) for found in _READS_FILE.finditer(lowered)):
+        return True
+    return any(
+        _SECRET_NAME.search(next(name for name in found.groups() if name))
+        for found in _READS_VARIABLE.finditer(lowered)
+    )
+
+
+def _fenced_blocks(text: str) -> Iterator[str]:
+    """The fenced code blocks of an assistant's text (a ```bash block its harness runs): where a
+    command given as text stands, so the prose around it is not scanned."""
+    end = 0
+    while (start := text.find("```", end)) >= 0:
+        end = text.find("```", start + 3)
+        if end < 0:
+            return
+        yield text[start + 3 : end]
+        end += 3
+
+
+def _secret_file(path: str) -> bool:
+    base = path.rstrip("/").rsplit("/", 1)[-1].rsplit("\\", 1)[-1].lower()
+    return bool(base) and _SECRET_FILE.search(base) is not None
+
+
+def _one_word_lines(content: str) -> list[str]:
+    """The lines of `content` that are one word a credential could be, none when it has more than
+    `_MAX_LINES` lines (a listing)."""
+    if content.count("\n") > 4 * _MAX_LINES:  # cheap first: most results are long outputs
+        return []
+    lines = [line for line in content.splitlines() if line.strip()]
+    if len(lines) > _MAX_LINES:
+        return []
+    words = [line.strip().strip("\"'") for line in lines]
+    return [
+        word
+        for word in words
+        if _MIN_CHARS <= len(word) <= _MAX_CHARS
+        and _SPACE.search(word) is None
+        and REDACTED not in word
+        and credential_value(word)
+    ]
+
+
+def _json_escaped(value: str) -> str:
+    """`value` as it stands inside a JSON string (a tool turn's `"content"`)."""
+    return orjson.dumps(value).decode()[1:-1]
