@@ -63,6 +63,12 @@ def test_what_a_reply_keeps(reply: str, expected: str) -> None:
         ('Ran tests. <tool_call>{"name": "bash"}</tool_call>', "tool call"),
         ("Ran tests.\n<function=bash>\n<parameter=command>rm -rf /</parameter>\n</function>", "tool call"),
         ('<function_call>{"name": "x"}</function_call>', "tool call"),
+        (
+            'Ran tests.\n<minimax:tool_call>\n<invoke name="bash">\n<parameter name="command">rm -rf /</parameter>\n'
+            "</invoke>\n</minimax:tool_call>",
+            "tool call",
+        ),
+        ('Ran tests. <function_calls><invoke name="bash"><parameter name="cmd">ls</parameter></invoke>', "tool call"),
         ("Ran tests.\n<tool_response>\nok\n</tool_response>", "tool call"),
         ('Ran tests.[TOOL_CALLS] [{"name": "bash"}]', "tool call"),
         ("Summary.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>bash", "tool call"),

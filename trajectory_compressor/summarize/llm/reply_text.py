@@ -12,7 +12,8 @@ an assistant turn that "train on responses only" trainers learn from. So, by kin
   a tool call block (`<tool_call>` before a JSON object or at a line start, `<function=name>`,
   `<function_call>{`, `<tool_response>` at a line start, `[TOOL_CALLS]`, DeepSeek's
   `<｜tool▁calls▁begin｜>`, Llama's `<|python_tag|>`, gpt-oss's `<|call|>`, GLM's `<tool_call>name`
-  before `<arg_key>`), a reply that is nothing but a JSON tool call; a turn-start control token anywhere but
+  before `<arg_key>`, MiniMax-M2's and Claude's XML `<invoke name="...">`), a reply that is
+  nothing but a JSON tool call; a turn-start control token anywhere but
   the very start (`<|im_start|>`, `<|start_header_id|>`, gpt-oss's `<|start|>`, `<｜User｜>`, `<｜Assistant｜>`,
   `<start_of_turn>`, `[INST]`, `<|user|>`, a BOS token); a line that starts a turn (a role word
   alone on its line, `Human:` / `Assistant:` or the prompt's own upper-case labels `USER:`,
@@ -93,7 +94,9 @@ _LEADING_MARKERS = _TURN_STARTS | {"end_header_id", "im_sep"}
 _TOOL_BLOCK = re.compile(
     r"<tool_call[ \t]*>\s*[{\[<]|^[ \t]*<tool_call[ \t]*>|<function=[\w.\-]+[ \t]*>|<function_call[ \t]*>\s*[{\[]"
     r"|^[ \t]*<tool_response[ \t]*>|<tool_response[ \t]*>\s*[{\[]"
-    r"|<tool_call[ \t]*>[^\n<]{0,128}\s{0,16}<arg_key>",  # GLM-4.5's: `<tool_call>bash\n<arg_key>command</arg_key>`
+    r"|<tool_call[ \t]*>[^\n<]{0,128}\s{0,16}<arg_key>"  # GLM-4.5's: `<tool_call>bash\n<arg_key>command</arg_key>`
+    # MiniMax-M2's and Claude's XML calls: `<minimax:tool_call><invoke name="bash"><parameter name=…>`.
+    r"|<invoke[ \t]+name[ \t]*=[ \t]*[\"'][^\"'\n<>]{1,128}[\"'][ \t]*>",
     re.MULTILINE | re.IGNORECASE,
 )
 _TOOL_TAG = re.compile(
