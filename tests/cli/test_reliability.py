@@ -44,7 +44,7 @@ def _row_of(body: Any) -> int:
 # -------------------------------------------------------------------------------- --row-timeout
 
 
-@pytest.mark.parametrize("policy", ["extractive", "keep"])
+@pytest.mark.parametrize("policy", ["extractive", pytest.param("keep", marks=pytest.mark.variants)])
 def test_row_timeout_applies_the_failure_policy_to_the_stalled_row_only(tmp_path: Path, policy: str) -> None:
     rows = [make_trajectory(i, steps=8, output_lines=20) for i in range(5)]
     source = write_jsonl(tmp_path / "in.jsonl", rows)

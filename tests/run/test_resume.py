@@ -130,7 +130,10 @@ def test_a_resumed_run_counts_the_summaries_made_before_it_stopped(case: tuple[P
     assert report["summaries"]["endpoint"]["summaries"] >= made == report["rows"]["compressed"]
 
 
-@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+@pytest.mark.parametrize(
+    "stop",
+    [pytest.param(signal.SIGINT, id="ctrl-c"), pytest.param(signal.SIGTERM, id="sigterm", marks=pytest.mark.variants)],
+)
 def test_ctrl_c_and_sigterm_stop_cleanly_with_exit_130_and_resume(
     case: tuple[Path, Path], tmp_path: Path, stop: signal.Signals
 ) -> None:

@@ -445,37 +445,41 @@ def _seconds(text: str) -> float:
     return time.thread_time() - started
 
 
+_LINEAR_CASES = [
+    ("", '{"name": "DB_PASSWORD", "x": "y", '),  # a name field, no value: read back at each name
+    ("", 'f("password", '),
+    ("", "password || "),
+    ("", "ENV DB_PASSWORD "),
+    ("", "password "),
+    ("Key    Value\n---    -----\n", "password    x\n"),
+    ("Key    Value\n---    -----\n", "password    x "),
+    ("", "AKIAIOSFODNN7EXAMPLE "),
+    ("", "sig=" + "a" * 20 + "&"),
+    ("", 'SecretString": '),
+    ("", "pwd={"),  # an ODBC brace never closed
+    ("Server=x;", "Pwd={;;;;;;;;;;;;;;;;"),
+    ("", "%20password: !!str "),
+    ("", "password: |\n  x y\n"),  # each block read at most `_BLOCK_LINES` lines ahead
+    ("", "password: |\n "),  # nested headers
+    ("", "%2525password=x"),
+    ("", "+%20"),  # every `+` a splice of the shown view
+    ("", "chpasswd x "),  # a here-string looked for at most a line ahead
+    ("", "openssl passwd -1 -salt x "),
+    ("", "password for a b c "),  # `for <user>` and a link looked for at most a few words ahead
+    ("", "password is "),
+    ("", "credentials: a / "),
+    ("", "db:6543:app:u:"),  # a port's host looked for behind it, a prompt's line too
+    ("", "x 1:a:b:c:"),
+    ("", "Password:\n"),
+    ("", "[sudo] password for a b "),
+    ("", "a://u:/@b"),  # every `@` of a URL's token tried for a host, within a bounded token
+]
+
+
+# The test command keeps the first three rules' cases; the others run in the slow suite (`variants`).
 @pytest.mark.parametrize(
     ("head", "unit"),
-    [
-        ("", '{"name": "DB_PASSWORD", "x": "y", '),  # a name field, no value: read back at each name
-        ("", 'f("password", '),
-        ("", "password || "),
-        ("", "ENV DB_PASSWORD "),
-        ("", "password "),
-        ("Key    Value\n---    -----\n", "password    x\n"),
-        ("Key    Value\n---    -----\n", "password    x "),
-        ("", "AKIAIOSFODNN7EXAMPLE "),
-        ("", "sig=" + "a" * 20 + "&"),
-        ("", 'SecretString": '),
-        ("", "pwd={"),  # an ODBC brace never closed
-        ("Server=x;", "Pwd={;;;;;;;;;;;;;;;;"),
-        ("", "%20password: !!str "),
-        ("", "password: |\n  x y\n"),  # each block read at most `_BLOCK_LINES` lines ahead
-        ("", "password: |\n "),  # nested headers
-        ("", "%2525password=x"),
-        ("", "+%20"),  # every `+` a splice of the shown view
-        ("", "chpasswd x "),  # a here-string looked for at most a line ahead
-        ("", "openssl passwd -1 -salt x "),
-        ("", "password for a b c "),  # `for <user>` and a link looked for at most a few words ahead
-        ("", "password is "),
-        ("", "credentials: a / "),
-        ("", "db:6543:app:u:"),  # a port's host looked for behind it, a prompt's line too
-        ("", "x 1:a:b:c:"),
-        ("", "Password:\n"),
-        ("", "[sudo] password for a b "),
-        ("", "a://u:/@b"),  # every `@` of a URL's token tried for a host, within a bounded token
-    ],
+    [case if n < 3 else pytest.param(*case, marks=pytest.mark.variants) for n, case in enumerate(_LINEAR_CASES)],
 )
 def test_the_context_rules_stay_linear(head: str, unit: str) -> None:
     """Four times the text costs about four times the time, not sixteen (each rule looks at a

@@ -30,7 +30,7 @@ texts = st.lists(st.sampled_from(_FRAGMENTS) | st.text(alphabet="0123456789abcde
                  max_size=40).map("".join)  # fmt: skip
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=600, deadline=None)
 @given(texts)
 def test_the_patterns_find_what_one_alternative_per_kind_finds(text: str) -> None:
     assert IDENTIFIER.findall(text) == REFERENCE.findall(text)
@@ -48,7 +48,7 @@ def test_each_kind_is_found_and_a_url_or_date_is_one_item() -> None:
                                                       "mia_li_3668", "19.99"]  # fmt: skip
 
 
-@settings(max_examples=2000, deadline=None)
+@settings(max_examples=400, deadline=None)
 @given(st.lists(texts, max_size=8))
 def test_the_identifiers_of_each_text_are_those_of_the_texts_joined(values: list[str]) -> None:
     one_by_one = [item for value in values for item in identifiers_in(value)]
