@@ -114,9 +114,6 @@ class SummaryRequest:
     # The end of the turn before `turns` and the start of the one after (`masking.EDGE_CHARS` each):
     # a credential a split output cut across the region's edge is masked by them, never asked.
     edges: tuple[str, str] = field(default=("", ""), compare=False, repr=False)
-    # Values a call in the turns before `turns` read out of a credential's file or variable
-    # (`revealed_secrets`): masked wherever `turns` repeat them, never asked.
-    revealed: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from trajectory_compressor.summarize.redact import (
     word_end,
     word_start,
 )
-from trajectory_compressor.summarize.revealed_secrets import masked_revealed, revealed_in
+from trajectory_compressor.summarize.revealed_secrets import masked_revealed
 from trajectory_compressor.summarize.toolcalls.memo import TextMemo
 from trajectory_compressor.types import SummaryRequest, Turn
 
@@ -205,12 +205,6 @@ def _cut_pieces(
         offset += length
 
 
-def revealed_before(before: Sequence[Turn]) -> tuple[str, ...]:
-    """`SummaryRequest.revealed` of a region: what revealing calls in the turns before it (a slice
-    of up to `EDGE_TURNS`: the head) read out of a credential's file or variable."""
-    return revealed_in([_text(turn) for turn in before], [turn.role for turn in before])
-
-
 def region_edges(before: Sequence[Turn], after: Sequence[Turn]) -> tuple[str, str]:
     """`SummaryRequest.edges` of a region: the last `EDGE_CHARS` of the turns before it (the end of
     `before`, a slice of up to `EDGE_TURNS` turns) and the first of the turns after it (`after`),
@@ -228,7 +222,7 @@ def split_secrets_masked(request: SummaryRequest) -> SummaryRequest:
     (`revealed_secrets`): read before any summarizer or the anchor index takes a value out of them."""
     turns = request.turns
     texts = [request.edges[0], *(_text(turn) for turn in turns), request.edges[1]]
-    masked = masked_revealed(masked_across_turns(texts)[1:-1], [turn.role for turn in turns], request.revealed)
+    masked = masked_revealed(masked_across_turns(texts)[1:-1], [turn.role for turn in turns])
     if all(new is _text(turn) for new, turn in zip(masked, turns, strict=True)):
         return request
     return replace(request, turns=tuple(Turn(turn.role, new) for turn, new in zip(turns, masked, strict=True)))

@@ -48,21 +48,14 @@ _PATH_KEYS = ("path", "file", "file_path", "filepath", "filename", "target_file"
 _VIEWING = re.compile(r"view|read|open|cat|show|get")
 
 
-def masked_revealed(texts: Sequence[str], roles: Sequence[str], known: Sequence[str] = ()) -> list[str]:
+def masked_revealed(texts: Sequence[str], roles: Sequence[str]) -> list[str]:
     """`texts` (a region's turns, with their `roles`) with every value a revealing call printed
-    masked in each of them, and the values `known` to be such (`revealed_in` the turns before the
-    region: a call in the head whose value the region repeats); the same objects when there is none."""
-    found = {*_revealed(texts, roles), *known}
-    secrets = sorted(found, key=len, reverse=True)  # a longer value first: its part is one too
+    masked in each of them; the same objects when there is none."""
+    secrets = sorted(set(_revealed(texts, roles)), key=len, reverse=True)  # a longer value first: its part is one too
     if not secrets:
         return list(texts)
     forms = [form for secret in secrets for form in dict.fromkeys((secret, _json_escaped(secret)))]
     return [scrub(text, forms) for text in texts]
-
-
-def revealed_in(texts: Sequence[str], roles: Sequence[str]) -> tuple[str, ...]:
-    """The values revealing calls in `texts` printed (`SummaryRequest.revealed`), once each."""
-    return tuple(dict.fromkeys(_revealed(texts, roles)))
 
 
 def _revealed(texts: Sequence[str], roles: Sequence[str]) -> Iterator[str]:
