@@ -99,3 +99,21 @@ def test_the_prompt_and_the_extractive_summary_show_no_revealed_value(counter) -
 def _leaked_token_value(text: str) -> bool:
     """Whether any 8 characters of the value show in `text` (a clipped field shows a piece)."""
     return any(VALUE[i : i + 8] in text for i in range(len(VALUE) - 7))
+
+
+def test_a_result_given_as_a_json_object_or_numbered_by_an_editor_is_read_for_its_value() -> None:
+    """A Hermes agent's terminal gives `{"output": ..., "exit_code": 0}` (as a string or an object);
+    an editor's view numbers its lines (`     1\\tvalue`, `cat -n`; `1→value`): the value is no line."""
+    command = _call("cat /run/secrets/api_key")
+    as_object = json.dumps({"name": "terminal", "content": {"output": VALUE + "\n", "exit_code": 0}})
+    for result in [
+        _result(json.dumps({"output": VALUE + "\n", "exit_code": 0, "error": None})),
+        f"<tool_response>\n{as_object}\n</tool_response>",
+        _result(f"Here's the result of running `cat -n` on /w/secrets/hf_token:\n     1\t{VALUE}\n"),
+        _result(f"     1\u2192{VALUE}\n"),
+    ]:
+        masked = _masked(("gpt", command), ("tool", result), ("gpt", f"Using {VALUE}."))
+        assert VALUE not in "".join(masked), result
+        assert masked[2] == f"Using {REDACTED}."
+    status = _result(json.dumps({"output": VALUE, "status": "completed"}))
+    assert "completed" in _masked(("gpt", command), ("tool", status), ("gpt", "completed"))[2]

@@ -26,6 +26,8 @@ from trajectory_compressor.summarize.toolcalls import parse_tool_calls, parse_to
 _MIN_CHARS = 8  # a shorter line is no credential worth the risk of masking a common word everywhere
 _MAX_CHARS = 8192  # nor is a longer one (a minified file, a data line); a JWT runs to a few thousand
 _SPACE = re.compile(r"\s")
+# The number an editor's view puts before each line (`     1\tvalue`, `cat -n`; `1→value`).
+_LINE_NUMBER = re.compile(r"^\s*\d+(?:\t|\u2192)")
 _MAX_LINES = 8  # a result of more lines is a listing, not a credential (`cat vocab_tokens.txt`): left to the rules
 # A file whose name says it holds a credential (its base name, lower-cased; `/etc/passwd` does not).
 _SECRET_FILE = re.compile(
@@ -54,7 +56,11 @@ def masked_revealed(texts: Sequence[str], roles: Sequence[str]) -> list[str]:
     secrets = sorted(set(_revealed(texts, roles)), key=len, reverse=True)  # a longer value first: its part is one too
     if not secrets:
         return list(texts)
-    forms = [form for secret in secrets for form in dict.fromkeys((secret, _json_escaped(secret)))]
+    forms = [  # as written, in a JSON string, and in a JSON string inside one (an output's JSON object)
+        form
+        for secret in secrets
+        for form in dict.fromkeys((secret, _json_escaped(secret), _json_escaped(_json_escaped(secret))))
+    ]
     return [scrub(text, forms) for text in texts]
 
 
@@ -75,12 +81,13 @@ def _revealed(texts: Sequence[str], roles: Sequence[str]) -> Iterator[str]:
         contents = [response.content for response in responses] or [text]
         for position, content in enumerate(contents, answered):
             words = _one_word_lines(content)
-            if not words:
+            if not words and not content.startswith("{"):
                 continue
             if revealing is None:
                 revealing = _revealing_calls(assistant)
             if _answers_revealing(revealing, position):
-                yield from words
+                outputs = _json_outputs(content) if content.startswith("{") else []
+                yield from [word for output in outputs for word in _one_word_lines(output)] if outputs else words
         answered += len(contents)
         if role == "human":
             assistant = ""  # an observation answers the turn before it only
@@ -160,7 +167,7 @@ def _one_word_lines(content: str) -> list[str]:
     lines = [line for line in content.splitlines() if line.strip()]
     if len(lines) > _MAX_LINES:
         return []
-    words = [line.strip().strip("\"'") for line in lines]
+    words = [_LINE_NUMBER.sub("", line).strip().strip("\"'") for line in lines]
     return [
         word
         for word in words
@@ -169,6 +176,23 @@ def _one_word_lines(content: str) -> list[str]:
         and REDACTED not in word
         and credential_value(word)
     ]
+
+
+# The keys a harness gives a command's output under, when its result is a JSON object
+# (`{"output": "...", "exit_code": 0, "error": null}`, a Hermes agent's terminal tool).
+_OUTPUT_KEYS = ("output", "stdout", "result", "content", "text", "value")
+
+
+def _json_outputs(content: str) -> list[str]:
+    """The output strings of a result that is a JSON object; parsed only for a revealing call's
+    result (its other values, `"status": "completed"`, are no credential of the call's)."""
+    try:
+        data = orjson.loads(content)
+    except orjson.JSONDecodeError:
+        return []
+    if not isinstance(data, dict):
+        return []
+    return [value for key, value in data.items() if str(key).lower() in _OUTPUT_KEYS and isinstance(value, str)]
 
 
 def _json_escaped(value: str) -> str:
