@@ -117,3 +117,30 @@ def test_a_result_given_as_a_json_object_or_numbered_by_an_editor_is_read_for_it
         assert masked[2] == f"Using {REDACTED}."
     status = _result(json.dumps({"output": VALUE, "status": "completed"}))
     assert "completed" in _masked(("gpt", command), ("tool", status), ("gpt", "completed"))[2]
+
+
+def test_a_secret_managers_cli_a_filter_or_a_script_reading_a_credential_reveals_it() -> None:
+    """`gh auth token`, `vault kv get -field=password`, `sed -n 1p FILE`, `open('FILE')` print a
+    credential as surely as `cat` does; a filter over an ordinary file, or a listing, does not."""
+    for command in [
+        "gh auth token",
+        "vault kv get -field=password secret/db",
+        "aws secretsmanager get-secret-value --secret-id prod/db --query SecretString --output text",
+        "gcloud auth print-access-token",
+        "az account get-access-token --query accessToken -o tsv",
+        "op read op://dev/db/pw",
+        "security find-generic-password -s github -w",
+        "kubectl get secret db -o jsonpath='{.data.password}' | base64 -d",
+        "sed -n 1p /run/secrets/api_key",
+        "awk 'NR==1' /run/secrets/api_key",
+        "jq -r .token ~/.config/app/config.json",
+        "cat < /run/secrets/api_key",
+        "bash -c 'cat /run/secrets/api_key'",
+        "python -c \"print(open('/run/secrets/api_key').read())\"",
+        "printf '%s' \"$API_KEY\"",
+    ]:
+        masked = _masked(("gpt", _call(command)), ("tool", _result(VALUE + "\n")), ("gpt", f"Using {VALUE}."))
+        assert VALUE not in "".join(masked), command
+    for command in ["sed -n 1p README.md", "grep -rl token src/", "jq -r .version package.json", "awk NF ids"]:
+        turns = (("gpt", _call(command)), ("tool", _result(VALUE)), ("gpt", VALUE))
+        assert _masked(*turns) == [text for _, text in turns], command

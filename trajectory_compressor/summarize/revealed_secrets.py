@@ -38,12 +38,29 @@ _SECRET_FILE = re.compile(
 _SECRET_NAME = re.compile(r"(?:pass(?:word|wd)?|pwd|secret|token|api_?key|apikey|access_?key|private_?key|credential)")
 _READER = r"(?:sudo\s+)?(?:cat|head|tail|less|more|bat|batcat|type|get-content|gc|xxd|strings|base64)"
 # `cat FILE`, `head -n 1 FILE`: the first file after a reader and its flags.
+# `cat FILE`, `head -n 1 FILE`, `cat < FILE`, `bash -c 'cat FILE'`: the first file after a reader and its flags;
+# `open('FILE')`, `Path("FILE").read_text()` in a script.
 _READS_FILE = re.compile(
-    r"(?:^|[\s;&|(`])" + _READER + r"(?:\s+-{1,2}[\w=-]+(?:\s+\d+)?)*\s+[\"']?(?P<path>[^\s\"'|;&>)]+)"
+    r"(?:^|[\s;&|(`'\"])" + _READER + r"(?:\s+-{1,2}[\w=-]+(?:\s+\d+)?)*\s+(?:<\s*)?[\"']?(?P<path>[^\s\"'|;&<>)]+)"
+    r"|(?:open|path)\(\s*r?[\"'](?P<opened>[^\"'\n]+)"
 )
-# `printenv NAME`, `echo $NAME`, `echo "${NAME}"`, `os.environ["NAME"]`, `os.getenv('NAME')`.
+# A filter given a credential's file as its last word (`sed -n 1p FILE`, `awk 'NR==1' FILE`,
+# `xargs < FILE`), or, for `jq`/`yq`, a credential's field (`jq -r .token config.json`).
+_FILTERS = frozenset(("sed", "awk", "gawk", "grep", "xargs", "tr", "cut", "jq", "yq"))
+_SIMPLE_COMMAND = re.compile(r"[^|;&\n()`]+")
+# A secret manager's or a cloud CLI's command that prints a credential (`gh auth token`,
+# `vault kv get -field=password secret/db`, `op read op://vault/item/password`).
+_READS_STORE = re.compile(
+    r"(?:^|[\s;&|(`'\"])(?:vault\s+(?:kv\s+get|read|print\s+token)|aws\s+(?:secretsmanager\s+get-secret-value"
+    r"|ecr\s+get-login-password)|gcloud\s+(?:auth\s+(?:application-default\s+)?print-(?:access|identity)-token"
+    r"|secrets\s+versions\s+access)|gh\s+auth\s+token|az\s+account\s+get-access-token|az\s+keyvault\s+secret\s+show"
+    r"|op\s+(?:read|item\s+get)|security\s+find-(?:generic|internet)-password|kubectl\s+get\s+secrets?"
+    r"|doppler\s+secrets\s+get|heroku\s+auth:token)\b"
+)
+# `printenv NAME`, `echo $NAME`, `echo "${NAME}"`, `printf '%s' "$NAME"`, `os.environ["NAME"]`, `os.getenv('NAME')`.
 _READS_VARIABLE = re.compile(
     r"printenv\s+(?P<a>\w+)|echo\s+(?:-\w+\s+)?[\"']?\$\{?(?P<b>\w+)"
+    r"|printf\s+(?:'[^']*'|\"[^\"]*\"|[^\s'\"]+)\s+[\"']?\$\{?(?P<e>\w+)"
     r"|os\.environ(?:\.get\(|\[)\s*[\"'](?P<c>\w+)|getenv\(\s*[\"'](?P<d>\w+)"
 )
 _PATH_KEYS = ("path", "file", "file_path", "filepath", "filename", "target_file")
@@ -127,19 +144,33 @@ def _reveals(name: str, arguments: Mapping[str, Any] | str) -> bool:
 
 # Words one of which a revealing command holds (a file's or a variable's name): most texts hold
 # none, and are passed over by a few substring searches instead of the two patterns' scans.
-_HINTS = ("token", "secret", "pass", "pwd", "key", "credential", "netrc", "id_", "shadow", ".pem")
+_HINTS = ("token", "secret", "pass", "pwd", "key", "credential", "netrc", "id_", "shadow", ".pem", "op read", "op item")
 
 
 def _command_reveals(command: str) -> bool:
     lowered = command.lower()
     if not any(hint in lowered for hint in _HINTS):
         return False
-    if any(_secret_file(found.group("path")) for found in _READS_FILE.finditer(lowered)):
+    if _READS_STORE.search(lowered) or any(_filter_reads(piece.group()) for piece in _SIMPLE_COMMAND.finditer(lowered)):
+        return True
+    if any(_secret_file(found.group("path") or found.group("opened")) for found in _READS_FILE.finditer(lowered)):
         return True
     return any(
         _SECRET_NAME.search(next(name for name in found.groups() if name))
         for found in _READS_VARIABLE.finditer(lowered)
     )
+
+
+def _filter_reads(command: str) -> bool:
+    """Whether a simple command (no pipe or list) is a filter reading a credential's file: its last
+    word names one; for `jq`/`yq`, any word (the field, `.token`, or the file)."""
+    words = [word.strip("\"'<") for word in command.split()]
+    if words[:1] == ["sudo"]:
+        words = words[1:]
+    if len(words) < 2 or words[0] not in _FILTERS:
+        return False
+    named = words[1:] if words[0] in ("jq", "yq") else words[-1:]
+    return any(not word.startswith("-") and _secret_file(word) for word in named)
 
 
 def _fenced_blocks(text: str) -> Iterator[str]:
