@@ -144,3 +144,15 @@ def test_a_secret_managers_cli_a_filter_or_a_script_reading_a_credential_reveals
     for command in ["sed -n 1p README.md", "grep -rl token src/", "jq -r .version package.json", "awk NF ids"]:
         turns = (("gpt", _call(command)), ("tool", _result(VALUE)), ("gpt", VALUE))
         assert _masked(*turns) == [text for _, text in turns], command
+
+
+def test_a_reader_tools_absolute_path_and_a_command_given_as_an_argv_are_read() -> None:
+    """Gemini CLI's `read_file` takes `absolute_path`; some harnesses give a command as its argv."""
+    for name, arguments in [
+        ("read_file", {"absolute_path": "/run/secrets/api_key"}),
+        ("terminal", {"command": ["cat", "/run/secrets/api_key"]}),
+    ]:
+        call = f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>"
+        assert VALUE not in "".join(_masked(("gpt", call), ("tool", _result(VALUE)), ("gpt", VALUE))), name
+    call = f"<tool_call>\n{json.dumps({'name': 'get_user', 'arguments': {'profile': 'secret-store'}})}\n</tool_call>"
+    assert _masked(("gpt", call), ("tool", _result(VALUE)))[1] == _result(VALUE)

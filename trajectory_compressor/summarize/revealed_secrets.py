@@ -63,7 +63,8 @@ _READS_VARIABLE = re.compile(
     r"|printf\s+(?:'[^']*'|\"[^\"]*\"|[^\s'\"]+)\s+[\"']?\$\{?(?P<e>\w+)"
     r"|os\.environ(?:\.get\(|\[)\s*[\"'](?P<c>\w+)|getenv\(\s*[\"'](?P<d>\w+)"
 )
-_PATH_KEYS = ("path", "file", "file_path", "filepath", "filename", "target_file")
+# The keys an editor or a reader tool gives its file under (`path`, `file_path`, Gemini CLI's `absolute_path`).
+_PATH_KEY = re.compile(r"path$|(?:^|_)file(?:name)?$")
 _VIEWING = re.compile(r"view|read|open|cat|show|get")
 
 
@@ -132,9 +133,11 @@ def _reveals(name: str, arguments: Mapping[str, Any] | str) -> bool:
     if isinstance(arguments, str):
         return _command_reveals(arguments)
     for key, value in arguments.items():
+        if isinstance(value, list) and all(isinstance(word, str) for word in value):
+            value = " ".join(value)  # an argv: `{"command": ["cat", "/run/secrets/api_key"]}`
         if not isinstance(value, str):
             continue
-        if str(key).lower() in _PATH_KEYS and _VIEWING.search(f"{name} {arguments.get('command', '')}".lower()):
+        if _PATH_KEY.search(str(key).lower()) and _VIEWING.search(f"{name} {arguments.get('command', '')}".lower()):
             if _secret_file(value):
                 return True
         elif _command_reveals(value):
