@@ -156,3 +156,12 @@ def test_a_reader_tools_absolute_path_and_a_command_given_as_an_argv_are_read() 
         assert VALUE not in "".join(_masked(("gpt", call), ("tool", _result(VALUE)), ("gpt", VALUE))), name
     call = f"<tool_call>\n{json.dumps({'name': 'get_user', 'arguments': {'profile': 'secret-store'}})}\n</tool_call>"
     assert _masked(("gpt", call), ("tool", _result(VALUE)))[1] == _result(VALUE)
+
+
+def test_a_credentials_key_cut_in_two_over_a_turn_boundary_masks_its_value() -> None:
+    """A streamed output cut mid-name (`DB_PASS` | `WORD=value`): only the joined text has the key."""
+    from trajectory_compressor.summarize.masking import masked_across_turns
+
+    masked = masked_across_turns(["connecting with DB_PASS", "WORD=hunter2horse and retrying"])
+    assert masked == ["connecting with DB_PASS", f"WORD={REDACTED} and retrying"]
+    assert masked_across_turns(["the run passed", "WORD=hunter2horse"]) == ["the run passed", "WORD=hunter2horse"]

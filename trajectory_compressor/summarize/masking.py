@@ -153,8 +153,11 @@ def _needs_both_sides(joined: str, boundary: int, start: int, end: int) -> bool:
     """Whether a credential found at `joined[start:end]` may have been found only because the two
     sides of `boundary` were read together: it runs across the boundary, or only what separates a
     key from its value lies between them (`DB_PASSWORD=` ending one turn, the value starting the
-    next: the value alone has no credential's shape, and was kept)."""
+    next: the value alone has no credential's shape, and was kept), or the value follows the
+    boundary with no white space between (its key cut in two: `DB_PASS` | `WORD=value`)."""
     if start <= boundary <= end:
+        return True
+    if start > boundary and _WHITE_SPACE.search(joined, boundary, start) is None:
         return True
     between = joined[boundary:start] if start > boundary else joined[end:boundary]
     return not between.strip(_BETWEEN_KEY_AND_VALUE)
