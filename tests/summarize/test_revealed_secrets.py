@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import json
 
+import pytest
+
 from trajectory_compressor.summarize.anchor_index import indexed_request
 from trajectory_compressor.summarize.extractive import ExtractiveSummarizer
 from trajectory_compressor.summarize.llm.prompt import build_messages
@@ -165,3 +167,17 @@ def test_a_credentials_key_cut_in_two_over_a_turn_boundary_masks_its_value() -> 
     masked = masked_across_turns(["connecting with DB_PASS", "WORD=hunter2horse and retrying"])
     assert masked == ["connecting with DB_PASS", f"WORD={REDACTED} and retrying"]
     assert masked_across_turns(["the run passed", "WORD=hunter2horse"]) == ["the run passed", "WORD=hunter2horse"]
+
+
+@pytest.mark.timeout(10)  # a hang guard: one pass of an automaton, well under a second; values x turns, minutes
+def test_thousands_of_reads_each_of_its_own_value_are_masked_in_linear_time() -> None:
+    reads = 20_000
+    turns = [
+        turn
+        for n in range(reads)
+        for turn in (("gpt", _call("cat /run/secrets/api_key")), ("tool", _result(f"{VALUE}{n:05d}")))
+    ]
+    turns.append(("gpt", f"Ünïcode first, then {VALUE}00042 and {VALUE}19999."))
+    masked = _masked(*turns)
+    assert masked[-1] == f"Ünïcode first, then {REDACTED} and {REDACTED}."
+    assert masked[1] == _result(REDACTED) and VALUE not in "".join(masked)

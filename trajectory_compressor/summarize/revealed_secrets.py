@@ -18,6 +18,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import orjson
+from ahocorasick_rs import AhoCorasick, MatchKind
 
 from trajectory_compressor.summarize.redact import REDACTED, scrub
 from trajectory_compressor.summarize.secret_rules import credential_value
@@ -79,7 +80,26 @@ def masked_revealed(texts: Sequence[str], roles: Sequence[str]) -> list[str]:
         for secret in secrets
         for form in dict.fromkeys((secret, _json_escaped(secret), _json_escaped(_json_escaped(secret))))
     ]
-    return [scrub(text, forms) for text in texts]
+    if len(forms) <= _SEARCHED_ONE_BY_ONE:
+        return [scrub(text, forms) for text in texts]
+    automaton = AhoCorasick(forms, matchkind=MatchKind.LeftmostLongest)
+    return [_masked_matches(text, automaton.find_matches_as_indexes(text)) for text in texts]
+
+
+# Up to this many values are each searched for in each turn (`scrub`); more, in one pass of an
+# automaton: a region of thousands of reads (each a value of its own) took values x turns searches.
+_SEARCHED_ONE_BY_ONE = 32
+
+
+def _masked_matches(text: str, matches: list[tuple[int, int, int]]) -> str:
+    """`text` with each match `(value, start, end)` of the automaton masked; the same object when none."""
+    if not matches:
+        return text
+    pieces, kept = [], 0
+    for _, start, end in matches:
+        pieces += [text[kept:start], REDACTED]
+        kept = end
+    return "".join(pieces) + text[kept:]
 
 
 def _revealed(texts: Sequence[str], roles: Sequence[str]) -> Iterator[str]:
