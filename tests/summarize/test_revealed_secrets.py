@@ -181,3 +181,11 @@ def test_thousands_of_reads_each_of_its_own_value_are_masked_in_linear_time() ->
     masked = _masked(*turns)
     assert masked[-1] == f"Ünïcode first, then {REDACTED} and {REDACTED}."
     assert masked[1] == _result(REDACTED) and VALUE not in "".join(masked)
+
+
+def test_a_source_file_named_for_a_credential_is_code_and_its_lines_are_kept() -> None:
+    """`sed -n 40,47p django/contrib/auth/tokens.py` prints code: `continue` was masked everywhere."""
+    code = "        try:\n            ts_b36 = token.split('-')\n        except ValueError:\n            continue\n"
+    for command in ["sed -n 40,43p django/contrib/auth/tokens.py", "head -n 4 src/secrets_manager.ts"]:
+        turns = (("gpt", _call(command)), ("tool", _result(code)), ("gpt", "Add `continue` after `finally:`."))
+        assert _masked(*turns) == [text for _, text in turns], command

@@ -210,7 +210,15 @@ def _fenced_blocks(text: str) -> Iterator[str]:
 
 def _secret_file(path: str) -> bool:
     base = path.rstrip("/").rsplit("/", 1)[-1].rsplit("\\", 1)[-1].lower()
-    return bool(base) and _SECRET_FILE.search(base) is not None
+    return bool(base) and _SECRET_FILE.search(base) is not None and _SOURCE_FILE.search(base) is None
+
+
+# A file of code or prose, whatever its name says (`django/contrib/auth/tokens.py`, `secrets_manager.ts`):
+# its one-word lines are `continue`, `@property`, `finally:`, which masked everywhere would blank the code.
+_SOURCE_FILE = re.compile(
+    r"\.(?:py|pyi|ipynb|js|mjs|cjs|jsx|ts|tsx|go|rs|java|kt|scala|rb|php|c|h|cc|cpp|hpp|cs|swift|m|lua|pl|r|jl"
+    r"|sh|bash|zsh|ps1|md|rst|html|css|scss|vue|svelte|sql|proto|tf)$"
+)
 
 
 def _one_word_lines(content: str) -> list[str]:
