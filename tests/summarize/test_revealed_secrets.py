@@ -111,6 +111,8 @@ def test_a_result_given_as_a_json_object_or_numbered_by_an_editor_is_read_for_it
     for result in [
         _result(json.dumps({"output": VALUE + "\n", "exit_code": 0, "error": None})),
         f"<tool_response>\n{as_object}\n</tool_response>",
+        _result(json.dumps({"content": [{"type": "text", "text": VALUE}], "isError": False})),  # an MCP tool's
+        _result(json.dumps([{"type": "text", "text": VALUE + "\n"}])),
         _result(f"Here's the result of running `cat -n` on /w/secrets/hf_token:\n     1\t{VALUE}\n"),
         _result(f"     1\u2192{VALUE}\n"),
     ]:

@@ -119,12 +119,12 @@ def _revealed(texts: Sequence[str], roles: Sequence[str]) -> Iterator[str]:
         contents = [response.content for response in responses] or [text]
         for position, content in enumerate(contents, answered):
             words = _one_word_lines(content)
-            if not words and not content.startswith("{"):
+            if not words and not content.startswith(("{", "[")):
                 continue
             if revealing is None:
                 revealing = _revealing_calls(assistant)
             if _answers_revealing(revealing, position):
-                outputs = _json_outputs(content) if content.startswith("{") else []
+                outputs = _json_outputs(content) if content.startswith(("{", "[")) else []
                 yield from [word for output in outputs for word in _one_word_lines(output)] if outputs else words
         answered += len(contents)
         if role == "human":
@@ -240,21 +240,36 @@ def _one_word_lines(content: str) -> list[str]:
     ]
 
 
-# The keys a harness gives a command's output under, when its result is a JSON object
-# (`{"output": "...", "exit_code": 0, "error": null}`, a Hermes agent's terminal tool).
+# The keys a harness gives a command's output under, when its result is JSON (`{"output": "...",
+# "exit_code": 0}`, a Hermes agent's terminal; `[{"type": "text", "text": "..."}]`, an MCP tool's content).
 _OUTPUT_KEYS = ("output", "stdout", "result", "content", "text", "value")
+_OUTPUT_DEPTH = 4  # how deep outputs are looked for: `{"content": [{"type": "text", "text": ...}]}` is 3
 
 
 def _json_outputs(content: str) -> list[str]:
-    """The output strings of a result that is a JSON object; parsed only for a revealing call's
-    result (its other values, `"status": "completed"`, are no credential of the call's)."""
+    """The output strings of a result that is JSON; parsed only for a revealing call's result (its
+    other values, `"status": "completed"`, are no credential of the call's)."""
     try:
         data = orjson.loads(content)
     except orjson.JSONDecodeError:
         return []
-    if not isinstance(data, dict):
-        return []
-    return [value for key, value in data.items() if str(key).lower() in _OUTPUT_KEYS and isinstance(value, str)]
+    outputs: list[str] = []
+    _collect_outputs(data, outputs, _OUTPUT_DEPTH)
+    return outputs
+
+
+def _collect_outputs(data: Any, outputs: list[str], depth: int) -> None:
+    """Append to `outputs` the strings under an output key in `data` (or in a list of them)."""
+    if depth <= 0:
+        return
+    items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else ()
+    for key, value in items:
+        if isinstance(data, dict) and str(key).lower() not in _OUTPUT_KEYS:
+            continue
+        if isinstance(value, str):
+            outputs.append(value)
+        else:
+            _collect_outputs(value, outputs, depth - 1)
 
 
 def _json_escaped(value: str) -> str:
