@@ -191,3 +191,16 @@ def test_a_source_file_named_for_a_credential_is_code_and_its_lines_are_kept() -
     for command in ["sed -n 40,43p django/contrib/auth/tokens.py", "head -n 4 src/secrets_manager.ts"]:
         turns = (("gpt", _call(command)), ("tool", _result(code)), ("gpt", "Add `continue` after `finally:`."))
         assert _masked(*turns) == [text for _, text in turns], command
+
+
+def test_a_variable_read_by_node_powershell_or_cmd_reveals_it() -> None:
+    for command in [
+        'node -e "console.log(process.env.API_KEY)"',
+        "echo $env:GITHUB_TOKEN",
+        "$env:OPENAI_API_KEY",
+        "cmd /c echo %DB_PASSWORD%",
+    ]:
+        masked = _masked(("gpt", _call(command)), ("tool", _result(VALUE + "\r\n")), ("gpt", f"Using {VALUE}."))
+        assert VALUE not in "".join(masked), command
+    turns = (("gpt", _call("echo $env:PATH")), ("tool", _result(VALUE)), ("gpt", VALUE))
+    assert _masked(*turns) == [text for _, text in turns]

@@ -60,9 +60,12 @@ _READS_STORE = re.compile(
 )
 # `printenv NAME`, `echo $NAME`, `echo "${NAME}"`, `printf '%s' "$NAME"`, `os.environ["NAME"]`, `os.getenv('NAME')`.
 _READS_VARIABLE = re.compile(
-    r"printenv\s+(?P<a>\w+)|echo\s+(?:-\w+\s+)?[\"']?\$\{?(?P<b>\w+)"
+    r"printenv\s+(?P<a>\w+)|echo\s+(?:-\w+\s+)?[\"']?\$\{?(?P<b>\w+)(?![:\w])"
     r"|printf\s+(?:'[^']*'|\"[^\"]*\"|[^\s'\"]+)\s+[\"']?\$\{?(?P<e>\w+)"
     r"|os\.environ(?:\.get\(|\[)\s*[\"'](?P<c>\w+)|getenv\(\s*[\"'](?P<d>\w+)"
+    # Node's `process.env.NAME`; PowerShell's `echo $env:NAME` (or the bare expression); cmd's `echo %NAME%`.
+    r"|process\.env(?:\.|\[\s*[\"'])(?P<f>\w+)|(?:^|[;&|(]\s*|(?:echo|write-output|write-host)\s+[\"']?)\$env:(?P<g>\w+)"
+    r"|echo\s+%(?P<h>\w+)%"
 )
 # The keys an editor or a reader tool gives its file under (`path`, `file_path`, Gemini CLI's `absolute_path`).
 _PATH_KEY = re.compile(r"path$|(?:^|_)file(?:name)?$")
