@@ -114,6 +114,9 @@ class SummaryRequest:
     # The end of the turn before `turns` and the start of the one after (`masking.EDGE_CHARS` each):
     # a credential a split output cut across the region's edge is masked by them, never asked.
     edges: tuple[str, str] = field(default=("", ""), compare=False, repr=False)
+    # The values the row's calls read out of a credential's file or variable (`revealed_secrets`),
+    # outside `turns` too: a token read in the kept head and used in the region is masked there.
+    revealed: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
 
 @dataclass(frozen=True)

@@ -204,3 +204,24 @@ def test_a_variable_read_by_node_powershell_or_cmd_reveals_it() -> None:
         assert VALUE not in "".join(masked), command
     turns = (("gpt", _call("echo $env:PATH")), ("tool", _result(VALUE)), ("gpt", VALUE))
     assert _masked(*turns) == [text for _, text in turns]
+
+
+def test_a_value_read_before_the_region_in_the_kept_head_is_masked_in_the_region(counter) -> None:
+    """The head reads the token and is kept; the region summarized only uses it (`--client-id`)."""
+    from trajectory_compressor.read.formats import detect_format
+    from trajectory_compressor.run.prepare import CountedRow
+    from trajectory_compressor.run.row.summary_step import region_request
+    from trajectory_compressor.types import SourceRecord
+
+    turns = [Turn("system", "s"), Turn("human", "Deploy."), Turn("gpt", _call("cat /run/secrets/api_key"))]
+    turns += [Turn("tool", _result(VALUE + "\n"))]
+    for n in range(3):
+        turns += [Turn("gpt", _call(f"./deploy.sh --region eu-{n} --client-id {VALUE}")), Turn("tool", _result("ok"))]
+    record = {"conversations": [{"from": turn.role, "value": turn.value} for turn in turns]}
+    row = CountedRow(0, 1, SourceRecord("mem.jsonl", 1, record), detect_format(record), turns, [0] * len(turns))
+    request = region_request(row, 4, len(turns), 300)
+    asked, _ = indexed_request(request, counter.count, enabled=True, redact=True)
+    prompt = "\n".join(message["content"] for message in build_messages(asked))
+    assert "--client-id" in prompt and not _leaked_token_value(prompt)
+    summary = asyncio.run(ExtractiveSummarizer(counter).summarize(request)).text
+    assert not _leaked_token_value(summary), summary

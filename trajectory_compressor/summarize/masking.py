@@ -26,7 +26,7 @@ from trajectory_compressor.summarize.redact import (
     word_end,
     word_start,
 )
-from trajectory_compressor.summarize.revealed_secrets import masked_revealed
+from trajectory_compressor.summarize.revealed_secrets import masked_revealed, revealed_values
 from trajectory_compressor.summarize.toolcalls.memo import TextMemo
 from trajectory_compressor.types import SummaryRequest, Turn
 
@@ -225,10 +225,16 @@ def split_secrets_masked(request: SummaryRequest) -> SummaryRequest:
     (`revealed_secrets`): read before any summarizer or the anchor index takes a value out of them."""
     turns = request.turns
     texts = [request.edges[0], *(_text(turn) for turn in turns), request.edges[1]]
-    masked = masked_revealed(masked_across_turns(texts)[1:-1], [turn.role for turn in turns])
+    masked = masked_revealed(masked_across_turns(texts)[1:-1], [turn.role for turn in turns], request.revealed)
     if all(new is _text(turn) for new, turn in zip(masked, turns, strict=True)):
         return request
     return replace(request, turns=tuple(Turn(turn.role, new) for turn, new in zip(turns, masked, strict=True)))
+
+
+def row_revealed(turns: Sequence[Turn]) -> tuple[str, ...]:
+    """`SummaryRequest.revealed` of a row's regions: the values its calls read out of a credential's
+    file or variable, wherever they stand (the kept head reads `~/.vault-token`, a region uses it)."""
+    return revealed_values([_text(turn) for turn in turns], [turn.role for turn in turns])
 
 
 def _text(turn: Turn) -> str:

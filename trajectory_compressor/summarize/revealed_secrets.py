@@ -14,7 +14,7 @@ lines count: a file of `KEY=value` lines is the other rules' to mask, line by li
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -72,10 +72,16 @@ _PATH_KEY = re.compile(r"path$|(?:^|_)file(?:name)?$")
 _VIEWING = re.compile(r"view|read|open|cat|show|get")
 
 
-def masked_revealed(texts: Sequence[str], roles: Sequence[str]) -> list[str]:
-    """`texts` (a region's turns, with their `roles`) with every value a revealing call printed
-    masked in each of them; the same objects when there is none."""
-    secrets = sorted(set(_revealed(texts, roles)), key=len, reverse=True)  # a longer value first: its part is one too
+def revealed_values(texts: Sequence[str], roles: Sequence[str]) -> tuple[str, ...]:
+    """The values the revealing calls of `texts` (a row's turns, with their `roles`) printed."""
+    return tuple(sorted(set(_revealed(texts, roles))))
+
+
+def masked_revealed(texts: Sequence[str], roles: Sequence[str], known: Iterable[str] = ()) -> list[str]:
+    """`texts` (a region's turns, with their `roles`) with every value a revealing call printed, or
+    `known` (read outside the region), masked in each of them; the same objects when there is none."""
+    found = {*_revealed(texts, roles), *known}
+    secrets = sorted(found, key=len, reverse=True)  # a longer value first: its part is one too
     if not secrets:
         return list(texts)
     forms = [  # as written, in a JSON string, and in a JSON string inside one (an output's JSON object)
