@@ -225,3 +225,15 @@ def test_a_value_read_before_the_region_in_the_kept_head_is_masked_in_the_region
     assert "--client-id" in prompt and not _leaked_token_value(prompt)
     summary = asyncio.run(ExtractiveSummarizer(counter).summarize(request)).text
     assert not _leaked_token_value(summary), summary
+
+
+def test_a_credentials_line_picked_out_of_an_env_file_reveals_its_value() -> None:
+    for command in [
+        "grep API_KEY .env | cut -d= -f2",
+        "awk -F= '/DB_PASSWORD/ {print $2}' config/.env.production",
+        "sed -n 's/^GITHUB_TOKEN=//p' .env",
+    ]:
+        masked = _masked(("gpt", _call(command)), ("tool", _result(VALUE + "\n")), ("gpt", f"Using {VALUE}."))
+        assert VALUE not in "".join(masked), command
+    turns = (("gpt", _call("grep NODE_ENV .env | cut -d= -f2")), ("tool", _result("production")), ("gpt", "production"))
+    assert _masked(*turns) == [text for _, text in turns]

@@ -195,14 +195,20 @@ def _command_reveals(command: str) -> bool:
 
 def _filter_reads(command: str) -> bool:
     """Whether a simple command (no pipe or list) is a filter reading a credential's file: its last
-    word names one; for `jq`/`yq`, any word (the field, `.token`, or the file)."""
+    word names one; for `jq`/`yq`, any word (the field, `.token`, or the file); or it picks a
+    credential's line out of an env file (`grep API_KEY .env | cut -d= -f2`, `awk -F= '/TOKEN/{print $2}' .env`)."""
     words = [word.strip("\"'<") for word in command.split()]
     if words[:1] == ["sudo"]:
         words = words[1:]
     if len(words) < 2 or words[0] not in _FILTERS:
         return False
+    if _ENV_FILE.search(words[-1]) and any(_SECRET_NAME.search(word) for word in words[1:-1]):
+        return True
     named = words[1:] if words[0] in ("jq", "yq") else words[-1:]
     return any(not word.startswith("-") and _secret_file(word) for word in named)
+
+
+_ENV_FILE = re.compile(r"(?:^|/)\.env(?:\.[\w-]+)?$|\.env$")
 
 
 def _fenced_blocks(text: str) -> Iterator[str]:
