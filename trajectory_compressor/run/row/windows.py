@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
+from functools import cached_property
 
 from trajectory_compressor.plan.apply import earlier_summary
 from trajectory_compressor.plan.protect import head_end
@@ -348,5 +349,11 @@ class _GrowingRegion:
             edges=region_edges(
                 self.row.turns[max(0, self.head - EDGE_TURNS) : self.head], self.row.turns[end : end + EDGE_TURNS]
             ),
-            revealed=row_revealed(self.row.turns),
+            revealed=self.revealed,
         )
+
+    @cached_property
+    def revealed(self) -> tuple[str, ...]:
+        """The row's revealed values, read once for all its windows (per window, a long row's
+        reading would be windows x row)."""
+        return row_revealed(self.row.turns)
