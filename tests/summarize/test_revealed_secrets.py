@@ -145,11 +145,21 @@ def test_a_secret_managers_cli_a_filter_or_a_script_reading_a_credential_reveals
         "python -c \"print(open('/run/secrets/api_key').read())\"",
         "printf '%s' \"$API_KEY\"",
     ]:
-        masked = _masked(("gpt", _call(command)), ("tool", _result(VALUE + "\n")), ("gpt", f"Using {VALUE}."))
-        assert VALUE not in "".join(masked), command
+        _assert_reveals(command, VALUE + "\n")
     for command in ["sed -n 1p README.md", "grep -rl token src/", "jq -r .version package.json", "awk NF ids"]:
-        turns = (("gpt", _call(command)), ("tool", _result(VALUE)), ("gpt", VALUE))
-        assert _masked(*turns) == [text for _, text in turns], command
+        _assert_keeps(command)
+
+
+def _assert_reveals(command: str, output: str) -> None:
+    """`command`'s output `output` is taken for a credential: masked in the turn after too."""
+    masked = _masked(("gpt", _call(command)), ("tool", _result(output)), ("gpt", f"Using {VALUE}."))
+    assert VALUE not in "".join(masked), command
+
+
+def _assert_keeps(command: str) -> None:
+    """`command` reveals nothing: its one-word output stays, there and after."""
+    turns = (("gpt", _call(command)), ("tool", _result(VALUE)), ("gpt", VALUE))
+    assert _masked(*turns) == [text for _, text in turns], command
 
 
 def test_a_reader_tools_absolute_path_and_a_command_given_as_an_argv_are_read() -> None:
@@ -202,10 +212,8 @@ def test_a_variable_read_by_node_powershell_or_cmd_reveals_it() -> None:
         "$env:OPENAI_API_KEY",
         "cmd /c echo %DB_PASSWORD%",
     ]:
-        masked = _masked(("gpt", _call(command)), ("tool", _result(VALUE + "\r\n")), ("gpt", f"Using {VALUE}."))
-        assert VALUE not in "".join(masked), command
-    turns = (("gpt", _call("echo $env:PATH")), ("tool", _result(VALUE)), ("gpt", VALUE))
-    assert _masked(*turns) == [text for _, text in turns]
+        _assert_reveals(command, VALUE + "\r\n")
+    _assert_keeps("echo $env:PATH")
 
 
 def test_a_value_read_before_the_region_in_the_kept_head_is_masked_in_the_region(counter) -> None:
