@@ -38,7 +38,6 @@ _SECRET_FILE = re.compile(
 # An environment variable whose name says it holds a credential.
 _SECRET_NAME = re.compile(r"(?:pass(?:word|wd)?|pwd|secret|token|api_?key|apikey|access_?key|private_?key|credential)")
 _READER = r"(?:sudo\s+)?(?:cat|head|tail|less|more|bat|batcat|type|get-content|gc|xxd|strings|base64)"
-# `cat FILE`, `head -n 1 FILE`: the first file after a reader and its flags.
 # `cat FILE`, `head -n 1 FILE`, `cat < FILE`, `bash -c 'cat FILE'`: the first file after a reader and its flags;
 # `open('FILE')`, `Path("FILE").read_text()` in a script.
 _READS_FILE = re.compile(
@@ -70,6 +69,9 @@ _READS_VARIABLE = re.compile(
 # The keys an editor or a reader tool gives its file under (`path`, `file_path`, Gemini CLI's `absolute_path`).
 _PATH_KEY = re.compile(r"path$|(?:^|_)file(?:name)?$")
 _VIEWING = re.compile(r"view|read|open|cat|show|get")
+# Up to this many values are each searched for in each turn (`scrub`); more, in one pass of an
+# automaton: a region of thousands of reads (each a value of its own) took values x turns searches.
+_SEARCHED_ONE_BY_ONE = 32
 
 
 def revealed_values(texts: Sequence[str], roles: Sequence[str]) -> tuple[str, ...]:
@@ -93,11 +95,6 @@ def masked_revealed(texts: Sequence[str], roles: Sequence[str], known: Iterable[
         return [scrub(text, forms) for text in texts]
     automaton = AhoCorasick(forms, matchkind=MatchKind.LeftmostLongest)
     return [_masked_matches(text, automaton.find_matches_as_indexes(text)) for text in texts]
-
-
-# Up to this many values are each searched for in each turn (`scrub`); more, in one pass of an
-# automaton: a region of thousands of reads (each a value of its own) took values x turns searches.
-_SEARCHED_ONE_BY_ONE = 32
 
 
 def _masked_matches(text: str, matches: list[tuple[int, int, int]]) -> str:
