@@ -29,6 +29,10 @@ _MAX_CHARS = 8192  # nor is a longer one (a minified file, a data line); a JWT r
 _SPACE = re.compile(r"\s")
 # The number an editor's view puts before each line (`     1\tvalue`, `cat -n`; `1→value`).
 _LINE_NUMBER = re.compile(r"^\s*\d+(?:\t|\u2192)")
+# A turn longer than this is not read for reveals: a revealing result is at most `_MAX_LINES` lines
+# of `_MAX_CHARS`, and the row's turns are read raw (`revealed_values`), a huge log parsed would be
+# copied whole (a 240 MB tool result held the run's memory 60 MB over its bound).
+_MAX_TURN_CHARS = 1 << 18
 _MAX_LINES = 8  # a result of more lines is a listing, not a credential (`cat vocab_tokens.txt`): left to the rules
 # A file whose name says it holds a credential (its base name, lower-cased; `/etc/passwd` does not).
 _SECRET_FILE = re.compile(
@@ -121,6 +125,9 @@ def _revealed(texts: Sequence[str], roles: Sequence[str]) -> Iterator[str]:
             continue
         if role not in ("tool", "human") or not assistant:
             continue
+        if len(text) > _MAX_TURN_CHARS:  # no credential's result, and parsed it would be copied whole
+            answered += max(1, text.count("<tool_response>"))
+            continue
         responses = parse_tool_responses(text) if role == "tool" else []
         contents = [response.content for response in responses] or [text]
         for position, content in enumerate(contents, answered):
@@ -148,6 +155,8 @@ def _answers_revealing(revealing: list[bool], position: int) -> bool:
 def _revealing_calls(assistant: str) -> list[bool]:
     """Whether each call of an assistant turn reveals a credential; a turn of no calls that runs
     its command as text (a ```bash block its harness runs) counts as one call."""
+    if len(assistant) > _MAX_TURN_CHARS:  # a call writing a huge file: not parsed again for its reads
+        return [False]
     calls = parse_tool_calls(assistant)
     if calls:
         return [_reveals(call.name, call.arguments) for call in calls]
