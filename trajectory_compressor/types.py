@@ -116,7 +116,8 @@ class SummaryRequest:
     edges: tuple[str, str] = field(default=("", ""), compare=False, repr=False)
     # The values the row's calls read out of a credential's file or variable (`revealed_secrets`),
     # outside `turns` too: a token read in the kept head and used in the region is masked there.
-    revealed: tuple[str, ...] = field(default=(), compare=False, repr=False)
+    # None: not read from the row, and `turns` alone are read for them.
+    revealed: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

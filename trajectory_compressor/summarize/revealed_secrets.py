@@ -83,10 +83,12 @@ def revealed_values(texts: Sequence[str], roles: Sequence[str]) -> tuple[str, ..
     return tuple(sorted(set(_revealed(texts, roles))))
 
 
-def masked_revealed(texts: Sequence[str], roles: Sequence[str], known: Iterable[str] = ()) -> list[str]:
-    """`texts` (a region's turns, with their `roles`) with every value a revealing call printed, or
-    `known` (read outside the region), masked in each of them; the same objects when there is none."""
-    found = {*_revealed(texts, roles), *known}
+def masked_revealed(texts: Sequence[str], roles: Sequence[str], known: Iterable[str] | None = None) -> list[str]:
+    """`texts` (a region's turns, with their `roles`) with every value a revealing call printed
+    masked in each of them; the same objects when there is none. `known`: the values already read
+    from the whole row (`revealed_values`), its region's turns among them, which are then not read
+    again; None: the region's own turns are read."""
+    found = set(_revealed(texts, roles) if known is None else known)
     secrets = sorted(found, key=len, reverse=True)  # a longer value first: its part is one too
     if not secrets:
         return list(texts)
