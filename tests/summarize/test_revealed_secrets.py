@@ -249,6 +249,23 @@ def test_a_credentials_line_picked_out_of_an_env_file_reveals_its_value() -> Non
     assert _masked(*turns) == [text for _, text in turns]
 
 
+def test_a_read_beside_a_huge_result_or_a_huge_write_is_still_read() -> None:
+    """A turn over 256 K characters is read block by block, its huge blocks left unparsed (a 240 MB
+    log parsed again was copied whole): the small result beside a huge log, and the read beside a
+    call writing a huge file, are still read."""
+    huge = "log line 12345\n" * 20_000  # 300 K characters
+    two_calls = _call("cat build.log") + _call("cat /run/secrets/api_key")
+    two_results = _result(huge) + _result(VALUE)
+    masked = _masked(("gpt", two_calls), ("tool", two_results), ("gpt", f"Using {VALUE}."))
+    assert len(two_results) > 1 << 18 and VALUE not in masked[2]
+    write_then_read = _call(f"cat > data.txt <<EOF\n{huge}EOF") + _call("printenv DB_PASSWORD")
+    masked = _masked(("gpt", write_then_read), ("tool", _result("ok") + _result(VALUE)), ("gpt", f"Using {VALUE}."))
+    assert VALUE not in masked[2]
+    harmless = _call("cat build.log") + _call("cat notes.txt")  # the same shape, nothing revealing
+    turns = (("gpt", harmless), ("tool", _result(huge) + _result(VALUE)), ("gpt", f"Using {VALUE}."))
+    assert _masked(*turns)[2] == f"Using {VALUE}."
+
+
 def test_a_value_the_head_read_is_masked_in_the_requests_file_and_both_modes_summaries(tmp_path: Path) -> None:
     """The head (kept verbatim) reads the key; the summarized turns use it bare. The region alone
     has no revealing call: the turns before it come with the request (`SummaryRequest.revealed`)."""

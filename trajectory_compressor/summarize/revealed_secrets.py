@@ -29,9 +29,11 @@ _MAX_CHARS = 8192  # nor is a longer one (a minified file, a data line); a JWT r
 _SPACE = re.compile(r"\s")
 # The number an editor's view puts before each line (`     1\tvalue`, `cat -n`; `1→value`).
 _LINE_NUMBER = re.compile(r"^\s*\d+(?:\t|\u2192)")
-# A turn longer than this is not read for reveals: a revealing result is at most `_MAX_LINES` lines
-# of `_MAX_CHARS`, and the row's turns are read raw (`revealed_values`), a huge log parsed would be
-# copied whole (a 240 MB tool result held the run's memory 60 MB over its bound).
+# A turn longer than this is read block by block, and a block longer than this is not read: a
+# revealing result is at most `_MAX_LINES` lines of `_MAX_CHARS`, and the row's turns are read raw
+# (`revealed_values`), a huge log parsed would be copied whole (a 240 MB tool result held the run's
+# memory 60 MB over its bound). A small result beside a huge one, or a read beside a call writing a
+# huge file, is still read (`_small_blocks`).
 _MAX_TURN_CHARS = 1 << 18
 _MAX_LINES = 8  # a result of more lines is a listing, not a credential (`cat vocab_tokens.txt`): left to the rules
 # A file whose name says it holds a credential (its base name, lower-cased; `/etc/passwd` does not).
@@ -127,11 +129,12 @@ def _revealed(texts: Sequence[str], roles: Sequence[str]) -> Iterator[str]:
             continue
         if role not in ("tool", "human") or not assistant:
             continue
-        if len(text) > _MAX_TURN_CHARS:  # no credential's result, and parsed it would be copied whole
-            answered += max(1, text.count("<tool_response>"))
-            continue
-        responses = parse_tool_responses(text) if role == "tool" else []
-        contents = [response.content for response in responses] or [text]
+        if len(text) > _MAX_TURN_CHARS:  # its small results only: a huge one parsed would be copied whole
+            blocks = _small_blocks(text, "<tool_response>", "</tool_response>") if role == "tool" else []
+            contents = [_response_content(block) for block in blocks] or [""]
+        else:
+            responses = parse_tool_responses(text) if role == "tool" else []
+            contents = [response.content for response in responses] or [text]
         for position, content in enumerate(contents, answered):
             words = _one_word_lines(content)
             if not words and not content.startswith(("{", "[")):
@@ -157,12 +160,39 @@ def _answers_revealing(revealing: list[bool], position: int) -> bool:
 def _revealing_calls(assistant: str) -> list[bool]:
     """Whether each call of an assistant turn reveals a credential; a turn of no calls that runs
     its command as text (a ```bash block its harness runs) counts as one call."""
-    if len(assistant) > _MAX_TURN_CHARS:  # a call writing a huge file: not parsed again for its reads
-        return [False]
+    if len(assistant) > _MAX_TURN_CHARS:  # a call writing a huge file: its other calls only are parsed
+        revealing: list[bool] = []
+        for block in _small_blocks(assistant, "<tool_call>", "</tool_call>"):
+            calls = parse_tool_calls(block)  # none for a huge block: one call, not read
+            revealing += [_reveals(call.name, call.arguments) for call in calls] if calls else [False]
+        return revealing or [False]
     calls = parse_tool_calls(assistant)
     if calls:
         return [_reveals(call.name, call.arguments) for call in calls]
     return [any(_command_reveals(block) for block in _fenced_blocks(assistant))]
+
+
+def _small_blocks(text: str, open_tag: str, close_tag: str) -> list[str]:
+    """Each tagged block of a huge turn, tags and all, or "" in its place when it is itself longer
+    than `_MAX_TURN_CHARS`: found by position (as `toolcalls` finds them, a lost closing tag ending a
+    block at the next opening one), so that only the small blocks are copied out of the turn."""
+    blocks: list[str] = []
+    start = text.find(open_tag)
+    while start >= 0:
+        close = text.find(close_tag, start + len(open_tag))
+        following = text.find(open_tag, start + len(open_tag))
+        if close >= 0 and (following < 0 or close < following):
+            end = close + len(close_tag)
+        else:
+            end = following if following >= 0 else len(text)
+        blocks.append(text[start:end] if end - start <= _MAX_TURN_CHARS else "")
+        start = following  # after a closed block too: no opening tag starts inside its closing one
+    return blocks
+
+
+def _response_content(block: str) -> str:
+    """The content of one `<tool_response>` block; "" for none (a huge block left out)."""
+    return parse_tool_responses(block)[0].content if block else ""
 
 
 def _reveals(name: str, arguments: Mapping[str, Any] | str) -> bool:
