@@ -7,6 +7,7 @@ tested alone and lets the planner stay a pure function of numbers.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
@@ -114,10 +115,11 @@ class SummaryRequest:
     # The end of the turn before `turns` and the start of the one after (`masking.EDGE_CHARS` each):
     # a credential a split output cut across the region's edge is masked by them, never asked.
     edges: tuple[str, str] = field(default=("", ""), compare=False, repr=False)
-    # The values the row's calls read out of a credential's file or variable (`revealed_secrets`),
-    # outside `turns` too: a token read in the kept head and used in the region is masked there.
-    # None: not read from the row, and `turns` alone are read for them.
-    revealed: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
+    # The credentials known anywhere in the row (`masking.RowSecrets`: masked by a rule, read out of
+    # a credential's file, variable or store, or written into one), outside `turns` too: a token the
+    # kept head sends and the region uses bare is masked there. Asked for when the request is
+    # masked, not when it is built. None: not read from the row; `turns` alone are read.
+    known_secrets: Callable[[], tuple[str, ...]] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

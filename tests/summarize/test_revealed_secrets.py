@@ -13,10 +13,10 @@ import pytest
 from tests.conftest import read_jsonl, run_cli, write_jsonl
 from trajectory_compressor.summarize.anchor_index import indexed_request
 from trajectory_compressor.summarize.extractive import ExtractiveSummarizer
+from trajectory_compressor.summarize.known_secrets import masked_known
 from trajectory_compressor.summarize.llm.prompt import build_messages
 from trajectory_compressor.summarize.masking import split_secrets_masked
 from trajectory_compressor.summarize.redact import REDACTED
-from trajectory_compressor.summarize.revealed_secrets import masked_revealed
 from trajectory_compressor.types import SummaryRequest, Turn
 
 VALUE = "Zq8wXc7vBn6mAs5dFg4hJk3lPo2iUy1t"
@@ -31,7 +31,7 @@ def _result(content: str, name: str = "terminal") -> str:
 
 
 def _masked(*turns: tuple[str, str]) -> list[str]:
-    return masked_revealed([text for _, text in turns], [role for role, _ in turns])
+    return masked_known([text for _, text in turns], [role for role, _ in turns])
 
 
 def test_the_output_of_reading_a_credentials_file_or_variable_is_masked_everywhere_in_the_region() -> None:
@@ -268,7 +268,7 @@ def test_a_read_beside_a_huge_result_or_a_huge_write_is_still_read() -> None:
 
 def test_a_value_the_head_read_is_masked_in_the_requests_file_and_both_modes_summaries(tmp_path: Path) -> None:
     """The head (kept verbatim) reads the key; the summarized turns use it bare. The region alone
-    has no revealing call: the turns before it come with the request (`SummaryRequest.revealed`)."""
+    has no revealing call: the turns before it come with the request (`SummaryRequest.known_secrets`)."""
     filler = "looking at the deployment output " * 30
     turns = [
         {"from": "system", "value": "You are an agent."},

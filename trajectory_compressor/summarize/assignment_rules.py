@@ -215,7 +215,9 @@ def _assignment_span(match: re.Match[str], text: str, *, entropy: bool = False) 
         return None
     if name == "pass" and value.isdigit() and not literal:  # n_pass=1000
         return None
-    if not assignment_value(value, quoted, literal) or (entropy and not high_entropy(value)):
+    if not assignment_value(value, quoted, literal) or (
+        entropy and not _keyed_value(value, name, literal and not _special_token(text, match))
+    ):
         return None
     if entropy and (
         _INTEGRITY.match(value)
@@ -223,6 +225,32 @@ def _assignment_span(match: re.Match[str], text: str, *, entropy: bool = False) 
     ):
         return None  # a package lock's `integrity: sha512-…`, a `publicKey`
     return start, end
+
+
+# A model's special token before the name (`EOS_TOKEN=`, `PAD_TOKEN=`): a setting, not a credential.
+_SPECIAL_TOKEN = re.compile(r"(?i)(?:bos|eos|pad|unk|sep|cls|mask|start|end|special|image|audio)_?$")
+
+
+def _special_token(text: str, match: re.Match[str]) -> bool:
+    start = match.start("name")
+    return _SPECIAL_TOKEN.search(text[max(0, start - 8) : start]) is not None
+
+
+def _keyed_value(value: str, name: str, literal: bool) -> bool:
+    """Whether a value given to a `*token`/`*key`/`*secret` name is a credential: random-looking;
+    or, given to an environment's `*_TOKEN` or `*_SECRET` (`GITHUB_TOKEN=ab12cd34ef56gh`, a
+    `--token=` flag), any word of letters and digits of 8 or more: an env token is no setting
+    (`MAX_TOKENS=4096` is digits, `SORT_KEY=created_at2` a key's name, not a `*_TOKEN`, and a
+    model's `EOS_TOKEN=endoftext1` a special token's: `literal` is False for those)."""
+    if high_entropy(value):
+        return True
+    return (
+        literal
+        and name in ("token", "secret")
+        and len(value) >= 8
+        and any(char.isdigit() for char in value)
+        and any(char.isalpha() for char in value)
+    )
 
 
 def _value_span(match: re.Match[str], text: str) -> tuple[bool, int, int] | None:

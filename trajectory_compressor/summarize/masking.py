@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from trajectory_compressor.summarize.assignment_rules import CREDENTIAL_NAMES
+from trajectory_compressor.summarize.known_secrets import masked_known, row_secrets, secret_spans, shows_secret
 from trajectory_compressor.summarize.redact import (
     REDACTED,
     find_secrets,
@@ -26,13 +27,22 @@ from trajectory_compressor.summarize.redact import (
     word_end,
     word_start,
 )
-from trajectory_compressor.summarize.revealed_secrets import masked_revealed, revealed_values
+from trajectory_compressor.summarize.revealed_secrets import revealed_values
 from trajectory_compressor.summarize.toolcalls.memo import TextMemo
+from trajectory_compressor.summarize.written_secrets import written_values
 from trajectory_compressor.types import SummaryRequest, Turn
 
 _WHITE_SPACE = re.compile(r"\s")
 
-redact_remembered = TextMemo(redact_secrets, entries=1 << 13, max_chars=1 << 20, max_total_chars=1 << 23)
+
+def _redacted(text: str) -> str:
+    """`redact_secrets(text)`, its spans read through `secret_spans`: a row's turns were read
+    there for the values known in the row (`RowSecrets`), and are not read again."""
+    spans = secret_spans(text)
+    return mask_spans(text, spans) if spans else text
+
+
+redact_remembered = TextMemo(_redacted, entries=1 << 13, max_chars=1 << 20, max_total_chars=1 << 23)
 """`redact_secrets`, remembered for the texts masked last (up to 8 M characters: a long
 region's turns, bounded whatever the rows)."""
 
@@ -220,39 +230,66 @@ def region_edges(before: Sequence[Turn], after: Sequence[Turn]) -> tuple[str, st
 
 def split_secrets_masked(request: SummaryRequest) -> SummaryRequest:
     """`request` with each credential cut over two of its turns, or over its edge and the turn
-    beside it (`request.edges`), masked in its turns (`masked_across_turns`), and each value a
-    call read out of a credential's file or variable masked wherever it appears in them
-    (`revealed_secrets`): read before any summarizer or the anchor index takes a value out of them."""
+    beside it (`request.edges`), masked in its turns (`masked_across_turns`), and each credential
+    known in its row (`request.known_secrets`: one a rule masks anywhere, or a value a call read
+    out of a credential's file, variable or store, or wrote into one) masked wherever it appears
+    in them: read before any summarizer or the anchor index takes a value out of them."""
     turns = request.turns
     texts = [request.edges[0], *(_text(turn) for turn in turns), request.edges[1]]
-    masked = masked_revealed(masked_across_turns(texts)[1:-1], [turn.role for turn in turns], request.revealed)
+    known = None if request.known_secrets is None else request.known_secrets()
+    masked = masked_known(masked_across_turns(texts)[1:-1], [turn.role for turn in turns], known)
     if all(new is _text(turn) for new, turn in zip(masked, turns, strict=True)):
         return request
     return replace(request, turns=tuple(Turn(turn.role, new) for turn, new in zip(turns, masked, strict=True)))
 
 
-def row_revealed(turns: Sequence[Turn]) -> tuple[str, ...]:
-    """`SummaryRequest.revealed` of a row's regions: the values its calls read out of a credential's
-    file or variable, wherever they stand (the kept head reads `~/.vault-token`, a region uses it)."""
-    return revealed_values([_text(turn) for turn in turns], [turn.role for turn in turns])
+class RowSecrets:
+    """`SummaryRequest.known_secrets` of a row's regions: the credentials known anywhere in the row
+    (`known_secrets.row_secrets`: the kept head reads `~/.vault-token` or sends a bearer token, a
+    region uses the value bare), read when first asked, once: where the request is masked (a
+    worker process, the LLM's prompt thread), not where it is built (the run's event loop), and
+    once for all the windows of a row."""
+
+    def __init__(self, turns: Sequence[Turn]) -> None:
+        self._turns = turns
+        self._values: tuple[str, ...] | None = None
+
+    def __call__(self) -> tuple[str, ...]:
+        if self._values is None:
+            self._values = row_secrets([_text(turn) for turn in self._turns], [turn.role for turn in self._turns])
+        return self._values
 
 
 def _text(turn: Turn) -> str:
     return turn.value if isinstance(turn.value, str) else str(turn.value)
 
 
-class MaskedTurns:
-    """Whether a turn shows an anchor as (part of) a credential: some occurrence of it there is
-    masked by `redact_secrets`, which reads the turn whole, its keys and flags around the value.
-    Each turn is masked once, and only the few turns a needed anchor comes from or goes to."""
+class RowCredentials:
+    """Whether an anchor is a credential in a row: some occurrence of it in a turn is masked by
+    `redact_secrets`, which reads the turn whole, its keys and flags around the value; or a call
+    printed it out of a credential's file or store, or wrote it into one. Each turn is masked
+    once, and only the turns holding an anchor asked about; the calls are read once, when first
+    needed (a needed anchor is rare)."""
 
     def __init__(self, turns: Sequence[Turn]) -> None:
         self._turns = turns
         self._masked: dict[int, str] = {}
+        self._called: tuple[str, ...] | None = None
+
+    def shows(self, anchor: str, *likely: int) -> bool:
+        """Whether `anchor` is (part of) a credential anywhere in the row; the turns `likely` to
+        show it (the one introducing it, the one using it) are read first."""
+        holding = (index for index, turn in enumerate(self._turns) if anchor in _text(turn))
+        if any(self.hides(anchor, index) for index in (*likely, *holding)):
+            return True
+        if self._called is None:
+            texts, roles = [_text(turn) for turn in self._turns], [turn.role for turn in self._turns]
+            self._called = (*revealed_values(texts, roles), *written_values(texts, roles))
+        return shows_secret(anchor, self._called)
 
     def hides(self, anchor: str, index: int) -> bool:
-        value = self._turns[index].value
-        text = value if isinstance(value, str) else str(value)
+        """Whether turn `index` shows `anchor` as (part of) a credential."""
+        text = _text(self._turns[index])
         masked = self._masked.get(index)
         if masked is None:
             masked = self._masked[index] = redact_remembered(text)

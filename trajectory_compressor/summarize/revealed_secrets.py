@@ -7,20 +7,19 @@ know from that turn alone (it reads each turn by itself, and a bare hash or id h
 shape). The call says what the line is. So the calls of a region are read with their results
 (the k-th result after an assistant turn answers its k-th call), and each one-word line of a
 revealing call's result is taken as a secret and masked wherever it appears in the region's
-turns (`masked_revealed`), before any summarizer or the anchor index reads them. Only one-word
+turns (`known_secrets.masked_known`), before any summarizer or the anchor index reads them. Only one-word
 lines count: a file of `KEY=value` lines is the other rules' to mask, line by line.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import orjson
-from ahocorasick_rs import AhoCorasick, MatchKind
 
-from trajectory_compressor.summarize.redact import REDACTED, scrub
+from trajectory_compressor.summarize.redact import REDACTED
 from trajectory_compressor.summarize.secret_rules import credential_value
 from trajectory_compressor.summarize.toolcalls import parse_tool_calls, parse_tool_responses
 
@@ -61,7 +60,11 @@ _READS_STORE = re.compile(
     r"|ecr\s+get-login-password)|gcloud\s+(?:auth\s+(?:application-default\s+)?print-(?:access|identity)-token"
     r"|secrets\s+versions\s+access)|gh\s+auth\s+token|az\s+account\s+get-access-token|az\s+keyvault\s+secret\s+show"
     r"|op\s+(?:read|item\s+get)|security\s+find-(?:generic|internet)-password|kubectl\s+get\s+secrets?"
-    r"|doppler\s+secrets\s+get|heroku\s+auth:token)\b"
+    r"|doppler\s+secrets\s+get|heroku\s+auth:token|keyring\s+get|secret-tool\s+lookup|(?:go)?pass\s+(?:show|cat)"
+    # A client's own store, asked for a credential's setting (`aws configure get aws_secret_access_key`,
+    # `git config --get github.token`, `npm config get //registry.npmjs.org/:_authToken`, `dotenv get API_KEY`).
+    r"|(?:aws\s+configure|(?:git|npm|yarn|pnpm)\s+config(?:\s+--[\w-]+)*|dotenv(?:\s+-\w+\s+\S+)*)\s+(?:--)?get\s+\S*"
+    r"(?:secret|token|pass|key|_auth))\b"
 )
 # `printenv NAME`, `echo $NAME`, `echo "${NAME}"`, `printf '%s' "$NAME"`, `os.environ["NAME"]`, `os.getenv('NAME')`.
 _READS_VARIABLE = re.compile(
@@ -73,47 +76,13 @@ _READS_VARIABLE = re.compile(
     r"|echo\s+%(?P<h>\w+)%"
 )
 # The keys an editor or a reader tool gives its file under (`path`, `file_path`, Gemini CLI's `absolute_path`).
-_PATH_KEY = re.compile(r"path$|(?:^|_)file(?:name)?$")
+PATH_KEY = re.compile(r"path$|(?:^|_)file(?:name)?$")
 _VIEWING = re.compile(r"view|read|open|cat|show|get")
-# Up to this many values are each searched for in each turn (`scrub`); more, in one pass of an
-# automaton: a region of thousands of reads (each a value of its own) took values x turns searches.
-_SEARCHED_ONE_BY_ONE = 32
 
 
 def revealed_values(texts: Sequence[str], roles: Sequence[str]) -> tuple[str, ...]:
     """The values the revealing calls of `texts` (a row's turns, with their `roles`) printed."""
     return tuple(sorted(set(_revealed(texts, roles))))
-
-
-def masked_revealed(texts: Sequence[str], roles: Sequence[str], known: Iterable[str] | None = None) -> list[str]:
-    """`texts` (a region's turns, with their `roles`) with every value a revealing call printed
-    masked in each of them; the same objects when there is none. `known`: the values already read
-    from the whole row (`revealed_values`), its region's turns among them, which are then not read
-    again; None: the region's own turns are read."""
-    found = set(_revealed(texts, roles) if known is None else known)
-    secrets = sorted(found, key=len, reverse=True)  # a longer value first: its part is one too
-    if not secrets:
-        return list(texts)
-    forms = [  # as written, in a JSON string, and in a JSON string inside one (an output's JSON object)
-        form
-        for secret in secrets
-        for form in dict.fromkeys((secret, _json_escaped(secret), _json_escaped(_json_escaped(secret))))
-    ]
-    if len(forms) <= _SEARCHED_ONE_BY_ONE:
-        return [scrub(text, forms) for text in texts]
-    automaton = AhoCorasick(forms, matchkind=MatchKind.LeftmostLongest)
-    return [_masked_matches(text, automaton.find_matches_as_indexes(text)) for text in texts]
-
-
-def _masked_matches(text: str, matches: list[tuple[int, int, int]]) -> str:
-    """`text` with each match `(value, start, end)` of the automaton masked; the same object when none."""
-    if not matches:
-        return text
-    pieces, kept = [], 0
-    for _, start, end in matches:
-        pieces += [text[kept:start], REDACTED]
-        kept = end
-    return "".join(pieces) + text[kept:]
 
 
 def _revealed(texts: Sequence[str], roles: Sequence[str]) -> Iterator[str]:
@@ -136,14 +105,14 @@ def _revealed(texts: Sequence[str], roles: Sequence[str]) -> Iterator[str]:
             responses = parse_tool_responses(text) if role == "tool" else []
             contents = [response.content for response in responses] or [text]
         for position, content in enumerate(contents, answered):
-            words = _one_word_lines(content)
+            words = one_word_lines(content)
             if not words and not content.startswith(("{", "[")):
                 continue
             if revealing is None:
                 revealing = _revealing_calls(assistant)
             if _answers_revealing(revealing, position):
                 outputs = _json_outputs(content) if content.startswith(("{", "[")) else []
-                yield from [word for output in outputs for word in _one_word_lines(output)] if outputs else words
+                yield from [word for output in outputs for word in one_word_lines(output)] if outputs else words
         answered += len(contents)
         if role == "human":
             assistant = ""  # an observation answers the turn before it only
@@ -169,7 +138,7 @@ def _revealing_calls(assistant: str) -> list[bool]:
     calls = parse_tool_calls(assistant)
     if calls:
         return [_reveals(call.name, call.arguments) for call in calls]
-    return [any(_command_reveals(block) for block in _fenced_blocks(assistant))]
+    return [any(_command_reveals(block) for block in fenced_blocks(assistant))]
 
 
 def _small_blocks(text: str, open_tag: str, close_tag: str) -> list[str]:
@@ -204,8 +173,8 @@ def _reveals(name: str, arguments: Mapping[str, Any] | str) -> bool:
             value = " ".join(value)  # an argv: `{"command": ["cat", "/run/secrets/api_key"]}`
         if not isinstance(value, str):
             continue
-        if _PATH_KEY.search(str(key).lower()) and _VIEWING.search(f"{name} {arguments.get('command', '')}".lower()):
-            if _secret_file(value):
+        if PATH_KEY.search(str(key).lower()) and _VIEWING.search(f"{name} {arguments.get('command', '')}".lower()):
+            if secret_file(value):
                 return True
         elif _command_reveals(value):
             return True
@@ -223,7 +192,7 @@ def _command_reveals(command: str) -> bool:
         return False
     if _READS_STORE.search(lowered) or any(_filter_reads(piece.group()) for piece in _SIMPLE_COMMAND.finditer(lowered)):
         return True
-    if any(_secret_file(found.group("path") or found.group("opened")) for found in _READS_FILE.finditer(lowered)):
+    if any(secret_file(found.group("path") or found.group("opened")) for found in _READS_FILE.finditer(lowered)):
         return True
     return any(
         _SECRET_NAME.search(next(name for name in found.groups() if name))
@@ -243,13 +212,13 @@ def _filter_reads(command: str) -> bool:
     if _ENV_FILE.search(words[-1]) and any(_SECRET_NAME.search(word) for word in words[1:-1]):
         return True
     named = words[1:] if words[0] in ("jq", "yq") else words[-1:]
-    return any(not word.startswith("-") and _secret_file(word) for word in named)
+    return any(not word.startswith("-") and secret_file(word) for word in named)
 
 
 _ENV_FILE = re.compile(r"(?:^|/)\.env(?:\.[\w-]+)?$|\.env$")
 
 
-def _fenced_blocks(text: str) -> Iterator[str]:
+def fenced_blocks(text: str) -> Iterator[str]:
     """The fenced code blocks of an assistant's text (a ```bash block its harness runs): where a
     command given as text stands, so the prose around it is not scanned."""
     end = 0
@@ -261,7 +230,7 @@ def _fenced_blocks(text: str) -> Iterator[str]:
         end += 3
 
 
-def _secret_file(path: str) -> bool:
+def secret_file(path: str) -> bool:
     base = path.rstrip("/").rsplit("/", 1)[-1].rsplit("\\", 1)[-1].lower()
     return bool(base) and _SECRET_FILE.search(base) is not None and _SOURCE_FILE.search(base) is None
 
@@ -274,7 +243,7 @@ _SOURCE_FILE = re.compile(
 )
 
 
-def _one_word_lines(content: str) -> list[str]:
+def one_word_lines(content: str) -> list[str]:
     """The lines of `content` that are one word a credential could be, none when it has more than
     `_MAX_LINES` lines (a listing)."""
     if content.count("\n") > 4 * _MAX_LINES:  # cheap first: most results are long outputs
@@ -323,8 +292,3 @@ def _collect_outputs(data: Any, outputs: list[str], depth: int) -> None:
             outputs.append(value)
         else:
             _collect_outputs(value, outputs, depth - 1)
-
-
-def _json_escaped(value: str) -> str:
-    """`value` as it stands inside a JSON string (a tool turn's `"content"`)."""
-    return orjson.dumps(value).decode()[1:-1]

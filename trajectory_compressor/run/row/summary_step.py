@@ -29,7 +29,7 @@ from trajectory_compressor.summarize.deadline import summary_deadline, within
 from trajectory_compressor.summarize.fidelity import Fidelity, SalientItems, row_text, salient_items, score_items
 from trajectory_compressor.summarize.fidelity.score import RowText
 from trajectory_compressor.summarize.huge_turns import elide_huge, elide_huge_turns
-from trajectory_compressor.summarize.masking import EDGE_TURNS, region_edges, row_revealed
+from trajectory_compressor.summarize.masking import EDGE_TURNS, RowSecrets, region_edges
 from trajectory_compressor.summarize.tally import counting, endpoint_silence
 from trajectory_compressor.types import (
     LLM_SUMMARIZER,
@@ -332,5 +332,5 @@ def region_request(
         previous_summary=previous,
         structured=structured,
         edges=region_edges(source[max(0, start - EDGE_TURNS) : start], source[end : end + EDGE_TURNS]),
-        revealed=row_revealed(row.turns),
+        known_secrets=RowSecrets(row.turns),
     )

@@ -34,7 +34,7 @@ from trajectory_compressor.run.row.window_records import BuiltWindow, WindowReco
 from trajectory_compressor.summarize.fidelity.windows import WindowFidelity
 from trajectory_compressor.summarize.huge_turns import elide_huge, elide_huge_turns
 from trajectory_compressor.summarize.llm.prompt import elide_middle
-from trajectory_compressor.summarize.masking import EDGE_TURNS, region_edges, row_revealed
+from trajectory_compressor.summarize.masking import EDGE_TURNS, RowSecrets, region_edges
 from trajectory_compressor.summarize.tally import counting
 from trajectory_compressor.types import EditedTurn, SummaryCarry, SummaryRequest, Turn
 
@@ -349,11 +349,11 @@ class _GrowingRegion:
             edges=region_edges(
                 self.row.turns[max(0, self.head - EDGE_TURNS) : self.head], self.row.turns[end : end + EDGE_TURNS]
             ),
-            revealed=self.revealed,
+            known_secrets=self.known_secrets,
         )
 
     @cached_property
-    def revealed(self) -> tuple[str, ...]:
-        """The row's revealed values, read once for all its windows (per window, a long row's
-        reading would be windows x row)."""
-        return row_revealed(self.row.turns)
+    def known_secrets(self) -> RowSecrets:
+        """The credentials known in the row, read once for all its windows (per window, a long
+        row's reading would be windows x row)."""
+        return RowSecrets(self.row.turns)

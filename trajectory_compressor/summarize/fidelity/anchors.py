@@ -12,9 +12,11 @@ replaced by a summary, an anchor is *needed* when
 * the region holds it (the region introduced it), and
 * it was not visible in the context before that use: not in the head, nor in a kept turn
   between the region and the use (a later tool result that shows it again makes it visible);
-* it is no credential: no summary may state one (all of them mask credentials), so a value the
-  turn that introduced it or the turn that uses it shows as a credential (`"password": "..."`,
-  `API_KEY=...`: what `redact_secrets` masks there) is not needed, and never shown in metrics.
+* it is no credential: no summary may state one (all of them mask credentials), so a value a turn
+  of the row shows as a credential (`"password": "..."`, `API_KEY=...`, `Bearer ...`: what
+  `redact_secrets` masks there), or that a call printed out of a credential's file or wrote into
+  one (`cat /run/secrets/api_key`: `masking.RowCredentials`), is not needed, and never shown in
+  metrics nor told to the LLM as missed.
 
 The score is the share of needed anchors still present in the compressed context (the summary,
 or what replaced the region). Pure functions over strings, deterministic.
@@ -32,7 +34,7 @@ from trajectory_compressor.summarize.fidelity.anchor_tokens import anchors_in
 from trajectory_compressor.summarize.fidelity.path_names import PathNames
 from trajectory_compressor.summarize.fidelity.score import occurs, shown_item
 from trajectory_compressor.summarize.huge_turns import elide_huge_turns
-from trajectory_compressor.summarize.masking import MaskedTurns
+from trajectory_compressor.summarize.masking import RowCredentials
 from trajectory_compressor.summarize.toolcalls.memo import TextMemo
 from trajectory_compressor.types import Turn
 
@@ -100,12 +102,11 @@ def hidden_needed_anchors(turns: Sequence[Turn], hidden: Container[int]) -> tupl
         for anchor in _kept_anchors(_value(turns[index]), automaton, candidates, shown_before):
             if index < first_use[anchor][0]:
                 shown_before.add(anchor)
-    needed = [anchor for anchor in candidates if anchor not in shown_before]
-    masked = MaskedTurns(turns)
+    credentials = RowCredentials(turns)
     needed = [
         anchor
-        for anchor in needed
-        if not masked.hides(anchor, introduced_at[anchor]) and not masked.hides(anchor, first_use[anchor][0])
+        for anchor in candidates
+        if anchor not in shown_before and not credentials.shows(anchor, introduced_at[anchor], first_use[anchor][0])
     ]
     return tuple(sorted(needed, key=first_use.__getitem__))
 

@@ -27,7 +27,8 @@ from trajectory_compressor.summarize.fidelity.score import (
     unsupported_items,
 )
 from trajectory_compressor.summarize.fidelity.score import row_text as make_row_text
-from trajectory_compressor.summarize.huge_turns import elide_huge
+from trajectory_compressor.summarize.huge_turns import elide_huge, elide_huge_turns
+from trajectory_compressor.summarize.masking import RowCredentials
 from trajectory_compressor.types import Turn
 
 
@@ -46,8 +47,9 @@ class WindowFidelity:
         self._seen_in_head: set[str] = set()
         for index in range(head):
             self._seen_in_head.update(self._anchors_of(index))
-        self._introduced: dict[str, None] = {}
+        self._introduced: dict[str, int] = {}  # each anchor the region holds, and the first turn holding it
         self._introduced_end = head
+        self._credentials: RowCredentials | None = None  # made when needed: most windows need no anchor
 
     def score(self, cut: int, summary: str) -> Fidelity:
         """`score_summary(turns[head:cut], summary, turns)`."""
@@ -76,20 +78,21 @@ class WindowFidelity:
         if cut < self._introduced_end:  # a cut before the last one (not seen in practice): read again
             self._introduced, self._introduced_end = {}, self._head
         for index in range(self._introduced_end, cut):
-            self._introduced.update(self._anchors_of(index))
+            for anchor in self._anchors_of(index):
+                self._introduced.setdefault(anchor, index)
         self._introduced_end = cut
         introduced = self._introduced
-        cleared_anchors: dict[str, None] = {}
+        cleared_anchors: dict[str, int] = {}
         visible: set[str] = set()
-        needed: dict[str, None] = {}
+        needed: dict[str, tuple[int, int]] = {}  # each needed anchor: the turn introducing it, the first using it
         for index in range(cut, end):
             anchors = self._anchors_of(index)
             if index in cleared:
-                cleared_anchors.update(anchors)
+                cleared_anchors.update((anchor, index) for anchor in anchors if anchor not in cleared_anchors)
                 continue
             if self._turns[index].role in ("human", "gpt") and (introduced or cleared_anchors):
                 needed.update(
-                    (anchor, None)
+                    (anchor, (introduced.get(anchor, cleared_anchors.get(anchor, index)), index))
                     for anchor in anchors
                     if (anchor in introduced or anchor in cleared_anchors)
                     and anchor not in self._seen_in_head
@@ -97,7 +100,13 @@ class WindowFidelity:
                     and anchor not in needed
                 )
             visible.update(anchors)
-        return tuple(needed)
+        return tuple(anchor for anchor, (source, use) in needed.items() if not self._credential(anchor, source, use))
+
+    def _credential(self, anchor: str, source: int, use: int) -> bool:
+        """Whether a needed anchor is a credential in the row (`hidden_needed_anchors`' rule)."""
+        if self._credentials is None:  # a huge turn read as its readers read it
+            self._credentials = RowCredentials(elide_huge_turns(self._turns))
+        return self._credentials.shows(anchor, source, use)
 
     def _anchors_of(self, index: int) -> dict[str, None]:
         found = self._anchors.get(index)

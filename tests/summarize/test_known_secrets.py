@@ -1,0 +1,174 @@
+"""A credential known in one place of a row and used bare in another (trust pass, round 8).
+
+A rule masks `Authorization: Bearer <value>`, a call prints a token out of its file or writes it
+into one; the agent then uses the value bare (`Logged in with <value>`). Read turn by turn, that
+use has no credential's shape: it reached the LLM prompt, the extractive summary and, as an anchor
+a later turn needs, the metrics (`summarize/known_secrets.py`)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import read_jsonl, run_cli, write_jsonl
+from trajectory_compressor.summarize.anchor_index import indexed_request
+from trajectory_compressor.summarize.extractive import ExtractiveSummarizer
+from trajectory_compressor.summarize.fidelity.anchors import needed_anchors
+from trajectory_compressor.summarize.fidelity.windows import WindowFidelity
+from trajectory_compressor.summarize.known_secrets import masked_known, row_secrets
+from trajectory_compressor.summarize.llm.prompt import build_messages
+from trajectory_compressor.summarize.redact import redact_secrets
+from trajectory_compressor.types import SummaryRequest, Turn
+
+VALUE = "Zq8wXc7vBn6mAs5dFg4hJk3lPo2iUy1t"
+
+
+def _call(command: str | None, name: str = "terminal", **arguments: str) -> str:
+    given = {"command": command, **arguments} if command is not None else arguments
+    return f"Doing it.\n<tool_call>\n{json.dumps({'name': name, 'arguments': given})}\n</tool_call>"
+
+
+def _result(content: str) -> str:
+    return f"<tool_response>\n{json.dumps({'name': 'terminal', 'content': content})}\n</tool_response>"
+
+
+def _leaked(text: str, value: str = VALUE) -> bool:
+    """Whether any 8 characters of `value` show in `text` (a clipped field shows a piece)."""
+    return any(value[i : i + 8] in text for i in range(len(value) - 7))
+
+
+def _read_by_summarizers(counter, turns: list[tuple[str, str]]) -> str:
+    """What the LLM prompt and the extractive summary of a region of `turns` show."""
+    request = SummaryRequest(turns=tuple(Turn(role, text) for role, text in turns), budget_tokens=300)
+    asked, _ = indexed_request(request, counter.count, enabled=True, redact=True)
+    prompt = "\n".join(message["content"] for message in build_messages(asked))
+    return prompt + "\n" + asyncio.run(ExtractiveSummarizer(counter).summarize(request)).text
+
+
+NAMED = {  # a rule masks the value where it is given; the next turn uses it bare
+    "bearer header": (_call(f"curl -H 'Authorization: Bearer {VALUE}' http://api"), _result("ok")),
+    "api key header": (_call(f"curl -H 'X-API-Key: {VALUE}' http://api"), _result("ok")),
+    "basic auth": (_call(f"curl -u admin:{VALUE} http://api"), _result("ok")),
+    "mysql password": (_call(f"mysql -uroot -p{VALUE} -e 'select 1'"), _result("1")),
+    "token flag": (_call(f"hf upload --token {VALUE} org/repo"), _result("ok")),
+    "git url": (_call(f"git clone https://{VALUE}@github.com/o/r"), _result("Cloning")),
+    "json field": (_call("cat config.json"), _result(json.dumps({"db": {"password": VALUE}}))),
+    "yaml field": (_call("cat values.yaml"), _result(f"auth:\n  clientSecret: {VALUE}\n")),
+    "env dump": (_call("env"), _result(f"HOME=/root\nMY_SERVICE_SECRET={VALUE}\nPATH=/usr/bin")),
+    "shell trace": (_call("bash -x deploy.sh"), _result(f"+ deploy --password {VALUE}")),
+}
+WRITTEN = {  # a call writes the value into a credential's file
+    "echo": _call(f"echo '{VALUE}' > ~/.vault-token"),
+    "printf and tee": _call(f"printf '%s' {VALUE} | sudo tee /run/secrets/api_key"),
+    "heredoc": _call(f"cat > ~/.config/hub/token <<'EOF'\n{VALUE}\nEOF"),
+    "script": _call(f"python -c \"open('/run/secrets/db_password', 'w').write('{VALUE}')\""),
+    "path write": _call(f"python -c \"Path('secrets/hf_token').write_text('{VALUE}')\""),
+    "editor": _call(None, name="str_replace_editor", path="/root/.secrets/api_token", file_text=VALUE + "\n"),
+}
+STORES = [  # a client's own store asked for a credential
+    "keyring get myservice me",
+    "pass show web/github",
+    "secret-tool lookup service github",
+    "aws configure get aws_secret_access_key",
+    "git config --get github.token",
+    "npm config get //registry.npmjs.org/:_authToken",
+    "dotenv get STRIPE_SECRET",
+]
+
+
+@pytest.mark.parametrize("shape", NAMED)
+def test_a_value_a_rule_masks_is_masked_where_it_is_used_bare(counter, shape: str) -> None:
+    call, result = NAMED[shape]
+    shown = _read_by_summarizers(counter, [("gpt", call), ("tool", result), ("gpt", f"Logged in with {VALUE}.")])
+    assert not _leaked(shown), shape
+
+
+@pytest.mark.parametrize("shape", WRITTEN)
+def test_a_value_written_into_a_credentials_file_is_masked_where_it_is_used(counter, shape: str) -> None:
+    turns = [("gpt", WRITTEN[shape]), ("tool", _result("")), ("gpt", f"Stored {VALUE}; logging in.")]
+    assert not _leaked(_read_by_summarizers(counter, turns)), shape
+
+
+def test_a_credential_read_out_of_a_clients_own_store_is_masked() -> None:
+    for command in STORES:
+        masked = masked_known(["" + _call(command), _result(VALUE), f"got {VALUE}"], ["gpt", "tool", "gpt"])
+        assert not _leaked("".join(masked)), command
+
+
+def test_writes_and_settings_that_are_no_credential_are_kept() -> None:
+    """A file not named as a credential's, a client's plain setting, a plain word a rule masked in
+    one place (`SECRET_KEY = 'something'`: `something` elsewhere is a word)."""
+    for call, result in [
+        (_call(f"echo '{VALUE}' > notes.txt"), _result("")),
+        (_call(f"cat > build.log <<'EOF'\n{VALUE}\nEOF"), _result("")),
+        (_call("git config --get user.name"), _result(VALUE)),
+        (_call("aws configure get region"), _result(VALUE)),
+    ]:
+        turns = [call, result, f"Using {VALUE}."]
+        assert masked_known(turns, ["gpt", "tool", "gpt"])[2] == f"Using {VALUE}.", call
+    turns = ["settings.py has SECRET_KEY = 'something'", "We need something else here."]
+    assert masked_known(turns, ["tool", "gpt"])[1] == turns[1]
+    assert "something" not in row_secrets(turns, ["tool", "gpt"])
+
+
+def test_an_env_token_of_letters_and_digits_is_masked_and_a_models_special_token_is_not() -> None:
+    assert redact_secrets("export GITHUB_TOKEN=ab12cd34ef56gh") == "export GITHUB_TOKEN=[REDACTED]"
+    assert redact_secrets("deploy --token=ab12cd34ef56gh") == "deploy --token=[REDACTED]"
+    for setting in ("EOS_TOKEN=endoftext1", "PAD_TOKEN=pad_token1", "MAX_TOKENS=4096", "SORT_KEY=created_at2"):
+        assert redact_secrets(setting) == setting
+
+
+def test_a_known_credential_is_never_a_needed_anchor_in_either_mode() -> None:
+    """The anchors a later turn needs are listed in the metrics and told to the LLM when a summary
+    missed them: a token a region printed (`cat`) or sent (`export API_KEY=`) and a kept turn uses
+    bare was listed (single rows for the printed one; every window for both)."""
+    head = [Turn("system", "You are an agent."), Turn("human", "Deploy it.")]
+    later = Turn("gpt", f"Calling the API with {VALUE} as the key, from /srv/releases/app-4471.tar.gz.")
+    for first, output in [(_call("cat /run/secrets/api_key"), VALUE), (_call(f"export API_KEY={VALUE}"), "")]:
+        region = [
+            Turn("gpt", first),
+            Turn("tool", _result(output)),
+            Turn("gpt", "Unpacking /srv/releases/app-4471.tar.gz now."),
+        ]
+        assert needed_anchors(head, region, [later]) == ("/srv/releases/app-4471.tar.gz",)
+        windows = WindowFidelity([*head, *region, later], head=len(head))
+        assert windows.needed(len(head) + len(region), len(head) + len(region) + 1, ()) == (
+            "/srv/releases/app-4471.tar.gz",
+        )
+
+
+def test_a_value_the_kept_head_sends_is_masked_in_the_requests_file_summaries_and_metrics(tmp_path: Path) -> None:
+    """End to end: the head sends the token with its header (kept verbatim); the summarized turns
+    and the last turn use it bare."""
+    filler = "looking at the deployment output " * 30
+    turns = [
+        {"from": "system", "value": "You are an agent."},
+        {"from": "human", "value": "Deploy it."},
+        {"from": "gpt", "value": _call(f"curl -H 'Authorization: Bearer {VALUE}' http://api/login")},
+        {"from": "tool", "value": _result("ok")},
+    ]
+    for step in range(8):
+        turns += [
+            {"from": "gpt", "value": f"Step {step}: token {VALUE} again.\n{filler}\n" + _call(f"deploy --id {step}")},
+            {"from": "tool", "value": _result(f"ok {step}\n{filler}")},
+        ]
+    turns.append({"from": "gpt", "value": f"Done; the session runs on {VALUE}."})
+    source = write_jsonl(tmp_path / "in.jsonl", [{"id": "r0", "conversations": turns}])
+    budget = ["--target-max-tokens", "1500", "--summary-target-tokens", "300", "--protect-last-n-turns", "2"]
+    requests = tmp_path / "requests.jsonl"
+    result = run_cli("requests", str(source), "-o", str(requests), "--model", "m", *budget)
+    assert result.returncode == 0, result.stderr
+    prompts = "\n".join(m["content"] for line in read_jsonl(requests) for m in line["body"]["messages"])
+    assert "Step 3" in prompts and not _leaked(prompts)
+    for mode in ([], ["--windows"]):
+        out = tmp_path / f"out{len(mode)}" / "x.jsonl"
+        result = run_cli("compress", str(source), "-o", str(out), "--summarizer", "extractive", "-q", *budget, *mode)
+        assert result.returncode == 0, result.stderr
+        summaries = [
+            t["value"] for row in read_jsonl(out) for t in row["conversations"] if "[CONTEXT SUMMARY]" in t["value"]
+        ]
+        assert summaries and not _leaked("\n".join(summaries)), (mode, summaries)
+        assert not _leaked(out.with_suffix(".metrics.jsonl").read_text()), mode

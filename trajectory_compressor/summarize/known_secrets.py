@@ -1,0 +1,113 @@
+"""Credentials known from anywhere in a row, masked wherever else they stand in what is read.
+
+`redact_secrets` knows a credential by its shape or by what stands around it (`Authorization:
+Bearer …`, `API_KEY=…`, `curl -u admin:…`), `revealed_secrets` by the call that printed it (`cat
+/run/secrets/api_key`), `written_secrets` by the file a call wrote it to. An agent then uses the
+value bare: `Logged in with Zq8w…`, an argument with no flag, the next turn's prose. Read turn by
+turn, that use has no credential's shape, and it reached the LLM prompt, the extractive summary
+and, as an anchor a later turn needs, the metrics. So every value found any of these ways
+anywhere in a row is masked in every turn a summarizer reads (`masked_known`), as written and
+JSON-escaped, and is never a needed anchor.
+
+A value a rule found counts only when it is one word of at least 8 characters that is not a
+plain word (letters only, under 16): `SECRET_KEY = 'something'` must not mask `something` in
+every sentence of the region.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import orjson
+from ahocorasick_rs import AhoCorasick, MatchKind
+
+from trajectory_compressor.summarize.huge_turns import HUGE_TURN_CHARS
+from trajectory_compressor.summarize.redact import REDACTED, find_secrets, scrub
+from trajectory_compressor.summarize.revealed_secrets import revealed_values
+from trajectory_compressor.summarize.secret_rules import credential_value
+from trajectory_compressor.summarize.toolcalls.memo import TextMemo
+from trajectory_compressor.summarize.written_secrets import written_values
+
+secret_spans = TextMemo(find_secrets, entries=1 << 13, max_chars=HUGE_TURN_CHARS, max_total_chars=1 << 23)
+"""`find_secrets`, remembered for the texts read last (up to 8 M characters): a row's turns are
+read for their values here, then masked by every reader of its regions (`masking.redact_remembered`)."""
+
+_MIN_CHARS = 8  # a shorter value (`test`, `1234`) masked everywhere would blank common words and numbers
+_MIN_PLAIN_CHARS = 16  # a value of letters only shorter than this may be a word (`something`)
+_MAX_CHARS = 8192
+# Up to this many forms are each searched for in each turn (`scrub`); more, in one pass of an
+# automaton: a region of thousands of reads (each a value of its own) took values x turns searches.
+_SEARCHED_ONE_BY_ONE = 32
+
+
+def row_secrets(texts: Sequence[str], roles: Sequence[str]) -> tuple[str, ...]:
+    """`SummaryRequest.known_secrets` of a row's regions: the values its calls read out of a
+    credential's file or variable or write into one, and those the rules mask, wherever in the
+    row they stand."""
+    return tuple(sorted({*revealed_values(texts, roles), *written_values(texts, roles), *named_values(texts)}))
+
+
+def named_values(texts: Iterable[str]) -> set[str]:
+    """The values `redact_secrets` masks in `texts` that are worth masking everywhere (see the
+    module docstring). A turn over `HUGE_TURN_CHARS` is read by its region's readers as its head
+    and tail (`huge_turns`), and in that form, among the region's turns, by `masked_known`."""
+    values: set[str] = set()
+    for text in texts:
+        if len(text) > HUGE_TURN_CHARS:
+            continue
+        for start, end in secret_spans(text):
+            if _distinctive(value := text[start:end]):
+                values.add(value)
+    return values
+
+
+def _distinctive(value: str) -> bool:
+    return (
+        _MIN_CHARS <= len(value) <= _MAX_CHARS
+        and (len(value) >= _MIN_PLAIN_CHARS or not value.isalpha())
+        and not any(char.isspace() for char in value)
+        and REDACTED not in value
+        and credential_value(value)
+    )
+
+
+def masked_known(texts: Sequence[str], roles: Sequence[str], known: Iterable[str] | None = None) -> list[str]:
+    """`texts` (a region's turns, with their `roles`) with every known credential masked in each of
+    them; the same objects when there is none. `known`: the row's (`row_secrets`); None: the
+    region's own turns are read for revealed values. The values the rules mask in `texts` count
+    either way (their huge turns come here as their readers see them)."""
+    found = {*revealed_values(texts, roles), *written_values(texts, roles)} if known is None else set(known)
+    found |= named_values(texts)
+    secrets = sorted(found, key=len, reverse=True)  # a longer value first: its part is one too
+    if not secrets:
+        return list(texts)
+    forms = [  # as written, in a JSON string, and in a JSON string inside one (an output's JSON object)
+        form
+        for secret in secrets
+        for form in dict.fromkeys((secret, _json_escaped(secret), _json_escaped(_json_escaped(secret))))
+    ]
+    if len(forms) <= _SEARCHED_ONE_BY_ONE:
+        return [scrub(text, forms) for text in texts]
+    automaton = AhoCorasick(forms, matchkind=MatchKind.LeftmostLongest)
+    return [_masked_matches(text, automaton.find_matches_as_indexes(text)) for text in texts]
+
+
+def shows_secret(anchor: str, known: Iterable[str]) -> bool:
+    """Whether `anchor` holds a known credential, or is a long piece of one: never a needed anchor."""
+    return any(value in anchor or (len(anchor) >= _MIN_CHARS and anchor in value) for value in known)
+
+
+def _masked_matches(text: str, matches: list[tuple[int, int, int]]) -> str:
+    """`text` with each match `(value, start, end)` of the automaton masked; the same object when none."""
+    if not matches:
+        return text
+    pieces, kept = [], 0
+    for _, start, end in matches:
+        pieces += [text[kept:start], REDACTED]
+        kept = end
+    return "".join(pieces) + text[kept:]
+
+
+def _json_escaped(value: str) -> str:
+    """`value` as it stands inside a JSON string (a tool turn's `"content"`)."""
+    return orjson.dumps(value).decode()[1:-1]
