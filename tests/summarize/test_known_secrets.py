@@ -140,6 +140,22 @@ def test_a_known_credential_is_never_a_needed_anchor_in_either_mode() -> None:
         )
 
 
+def test_an_anchor_a_later_turn_shows_as_a_credential_is_not_needed() -> None:
+    """Neither the turn introducing it nor the one using it shows it as a credential: a kept
+    result after both does (`GITHUB_TOKEN=…`). Only turns a rule masks something in are searched
+    for it: a plain anchor beside such a turn is still needed."""
+    token, build = "ab12cd34ef56gh78", "build-7719-rc"
+    region = [Turn("gpt", _call("make release")), Turn("tool", _result(f"release {token} of {build} ready"))]
+    later = [
+        Turn("gpt", f"Publishing {token} and {build}."),
+        Turn("tool", _result(f"export GITHUB_TOKEN={token}\nnothing else")),
+    ]
+    head = [Turn("system", "You are an agent."), Turn("human", "Release it.")]
+    assert needed_anchors(head, region, later) == (build,)
+    windows = WindowFidelity([*head, *region, *later], head=len(head))
+    assert windows.needed(len(head) + len(region), len(head) + len(region) + 2, ()) == (build,)
+
+
 def test_a_value_the_kept_head_sends_is_masked_in_the_requests_file_summaries_and_metrics(tmp_path: Path) -> None:
     """End to end: the head sends the token with its header (kept verbatim); the summarized turns
     and the last turn use it bare."""

@@ -44,7 +44,26 @@ def row_secrets(texts: Sequence[str], roles: Sequence[str]) -> tuple[str, ...]:
     """`SummaryRequest.known_secrets` of a row's regions: the values its calls read out of a
     credential's file or variable or write into one, and those the rules mask, wherever in the
     row they stand."""
-    return tuple(sorted({*revealed_values(texts, roles), *written_values(texts, roles), *named_values(texts)}))
+    return tuple(sorted({*called_values(texts, roles), *named_values(texts)}))
+
+
+_called_of_rows: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[str, ...]] = {}
+_ROWS_REMEMBERED = 4
+
+
+def called_values(texts: Sequence[str], roles: Sequence[str]) -> tuple[str, ...]:
+    """The values the calls of a row (`texts`, with their `roles`) read out of a credential's file
+    or store, or wrote into one; remembered for the last few rows: a row's summary and the
+    fidelity of its summary each ask (the keys' strings hash once; a hit compares them by
+    identity)."""
+    key = (tuple(texts), tuple(roles))
+    values = _called_of_rows.get(key)
+    if values is None:
+        values = (*revealed_values(texts, roles), *written_values(texts, roles))
+        if len(_called_of_rows) >= _ROWS_REMEMBERED:
+            _called_of_rows.clear()
+        _called_of_rows[key] = values
+    return values
 
 
 def named_values(texts: Iterable[str]) -> set[str]:
