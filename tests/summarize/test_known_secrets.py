@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import read_jsonl, run_cli, write_jsonl
+from trajectory_compressor.summarize import written_secrets
 from trajectory_compressor.summarize.anchor_index import indexed_request
 from trajectory_compressor.summarize.extractive import ExtractiveSummarizer
 from trajectory_compressor.summarize.fidelity.anchors import needed_anchors
@@ -21,6 +22,7 @@ from trajectory_compressor.summarize.fidelity.windows import WindowFidelity
 from trajectory_compressor.summarize.known_secrets import masked_known, row_secrets
 from trajectory_compressor.summarize.llm.prompt import build_messages
 from trajectory_compressor.summarize.redact import redact_secrets
+from trajectory_compressor.summarize.revealed_secrets import secret_file
 from trajectory_compressor.types import SummaryRequest, Turn
 
 VALUE = "Zq8wXc7vBn6mAs5dFg4hJk3lPo2iUy1t"
@@ -188,3 +190,16 @@ def test_a_value_the_kept_head_sends_is_masked_in_the_requests_file_summaries_an
         ]
         assert summaries and not _leaked("\n".join(summaries)), (mode, summaries)
         assert not _leaked(out.with_suffix(".metrics.jsonl").read_text()), mode
+
+
+def test_every_credentials_file_name_holds_a_word_the_writes_are_prefiltered_by() -> None:
+    """`written_secrets` passes over a command holding none of its hints: each kind of name
+    `secret_file` takes must hold one, or a write to it would go unread."""
+    names = [
+        "api_key", "apikey", "api-key.txt", ".pgpass", "pgpass", ".netrc", ".npmrc", ".pypirc", ".git-credentials",
+        "id_rsa", "id_ed25519", "server.pem", "tls.key", "shadow", "db_password", "passwd.old", "vault-token",
+        "client_secret.json", "private_key", "privatekey", "credentials",
+    ]  # fmt: skip
+    for name in names:
+        assert secret_file(f"/etc/app/{name}"), name
+        assert any(hint in name for hint in written_secrets._HINTS), name

@@ -84,8 +84,11 @@ def _call_writes(arguments: Mapping[str, Any] | str) -> Iterator[str]:
 
 def _command_writes(command: str) -> Iterator[str]:
     """The values a shell command or a script writes into a credential's file. Each pattern is
-    tried only on a command holding its words (most commands write nothing)."""
+    tried only on a command holding its words (most commands write nothing), and one naming no
+    credential's file (every name `secret_file` takes holds a word of `_HINTS`) is passed over."""
     lowered = command.lower()
+    if not any(hint in lowered for hint in _HINTS):
+        return
     if ("echo" in lowered or "printf" in lowered) and (">" in lowered or "tee" in lowered):
         for found in _ECHO.finditer(command):
             if secret_file(found.group("path")):
