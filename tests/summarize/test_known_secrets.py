@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import read_jsonl, run_cli, write_jsonl
+from tests.summarize.secret_runs import texts_of_a_run
 from trajectory_compressor.summarize import written_secrets
 from trajectory_compressor.summarize.anchor_index import indexed_request
 from trajectory_compressor.summarize.extractive import ExtractiveSummarizer
@@ -161,35 +161,12 @@ def test_an_anchor_a_later_turn_shows_as_a_credential_is_not_needed() -> None:
 def test_a_value_the_kept_head_sends_is_masked_in_the_requests_file_summaries_and_metrics(tmp_path: Path) -> None:
     """End to end: the head sends the token with its header (kept verbatim); the summarized turns
     and the last turn use it bare."""
-    filler = "looking at the deployment output " * 30
-    turns = [
-        {"from": "system", "value": "You are an agent."},
-        {"from": "human", "value": "Deploy it."},
-        {"from": "gpt", "value": _call(f"curl -H 'Authorization: Bearer {VALUE}' http://api/login")},
-        {"from": "tool", "value": _result("ok")},
-    ]
-    for step in range(8):
-        turns += [
-            {"from": "gpt", "value": f"Step {step}: token {VALUE} again.\n{filler}\n" + _call(f"deploy --id {step}")},
-            {"from": "tool", "value": _result(f"ok {step}\n{filler}")},
-        ]
-    turns.append({"from": "gpt", "value": f"Done; the session runs on {VALUE}."})
-    source = write_jsonl(tmp_path / "in.jsonl", [{"id": "r0", "conversations": turns}])
-    budget = ["--target-max-tokens", "1500", "--summary-target-tokens", "300", "--protect-last-n-turns", "2"]
-    requests = tmp_path / "requests.jsonl"
-    result = run_cli("requests", str(source), "-o", str(requests), "--model", "m", *budget)
-    assert result.returncode == 0, result.stderr
-    prompts = "\n".join(m["content"] for line in read_jsonl(requests) for m in line["body"]["messages"])
-    assert "Step 3" in prompts and not _leaked(prompts)
-    for mode in ([], ["--windows"]):
-        out = tmp_path / f"out{len(mode)}" / "x.jsonl"
-        result = run_cli("compress", str(source), "-o", str(out), "--summarizer", "extractive", "-q", *budget, *mode)
-        assert result.returncode == 0, result.stderr
-        summaries = [
-            t["value"] for row in read_jsonl(out) for t in row["conversations"] if "[CONTEXT SUMMARY]" in t["value"]
-        ]
-        assert summaries and not _leaked("\n".join(summaries)), (mode, summaries)
-        assert not _leaked(out.with_suffix(".metrics.jsonl").read_text()), mode
+    head_call = _call(f"curl -H 'Authorization: Bearer {VALUE}' http://api/login")
+    prompts, written = texts_of_a_run(
+        tmp_path, head_call, _result("ok"), f"token {VALUE} again.", f"Done; the session runs on {VALUE}."
+    )
+    assert not _leaked(prompts)
+    assert not [name for name, text in written.items() if _leaked(text)]
 
 
 def test_every_credentials_file_name_holds_a_word_the_writes_are_prefiltered_by() -> None:

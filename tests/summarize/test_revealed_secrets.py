@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import read_jsonl, run_cli, write_jsonl
+from tests.summarize.secret_runs import texts_of_a_run
 from trajectory_compressor.summarize.anchor_index import indexed_request
 from trajectory_compressor.summarize.extractive import ExtractiveSummarizer
 from trajectory_compressor.summarize.known_secrets import masked_known
@@ -269,32 +269,7 @@ def test_a_read_beside_a_huge_result_or_a_huge_write_is_still_read() -> None:
 def test_a_value_the_head_read_is_masked_in_the_requests_file_and_both_modes_summaries(tmp_path: Path) -> None:
     """The head (kept verbatim) reads the key; the summarized turns use it bare. The region alone
     has no revealing call: the turns before it come with the request (`SummaryRequest.known_secrets`)."""
-    filler = "looking at the deployment output " * 30
-    turns = [
-        {"from": "system", "value": "You are an agent."},
-        {"from": "human", "value": "Deploy it."},
-        {"from": "gpt", "value": _call("cat /run/secrets/api_key")},
-        {"from": "tool", "value": _result(VALUE)},
-    ]
-    for step in range(8):
-        turns += [
-            {"from": "gpt", "value": f"Step {step}: the key {VALUE} again.\n{filler}\n" + _call(f"deploy --id {step}")},
-            {"from": "tool", "value": _result(f"ok {step}\n{filler}")},
-        ]
-    turns.append({"from": "gpt", "value": "Done."})
-    source = write_jsonl(tmp_path / "in.jsonl", [{"id": "r0", "conversations": turns}])
-    budget = ["--target-max-tokens", "1500", "--summary-target-tokens", "300", "--protect-last-n-turns", "2"]
-    requests = tmp_path / "requests.jsonl"
-    result = run_cli("requests", str(source), "-o", str(requests), "--model", "m", *budget)
-    assert result.returncode == 0, result.stderr
-    prompts = "\n".join(m["content"] for line in read_jsonl(requests) for m in line["body"]["messages"])
-    assert "Step 3" in prompts and not _leaked_token_value(prompts)
-    for mode in ([], ["--windows"]):
-        out = tmp_path / f"out{len(mode)}" / "x.jsonl"
-        result = run_cli("compress", str(source), "-o", str(out), "--summarizer", "extractive", "-q", *budget, *mode)
-        assert result.returncode == 0, result.stderr
-        rows = read_jsonl(out)
-        summaries = [
-            t["value"] for row in rows for t in row["conversations"] if t["value"].startswith("[CONTEXT SUMMARY]")
-        ]
-        assert summaries and not _leaked_token_value("\n".join(summaries)), (mode, summaries)
+    head = (_call("cat /run/secrets/api_key"), _result(VALUE))
+    prompts, written = texts_of_a_run(tmp_path, *head, f"the key {VALUE} again.", "Done.")
+    assert not _leaked_token_value(prompts)
+    assert not [name for name, text in written.items() if _leaked_token_value(text)]
