@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -61,6 +62,13 @@ NAMED = {  # a rule masks the value where it is given; the next turn uses it bar
     "yaml field": (_call("cat values.yaml"), _result(f"auth:\n  clientSecret: {VALUE}\n")),
     "env dump": (_call("env"), _result(f"HOME=/root\nMY_SERVICE_SECRET={VALUE}\nPATH=/usr/bin")),
     "shell trace": (_call("bash -x deploy.sh"), _result(f"+ deploy --password {VALUE}")),
+    # The rule's span takes in what follows the value (adversarial pass, round 8).
+    "code span": (f"I exported `GITHUB_TOKEN={VALUE}` and retried.", _result("ok")),
+    "sentence end": (f"Use Bearer {VALUE}.", _result("ok")),
+    "next command": (_call(f"export API_KEY={VALUE};ls"), _result("ok")),
+    "pipe": (_call(f"API_KEY={VALUE}| deploy"), _result("ok")),
+    "sed script": (_call(f"sed -i 's/^API_KEY=.*/API_KEY={VALUE}/' .env"), _result("")),
+    "huge log": (_call("bash deploy.sh"), _result(f"export API_KEY={VALUE}\n" + "step ok\n" * 150_000)),
 }
 WRITTEN = {  # a call writes the value into a credential's file
     "echo": _call(f"echo '{VALUE}' > ~/.vault-token"),
@@ -69,6 +77,19 @@ WRITTEN = {  # a call writes the value into a credential's file
     "script": _call(f"python -c \"open('/run/secrets/db_password', 'w').write('{VALUE}')\""),
     "path write": _call(f"python -c \"Path('secrets/hf_token').write_text('{VALUE}')\""),
     "editor": _call(None, name="str_replace_editor", path="/root/.secrets/api_token", file_text=VALUE + "\n"),
+    "tee --append": _call(f"echo {VALUE} | tee --append ~/.vault-token"),
+    "install from stdin": _call(f"install -m 600 /dev/stdin ~/.config/app/token <<< '{VALUE}'"),
+    "here-string": _call(f"cat <<< '{VALUE}' > /run/secrets/api_key"),
+    "dd": _call(f"echo {VALUE} | dd of=/run/secrets/stripe"),
+    "sed into the file": _call(f"sed -i 's/PLACEHOLDER/{VALUE}/' /run/secrets/api_key"),
+    "redirection first": _call(f"> ~/.vault-token echo {VALUE}"),
+    "open with mode=": _call(f"python -c \"open('/run/secrets/db_pw', mode='w').write('{VALUE}')\""),
+    "expanduser": _call(f"python -c \"Path('~/.anthropic_key').expanduser().write_text('{VALUE}')\""),
+    "node": _call(f"node -e \"fs.writeFileSync('/run/secrets/api_key', '{VALUE}')\""),
+    "keyring set": _call(f"echo {VALUE} | keyring set svc me"),
+    "pass insert": _call(f"echo {VALUE} | pass insert -e web/x"),
+    "htpasswd": _call(f"htpasswd -b -c /etc/nginx/.htpasswd admin {VALUE}"),
+    "chpasswd": _call(f"echo 'admin:{VALUE}' | chpasswd"),
 }
 STORES = [  # a client's own store asked for a credential
     "keyring get myservice me",
@@ -78,6 +99,17 @@ STORES = [  # a client's own store asked for a credential
     "git config --get github.token",
     "npm config get //registry.npmjs.org/:_authToken",
     "dotenv get STRIPE_SECRET",
+    "terraform output -raw db_password",
+    "heroku config:get API_KEY",
+    "bw get password github",
+    "lpass show --password github",
+    "sops -d --extract '[\"token\"]' secrets.yaml",
+    "doctl auth token",
+    "vault token create -field=token",
+    "read -r T < ~/.vault-token; echo $T",
+    # A file in a secrets folder, or named for a key, a password or credentials.
+    *(f"cat {path}" for path in ("/run/secrets/db_pw", "/run/secrets/stripe", "~/.anthropic_key", "gcp-key.json")),
+    *(f"cat {path}" for path in ("creds.txt", "~/.ansible/vault_pass.txt", "passphrase.txt", "signing_key")),
 ]
 
 
@@ -180,3 +212,42 @@ def test_every_credentials_file_name_holds_a_word_the_writes_are_prefiltered_by(
     for name in names:
         assert secret_file(f"/etc/app/{name}"), name
         assert any(hint in name for hint in written_secrets._HINTS), name
+
+
+def test_a_known_value_is_masked_with_its_slashes_escaped_or_percent_encoded() -> None:
+    value = "Zq8w/Xc7v+Bn6mAs5dFg4hJk3lPo2iUy1t"
+    turns = [_call(f"export API_KEY='{value}'"), json.dumps({"log": f"key {value}"}).replace("/", "\\/"), quote(value)]
+    masked = masked_known([*turns, f"url ?k={quote(value, safe='')}"], ["gpt", "tool", "gpt", "gpt"])
+    assert not any(_leaked(text, value) or _leaked(text, quote(value, safe="")) for text in masked), masked
+
+
+def test_a_settings_value_read_or_written_beside_a_credential_is_not_masked_everywhere() -> None:
+    """`echo $HF_TOKEN_PATH` prints a path, `echo $TOKEN_EXPIRY` a date: masked everywhere, the
+    region's paths and dates were blanked (adversarial pass, round 8)."""
+    for command, output in [
+        ("echo $HF_TOKEN_PATH", "/root/.cache/huggingface/token"),
+        ("echo $TOKEN_URL", "https://auth.example.com/oauth/token"),
+        ("echo $GIT_ASKPASS", "/usr/lib/git-core/askpass_2"),
+        ("cat api_key_rotation_date.txt", "2025-06-30"),
+        ("echo $TOKEN_EXPIRY", "2025-06-30T12:00:00Z"),
+    ]:
+        later = f"Noted {output} for later."
+        assert masked_known([_call(command), _result(output), later], ["gpt", "tool", "gpt"])[2] == later, command
+    for command in ("echo build-2024abc > out.txt", "install -m 755 build/app_v2024 /usr/local/bin/app_v2024"):
+        assert written_secrets_of(command) == [], command
+
+
+def written_secrets_of(command: str) -> list[str]:
+    return list(written_secrets.written_values([_call(command)], ["gpt"]))
+
+
+def test_many_known_values_are_masked_right_row_after_row() -> None:
+    """Over 32 forms the values are searched for by one automaton, kept for the next region of the
+    same row: the next row's values must not be masked by the last row's."""
+    first = [f"Tk{index:03d}x9Qw7Lp2Zr5" for index in range(20)]
+    second = [f"Vm{index:03d}y8Hs6Kd3Nb4" for index in range(20)]
+    for values in (first, second, first):
+        text = " ".join([*first, *second])
+        masked = masked_known([text], ["gpt"], values)[0]
+        assert all(value not in masked for value in values)
+        assert all(value in masked for value in {*first, *second} - set(values))

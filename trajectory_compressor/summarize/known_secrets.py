@@ -16,12 +16,14 @@ every sentence of the region.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
+from urllib.parse import quote
 
 import orjson
 from ahocorasick_rs import AhoCorasick, MatchKind
 
-from trajectory_compressor.summarize.huge_turns import HUGE_TURN_CHARS
+from trajectory_compressor.summarize.huge_turns import HUGE_TURN_CHARS, elide_huge
 from trajectory_compressor.summarize.redact import REDACTED, find_secrets, scrub
 from trajectory_compressor.summarize.revealed_secrets import revealed_values
 from trajectory_compressor.summarize.secret_rules import credential_value
@@ -72,12 +74,28 @@ def named_values(texts: Iterable[str]) -> set[str]:
     and tail (`huge_turns`), and in that form, among the region's turns, by `masked_known`."""
     values: set[str] = set()
     for text in texts:
-        if len(text) > HUGE_TURN_CHARS:
-            continue
-        for start, end in secret_spans(text):
-            if _distinctive(value := text[start:end]):
-                values.add(value)
+        read = elide_huge(text)  # a huge turn (a kept log starting `export API_KEY=…`) by its head and tail
+        for start, end in secret_spans(read):
+            value = read[start:end]
+            for candidate in _cores(value):
+                if _distinctive(candidate):
+                    values.add(candidate)
     return values
+
+
+_AROUND = "`'\".,;:!?|/()[]{}<>"
+_COMMAND_SEPARATORS = re.compile(r"[;&|]")
+_ASSIGNMENT = re.compile(r"=(?=[^=])")  # not a base64 value's padding
+
+
+def _cores(value: str) -> set[str]:
+    """`value` (a rule's span) and the values a later turn may use bare in its stead: a span may take
+    in the punctuation after it (`` `GITHUB_TOKEN=…` ``, `Bearer ….`), the next command (`export
+    API_KEY=…;ls`) or, in a `sed` script, the text before a second assignment (`s/^API_KEY=.*/API_KEY=…/`)."""
+    core = value.strip(_AROUND)
+    cores = {value, core, _ASSIGNMENT.split(core)[-1].strip(_AROUND)}
+    cores.update(piece.strip(_AROUND) for piece in _COMMAND_SEPARATORS.split(core))
+    return cores
 
 
 def _distinctive(value: str) -> bool:
@@ -100,15 +118,38 @@ def masked_known(texts: Sequence[str], roles: Sequence[str], known: Iterable[str
     secrets = sorted(found, key=len, reverse=True)  # a longer value first: its part is one too
     if not secrets:
         return list(texts)
-    forms = [  # as written, in a JSON string, and in a JSON string inside one (an output's JSON object)
-        form
-        for secret in secrets
-        for form in dict.fromkeys((secret, _json_escaped(secret), _json_escaped(_json_escaped(secret))))
-    ]
+    forms = [form for secret in secrets for form in _forms(secret)]
     if len(forms) <= _SEARCHED_ONE_BY_ONE:
         return [scrub(text, forms) for text in texts]
-    automaton = AhoCorasick(forms, matchkind=MatchKind.LeftmostLongest)
+    automaton = _automaton(tuple(forms))
     return [_masked_matches(text, automaton.find_matches_as_indexes(text)) for text in texts]
+
+
+def _forms(secret: str) -> dict[str, None]:
+    """How `secret` may stand in a turn: as written, in a JSON string, in a JSON string inside one
+    (an output's JSON object), with its slashes escaped (`\\/`, as PHP's JSON writes them) and
+    percent-encoded (a URL's query)."""
+    escaped = _json_escaped(secret)
+    forms = dict.fromkeys((secret, escaped, _json_escaped(escaped)))
+    if "/" in secret:
+        forms.update(dict.fromkeys((escaped.replace("/", "\\/"), _json_escaped(escaped).replace("/", "\\\\/"))))
+    forms.update(dict.fromkeys((quote(secret, safe=""), quote(secret))))  # a query's value; a path's
+    return forms
+
+
+_last_automaton: tuple[tuple[str, ...], AhoCorasick] | None = None
+
+
+def _automaton(forms: tuple[str, ...]) -> AhoCorasick:
+    """The automaton of `forms`, the last one kept: a row's windows each mask their region with
+    the row's values, and built anew for each, thousands of values cost thousands of builds."""
+    global _last_automaton
+    last = _last_automaton
+    if last is not None and last[0] == forms:
+        return last[1]
+    automaton = AhoCorasick(list(forms), matchkind=MatchKind.LeftmostLongest)
+    _last_automaton = (forms, automaton)
+    return automaton
 
 
 def shows_secret(anchor: str, known: Iterable[str]) -> bool:

@@ -240,8 +240,11 @@ def split_secrets_masked(request: SummaryRequest) -> SummaryRequest:
     in them: read before any summarizer or the anchor index takes a value out of them."""
     turns = request.turns
     texts = [request.edges[0], *(_text(turn) for turn in turns), request.edges[1]]
-    known = None if request.known_secrets is None else request.known_secrets()
-    masked = masked_known(masked_across_turns(texts)[1:-1], [turn.role for turn in turns], known)
+    roles = [turn.role for turn in turns]
+    # Read before any masking: a credential at a turn's end is masked by the pass over its edge,
+    # and its value, used bare in the next turn, would be known no more.
+    known = row_secrets(texts[1:-1], roles) if request.known_secrets is None else request.known_secrets()
+    masked = masked_known(masked_across_turns(texts)[1:-1], roles, known)
     if all(new is _text(turn) for new, turn in zip(masked, turns, strict=True)):
         return request
     return replace(request, turns=tuple(Turn(turn.role, new) for turn, new in zip(turns, masked, strict=True)))

@@ -38,8 +38,12 @@ _MAX_LINES = 8  # a result of more lines is a listing, not a credential (`cat vo
 # A file whose name says it holds a credential (its base name, lower-cased; `/etc/passwd` does not).
 _SECRET_FILE = re.compile(
     r"(?:token(?!iz)|secret|password|passwd(?=.)|api[_-]?key|apikey|credential|private[_-]?key|^\.?pgpass$|^\.netrc$"
-    r"|^\.npmrc$|^\.pypirc$|^\.git-credentials$|^id_(?:rsa|dsa|ecdsa|ed25519)$|\.pem$|\.key$|^shadow$)"
+    r"|^\.npmrc$|^\.pypirc$|^\.git-credentials$|^id_(?:rsa|dsa|ecdsa|ed25519)$|\.pem$|\.key$|^shadow$"
+    # A word of the name: `signing_key`, `.anthropic_key`, `gcp-key.json`, `creds.txt`, `vault_pass.txt`, `db_pw`.
+    r"|(?:^|[_.-])(?:key|creds?|pass(?:phrase)?|pw)(?:[_.-]|$))"
 )
+# A folder of credentials, whatever its files are named (`/run/secrets/stripe`, `~/.secrets/db`).
+_SECRETS_FOLDER = re.compile(r"(?:^|/)\.?(?:secrets?|credentials)/")
 # An environment variable whose name says it holds a credential.
 _SECRET_NAME = re.compile(r"(?:pass(?:word|wd)?|pwd|secret|token|api_?key|apikey|access_?key|private_?key|credential)")
 _READER = r"(?:sudo\s+)?(?:cat|head|tail|less|more|bat|batcat|type|get-content|gc|xxd|strings|base64)"
@@ -48,6 +52,8 @@ _READER = r"(?:sudo\s+)?(?:cat|head|tail|less|more|bat|batcat|type|get-content|g
 _READS_FILE = re.compile(
     r"(?:^|[\s;&|(`'\"])" + _READER + r"(?:\s+-{1,2}[\w=-]+(?:\s+\d+)?)*\s+(?:<\s*)?[\"']?(?P<path>[^\s\"'|;&<>)]+)"
     r"|(?:open|path)\(\s*r?[\"'](?P<opened>[^\"'\n]+)"
+    # The shell's `read -r TOKEN < FILE` (then `echo $TOKEN`).
+    r"|(?:^|[\s;&|(`'\"])read(?:\s+-\w+)*(?:\s+\w+)+\s*<\s*[\"']?(?P<redirected>[^\s\"'|;&<>)]+)"
 )
 # A filter given a credential's file as its last word (`sed -n 1p FILE`, `awk 'NR==1' FILE`,
 # `xargs < FILE`), or, for `jq`/`yq`, a credential's field (`jq -r .token config.json`).
@@ -60,7 +66,9 @@ _READS_STORE = re.compile(
     r"|ecr\s+get-login-password)|gcloud\s+(?:auth\s+(?:application-default\s+)?print-(?:access|identity)-token"
     r"|secrets\s+versions\s+access)|gh\s+auth\s+token|az\s+account\s+get-access-token|az\s+keyvault\s+secret\s+show"
     r"|op\s+(?:read|item\s+get)|security\s+find-(?:generic|internet)-password|kubectl\s+get\s+secrets?"
-    r"|doppler\s+secrets\s+get|heroku\s+auth:token|keyring\s+get|secret-tool\s+lookup|(?:go)?pass\s+(?:show|cat)"
+    r"|doppler\s+secrets\s+get|heroku\s+auth:token|doctl\s+auth\s+token|vault\s+token\s+create|sops\s+(?:-d|--decrypt)\b"
+    r"|bw\s+get\s+(?:password|totp|notes)|lpass\s+show\s+(?:--password|--field)"
+    r"|(?:terraform\s+output(?:\s+-(?:raw|json))?|heroku\s+config:get)\s+\S*(?:secret|token|pass|key)\S*|keyring\s+get|secret-tool\s+lookup|(?:go)?pass\s+(?:show|cat)"
     # A client's own store, asked for a credential's setting (`aws configure get aws_secret_access_key`,
     # `git config --get github.token`, `npm config get //registry.npmjs.org/:_authToken`, `dotenv get API_KEY`).
     r"|(?:aws\s+configure|(?:git|npm|yarn|pnpm)\s+config(?:\s+--[\w-]+)*|dotenv(?:\s+-\w+\s+\S+)*)\s+(?:--)?get\s+\S*"
@@ -183,7 +191,9 @@ def _reveals(name: str, arguments: Mapping[str, Any] | str) -> bool:
 
 # Words one of which a revealing command holds (a file's or a variable's name): most texts hold
 # none, and are passed over by a few substring searches instead of the two patterns' scans.
-_HINTS = ("token", "secret", "pass", "pwd", "key", "credential", "netrc", "id_", "shadow", ".pem", "op read", "op item")
+_HINTS = (
+    *("token", "secret", "pass", "pw", "key", "cred", "sops", "netrc", "id_", "shadow", ".pem", "op read", "op item"),
+)
 
 
 def _command_reveals(command: str) -> bool:
@@ -192,10 +202,13 @@ def _command_reveals(command: str) -> bool:
         return False
     if _READS_STORE.search(lowered) or any(_filter_reads(piece.group()) for piece in _SIMPLE_COMMAND.finditer(lowered)):
         return True
-    if any(secret_file(found.group("path") or found.group("opened")) for found in _READS_FILE.finditer(lowered)):
+    if any(
+        secret_file(found.group("path") or found.group("opened") or found.group("redirected"))
+        for found in _READS_FILE.finditer(lowered)
+    ):
         return True
     return any(
-        _SECRET_NAME.search(next(name for name in found.groups() if name))
+        _SECRET_NAME.search(name := next(name for name in found.groups() if name)) and not _SETTING_NAME.search(name)
         for found in _READS_VARIABLE.finditer(lowered)
     )
 
@@ -231,8 +244,15 @@ def fenced_blocks(text: str) -> Iterator[str]:
 
 
 def secret_file(path: str) -> bool:
-    base = path.rstrip("/").rsplit("/", 1)[-1].rsplit("\\", 1)[-1].lower()
-    return bool(base) and _SECRET_FILE.search(base) is not None and _SOURCE_FILE.search(base) is None
+    """Whether `path` names a credential's file: by its base name, or by the folder it is in."""
+    lowered = path.lower().replace("\\", "/")
+    base = lowered.rstrip("/").rsplit("/", 1)[-1]
+    named = _SECRET_FILE.search(base) is not None or _SECRETS_FOLDER.search(lowered) is not None
+    return bool(base) and named and _SOURCE_FILE.search(base) is None
+
+
+# A variable of a credential's setting, not the credential (`HF_TOKEN_PATH`, `TOKEN_URL`, `GIT_ASKPASS`).
+_SETTING_NAME = re.compile(r"(?:_path|_file|_dir|_url|_uri|_host|_name|_expiry|_expires(?:_at)?|_ttl|_type|askpass)$")
 
 
 # A file of code or prose, whatever its name says (`django/contrib/auth/tokens.py`, `secrets_manager.ts`):
@@ -259,7 +279,17 @@ def one_word_lines(content: str) -> list[str]:
         and _SPACE.search(word) is None
         and REDACTED not in word
         and credential_value(word)
+        and _SETTING_VALUE.fullmatch(word) is None
     ]
+
+
+# A line that is a setting's value, not a credential: a URL, a path of two folders or more, a date
+# or a time (`echo $TOKEN_EXPIRY`, `cat api_key_rotation_date.txt`).
+_SETTING_VALUE = re.compile(
+    r"[a-z][\w+.-]*://\S*|(?:~|\.{1,2})?(?:/[\w.@+-]+){2,}/?"
+    r"|\d{4}-\d{2}-\d{2}(?:[t ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:z|[+-]\d{2}:?\d{2})?)?",
+    re.IGNORECASE,
+)
 
 
 # The keys a harness gives a command's output under, when its result is JSON (`{"output": "...",

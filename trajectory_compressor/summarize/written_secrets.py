@@ -20,7 +20,7 @@ from trajectory_compressor.summarize.toolcalls import parse_tool_calls
 _MAX_TURN_CHARS = 1 << 18  # a longer assistant turn writes a file's worth, not a credential: not read
 # Words one of which a credential's file name holds (`revealed_secrets._SECRET_FILE`): an assistant
 # turn with none is passed over by a few substring searches.
-_HINTS = ("token", "secret", "pass", "key", "credential", "netrc", "npmrc", "pypirc", "id_", ".pem", "shadow")
+_HINTS = ("token", "secret", "pass", "pw", "key", "cred", "vault", "netrc", "npmrc", "pypirc", "id_", ".pem", "shadow")
 _PATH = r"[\"']?(?P<path>[^\s\"'|;&<>)]+)"
 # `echo 'VALUE' > FILE`, `echo -n VALUE >> FILE`, `printf '%s\n' VALUE | sudo tee -a FILE`.
 _ECHO = re.compile(
@@ -101,3 +101,62 @@ def _command_writes(command: str) -> Iterator[str]:
         for found in _SCRIPT.finditer(command):
             if secret_file(found.group("path") or found.group("path2")):
                 yield from one_word_lines(found.group("value"))
+    yield from _words_written(command, lowered)
+
+
+# Where else a command sends what it writes: a redirection (`> F`, `1>> F`), `tee [-a|--append] F`,
+# `dd of=F`, `sed -i … F`, `install … /dev/stdin F`, Node's `writeFileSync('F'`, `open('F', mode='w')`,
+# `Path('F').expanduser().write_text(`.
+_TARGET = r"[\"']?([^\s\"'|;&<>)]+)"
+_EDITED = _TARGET + r"[\"']?\s*(?:$|[\n|;&<])"  # the command's last word
+# Each pattern starts with its literal, and is tried only on a command holding it: one pattern of
+# them all, tried at every position of every command, cost 25 times as much on the public runs.
+_WRITE_TARGETS = (
+    (">", re.compile(r">{1,2}\s*" + _TARGET)),
+    ("tee", re.compile(r"tee(?:\s+-{1,2}[\w-]+)*\s*" + _TARGET)),
+    ("of=", re.compile(r"of=" + _TARGET)),
+    ("sed", re.compile(r"sed\s+-i[^\n|;&]*?\s" + _EDITED)),
+    ("install", re.compile(r"install\b[^\n|;&]*?\s" + _EDITED)),
+    ("writefilesync", re.compile(r"writefilesync\(\s*[\"'`]([^\"'`\n]+)")),
+    ("open(", re.compile(r"open\(\s*r?[\"']([^\"'\n]+)[\"']\s*,\s*(?:mode\s*=\s*)?[\"'][wa]")),
+    ("path(", re.compile(r"path\(\s*r?[\"']([^\"'\n]+)[\"']\)(?:\.\w+\(\))*\.write_(?:text|bytes)")),
+)
+# A command storing a credential in a secret manager, or setting a password, from its words.
+_STORES = re.compile(
+    r"\b(?:keyring\s+set|(?:go)?pass\s+insert|secret-tool\s+store|gh\s+secret\s+set|docker\s+secret\s+create"
+    r"|kubectl\s+create\s+secret|vault\s+kv\s+put|aws\s+secretsmanager\s+(?:create|put)-secret|htpasswd|chpasswd)\b"
+)
+_WORD = re.compile(r"[^\s\"'`=,;:|&()<>{}\[\]\\]+")
+_SED_REPLACEMENT = re.compile(r"\bs([/|#])[^\n]*?\1(?P<new>[^\n]*?)\1")
+
+
+def _words_written(command: str, lowered: str) -> Iterator[str]:
+    """The words of a command writing into a credential's file or store in a way the patterns above
+    do not read (`install -m 600 /dev/stdin F <<< '…'`, `… | dd of=F`, `sed -i 's/…/…/' F`, `echo …
+    | pass insert x`) that could be its credential: of 8 characters or more, letters and digits
+    both, not a path, a URL or a date. The command gives no place for the value, so its words are
+    all taken; those of a file name or a flag are not."""
+    targets = [
+        path
+        for literal, pattern in _WRITE_TARGETS
+        if literal in lowered
+        for path in pattern.findall(lowered)
+        if secret_file(path)
+    ]
+    if not targets and not _STORES.search(lowered):
+        return
+    words = {*_WORD.findall(command)}
+    for found in _SED_REPLACEMENT.finditer(command):
+        words.update(_WORD.findall(found.group("new").replace("/", " ")))
+    for word in words:
+        word = word.strip(".!?")
+        if (
+            any(char.isdigit() for char in word)
+            and any(char.isalpha() for char in word)
+            and not word.startswith(("-", "~"))
+            and "/" not in word  # a path (a `sed` script's replacement is read apart)
+            and not secret_file(word)
+            and not any(word.lower() in target for target in targets)
+            and one_word_lines(word)  # 8 characters or more, no path, URL or date
+        ):
+            yield word
