@@ -15,7 +15,7 @@ from urllib.parse import quote
 import pytest
 
 from tests.summarize.secret_runs import texts_of_a_run
-from trajectory_compressor.summarize import written_secrets
+from trajectory_compressor.summarize import known_secrets, written_secrets
 from trajectory_compressor.summarize.anchor_index import indexed_request
 from trajectory_compressor.summarize.extractive import ExtractiveSummarizer
 from trajectory_compressor.summarize.fidelity.anchors import needed_anchors
@@ -251,3 +251,14 @@ def test_many_known_values_are_masked_right_row_after_row() -> None:
         masked = masked_known([text], ["gpt"], values)[0]
         assert all(value not in masked for value in values)
         assert all(value in masked for value in {*first, *second} - set(values))
+
+
+def test_the_called_values_of_a_huge_row_are_not_remembered() -> None:
+    """A row's called values are remembered for its summary and its fidelity; a huge row's turns
+    (a 240 MB log) must not be kept alive by that memo once the row is written."""
+    small = [_call("cat /run/secrets/api_key"), _result(VALUE)]
+    assert known_secrets.called_values(small, ["gpt", "tool"]) == (VALUE,)
+    assert (tuple(small), ("gpt", "tool")) in known_secrets._called_of_rows
+    huge = [*small, "x" * (known_secrets._MAX_ROW_CHARS + 1)]
+    assert known_secrets.called_values(huge, ["gpt", "tool", "tool"]) == (VALUE,)
+    assert all(len(key[0]) < 3 for key in known_secrets._called_of_rows)

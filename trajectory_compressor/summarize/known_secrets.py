@@ -51,13 +51,16 @@ def row_secrets(texts: Sequence[str], roles: Sequence[str]) -> tuple[str, ...]:
 
 _called_of_rows: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[str, ...]] = {}
 _ROWS_REMEMBERED = 4
+_MAX_ROW_CHARS = 1 << 23  # 8 M characters, as the texts' memos hold at most
 
 
 def called_values(texts: Sequence[str], roles: Sequence[str]) -> tuple[str, ...]:
     """The values the calls of a row (`texts`, with their `roles`) read out of a credential's file
     or store, or wrote into one; remembered for the last few rows: a row's summary and the
     fidelity of its summary each ask (the keys' strings hash once; a hit compares them by
-    identity)."""
+    identity). A row over `_MAX_ROW_CHARS` is not remembered: its turns would outlive it."""
+    if sum(map(len, texts)) > _MAX_ROW_CHARS:
+        return (*revealed_values(texts, roles), *written_values(texts, roles))
     key = (tuple(texts), tuple(roles))
     values = _called_of_rows.get(key)
     if values is None:
