@@ -153,7 +153,9 @@ def masked_across_turns(texts: Sequence[str]) -> list[str]:
         pieces = [*_read_back(texts, index), *_read_on(texts, index + 1)]
         joined = "".join(texts[turn][start:end] for turn, start, end in pieces)
         boundary = sum(end - start for turn, start, end in pieces if turn <= index)
-        for found_start, found_end in find_secrets(joined):
+        # Remembered (`secret_spans`): each window of a row reads its region from the head on, and
+        # the same boundaries were read again for every window (windows x row).
+        for found_start, found_end in secret_spans(joined):
             if _needs_both_sides(joined, boundary, found_start, found_end):
                 _cut_pieces(pieces, found_start, found_end, cuts)
     return [mask_spans(text, merge_spans(spans)) if spans else text for text, spans in zip(texts, cuts, strict=True)]
