@@ -487,8 +487,13 @@ def test_the_context_rules_stay_linear(head: str, unit: str) -> None:
     A ratio, so the machine's speed does not matter."""
     small = min(_seconds(head + unit * 8_000) for _ in range(2))
     large = _seconds(head + unit * 32_000)
-    if large >= 8 * small + 0.05:  # timed again only when it looks slow: the best of three
-        large = min(large, *(_seconds(head + unit * 32_000) for _ in range(2)))
+    # Timed again only when it looks slow, up to the best of six: the slow suite's other worker
+    # (a Ray cluster's processes) once made a linear case's thread time 9x (CI, 0.34 against 3.0 s;
+    # 27 of 27 passed alone). A quadratic rule costs 16x, whatever the load.
+    for _ in range(5):
+        if large < 8 * small + 0.05:
+            break
+        large = min(large, _seconds(head + unit * 32_000))
     assert large < 8 * small + 0.05, (small, large)
 
 
