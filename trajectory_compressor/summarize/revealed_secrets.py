@@ -192,7 +192,19 @@ def _reveals(name: str, arguments: Mapping[str, Any] | str) -> bool:
 # Words one of which a revealing command holds (a file's or a variable's name): most texts hold
 # none, and are passed over by a few substring searches instead of the two patterns' scans.
 _HINTS = (
-    *("token", "secret", "pass", "pw", "key", "cred", "sops", "netrc", "id_", "shadow", ".pem", "op read", "op item"),
+    "token",
+    "secret",
+    "pass",
+    "pw",
+    "key",
+    "cred",
+    "sops",
+    "netrc",
+    "id_",
+    "shadow",
+    ".pem",
+    "op read",  # 1Password's CLI
+    "op item",
 )
 
 
