@@ -82,6 +82,28 @@ def test_only_the_revealing_calls_result_and_only_one_word_lines_are_taken() -> 
         assert _masked(*turns) == [text for _, text in turns], command
 
 
+def test_parallel_calls_answered_out_of_order_are_matched_by_the_results_names() -> None:
+    """A harness answers parallel calls as each finishes: the k-th result need not answer the k-th
+    call. A result named for another tool than the call at its place answers the calls of its name
+    (read in place, the secret was taken for the commit's result and the commit for a secret)."""
+    read = {"name": "read_file", "arguments": {"path": "/app/secrets/api_key"}}
+    head = {"name": "terminal", "arguments": {"command": "git rev-parse HEAD"}}
+    calls = "".join(f"<tool_call>\n{json.dumps(call)}\n</tool_call>\n" for call in (read, head))
+    commit = "4f9c2d1e8b7a6f5e4d3c2b1a0f9e8d7c6b5a4f3e"
+    answers = _result(commit, "terminal") + "\n" + _result(VALUE, "read_file")  # the quicker call first
+    for results in (
+        [("tool", answers)],
+        [("tool", _result(commit, "terminal")), ("tool", _result(VALUE, "read_file"))],
+    ):
+        masked = _masked(("gpt", calls), *results, ("gpt", f"{commit} {VALUE}"))
+        assert VALUE not in "".join(masked) and masked[-1] == f"{commit} {REDACTED}"
+    # In order, or unnamed, a result answers the call at its place, as before.
+    in_order = _result(VALUE, "read_file") + "\n" + _result(commit, "terminal")
+    assert _masked(("gpt", calls), ("tool", in_order), ("gpt", commit))[-1] == commit
+    unnamed = f"<tool_response>\n{VALUE}\n</tool_response>\n<tool_response>\n{commit}\n</tool_response>"
+    assert _masked(("gpt", calls), ("tool", unnamed), ("gpt", f"{commit} {VALUE}"))[-1] == f"{commit} {REDACTED}"
+
+
 def test_the_prompt_and_the_extractive_summary_show_no_revealed_value(counter) -> None:
     filler = "looking at the deployment output " * 20
     turns = (

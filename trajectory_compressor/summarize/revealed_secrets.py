@@ -5,7 +5,8 @@ What such a call prints is the credential itself, bare, in the tool turn after i
 random characters with no name, key or prefix beside it, which no rule of `redact_secrets` can
 know from that turn alone (it reads each turn by itself, and a bare hash or id has the same
 shape). The call says what the line is. So the calls of a region are read with their results
-(the k-th result after an assistant turn answers its k-th call), and each one-word line of a
+(the k-th result after an assistant turn answers its k-th call, or, named for another tool
+than that call, the calls of its name), and each one-word line of a
 revealing call's result is taken as a secret and masked wherever it appears in the region's
 turns (`known_secrets.masked_known`), before any summarizer or the anchor index reads them. Only one-word
 lines count: a file of `KEY=value` lines is the other rules' to mask, line by line.
@@ -98,55 +99,63 @@ def _revealed(texts: Sequence[str], roles: Sequence[str]) -> Iterator[str]:
     is read first, and the call it answers only when it holds such a line: most results are long
     outputs, and most calls are then never looked at."""
     assistant = ""  # the last assistant turn
-    revealing: list[bool] | None = None  # per call of it, in order, once one of its results needs it
+    calls: list[tuple[str, bool]] | None = None  # (name, reveals) per call of it, once a result needs them
     answered = 0  # its results read so far
     for text, role in zip(texts, roles, strict=True):
         if role == "gpt":
-            assistant, revealing, answered = text, None, 0
+            assistant, calls, answered = text, None, 0
             continue
         if role not in ("tool", "human") or not assistant:
             continue
         if len(text) > _MAX_TURN_CHARS:  # its small results only: a huge one parsed would be copied whole
             blocks = _small_blocks(text, "<tool_response>", "</tool_response>") if role == "tool" else []
-            contents = [_response_content(block) for block in blocks] or [""]
+            results = [_response_of(block) for block in blocks] or [(None, "")]
         else:
             responses = parse_tool_responses(text) if role == "tool" else []
-            contents = [response.content for response in responses] or [text]
-        for position, content in enumerate(contents, answered):
+            results = [(response.name, response.content) for response in responses] or [(None, text)]
+        for position, (name, content) in enumerate(results, answered):
             words = one_word_lines(content)
             if not words and not content.startswith(("{", "[")):
                 continue
-            if revealing is None:
-                revealing = _revealing_calls(assistant)
-            if _answers_revealing(revealing, position):
+            if calls is None:
+                calls = _revealing_calls(assistant)
+            if _answers_revealing(calls, position, name):
                 outputs = _json_outputs(content) if content.startswith(("{", "[")) else []
                 yield from [word for output in outputs for word in one_word_lines(output)] if outputs else words
-        answered += len(contents)
+        answered += len(results)
         if role == "human":
             assistant = ""  # an observation answers the turn before it only
 
 
-def _answers_revealing(revealing: list[bool], position: int) -> bool:
-    """Whether the result at `position` answers a revealing call: the call at that place, or any
-    for a result past the calls' count; one call owns every result."""
-    if len(revealing) == 1 or position >= len(revealing):
-        return any(revealing)
-    return revealing[position]
+def _answers_revealing(calls: list[tuple[str, bool]], position: int, name: str | None) -> bool:
+    """Whether the result at `position`, named `name` (None: unnamed), answers a revealing call:
+    the call at that place, or any for a result past the calls' count; one call owns every result.
+    A result named for another tool than the call at its place came back out of order (parallel
+    calls, answered as each finished; Hermes calls carry no ids): it answers the calls of its name,
+    and is read when any of them reveals (two calls of one name answered out of order cannot be
+    told apart)."""
+    if len(calls) == 1 or position >= len(calls):
+        return any(reveals for _, reveals in calls)
+    at_place, reveals_at_place = calls[position]
+    if name is None or name == at_place:
+        return reveals_at_place
+    named = [reveals for call_name, reveals in calls if call_name == name]
+    return any(named) if named else reveals_at_place
 
 
-def _revealing_calls(assistant: str) -> list[bool]:
-    """Whether each call of an assistant turn reveals a credential; a turn of no calls that runs
-    its command as text (a ```bash block its harness runs) counts as one call."""
+def _revealing_calls(assistant: str) -> list[tuple[str, bool]]:
+    """Each call of an assistant turn, by name, and whether it reveals a credential; a turn of no
+    calls that runs its command as text (a ```bash block its harness runs) counts as one call."""
     if len(assistant) > _MAX_TURN_CHARS:  # a call writing a huge file: its other calls only are parsed
-        revealing: list[bool] = []
+        found: list[tuple[str, bool]] = []
         for block in _small_blocks(assistant, "<tool_call>", "</tool_call>"):
-            calls = parse_tool_calls(block)  # none for a huge block: one call, not read
-            revealing += [_reveals(call.name, call.arguments) for call in calls] if calls else [False]
-        return revealing or [False]
-    calls = parse_tool_calls(assistant)
-    if calls:
-        return [_reveals(call.name, call.arguments) for call in calls]
-    return [any(_command_reveals(block) for block in fenced_blocks(assistant))]
+            parsed = parse_tool_calls(block)  # none for a huge block: one call, not read
+            found += [(call.name, _reveals(call.name, call.arguments)) for call in parsed] if parsed else [("", False)]
+        return found or [("", False)]
+    parsed = parse_tool_calls(assistant)
+    if parsed:
+        return [(call.name, _reveals(call.name, call.arguments)) for call in parsed]
+    return [("", any(_command_reveals(block) for block in fenced_blocks(assistant)))]
 
 
 def _small_blocks(text: str, open_tag: str, close_tag: str) -> list[str]:
@@ -167,9 +176,12 @@ def _small_blocks(text: str, open_tag: str, close_tag: str) -> list[str]:
     return blocks
 
 
-def _response_content(block: str) -> str:
-    """The content of one `<tool_response>` block; "" for none (a huge block left out)."""
-    return parse_tool_responses(block)[0].content if block else ""
+def _response_of(block: str) -> tuple[str | None, str]:
+    """The name and content of one `<tool_response>` block; no name and "" for none (a huge block left out)."""
+    if not block:
+        return None, ""
+    response = parse_tool_responses(block)[0]
+    return response.name, response.content
 
 
 def _reveals(name: str, arguments: Mapping[str, Any] | str) -> bool:
