@@ -162,13 +162,22 @@ def test_a_secret_managers_cli_a_filter_or_a_script_reading_a_credential_reveals
         "sed -n 1p /run/secrets/api_key",
         "awk 'NR==1' /run/secrets/api_key",
         "jq -r .token ~/.config/app/config.json",
+        "jq -r '.auths[\"ghcr.io\"].auth' ~/.docker/config.json",  # a registry's user:password, in base64
+        "yq '.registries.main.auth' config.yml",
         "cat < /run/secrets/api_key",
         "bash -c 'cat /run/secrets/api_key'",
         "python -c \"print(open('/run/secrets/api_key').read())\"",
         "printf '%s' \"$API_KEY\"",
     ]:
         _assert_reveals(command, VALUE + "\n")
-    for command in ["sed -n 1p README.md", "grep -rl token src/", "jq -r .version package.json", "awk NF ids"]:
+    for command in [
+        "sed -n 1p README.md",
+        "grep -rl token src/",
+        "jq -r .version package.json",
+        "jq -r .author package.json",
+        "jq -r .auth_url config.json",
+        "awk NF ids",
+    ]:
         _assert_keeps(command)
 
 

@@ -217,6 +217,7 @@ _HINTS = (
     ".pem",
     "op read",  # 1Password's CLI
     "op item",
+    "auth",  # a registry's `auth` field (`_AUTH_FIELD`)
 )
 
 
@@ -248,8 +249,14 @@ def _filter_reads(command: str) -> bool:
         return False
     if _ENV_FILE.search(words[-1]) and any(_SECRET_NAME.search(word) for word in words[1:-1]):
         return True
-    named = words[1:] if words[0] in ("jq", "yq") else words[-1:]
-    return any(not word.startswith("-") and secret_file(word) for word in named)
+    if words[0] in ("jq", "yq"):
+        return any(not word.startswith("-") and (secret_file(word) or _AUTH_FIELD.search(word)) for word in words[1:])
+    return not words[-1].startswith("-") and secret_file(words[-1])
+
+
+# A JSON or YAML filter ending on an `auth` field: a registry's `user:password` in base64
+# (`jq -r '.auths["ghcr.io"].auth' ~/.docker/config.json`, npm's `_auth`), in no credential's file.
+_AUTH_FIELD = re.compile(r"(?:^|[.\[\"'])_?auths?[\"'\]]*$")
 
 
 _ENV_FILE = re.compile(r"(?:^|/)\.env(?:\.[\w-]+)?$|\.env$")
