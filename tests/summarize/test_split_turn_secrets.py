@@ -121,3 +121,62 @@ def test_a_credential_cut_over_three_turns_across_the_regions_edge_is_masked() -
     masked = split_secrets_masked(request)
     assert masked.turns[0].value == REDACTED + "\nDone."
     assert not _leaked("\n".join(turn.value for turn in masked.turns))
+
+
+def _wrapped(content: str, **keys: str) -> str:
+    """A tool turn as Hermes writes one (and as a messages input's tool message is read)."""
+    return f"<tool_response>\n{json.dumps({**keys, 'name': 'terminal', 'content': content})}\n</tool_response>"
+
+
+def test_a_credential_cut_over_tool_turns_of_json_results_is_masked_in_their_contents() -> None:
+    """Each piece inside its own `<tool_response>` JSON: read at the turns' ends, the markup
+    between the pieces (`"}` / `</tool_response>` / `<tool_response>` / `{"name": …`) kept them
+    apart, and neither was masked. The contents are read joined; each turn stays valid JSON."""
+    cases = [
+        ([_wrapped("Output:\nexport NEW_TOKEN=" + TOKEN[:CUT]), _wrapped(TOKEN[CUT:] + "\nDone.")], 2),
+        (
+            [
+                _wrapped("export NEW_TOKEN=" + TOKEN[:10], tool_call_id="c1"),
+                _wrapped(TOKEN[10:20]),
+                _wrapped(TOKEN[20:]),
+            ],
+            3,
+        ),
+        ([_wrapped("run: export DB_PASSWORD="), _wrapped(TOKEN[4:] + " then more")], 1),  # the value
+    ]
+    for texts, pieces in cases:
+        masked = masked_across_turns(texts)
+        assert not _leaked("\n".join(masked)), masked
+        assert sum(REDACTED in text for text in masked) == pieces
+        for text in masked:
+            json.loads(text.removeprefix("<tool_response>\n").removesuffix("\n</tool_response>"))
+    plain = [_wrapped("the tests passed"), _wrapped("Step one done"), _wrapped("a token"), _wrapped("izer loaded")]
+    assert masked_across_turns(plain) == plain
+
+
+def test_the_requests_file_of_a_messages_input_shows_no_piece_of_a_credential_cut_over_tool_messages(
+    tmp_path: Path,
+) -> None:
+    filler = "looking at the build output " * 30
+    messages = [{"role": "system", "content": "You are an agent."}, {"role": "user", "content": "Deploy it."}]
+    for step in range(8):
+        call = {"id": f"c{step}", "type": "function", "function": {"name": "terminal", "arguments": "{}"}}
+        messages += [
+            {"role": "assistant", "content": f"Step {step}.\n{filler}", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"c{step}", "content": f"ok {step}\n{filler}"},
+        ]
+    messages[7]["content"] = "Output:\nexport NEW_TOKEN=" + TOKEN[:CUT]  # step 2's output, in two messages
+    messages.insert(8, {"role": "tool", "tool_call_id": "c2", "content": TOKEN[CUT:] + "\nDone."})
+    messages.append({"role": "assistant", "content": "Done."})
+    source = write_jsonl(tmp_path / "in.jsonl", [{"id": "r0", "messages": messages}])
+    out = tmp_path / "requests.jsonl"
+    result = run_cli(
+        "requests", str(source), "-o", str(out), "--model", "m",
+        "--target-max-tokens", "1500", "--summary-target-tokens", "300", "--protect-last-n-turns", "2",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    prompts = "\n".join(
+        m["content"] for line in out.read_text().splitlines() for m in json.loads(line)["body"]["messages"]
+    )
+    assert "NEW_TOKEN" in prompts and REDACTED in prompts  # the split messages are in the region
+    assert not _leaked(prompts), prompts

@@ -183,15 +183,17 @@ def _read_back(texts: Sequence[str], index: int) -> list[tuple[int, int, int]]:
     """The pieces `(turn, start, end)` read before a boundary: the end of turn `index`, and of the
     turns before it while the text read is short of `EDGE_CHARS` and the turn read is one word (no
     white space: a credential's middle piece; a turn of words ends any token cut over turns, and
-    reading past it joined, say, `Done.` and the next turn's `next` into a token's wrapped line)."""
+    reading past it joined, say, `Done.` and the next turn's `next` into a token's wrapped line).
+    A tool turn holding a result's JSON is read by its content (`_readable`)."""
     pieces: list[tuple[int, int, int]] = []
     left = EDGE_CHARS
     for turn in range(index, max(-1, index - EDGE_TURNS), -1):
         text = texts[turn]
-        start = word_start(text, len(text) - left) if len(text) > left else 0
-        pieces.insert(0, (turn, start, len(text)))
-        left -= len(text) - start
-        if left <= 0 or _WHITE_SPACE.search(text) is not None:
+        low, high = _readable(text)
+        start = max(low, word_start(text, high - left)) if high - low > left else low
+        pieces.insert(0, (turn, start, high))
+        left -= high - start
+        if left <= 0 or _WHITE_SPACE.search(text, low, high) is not None:
             break
     return pieces
 
@@ -203,12 +205,38 @@ def _read_on(texts: Sequence[str], index: int) -> list[tuple[int, int, int]]:
     left = EDGE_CHARS
     for turn in range(index, min(len(texts), index + EDGE_TURNS)):
         text = texts[turn]
-        end = word_end(text, left) if len(text) > left else len(text)
-        pieces.append((turn, 0, end))
-        left -= end
-        if left <= 0 or _WHITE_SPACE.search(text) is not None:
+        low, high = _readable(text)
+        end = min(high, word_end(text, low + left)) if high - low > left else high
+        pieces.append((turn, low, end))
+        left -= end - low
+        if left <= 0 or _WHITE_SPACE.search(text, low, high) is not None:
             break
     return pieces
+
+
+# A tool turn of results as JSON (`<tool_response>\n{"name": …, "content": "…"}\n</tool_response>`,
+# as Hermes writes them and as a messages input's tool messages are read): where its first
+# result's text starts and its last one's ends.
+_RESULT_OPENING = re.compile(
+    r'\s*<tool_response>\s*\{(?:\s*"(?:name|tool_call_id)"\s*:\s*"(?:[^"\\]|\\.)*"\s*,)*\s*"content"\s*:\s*"'
+)
+_RESULT_CLOSING = re.compile(r'"\s*\}\s*</tool_response>\s*\Z')
+_CLOSING_CHARS = 64  # a result's markup is looked for in the turn's first and last characters only
+
+
+def _readable(text: str) -> tuple[int, int]:
+    """Where a turn's text is read at a boundary: the whole turn, or, in a tool turn of results as
+    JSON, from where its first result's content starts to where its last one's ends. A tool's
+    output split over two such turns cut its credential with the markup between the pieces
+    (`…ghp_Zq8w"}` / `</tool_response>` / `<tool_response>` / `{"name": …, "content": "Xc7v…`), and
+    neither piece was masked."""
+    if "<tool_response>" not in text[:_CLOSING_CHARS] and "</tool_response>" not in text[-_CLOSING_CHARS:]:
+        return 0, len(text)  # looked for at its ends only: a huge turn is read at every boundary beside it
+    opening = _RESULT_OPENING.match(text)
+    closing = _RESULT_CLOSING.search(text, max(0, len(text) - _CLOSING_CHARS))
+    low = opening.end() if opening is not None else 0
+    high = closing.start() if closing is not None else len(text)
+    return (low, high) if low <= high else (0, len(text))
 
 
 def _cut_pieces(
