@@ -563,3 +563,36 @@ def test_a_prompted_password_is_masked_and_what_holds_it_stays(text: str, expect
 )
 def test_a_url_password_with_a_delimiter_is_masked_to_the_hosts_at(text: str, expected: str) -> None:
     assert redact_secrets(text) == expected
+
+
+# A passphrase with spaces in it, given to a credential's name in quotes: masked when a word of
+# it is no message's (letters and digits both, 8 or more) or the name is an environment's or a
+# config file's. Before, any white space in a quoted value passed it as a message.
+SPACED_PASSPHRASES = [
+    ('{{"password": "{}"}}', "pw Lqgi8Xv2Pz9wQ"),
+    ("db_password = '{}'", "blue Rocket42x sky"),
+    ("PASSWORD='{}'", "correct horse battery staple"),
+    ('export ADMIN_PASSWORD="{}"', "Blue Sky 42 Rocket"),
+]
+# Messages and descriptions given to such a name stay: no word of letters and digits of 8 or more.
+SPACED_MESSAGES = [
+    '{"password": "must be 8 characters"}',
+    'errors = {"password": "Password must contain at least 1 digit"}',
+    '{"password": "correct horse battery staple"}',  # plain words in code: a message's shape (a gap)
+    'help="the password to log in with (default: $DB_PASSWORD)"',
+]
+
+
+@pytest.mark.parametrize("layer", ["plain", "json", "json-in-json"])
+@pytest.mark.parametrize(("template", "secret"), SPACED_PASSPHRASES)
+def test_a_quoted_passphrase_with_spaces_is_masked_whole(template: str, secret: str, layer: str) -> None:
+    encode, decode = LAYERS[layer]
+    decoded = decode(redact_secrets(encode(template.format(secret))))
+    assert decoded == template.format(REDACTED), decoded
+
+
+@pytest.mark.parametrize("layer", ["plain", "json"])
+@pytest.mark.parametrize("text", SPACED_MESSAGES)
+def test_a_message_given_to_a_credentials_name_stays(text: str, layer: str) -> None:
+    escaped = LAYERS[layer][0](text)
+    assert redact_secrets(escaped) == escaped

@@ -111,12 +111,13 @@ _PADDED = re.compile(r"[A-Za-z0-9+/_-]{4,}={1,2}")
 _VALUE_END = re.compile(r"&[\w.\[\]-]{1,64}=|</[A-Za-z]|<[A-Za-z]+[\s/>]")
 
 
-def assignment_value(value: str, quoted: bool, literal: bool = False) -> bool:
+def assignment_value(value: str, quoted: bool, literal: bool = False, spaced: bool = False) -> bool:
     """True when `value` (right of `password=`) looks like a literal credential.
 
     Quoted: any literal of 4+ characters without spaces (spaces mean a description or a
-    message: `"password": "must be 8 characters"`), unless it is a placeholder (`"$DB_PASS"`,
-    `"<password>"`, `"{password}"`, `"****"`) or a template. Bare: it must not look like code —
+    message: `"password": "must be 8 characters"`; with `spaced`, they are a passphrase's),
+    unless it is a placeholder (`"$DB_PASS"`, `"<password>"`, `"{password}"`, `"****"`) or a
+    template. Bare: it must not look like code —
     a call or a subscript, a template or a placeholder, and not a plain (dotted) identifier
     without digits, which is a variable (`password=password`, `api_key=self.api_key`). The
     symbols of a generated password are not code (`DB_PASSWORD=Xk9*pQ2!mZ7v`, `T4(nR8)wQ2z!`).
@@ -131,7 +132,8 @@ def assignment_value(value: str, quoted: bool, literal: bool = False) -> bool:
         return False
     if quoted:
         wrapped = value[0] + value[-1] in _WRAPPED
-        return value[0] != "$" and not placeholder_percent(value) and not wrapped and not any(map(str.isspace, value))
+        spaces = not spaced and any(map(str.isspace, value))
+        return value[0] != "$" and not placeholder_percent(value) and not wrapped and not spaces
     if value[0] in _CODE_CHARS or placeholder_percent(value):
         return False
     head = _CALL_HEAD.match(value)
@@ -215,7 +217,8 @@ def _assignment_span(match: re.Match[str], text: str, *, entropy: bool = False) 
         return None
     if name == "pass" and value.isdigit() and not literal:  # n_pass=1000
         return None
-    if not assignment_value(value, quoted, literal) or (
+    spaced = quoted and (literal or any(map(_passphrase_word, value.split())))
+    if not assignment_value(value, quoted, literal, spaced) or (
         entropy and not _keyed_value(value, name, literal and not _special_token(text, match))
     ):
         return None
@@ -225,6 +228,15 @@ def _assignment_span(match: re.Match[str], text: str, *, entropy: bool = False) 
     ):
         return None  # a package lock's `integrity: sha512-…`, a `publicKey`
     return start, end
+
+
+def _passphrase_word(word: str) -> bool:
+    """A word no message holds: 8 characters or more, letters and digits both
+    (`"password": "pw Lqgi8Xv2Pz9wQ"`), which makes the quoted value around it, spaces and all, a
+    passphrase; `"must be 8 characters"` has none. A value with spaces given to an environment's
+    or a config file's name (`PASSWORD='correct horse battery staple'`) is one whatever its words."""
+    word = word.strip(".,;:!?()[]{}\"'`")
+    return len(word) >= 8 and any(map(str.isdigit, word)) and any(map(str.isalpha, word))
 
 
 # A model's special token before the name (`EOS_TOKEN=`, `PAD_TOKEN=`): a setting, not a credential.
