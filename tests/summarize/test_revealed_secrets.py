@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import run_cli
 from tests.summarize.secret_runs import texts_of_a_run
 from trajectory_compressor.summarize.anchor_index import indexed_request
 from trajectory_compressor.summarize.extractive import ExtractiveSummarizer
@@ -59,13 +60,13 @@ def test_an_editor_views_a_token_file_and_a_shell_observation_turn() -> None:
 
 
 def test_only_the_revealing_calls_result_and_only_one_word_lines_are_taken() -> None:
-    two_calls = (
-        '<tool_call>\n{"name": "terminal", "arguments": {"command": "git rev-parse HEAD"}}\n</tool_call>\n'
+    two_calls = (  # two tools: each result is known by its name (one tool's several calls: see below)
+        '<tool_call>\n{"name": "git", "arguments": {"command": "git rev-parse HEAD"}}\n</tool_call>\n'
         '<tool_call>\n{"name": "terminal", "arguments": {"command": "cat /run/secrets/api_key"}}\n</tool_call>'
     )
     commit = "4f9c2d1e8b7a6f5e4d3c2b1a0f9e8d7c6b5a4f3e"
     masked = _masked(
-        ("gpt", two_calls), ("tool", _result(commit)), ("tool", _result(VALUE)), ("gpt", f"{commit} {VALUE}")
+        ("gpt", two_calls), ("tool", _result(commit, "git")), ("tool", _result(VALUE)), ("gpt", f"{commit} {VALUE}")
     )
     assert commit in masked[1] and commit in masked[3] and VALUE not in "".join(masked)
     # Not a credential's file or variable, a listing, a short word, a sentence: nothing taken.
@@ -97,11 +98,61 @@ def test_parallel_calls_answered_out_of_order_are_matched_by_the_results_names()
     ):
         masked = _masked(("gpt", calls), *results, ("gpt", f"{commit} {VALUE}"))
         assert VALUE not in "".join(masked) and masked[-1] == f"{commit} {REDACTED}"
-    # In order, or unnamed, a result answers the call at its place, as before.
+    # In order, the one call of its name; a third call of the secret's tool answered between them.
     in_order = _result(VALUE, "read_file") + "\n" + _result(commit, "terminal")
     assert _masked(("gpt", calls), ("tool", in_order), ("gpt", commit))[-1] == commit
-    unnamed = f"<tool_response>\n{VALUE}\n</tool_response>\n<tool_response>\n{commit}\n</tool_response>"
-    assert _masked(("gpt", calls), ("tool", unnamed), ("gpt", f"{commit} {VALUE}"))[-1] == f"{commit} {REDACTED}"
+    config = {"name": "read_file", "arguments": {"path": "/app/config/version.txt"}}
+    three = "".join(f"<tool_call>\n{json.dumps(call)}\n</tool_call>\n" for call in (read, config, head))
+    answers = "\n".join((_result(commit, "terminal"), _result(VALUE, "read_file"), _result("v2.4.1-rc7", "read_file")))
+    assert _masked(("gpt", three), ("tool", answers), ("gpt", f"{commit} {VALUE}"))[-1] == f"{commit} {REDACTED}"
+    # Unnamed, a name no call has, or one of several calls of its name: any call may be the one.
+    same_name = _call("git rev-parse HEAD") + "\n" + _call("cat /run/secrets/api_key")  # both `terminal`
+    for results in (
+        f"<tool_response>\n{VALUE}\n</tool_response>\n<tool_response>\n{commit}\n</tool_response>",
+        _result(VALUE, "functions.read_file") + "\n" + _result(commit, "functions.terminal"),
+    ):
+        assert VALUE not in "".join(_masked(("gpt", calls), ("tool", results), ("gpt", VALUE)))
+    reversed_results = _result(VALUE) + "\n" + _result(commit)  # the secret's call answered first
+    assert VALUE not in "".join(_masked(("gpt", same_name), ("tool", reversed_results), ("gpt", VALUE)))
+
+
+def test_parallel_tool_messages_answered_out_of_order_reveal_nothing_to_the_requests_file(tmp_path: Path) -> None:
+    """A messages input: two parallel `terminal` calls, their tool messages in the order they
+    finished (ids r2, r1); the ids name the results only, so the secret's result is read as any
+    `terminal` call's."""
+    filler = "looking at the build output " * 30
+    messages = [{"role": "system", "content": "You are an agent."}, {"role": "user", "content": "Deploy it."}]
+    for step in range(8):
+        call = {"id": f"c{step}", "type": "function", "function": {"name": "terminal", "arguments": "{}"}}
+        messages += [
+            {"role": "assistant", "content": f"Step {step}.\n{filler}", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"c{step}", "content": f"ok {step}\n{filler}"},
+        ]
+    commands = {"r1": "cat /run/secrets/api_key", "r2": "git rev-parse HEAD"}
+    calls = [
+        {"id": key, "type": "function", "function": {"name": "terminal", "arguments": json.dumps({"command": command})}}
+        for key, command in commands.items()
+    ]
+    messages[6:6] = [
+        {"role": "assistant", "content": "Reading both.", "tool_calls": calls},
+        {"role": "tool", "tool_call_id": "r2", "content": "4f9c2d1e8b7a6f5e4d3c2b1a0f9e8d7c6b5a4f3e"},
+        {"role": "tool", "tool_call_id": "r1", "content": VALUE},
+        {"role": "assistant", "content": f"Logged in with {VALUE}."},
+        {"role": "user", "content": "Go on."},
+    ]
+    messages.append({"role": "assistant", "content": "Done."})
+    source = tmp_path / "in.jsonl"
+    source.write_text(json.dumps({"id": "r0", "messages": messages}) + "\n")
+    out = tmp_path / "requests.jsonl"
+    result = run_cli(
+        "requests", str(source), "-o", str(out), "--model", "m",
+        "--target-max-tokens", "1500", "--summary-target-tokens", "300", "--protect-last-n-turns", "2",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    prompts = "\n".join(
+        m["content"] for line in out.read_text().splitlines() for m in json.loads(line)["body"]["messages"]
+    )
+    assert "Logged in with" in prompts and VALUE not in prompts
 
 
 def test_the_prompt_and_the_extractive_summary_show_no_revealed_value(counter) -> None:
@@ -164,6 +215,9 @@ def test_a_secret_managers_cli_a_filter_or_a_script_reading_a_credential_reveals
         "jq -r .token ~/.config/app/config.json",
         "jq -r '.auths[\"ghcr.io\"].auth' ~/.docker/config.json",  # a registry's user:password, in base64
         "yq '.registries.main.auth' config.yml",
+        "jq -r '.auths[\"ghcr.io\"] | .auth' ~/.docker/config.json",  # the filter's own pipe
+        "/usr/bin/jq -r '.auths[]|.auth' /root/.docker/config.json",
+        "jq -r '.creds | .token' app.json",
         "cat < /run/secrets/api_key",
         "bash -c 'cat /run/secrets/api_key'",
         "python -c \"print(open('/run/secrets/api_key').read())\"",
@@ -176,6 +230,9 @@ def test_a_secret_managers_cli_a_filter_or_a_script_reading_a_credential_reveals
         "jq -r .version package.json",
         "jq -r .author package.json",
         "jq -r .auth_url config.json",
+        "jq -r '.auths | keys[]' ~/.docker/config.json",  # the registries' names
+        "jq -r '.auth.type' config.json",
+        "jq . auth",
         "awk NF ids",
     ]:
         _assert_keeps(command)

@@ -5,8 +5,8 @@ What such a call prints is the credential itself, bare, in the tool turn after i
 random characters with no name, key or prefix beside it, which no rule of `redact_secrets` can
 know from that turn alone (it reads each turn by itself, and a bare hash or id has the same
 shape). The call says what the line is. So the calls of a region are read with their results
-(the k-th result after an assistant turn answers its k-th call, or, named for another tool
-than that call, the calls of its name), and each one-word line of a
+(the k-th result after an assistant turn answers its k-th call; of parallel calls, the calls of
+its name, `_answers_revealing`), and each one-word line of a
 revealing call's result is taken as a secret and masked wherever it appears in the region's
 turns (`known_secrets.masked_known`), before any summarizer or the anchor index reads them. Only one-word
 lines count: a file of `KEY=value` lines is the other rules' to mask, line by line.
@@ -128,19 +128,19 @@ def _revealed(texts: Sequence[str], roles: Sequence[str]) -> Iterator[str]:
 
 
 def _answers_revealing(calls: list[tuple[str, bool]], position: int, name: str | None) -> bool:
-    """Whether the result at `position`, named `name` (None: unnamed), answers a revealing call:
-    the call at that place, or any for a result past the calls' count; one call owns every result.
-    A result named for another tool than the call at its place came back out of order (parallel
-    calls, answered as each finished; Hermes calls carry no ids): it answers the calls of its name,
-    and is read when any of them reveals (two calls of one name answered out of order cannot be
-    told apart)."""
-    if len(calls) == 1 or position >= len(calls):
+    """Whether the result at `position`, named `name` (None: unnamed), answers a revealing call.
+
+    One call owns every result. Of several, a harness may answer each as it finishes, out of
+    order (Hermes calls carry no ids; a messages input's ids name only its results), so a result
+    answers the call at its place only by its name: the one call of its name, whatever the place;
+    any of several calls of its name; any call at all when it has no name or one no call has.
+    Read in place, a secret answered out of order was taken for another call's result and kept;
+    the cost of this reading is the other results of a turn that reveals among parallel calls of
+    one name, masked as the secret is (a commit hash beside `cat /run/secrets/…`)."""
+    if len(calls) == 1 or position >= len(calls) or not any(reveals for _, reveals in calls):
         return any(reveals for _, reveals in calls)
-    at_place, reveals_at_place = calls[position]
-    if name is None or name == at_place:
-        return reveals_at_place
-    named = [reveals for call_name, reveals in calls if call_name == name]
-    return any(named) if named else reveals_at_place
+    named = [reveals for call_name, reveals in calls if call_name == name] if name is not None else []
+    return any(named) if named else True
 
 
 def _revealing_calls(assistant: str) -> list[tuple[str, bool]]:
@@ -227,6 +227,8 @@ def _command_reveals(command: str) -> bool:
         return False
     if _READS_STORE.search(lowered) or any(_filter_reads(piece.group()) for piece in _SIMPLE_COMMAND.finditer(lowered)):
         return True
+    if ("jq" in lowered or "yq" in lowered) and any(map(_picks_secret_field, _JQ_FILTER.finditer(lowered))):
+        return True
     if any(
         secret_file(found.group("path") or found.group("opened") or found.group("redirected"))
         for found in _READS_FILE.finditer(lowered)
@@ -256,7 +258,19 @@ def _filter_reads(command: str) -> bool:
 
 # A JSON or YAML filter ending on an `auth` field: a registry's `user:password` in base64
 # (`jq -r '.auths["ghcr.io"].auth' ~/.docker/config.json`, npm's `_auth`), in no credential's file.
-_AUTH_FIELD = re.compile(r"(?:^|[.\[\"'])_?auths?[\"'\]]*$")
+# Not `.auths` (the registries, by name), `.author`, `.oauth`, `.auth_url`, nor a file named `auth`.
+_AUTH_FIELD = re.compile(r"[.\[\"']_?auth[\"'\]]*$")
+# A `jq`/`yq` filter in quotes (`/usr/bin/jq -r '.auths[] | .auth' F`): its pipes are the filter's,
+# not the shell's, which `_SIMPLE_COMMAND` cuts the command at.
+_JQ_FILTER = re.compile(
+    r"""(?:^|[\s;&|(/`])[jy]q(?:\s+-{1,2}\w[\w-]*)*\s+(?:'(?P<single>[^']{1,512})'|"(?P<double>(?:[^"\\]|\\.){1,512})")"""
+)
+
+
+def _picks_secret_field(found: re.Match[str]) -> bool:
+    """Whether a quoted `jq`/`yq` filter ends on a credential's field (`.token`, `.auth`)."""
+    last = (found.group("single") or found.group("double")).rsplit("|", 1)[-1].strip()
+    return _AUTH_FIELD.search(last) is not None or secret_file(last)
 
 
 _ENV_FILE = re.compile(r"(?:^|/)\.env(?:\.[\w-]+)?$|\.env$")
