@@ -9,6 +9,8 @@ import asyncio
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import run_cli, write_jsonl
 from trajectory_compressor.summarize.anchor_index import indexed_request
 from trajectory_compressor.summarize.extractive import ExtractiveSummarizer
@@ -152,6 +154,43 @@ def test_a_credential_cut_over_tool_turns_of_json_results_is_masked_in_their_con
             json.loads(text.removeprefix("<tool_response>\n").removesuffix("\n</tool_response>"))
     plain = [_wrapped("the tests passed"), _wrapped("Step one done"), _wrapped("a token"), _wrapped("izer loaded")]
     assert masked_across_turns(plain) == plain
+
+
+def _shaped(shape: str, content: str) -> str:
+    """A tool turn of one result, written as harnesses write them."""
+    records = {
+        "content first, more keys after": {"content": content, "name": "terminal", "exit_code": 0},
+        "an id first, a null name": {"id": "c1", "name": None, "content": content},
+        "a Hermes terminal's JSON output": {
+            "name": "terminal",
+            "content": json.dumps({"output": content, "exit_code": 0}),
+        },
+        "MCP text parts": {"name": "terminal", "content": [{"type": "text", "text": content}]},
+        "ASCII-only, compact": {"name": "terminal", "content": content.replace("Output", "Résultat")},  # é: `\u00e9`
+    }
+    body = json.dumps(records[shape], separators=(",", ":")) if "compact" in shape else json.dumps(records[shape])
+    return f"<tool_response>\n{body}\n</tool_response>"
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [
+        "content first, more keys after",
+        "an id first, a null name",
+        "a Hermes terminal's JSON output",
+        "MCP text parts",
+        "ASCII-only, compact",
+    ],
+)
+def test_a_credential_cut_over_results_of_any_json_shape_is_masked(shape: str) -> None:
+    """The output is found in the turn as it is written there (escaped once, or twice inside a JSON
+    content), whatever keys stand around it."""
+    texts = [_shaped(shape, "Output:\nexport NEW_TOKEN=" + TOKEN[:CUT]), _shaped(shape, TOKEN[CUT:] + "\nDone.")]
+    masked = masked_across_turns(texts)
+    assert not _leaked("\n".join(masked)), masked
+    assert all(REDACTED in text for text in masked)
+    for text in masked:
+        json.loads(text.removeprefix("<tool_response>\n").removesuffix("\n</tool_response>"))
 
 
 def test_the_requests_file_of_a_messages_input_shows_no_piece_of_a_credential_cut_over_tool_messages(

@@ -132,10 +132,10 @@ def _forms(secret: str) -> dict[str, None]:
     """How `secret` may stand in a turn: as written, in a JSON string, in a JSON string inside one
     (an output's JSON object), with its slashes escaped (`\\/`, as PHP's JSON writes them) and
     percent-encoded (a URL's query)."""
-    escaped = _json_escaped(secret)
-    forms = dict.fromkeys((secret, escaped, _json_escaped(escaped)))
+    escaped = json_escaped(secret)
+    forms = dict.fromkeys((secret, escaped, json_escaped(escaped)))
     if "/" in secret:
-        forms.update(dict.fromkeys((escaped.replace("/", "\\/"), _json_escaped(escaped).replace("/", "\\\\/"))))
+        forms.update(dict.fromkeys((escaped.replace("/", "\\/"), json_escaped(escaped).replace("/", "\\\\/"))))
     forms.update(dict.fromkeys((quote(secret, safe=""), quote(secret))))  # a query's value; a path's
     return forms
 
@@ -171,6 +171,6 @@ def _masked_matches(text: str, matches: list[tuple[int, int, int]]) -> str:
     return "".join(pieces) + text[kept:]
 
 
-def _json_escaped(value: str) -> str:
+def json_escaped(value: str) -> str:
     """`value` as it stands inside a JSON string (a tool turn's `"content"`)."""
     return orjson.dumps(value).decode()[1:-1]

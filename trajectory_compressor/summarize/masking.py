@@ -11,14 +11,18 @@ remembered, as the same turns are masked by each of them in turn.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
+import orjson
+
 from trajectory_compressor.summarize.assignment_rules import CREDENTIAL_NAMES
 from trajectory_compressor.summarize.known_secrets import (
     called_values,
+    json_escaped,
     masked_known,
     row_secrets,
     secret_spans,
@@ -33,6 +37,7 @@ from trajectory_compressor.summarize.redact import (
     word_end,
     word_start,
 )
+from trajectory_compressor.summarize.toolcalls import parse_tool_responses
 from trajectory_compressor.summarize.toolcalls.memo import TextMemo
 from trajectory_compressor.types import SummaryRequest, Turn
 
@@ -189,11 +194,11 @@ def _read_back(texts: Sequence[str], index: int) -> list[tuple[int, int, int]]:
     left = EDGE_CHARS
     for turn in range(index, max(-1, index - EDGE_TURNS), -1):
         text = texts[turn]
-        low, high = _readable(text)
+        low, high = _readable_remembered(text)
         start = max(low, word_start(text, high - left)) if high - low > left else low
         pieces.insert(0, (turn, start, high))
         left -= high - start
-        if left <= 0 or _WHITE_SPACE.search(text, low, high) is not None:
+        if left <= 0 or not _one_word(text, low, high):
             break
     return pieces
 
@@ -205,38 +210,102 @@ def _read_on(texts: Sequence[str], index: int) -> list[tuple[int, int, int]]:
     left = EDGE_CHARS
     for turn in range(index, min(len(texts), index + EDGE_TURNS)):
         text = texts[turn]
-        low, high = _readable(text)
+        low, high = _readable_remembered(text)
         end = min(high, word_end(text, low + left)) if high - low > left else high
         pieces.append((turn, low, end))
         left -= end - low
-        if left <= 0 or _WHITE_SPACE.search(text, low, high) is not None:
+        if left <= 0 or not _one_word(text, low, high):
             break
     return pieces
 
 
 # A tool turn of results as JSON (`<tool_response>\n{"name": …, "content": "…"}\n</tool_response>`,
-# as Hermes writes them and as a messages input's tool messages are read): where its first
-# result's text starts and its last one's ends.
-_RESULT_OPENING = re.compile(
-    r'\s*<tool_response>\s*\{(?:\s*"(?:name|tool_call_id)"\s*:\s*"(?:[^"\\]|\\.)*"\s*,)*\s*"content"\s*:\s*"'
-)
-_RESULT_CLOSING = re.compile(r'"\s*\}\s*</tool_response>\s*\Z')
-_CLOSING_CHARS = 64  # a result's markup is looked for in the turn's first and last characters only
+# as Hermes writes them and as a messages input's tool messages are read), up to the size whose
+# parse is remembered (`parse_tool_responses`); a bigger one is read whole, as any other turn.
+_MARKUP_CHARS = 64  # a result's tags are looked for in the turn's first and last characters only
+_PARSED_CHARS = 1 << 18
+_PIECE_CHARS = 512  # how much of a result's text is looked for in the turn, escaped as written
+# The field of a result's output when its content is itself JSON (a Hermes terminal's `{"output":
+# …, "exit_code": 0}`, an MCP result's text parts).
+_OUTPUT_KEYS = ("output", "stdout", "content", "text", "result")
+_FIELD_PARSED_CHARS = 1 << 16
 
 
 def _readable(text: str) -> tuple[int, int]:
     """Where a turn's text is read at a boundary: the whole turn, or, in a tool turn of results as
-    JSON, from where its first result's content starts to where its last one's ends. A tool's
-    output split over two such turns cut its credential with the markup between the pieces
-    (`…ghp_Zq8w"}` / `</tool_response>` / `<tool_response>` / `{"name": …, "content": "Xc7v…`), and
-    neither piece was masked."""
-    if "<tool_response>" not in text[:_CLOSING_CHARS] and "</tool_response>" not in text[-_CLOSING_CHARS:]:
-        return 0, len(text)  # looked for at its ends only: a huge turn is read at every boundary beside it
-    opening = _RESULT_OPENING.match(text)
-    closing = _RESULT_CLOSING.search(text, max(0, len(text) - _CLOSING_CHARS))
-    low = opening.end() if opening is not None else 0
-    high = closing.start() if closing is not None else len(text)
-    return (low, high) if low <= high else (0, len(text))
+    JSON, from where its first result's output starts to where its last one's ends, as escaped
+    in the turn. A tool's output split over two such turns cut its credential with the markup
+    between the pieces (`…ghp_Zq8w"}` / `</tool_response>` / `<tool_response>` / `{"name": …,
+    "content": "Xc7v…`), and neither piece was masked."""
+    whole = 0, len(text)
+    if len(text) > _PARSED_CHARS or (
+        "<tool_response>" not in text[:_MARKUP_CHARS] and "</tool_response>" not in text[-_MARKUP_CHARS:]
+    ):
+        return whole
+    responses = parse_tool_responses(text)
+    if not responses:
+        return whole
+    low = _output_edge(text, responses[0].content, at_end=False)
+    high = _output_edge(text, responses[-1].content, at_end=True)
+    low = 0 if low is None else low
+    high = len(text) if high is None else high
+    return (low, high) if low <= high else whole
+
+
+_readable_remembered = TextMemo(_readable, entries=256, max_chars=_PARSED_CHARS)
+"""`_readable`, remembered for the turns read last: each turn is read at the boundary before it and
+at the one after it."""
+
+
+def _output_edge(text: str, content: str, *, at_end: bool) -> int | None:
+    """Where a result's output (`content`, or the output field of the JSON it holds) ends in
+    `text` (`at_end`), or starts: its last (first) `_PIECE_CHARS` characters found as written in
+    the turn: escaped twice (a field of JSON in the content string) or once, as orjson or an
+    ASCII-only writer escapes it, or with PHP's `\\/` (a block that is no JSON: as it is). None
+    when not found."""
+    field = _output_field(content)
+    for value, nested in ((field, True), (content, False)):
+        piece = (value[-_PIECE_CHARS:] if at_end else value[:_PIECE_CHARS]) if value else ""
+        if not piece:
+            continue
+        once = json_escaped(piece)
+        forms = [json_escaped(once), once] if nested else [once]
+        if not piece.isascii():
+            forms.append(json.dumps(piece)[1:-1])
+        if "/" in piece:
+            forms.append(once.replace("/", "\\/"))
+        for form in dict.fromkeys(forms):
+            index = text.rfind(form) if at_end else text.find(form)
+            if index >= 0:
+                return index + len(form) if at_end else index
+    return None
+
+
+def _output_field(content: str) -> str | None:
+    """The output a result's content holds as JSON (`{"output": …}`, `[{"type": "text", "text":
+    …}]`), or None."""
+    if not content.startswith(("{", "[")) or len(content) > _FIELD_PARSED_CHARS:
+        return None  # a big one is read by its content's edges (its field's markup read with it)
+    try:
+        data = orjson.loads(content)
+    except orjson.JSONDecodeError:
+        return None
+    if isinstance(data, list) and data and isinstance(data[0], dict):
+        data = data[0]
+    if isinstance(data, dict):
+        return next((value for key in _OUTPUT_KEYS if isinstance(value := data.get(key), str) and value), None)
+    return None
+
+
+def _one_word(text: str, low: int, high: int) -> bool:
+    """Whether `text[low:high]` (a turn read whole at a boundary) holds no white space, as written
+    or JSON-escaped (`\\n`, `\\t`)."""
+    if _WHITE_SPACE.search(text, low, high) is not None:
+        return False
+    return (low, high) == (0, len(text)) or _ESCAPED_WHITE_SPACE.search(text, low, high) is None
+
+
+_ESCAPED_WHITE_SPACE = re.compile(r"\\[nrt]")
 
 
 def _cut_pieces(
