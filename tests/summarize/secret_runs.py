@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from tests.conftest import read_jsonl, run_cli, write_jsonl
 
@@ -31,10 +32,7 @@ def texts_of_a_run(
         ]
     turns.append({"from": "gpt", "value": last})
     source = write_jsonl(tmp_path / "in.jsonl", [{"id": "r0", "conversations": turns}])
-    requests = tmp_path / "requests.jsonl"
-    result = run_cli("requests", str(source), "-o", str(requests), "--model", "m", *_BUDGET)
-    assert result.returncode == 0, result.stderr
-    prompts = "\n".join(m["content"] for line in read_jsonl(requests) for m in line["body"]["messages"])
+    prompts = prompts_of(tmp_path, source)
     assert "Step 3" in prompts
     written: dict[str, str] = {}
     for mode in ([], ["--windows"]):
@@ -47,3 +45,28 @@ def texts_of_a_run(
         written[f"summaries {' '.join(mode)}"] = "\n".join(summaries)
         written[f"metrics {' '.join(mode)}"] = out.with_suffix(".metrics.jsonl").read_text()
     return prompts, written
+
+
+def prompts_of(tmp_path: Path, source: Path) -> str:
+    """Every prompt message the `requests` command writes for `source` at a budget that summarizes
+    the middle of a run of eight steps and keeps its last two turns."""
+    requests = tmp_path / "requests.jsonl"
+    result = run_cli("requests", str(source), "-o", str(requests), "--model", "m", *_BUDGET)
+    assert result.returncode == 0, result.stderr
+    return "\n".join(m["content"] for line in read_jsonl(requests) for m in line["body"]["messages"])
+
+
+def messages_run(steps: int = 8) -> list[dict[str, Any]]:
+    """A messages input's run: a system and a user message, then `steps` assistant calls (ids
+    `c0`...), each answered by a tool message of filler output."""
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are an agent."},
+        {"role": "user", "content": "Deploy it."},
+    ]
+    for step in range(steps):
+        call = {"id": f"c{step}", "type": "function", "function": {"name": "terminal", "arguments": "{}"}}
+        messages += [
+            {"role": "assistant", "content": f"Step {step}.\n{_FILLER}", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"c{step}", "content": f"ok {step}\n{_FILLER}"},
+        ]
+    return messages

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
-from tests.summarize.secret_runs import texts_of_a_run
+from tests.conftest import write_jsonl
+from tests.summarize.secret_runs import messages_run, prompts_of, texts_of_a_run
 from trajectory_compressor.summarize.anchor_index import indexed_request
 from trajectory_compressor.summarize.extractive import ExtractiveSummarizer
 from trajectory_compressor.summarize.known_secrets import masked_known
@@ -120,14 +120,7 @@ def test_parallel_tool_messages_answered_out_of_order_reveal_nothing_to_the_requ
     """A messages input: two parallel `terminal` calls, their tool messages in the order they
     finished (ids r2, r1); the ids name the results only, so the secret's result is read as any
     `terminal` call's."""
-    filler = "looking at the build output " * 30
-    messages = [{"role": "system", "content": "You are an agent."}, {"role": "user", "content": "Deploy it."}]
-    for step in range(8):
-        call = {"id": f"c{step}", "type": "function", "function": {"name": "terminal", "arguments": "{}"}}
-        messages += [
-            {"role": "assistant", "content": f"Step {step}.\n{filler}", "tool_calls": [call]},
-            {"role": "tool", "tool_call_id": f"c{step}", "content": f"ok {step}\n{filler}"},
-        ]
+    messages = messages_run()
     commands = {"r1": "cat /run/secrets/api_key", "r2": "git rev-parse HEAD"}
     calls = [
         {"id": key, "type": "function", "function": {"name": "terminal", "arguments": json.dumps({"command": command})}}
@@ -141,17 +134,7 @@ def test_parallel_tool_messages_answered_out_of_order_reveal_nothing_to_the_requ
         {"role": "user", "content": "Go on."},
     ]
     messages.append({"role": "assistant", "content": "Done."})
-    source = tmp_path / "in.jsonl"
-    source.write_text(json.dumps({"id": "r0", "messages": messages}) + "\n")
-    out = tmp_path / "requests.jsonl"
-    result = run_cli(
-        "requests", str(source), "-o", str(out), "--model", "m",
-        "--target-max-tokens", "1500", "--summary-target-tokens", "300", "--protect-last-n-turns", "2",
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    prompts = "\n".join(
-        m["content"] for line in out.read_text().splitlines() for m in json.loads(line)["body"]["messages"]
-    )
+    prompts = prompts_of(tmp_path, write_jsonl(tmp_path / "in.jsonl", [{"id": "r0", "messages": messages}]))
     assert "Logged in with" in prompts and VALUE not in prompts
 
 

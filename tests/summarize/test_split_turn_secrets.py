@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli, write_jsonl
+from tests.conftest import write_jsonl
+from tests.summarize.secret_runs import messages_run, prompts_of
 from trajectory_compressor.summarize.anchor_index import indexed_request
 from trajectory_compressor.summarize.extractive import ExtractiveSummarizer
 from trajectory_compressor.summarize.llm.prompt import build_messages
@@ -90,15 +91,7 @@ def test_the_requests_file_shows_no_piece_of_a_credential_cut_over_two_turns(tmp
         {"from": "tool", "value": TOKEN[CUT:] + "\nDone."},
     ]
     turns.append({"from": "gpt", "value": "Done."})
-    source = write_jsonl(tmp_path / "in.jsonl", [{"id": "r0", "conversations": turns}])
-    out = tmp_path / "requests.jsonl"
-    result = run_cli(
-        "requests", str(source), "-o", str(out), "--model", "m",
-        "--target-max-tokens", "1500", "--summary-target-tokens", "300", "--protect-last-n-turns", "2",
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    lines = [json.loads(line) for line in out.read_text().splitlines()]
-    prompts = "\n".join(m["content"] for line in lines for m in line["body"]["messages"])
+    prompts = prompts_of(tmp_path, write_jsonl(tmp_path / "in.jsonl", [{"id": "r0", "conversations": turns}]))
     assert "NEW_TOKEN" in prompts and REDACTED in prompts  # the split turns are in the region
     assert not _leaked(prompts), prompts
 
@@ -196,26 +189,10 @@ def test_a_credential_cut_over_results_of_any_json_shape_is_masked(shape: str) -
 def test_the_requests_file_of_a_messages_input_shows_no_piece_of_a_credential_cut_over_tool_messages(
     tmp_path: Path,
 ) -> None:
-    filler = "looking at the build output " * 30
-    messages = [{"role": "system", "content": "You are an agent."}, {"role": "user", "content": "Deploy it."}]
-    for step in range(8):
-        call = {"id": f"c{step}", "type": "function", "function": {"name": "terminal", "arguments": "{}"}}
-        messages += [
-            {"role": "assistant", "content": f"Step {step}.\n{filler}", "tool_calls": [call]},
-            {"role": "tool", "tool_call_id": f"c{step}", "content": f"ok {step}\n{filler}"},
-        ]
+    messages = messages_run()
     messages[7]["content"] = "Output:\nexport NEW_TOKEN=" + TOKEN[:CUT]  # step 2's output, in two messages
     messages.insert(8, {"role": "tool", "tool_call_id": "c2", "content": TOKEN[CUT:] + "\nDone."})
     messages.append({"role": "assistant", "content": "Done."})
-    source = write_jsonl(tmp_path / "in.jsonl", [{"id": "r0", "messages": messages}])
-    out = tmp_path / "requests.jsonl"
-    result = run_cli(
-        "requests", str(source), "-o", str(out), "--model", "m",
-        "--target-max-tokens", "1500", "--summary-target-tokens", "300", "--protect-last-n-turns", "2",
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    prompts = "\n".join(
-        m["content"] for line in out.read_text().splitlines() for m in json.loads(line)["body"]["messages"]
-    )
+    prompts = prompts_of(tmp_path, write_jsonl(tmp_path / "in.jsonl", [{"id": "r0", "messages": messages}]))
     assert "NEW_TOKEN" in prompts and REDACTED in prompts  # the split messages are in the region
     assert not _leaked(prompts), prompts
