@@ -18,8 +18,8 @@ from trajectory_compressor.summarize.assignment_rules import (
     ASSIGNMENT_STEMS,
     CREDENTIAL_NAMES,
     assignment_value,
-    login_pair,
 )
+from trajectory_compressor.summarize.config_rules import login_pair
 from trajectory_compressor.summarize.prose_rules import secret_looking
 from trajectory_compressor.summarize.secret_rules import Rule, Span, credential_value, high_entropy, name_start
 
