@@ -22,7 +22,7 @@ from trajectory_compressor.summarize.fidelity.anchors import needed_anchors
 from trajectory_compressor.summarize.fidelity.windows import WindowFidelity
 from trajectory_compressor.summarize.known_secrets import masked_known, row_secrets
 from trajectory_compressor.summarize.llm.prompt import build_messages
-from trajectory_compressor.summarize.redact import redact_secrets
+from trajectory_compressor.summarize.redact import REDACTED, redact_secrets
 from trajectory_compressor.summarize.revealed_secrets import secret_file
 from trajectory_compressor.types import SummaryRequest, Turn
 
@@ -146,6 +146,21 @@ def test_writes_and_settings_that_are_no_credential_are_kept() -> None:
     turns = ["settings.py has SECRET_KEY = 'something'", "We need something else here."]
     assert masked_known(turns, ["tool", "gpt"])[1] == turns[1]
     assert "something" not in row_secrets(turns, ["tool", "gpt"])
+
+
+def test_a_passphrase_a_rule_masked_whole_is_masked_where_it_is_used_again() -> None:
+    """`PASSWORD='correct horse battery staple'` is masked whole; the phrase, used again bare (`logged
+    in with …`), has no credential's shape. A phrase of single spaces is known as one value; a short
+    one, or one laid out in columns, is not (a listing's line is no passphrase)."""
+    phrase = "correct horse battery staple"
+    turns = [f"{_call(f'export ADMIN_PASSWORD={phrase!r}')}", f"Logged in with {phrase} as admin."]
+    masked = masked_known(turns, ["gpt", "gpt"])
+    assert phrase not in "".join(masked) and masked[1] == f"Logged in with {REDACTED} as admin."
+    assert phrase in row_secrets(turns, ["gpt", "gpt"])
+    for spaced in ("blue Rocket42x", "blue  Rocket42x sky", "blue\tRocket42x sky"):  # short; two spaces; a tab
+        text = f"DB_PASSWORD='{spaced}'"
+        assert redact_secrets(text) == f"DB_PASSWORD='{REDACTED}'"
+        assert spaced not in row_secrets([text], ["tool"]), spaced
 
 
 def test_an_env_token_of_letters_and_digits_is_masked_and_a_models_special_token_is_not() -> None:

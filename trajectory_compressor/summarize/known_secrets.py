@@ -105,10 +105,17 @@ def _distinctive(value: str) -> bool:
     return (
         _MIN_CHARS <= len(value) <= _MAX_CHARS
         and (len(value) >= _MIN_PLAIN_CHARS or not value.isalpha())
-        and not any(char.isspace() for char in value)
+        and (not any(char.isspace() for char in value) or _passphrase(value))
         and REDACTED not in value
         and credential_value(value)
     )
+
+
+def _passphrase(value: str) -> bool:
+    """A value of words a rule masked whole (`PASSWORD='correct horse battery staple'`): known as
+    a phrase of at least `_MIN_PLAIN_CHARS` characters, its words joined by single spaces (not a
+    listing's lines, nor a layout of columns), and masked where the phrase stands again."""
+    return len(value) >= _MIN_PLAIN_CHARS and value == " ".join(value.split())
 
 
 def masked_known(texts: Sequence[str], roles: Sequence[str], known: Iterable[str] | None = None) -> list[str]:
