@@ -189,7 +189,7 @@ def _read_back(texts: Sequence[str], index: int) -> list[tuple[int, int, int]]:
     turns before it while the text read is short of `EDGE_CHARS` and the turn read is one word (no
     white space: a credential's middle piece; a turn of words ends any token cut over turns, and
     reading past it joined, say, `Done.` and the next turn's `next` into a token's wrapped line).
-    A tool turn holding a result's JSON is read by its content (`_readable`)."""
+    A tool turn of results is read by their outputs, not their markup (`_readable`)."""
     pieces: list[tuple[int, int, int]] = []
     left = EDGE_CHARS
     for turn in range(index, max(-1, index - EDGE_TURNS), -1):
@@ -261,7 +261,7 @@ def _output_edge(text: str, content: str, *, at_end: bool) -> int | None:
     """Where a result's output (`content`, or the output field of the JSON it holds) ends in
     `text` (`at_end`), or starts: its last (first) `_PIECE_CHARS` characters found as written in
     the turn: escaped twice (a field of JSON in the content string) or once, as orjson or an
-    ASCII-only writer escapes it, or with PHP's `\\/` (a block that is no JSON: as it is). None
+    ASCII-only writer escapes it, or with PHP's `\\/`; a block that is no JSON, as it is. None
     when not found."""
     field = _output_field(content)
     for value, nested in ((field, True), (content, False)):
@@ -269,7 +269,7 @@ def _output_edge(text: str, content: str, *, at_end: bool) -> int | None:
         if not piece:
             continue
         once = json_escaped(piece)
-        forms = [json_escaped(once), once] if nested else [once]
+        forms = [json_escaped(once), once] if nested else [once, piece]  # `piece`: a block of no JSON
         if not piece.isascii():
             forms.append(json.dumps(piece)[1:-1])
         if "/" in piece:
