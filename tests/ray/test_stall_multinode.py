@@ -35,6 +35,7 @@ from tests.ray.test_multinode import (
     local_reference,
     one_json_object,
     records_in,
+    wait_for_first_part,
 )
 
 pytestmark = [pytest.mark.ray, pytest.mark.multinode, pytest.mark.ray_faults]
@@ -83,7 +84,7 @@ def test_a_cluster_left_unable_to_run_the_workers_stops_the_run_and_the_same_com
                 "--ray-stall-timeout", str(STALL_SECONDS)]  # fmt: skip
         process = driver(cluster, *args)
         try:
-            cluster.wait_for("the first part's record", lambda: records_in(out) or process.poll() is not None)
+            wait_for_first_part(cluster, out, process)
             cluster.wait_for("a held request", lambda: server.held > 0 or process.poll() is not None)
             assert process.poll() is None, process.communicate()[1]
             victim = next(node for node in cluster.nodes if node.name != "head" and cluster.compress_workers_on(node))
