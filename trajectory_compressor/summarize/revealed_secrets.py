@@ -252,7 +252,7 @@ def _filter_reads(command: str) -> bool:
     if _ENV_FILE.search(words[-1]) and any(_SECRET_NAME.search(word) for word in words[1:-1]):
         return True
     if words[0] in ("jq", "yq"):
-        return any(not word.startswith("-") and (secret_file(word) or _AUTH_FIELD.search(word)) for word in words[1:])
+        return any(not word.startswith("-") and _secret_field(word) for word in words[1:])
     return not words[-1].startswith("-") and secret_file(words[-1])
 
 
@@ -269,8 +269,12 @@ _JQ_FILTER = re.compile(
 
 def _picks_secret_field(found: re.Match[str]) -> bool:
     """Whether a quoted `jq`/`yq` filter ends on a credential's field (`.token`, `.auth`)."""
-    last = (found.group("single") or found.group("double")).rsplit("|", 1)[-1].strip()
-    return _AUTH_FIELD.search(last) is not None or secret_file(last)
+    return _secret_field((found.group("single") or found.group("double")).rsplit("|", 1)[-1].strip())
+
+
+def _secret_field(word: str) -> bool:
+    """Whether a `jq`/`yq` word (its filter, or the file it reads) names a credential's field or file."""
+    return secret_file(word) or _AUTH_FIELD.search(word) is not None
 
 
 _ENV_FILE = re.compile(r"(?:^|/)\.env(?:\.[\w-]+)?$|\.env$")
