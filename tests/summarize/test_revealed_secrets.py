@@ -287,6 +287,70 @@ def test_a_variable_read_by_node_powershell_or_cmd_reveals_it() -> None:
     _assert_keeps("echo $env:PATH")
 
 
+def test_a_script_printing_a_credentials_field_of_what_it_loaded_reveals_it() -> None:
+    """`print(json.load(f)['api_key'])` prints the credential as `jq -r .api_key f` does: the
+    printed expression's last accessor names it. A tokenizer's or a page's token, a field's
+    setting, a length, an assignment and a module's dotted name print none."""
+    for command in [
+        "python3 -c \"import json; print(json.load(open('config.json'))['api_key'])\"",
+        "python3 -c \"import json;print(json.load(open('/root/.docker/config.json'))['auths']['ghcr.io']['auth'])\"",
+        "cat config.json | python -c \"import sys,json; print(json.load(sys.stdin)['password'])\"",
+        "python -c \"import yaml;print(yaml.safe_load(open('settings.yml'))['db']['password'])\"",
+        "python -c \"print(json.load(open('c.json')).get('client_secret', ''))\"",
+        'python -c "print(f\'{cfg[\\"token\\"]}\')"',
+        "node -e \"console.log(require('./config.json').token)\"",
+        "node -e 'console.log(`${require(\"./c.json\").apiKey}`)'",
+        'ruby -e \'require "json"; puts JSON.parse(File.read("c.json"))["access_token"]\'',
+        "python manage.py shell -c 'from django.conf import settings; print(settings.SECRET_KEY)'",
+        "cfg = json.load(open('c.json'))\ncfg['githubToken']",  # a notebook shows its last expression
+        "node -p \"require('./config.json').auth.token\"",
+    ]:
+        _assert_reveals(command, VALUE + "\n")
+    for command in [
+        "python -c \"from transformers import AutoTokenizer as T; print(T.from_pretrained('gpt2').eos_token)\"",
+        "python -c \"print(resp['next_token'])\"",
+        "python -c \"print(len(cfg['tokens']))\"",
+        "python -c \"print(cfg['token_type'])\"",
+        "python -c \"print(cfg['password_hash'])\"",
+        "python -c \"cfg['token'] = 'x'; save(cfg); print('saved')\"",
+        "python -c \"import json; print(json.load(open('package.json'))['author'])\"",
+        "python -c \"settings.configure(INSTALLED_APPS=['django.contrib.auth']); print(run())\"",
+        "python -c \"print(info['pwd'])\"",
+    ]:
+        _assert_keeps(command)
+
+
+def test_a_credentials_field_cut_out_of_a_config_files_line_reveals_it() -> None:
+    """`grep password database.yml | awk '{print $2}'` prints the bare password, as `grep API_KEY
+    .env | cut -d= -f2` does; the line alone (`password: …`), a file list and a test report's
+    `passed` lines are no such value."""
+    for command in [
+        "grep password config/database.yml | awk '{print $2}'",
+        "grep API_KEY config.ini | cut -d= -f2",
+        'grep -o \'"token": "[^"]*"\' settings.json | cut -d\'"\' -f4',
+        "awk -F'\"' '/token/{print $4}' config.json",
+        "sed -n 's/^password=//p' app.conf",
+    ]:
+        _assert_reveals(command, VALUE + "\n")
+    for command in [
+        "grep -l token app.json",
+        "grep password config.yml",  # the whole line: the rules mask it by its key
+        "awk '/passed/{print $1}' results.json",
+        "grep tokenizer config.json | cut -d: -f2",
+        "grep version package.json | awk -F'\"' '{print $4}'",
+    ]:
+        _assert_keeps(command)
+
+
+def test_the_working_folder_printed_is_no_credential_and_stays_in_every_path() -> None:
+    """`echo $PWD` printed `/testbed`, which `pwd` in its name made a credential: masked in every
+    path of the row (`[REDACTED]/src/app.py`). MySQL's `MYSQL_PWD` is still one."""
+    for command in ["echo $PWD", "printenv PWD", "echo $OLDPWD"]:
+        turns = (("gpt", _call(command)), ("tool", _result("/testbed\n")), ("gpt", "I will edit /testbed/src/app.py."))
+        assert _masked(*turns) == [text for _, text in turns], command
+    _assert_reveals("echo $MYSQL_PWD", VALUE + "\n")
+
+
 def test_a_value_read_before_the_region_in_the_kept_head_is_masked_in_the_region(counter) -> None:
     """The head reads the token and is kept; the region summarized only uses it (`--client-id`)."""
     from trajectory_compressor.read.formats import detect_format
