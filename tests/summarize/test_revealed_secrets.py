@@ -289,27 +289,48 @@ def test_a_variable_read_by_node_powershell_or_cmd_reveals_it() -> None:
 
 def test_a_script_printing_a_credentials_field_of_what_it_loaded_reveals_it() -> None:
     """`print(json.load(f)['api_key'])` prints the credential as `jq -r .api_key f` does: the
-    printed expression's last accessor names it. A tokenizer's or a page's token, a field's
-    setting, a length, an assignment and a module's dotted name print none."""
+    printed expression's last accessor names it, in Python, Node, Ruby, PHP or Perl."""
     for command in [
         "python3 -c \"import json; print(json.load(open('config.json'))['api_key'])\"",
         "python3 -c \"import json;print(json.load(open('/root/.docker/config.json'))['auths']['ghcr.io']['auth'])\"",
         "cat config.json | python -c \"import sys,json; print(json.load(sys.stdin)['password'])\"",
-        "python -c \"import yaml;print(yaml.safe_load(open('settings.yml'))['db']['password'])\"",
+        "python -c \"import yaml;print(yaml.safe_load(open('settings.yml'))['db']['password'], flush=True)\"",
         "python -c \"print(json.load(open('c.json')).get('client_secret', ''))\"",
+        "python -c \"import json; print(json.load(open('c.json'))['api_key'].strip(), end='')\"",
         'python -c "print(f\'{cfg[\\"token\\"]}\')"',
         "node -e \"console.log(require('./config.json').token)\"",
+        "node -e \"console.log(require('./c.json').dbPassword)\"",
         "node -e 'console.log(`${require(\"./c.json\").apiKey}`)'",
+        "node -p \"require('./config.json').auth.token\"",
         'ruby -e \'require "json"; puts JSON.parse(File.read("c.json"))["access_token"]\'',
+        'ruby -e \'puts YAML.load_file("config/secrets.yml")["production"]["secret_key_base"]\'',
+        "php -r 'echo json_decode(file_get_contents(\"c.json\"))->token;'",
+        "perl -MJSON -e 'print decode_json(`cat c.json`)->{token}'",
         "python manage.py shell -c 'from django.conf import settings; print(settings.SECRET_KEY)'",
         "cfg = json.load(open('c.json'))\ncfg['githubToken']",  # a notebook shows its last expression
-        "node -p \"require('./config.json').auth.token\"",
     ]:
         _assert_reveals(command, VALUE + "\n")
+
+
+def test_a_field_a_script_uses_without_printing_it_or_no_credentials_field_reveals_nothing() -> None:
+    """Found by an adversarial pass: a test id ending in `_access_token` or `.auth`, a field inside
+    another call, a lexer's or a tokenizer's token and a constant were each taken for a printed
+    credential, and the run's output (a test report's rule, `pbkdf2_sha256`, `IDENTIFIER`) was
+    masked across the row."""
     for command in [
+        "cd /testbed && python tests/runtests.py auth_tests.test_views.PasswordResetTest.test_confirm_invalid_token",
+        "python -m unittest tests.test_client.TestClient.test_access_token",
+        "python -m django test django.contrib.auth",
+        "cat > reproduce.py << 'EOF'\nprint(identify_hasher(encoded).algorithm)\nprint(check(user.password))\nEOF\n"
+        "python reproduce.py",
+        "python -c \"from lexer import Lexer; l=Lexer('foo+bar'); l.advance(); print(l.current_token)\"",
+        'python -c "print(lexer.token)"',
+        "node -e \"const t=require('./tokens'); console.log(t.EOF_TOKEN)\"",
         "python -c \"from transformers import AutoTokenizer as T; print(T.from_pretrained('gpt2').eos_token)\"",
         "python -c \"print(resp['next_token'])\"",
         "python -c \"print(len(cfg['tokens']))\"",
+        "python -c \"print(len(cfg['token']))\"",
+        'python -c "print(cfg.token.upper())"',
         "python -c \"print(cfg['token_type'])\"",
         "python -c \"print(cfg['password_hash'])\"",
         "python -c \"cfg['token'] = 'x'; save(cfg); print('saved')\"",
@@ -322,22 +343,44 @@ def test_a_script_printing_a_credentials_field_of_what_it_loaded_reveals_it() ->
 
 def test_a_credentials_field_cut_out_of_a_config_files_line_reveals_it() -> None:
     """`grep password database.yml | awk '{print $2}'` prints the bare password, as `grep API_KEY
-    .env | cut -d= -f2` does; the line alone (`password: …`), a file list and a test report's
-    `passed` lines are no such value."""
+    .env | cut -d= -f2` does, and so do a `sed` substitution, `$NF`, a look-behind `grep -oP` and
+    a Perl capture."""
     for command in [
         "grep password config/database.yml | awk '{print $2}'",
+        "grep password config/database.yml | awk '{print $NF}'",
+        "grep password config/database.yml | sed 's/.*: //'",
         "grep API_KEY config.ini | cut -d= -f2",
+        "grep -E '^(password|token)=' app.conf | cut -d= -f2",
         'grep -o \'"token": "[^"]*"\' settings.json | cut -d\'"\' -f4',
+        "grep -oP '(?<=password: ).*' config/database.yml",
         "awk -F'\"' '/token/{print $4}' config.json",
         "sed -n 's/^password=//p' app.conf",
+        'sed -n \'s/.*"token": "\\(.*\\)".*/\\1/p\' config.json',
+        "perl -ne 'print $1 if /password\\s*=\\s*(\\S+)/' app.conf",
     ]:
         _assert_reveals(command, VALUE + "\n")
+
+
+def test_a_config_files_key_line_or_a_field_holding_a_credentials_word_reveals_nothing() -> None:
+    """Found by an adversarial pass: a key (`cut -f1`, `print $1`), a file list, field names, a
+    field merely holding a credential's word and an extraction in another command of the line
+    were each taken for a credential's value, masked across the row."""
     for command in [
         "grep -l token app.json",
         "grep password config.yml",  # the whole line: the rules mask it by its key
         "awk '/passed/{print $1}' results.json",
         "grep tokenizer config.json | cut -d: -f2",
         "grep version package.json | awk -F'\"' '{print $4}'",
+        'grep -rn "access_token" tests/fixtures/*.json | cut -d: -f1 | sort -u',
+        "grep -o '\"[a-z_]*_token\"' settings.json | sort -u",
+        "grep -ow '[a-z_]*token[a-z_]*' config.json",
+        "awk '/password_hash_algo/ {print $2}' config/auth.yml",
+        "grep secretName k8s/ingress.yaml | awk '{print $2}'",
+        "grep token_type settings.json | cut -d'\"' -f4",
+        "grep password docker-compose.yml | awk '{print $1}'",
+        "cut -d, -f1 data.csv; grep secret config.yml",
+        "sed -i 's/a/b/g' ./pkg/a.py; grep -n api_key settings.toml",
+        "sed -i 's/np\\.Inf/np.inf/g' ./pvlib/singlediode.py",
     ]:
         _assert_keeps(command)
 
@@ -408,3 +451,20 @@ def test_a_value_the_head_read_is_masked_in_the_requests_file_and_both_modes_sum
     prompts, written = texts_of_a_run(tmp_path, *head, f"the key {VALUE} again.", "Done.")
     assert not _leaked_token_value(prompts)
     assert not [name for name, text in written.items() if _leaked_token_value(text)]
+
+
+def test_long_commands_of_accessors_filters_and_reads_are_read_in_linear_time() -> None:
+    """A command of many `sed` expressions, `awk`s, `cut`s, reads or credential accessors: the
+    first version of the field rules (and the `read … <` rule before it) backtracked over the
+    whole command at each occurrence, minutes for a few KB; each of these now takes milliseconds
+    (the suite's timeout catches a return of that)."""
+    for command in [
+        " && ".join(f"sed -i 's/token{i}/tok{i}/g' src/f{i}.py" for i in range(2000)),
+        "token sed s/" + "a/" * 32_000,
+        "token " + "cut x " * 10_000,
+        "token " + "awk print " * 6_000,
+        "token " + "read a " * 9_000,
+        "print " + ".token)" * 9_000,
+        "token " + ").a" * 20_000,
+    ]:
+        assert _masked(("gpt", _call(command)), ("tool", _result(VALUE)), ("gpt", VALUE))[2] == VALUE, command[:40]

@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from trajectory_compressor.summarize.assignment_rules import CREDENTIAL_NAMES
+from trajectory_compressor.summarize.printed_fields import picks_config_field, prints_credential_field
 from trajectory_compressor.summarize.redact import REDACTED
 from trajectory_compressor.summarize.secret_rules import credential_value
 from trajectory_compressor.summarize.toolcalls import parse_tool_calls, parse_tool_responses
@@ -55,7 +55,7 @@ _READS_FILE = re.compile(
     r"(?:^|[\s;&|(`'\"])" + _READER + r"(?:\s+-{1,2}[\w=-]+(?:\s+\d+)?)*\s+(?:<\s*)?[\"']?(?P<path>[^\s\"'|;&<>)]+)"
     r"|(?:open|path)\(\s*r?[\"'](?P<opened>[^\"'\n]+)"
     # The shell's `read -r TOKEN < FILE` (then `echo $TOKEN`).
-    r"|(?:^|[\s;&|(`'\"])read(?:\s+-\w+)*(?:\s+\w+)+\s*<\s*[\"']?(?P<redirected>[^\s\"'|;&<>)]+)"
+    r"|(?:^|[\s;&|(`'\"])read(?:\s+-\w+){0,4}(?:\s+\w+){1,8}\s*<\s*[\"']?(?P<redirected>[^\s\"'|;&<>)]+)"
 )
 # A filter given a credential's file as its last word (`sed -n 1p FILE`, `awk 'NR==1' FILE`,
 # `xargs < FILE`), or, for `jq`/`yq`, a credential's field (`jq -r .token config.json`).
@@ -226,14 +226,11 @@ def _command_reveals(command: str) -> bool:
     lowered = command.lower()
     if not any(hint in lowered for hint in _HINTS):
         return False
-    extracts = _EXTRACTS_FIELD.search(lowered) is not None
-    if _READS_STORE.search(lowered) or any(
-        _filter_reads(piece.group(), extracts) for piece in _SIMPLE_COMMAND.finditer(lowered)
-    ):
+    if _READS_STORE.search(lowered) or any(_filter_reads(piece.group()) for piece in _SIMPLE_COMMAND.finditer(lowered)):
         return True
     if ("jq" in lowered or "yq" in lowered) and any(map(_picks_secret_field, _JQ_FILTER.finditer(lowered))):
         return True
-    if _prints_credential_field(lowered):
+    if prints_credential_field(lowered) or picks_config_field(lowered):
         return True
     if any(
         secret_file(found.group("path") or found.group("opened") or found.group("redirected"))
@@ -246,20 +243,17 @@ def _command_reveals(command: str) -> bool:
     )
 
 
-def _filter_reads(command: str, extracts: bool) -> bool:
+def _filter_reads(command: str) -> bool:
     """Whether a simple command (no pipe or list) is a filter reading a credential's file: its last
     word names one; for `jq`/`yq`, any word (the field, `.token`, or the file); or it picks a
-    credential's line out of an env file (`grep API_KEY .env | cut -d= -f2`, `awk -F= '/TOKEN/{print $2}' .env`),
-    or, where the command `extracts` a field of it, out of a config file (`grep password
-    database.yml | awk '{print $2}'`, `sed -n 's/^password=//p' app.conf`)."""
+    credential's line out of an env file (`grep API_KEY .env | cut -d= -f2`, `awk -F= '/TOKEN/{print $2}' .env`;
+    out of a config file: `printed_fields.picks_config_field`)."""
     words = [word.strip("\"'<") for word in command.split()]
     if words[:1] == ["sudo"]:
         words = words[1:]
     if len(words) < 2 or words[0] not in _FILTERS:
         return False
     if _ENV_FILE.search(words[-1]) and any(_SECRET_NAME.search(word) for word in words[1:-1]):
-        return True
-    if extracts and _CONFIG_FILE.search(words[-1]) and any(map(_CONFIG_CREDENTIAL.search, words[1:-1])):
         return True
     if words[0] in ("jq", "yq"):
         return any(not word.startswith("-") and _secret_field(word) for word in words[1:])
@@ -287,59 +281,7 @@ def _secret_field(word: str) -> bool:
     return secret_file(word) or _AUTH_FIELD.search(word) is not None
 
 
-# A script printing a credential's field of what it loaded: `print(json.load(f)['api_key'])`,
-# `console.log(require('./c.json').token)`, `puts cfg["password"]`, `print(settings.SECRET_KEY)`, a
-# notebook's last line `cfg['auths']['ghcr.io']['auth']`. The field is the printed expression's last
-# accessor: closed by `)`, `}` (an f-string's or a template's), `;`, or after a key the quote of a
-# `-e '…'` (an attribute before a quote is a module's name: `'django.contrib.auth'`). A key's quotes
-# may be escaped for the shell (`-c "print(cfg[\"token\"])"`).
-_PRINTED_FIELD = re.compile(
-    r"""(?:(?:\[\s*\\?["'](?P<key>[\w-]{1,64})\\?["']\s*\]|\.get\(\s*\\?["'](?P<got>[\w-]{1,64})\\?["'][^()\n]{0,64}\))"""
-    r"""(?=\s*(?:[)};'"]|$))|\.(?P<attr>[a-z_]\w{0,63})(?=\s*(?:[)};]|$))"""
-    # `node -p "require('./c.json').token"`: an attribute of a call's result, closed by a quote.
-    r"""|[)\]](?:\.[a-z_]\w{0,63}){0,8}\.(?P<result_attr>[a-z_]\w{0,63})(?=\s*["']))"""
-)
-_PRINT_WORDS = ("print", "console.log", "puts", "echo", "write", "node -p", "node -pe")
-# A field naming a credential (lower-cased): a credential's name with any prefix (`db_password`,
-# `githubtoken`), a registry's `auth`; not a tokenizer's tokens (`tokenizer.eos_token`) nor a
-# page's (`next_token`), and not the working folder (`pwd`).
-_CREDENTIAL_FIELD = re.compile(r"(?:\w*[_.-])?(?:" + CREDENTIAL_NAMES + r"|_?auth|credentials?)|\w*token")
-_OTHER_TOKEN = re.compile(
-    r"(?:bos|eos|pad|unk|sep|cls|mask|start|end|special|image|audio|video|next|page|continuation|cancellation)_?token$"
-)
-
-
-def _prints_credential_field(command: str) -> bool:
-    """Whether a script prints a credential's field (`_PRINTED_FIELD`): the command prints, or the
-    accessor ends it (a notebook shows its last expression)."""
-    prints = any(word in command for word in _PRINT_WORDS)
-    for found in _PRINTED_FIELD.finditer(command):
-        field = found.group("key") or found.group("got") or found.group("attr") or found.group("result_attr")
-        if (prints or not command[found.end() :].strip()) and _credential_field(field):
-            return True
-    return False
-
-
-def _credential_field(field: str) -> bool:
-    return (
-        _CREDENTIAL_FIELD.fullmatch(field) is not None
-        and _OTHER_TOKEN.search(field) is None
-        and field not in ("pwd", "oldpwd")
-    )
-
-
 _ENV_FILE = re.compile(r"(?:^|/)\.env(?:\.[\w-]+)?$|\.env$")
-# A config file a line of which a filter may pick (`config/database.yml`, `app.conf`, `settings.json`).
-_CONFIG_FILE = re.compile(r"\.(?:ini|conf|cfg|cnf|toml|ya?ml|json|properties|xml)$")
-# A credential's name in such a line: not a bare `pass`, which a test report's `passed` holds.
-_CONFIG_CREDENTIAL = re.compile(
-    r"pass(?:word|wd)|pwd|secret|token(?!iz)|api_?key|apikey|access_?key|private_?key|credential"
-)
-# A command that takes a field out of the lines it picked (`cut -d= -f2`, `awk '{print $2}'`,
-# `sed -n 's/^password=//p'`, `grep -o`), so what it prints is the bare value, not the line.
-_EXTRACTS_FIELD = re.compile(
-    r"\bcut\s+(?:\S+\s+)*-[df]|\bawk\b[^|;&]*print\s*\$\d|\bsed\b[^|;&]*\bs([/|#,:]).*?\1.*?\1\w*p|\bgrep\s+(?:-\w+\s+)*-\w*o"
-)
 
 
 def fenced_blocks(text: str) -> Iterator[str]:

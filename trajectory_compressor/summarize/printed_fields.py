@@ -1,0 +1,208 @@
+"""Commands that print a credential by its field: a script printing one field of what it loaded,
+or a filter cutting one field out of a config file's line.
+
+`python -c "print(json.load(open('c.json'))['api_key'])"`, `node -p "require('./c.json').token"`,
+`grep password config/database.yml | awk '{print $2}'`: each prints the bare value, and its file
+is no credential's by name, so `revealed_secrets` knew neither by the file it reads. What tells is
+the field, and that it is what gets printed:
+
+- a script's printed expression ends on the field (`_ACCESSOR`): the expression is found by walking
+  back from the accessor over names, dots and balanced brackets (`_chain_start`), and what stands
+  before it must print it (`print(`, `console.log(`, `puts `, `echo `, `node -p "`), or the
+  accessor is a notebook's last line (`cfg['token']`). A field used inside another call
+  (`print(check(user.password))`, `print(len(cfg['token']))`), an assignment, a test id
+  (`unittest tests.test_client.TestClient.test_access_token`) and a module's name
+  (`'django.contrib.auth'`) print no credential;
+- a filter's pattern names the field (`grep password`, `awk '/api_key/…'`, `sed -n 's/^token=//p'`)
+  over a config file, and the filter or one after it in the same pipeline prints a later field of
+  the line (`cut -d= -f2`, `awk '{print $2}'` or `$NF`, a `sed` substitution, `grep -oP '(?<=…)'`,
+  `perl -ne 'print $1 …'`). The line itself (`grep password config.yml`: `password: …`) is the
+  rules' to mask by its key; a key (`cut -f1`), a file list (`grep -l`) and a field merely
+  holding a credential's word (`token_type`, `password_hash_algo`, `secretName`) are no value.
+
+A field names a credential (`credential_field`) when it is a credential's name with any prefix
+(`db_password`, `dbPassword` lower-cased), a token of an owner that issues credentials
+(`access_token`, `githubToken`; not a lexer's `current_token` nor a tokenizer's `eos_token`), or,
+as a key, `token` or a registry's `auth`.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+from trajectory_compressor.summarize.assignment_rules import CREDENTIAL_NAMES
+
+_TOKEN_OWNERS = (
+    "access|auth|refresh|bearer|session|api|id|oauth|github|gh|gitlab|hf|huggingface|slack|bot|discord"
+    "|telegram|npm|pypi|personal|jwt|app|service|client|user|admin|registry|vault|deploy|private|secret"
+)
+_CREDENTIAL_FIELD = re.compile(
+    r"(?:\w*[_.-])?(?:" + CREDENTIAL_NAMES + r"|credentials?|(?:signing|encryption|master|hmac|secret)[_-]?key"
+    r"(?:[_-]?base)?|(?:" + _TOKEN_OWNERS + r")[_-]?token)"
+    # camelCase, lower-cased: `dbPassword`, `jwtSecret`, `secretAccessKey`.
+    r"|\w*(?:password|passwd|secret|api_?key|access_?key|private_?key|secret_?key|client_?secret)"
+)
+# Fields that name a credential only as a key of loaded data (`cfg['token']`, `.get('auth')`): as an
+# object's attribute they are a lexer's token or a module (`lexer.token`, `django.contrib.auth`).
+_KEY_ONLY_FIELDS = frozenset(("token", "auth", "_auth"))
+_NOT_FIELDS = frozenset(("pwd", "oldpwd"))  # the working folder
+
+
+def credential_field(field: str, *, key: bool = True) -> bool:
+    """Whether a field's name (lower-cased) names a credential (see the module docstring); `key`:
+    it is a key of loaded data, not an attribute."""
+    if field in _NOT_FIELDS:
+        return False
+    return (key and field in _KEY_ONLY_FIELDS) or _CREDENTIAL_FIELD.fullmatch(field) is not None
+
+
+# One accessor whose name holds a credential's stem: `['api_key']` (its quotes escaped for a shell's
+# `-c "…"` too), `.get('secret', '')`, PHP's and Perl's `->token` / `->{token}`, `.token`.
+_STEMS = r"(?=[\w-]{0,60}?(?:pass|pw|secret|token|key|auth|cred))"
+_ACCESSOR = re.compile(
+    r"""\[\s*\\?["']""" + _STEMS + r"""(?P<key>[\w-]{1,64})\\?["']\s*\]"""
+    r"""|\.get\(\s*\\?["']""" + _STEMS + r"""(?P<got>[\w-]{1,64})\\?["'][^()\n]{0,64}\)"""
+    r"""|->\{?\s*["']?""" + _STEMS + r"""(?P<arrow>\w{1,64})["']?\s*\}?"""
+    r"""|\.""" + _STEMS + r"""(?P<attr>[a-z_]\w{0,63})"""
+)
+# What follows an accessor that is not the last of its expression (`cfg.token.upper()`,
+# `['token']['value']`); a trailing `.strip()` still prints the value.
+_CHAIN_GOES_ON = re.compile(r"[ \t]*(?:[.\[(\w]|->)")
+_TRAILING_CALL = re.compile(r"\.(?:strip|rstrip|trim|decode)\(\s*\)")
+_CHAIN_CHARS = 256  # how far back an expression is walked: a one-liner's, not a program's
+_MAX_WALKS = 64  # a script prints a credential's field once or twice, not in every line
+# What prints the expression that starts right after it.
+_OPENER = re.compile(
+    r"""(?:\b(?:print|pprint|console\.log|puts|echo|write|writeline|display|say|pp|var_dump|print_r)[ \t]*\(?"""
+    r"""|\bnode\s+-pe?\s+["']|\{|\$\{)[ \t]*$"""
+)
+_PRINT_WORD = re.compile(r"\b(?:print|console\.log|puts|echo|write)")
+
+
+def prints_credential_field(command: str) -> bool:
+    """Whether a script in `command` (lower-cased) prints a credential's field of what it loaded;
+    its first `_MAX_WALKS` accessors naming a credential are looked at (each walk is Python)."""
+    walks = 0
+    for found in _ACCESSOR.finditer(command):
+        key = found.group("attr") is None
+        field = found.group("key") or found.group("got") or found.group("arrow") or found.group("attr")
+        trailing = _TRAILING_CALL.match(command, found.end())
+        if not credential_field(field) or _CHAIN_GOES_ON.match(command, trailing.end() if trailing else found.end()):
+            continue
+        walks += 1
+        if walks > _MAX_WALKS:
+            return False
+        start = _chain_start(command, found.start())
+        if start < 0 or not (key or credential_field(field, key=False) or "(" in command[start : found.start()]):
+            continue  # `lexer.token`; but `require('./c.json').auth.token` is a field of loaded data
+        line_start = command.rfind("\n", 0, start) + 1
+        before = command[max(line_start, start - 80) : start]
+        opener = _OPENER.search(before)
+        if opener is not None and (
+            not opener.group().lstrip().startswith(("{", "$"))
+            or _PRINT_WORD.search(command, line_start, start) is not None
+        ):
+            return True
+        if key and not before.strip() and not command[found.end() :].strip():
+            return True  # a notebook shows its last line's value
+    return False
+
+
+def _chain_start(text: str, end: int) -> int:
+    """Where the expression ending at `end` starts: back over names, dots, `$`, `->` and balanced
+    brackets, at most `_CHAIN_CHARS`; -1 when it runs past them."""
+    position, depth, limit = end, 0, max(0, end - _CHAIN_CHARS)
+    while position > limit:
+        char = text[position - 1]
+        if char in ")]}":
+            depth += 1
+        elif char in "([{":
+            if depth == 0:
+                return position
+            depth -= 1
+        elif depth == 0 and not (char.isalnum() or char in "_.$"):
+            if char == ">" and text[position - 2 : position] == "->":
+                position -= 1
+            else:
+                return position
+        position -= 1
+    return position if position == 0 and depth == 0 else -1
+
+
+# A config file a filter may pick a line of (`config/database.yml`, `app.conf`, `settings.json`).
+_CONFIG_FILE = re.compile(r"\.(?:ini|conf|cfg|cnf|toml|ya?ml|json|properties|xml)$")
+_CONFIG_WORD = re.compile(r"\.(?:ini|conf|cfg|cnf|toml|ya?ml|json|properties|xml)\b")
+_MAX_PIPELINE_CHARS = 4096  # a filter's pipeline is a line or two; a longer command is a program
+_READERS = frozenset(("grep", "egrep", "rg", "awk", "gawk", "sed", "perl"))
+_EXTRACTORS = frozenset(("cut", "awk", "gawk", "sed", "grep", "egrep", "rg", "perl"))
+_IDENTIFIER = re.compile(r"[a-z_][\w-]*")
+_LATER_FIELD = re.compile(r"(?:[2-9]|[1-9]\d)")
+_PRINTS_FIELD = re.compile(r"print[ \t]*\$(?:[2-9]|[1-9]\d|nf\b)")
+_PRINTS_GROUP = re.compile(r"print[ \t]*\$\d")
+_SUBSTITUTION = re.compile(r"s([^\w\s\\])")
+
+
+def picks_config_field(command: str) -> bool:
+    """Whether `command` (lower-cased) cuts a credential's field out of a config file's line."""
+    if len(command) > _MAX_PIPELINE_CHARS or _CONFIG_WORD.search(command) is None:
+        return False
+    for line in command.splitlines():
+        words = _shell_words(line)
+        pipeline: list[list[str]] = [[]]
+        for word in [*words, ";"]:
+            if word in ("|", "|&"):
+                pipeline.append([])
+            elif word in (";", "&&", "||", "&"):
+                if _pipeline_picks(pipeline):
+                    return True
+                pipeline = [[]]
+            else:
+                pipeline[-1].append(word)
+    return False
+
+
+def _shell_words(line: str) -> list[str]:
+    """A line's words as a shell reads them (quotes removed; `|`, `;`, `&&` words of their own)."""
+    lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|")
+    lexer.whitespace_split = True
+    try:
+        return list(lexer)
+    except ValueError:  # an unclosed quote: read by white space
+        return line.split()
+
+
+def _pipeline_picks(pipeline: list[list[str]]) -> bool:
+    for index, words in enumerate(pipeline):
+        if words[:1] == ["sudo"]:
+            words = words[1:]
+        if len(words) < 3 or words[0] not in _READERS or not _CONFIG_FILE.search(words[-1]):
+            continue
+        patterns = [word for word in words[1:-1] if not word.startswith("-")]
+        names = (name for pattern in patterns for name in _IDENTIFIER.findall(pattern))
+        if any(credential_field(name) for name in names) and any(map(_extracts, pipeline[index:])):
+            return True
+    return False
+
+
+def _extracts(words: list[str]) -> bool:
+    """Whether a simple command prints a field of its lines after the first, not the lines."""
+    if words[:1] == ["sudo"]:
+        words = words[1:]
+    if not words or words[0] not in _EXTRACTORS:
+        return False
+    program = " ".join(words[1:])
+    if words[0] == "cut":
+        return any(
+            (word.startswith("-f") and _LATER_FIELD.match(word.lstrip("-f'\"") or next_word))
+            or (word.startswith("--fields=") and _LATER_FIELD.match(word[9:]))
+            for word, next_word in zip(words, [*words[1:], ""], strict=True)
+        )
+    if words[0] in ("awk", "gawk"):
+        return _PRINTS_FIELD.search(program) is not None
+    if words[0] == "perl":
+        return _PRINTS_GROUP.search(program) is not None
+    if words[0] == "sed":
+        return "-i" not in words and any(_SUBSTITUTION.match(word) for word in words[1:])
+    flags = "".join(word[1:] for word in words[1:] if word.startswith("-") and not word.startswith("--"))
+    return "o" in flags and ("(?<=" in program or "\\k" in program)  # grep -oP '(?<=password: ).*'
