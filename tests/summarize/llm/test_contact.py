@@ -1,6 +1,6 @@
-"""First contact: an endpoint that never answers is one probe's retries, then `EndpointUnreachableError`
-for every call; one that answered even once fails its calls one by one, as before (real server on
-127.0.0.1)."""
+"""First contact: an endpoint that never answers is a probe's retries (two probes' when its model
+list answers), then `EndpointUnreachableError` for every call; one that answered even once fails its
+calls one by one, as before (real server on 127.0.0.1)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ async def _summarize_all(server: FakeOpenAIServer, calls: int, **config: object)
         return await asyncio.gather(*jobs, return_exceptions=True)
 
 
-def test_a_silent_endpoint_costs_the_first_wave_and_one_probe_then_every_call_fails_at_once() -> None:
+def test_a_silent_endpoint_costs_the_first_wave_and_two_probes_then_every_call_fails_at_once() -> None:
     async def scenario() -> tuple[list[object], int, int]:
         config = {"max_concurrency": 4, "max_retries": 3}
         async with (
@@ -35,10 +35,11 @@ def test_a_silent_endpoint_costs_the_first_wave_and_one_probe_then_every_call_fa
     results, sent, received = asyncio.run(scenario())
     assert all(isinstance(result, EndpointUnreachableError) for result in results), results
     # The first wave (up to the four slots; fewer when the first failure comes back before the
-    # others are sent, as on a busy machine), then the probe's three retries; the other 16 never
-    # sent. Counted by the client: a retry may go out on a pooled connection the server already
-    # closed and fail before the server's handler sees it.
-    assert 1 + 3 <= sent <= 4 + 3
+    # others are sent, as on a busy machine), then the probe's three retries; its model list
+    # answered (the server is up), so a second request probes, with what is left of its four
+    # attempts; the other 15 or more never sent. Counted by the client: a retry may go out on a
+    # pooled connection the server already closed and fail before the server's handler sees it.
+    assert 1 + 3 + 3 <= sent <= 4 + 3 + 4
     assert received <= sent
     assert "never answered since the run started (last: ServerDisconnectedError" in str(results[0])
 
@@ -68,3 +69,39 @@ def test_after_one_answer_failures_are_each_row_s_own(later: str) -> None:
     results = asyncio.run(scenario())
     assert not isinstance(results[0], BaseException)
     assert all(isinstance(r, SummaryError) and not isinstance(r, EndpointUnreachableError) for r in results[1:])
+
+
+def test_a_server_that_drops_one_rows_request_every_time_fails_that_row_alone() -> None:
+    """Found by an adversarial pass: a server whose model list answers, and that serves every row
+    but one whose request it drops each time (a prompt it cannot serve). That row was the probe,
+    its retries ran out, and the whole run stopped as if the endpoint were dead, nothing written,
+    the same again on every re-run. Now a second request probes while the first waits; it is
+    answered, and the first row alone fails (its failure policy), one request at a time too."""
+
+    def drops_the_first_row(number: int, body: object) -> str:
+        return "drop" if "failing test number 0." in str(body) else "ok"
+
+    async def scenario(concurrency: int) -> list[object]:
+        async with FakeOpenAIServer(faults=drops_the_first_row) as server:
+            return await _summarize_all(server, 4, max_concurrency=concurrency, max_retries=2)
+
+    for concurrency in (1, 4):
+        results = asyncio.run(scenario(concurrency))
+        assert isinstance(results[0], SummaryError) and not isinstance(results[0], EndpointUnreachableError), results
+        assert not any(isinstance(result, BaseException) for result in results[1:]), results
+
+
+def test_one_request_at_a_time_a_server_up_that_answers_no_request_stops_after_the_second_probe() -> None:
+    """The model list answers, every chat request is dropped, one request at a time: the first
+    probe's row fails as its own (no other call was asking to probe next), the second probe's
+    retries run out too, and every later call fails at once: two rows' retries, not one per row."""
+
+    async def scenario() -> tuple[list[object], int]:
+        async with FakeOpenAIServer(default="drop") as server:
+            results = await _summarize_all(server, 6, max_concurrency=1, max_retries=2)
+            return results, server.model_lists
+
+    results, model_lists = asyncio.run(scenario())
+    assert isinstance(results[0], SummaryError) and not isinstance(results[0], EndpointUnreachableError), results
+    assert all(isinstance(result, EndpointUnreachableError) for result in results[1:]), results
+    assert model_lists == 2  # asked once per probe

@@ -38,6 +38,7 @@ from trajectory_compressor.summarize.llm.contact import EndpointContact
 from trajectory_compressor.summarize.llm.credentials import FOLLOW_REDIRECTS, Credentials
 from trajectory_compressor.summarize.llm.dialects import dialect_for
 from trajectory_compressor.summarize.llm.dialects.base import Messages
+from trajectory_compressor.summarize.llm.preflight import PREFLIGHT_SECONDS
 from trajectory_compressor.summarize.llm.ratelimit import RateLimiter, RequestGate, estimate_request_tokens
 from trajectory_compressor.summarize.llm.reply import (
     Failure,
@@ -136,6 +137,7 @@ class ChatClient:
         tokens = max_tokens
         caller = object()  # this call, for the first-contact probe (`contact`)
         note_endpoint(self.contact.silence)
+        self.contact.asking(caller)
         try:
             for attempt in range(self.config.max_retries + 1):
                 outcome = await self._attempt(messages, tokens, prompt_estimate, caller)
@@ -170,8 +172,11 @@ class ChatClient:
                 await asyncio.sleep(delay)
                 if self._auth_error is not None:
                     break
+            if self.contact.probing(caller):  # it ended unanswered: is the server there at all?
+                self.contact.server_up = await self._server_answers()
         finally:  # also when the row's deadline cancels it: a probe that stops unanswered settles it
             self.contact.done(caller)
+        await self.contact.verdict(caller)  # a probe handed over: its row waits for the next one's verdict
         # Every raise below is outside an `except` block: no aiohttp exception is chained.
         if self._auth_error is not None:
             self.usage.record_failure("auth")
@@ -188,6 +193,19 @@ class ChatClient:
         # otherwise print one line per row over the progress bar.
         logger.info("%s: %s", label or "summary", message)
         raise SummaryError(message)
+
+    async def _server_answers(self) -> bool:
+        """Whether the server sends back any HTTP response to a GET of its model list (the
+        preflight's request, `preflight`): asked when a probe ends unanswered, to tell a server
+        that drops one row's request from one that is down."""
+        session, _ = self._ensure_session()
+        url = self.credentials.url_for(self.dialect.models_path)
+        timeout = aiohttp.ClientTimeout(total=min(PREFLIGHT_SECONDS, self.config.request_timeout))
+        try:
+            async with session.get(url, timeout=timeout, allow_redirects=FOLLOW_REDIRECTS):
+                return True
+        except (asyncio.TimeoutError, TimeoutError, aiohttp.ClientError, OSError, ValueError):
+            return False
 
     async def aclose(self) -> None:
         """Close the HTTP session; the client may be used again afterwards (a new one opens)."""

@@ -11,6 +11,14 @@ would only hide it. So, until the first response arrives:
 * when the probe ends without a response (its retries run out, its row's deadline cuts it,
   or the failure is not one to retry), the endpoint is declared unreachable: every waiting and
   later request fails at once with `types.EndpointUnreachableError`, and the run stops with exit 2;
+* unless the server is up (its model list answered a GET when the probe ended: `server_up`):
+  then the next call probes (`PROBES` in all), while the first waits for its verdict when other
+  calls are asking, or fails as its row's own when none is (one request at a time). A server that
+  drops one row's request every time (a prompt it cannot serve) stopped the whole run, with
+  nothing written, as a dead endpoint; now that row fails alone, as it would have after any
+  answer. A server whose model list answers but that answers no request is still unreachable,
+  after the second probe (one request at a time, the first probe's row has then taken its
+  failure policy);
 * any response at all, even an error status, settles it the other way for the rest of the run:
   failures are then the rows' own, as before.
 """
@@ -18,6 +26,8 @@ would only hide it. So, until the first response arrives:
 from __future__ import annotations
 
 import asyncio
+
+PROBES = 2  # requests that must each end unanswered, while the server is up, before it is unreachable
 
 
 class EndpointContact:
@@ -30,7 +40,10 @@ class EndpointContact:
         self.unreachable: str | None = None  # the message, once the probe ended without an answer
         self._silence: str | None = None  # the last failure that got no response
         self._probe: object | None = None
+        self._failed_probes: list[object] = []  # probes that ended unanswered while the server was up
+        self._askers: set[object] = set()  # calls asking now (`asking` to `done`)
         self._settled: asyncio.Event | None = None
+        self.server_up = False  # the server answered a GET of its model list (`LLMClient`)
 
     @property
     def silent(self) -> bool:
@@ -61,22 +74,56 @@ class EndpointContact:
         if self._probe is None:
             self._probe = caller
 
+    def asking(self, caller: object) -> None:
+        """`caller` starts asking (one call, all its attempts), until `done`."""
+        self._askers.add(caller)
+
+    def probing(self, caller: object) -> bool:
+        """Whether `caller` is the request probing a silent endpoint, not yet settled."""
+        return self._probe is caller and not self.answered and self.unreachable is None
+
     async def may_send(self, caller: object) -> bool:
         """Whether `caller` may send now; while another request probes a silent endpoint, wait
-        for its verdict. False: the endpoint is unreachable."""
+        for its verdict (or to probe next). False: the endpoint is unreachable."""
         while self.silent and self.unreachable is None and self._probe is not caller:
-            if self._settled is None:
-                self._settled = asyncio.Event()
-            await self._settled.wait()
+            if self._probe is None:  # the last probe ended while the server was up: this one goes next
+                self._probe = caller
+                break
+            await self._wait()
         return self.unreachable is None
+
+    async def verdict(self, caller: object) -> None:
+        """Wait, as a probe that ended unanswered while the server was up, until another call
+        settles whether the endpoint answers; at once when no other call is asking (one request
+        at a time: the row's failure is then its own, and the next call probes)."""
+        while caller in self._failed_probes and not self.answered and self.unreachable is None and self._askers:
+            await self._wait()
 
     def done(self, caller: object) -> None:
         """`caller` stopped asking (answered, failed or cancelled): a probe that stops unanswered
-        settles it, the endpoint is unreachable."""
-        if self._probe is caller and not self.answered and self.unreachable is None:
-            self.unreachable = self.message()
+        settles it, the endpoint is unreachable, unless the server is up and another call is
+        asking, to probe next (see the module docstring); so does the last call leaving while
+        a handed-over probe waits."""
+        self._askers.discard(caller)
+        if self.answered or self.unreachable is not None:
+            return
+        if self._probe is caller:
+            self._probe = None
+            if self.server_up and len(self._failed_probes) + 1 < PROBES:
+                self._failed_probes.append(caller)
+            else:
+                self.unreachable = self.message()
             self._wake()
+        elif self._failed_probes and not self._askers:
+            self._wake()  # no call is left to probe now: the waiting probes' rows fail as their own
+
+    async def _wait(self) -> None:
+        if self._settled is None:
+            self._settled = asyncio.Event()
+        await self._settled.wait()
 
     def _wake(self) -> None:
-        if self._settled is not None:
-            self._settled.set()
+        """Wake every waiter; each looks again, and waits on a new event if it must."""
+        settled, self._settled = self._settled, None
+        if settled is not None:
+            settled.set()
