@@ -15,14 +15,17 @@ an assistant turn that "train on responses only" trainers learn from. So, by kin
   before `<arg_key>`, MiniMax-M2's and Claude's XML `<invoke name="...">`), a reply that is
   nothing but a JSON tool call; a turn-start control token anywhere but
   the very start (`<|im_start|>`, `<|start_header_id|>`, gpt-oss's `<|start|>`, `<｜User｜>`, `<｜Assistant｜>`,
-  `<start_of_turn>`, `[INST]`, `<|user|>`, a BOS token); a line that starts a turn (a role word
+  `<start_of_turn>`, `[INST]`, `<|user|>`, a BOS token; at the start too when it opens the user's
+  or the system's side), a gpt-oss message on its commentary channel (a tool call whose `<|call|>`
+  the server stripped); a line that starts a turn (a role word
   alone on its line, `Human:` / `Assistant:` or the prompt's own upper-case labels `USER:`,
   `ASSISTANT:`, `TOOL RESULT:`, `SYSTEM:` before text) or copies the prompt's `[Turn N] ROLE:`.
   Refusals are not retried: the same prompt gets the same kind of answer from the same model.
 * **Removed**, the rest kept, because they carry no turn of their own: a leading reasoning block
   (`<think>...</think>`, or text up to a first `</think>` standing at a line's end when no
-  `<think>` opened it: chat templates that open the block in the prompt); only a *leading* one,
-  so a summary about a reasoning-tag parser that names `</think>` keeps every line; a leading
+  `<think>` opened it: chat templates that open the block in the prompt), and a later one whose
+  tags stand on lines of their own; never tags named in a sentence, so a summary about a
+  reasoning-tag parser that names `</think>` keeps every line; a leading
   role label (`Assistant:`, `<|im_start|>assistant`); every other control token (the common
   ChatML, Llama, Gemma, Mistral, Phi, DeepSeek and Hermes markers, any `<|name|>` or
   `<｜name｜>`, and every added token of the tokenizer in use that is markup, reasoning tags
@@ -41,15 +44,14 @@ answers and `--responses` answers go through (`reply.ReplyReader`), and cache hi
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterable
 from functools import cache, lru_cache, partial
 from typing import TYPE_CHECKING
 
-import orjson
 from ahocorasick_rs import AhoCorasick, MatchKind
 
+from trajectory_compressor.summarize.llm.json_calls import is_json_tool_call
 from trajectory_compressor.summarize.llm.reply import Refused
 from trajectory_compressor.summarize.redact import redact_secrets
 from trajectory_compressor.types import SUMMARY_PREFIX
@@ -63,6 +65,27 @@ _LEADING_REASONING = re.compile(r"\s*<(think|thinking|reasoning)>", re.IGNORECAS
 _CLOSE = re.compile(r"</(?:think|thinking|reasoning)>", re.IGNORECASE)
 _ANY_OPEN = re.compile(r"<(?:think|thinking|reasoning)>", re.IGNORECASE)
 _QUOTES = "`'\""
+_REASONING_TAG = re.compile(r"</?(?:think|thinking|reasoning)>", re.IGNORECASE)
+# A reasoning block later in a reply, its tags on lines of their own: the model's reasoning, not
+# the summary (its tags would be the tokenizer's own tokens in the row). A tag named in a sentence
+# (`the parser strips <think> blocks`) stays.
+_REASONING_OPEN_LINE = re.compile(r"^[ \t]*<(think|thinking|reasoning)>[ \t]*\n", re.IGNORECASE | re.MULTILINE)
+
+
+def _without_reasoning_blocks(text: str) -> str:
+    """`text` without its reasoning blocks on lines of their own (`_REASONING_OPEN_LINE` to its
+    closing tag alone on a line); one search for each block's end, so a reply of many opening
+    lines and no close stays linear."""
+    pieces, position = [], 0
+    while (opened := _REASONING_OPEN_LINE.search(text, position)) is not None:
+        close = re.compile(rf"^[ \t]*</{opened.group(1)}>[ \t]*(?:\n|$)", re.IGNORECASE | re.MULTILINE)
+        closed = close.search(text, opened.end())
+        if closed is None:
+            break
+        pieces.append(text[position : opened.start()])
+        position = closed.end()
+    return "".join([*pieces, text[position:]]) if pieces else text
+
 
 # Control tokens of the common chat templates, whatever the tokenizer in use: ChatML, Llama 2/3,
 # Gemma, Mistral, Phi, Zephyr, DeepSeek (fullwidth bars), and any `<|name|>` / `<｜name｜>`.
@@ -78,7 +101,7 @@ COMMON_CONTROL_TOKENS = (
     "<｜tool▁output▁begin｜>", "<｜tool▁output▁end｜>",
     "<s>", "</s>", "<bos>", "<eos>", "<pad>", "<unk>", "<eot>", "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]",
 )  # fmt: skip
-_GENERIC_CONTROL = re.compile(r"<\|[A-Za-z0-9_.\-▁]{1,48}\|>|<｜[^｜<>\s]{1,48}｜>")
+_GENERIC_CONTROL = re.compile(r"<\|/?[A-Za-z0-9_.\-▁]{1,48}\|>|<｜[^｜<>\s]{1,48}｜>")  # Phi-4's `<|/tool|>` too
 # Names (markup and `▁` dropped, lower case) of the tokens that start a turn or a conversation,
 # and of those that start a tool call: found anywhere but at the very start, they refuse a reply.
 # gpt-oss's Harmony format starts a message with `<|start|>` and ends a tool call with `<|call|>`.
@@ -86,9 +109,16 @@ _TURN_STARTS = frozenset(
     {"im_start", "start_header_id", "start_of_turn", "inst", "user", "assistant", "system", "human",
      "begin_of_text", "begin_of_sentence", "bos", "s", "sys", "begin_sys", "system_prompt", "start"}
 )  # fmt: skip
-_TOOL_STARTS = frozenset({"tool_calls_begin", "tool_call_begin", "python_tag", "tool_calls", "call"})
-# What a template leaks at a reply's start, dropped there: a turn's start and its header's end.
-_LEADING_MARKERS = _TURN_STARTS | {"end_header_id", "im_sep"}
+_TOOL_STARTS = frozenset({"tool_calls_begin", "tool_call_begin", "python_tag", "tool_calls", "call", "tool_call"})
+# What a template leaks at a reply's start, dropped there: a turn's start and its header's end;
+# never a marker of the user's or the system's side (`<｜User｜>`, `<|user|>`, `[INST]`, `<<SYS>>`):
+# what follows it is a turn the model wrote for them, refused as anywhere else.
+_USER_SIDE_MARKERS = frozenset({"user", "system", "human", "inst", "sys", "begin_sys", "system_prompt"})
+_LEADING_MARKERS = (_TURN_STARTS - _USER_SIDE_MARKERS) | {"end_header_id", "im_sep"}
+# The markers that start a turn of any role, named after them (`<|im_start|>user`): a leading one is
+# dropped only before the assistant's role.
+_ROLE_NAMED_AFTER = frozenset({"im_start", "start_header_id", "start_of_turn", "start"})
+_OTHER_ROLE = re.compile(r"[ \t]*(?:user|human|system|developer|tool|ipython)\b", re.IGNORECASE)
 
 # Tool markup: a block (refused) or a tag merely named (removed).
 _TOOL_BLOCK = re.compile(
@@ -198,9 +228,14 @@ def reply_cleaner(config: LLMConfig, counter: TokenCounter | None = None) -> Cal
 
 def clean_reply(text: str, *, redact: bool = True, control: ControlTokens | None = None) -> str | Refused:
     """The summary body of a model's reply, "" when nothing is left, or why it is refused."""
-    body = _after_leading_reasoning(_plain(text or ""))
+    plain = _plain(text or "")
+    if len(_REASONING_TAG.findall(plain)) > len(_REASONING_TAG.findall(text or "")):
+        # `<t\x1b[31mhink>`: a tag the unseen characters hid, whole once they are gone.
+        return Refused("the reply is a transcript, not a summary: it hides markup inside markup (a reasoning tag)")
+    body = _after_leading_reasoning(plain)
     if body is None:
         return ""  # all reasoning: an unterminated leading block
+    body = _without_reasoning_blocks(body)
     tokens = control or common_control_tokens()
     body = _after_leading_role(body.strip(), tokens)
     refused = _transcript(body, tokens)
@@ -219,73 +254,11 @@ def clean_reply(text: str, *, redact: bool = True, control: ControlTokens | None
     hidden = _transcript(body, tokens) or ("a token" if tokens.find(body) or _TOOL_TAG.search(body) else None)
     if hidden is not None:
         return Refused(f"the reply is a transcript, not a summary: it hides markup inside markup ({hidden})")
-    if _json_tool_call(body):
+    if is_json_tool_call(body):
         return Refused("the reply is a transcript, not a summary: it is a tool call (a JSON object naming a function)")
     if len(body) <= _DECLINE_CHARS and _DECLINED.match(body):
         return Refused(f"the model declined to summarize ({body[:48]!r})")
     return redact_secrets(body) if redact else body
-
-
-# A code fence's line: a reply of calls may fence each (```json ... ``` twice).
-_FENCE_LINE = re.compile(r"^```[\w-]{0,16}[ \t]*$", re.MULTILINE)
-_CALL_KEYS = ("arguments", "parameters", "input", "args")
-_DECODER = json.JSONDecoder()
-
-
-def _json_tool_call(body: str) -> bool:
-    """Whether the whole reply (in code fences or not) is JSON tool calls: objects naming a
-    function and its arguments (`{"name": "bash", "arguments": {...}}`, Llama 3's `"parameters"`,
-    OpenAI's `{"type": "function", "function": ...}`, `{"tool_calls": [...]}`), lists of them, or
-    several one after another (parallel calls a line or a fence each: each a JSON text, the whole
-    none). Not a summary, and in a row a call no tool made."""
-    text = _FENCE_LINE.sub("", body).strip()
-    if text[:1] not in "{[" or text[-1:] not in "}]":
-        return False
-    try:
-        return _all_calls(orjson.loads(text))  # one JSON text: a call, or a list of them
-    except orjson.JSONDecodeError:
-        pass
-    position, found = 0, False
-    while position < len(text):  # JSON values one after another, each a call (or a list of them)
-        try:
-            value, position = _DECODER.raw_decode(text, position)
-        except (ValueError, RecursionError):  # RecursionError: nested deeper than the stack
-            return False
-        if not _all_calls(value):
-            return False
-        found = True
-        while position < len(text) and text[position].isspace():
-            position += 1
-    return found
-
-
-def _all_calls(value: object) -> bool:
-    """Whether a JSON value is a call, or a non-empty list of calls."""
-    calls = value if isinstance(value, list) else [value]
-    return bool(calls) and all(_names_a_call(call) for call in calls)
-
-
-# The keys a call (or the assistant message carrying calls) holds: an object with others is a
-# summary that happens to name one of them (`{"goal": ..., "tool_calls": 12}`), kept.
-_CALL_OBJECT_KEYS = frozenset(
-    {*_CALL_KEYS, "name", "id", "call_id", "type", "function", "tool_calls", "function_call", "role", "content"}
-)
-
-
-def _names_a_call(call: object) -> bool:
-    """Whether `call` is a tool call, or a message carrying them: only a call's keys, and a
-    function named in one of the shapes trainers and APIs write (a `tool_calls` list of calls, a
-    `function` or `function_call` object with its name, a `name` with its arguments)."""
-    if not isinstance(call, dict) or not call or not call.keys() <= _CALL_OBJECT_KEYS:
-        return False
-    calls = call.get("tool_calls")
-    if isinstance(calls, list) and calls and all(_names_a_call(item) for item in calls):
-        return True
-    for key in ("function", "function_call"):
-        named = call.get(key)
-        if isinstance(named, dict) and named.keys() <= _CALL_OBJECT_KEYS and isinstance(named.get("name"), str):
-            return True
-    return isinstance(call.get("name"), str) and any(key in call for key in _CALL_KEYS)
 
 
 def plain_summary_text(text: str, control: ControlTokens | None = None) -> str:
@@ -392,6 +365,8 @@ def _after_leading_role(text: str, tokens: ControlTokens) -> str:
             continue
         found = tokens.find(text[position : position + 64])
         if found and found[0][0] == 0 and _token_name(found[0][2]) in _LEADING_MARKERS:
+            if _token_name(found[0][2]) in _ROLE_NAMED_AFTER and _OTHER_ROLE.match(text, position + found[0][1]):
+                return text[position:]  # `<|im_start|>system …`: kept, to be refused as another turn
             position += found[0][1]
             continue
         label = _LEADING_ROLE.match(text, position)
@@ -399,6 +374,12 @@ def _after_leading_role(text: str, tokens: ControlTokens) -> str:
             position = label.end()
             continue
         return text[position:].lstrip()
+
+
+# A Harmony message on a channel other than the final answer or the analysis: a commentary
+# channel's tool call (`<|channel|>commentary to=functions.bash <|constrain|>json<|message|>{…}`),
+# whose `<|call|>` a server strips as the stop token it is.
+_HARMONY_OTHER_CHANNEL = re.compile(r"<\|channel\|>[ \t]*(?!(?:final|analysis)\b)[A-Za-z]")
 
 
 def _transcript(text: str, tokens: ControlTokens) -> str | None:
@@ -412,6 +393,9 @@ def _transcript(text: str, tokens: ControlTokens) -> str | None:
             return f"it holds a tool call ({token!r})"
         if name in _TURN_STARTS:
             return f"it starts another turn ({token!r})"
+    channel = _HARMONY_OTHER_CHANNEL.search(text)
+    if channel is not None:
+        return f"it holds a tool call ({channel.group()[:24]!r}: a Harmony commentary channel's)"
     for pattern in (_TURN_HEADER, _ROLE_SPEAKS, _ROLE_ALONE):
         line = pattern.search(text)
         if line is not None:
