@@ -164,3 +164,8 @@ def test_a_reasoning_block_later_in_a_reply_on_lines_of_its_own_is_removed() -> 
     assert clean_reply(unclosed) == unclosed
     many = "Done.\n" + "<think>\n" * 50_000  # one search for a close, not one per opening line
     assert clean_reply(many) == many.strip()
+
+
+def test_a_second_summary_marker_in_full_width_brackets_is_removed_too() -> None:
+    assert clean_reply("Did A.\n［CONTEXT SUMMARY］： Did B.") == "Did A.\nDid B."
+    assert clean_reply("［CONTEXT SUMMARY］ Body.") == "Body."

@@ -140,8 +140,13 @@ _ROLE_SPEAKS = re.compile(r"^[#*_> \t]*(?:Human|Assistant|USER|ASSISTANT|TOOL RE
 _TURN_HEADER = re.compile(r"^[ \t]*\[Turn \d+\][ \t]*[A-Za-z][A-Za-z ]*:", re.MULTILINE | re.IGNORECASE)
 _LEADING_ROLE = re.compile(r"\s*[#*_>]*\s*assistant[*_ \t]*(?::[*_ \t]*|[ \t]*\n|(?=<))", re.IGNORECASE)
 
+# The summary's marker, in ASCII or full-width brackets and colon (`［CONTEXT SUMMARY］：`): a second
+# one read as the start of another summary either way.
+_MARKER = (
+    r"[\[［]" + re.escape(SUMMARY_PREFIX.rstrip(":").strip("[]")).replace(r"\ ", "[ \u3000]") + r"[\]］][:：]?"
+)
 _PREFIX = re.compile(
-    r"^(?:\s*(?:[*_#>]+\s*)?" + re.escape(SUMMARY_PREFIX.rstrip(":")) + r":?(?:\s*[*_]+)?\s*)+",
+    r"^(?:\s*(?:[*_#>]+\s*)?" + _MARKER + r"(?:\s*[*_]+)?\s*)+",
     re.IGNORECASE,
 )
 # What a reply must not carry into a row: terminal escape sequences; C0 and C1 controls (tab and
@@ -166,7 +171,7 @@ _DECLINED = re.compile(
     re.IGNORECASE,
 )
 _DECLINE_CHARS = 400
-_ANY_PREFIX = re.compile(r"(?:[*_]{1,3})?" + re.escape(SUMMARY_PREFIX.rstrip(":")) + r":?(?:[*_]{1,3})?[ \t]*", re.I)
+_ANY_PREFIX = re.compile(r"(?:[*_]{1,3})?" + _MARKER + r"(?:[*_]{1,3})?[ \t]*", re.I)
 
 
 def _token_name(token: str) -> str:
