@@ -142,9 +142,7 @@ _LEADING_ROLE = re.compile(r"\s*[#*_>]*\s*assistant[*_ \t]*(?::[*_ \t]*|[ \t]*\n
 
 # The summary's marker, in ASCII or full-width brackets and colon (`［CONTEXT SUMMARY］：`): a second
 # one read as the start of another summary either way.
-_MARKER = (
-    r"[\[［]" + re.escape(SUMMARY_PREFIX.rstrip(":").strip("[]")).replace(r"\ ", "[ \u3000]") + r"[\]］][:：]?"
-)
+_MARKER = r"[\[［]" + re.escape(SUMMARY_PREFIX.rstrip(":").strip("[]")).replace(r"\ ", "[ \u3000]") + r"[\]］][:：]?"
 _PREFIX = re.compile(
     r"^(?:\s*(?:[*_#>]+\s*)?" + _MARKER + r"(?:\s*[*_]+)?\s*)+",
     re.IGNORECASE,
