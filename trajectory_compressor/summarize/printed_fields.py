@@ -46,13 +46,13 @@ _CREDENTIAL_FIELD = re.compile(
 # Fields that name a credential only as a key of loaded data (`cfg['token']`, `.get('auth')`): as an
 # object's attribute they are a lexer's token or a module (`lexer.token`, `django.contrib.auth`).
 _KEY_ONLY_FIELDS = frozenset(("token", "auth", "_auth"))
-_NOT_FIELDS = frozenset(("pwd", "oldpwd"))  # the working folder
+WORKING_FOLDER_NAMES = frozenset(("pwd", "oldpwd"))  # the shell's working folder, no credential
 
 
 def credential_field(field: str, *, key: bool = True) -> bool:
     """Whether a field's name (lower-cased) names a credential (see the module docstring); `key`:
     it is a key of loaded data, not an attribute."""
-    if field in _NOT_FIELDS:
+    if field in WORKING_FOLDER_NAMES:
         return False
     return (key and field in _KEY_ONLY_FIELDS) or _CREDENTIAL_FIELD.fullmatch(field) is not None
 
@@ -131,8 +131,9 @@ def _chain_start(text: str, end: int) -> int:
 
 
 # A config file a filter may pick a line of (`config/database.yml`, `app.conf`, `settings.json`).
-_CONFIG_FILE = re.compile(r"\.(?:ini|conf|cfg|cnf|toml|ya?ml|json|properties|xml)$")
-_CONFIG_WORD = re.compile(r"\.(?:ini|conf|cfg|cnf|toml|ya?ml|json|properties|xml)\b")
+_CONFIG_EXTENSION = r"\.(?:ini|conf|cfg|cnf|toml|ya?ml|json|properties|xml)"
+_CONFIG_FILE = re.compile(_CONFIG_EXTENSION + "$")  # a word that is one
+_CONFIG_WORD = re.compile(_CONFIG_EXTENSION + r"\b")  # one anywhere in a command
 _MAX_PIPELINE_CHARS = 4096  # a filter's pipeline is a line or two; a longer command is a program
 _READERS = frozenset(("grep", "egrep", "rg", "awk", "gawk", "sed", "perl"))
 _EXTRACTORS = frozenset(("cut", "awk", "gawk", "sed", "grep", "egrep", "rg", "perl"))

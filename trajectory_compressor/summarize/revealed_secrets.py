@@ -20,7 +20,11 @@ from typing import Any
 
 import orjson
 
-from trajectory_compressor.summarize.printed_fields import picks_config_field, prints_credential_field
+from trajectory_compressor.summarize.printed_fields import (
+    WORKING_FOLDER_NAMES,
+    picks_config_field,
+    prints_credential_field,
+)
 from trajectory_compressor.summarize.redact import REDACTED
 from trajectory_compressor.summarize.secret_rules import credential_value
 from trajectory_compressor.summarize.toolcalls import parse_tool_calls, parse_tool_responses
@@ -238,7 +242,9 @@ def _command_reveals(command: str) -> bool:
     ):
         return True
     return any(
-        _SECRET_NAME.search(name := next(name for name in found.groups() if name)) and not _SETTING_NAME.search(name)
+        _SECRET_NAME.search(name := next(name for name in found.groups() if name))
+        and not _SETTING_NAME.search(name)
+        and name not in WORKING_FOLDER_NAMES  # `echo $PWD` printed `/testbed`, masked in every path of the row
         for found in _READS_VARIABLE.finditer(lowered)
     )
 
@@ -304,11 +310,8 @@ def secret_file(path: str) -> bool:
     return bool(base) and named and _SOURCE_FILE.search(base) is None
 
 
-# A variable of a credential's setting, not the credential (`HF_TOKEN_PATH`, `TOKEN_URL`, `GIT_ASKPASS`),
-# or the shell's working folder (`echo $PWD` printed `/testbed`, then masked in every path of the row).
-_SETTING_NAME = re.compile(
-    r"(?:_path|_file|_dir|_url|_uri|_host|_name|_expiry|_expires(?:_at)?|_ttl|_type|askpass)$|^(?:old)?pwd$"
-)
+# A variable of a credential's setting, not the credential (`HF_TOKEN_PATH`, `TOKEN_URL`, `GIT_ASKPASS`).
+_SETTING_NAME = re.compile(r"(?:_path|_file|_dir|_url|_uri|_host|_name|_expiry|_expires(?:_at)?|_ttl|_type|askpass)$")
 
 
 # A file of code or prose, whatever its name says (`django/contrib/auth/tokens.py`, `secrets_manager.ts`):

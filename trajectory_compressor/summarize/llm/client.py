@@ -38,7 +38,7 @@ from trajectory_compressor.summarize.llm.contact import EndpointContact
 from trajectory_compressor.summarize.llm.credentials import FOLLOW_REDIRECTS, Credentials
 from trajectory_compressor.summarize.llm.dialects import dialect_for
 from trajectory_compressor.summarize.llm.dialects.base import Messages
-from trajectory_compressor.summarize.llm.preflight import PREFLIGHT_SECONDS
+from trajectory_compressor.summarize.llm.preflight import model_list
 from trajectory_compressor.summarize.llm.ratelimit import RateLimiter, RequestGate, estimate_request_tokens
 from trajectory_compressor.summarize.llm.reply import (
     Failure,
@@ -196,16 +196,11 @@ class ChatClient:
 
     async def _server_answers(self) -> bool:
         """Whether the server sends back any HTTP response to a GET of its model list (the
-        preflight's request, `preflight`): asked when a probe ends unanswered, to tell a server
-        that drops one row's request from one that is down."""
+        preflight's request): asked when a probe ends unanswered, to tell a server that drops one
+        row's request from one that is down."""
         session, _ = self._ensure_session()
         url = self.credentials.url_for(self.dialect.models_path)
-        timeout = aiohttp.ClientTimeout(total=min(PREFLIGHT_SECONDS, self.config.request_timeout))
-        try:
-            async with session.get(url, timeout=timeout, allow_redirects=FOLLOW_REDIRECTS):
-                return True
-        except (asyncio.TimeoutError, TimeoutError, aiohttp.ClientError, OSError, ValueError):
-            return False
+        return await model_list(session, url, self.config.request_timeout) is not None
 
     async def aclose(self) -> None:
         """Close the HTTP session; the client may be used again afterwards (a new one opens)."""

@@ -43,7 +43,7 @@ class EndpointContact:
         self._failed_probes: list[object] = []  # probes that ended unanswered while the server was up
         self._askers: set[object] = set()  # calls asking now (`asking` to `done`)
         self._settled: asyncio.Event | None = None
-        self.server_up = False  # the server answered a GET of its model list (`LLMClient`)
+        self.server_up = False  # the server answered a GET of its model list (`client.ChatClient`)
 
     @property
     def silent(self) -> bool:

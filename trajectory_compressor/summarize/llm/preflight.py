@@ -31,21 +31,27 @@ from trajectory_compressor.summarize.llm.dialects import dialect_for, require
 PREFLIGHT_SECONDS = 10.0
 
 
+async def model_list(session: aiohttp.ClientSession, url: str, request_timeout: float) -> tuple[int, bytes] | None:
+    """GET the model list at `url`: its status and first 4 KiB, or None when no HTTP response
+    came within `PREFLIGHT_SECONDS` (or the request's own timeout, if shorter). Asked before a run
+    (`check_endpoint`) and when a probe ends unanswered (`client.ChatClient`)."""
+    timeout = aiohttp.ClientTimeout(total=min(PREFLIGHT_SECONDS, request_timeout))
+    try:
+        async with session.get(url, timeout=timeout, allow_redirects=FOLLOW_REDIRECTS) as response:
+            return response.status, await response.content.read(4096)
+    except (asyncio.TimeoutError, TimeoutError, aiohttp.ClientError, OSError, ValueError):
+        return None
+
+
 async def check_endpoint(config: LLMConfig) -> None:
     """Raise `ConfigError` when `config`'s endpoint refuses the credentials or cannot be reached."""
     dialect = dialect_for(config)
     credentials = Credentials(config, dialect)
-    url = credentials.url_for(dialect.models_path)
-    timeout = aiohttp.ClientTimeout(total=min(PREFLIGHT_SECONDS, config.request_timeout))
-    try:
-        async with (
-            aiohttp.ClientSession(headers=credentials.headers()) as session,
-            session.get(url, timeout=timeout, allow_redirects=FOLLOW_REDIRECTS) as response,
-        ):
-            status = response.status
-            body = await response.content.read(4096)
-    except (asyncio.TimeoutError, TimeoutError, aiohttp.ClientError, OSError, ValueError):
+    async with aiohttp.ClientSession(headers=credentials.headers()) as session:
+        answer = await model_list(session, credentials.url_for(dialect.models_path), config.request_timeout)
+    if answer is None:
         return  # slow, down or odd: the run's own requests judge it, with their retries
+    status, body = answer
     if credentials.refused(status, body):
         detail = credentials.snippet(body)
         fix = (

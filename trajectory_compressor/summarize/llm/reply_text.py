@@ -61,15 +61,16 @@ if TYPE_CHECKING:
     from trajectory_compressor.settings import LLMConfig
 
 _REASONING = ("think", "thinking", "reasoning")
-_LEADING_REASONING = re.compile(r"\s*<(think|thinking|reasoning)>", re.IGNORECASE)
-_CLOSE = re.compile(r"</(?:think|thinking|reasoning)>", re.IGNORECASE)
-_ANY_OPEN = re.compile(r"<(?:think|thinking|reasoning)>", re.IGNORECASE)
+_NAMES = "|".join(_REASONING)
+_LEADING_REASONING = re.compile(rf"\s*<({_NAMES})>", re.IGNORECASE)
+_CLOSE = re.compile(rf"</(?:{_NAMES})>", re.IGNORECASE)
+_ANY_OPEN = re.compile(rf"<(?:{_NAMES})>", re.IGNORECASE)
 _QUOTES = "`'\""
-_REASONING_TAG = re.compile(r"</?(?:think|thinking|reasoning)>", re.IGNORECASE)
+_REASONING_TAG = re.compile(rf"</?(?:{_NAMES})>", re.IGNORECASE)
 # A reasoning block later in a reply, its tags on lines of their own: the model's reasoning, not
 # the summary (its tags would be the tokenizer's own tokens in the row). A tag named in a sentence
 # (`the parser strips <think> blocks`) stays.
-_REASONING_OPEN_LINE = re.compile(r"^[ \t]*<(think|thinking|reasoning)>[ \t]*\n", re.IGNORECASE | re.MULTILINE)
+_REASONING_OPEN_LINE = re.compile(rf"^[ \t]*<({_NAMES})>[ \t]*\n", re.IGNORECASE | re.MULTILINE)
 
 
 def _without_reasoning_blocks(text: str) -> str:
