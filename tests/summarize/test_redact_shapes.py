@@ -77,6 +77,9 @@ SHAPES = [
     ("db.connect(host=h, password={})", "pw4Wq7xLm2p"),
     # An environment's or a version's suffix on an upper-case name; `_PW`.
     ("SECRET_KEY_BASE={}", "9f3a" * 16),
+    # Rails' own key, in lower case: its `secrets.yml` and its `config.secret_key_base =`.
+    ("  secret_key_base: {}", "9f3a" * 16),
+    ("config.secret_key_base = '{}'", "9f3a" * 16),
     ("DB_PASSWORD_PROD={}", "Wq7xLm2pRt9v"),
     ("API_KEY_V2={}", "Wq7xLm2pRt9v"),
     ("ADMIN_PW={}", "Wq7xLm2pRt9v"),

@@ -287,6 +287,16 @@ def test_a_variable_read_by_node_powershell_or_cmd_reveals_it() -> None:
     _assert_keeps("echo $env:PATH")
 
 
+def test_a_variable_echoed_with_a_default_a_check_or_a_slice_reveals_it() -> None:
+    """`${API_KEY:-}` (a default), `${API_KEY:?}` (a check), `${API_KEY:0:8}` (a slice) each print
+    the value; `${API_KEY:+set}` prints the word instead, and a setting's name no credential."""
+    defaults = ["echo ${API_KEY:-}", 'echo "${GITHUB_TOKEN:?unset}"', "echo ${DB_PASSWORD-}", "echo ${API_KEY:0:32}"]
+    for command in defaults:
+        _assert_reveals(command, VALUE + "\n")
+    _assert_keeps("echo ${API_KEY:+set}")
+    _assert_keeps("echo ${API_KEY_PATH:-/run/key}")
+
+
 def test_a_script_printing_a_credentials_field_of_what_it_loaded_reveals_it() -> None:
     """`print(json.load(f)['api_key'])` prints the credential as `jq -r .api_key f` does: the
     printed expression's last accessor names it, in Python, Node, Ruby, PHP or Perl."""
@@ -310,6 +320,38 @@ def test_a_script_printing_a_credentials_field_of_what_it_loaded_reveals_it() ->
         "cfg = json.load(open('c.json'))\ncfg['githubToken']",  # a notebook shows its last expression
     ]:
         _assert_reveals(command, VALUE + "\n")
+
+
+def test_a_script_printing_a_credentials_getter_or_its_holders_token_reveals_it() -> None:
+    """`print(HfFolder.get_token())`, `print(keyring.get_password(...))`, `print(app.auth.token)`:
+    a getter named for a credential, or a bare `token` of an issuer or holder of credentials (`auth`,
+    `session`, `settings`), prints the value as a field of loaded data does."""
+    for command in [
+        "python -c 'import app; print(app.auth.token)'",
+        "python -c 'from huggingface_hub import HfFolder; print(HfFolder.get_token())'",
+        "python -c 'from huggingface_hub import get_token; print(get_token())'",
+        'python -c \'import keyring; print(keyring.get_password("svc", "bob"))\'',
+        "node -e 'console.log(getApiKey())'",
+        "python -c 'print(settings.token)'",
+        "python -c 'print(self.client.get_access_token().strip())'",
+        "python -c 'print(session.token)'",
+    ]:
+        _assert_reveals(command, VALUE + "\n")
+
+
+def test_a_lexers_or_a_parsers_token_or_a_getter_used_inside_another_call_reveals_nothing() -> None:
+    """A token of a lexer, a tokenizer or a parser is a piece of text, not a credential, whether
+    read as an attribute or by its getter; a getter's value used by another call is not printed."""
+    for command in [
+        "python -c 'import shlex; lex = shlex.shlex(\"a b\"); print(lex.get_token())'",
+        "python -c 'print(lexer.get_token())'",
+        "python -c 'print(Lexer(src).get_token())'",
+        "python -c 'print(tokenizer.get_token(5))'",
+        "python -c 'print(parser.token)'",
+        "python -c 'print(len(get_password()))'",
+        "python -c 'print(get_token().type)'",
+    ]:
+        _assert_keeps(command)
 
 
 def test_a_field_a_script_uses_without_printing_it_or_no_credentials_field_reveals_nothing() -> None:

@@ -36,10 +36,10 @@ _VALUE = r"""(?:(?P<quote>["'])(?P<quoted>[^\n]{0,512}?)(?P=quote)|(?P<bare>[^\s
 # `=>` is PHP's and Ruby's (`'password' => '...'`).
 _OPERATOR = r"""(?P<gap>(?:\]["']|["']?\]?)\s{0,4})(?P<operator>:=|=>|=|:)[ \t]{0,16}"""  # `"user[password]": …`
 CREDENTIAL_NAMES = (
-    r"pass(?:word|wd|phrase|code)?|pwd|pw|secret(?:[_-]?(?:key|token))?|api[_-]?(?:key|token)|apikey"
+    r"pass(?:word|wd|phrase|code)?|pwd|pw|secret(?:[_-]?(?:key(?:[_-]?base)?|token))?|api[_-]?(?:key|token)|apikey"
     r"|access[_-]?(?:key|token)|private[_-]?key|client[_-]?secret|(?:auth|refresh|bearer|session)[_-]?token"
 )
-# An environment's or a version's suffix after the name (`SECRET_KEY_BASE`, `DB_PASSWORD_PROD`,
+# An environment's or a version's suffix after the name (`DB_PASSWORD_PROD`, `SECRET_TOKEN_BASE`,
 # `API_KEY_V2`): counted in upper-case names only (`password_length=12` is a setting).
 _SUFFIX = (
     r"(?P<suffix>(?:_(?:base|prod|production|dev|development|staging|stage|test|qa|live|sandbox|local"

@@ -9,7 +9,10 @@ the field, and that it is what gets printed:
 - a script's printed expression ends on the field (`_ACCESSOR`): the expression is found by walking
   back from the accessor over names, dots and balanced brackets (`_chain_start`), and what stands
   before it must print it (`print(`, `console.log(`, `puts `, `echo `, `node -p "`), or the
-  accessor is a notebook's last line (`cfg['token']`). A field used inside another call
+  accessor is a notebook's last line (`cfg['token']`). A getter named for a credential is a
+  field too (`HfFolder.get_token()`, `keyring.get_password(…)`), and so is a bare `token` of an
+  issuer or holder of credentials (`auth.token`, `settings.token`: `_TOKEN_HOLDER`; a lexer's
+  `lexer.token` and `lex.get_token()` are text). A field used inside another call
   (`print(check(user.password))`, `print(len(cfg['token']))`), an assignment, a test id
   (`unittest tests.test_client.TestClient.test_access_token`) and a module's name
   (`'django.contrib.auth'`) print no credential;
@@ -64,7 +67,15 @@ _ACCESSOR = re.compile(
     r"""\[\s*\\?["']""" + _STEMS + r"""(?P<key>[\w-]{1,64})\\?["']\s*\]"""
     r"""|\.get\(\s*\\?["']""" + _STEMS + r"""(?P<got>[\w-]{1,64})\\?["'][^()\n]{0,64}\)"""
     r"""|->\{?\s*["']?""" + _STEMS + r"""(?P<arrow>\w{1,64})["']?\s*\}?"""
+    # A getter's call (`HfFolder.get_token()`, `keyring.get_password('svc', 'bob')`, `getApiKey()`).
+    r"""|(?:\.|(?<![\w$]))(?:get|read|load|fetch)_?""" + _STEMS + r"""(?P<getter>\w{1,64})\([^()\n]{0,128}\)"""
     r"""|\.""" + _STEMS + r"""(?P<attr>[a-z_]\w{0,63})"""
+)
+# What owns a bare `token` (an attribute, or a getter's): an issuer's or a holder's of credentials
+# (`auth.token`, `HfFolder.get_token()`, `settings.token`), not a lexer's or a tokenizer's.
+_TOKEN_HOLDER = re.compile(
+    r"_?(?:auth|oauth|session|github|gh|gitlab|hf|huggingface|slack|bot|discord|telegram|npm|pypi|jwt|client"
+    r"|api|vault|registry|settings|config|cfg|conf|creds?|credentials|secrets|env|user|account)"
 )
 # What follows an accessor that is not the last of its expression (`cfg.token.upper()`,
 # `['token']['value']`); a trailing `.strip()` still prints the value.
@@ -85,8 +96,9 @@ def prints_credential_field(command: str) -> bool:
     its first `_MAX_WALKS` accessors naming a credential are looked at (each walk is Python)."""
     walks = 0
     for found in _ACCESSOR.finditer(command):
-        key = found.group("attr") is None
-        field = found.group("key") or found.group("got") or found.group("arrow") or found.group("attr")
+        named = found.group("attr") or found.group("getter")
+        key = named is None
+        field = found.group("key") or found.group("got") or found.group("arrow") or named
         trailing = _TRAILING_CALL.match(command, found.end())
         if not credential_field(field) or _CHAIN_GOES_ON.match(command, trailing.end() if trailing else found.end()):
             continue
@@ -94,7 +106,7 @@ def prints_credential_field(command: str) -> bool:
         if walks > _MAX_WALKS:
             return False
         start = _chain_start(command, found.start())
-        if start < 0 or not (key or credential_field(field, key=False) or "(" in command[start : found.start()]):
+        if start < 0 or not (key or _names_credential(field, command[start : found.start()], found.group("getter"))):
             continue  # `lexer.token`; but `require('./c.json').auth.token` is a field of loaded data
         line_start = command.rfind("\n", 0, start) + 1
         before = command[max(line_start, start - 80) : start]
@@ -107,6 +119,19 @@ def prints_credential_field(command: str) -> bool:
         if key and not before.strip() and not command[found.end() :].strip():
             return True  # a notebook shows its last line's value
     return False
+
+
+def _names_credential(field: str, owner: str, getter: str | None) -> bool:
+    """Whether an attribute or a getter named `field`, on the expression `owner` (`""`: a function
+    of its own), names a credential: by its own name (`user.password`, `get_api_key()`), as a field
+    of loaded data (`require('./c.json').auth.token`), or as the token of its holder (`auth.token`,
+    `get_token()`, `HfFolder.get_token()`; not `lexer.token`, `lex.get_token()`)."""
+    if credential_field(field, key=False) or (getter is None and "(" in owner):
+        return True
+    holder = re.split(r"[.$\]\[>-]+", owner.rstrip(".>-"))[-1] if owner else ""
+    return field in _KEY_ONLY_FIELDS and (
+        (getter is not None and not holder) or (bool(holder) and _TOKEN_HOLDER.match(holder) is not None)
+    )
 
 
 def _chain_start(text: str, end: int) -> int:

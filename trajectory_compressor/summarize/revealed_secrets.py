@@ -82,7 +82,8 @@ _READS_STORE = re.compile(
 )
 # `printenv NAME`, `echo $NAME`, `echo "${NAME}"`, `printf '%s' "$NAME"`, `os.environ["NAME"]`, `os.getenv('NAME')`.
 _READS_VARIABLE = re.compile(
-    r"printenv\s+(?P<a>\w+)|echo\s+(?:-\w+\s+)?[\"']?\$\{?(?P<b>\w+)(?![:\w])"
+    # `echo ${API_KEY:-}`, `${API_KEY?}`, `${API_KEY:0:8}`: a default, a check or a slice prints the value.
+    r"printenv\s+(?P<a>\w+)|echo\s+(?:-\w+\s+)?[\"']?\$(?:\{(?P<i>\w+)(?=\}|:?[-?=]|:\d)|\{?(?P<b>\w+)(?![:\w]))"
     r"|printf\s+(?:'[^']*'|\"[^\"]*\"|[^\s'\"]+)\s+[\"']?\$\{?(?P<e>\w+)"
     r"|os\.environ(?:\.get\(|\[)\s*[\"'](?P<c>\w+)|getenv\(\s*[\"'](?P<d>\w+)"
     # Node's `process.env.NAME`; PowerShell's `echo $env:NAME` (or the bare expression); cmd's `echo %NAME%`.
