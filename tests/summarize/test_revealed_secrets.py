@@ -383,6 +383,38 @@ def test_a_field_a_script_uses_without_printing_it_or_no_credentials_field_revea
         _assert_keeps(command)
 
 
+def test_a_query_selecting_a_credentials_column_or_a_stores_credential_key_reveals_it() -> None:
+    """`SELECT password FROM users` in any client prints the bare value, as a bare line, a cell of a
+    box (MySQL's `| value |`) or of psql's aligned table; so do a Redis key or a `dasel` selector
+    naming a credential, and Laravel's `key:generate --show`."""
+    for command, output in [
+        ("sqlite3 app.db 'select password from users limit 1'", VALUE + "\n"),
+        (
+            "mysql -e 'SELECT api_key FROM accounts LIMIT 1' app",
+            f"+---------+\n| api_key |\n+---------+\n| {VALUE} |\n",
+        ),
+        ("mysql -e 'SELECT api_key FROM accounts LIMIT 1' app", f"api_key\n{VALUE}\n"),
+        ("psql -c 'select u.access_token from users u'", f" access_token \n--------------\n {VALUE}\n(1 row)\n"),
+        ("psql -c 'select name, \"password\" as p from users'", f" p\n---\n {VALUE}\n"),
+        ("redis-cli -h localhost GET session:api_token", f'"{VALUE}"\n'),
+        ("dasel -f config.toml '.auth.token'", VALUE + "\n"),
+    ]:
+        _assert_reveals(command, output)
+    key = f"base64:{VALUE}"
+    masked = _masked(("gpt", _call("php artisan key:generate --show")), ("tool", _result(key)), ("gpt", f"Set {key}."))
+    assert VALUE not in "".join(masked)
+
+
+def test_a_query_using_a_credentials_column_without_selecting_it_reveals_nothing() -> None:
+    for command in [
+        "sqlite3 app.db 'select count(password) from users'",
+        "sqlite3 app.db 'select id from users where password is null'",
+        "sqlite3 app.db 'select password_hash_algo, token_type from settings'",
+        "redis-cli GET mykey",
+    ]:
+        _assert_keeps(command)
+
+
 def test_a_credentials_field_cut_out_of_a_config_files_line_reveals_it() -> None:
     """`grep password database.yml | awk '{print $2}'` prints the bare password, as `grep API_KEY
     .env | cut -d= -f2` does, and so do a `sed` substitution, `$NF`, a look-behind `grep -oP` and
@@ -508,5 +540,8 @@ def test_long_commands_of_accessors_filters_and_reads_are_read_in_linear_time() 
         "token " + "read a " * 9_000,
         "print " + ".token)" * 9_000,
         "token " + ").a" * 20_000,
+        "token from " + "select " * 20_000,
+        "token " + ".get_token()" * 9_000,
+        "redis-cli " + " get" * 20_000,
     ]:
         assert _masked(("gpt", _call(command)), ("tool", _result(VALUE)), ("gpt", VALUE))[2] == VALUE, command[:40]

@@ -1,5 +1,5 @@
 """Commands that print a credential by its field: a script printing one field of what it loaded,
-or a filter cutting one field out of a config file's line.
+a filter cutting one field out of a config file's line, or a query selecting a credential's column.
 
 `python -c "print(json.load(open('c.json'))['api_key'])"`, `node -p "require('./c.json').token"`,
 `grep password config/database.yml | awk '{print $2}'`: each prints the bare value, and its file
@@ -232,3 +232,32 @@ def _extracts(words: list[str]) -> bool:
         return "-i" not in words and any(_SUBSTITUTION.match(word) for word in words[1:])
     flags = "".join(word[1:] for word in words[1:] if word.startswith("-") and not word.startswith("--"))
     return "o" in flags and ("(?<=" in program or "\\k" in program)  # grep -oP '(?<=password: ).*'
+
+
+# A query's columns (`SELECT password FROM users`, `select u.api_key, name from accounts`), in any
+# client (`sqlite3 app.db '…'`, `psql -c "…"`, `mysql -e "…"`) or script: each printed bare.
+_SELECT_WORD = re.compile(r"\bselect\b")
+_SELECT = re.compile(r"select\s+(?:distinct\s+)?(?P<columns>[^;()]{1,512}?)\s+from\b")
+_COLUMN = re.compile(r"""[`"\[]?(?:\w+[`"\]]?\.[`"\[]?)?(?P<name>\w+)[`"\]]?(?:\s+(?:as\s+)?\w+)?""")
+
+
+def selects_credential_column(command: str) -> bool:
+    """Whether a SQL query in `command` (lower-cased) selects a credential's column as it is (not
+    inside a call: `count(password)`, `length(api_key)` print no credential); its first
+    `_MAX_WALKS` `select`s are read (each looks up to 512 characters on for its `from`)."""
+    if " from" not in command:
+        return False
+    position = 0
+    for _ in range(_MAX_WALKS):
+        word = _SELECT_WORD.search(command, position)
+        if word is None:
+            return False
+        position = word.end()
+        found = _SELECT.match(command, word.start())
+        if found is None:
+            continue
+        for column in found.group("columns").split(","):
+            plain = _COLUMN.fullmatch(column.strip())
+            if plain is not None and credential_field(plain.group("name"), key=False):
+                return True
+    return False
