@@ -350,6 +350,11 @@ def test_a_lexers_or_a_parsers_token_or_a_getter_used_inside_another_call_reveal
         "python -c 'print(parser.token)'",
         "python -c 'print(len(get_password()))'",
         "python -c 'print(get_token().type)'",
+        # Found by an adversarial pass: a holder only starting with an issuer's word, a parser's getter.
+        "python -c 'print(config_lexer.token)'",
+        "python -c 'print(environment.token)'",
+        "python -c 'print(author.token)'",
+        "python -c 'print(read_token())'",
     ]:
         _assert_keeps(command)
 
@@ -398,6 +403,17 @@ def test_a_query_selecting_a_credentials_column_or_a_stores_credential_key_revea
         ("psql -c 'select name, \"password\" as p from users'", f" p\n---\n {VALUE}\n"),
         ("redis-cli -h localhost GET session:api_token", f'"{VALUE}"\n'),
         ("dasel -f config.toml '.auth.token'", VALUE + "\n"),
+        # Found by an adversarial pass: a row of several columns, a query over lines, a key
+        # ending on the credential's name.
+        ("sqlite3 app.db 'select id, password from users'", f"1|{VALUE}\n"),
+        ("sqlite3 -csv app.db 'select id, password from users'", f"1,{VALUE}\n"),
+        ("mysql -e 'select username, api_key from t'", f"+-------+\n| admin | {VALUE} |\n"),
+        ("mysql -N -B -e 'select username, api_key from t'", f"admin\t{VALUE}\n"),
+        ("sqlite3 -box app.db 'select password from users'", f"\u2502 {VALUE} \u2502\n"),
+        ("psql <<'EOF'\nSELECT\n  password\nFROM users;\nEOF", f" password\n----------\n {VALUE}\n(1 row)\n"),
+        ("redis-cli get user:1:password", VALUE + "\n"),
+        ("redis-cli -h db -p 6379 hget user:1 password", VALUE + "\n"),
+        ("dasel -f config.yaml '.database.password'", VALUE + "\n"),
     ]:
         _assert_reveals(command, output)
     key = f"base64:{VALUE}"
@@ -410,7 +426,18 @@ def test_a_query_using_a_credentials_column_without_selecting_it_reveals_nothing
         "sqlite3 app.db 'select count(password) from users'",
         "sqlite3 app.db 'select id from users where password is null'",
         "sqlite3 app.db 'select password_hash_algo, token_type from settings'",
+        "sqlite3 app.db 'select id from users where password in (select password from leaked)'",
         "redis-cli GET mykey",
+        # Found by an adversarial pass: a query named, not sent to a database (the commit hash or
+        # the file paths a search printed were masked across the row); a key or a selector
+        # merely holding a credential's word.
+        'git log --format=%H -S "SELECT password FROM auth_user"',
+        "grep -rl 'SELECT password FROM' django tests",
+        "pytest -k 'select password from'",
+        "redis-cli get rl:auth:127.0.0.1",
+        "dasel -f docker-compose.yml '.services.auth.image'",
+        "dasel -f tokenizer_config.json '.eos_token'",
+        "dasel put -f c.yml -t string -v x '.auth.token'",
     ]:
         _assert_keeps(command)
 
@@ -540,8 +567,11 @@ def test_long_commands_of_accessors_filters_and_reads_are_read_in_linear_time() 
         "token " + "read a " * 9_000,
         "print " + ".token)" * 9_000,
         "token " + ").a" * 20_000,
-        "token from " + "select " * 20_000,
+        "sqlite3 token from " + "select " * 20_000,
+        "sqlite3 pass from select" + " " * 30_000,  # the first query rule: 8 s at 3,000, minutes here
+        "sqlite3 " + ("select" + " " * 600) * 64 + " from pass",  # and 27 s
         "token " + ".get_token()" * 9_000,
-        "redis-cli " + " get" * 20_000,
+        "token redis-cli" + " " * 240 + "get " + "a" * 200_000,
+        "token dasel" + " " * 250 + "a" * 200_000,
     ]:
         assert _masked(("gpt", _call(command)), ("tool", _result(VALUE)), ("gpt", VALUE))[2] == VALUE, command[:40]

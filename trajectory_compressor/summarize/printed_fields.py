@@ -68,7 +68,7 @@ _ACCESSOR = re.compile(
     r"""|\.get\(\s*\\?["']""" + _STEMS + r"""(?P<got>[\w-]{1,64})\\?["'][^()\n]{0,64}\)"""
     r"""|->\{?\s*["']?""" + _STEMS + r"""(?P<arrow>\w{1,64})["']?\s*\}?"""
     # A getter's call (`HfFolder.get_token()`, `keyring.get_password('svc', 'bob')`, `getApiKey()`).
-    r"""|(?:\.|(?<![\w$]))(?:get|read|load|fetch)_?""" + _STEMS + r"""(?P<getter>\w{1,64})\([^()\n]{0,128}\)"""
+    r"""|(?:\.|(?<![\w$]))(?P<verb>get|read|load|fetch)_?""" + _STEMS + r"""(?P<getter>\w{1,64})\([^()\n]{0,128}\)"""
     r"""|\.""" + _STEMS + r"""(?P<attr>[a-z_]\w{0,63})"""
 )
 # What owns a bare `token` (an attribute, or a getter's): an issuer's or a holder's of credentials
@@ -76,6 +76,7 @@ _ACCESSOR = re.compile(
 _TOKEN_HOLDER = re.compile(
     r"_?(?:auth|oauth|session|github|gh|gitlab|hf|huggingface|slack|bot|discord|telegram|npm|pypi|jwt|client"
     r"|api|vault|registry|settings|config|cfg|conf|creds?|credentials|secrets|env|user|account)"
+    r"(?:[_-]?(?:folder|hub|client|api|config|settings|manager|store|session))?s?"  # `HfFolder`, `github_client`
 )
 # What follows an accessor that is not the last of its expression (`cfg.token.upper()`,
 # `['token']['value']`); a trailing `.strip()` still prints the value.
@@ -106,7 +107,7 @@ def prints_credential_field(command: str) -> bool:
         if walks > _MAX_WALKS:
             return False
         start = _chain_start(command, found.start())
-        if start < 0 or not (key or _names_credential(field, command[start : found.start()], found.group("getter"))):
+        if start < 0 or not (key or _names_credential(field, command[start : found.start()], found.group("verb"))):
             continue  # `lexer.token`; but `require('./c.json').auth.token` is a field of loaded data
         line_start = command.rfind("\n", 0, start) + 1
         before = command[max(line_start, start - 80) : start]
@@ -121,16 +122,17 @@ def prints_credential_field(command: str) -> bool:
     return False
 
 
-def _names_credential(field: str, owner: str, getter: str | None) -> bool:
-    """Whether an attribute or a getter named `field`, on the expression `owner` (`""`: a function
-    of its own), names a credential: by its own name (`user.password`, `get_api_key()`), as a field
-    of loaded data (`require('./c.json').auth.token`), or as the token of its holder (`auth.token`,
-    `get_token()`, `HfFolder.get_token()`; not `lexer.token`, `lex.get_token()`)."""
-    if credential_field(field, key=False) or (getter is None and "(" in owner):
+def _names_credential(field: str, owner: str, verb: str | None) -> bool:
+    """Whether an attribute, or a getter (`verb`: `get`, `read`…) named `field`, on the expression
+    `owner` (`""`: a function of its own), names a credential: by its own name (`user.password`,
+    `get_api_key()`), as a field of loaded data (`require('./c.json').auth.token`), or as the token
+    of its holder (`auth.token`, `HfFolder.get_token()`, a bare `get_token()`; not `lexer.token`,
+    `config_lexer.token`, `lex.get_token()`, a parser's `read_token()`)."""
+    if credential_field(field, key=False) or (verb is None and "(" in owner):
         return True
     holder = re.split(r"[.$\]\[>-]+", owner.rstrip(".>-"))[-1] if owner else ""
     return field in _KEY_ONLY_FIELDS and (
-        (getter is not None and not holder) or (bool(holder) and _TOKEN_HOLDER.match(holder) is not None)
+        (verb == "get" and not holder) or (bool(holder) and _TOKEN_HOLDER.fullmatch(holder) is not None)
     )
 
 
@@ -234,18 +236,24 @@ def _extracts(words: list[str]) -> bool:
     return "o" in flags and ("(?<=" in program or "\\k" in program)  # grep -oP '(?<=password: ).*'
 
 
-# A query's columns (`SELECT password FROM users`, `select u.api_key, name from accounts`), in any
-# client (`sqlite3 app.db '…'`, `psql -c "…"`, `mysql -e "…"`) or script: each printed bare.
+# A query's columns (`SELECT password FROM users`, `select u.api_key, name from accounts`) sent to a
+# database's client (`sqlite3 app.db '…'`, `psql -c "…"`, `mysql -e "…"`, a heredoc piped to one):
+# each printed bare. A query merely named (`git log -S "SELECT password FROM"`, `grep -rl`) prints none.
+_SQL_CLIENT = re.compile(
+    r"\b(?:sqlite3|psql|mysql|mariadb|duckdb|sqlcmd|clickhouse(?:-client)?|mycli|pgcli|litecli|cqlsh|snowsql)\b"
+)
 _SELECT_WORD = re.compile(r"\bselect\b")
-_SELECT = re.compile(r"select\s+(?:distinct\s+)?(?P<columns>[^;()]{1,512}?)\s+from\b")
+_FROM_WORD = re.compile(r"\bfrom\b")
+_MAX_COLUMNS_CHARS = 512
 _COLUMN = re.compile(r"""[`"\[]?(?:\w+[`"\]]?\.[`"\[]?)?(?P<name>\w+)[`"\]]?(?:\s+(?:as\s+)?\w+)?""")
 
 
 def selects_credential_column(command: str) -> bool:
-    """Whether a SQL query in `command` (lower-cased) selects a credential's column as it is (not
-    inside a call: `count(password)`, `length(api_key)` print no credential); its first
-    `_MAX_WALKS` `select`s are read (each looks up to 512 characters on for its `from`)."""
-    if " from" not in command:
+    """Whether a SQL query sent to a client in `command` (lower-cased) selects a credential's column
+    as it is: not inside a call (`count(password)`, `length(api_key)`) nor in a subquery (`where
+    password in (select password …)` prints ids). Its first `_MAX_WALKS` `select`s are read, each
+    up to `_MAX_COLUMNS_CHARS` on for its `from`."""
+    if _SQL_CLIENT.search(command) is None:
         return False
     position = 0
     for _ in range(_MAX_WALKS):
@@ -253,11 +261,56 @@ def selects_credential_column(command: str) -> bool:
         if word is None:
             return False
         position = word.end()
-        found = _SELECT.match(command, word.start())
-        if found is None:
+        end = _FROM_WORD.search(command, word.end(), word.end() + _MAX_COLUMNS_CHARS)
+        if end is None or command[max(0, word.start() - 16) : word.start()].rstrip().endswith("("):
             continue
-        for column in found.group("columns").split(","):
+        columns = command[word.end() : end.start()].strip()
+        if not columns or any(char in columns for char in ";()"):
+            continue
+        if columns.startswith("distinct") and columns[8:9].isspace():
+            columns = columns[9:]
+        for column in columns.split(","):
             plain = _COLUMN.fullmatch(column.strip())
             if plain is not None and credential_field(plain.group("name"), key=False):
                 return True
     return False
+
+
+# A Redis key (`redis-cli GET user:1:password`, `HGET user:1 api_token`) or a `dasel` selector
+# (`dasel -f config.yaml '.database.password'`) whose last part names a credential.
+_REDIS_GETS = {"get": 1, "getdel": 1, "getex": 1, "hget": 2}
+_KEY_PARTS = re.compile(r"[:.\[\]'\"]+")
+
+
+def reads_stored_credential(command: str) -> bool:
+    """Whether `command` (lower-cased) prints a credential's key out of Redis or a config file by
+    `dasel`: the key's last part names one (`rl:auth:127.0.0.1`, `.services.auth.image`, `.eos_token`
+    do not)."""
+    if len(command) > _MAX_PIPELINE_CHARS or ("redis-cli" not in command and "dasel" not in command):
+        return False
+    for line in command.splitlines():
+        for key in _stored_keys(_shell_words(line)):
+            parts = [part for part in _KEY_PARTS.split(key) if part]
+            if parts and credential_field(parts[-1]):
+                return True
+    return False
+
+
+def _stored_keys(words: list[str]) -> list[str]:
+    """The keys a line's `redis-cli` gets (`GET key`, `HGET hash field`), and the selector a `dasel`
+    reads (its last word; none for `dasel put` or `delete`)."""
+    keys: list[str] = []
+    for index, word in enumerate(words):
+        if word.endswith("redis-cli"):
+            for at, command in enumerate(words[index + 1 :], index + 1):
+                offset = _REDIS_GETS.get(command)
+                if offset is not None and at + offset < len(words):
+                    keys.append(words[at + offset])
+        elif word.endswith("dasel") and _selects(words[index + 1 :]):
+            keys.append(words[-1])
+    return keys
+
+
+def _selects(arguments: list[str]) -> bool:
+    """Whether a `dasel`'s arguments end on a selector it reads (not `put` or `delete`, not a flag)."""
+    return bool(arguments) and not arguments[-1].startswith("-") and not {"put", "delete"} & set(arguments[:2])

@@ -24,6 +24,7 @@ from trajectory_compressor.summarize.printed_fields import (
     WORKING_FOLDER_NAMES,
     picks_config_field,
     prints_credential_field,
+    reads_stored_credential,
     selects_credential_column,
 )
 from trajectory_compressor.summarize.redact import REDACTED
@@ -33,6 +34,7 @@ from trajectory_compressor.summarize.toolcalls import parse_tool_calls, parse_to
 _MIN_CHARS = 8  # a shorter line is no credential worth the risk of masking a common word everywhere
 _MAX_CHARS = 8192  # nor is a longer one (a minified file, a data line); a JWT runs to a few thousand
 _SPACE = re.compile(r"\s")
+_CELL = re.compile(r"[|,\t\u2502]")
 # The number an editor's view puts before each line (`     1\tvalue`, `cat -n`; `1→value`).
 _LINE_NUMBER = re.compile(r"^\s*\d+(?:\t|\u2192)")
 # A turn longer than this is read block by block, and a block longer than this is not read: a
@@ -75,9 +77,7 @@ _READS_STORE = re.compile(
     r"|op\s+(?:read|item\s+get)|security\s+find-(?:generic|internet)-password|kubectl\s+get\s+secrets?"
     r"|doppler\s+secrets\s+get|heroku\s+auth:token|doctl\s+auth\s+token|vault\s+token\s+create|sops\s+(?:-d|--decrypt)\b"
     r"|bw\s+get\s+(?:password|totp|notes)|lpass\s+show\s+(?:--password|--field)"
-    # Laravel's new app key; a Redis key or a `dasel` selector naming a credential (`GET session:api_token`).
-    r"|php\s+artisan\s+key:generate\s+--show|(?:redis-cli\b[^|;&\n]{0,256}?\s+get|dasel\b[^|;&\n]{0,256}?)\s+\S*"
-    r"(?:secret|token|pass|api_?key|auth)"
+    r"|php\s+artisan\s+key:generate\s+--show"  # Laravel's new app key
     r"|(?:terraform\s+output(?:\s+-(?:raw|json))?|heroku\s+config:get)\s+\S*(?:secret|token|pass|key)\S*|keyring\s+get|secret-tool\s+lookup|(?:go)?pass\s+(?:show|cat)"
     # A client's own store, asked for a credential's setting (`aws configure get aws_secret_access_key`,
     # `git config --get github.token`, `npm config get //registry.npmjs.org/:_authToken`, `dotenv get API_KEY`).
@@ -239,7 +239,9 @@ def _command_reveals(command: str) -> bool:
         return True
     if ("jq" in lowered or "yq" in lowered) and any(map(_picks_secret_field, _JQ_FILTER.finditer(lowered))):
         return True
-    if prints_credential_field(lowered) or picks_config_field(lowered) or selects_credential_column(lowered):
+    if prints_credential_field(lowered) or picks_config_field(lowered):
+        return True
+    if selects_credential_column(lowered) or reads_stored_credential(lowered):
         return True
     if any(
         secret_file(found.group("path") or found.group("opened") or found.group("redirected"))
@@ -335,8 +337,9 @@ def one_word_lines(content: str) -> list[str]:
     lines = [line for line in content.splitlines() if line.strip()]
     if len(lines) > _MAX_LINES:
         return []
-    # A table's cell is read without its borders (`| value |`: MySQL's and DuckDB's boxes).
-    words = [_LINE_NUMBER.sub("", line).strip().strip("|").strip().strip("\"'") for line in lines]
+    words = [_LINE_NUMBER.sub("", line).strip().strip("\"'") for line in lines]
+    # A row of cells is read cell by cell too (a query's `1|value`, `| admin | value |`, CSV, tabs, `│`).
+    words += [cell.strip().strip("\"'") for line in lines if _CELL.search(line) for cell in _CELL.split(line)]
     return [
         word
         for word in words
