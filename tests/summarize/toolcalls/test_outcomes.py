@@ -122,3 +122,14 @@ def test_json_result_error_field_and_gist() -> None:
     assert outcome.structured
     assert outcome.preview.startswith("origin=PHX, flights=[2]")  # the id was already known
     assert outcome.render(preview_chars=30).startswith("ok, JSON ")
+
+
+def test_python_refusing_a_missing_module_or_script_is_an_error_even_with_exit_0() -> None:
+    """`python -m pytest … | tail` with no pytest installed: the harness saw exit 0 (the pipe's),
+    and the summary said `ok` for a run that ran nothing (public mini-swe-agent runs, 35 times)."""
+    content = "<returncode>0</returncode>\n<output>\n/opt/miniconda3/bin/python3: No module named pytest\n</output>"
+    assert outcome_of(content) == "exit 0, error: /opt/miniconda3/bin/python3: No module named pytest"
+    missing = analyze_output("python: can't open file '/testbed/repro.py': [Errno 2] No such file or directory\n")
+    assert missing.error == "python: can't open file '/testbed/repro.py': [Errno 2] No such file or directory"
+    # Source code or a search naming the message is not a failure of the call.
+    assert analyze_output('django/utils/module_loading.py:    msg = "No module named %s"\n').error is None

@@ -34,6 +34,7 @@ _ERROR_LINE = re.compile(
     r"|(?:error|Error|ERROR|fatal|FATAL|panic)[ \t]*[:!][ \t]*\S.*"  # error: ..., Error: ...
     r"|(?:FAILED|FAIL:|ERROR)[ \t]+\S.*"  # pytest and unittest failure lines
     r"|E[ \t]{2,}\S.*"  # pytest assertion detail lines
+    r"|\S*python[\d.]*:[ \t]+(?:No module named|can't open file)[ \t]+\S.*"  # `python -m pytest`, no pytest
     r")[ \t]*$",
     re.M,
 )
