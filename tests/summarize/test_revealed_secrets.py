@@ -335,6 +335,8 @@ def test_a_script_printing_a_credentials_getter_or_its_holders_token_reveals_it(
         "python -c 'print(settings.token)'",
         "python -c 'print(self.client.get_access_token().strip())'",
         "python -c 'print(session.token)'",
+        "node -e 'const f = async () => { console.log(await getToken()) }; f()'",
+        "php -r 'echo $client->getAccessToken();'",
     ]:
         _assert_reveals(command, VALUE + "\n")
 
@@ -355,6 +357,8 @@ def test_a_lexers_or_a_parsers_token_or_a_getter_used_inside_another_call_reveal
         "python -c 'print(environment.token)'",
         "python -c 'print(author.token)'",
         "python -c 'print(read_token())'",
+        "php -r 'echo $lexer->getToken();'",
+        "node -e 'console.log(await lexer.getToken())'",
     ]:
         _assert_keeps(command)
 

@@ -66,9 +66,10 @@ _STEMS = r"(?=[\w-]{0,60}?(?:pass|pw|secret|token|key|auth|cred))"
 _ACCESSOR = re.compile(
     r"""\[\s*\\?["']""" + _STEMS + r"""(?P<key>[\w-]{1,64})\\?["']\s*\]"""
     r"""|\.get\(\s*\\?["']""" + _STEMS + r"""(?P<got>[\w-]{1,64})\\?["'][^()\n]{0,64}\)"""
+    # A getter's call (`HfFolder.get_token()`, `keyring.get_password('svc', 'bob')`, `getApiKey()`,
+    # PHP's `$client->getAccessToken()`).
+    r"""|(?:\.|->|(?<![\w$]))(?P<verb>get|read|load|fetch)_?""" + _STEMS + r"""(?P<getter>\w{1,64})\([^()\n]{0,128}\)"""
     r"""|->\{?\s*["']?""" + _STEMS + r"""(?P<arrow>\w{1,64})["']?\s*\}?"""
-    # A getter's call (`HfFolder.get_token()`, `keyring.get_password('svc', 'bob')`, `getApiKey()`).
-    r"""|(?:\.|(?<![\w$]))(?P<verb>get|read|load|fetch)_?""" + _STEMS + r"""(?P<getter>\w{1,64})\([^()\n]{0,128}\)"""
     r"""|\.""" + _STEMS + r"""(?P<attr>[a-z_]\w{0,63})"""
 )
 # What owns a bare `token` (an attribute, or a getter's): an issuer's or a holder's of credentials
@@ -87,7 +88,7 @@ _MAX_WALKS = 64  # a script prints a credential's field once or twice, not in ev
 # What prints the expression that starts right after it.
 _OPENER = re.compile(
     r"""(?:\b(?:print|pprint|console\.log|puts|echo|write|writeline|display|say|pp|var_dump|print_r)[ \t]*\(?"""
-    r"""|\bnode\s+-pe?\s+["']|\{|\$\{)[ \t]*$"""
+    r"""|\bnode\s+-pe?\s+["']|\{|\$\{)[ \t]*(?:await[ \t]+)?$"""  # `console.log(await getToken())`
 )
 _PRINT_WORD = re.compile(r"\b(?:print|console\.log|puts|echo|write)")
 
