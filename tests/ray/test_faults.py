@@ -26,7 +26,8 @@ from tests.ray.conftest import assert_same_outputs, json_lines, ray_parts
 
 # Killed, signalled and resumed runs: each starts Ray two or three times (a slow suite).
 pytestmark = [pytest.mark.ray, pytest.mark.ray_faults]
-WAIT_SECONDS = 120
+# A guard against a hang, not a timing: a loaded 2-core CI machine took over 120 s to start both workers.
+WAIT_SECONDS = 300
 SECRET = "sk-test-ray-0123456789abcdef0123456789"
 
 
