@@ -64,6 +64,21 @@ TRUE_POSITIVES = [
     ("postgres://admin:{}@db.internal:5432/app", "pa55w0rd"),
     ("redis://:{}@cache:6379/0", "verysecret"),
     ("https://user:{}@example.com/repo.git", "tok%40en"),
+    # Password hashes (`/etc/shadow`, `.htpasswd`, a users table, Django's and Werkzeug's stored
+    # forms): cracked offline from any copy.
+    ("hash is {} ok", "$2b$12$R9h/cIPz0gi.URNNX3kh2OPST9/PgBkqquzi.Ss7KIUgO2t0jWMUW"),
+    ("admin:{}", "$apr1$Zq8wXc7v$Bn6mAs5dFg4hJk3lPo2iU."),
+    ("alice:{}:1000", "$1$Zq8w$Bn6mAs5dFg4hJk3lPo2iU."),
+    (
+        "root:{}:19000:0:99999:7:::",
+        "$6$Zq8wXc7v$Bn6mAs5dFg4hJk3lPo2iUy1tQw9eR8tY7uI6oP5aS4dF3gH2jK1lZ0xC9vB8nM7qW6eR5tY4uI3oP2aS1dF0g.",
+    ),
+    ("u:{}:1", "$5$rounds=5000$salt$Bn6mAs5dFg4hJk3lPo2iUy1tQw9eR8tY7uI6oP5aS4d"),
+    ("u:{}:19000", "$y$j9T$Zq8wXc7vBn6mAs5dFg4hJ.$Bn6mAs5dFg4hJk3lPo2iUy1tQw9eR8tY7uI6oP5aS4d"),
+    ("1|admin|{}", "pbkdf2_sha256$600000$Zq8wXc7vBn6m$Bn6mAs5dFg4hJk3lPo2iUy1tQw9eR8tY7uI6oP5aS4="),
+    ("stored {}", "$argon2id$v=19$m=65536,t=3,p=4$Zq8wXc7vBn6mAs5d$Fg4hJk3lPo2iUy1tQw9eR8tY7uI6oP5aS4dF3gH2jK1"),
+    ("hash: {}", "pbkdf2:sha256:600000$Zq8wXc7v$9f2c4e8a1b7d3f6e0a5c9b2d8e4f1a7c3b6d0e9f2a5c8b1d4e7f0a3c6b9d2e5f"),
+    ("hash: {}", "scrypt:32768:8:1$Zq8wXc7v$9f2c4e8a1b7d3f6e0a5c9b2d8e4f1a7c3b6d0e9f2a5c8b1d4e7f0a3c6b9d2e5f"),
 ]
 
 PEM = """-----BEGIN RSA PRIVATE KEY-----
@@ -202,6 +217,9 @@ FALSE_POSITIVES = [
     "Set-Cookie: theme=dark; Path=/",
     "document.cookie = 'lang=en'",
     "git checkout -b fix/issue-1234567890123 && curl -b cookies.txt https://example.com",
+    # A shell's or awk's positional parameters and prices are no crypt hash.
+    "awk '{print $1$2$3}' f; echo \"$1$HOME$PATH\"; cost $5$ and $6$ fees",
+    "hashers: pbkdf2_sha256, argon2 ($argon2id$), bcrypt ($2b$12$ then 53 characters)",
 ]
 
 

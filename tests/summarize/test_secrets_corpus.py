@@ -156,6 +156,8 @@ PLANTED: list[tuple[str, str, str]] = [
     ("mysql-p", "mysql -uroot -p{} app", _r(14)),
     ("mysql-p-quoted", "mysql -h db -u root -p'{}' app", "pw " + _r(14)),
     ("sshpass", "sshpass -p '{}' ssh deploy@host", _r(14)),
+    ("bcrypt-hash", "1|admin|{}|2024-01-01", "$2b$12$" + _r(53, ALNUM + "./")),
+    ("shadow-line", "root:{}:19000:0:99999:7:::", "$6$" + _r(16, ALNUM) + "$" + _r(86, ALNUM + "./")),
     # Round 5: a token right after a terminal colour code (raw here; the trajectory's JSON layers
     # hold it as `\u001b[36m`), in every family that was seen kept.
     ("ansi-github", "gh auth status -t\n  - Token: \x1b[36m{}\x1b[0m", "ghp_" + _r(36)),
