@@ -425,6 +425,96 @@ def test_a_query_selecting_a_credentials_column_or_a_stores_credential_key_revea
     assert VALUE not in "".join(masked)
 
 
+def test_a_script_printing_the_rows_of_a_query_selecting_a_credentials_column_reveals_it() -> None:
+    """A driver's rows as Python prints them (`('value',)`, `[(1, 'value')]`), a Node client's
+    field, and a framework's `dbshell` fed a query: each cell is read."""
+    for command, output in [
+        (
+            "python -c \"import sqlite3; cur=sqlite3.connect('app.db').cursor(); "
+            "cur.execute('select password from users'); print(cur.fetchone())\"",
+            f"('{VALUE}',)\n",
+        ),
+        (
+            "python3 - <<'EOF'\nimport sqlite3\ncon = sqlite3.connect('app.db')\n"
+            "print(con.execute('SELECT api_key FROM accounts').fetchall())\nEOF",
+            f"[('{VALUE}',)]\n",
+        ),
+        (
+            "python -c \"import psycopg2; c=psycopg2.connect('dbname=app').cursor(); "
+            "c.execute('SELECT id, password FROM users'); print(c.fetchall())\"",
+            f"[(1, '{VALUE}')]\n",
+        ),
+        (
+            "node -e \"const {Client}=require('pg'); const c=new Client(); "
+            "c.connect().then(()=>c.query('select api_key from accounts')).then(r=>console.log(r.rows[0].api_key))\"",
+            VALUE + "\n",
+        ),
+        ('echo "select password from auth_user where id=1" | python manage.py dbshell', VALUE + "\n"),
+    ]:
+        _assert_reveals(command, output)
+    for command in [
+        'python -c "import sqlite3; print(sqlite3.sqlite_version)"',
+        "git log --oneline -S 'psycopg2' | head -1",
+        "grep -rn 'import psycopg2' .",
+    ]:
+        _assert_keeps(command)
+
+
+def test_a_command_making_a_new_secret_reveals_it() -> None:
+    """`openssl rand -hex 32`, `secrets.token_urlsafe()`, random bytes in base64, `pwgen`, `rails
+    secret`, `wg genkey`: a key the run is about to use, with no shape of its own; a random number,
+    a UUID or the public half of a new key pair is none."""
+    for command in [
+        "openssl rand -hex 32",
+        "openssl rand -base64 32",
+        "python3 -c 'import secrets; print(secrets.token_urlsafe(32))'",
+        'python -c "import secrets; print(secrets.token_hex(32))"',
+        "python -c 'import os, base64; print(base64.b64encode(os.urandom(32)).decode())'",
+        "head -c 32 /dev/urandom | base64",
+        "tr -dc A-Za-z0-9 </dev/urandom | head -c 32; echo",
+        "pwgen -s 32 1",
+        "bin/rails secret",
+        "node -e \"console.log(require('crypto').randomBytes(32).toString('hex'))\"",
+        "python -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())'",
+        "wg genkey",
+    ]:
+        _assert_reveals(command, VALUE + "\n")
+    for command in [
+        'python -c "import random; print(random.random())"',
+        "uuidgen",
+        "wg genkey | tee privatekey | wg pubkey",
+        "grep -rn randint src/",
+    ]:
+        _assert_keeps(command)
+
+
+def test_an_env_files_values_cut_out_without_a_name_or_a_variable_read_by_perl_ruby_rust_or_deno_reveal_it() -> None:
+    """`cut -d= -f2 .env` prints every value bare (a credential's among them); so do an `awk`
+    after a filter, Perl's `$ENV{…}`, Ruby's `ENV.fetch`, Rust's `env::var`, Deno's `env.get`, and
+    PowerShell's `Select-Object -ExpandProperty` of a credential's field."""
+    for command in [
+        "cut -d= -f2 .env",
+        "awk -F= '{print $2}' .env",
+        "grep -v '^#' .env.local | awk -F= '{print $2}'",
+        "cat config/prod.env | cut -d '=' -f 2-",
+        "perl -e 'print $ENV{API_KEY}'",
+        "ruby -e 'puts ENV.fetch(\"API_KEY\")'",
+        'cargo run -q --example show -- \'println!("{}", std::env::var("DB_PASSWORD").unwrap())\'',
+        "deno eval 'console.log(Deno.env.get(\"GITHUB_TOKEN\"))'",
+        'pwsh -c "Get-Content config.json | ConvertFrom-Json | Select-Object -ExpandProperty token"',
+        "Get-Content secrets.json | ConvertFrom-Json | select -expand auth.password",
+    ]:
+        _assert_reveals(command, VALUE + "\n")
+    for command in [
+        "cut -d= -f1 .env",
+        "grep -c KEY .env",
+        "cat .env.example | head -3",
+        "Get-Process | Select-Object -ExpandProperty name",
+        "perl -e 'print $ENV{HOME}'",
+    ]:
+        _assert_keeps(command)
+
+
 def test_a_query_using_a_credentials_column_without_selecting_it_reveals_nothing() -> None:
     for command in [
         "sqlite3 app.db 'select count(password) from users'",

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Iterator
 
 from trajectory_compressor.summarize.assignment_rules import CREDENTIAL_NAMES
 
@@ -176,19 +177,68 @@ def picks_config_field(command: str) -> bool:
     """Whether `command` (lower-cased) cuts a credential's field out of a config file's line."""
     if len(command) > _MAX_PIPELINE_CHARS or _CONFIG_WORD.search(command) is None:
         return False
+    return any(map(_pipeline_picks, _pipelines(command)))
+
+
+# An env file (`.env`, `.env.local`, `prod.env`), as a command's word.
+ENV_FILE = re.compile(r"(?:^|/)\.env(?:\.[\w-]+)?$|\.env$")
+
+
+def cuts_env_values(command: str) -> bool:
+    """Whether `command` (lower-cased) cuts the values out of an env file's lines, naming none
+    (`cut -d= -f2 .env`, `grep -v '^#' .env | awk -F= '{print $2}'`): each is printed bare, a
+    credential's among them. Read as `picks_config_field` reads a config file's pipeline. A
+    pipeline that picks its lines by a name (`grep NODE_ENV .env | cut -d= -f2`) prints that
+    name's value: a credential's only when the name says so (`revealed_secrets._filter_reads`)."""
+    if len(command) > _MAX_PIPELINE_CHARS or ".env" not in command:
+        return False
+    for pipeline in _pipelines(command):
+        if any(map(_picks_lines_by_name, pipeline)):
+            continue
+        for index, words in enumerate(pipeline):
+            words = words[1:] if words[:1] == ["sudo"] else words
+            if len(words) >= 2 and ENV_FILE.search(words[-1]) and any(map(_extracts, pipeline[index:])):
+                return True
+    return False
+
+
+_GREPS = frozenset(("grep", "egrep", "fgrep", "rg"))
+_NAME = re.compile(r"[a-z_][a-z0-9_]")  # two characters of a name, in a pattern
+# A line address of an `awk` or `sed` program (`/NODE_ENV/{print $2}`, `$1=="PORT"`, `/^PORT=/s/.*=//p`).
+_ADDRESS = re.compile(r"/(?P<pattern>[^/]{1,256})/|\$1\s*(?:==|~)")
+
+
+def _picks_lines_by_name(words: list[str]) -> bool:
+    """Whether a simple command keeps only the lines matching a name (not `grep -v '^#'`)."""
+    words = words[1:] if words[:1] == ["sudo"] else words
+    if not words:
+        return False
+    if words[0] in _GREPS:
+        flags = "".join(word[1:] for word in words[1:] if word.startswith("-") and not word.startswith("--"))
+        patterns = [word for word in words[1:] if not word.startswith("-") and not ENV_FILE.search(word)]
+        return "v" not in flags and any(_NAME.search(pattern) for pattern in patterns[:1])
+    if words[0] in ("awk", "gawk", "sed"):
+        return any(
+            found.group("pattern") is None or _NAME.search(found.group("pattern")) is not None
+            for word in words[1:]
+            if not word.startswith("-")
+            for found in _ADDRESS.finditer(word)
+        )
+    return False
+
+
+def _pipelines(command: str) -> Iterator[list[list[str]]]:
+    """The pipelines of `command`'s lines, each as its simple commands' words."""
     for line in command.splitlines():
-        words = _shell_words(line)
         pipeline: list[list[str]] = [[]]
-        for word in [*words, ";"]:
+        for word in [*_shell_words(line), ";"]:
             if word in ("|", "|&"):
                 pipeline.append([])
             elif word in (";", "&&", "||", "&"):
-                if _pipeline_picks(pipeline):
-                    return True
+                yield pipeline
                 pipeline = [[]]
             else:
                 pipeline[-1].append(word)
-    return False
 
 
 def _shell_words(line: str) -> list[str]:
@@ -238,10 +288,15 @@ def _extracts(words: list[str]) -> bool:
 
 
 # A query's columns (`SELECT password FROM users`, `select u.api_key, name from accounts`) sent to a
-# database's client (`sqlite3 app.db '…'`, `psql -c "…"`, `mysql -e "…"`, a heredoc piped to one):
-# each printed bare. A query merely named (`git log -S "SELECT password FROM"`, `grep -rl`) prints none.
+# database's client (`sqlite3 app.db '…'`, `psql -c "…"`, `mysql -e "…"`, a heredoc piped to one,
+# a framework's `dbshell`) or run by a script through a driver (Python's `sqlite3`, `psycopg2`,
+# `pymysql`, SQLAlchemy; Node's `pg`, `mysql2`, `better-sqlite3`), which prints its rows as
+# `('value',)`: each printed bare. A query merely named (`git log -S "SELECT password FROM"`,
+# `grep -rl`) prints none.
 _SQL_CLIENT = re.compile(
-    r"\b(?:sqlite3|psql|mysql|mariadb|duckdb|sqlcmd|clickhouse(?:-client)?|mycli|pgcli|litecli|cqlsh|snowsql)\b"
+    r"\b(?:sqlite3|psql|mysql|mariadb|duckdb|sqlcmd|clickhouse(?:-client)?|mycli|pgcli|litecli|cqlsh|snowsql"
+    r"|dbshell|dbconsole|psycopg2?|pymysql|mysqldb|mysql\.connector|asyncpg|aiosqlite|pg8000|pyodbc|oracledb"
+    r"|sqlalchemy|mysql2|better-sqlite3)\b|\brequire\(\s*[\"']pg[\"']\s*\)"
 )
 _SELECT_WORD = re.compile(r"\bselect\b")
 _FROM_WORD = re.compile(r"\bfrom\b")

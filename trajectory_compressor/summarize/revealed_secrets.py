@@ -21,7 +21,10 @@ from typing import Any
 import orjson
 
 from trajectory_compressor.summarize.printed_fields import (
+    ENV_FILE,
     WORKING_FOLDER_NAMES,
+    credential_field,
+    cuts_env_values,
     picks_config_field,
     prints_credential_field,
     reads_stored_credential,
@@ -93,7 +96,19 @@ _READS_VARIABLE = re.compile(
     # Node's `process.env.NAME`; PowerShell's `echo $env:NAME` (or the bare expression); cmd's `echo %NAME%`.
     r"|process\.env(?:\.|\[\s*[\"'])(?P<f>\w+)|(?:^|[;&|(]\s*|(?:echo|write-output|write-host)\s+[\"']?)\$env:(?P<g>\w+)"
     r"|echo\s+%(?P<h>\w+)%"
+    # Perl's `$ENV{NAME}`, Ruby's `ENV.fetch("NAME")`, Rust's `env::var("NAME")`, Deno's `Deno.env.get("NAME")`.
+    r"|\$env\{\s*[\"']?(?P<j>\w+)|env\.fetch\(\s*[\"'](?P<k>\w+)|env::var\(\s*\"(?P<l>\w+)|env\.get\(\s*[\"'](?P<m>\w+)"
 )
+# A command that makes a new secret and prints it (`openssl rand -hex 32`, `secrets.token_urlsafe()`,
+# `head -c 32 /dev/urandom | base64`, `pwgen -s 32`, `rails secret`, `wg genkey`): the value is a
+# key the run is about to use (`SECRET_KEY=…` in the next call), with no shape of its own.
+_GENERATES_SECRET = re.compile(
+    r"(?:^|[\s;&|(`'\"])(?:openssl\s+rand|pwgen|(?:bin/)?(?:rails|rake)\s+secret|wg\s+genkey(?![^;&\n]{0,256}\bwg\s+pubkey))\b"
+    r"|\bsecrets\.token_(?:hex|urlsafe|bytes)\(|\brandombytes\(|\bos\.urandom\(|/dev/u?random\b"
+    r"|\bget_random_secret_key\(|\bfernet\.generate_key\("
+)
+# PowerShell's `… | ConvertFrom-Json | Select-Object -ExpandProperty token` (`select -expand`): the field's value.
+_EXPANDS_PROPERTY = re.compile(r"\bselect(?:-object)?\s+-exp(?:and(?:property)?)?\s+[\"']?(?P<field>[\w.]+)")
 # The keys an editor or a reader tool gives its file under (`path`, `file_path`, Gemini CLI's `absolute_path`).
 PATH_KEY = re.compile(r"path$|(?:^|_)file(?:name)?$")
 _VIEWING = re.compile(r"view|read|open|cat|show|get")
@@ -228,6 +243,10 @@ _HINTS = (
     "op read",  # 1Password's CLI
     "op item",
     "auth",  # a registry's `auth` field (`_AUTH_FIELD`)
+    "rand",  # a new secret (`_GENERATES_SECRET`)
+    "pwgen",
+    "genkey",
+    ".env",  # an env file's values cut out of its lines (`printed_fields.cuts_env_values`)
 )
 
 
@@ -241,7 +260,11 @@ def _command_reveals(command: str) -> bool:
         return True
     if prints_credential_field(lowered) or picks_config_field(lowered):
         return True
-    if selects_credential_column(lowered) or reads_stored_credential(lowered):
+    if selects_credential_column(lowered) or reads_stored_credential(lowered) or cuts_env_values(lowered):
+        return True
+    if _GENERATES_SECRET.search(lowered) or any(
+        credential_field(found.group("field").rsplit(".", 1)[-1]) for found in _EXPANDS_PROPERTY.finditer(lowered)
+    ):
         return True
     if any(
         secret_file(found.group("path") or found.group("opened") or found.group("redirected"))
@@ -266,7 +289,7 @@ def _filter_reads(command: str) -> bool:
         words = words[1:]
     if len(words) < 2 or words[0] not in _FILTERS:
         return False
-    if _ENV_FILE.search(words[-1]) and any(_SECRET_NAME.search(word) for word in words[1:-1]):
+    if ENV_FILE.search(words[-1]) and any(_SECRET_NAME.search(word) for word in words[1:-1]):
         return True
     if words[0] in ("jq", "yq"):
         return any(not word.startswith("-") and _secret_field(word) for word in words[1:])
@@ -292,9 +315,6 @@ def _picks_secret_field(found: re.Match[str]) -> bool:
 def _secret_field(word: str) -> bool:
     """Whether a `jq`/`yq` word (its filter, or the file it reads) names a credential's field or file."""
     return secret_file(word) or _AUTH_FIELD.search(word) is not None
-
-
-_ENV_FILE = re.compile(r"(?:^|/)\.env(?:\.[\w-]+)?$|\.env$")
 
 
 def fenced_blocks(text: str) -> Iterator[str]:
@@ -338,8 +358,9 @@ def one_word_lines(content: str) -> list[str]:
     if len(lines) > _MAX_LINES:
         return []
     words = [_LINE_NUMBER.sub("", line).strip().strip("\"'") for line in lines]
-    # A row of cells is read cell by cell too (a query's `1|value`, `| admin | value |`, CSV, tabs, `│`).
-    words += [cell.strip().strip("\"'") for line in lines if _CELL.search(line) for cell in _CELL.split(line)]
+    # A row of cells is read cell by cell too (a query's `1|value`, `| admin | value |`, CSV, tabs, `│`,
+    # and a script's printed rows, `('value',)`, `[(1, 'value')]`).
+    words += [cell.strip().strip("\"'()[]") for line in lines if _CELL.search(line) for cell in _CELL.split(line)]
     return [
         word
         for word in words
