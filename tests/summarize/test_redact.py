@@ -524,6 +524,16 @@ def test_no_rule_literal_is_a_marker_of_shown_text() -> None:
         ("SECRET_KEY=VHIwdWI0ZG9yM3h5elE=\nDEBUG=1", f"SECRET_KEY={REDACTED}\nDEBUG=1"),
         ("x ghp_AbCdEfGhIj\u200bKlMnOpQrStUvWxYz0123456789 y", f"x {REDACTED} y"),
         ("<td>DB_PASSWORD&#61;hunter22x</td>", f"<td>DB_PASSWORD&#61;{REDACTED}</td>"),
+        # A CI checkout's remote (`git remote -v`): the token is the URL's password, the host and
+        # path stay (read as a `token:` assignment, the value ran to `.git`).
+        (
+            "origin\thttps://x-access-token:Zq8wXc7vBn6mAs5dFg4hJk3l@github.com/o/r.git (fetch)",
+            f"origin\thttps://x-access-token:{REDACTED}@github.com/o/r.git (fetch)",
+        ),
+        (
+            "https://gitlab-ci-token:Zq8wXc7vBn6mAs5d@gitlab.com/g/p.git",
+            f"https://gitlab-ci-token:{REDACTED}@gitlab.com/g/p.git",
+        ),
     ],
 )
 def test_what_is_shown_around_a_secret_is_kept(text: str, expected: str) -> None:

@@ -460,6 +460,15 @@ def test_a_script_printing_the_rows_of_a_query_selecting_a_credentials_column_re
         _assert_keeps(command)
 
 
+def test_a_ci_checkouts_remote_token_is_known_by_itself_and_masked_where_it_is_used_bare() -> None:
+    """`git remote -v` in a CI checkout shows `https://x-access-token:TOKEN@github.com/…`: the
+    token (not the token and the URL after it) is known in the row, so its later bare use is masked."""
+    remote = f"origin\thttps://x-access-token:{VALUE}@github.com/o/r.git (fetch)\n"
+    masked = _masked(("gpt", _call("git remote -v")), ("tool", _result(remote)), ("gpt", f"Using {VALUE}."))
+    assert masked[2] == f"Using {REDACTED}."
+    assert "@github.com/o/r.git (fetch)" in masked[1]
+
+
 def test_a_command_making_a_new_secret_reveals_it() -> None:
     """`openssl rand -hex 32`, `secrets.token_urlsafe()`, random bytes in base64, `pwgen`, `rails
     secret`, `wg genkey`: a key the run is about to use, with no shape of its own; a random number,

@@ -189,6 +189,8 @@ def _short_pass_name(match: re.Match[str], text: str, quoted: bool) -> bool:
 
 def _assignment_span(match: re.Match[str], text: str, *, entropy: bool = False) -> Span | None:
     """The value's span in `text` (the original, not the lower-cased copy matched)."""
+    if _url_user(match, text):
+        return None
     found = _value_span(match, text)
     if found is None:
         return None
@@ -227,6 +229,15 @@ def _assignment_span(match: re.Match[str], text: str, *, entropy: bool = False) 
     ):
         return None  # a package lock's `integrity: sha512-…`, a `publicKey`
     return start, end
+
+
+def _url_user(match: re.Match[str], text: str) -> bool:
+    """Whether the name is a URL's user (`https://x-access-token:…@github.com/o/r.git`, as `git
+    remote -v` shows a CI checkout's remote; `https://gitlab-ci-token:…@…`): its password is the URL
+    rules' to mask, up to the `@`. Read as an assignment, its value ran over the host and path,
+    and that value, known in the row, no longer matched the password used bare."""
+    key = name_start(text, match.start("name"), also=".-")
+    return text.endswith("://", max(0, key - 3), key)
 
 
 def _passphrase_word(word: str) -> bool:
