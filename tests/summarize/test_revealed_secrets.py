@@ -469,6 +469,55 @@ def test_a_ci_checkouts_remote_token_is_known_by_itself_and_masked_where_it_is_u
     assert "@github.com/o/r.git (fetch)" in masked[1]
 
 
+def test_a_variable_named_for_a_credential_by_its_last_word_reveals_it() -> None:
+    """`$OPENAI_KEY`, `$GH_PAT`, `$STRIPE_SK`, `$DB_PW`, `$AUTH`, `$CREDS`, `$LICENSE_KEY`: read by
+    the name's words (found by the round-9 adversarial pass)."""
+    for name in (
+        "OPENAI_KEY",
+        "ANTHROPIC_KEY",
+        "GH_PAT",
+        "STRIPE_SK",
+        "DB_PW",
+        "MYSQL_ROOT_PW",
+        "AUTH",
+        "CREDS",
+        "LICENSE_KEY",
+    ):
+        _assert_reveals(f"echo ${name}", VALUE + "\n")
+
+
+def test_data_named_with_a_credentials_word_reveals_nothing() -> None:
+    """Found by the round-9 adversarial pass, each masked across the row before: a variable whose
+    word only holds a credential's (`$TOKENIZER_MODEL`, `$PASSENGER_APP_ENV`) or is a setting about
+    one (`$API_KEY_ENV_VAR`, `$AIRFLOW__SECRETS__BACKEND`), a data key (`$SORT_KEY`), a
+    benchmark's and a tokenizer's files, a service account's namespace, and a `jq` filter ending
+    on a bare `key` (a Jira issue's, an S3 object's) or a data key's name."""
+    for command in [
+        "echo $TOKENIZER_MODEL",
+        "echo $TOKENIZERS_PARALLELISM",
+        "echo $PASSENGER_APP_ENV",
+        "echo $API_KEY_ENV_VAR",
+        "echo $AIRFLOW__SECRETS__BACKEND",
+        "echo $SORT_KEY",
+        "cat FAIL_TO_PASS.txt",
+        "cat PASS_TO_PASS.json",
+        "cat tokenizer/added_tokens.json",
+        "cat special_tokens_map.json",
+        "head -n 5 data/tokens.txt",
+        "cat /var/run/secrets/kubernetes.io/serviceaccount/namespace",
+        "jq -r '.issues[0].key' jira.json",
+        "jq -r '.Contents[0].Key' listing.json",
+        "jq -r .primary_key table.json",
+    ]:
+        _assert_keeps(command)
+    for command in [
+        "jq -r .key creds.json",
+        "cat /var/run/secrets/kubernetes.io/serviceaccount/token",
+        "jq -r .api_key config.json",
+    ]:
+        _assert_reveals(command, VALUE + "\n")
+
+
 def test_a_command_making_a_new_secret_reveals_it() -> None:
     """`openssl rand -hex 32`, `secrets.token_urlsafe()`, random bytes in base64, `pwgen`, `rails
     secret`, `wg genkey`: a key the run is about to use, with no shape of its own; a random number,

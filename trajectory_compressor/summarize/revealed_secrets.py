@@ -243,6 +243,8 @@ _HINTS = (
     "op read",  # 1Password's CLI
     "op item",
     "auth",  # a registry's `auth` field (`_AUTH_FIELD`)
+    "pat",  # a variable's last word (`secret_variable`: `GH_PAT`, `STRIPE_SK`)
+    "_sk",
     "rand",  # a new secret (`_GENERATES_SECRET`)
     "pwgen",
     "genkey",
@@ -272,11 +274,41 @@ def _command_reveals(command: str) -> bool:
     ):
         return True
     return any(
-        _SECRET_NAME.search(name := next(name for name in found.groups() if name))
-        and not _SETTING_NAME.search(name)
-        and name not in WORKING_FOLDER_NAMES  # `echo $PWD` printed `/testbed`, masked in every path of the row
-        for found in _READS_VARIABLE.finditer(lowered)
+        secret_variable(next(name for name in found.groups() if name)) for found in _READS_VARIABLE.finditer(lowered)
     )
+
+
+def secret_variable(name: str) -> bool:
+    """Whether an environment variable's name (lower-cased) says it holds a credential, read by its
+    `_`-separated words: one naming a credential (`DB_PASSWORD`, `HF_TOKEN`, `NPM_AUTHTOKEN`,
+    `DB_PW`, `CREDS`), a key's kind (`OPENAI_API_KEY`, `AWS_SECRET_ACCESS_KEY`), or a last word
+    `key`, `pat`, `sk` or `auth` after a word no data key has (`OPENAI_KEY`, `GH_PAT`, `STRIPE_SK`,
+    `BASIC_AUTH`; not `SORT_KEY`). A word only holding one is none (`TOKENIZERS_PARALLELISM`,
+    `PASSENGER_APP_ENV`), nor is a setting about a credential (`HF_TOKEN_PATH`, `API_KEY_ENV_VAR`,
+    `AIRFLOW__SECRETS__BACKEND`), nor the shell's working folder (`PWD`: `/testbed`, masked in
+    every path of the row)."""
+    if name in WORKING_FOLDER_NAMES or _SETTING_NAME.search(name):
+        return False
+    words = [word for word in name.split("_") if word]
+    if any(_CREDENTIAL_WORD.fullmatch(word) for word in words) or _KEY_KIND.search(name):
+        return True
+    if not words or words[-1] not in ("key", "pat", "sk", "auth"):
+        return False
+    return len(words) == 1 or words[-2] not in _DATA_KEY_WORDS
+
+
+_CREDENTIAL_WORD = re.compile(
+    r"\w*(?:password|passwd|passphrase|secret|token)|pass|pwd|pw|secrets|creds?|credentials?|apikey"
+)
+_KEY_KIND = re.compile(r"(?:api|access|private|secret|signing|encryption|license|master|client|app)_?key")
+# The word before a `_KEY` that makes it a data key's or a public one's name (`SORT_KEY`, `S3_KEY`).
+_DATA_KEY_WORDS = frozenset(
+    (
+        "sort", "primary", "foreign", "partition", "cache", "hash", "row", "group", "map", "lookup", "object",
+        "s3", "idempotency", "public", "pub", "kms", "routing", "shard", "dedup", "unique", "composite",
+        "index", "column", "field", "translation", "i18n", "redis", "ssh", "gpg", "pgp", "registry", "sign",
+    )
+)  # fmt: skip
 
 
 def _filter_reads(command: str) -> bool:
@@ -313,8 +345,16 @@ def _picks_secret_field(found: re.Match[str]) -> bool:
 
 
 def _secret_field(word: str) -> bool:
-    """Whether a `jq`/`yq` word (its filter, or the file it reads) names a credential's field or file."""
+    """Whether a `jq`/`yq` word (its filter, or the file it reads) names a credential's field or file.
+    A filter ending on a bare `key` or a data key's (`.issues[0].key`, `.Contents[].Key`,
+    `.primary_key`) names none: an issue's id, an object's path."""
+    tail = _FILTER_TAIL.search(word) if word.startswith(".") else None
+    if tail is not None and (tail.group() == "key" or tail.group().rsplit("_", 1)[0] in _DATA_KEY_WORDS):
+        return False
     return secret_file(word) or _AUTH_FIELD.search(word) is not None
+
+
+_FILTER_TAIL = re.compile(r"\w+(?=[\"'\]]*$)")
 
 
 def fenced_blocks(text: str) -> Iterator[str]:
@@ -334,11 +374,23 @@ def secret_file(path: str) -> bool:
     lowered = path.lower().replace("\\", "/")
     base = lowered.rstrip("/").rsplit("/", 1)[-1]
     named = _SECRET_FILE.search(base) is not None or _SECRETS_FOLDER.search(lowered) is not None
-    return bool(base) and named and _SOURCE_FILE.search(base) is None
+    return bool(base) and named and _SOURCE_FILE.search(base) is None and _DATA_FILE.search(base) is None
+
+
+# A file named with a credential's word that holds data (found by the round-9 adversarial pass): a
+# benchmark's test lists (`FAIL_TO_PASS.txt`, `PASS_TO_PASS.json`), a tokenizer's files
+# (`added_tokens.json`, `special_tokens_map.json`, `tokens.txt`), a report's `pass_rates.csv`, a
+# service account's `namespace` beside its token.
+_DATA_FILE = re.compile(
+    r"(?:fail|pass)_to_(?:pass|fail)|(?:added|special)_tokens|tokens_map|^tokens\.txt$|^pass_rates?\b|^namespace$"
+)
 
 
 # A variable of a credential's setting, not the credential (`HF_TOKEN_PATH`, `TOKEN_URL`, `GIT_ASKPASS`).
-_SETTING_NAME = re.compile(r"(?:_path|_file|_dir|_url|_uri|_host|_name|_expiry|_expires(?:_at)?|_ttl|_type|askpass)$")
+_SETTING_NAME = re.compile(
+    r"(?:_path|_file|_dir|_url|_uri|_host|_name|_expiry|_expires(?:_at)?|_ttl|_type|askpass"
+    r"|_env_var|_var|_backend|_audience|_provider|_model|_length|_len|_size|_count|_limit|_header|_scope|_scopes)$"
+)
 
 
 # A file of code or prose, whatever its name says (`django/contrib/auth/tokens.py`, `secrets_manager.ts`):
