@@ -534,6 +534,15 @@ def test_no_rule_literal_is_a_marker_of_shown_text() -> None:
             "https://gitlab-ci-token:Zq8wXc7vBn6mAs5d@gitlab.com/g/p.git",
             f"https://gitlab-ci-token:{REDACTED}@gitlab.com/g/p.git",
         ),
+        # `cat /proc/1/environ`: entries separated by NULs, raw or JSON-escaped; each value ends at one.
+        (
+            "HOSTNAME=abc\x00DB_PASSWORD=Zq8wXc7vBn6mAs5d\x00HOME=/root\x00",
+            f"HOSTNAME=abc\x00DB_PASSWORD={REDACTED}\x00HOME=/root\x00",
+        ),
+        (
+            "HOSTNAME=abc\\u0000API_TOKEN=Zq8wXc7vBn6mAs5dFg4hJk3l\\u0000HOME=/root",
+            f"HOSTNAME=abc\\u0000API_TOKEN={REDACTED}\\u0000HOME=/root",
+        ),
     ],
 )
 def test_what_is_shown_around_a_secret_is_kept(text: str, expected: str) -> None:

@@ -31,7 +31,8 @@ from trajectory_compressor.summarize.yaml_values import block_scalar, value_afte
 # is matched: scanning `\w*` before the keyword at every word start made this pattern the
 # slowest by far.
 # A quoted value ends at the first quote of its own kind (`"it's"` holds a `'`).
-_VALUE = r"""(?:(?P<quote>["'])(?P<quoted>[^\n]{0,512}?)(?P=quote)|(?P<bare>[^\s"'`,;]{1,512}))"""
+# A bare value ends at a NUL too: `/proc/1/environ` separates its `NAME=value` entries with them.
+_VALUE = r"""(?:(?P<quote>["'])(?P<quoted>[^\n]{0,512}?)(?P=quote)|(?P<bare>[^\s"'`,;\x00]{1,512}))"""
 # The gap may close a subscript (`os.environ["DB_PASSWORD"] = "..."`, `config['password'] = '...'`);
 # `=>` is PHP's and Ruby's (`'password' => '...'`).
 _OPERATOR = r"""(?P<gap>(?:\]["']|["']?\]?)\s{0,4})(?P<operator>:=|=>|=|:)[ \t]{0,16}"""  # `"user[password]": …`
@@ -307,7 +308,7 @@ def _bare_end(text: str, end: int) -> int:
     return found.end() if found is not None else end
 
 
-_BARE_REST = re.compile(r"""[^\s"']{0,512}""")
+_BARE_REST = re.compile(r"""[^\s"'\x00]{0,512}""")
 
 
 def _without_closers(value: str) -> str:
