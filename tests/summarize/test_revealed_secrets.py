@@ -5,6 +5,7 @@ it, and it reached the LLM prompt and the extractive summary (trust pass, round 
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 from pathlib import Path
 
@@ -516,6 +517,28 @@ def test_data_named_with_a_credentials_word_reveals_nothing() -> None:
         "jq -r .api_key config.json",
     ]:
         _assert_reveals(command, VALUE + "\n")
+
+
+def test_a_revealed_value_that_encodes_text_is_known_decoded_too() -> None:
+    """A Kubernetes secret's `.data.password` is base64: printed, then decoded by a later `echo … |
+    base64 -d`, the password stands bare in that call's output and after it; a registry's `auth`
+    encodes `user:password`, and the password is used bare (round-9 adversarial pass)."""
+    encoded = base64.b64encode(VALUE.encode()).decode()
+    masked = _masked(
+        ("gpt", _call("kubectl get secret db -o jsonpath='{.data.password}'")),
+        ("tool", _result(encoded)),
+        ("gpt", _call(f"echo {encoded} | base64 -d")),
+        ("tool", _result(VALUE + "\n")),
+        ("gpt", f"Using {VALUE}."),
+    )
+    assert VALUE not in "".join(masked) and encoded not in "".join(masked)
+    auth = base64.b64encode(f"deploy:{VALUE}".encode()).decode()
+    masked = _masked(
+        ("gpt", _call("jq -r '.auths[\"ghcr.io\"].auth' ~/.docker/config.json")),
+        ("tool", _result(auth)),
+        ("gpt", f"The registry password is {VALUE}."),
+    )
+    assert masked[2] == f"The registry password is {REDACTED}."
 
 
 def test_a_command_making_a_new_secret_reveals_it() -> None:

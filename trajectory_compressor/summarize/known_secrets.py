@@ -23,6 +23,7 @@ from urllib.parse import quote
 import orjson
 from ahocorasick_rs import AhoCorasick, MatchKind
 
+from trajectory_compressor.summarize.encoded_secrets import decoded_text
 from trajectory_compressor.summarize.huge_turns import HUGE_TURN_CHARS, elide_huge
 from trajectory_compressor.summarize.redact import REDACTED, find_secrets, scrub
 from trajectory_compressor.summarize.revealed_secrets import revealed_values
@@ -46,7 +47,27 @@ def row_secrets(texts: Sequence[str], roles: Sequence[str]) -> tuple[str, ...]:
     """`SummaryRequest.known_secrets` of a row's regions: the values its calls read out of a
     credential's file or variable or write into one, and those the rules mask, wherever in the
     row they stand."""
-    return tuple(sorted({*called_values(texts, roles), *named_values(texts)}))
+    return tuple(sorted(with_decoded({*called_values(texts, roles), *named_values(texts)})))
+
+
+def with_decoded(values: set[str]) -> set[str]:
+    """`values` and the text each one encodes, when it is base64 or hex of text (`decoded_text`): a
+    Kubernetes secret's `.data.password` printed, then decoded by `echo … | base64 -d` in a later
+    call, whose output is the password bare; a registry's `auth` (`user:password`): the password
+    too. Found by the round-9 adversarial pass."""
+    decoded: set[str] = set()
+    for value in values:
+        text = decoded_text(value) if len(value) >= _MIN_ENCODED_CHARS else None
+        if text is None:
+            continue
+        text = text.strip()
+        for candidate in (text, text.partition(":")[2]):
+            if _distinctive(candidate):
+                decoded.add(candidate)
+    return values | decoded
+
+
+_MIN_ENCODED_CHARS = 12  # base64 of 8 characters, the shortest value worth masking everywhere
 
 
 _called_of_rows: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[str, ...]] = {}
@@ -124,7 +145,7 @@ def masked_known(texts: Sequence[str], roles: Sequence[str], known: Iterable[str
     region's own turns are read for revealed values. The values the rules mask in `texts` count
     either way (their huge turns come here as their readers see them)."""
     found = {*revealed_values(texts, roles), *written_values(texts, roles)} if known is None else set(known)
-    found |= named_values(texts)
+    found = with_decoded(found | named_values(texts))
     secrets = sorted(found, key=len, reverse=True)  # a longer value first: its part is one too
     if not secrets:
         return list(texts)
