@@ -79,6 +79,14 @@ TRUE_POSITIVES = [
     ("stored {}", "$argon2id$v=19$m=65536,t=3,p=4$Zq8wXc7vBn6mAs5d$Fg4hJk3lPo2iUy1tQw9eR8tY7uI6oP5aS4dF3gH2jK1"),
     ("hash: {}", "pbkdf2:sha256:600000$Zq8wXc7v$9f2c4e8a1b7d3f6e0a5c9b2d8e4f1a7c3b6d0e9f2a5c8b1d4e7f0a3c6b9d2e5f"),
     ("hash: {}", "scrypt:32768:8:1$Zq8wXc7v$9f2c4e8a1b7d3f6e0a5c9b2d8e4f1a7c3b6d0e9f2a5c8b1d4e7f0a3c6b9d2e5f"),
+    # A service's first-boot credentials in its log (`docker logs …`).
+    ("[Server] A temporary password is generated for root@localhost: {}", "Zq8w;Xc7v>Bn6m"),
+    (
+        "Please use the following password to proceed to installation:\n\n{}\n\nThis may also be found at: x",
+        "9f2c4e8a1b7d3f6e0a5c9b2d8e4f1a7c",
+    ),
+    ("Password for the [elastic] user successfully reset.\nNew value: {}", "Zq8w*Xc7vBn6mAs5dFg"),
+    ("Unseal Key 1: {}\nUnseal Key 2: x", "Zq8wXc7vBn6mAs5dFg4hJk3lPo2iUy1t+abc="),
 ]
 
 PEM = """-----BEGIN RSA PRIVATE KEY-----

@@ -541,6 +541,33 @@ def test_a_revealed_value_that_encodes_text_is_known_decoded_too() -> None:
     assert masked[2] == f"The registry password is {REDACTED}."
 
 
+def test_a_cloud_clis_credential_or_one_field_of_it_picked_as_text_reveals_it() -> None:
+    """`aws … --query AccessKey.SecretAccessKey --output text`, `az … --query password -o tsv`, an
+    SSM parameter decrypted, a storage account's keys, `kubectl create token`, `fly auth token`,
+    `netlify env:get API_KEY` (round-9 adversarial pass); an instance id or an account is none."""
+    for command in [
+        "aws ssm get-parameter --name /prod/db/password --with-decryption --query Parameter.Value --output text",
+        "aws sts get-session-token --query Credentials.SessionToken --output text",
+        "aws iam create-access-key --user-name ci --query AccessKey.SecretAccessKey --output text",
+        "aws codeartifact get-authorization-token --domain d --query authorizationToken --output text",
+        "az storage account keys list -g rg -n acct --query '[0].value' -o tsv",
+        "az ad sp credential reset --id x --query password -o tsv",
+        "az acr credential show -n reg --query 'passwords[0].value' -o tsv",
+        "kubectl create token default",
+        "fly auth token",
+        "netlify env:get API_KEY",
+        "railway variables get OPENAI_API_KEY",
+    ]:
+        _assert_reveals(command, VALUE + "\n")
+    for command in [
+        "aws ec2 describe-instances --query 'Reservations[].Instances[].InstanceId' --output text",
+        "aws ssm get-parameter --name /app/region --query Parameter.Value --output text",
+        "az account show --query id -o tsv",
+        "aws sts get-caller-identity --query Account --output text",
+    ]:
+        _assert_keeps(command)
+
+
 def test_a_command_making_a_new_secret_reveals_it() -> None:
     """`openssl rand -hex 32`, `secrets.token_urlsafe()`, random bytes in base64, `pwgen`, `rails
     secret`, `wg genkey`: a key the run is about to use, with no shape of its own; a random number,

@@ -114,7 +114,46 @@ def _named_value(match: re.Match[str], text: str) -> Span | None:
     return _value_span(match, text)
 
 
+def _first_group(match: re.Match[str], text: str) -> Span:
+    return match.span(1)
+
+
+# The credentials a service prints in its log on first start (round-9 adversarial pass): MySQL's
+# temporary root password, Jenkins' initial admin password (after a blank line), Elasticsearch's
+# reset password, Vault's unseal keys. Each message's words are its own; the value follows.
+BOOT_MESSAGES = (
+    Rule(
+        "mysql-temporary-password",
+        ("temporary password is generated for ",),
+        re.compile(r"temporary password is generated for [^\s:]{1,128}:[ \t]{1,8}(\S{4,256})"),
+        _first_group,
+        folded=True,
+    ),
+    Rule(
+        "jenkins-initial-password",
+        ("password to proceed to installation:",),
+        re.compile(r"password to proceed to installation:\s{1,16}(\S{8,256})"),
+        _first_group,
+        folded=True,
+    ),
+    Rule(
+        "elasticsearch-reset-password",
+        ("user successfully reset.",),
+        re.compile(r"user successfully reset\.\s{1,16}new value:[ \t]{0,8}(\S{4,256})"),
+        _first_group,
+        folded=True,
+    ),
+    Rule(
+        "vault-unseal-key",
+        ("unseal key ",),
+        re.compile(r"unseal key \d{1,2}:[ \t]{1,8}(\S{16,256})"),
+        _first_group,
+        folded=True,
+    ),
+)
+
 PROSE_RULES = (
     Rule("named-in-prose", ("password", "passwd", "passphrase", "pwd", "secret"), _NAMED, _named_value, folded=True),
     Rule("credentials-pair", ("credential",), _PAIR, _value_span, folded=True),
+    *BOOT_MESSAGES,
 )

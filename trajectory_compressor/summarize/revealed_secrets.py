@@ -81,7 +81,14 @@ _READS_STORE = re.compile(
     r"|doppler\s+secrets\s+get|heroku\s+auth:token|doctl\s+auth\s+token|vault\s+token\s+create|sops\s+(?:-d|--decrypt)\b"
     r"|bw\s+get\s+(?:password|totp|notes)|lpass\s+show\s+(?:--password|--field)"
     r"|php\s+artisan\s+key:generate\s+--show"  # Laravel's new app key
-    r"|(?:terraform\s+output(?:\s+-(?:raw|json))?|heroku\s+config:get)\s+\S*(?:secret|token|pass|key)\S*|keyring\s+get|secret-tool\s+lookup|(?:go)?pass\s+(?:show|cat)"
+    r"|(?:terraform\s+output(?:\s+-(?:raw|json))?|heroku\s+config:get|netlify\s+env:get|railway\s+variables\s+get)"
+    r"\s+\S*(?:secret|token|pass|key)\S*|keyring\s+get|secret-tool\s+lookup|(?:go)?pass\s+(?:show|cat)"
+    # Round 9: a cloud CLI's credential, or one field of its JSON picked as text (`aws … --query
+    # AccessKey.SecretAccessKey --output text`, `az … --query password -o tsv`).
+    r"|aws\s+ssm\s+get-parameters?\b[^|;&\n]{0,512}--with-decryption|aws\s+codeartifact\s+get-authorization-token"
+    r"|az\s+storage\s+account\s+keys\s+list|az\s+acr\s+credential\s+show|az\s+ad\s+sp\s+credential\s+reset"
+    r"|kubectl\s+create\s+token|fly(?:ctl)?\s+auth\s+token"
+    r"|(?:aws|az)\s[^|;&\n]{0,512}--query\s+[\"']?[^\s\"']{0,256}(?:secret|token|password)\w*"
     # A client's own store, asked for a credential's setting (`aws configure get aws_secret_access_key`,
     # `git config --get github.token`, `npm config get //registry.npmjs.org/:_authToken`, `dotenv get API_KEY`).
     r"|(?:aws\s+configure|(?:git|npm|yarn|pnpm)\s+config(?:\s+--[\w-]+)*|dotenv(?:\s+-\w+\s+\S+)*)\s+(?:--)?get\s+\S*"
@@ -244,6 +251,7 @@ _HINTS = (
     "op item",
     "auth",  # a registry's `auth` field (`_AUTH_FIELD`)
     "pat",  # a variable's last word (`secret_variable`: `GH_PAT`, `STRIPE_SK`)
+    "decryption",  # `aws ssm get-parameter --with-decryption`
     "_sk",
     "rand",  # a new secret (`_GENERATES_SECRET`)
     "pwgen",
