@@ -79,6 +79,20 @@ TRUE_POSITIVES = [
     ("stored {}", "$argon2id$v=19$m=65536,t=3,p=4$Zq8wXc7vBn6mAs5d$Fg4hJk3lPo2iUy1tQw9eR8tY7uI6oP5aS4dF3gH2jK1"),
     ("hash: {}", "pbkdf2:sha256:600000$Zq8wXc7v$9f2c4e8a1b7d3f6e0a5c9b2d8e4f1a7c3b6d0e9f2a5c8b1d4e7f0a3c6b9d2e5f"),
     ("hash: {}", "scrypt:32768:8:1$Zq8wXc7v$9f2c4e8a1b7d3f6e0a5c9b2d8e4f1a7c3b6d0e9f2a5c8b1d4e7f0a3c6b9d2e5f"),
+    # A penetration test's or a CTF run's tools given a password or an NT hash (round 9).
+    ("crackmapexec smb 10.0.0.5 -u admin -p {}", "Zq8w-Xc7vBn6m"),
+    ("evil-winrm -i 10.0.0.5 -u admin -p '{}'", "Zq8w Xc7v!Bn6m"),
+    ("nxc smb 10.0.0.5 -u admin -H {}", "31d6cfe0d16ae931b73c59d7e0c089c0"),
+    ("hydra -l admin -p {} ssh://10.0.0.5", "Zq8w-Xc7vBn6m"),
+    ("impacket-psexec admin:{}@10.0.0.5", "Zq8w-Xc7vBn6m"),
+    ("GetUserSPNs.py corp.local/bob:{} -dc-ip 10.0.0.1 -request", "Zq8w-Xc7vBn6m"),
+    ("python3 secretsdump.py -just-dc corp/admin:{}@10.0.0.1", "Zq8w-Xc7vBn6m"),
+    ("xfreerdp /u:admin /p:{} /v:10.0.0.5", "Zq8w-Xc7vBn6m"),
+    ("plink -ssh root@host -pw {}", "Zq8w-Xc7vBn6m"),
+    ("cypher-shell -u neo4j -p {}", "Zq8w-Xc7vBn6m"),
+    ("redis-cli -h cache AUTH {}", "Zq8w-Xc7vBn6m"),
+    ("az storage blob upload --account-key {} -f x", "Zq8wXc7vBn6mAs5dFg4h=="),
+    ("Administrator:500:{}:::", "aad3b435b51404eeaad3b435b51404ee:31d6cfe0d16ae931b73c59d7e0c089c0"),
     # A service's first-boot credentials in its log (`docker logs …`).
     ("[Server] A temporary password is generated for root@localhost: {}", "Zq8w;Xc7v>Bn6m"),
     (
@@ -228,6 +242,12 @@ FALSE_POSITIVES = [
     # A shell's or awk's positional parameters and prices are no crypt hash.
     "awk '{print $1$2$3}' f; echo \"$1$HOME$PATH\"; cost $5$ and $6$ fees",
     "hashers: pbkdf2_sha256, argon2 ($argon2id$), bcrypt ($2b$12$ then 53 characters)",
+    # A wordlist, a local dump's files, a ping, a port, a getter: none is a password.
+    "hydra -l admin -P /usr/share/wordlists/rockyou.txt ssh://10.0.0.5",
+    "impacket-secretsdump -sam SAM -system SYSTEM LOCAL",
+    "redis-cli -h cache ping",
+    "state = obj.getstate(); x = getstats(y)",
+    "Guest:501:::::",
 ]
 
 

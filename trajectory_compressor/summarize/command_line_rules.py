@@ -24,7 +24,9 @@ import re
 from trajectory_compressor.summarize.secret_rules import Rule, Span, credential_value, word_char
 
 # A credential's option: `--password`, `--db-password`, `--api-key`, `--secret`, `--auth-token`.
-_LONG_OPTION_NAME = r"--(?:[a-z][\w-]{0,23}[_-])?(?:pass(?:word|wd|phrase)?|(?:api|auth)[_-]?key|secret|token)"
+_LONG_OPTION_NAME = (
+    r"--(?:[a-z][\w-]{0,23}[_-])?(?:pass(?:word|wd|phrase)?|(?:api|auth|account|secret|license)[_-]?key|secret|token)"
+)
 # Also with one dash, as Go's `flag` package writes options (`-password VALUE`, `-token=...`),
 # but not a bare `-pass` (OpenSSL's `-pass pass:...`: its own rule).
 _OPTION_NAME = (
@@ -84,6 +86,12 @@ LONG_OPTIONS = (
             "--authkey",
             "-auth-key",
             "-auth_key",
+            "-account-key",
+            "-account_key",
+            "-secret-key",
+            "-secret_key",
+            "-license-key",
+            "-license_key",
         ),
         re.compile(_OPTION_NAME + r"(?:=|(?P<spaced>[ \t]+))" + _OPTION_VALUE),
         _option_value,
@@ -433,10 +441,71 @@ PROGRAM_ARGUMENTS = (
 )
 
 
+# Round 9: the tools of a penetration test or a CTF run, given a password or an NT hash (pass the
+# hash) on their command line: `crackmapexec smb HOST -u admin -p VALUE` (`nxc`, `netexec`,
+# `evil-winrm`, `hydra -p`, `kerbrute`, `-H HASH`), Impacket's `[domain/]user:VALUE[@host]` targets,
+# FreeRDP's `/p:VALUE`, PuTTY's `plink -pw VALUE`, and database shells' `-p VALUE` (`cypher-shell`,
+# `cqlsh`), `redis-cli … AUTH VALUE`.
+_PENTEST_TOOLS = ("crackmapexec", "nxc", "netexec", "evil-winrm", "hydra", "medusa", "kerbrute", "cme ")
+_IMPACKET = (
+    "impacket-",
+    "secretsdump",
+    "getuserspns",
+    "getnpusers",
+    "psexec.py",
+    "wmiexec",
+    "smbexec",
+    "atexec",
+    "dcomexec",
+    "gettgt",
+    "getst",
+    "mssqlclient",
+    "lookupsid",
+    "rpcdump",
+)
+PENTEST_ARGUMENTS = (
+    Rule(
+        "pentest-tool-password",
+        _PENTEST_TOOLS,
+        re.compile(
+            r"(?:crackmapexec|nxc|netexec|evil-winrm|hydra|medusa|kerbrute|cme)(?![\w.-])"
+            + _WORDS
+            + r"[ \t]+(?:-p|-H|--password|--hash(?:es)?)[ \t]+"
+            + _OPTION_VALUE
+        ),
+        _option_value,
+    ),
+    Rule(
+        "impacket-target-password",
+        _IMPACKET,
+        re.compile(
+            r"(?:impacket-[\w-]{1,32}|(?:secretsdump|getuserspns|getnpusers|psexec|wmiexec|smbexec|atexec|dcomexec"
+            r"|gettgt|getst|mssqlclient|lookupsid|rpcdump)(?:\.py)?)(?![\w-])"
+            r"(?:[ \t]+-[\w-]{1,32}(?:[ \t]+[^\s:/@|;&-][^\s:|;&]{0,128})?)*"  # its flags, then the target
+            r"[ \t]+[\"']?(?:[\w.-]{1,128}/)?[\w.$-]{1,64}:(?P<bare>[^\s@'\"|;&]{1,128})(?=[@\s'\"]|\Z)"
+        ),
+        _option_value,
+        folded=True,
+    ),
+    _program(
+        "freerdp-password",
+        ("xfreerdp", "wlfreerdp", "sdl-freerdp", "freerdp"),
+        r"(?:xfreerdp|wlfreerdp|sdl-freerdp|freerdp)" + _WORDS + r"[ \t]+/p:",
+    ),
+    _program("putty-password", ("plink", "pscp", "psftp"), r"(?:plink|pscp|psftp)" + _WORDS + r"[ \t]+-pw[ \t]+"),
+    _program("db-shell-password", ("cypher-shell", "cqlsh"), r"(?:cypher-shell|cqlsh)" + _WORDS + r"[ \t]+-p[ \t]+"),
+    _program(
+        "redis-cli-auth",
+        ("redis-cli",),
+        r"redis-cli" + _WORDS + r"[ \t]+(?i:auth)(?:[ ]+[\w-]{1,64}(?=[ ]+\S))?[ \t]+",
+    ),
+)
+
+
 def _key_value(span: Span | None, text: str) -> Span | None:
     """`span` when it reads as a key (16 characters or more, no `/`): a login's argument may be a
     word or a flag's URL (`wandb login --host https://…`)."""
     return span if span is not None and span[1] - span[0] >= 16 and "/" not in text[span[0] : span[1]] else None
 
 
-COMMAND_LINE_RULES: tuple[Rule, ...] = (*LONG_OPTIONS, *SHORT_OPTIONS, *PROGRAM_ARGUMENTS)
+COMMAND_LINE_RULES: tuple[Rule, ...] = (*LONG_OPTIONS, *SHORT_OPTIONS, *PROGRAM_ARGUMENTS, *PENTEST_ARGUMENTS)

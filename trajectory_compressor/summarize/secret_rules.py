@@ -365,6 +365,15 @@ PASSWORD_HASHES = (
         r"|bcrypt_sha256\$\$2[abxy]\$\d\d\$[./A-Za-z0-9]{53}"
         r"|scrypt\$\d{1,9}\$[A-Za-z0-9./+]{1,128}\$\d{1,3}\$\d{1,3}\$[A-Za-z0-9+/]{20,256}={0,2})",
     ),
+    # An NTLM hash dump's line (`secretsdump.py`, `hashdump`: `user:RID:LM:NT:::`): both hashes, each
+    # a credential to a pass-the-hash tool.
+    Rule(
+        "ntlm-hash-line",
+        (":::",),
+        re.compile(r"(?<!\S)[^:\s]{1,64}:\d{1,10}:(?P<hashes>[0-9a-fA-F]{32}:[0-9a-fA-F]{32}):::"),
+        _group("hashes"),
+        scan=True,
+    ),
     _token(
         "werkzeug-password-hash",
         ("pbkdf2:sha", "scrypt:"),
