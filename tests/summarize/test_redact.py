@@ -93,6 +93,17 @@ TRUE_POSITIVES = [
     ("redis-cli -h cache AUTH {}", "Zq8w-Xc7vBn6m"),
     ("az storage blob upload --account-key {} -f x", "Zq8wXc7vBn6mAs5dFg4h=="),
     ("Administrator:500:{}:::", "aad3b435b51404eeaad3b435b51404ee:31d6cfe0d16ae931b73c59d7e0c089c0"),
+    # A credential's name as one string, its value as the next (round 9, `pair_rules`).
+    ('<add key="ApiKey" value="{}" />', "Zq8wXc7vBn6mAs5dFg4h"),
+    ('<add key="DbPassword" value="{}" />', "Zq8w Xc7v"),
+    ('<property name="spring.datasource.password" value="{}"/>', "Zq8wXc7v!"),
+    ('<string name="api_key">{}</string>', "Zq8wXc7vBn6mAs5dFg4h"),
+    ('<entry key="password">{}</entry>', "Zq8w-Xc7v"),
+    ('variable "db_password" {{\n  type = string\n  default = "{}"\n}}', "Zq8w-Xc7v"),
+    ("define( 'SECURE_AUTH_KEY',  '{}' );", "Zq8w^Xc7v|Bn6m(As5d)Fg4h"),
+    ("localStorage.setItem('authToken', '{}')", "Zq8wXc7vBn6mAs5dFg4h"),
+    ("INSERT INTO users (username, password) VALUES ('admin', '{}');", "Zq8w-Xc7v"),
+    ("INSERT INTO users (id, `password`, email) VALUES (1, '{}', 'a@b.c'), (2, 'x', 'y');", "Zq8w-Xc7v"),
     # A service's first-boot credentials in its log (`docker logs …`).
     ("[Server] A temporary password is generated for root@localhost: {}", "Zq8w;Xc7v>Bn6m"),
     (
@@ -242,6 +253,15 @@ FALSE_POSITIVES = [
     # A shell's or awk's positional parameters and prices are no crypt hash.
     "awk '{print $1$2$3}' f; echo \"$1$HOME$PATH\"; cost $5$ and $6$ fees",
     "hashers: pbkdf2_sha256, argon2 ($argon2id$), bcrypt ($2b$12$ then 53 characters)",
+    # A name and a value that is none: a label, a placeholder, a setting, a query's parameter.
+    '<string name="password">Mot de passe</string>',
+    '<string name="password">Passwort</string>',
+    '<property name="password" value="${DB_PASSWORD}"/>',
+    '<add key="Theme" value="dark" />',
+    'variable "region" { default = "us-east-1" }',
+    "INSERT INTO users (username, email) VALUES ('admin', 'a@b.c');",
+    "INSERT INTO t (password) VALUES (%s)",
+    "localStorage.setItem('theme', 'darkmode1')",
     # A wordlist, a local dump's files, a ping, a port, a getter: none is a password.
     "hydra -l admin -P /usr/share/wordlists/rockyou.txt ssh://10.0.0.5",
     "impacket-secretsdump -sam SAM -system SYSTEM LOCAL",

@@ -104,6 +104,7 @@ from trajectory_compressor.summarize.hex_dumps import hex_dump_spans
 from trajectory_compressor.summarize.http_auth_rules import HTTP_AUTH_RULES
 from trajectory_compressor.summarize.line_rules import LINE_RULES
 from trajectory_compressor.summarize.markup_rules import MARKUP_RULES
+from trajectory_compressor.summarize.pair_rules import PAIR_RULES
 from trajectory_compressor.summarize.prose_rules import PROSE_RULES
 from trajectory_compressor.summarize.secret_rules import REDACTED, RULES, Span, whole_token
 from trajectory_compressor.summarize.url_rules import URL_RULES
@@ -119,6 +120,7 @@ ALL_RULES = (
     *ASSIGNMENT_RULES,
     *CONTEXT_RULES,
     *MARKUP_RULES,
+    *PAIR_RULES,
     *LINE_RULES,
     *PROSE_RULES,
 )

@@ -1,0 +1,153 @@
+"""A credential's name given as one string and its value as the next, in a config file or code.
+
+Found by the round-9 adversarial pass, each reached a summary whole: the name and the value are
+apart, with no `=` or `:` between them for `assignment_rules` to read.
+
+- .NET's `<add key="ApiKey" value="…" />`, Spring's `<property name="password" value="…"/>`, an
+  Android resource's `<string name="api_key">…</string>`, a Java properties XML's `<entry
+  key="password">…</entry>`;
+- a Terraform variable's default (`variable "db_password" { default = "…" }`);
+- WordPress's salts (`define('AUTH_KEY', '…')`; `define('DB_PASSWORD', …)` is a context rule's);
+- a browser's storage or a cookie set to a token (`localStorage.setItem('token', '…')`);
+- an SQL `INSERT` whose column list names a credential (`INSERT INTO users (username, password)
+  VALUES ('admin', '…')`): that column's value in the first row.
+
+The name is read as `masking.redact_json_value` reads a JSON key: one of the assignment rule's
+names ending it, after a separator or a camelCase hump (`DbPassword`, `spring.datasource.password`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from trajectory_compressor.summarize.assignment_rules import CREDENTIAL_NAMES
+from trajectory_compressor.summarize.secret_rules import REDACTED, Rule, Span, credential_value
+
+_CREDENTIAL_KEY = re.compile(r"(?:^|[_.:-]|(?<=[a-z0-9])(?=[A-Z]))(?i:" + CREDENTIAL_NAMES + r")$")
+_VALUE = r"(?P<value>[^\"'<>\n]{1,512})"
+
+
+def _named_value(match: re.Match[str], text: str) -> Span | None:
+    """The value, when the name is a credential's and the value no placeholder."""
+    if _CREDENTIAL_KEY.search(match.group("name")) is None:
+        return None
+    return _value(match)
+
+
+def _value(match: re.Match[str]) -> Span | None:
+    value = match.group("value")
+    if not credential_value(value.strip()) or REDACTED in value or not value.strip():
+        return None
+    return match.span("value")
+
+
+# A token's key in a browser's storage or a cookie's name (`token`, `authToken`, `jwt`, `sessionid`).
+_TOKEN_KEY = re.compile(r"(?i:token|jwt|session|sid|auth|secret|pass|credential|api[_-]?key)")
+# A column list and the first row of values: each value a quoted string, a number, NULL or a call.
+_SQL_ITEM = re.compile(
+    r"""\s*(?:'(?:[^'\\]|\\.|''){0,512}'|"(?:[^"\\]|\\.){0,512}"|[^,()'"]{0,128}(?:\([^()]{0,128}\))?)\s*"""
+)
+_MAX_COLUMNS = 64
+
+
+def _inserted_value(match: re.Match[str], text: str) -> Span | None:
+    """The first row's values of the columns that name a credential: from the first to the last."""
+    columns = [column.strip().strip('`"[]') for column in match.group("columns").split(",")]
+    wanted = [index for index, column in enumerate(columns[:_MAX_COLUMNS]) if _CREDENTIAL_KEY.search(column)]
+    if not wanted:
+        return None
+    spans: list[Span] = []
+    position = match.end()
+    for index in range(min(len(columns), _MAX_COLUMNS)):
+        item = _SQL_ITEM.match(text, position)
+        if item is None:
+            return None
+        if index in wanted:
+            raw = item.group()
+            start = item.start() + len(raw) - len(raw.lstrip())
+            end = item.end() - (len(raw) - len(raw.rstrip()))
+            if end - start >= 2 and text[start] in "'\"" and text[end - 1] == text[start]:
+                start, end = start + 1, end - 1  # a quoted value: its quotes stay
+            value = text[start:end]
+            if value and credential_value(value) and value.lower() != "null" and REDACTED not in value:
+                spans.append((start, end))
+        position = item.end()
+        separator = text[position : position + 1]
+        if separator != ("," if index < len(columns) - 1 else ")"):
+            return None
+        position += 1
+    return (spans[0][0], spans[-1][1]) if spans else None
+
+
+PAIR_RULES = (
+    # `<add key="ApiKey" value="…"/>`, `<property name="password" value="…"/>`; `<string
+    # name="api_key">…</string>`, `<entry key="password">…</entry>`.
+    Rule(
+        "xml-name-value",
+        ("key=", "name="),
+        re.compile(
+            r"(?i:key|name)\s{0,4}=\s{0,4}[\"'](?P<name>[\w.:-]{1,128})[\"']"
+            r"(?:\s{1,16}(?i:value)\s{0,4}=\s{0,4}[\"']"
+            + _VALUE
+            + r"[\"']|[^<>\n]{0,64}>"
+            + _VALUE.replace("value", "text")
+            + r"</)"
+        ),
+        lambda match, text: _xml_value(match),
+    ),
+    Rule(
+        "terraform-variable-default",
+        ("variable",),
+        re.compile(
+            r"variable\s{1,16}\"(?P<name>[\w-]{1,128})\"\s{0,16}\{[^{}]{0,512}?\bdefault\s{0,16}=\s{0,16}\""
+            + _VALUE
+            + r"\""
+        ),
+        _named_value,
+    ),
+    Rule(
+        "wordpress-salt",
+        ("define",),
+        re.compile(
+            r"define\(\s{0,16}[\"'](?:secure_)?(?:auth|logged_in|nonce)_(?:key|salt)[\"']\s{0,16},\s{0,64}[\"']"
+            + r"(?P<value>[^\"'\n]{8,512})[\"']",
+            re.I,
+        ),
+        lambda match, text: _value(match),
+    ),
+    Rule(
+        "stored-token",
+        ("setitem(", "set_cookie(", "setcookie(", "cookies.set("),
+        re.compile(
+            r"(?:setitem|set_cookie|setcookie|cookies\.set)\(\s{0,16}[\"'](?P<name>[\w.-]{1,64})[\"']\s{0,16},\s{0,16}"
+            r"[\"'](?P<value>[^\"'\s]{8,4096})[\"']"
+        ),
+        lambda match, text: _value(match) if _TOKEN_KEY.search(match.group("name")) else None,
+        folded=True,
+    ),
+    Rule(
+        "sql-insert-credential",
+        ("insert into",),
+        re.compile(
+            r"insert\s{1,16}into\s{1,16}[\w.\"`\[\]]{1,128}\s{0,16}\((?P<columns>[^()]{1,2048})\)\s{0,16}values\s{0,16}\(",
+            re.I,
+        ),
+        _inserted_value,
+    ),
+)
+
+
+def _xml_value(match: re.Match[str]) -> Span | None:
+    """A `value` attribute's value, or an element's text when it reads as a secret, not a label (an
+    Android resource named `password` is often the field's label: `Passwort`, `Mot de passe`)."""
+    if _CREDENTIAL_KEY.search(match.group("name")) is None:
+        return None
+    if match.start("value") >= 0:
+        return _value(match)
+    text = match.group("text")
+    if any(char.isspace() for char in text) or (text.isalpha() and len(text) < _PLAIN_WORD_CHARS):
+        return None
+    return match.span("text") if credential_value(text) and REDACTED not in text else None
+
+
+_PLAIN_WORD_CHARS = 16  # a value of letters only shorter than this may be a word (`known_secrets`)
