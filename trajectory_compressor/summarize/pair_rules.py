@@ -79,21 +79,47 @@ def _inserted_value(match: re.Match[str], text: str) -> Span | None:
     return (spans[0][0], spans[-1][1]) if spans else None
 
 
+# What stands before an XML `value=` that names a credential: `key="ApiKey" ` or `name="password" `.
+_ATTRIBUTE_NAME = re.compile(r"(?i:key|name)\s{0,4}=\s{0,4}[\"'](?P<name>[\w.:-]{1,128})[\"']\s{1,16}\Z")
+# What stands before a WordPress salt's name: `define( '` and `SECURE_` or not.
+_DEFINE = re.compile(r"(?i:define)\(\s{0,16}[\"'](?i:secure_)?\Z")
+_LOOK_BACK = 192
+
+
+def _attribute_value(match: re.Match[str], text: str) -> Span | None:
+    """A `value` attribute's value after a `key` or `name` attribute naming a credential."""
+    before = _ATTRIBUTE_NAME.search(text, max(0, match.start() - _LOOK_BACK), match.start())
+    if before is None or _CREDENTIAL_KEY.search(before.group("name")) is None:
+        return None
+    return _value(match)
+
+
+def _salt_value(match: re.Match[str], text: str) -> Span | None:
+    """A WordPress salt's value, given to `define(`."""
+    if _DEFINE.search(text, max(0, match.start() - 32), match.start()) is None:
+        return None
+    return _value(match)
+
+
+# Each rule's literal is a word its text cannot do without, and not a common one (`name=` and
+# `define` are in every other file: a text holding a rule's literal is read decoded, and more).
 PAIR_RULES = (
-    # `<add key="ApiKey" value="…"/>`, `<property name="password" value="…"/>`; `<string
-    # name="api_key">…</string>`, `<entry key="password">…</entry>`.
+    # `<add key="ApiKey" value="…"/>`, `<property name="password" value="…"/>`: found at `value=`.
     Rule(
-        "xml-name-value",
-        ("key=", "name="),
+        "xml-attribute-value",
+        ("value=",),
+        re.compile(r"(?i:value)\s{0,4}=\s{0,4}[\"']" + _VALUE + r"[\"']"),
+        _attribute_value,
+    ),
+    # `<string name="api_key">…</string>`, `<entry key="password">…</entry>`.
+    Rule(
+        "xml-element-text",
+        ("<string", "<entry"),
         re.compile(
-            r"(?i:key|name)\s{0,4}=\s{0,4}[\"'](?P<name>[\w.:-]{1,128})[\"']"
-            r"(?:\s{1,16}(?i:value)\s{0,4}=\s{0,4}[\"']"
-            + _VALUE
-            + r"[\"']|[^<>\n]{0,64}>"
-            + _VALUE.replace("value", "text")
-            + r"</)"
+            r"<(?i:string|entry)\s[^<>]{0,128}?(?i:name|key)\s{0,4}=\s{0,4}[\"'](?P<name>[\w.:-]{1,128})[\"']"
+            r"[^<>]{0,64}>(?P<text>[^\"'<>\n]{1,512})</"
         ),
-        lambda match, text: _xml_value(match),
+        lambda match, text: _xml_text(match),
     ),
     Rule(
         "terraform-variable-default",
@@ -107,13 +133,11 @@ PAIR_RULES = (
     ),
     Rule(
         "wordpress-salt",
-        ("define",),
+        ("auth_key", "auth_salt", "logged_in_key", "logged_in_salt", "nonce_key", "nonce_salt"),
         re.compile(
-            r"define\(\s{0,16}[\"'](?:secure_)?(?:auth|logged_in|nonce)_(?:key|salt)[\"']\s{0,16},\s{0,64}[\"']"
-            + r"(?P<value>[^\"'\n]{8,512})[\"']",
-            re.I,
+            r"(?:auth|logged_in|nonce)_(?:key|salt)[\"']\s{0,16},\s{0,64}[\"'](?P<value>[^\"'\n]{8,512})[\"']", re.I
         ),
-        lambda match, text: _value(match),
+        _salt_value,
     ),
     Rule(
         "stored-token",
@@ -137,13 +161,11 @@ PAIR_RULES = (
 )
 
 
-def _xml_value(match: re.Match[str]) -> Span | None:
-    """A `value` attribute's value, or an element's text when it reads as a secret, not a label (an
-    Android resource named `password` is often the field's label: `Passwort`, `Mot de passe`)."""
+def _xml_text(match: re.Match[str]) -> Span | None:
+    """An element's text when its name is a credential's and the text reads as a secret, not a label
+    (an Android resource named `password` is often the field's label: `Passwort`, `Mot de passe`)."""
     if _CREDENTIAL_KEY.search(match.group("name")) is None:
         return None
-    if match.start("value") >= 0:
-        return _value(match)
     text = match.group("text")
     if any(char.isspace() for char in text) or (text.isalpha() and len(text) < _PLAIN_WORD_CHARS):
         return None
