@@ -452,16 +452,11 @@ _IMPACKET = (
     "secretsdump",
     "getuserspns",
     "getnpusers",
-    "psexec.py",
-    "wmiexec",
-    "smbexec",
-    "atexec",
-    "dcomexec",
-    "gettgt",
-    "getst",
-    "mssqlclient",
-    "lookupsid",
-    "rpcdump",
+    *(
+        f"{name}.py"
+        for name in ("psexec", "wmiexec", "smbexec", "atexec", "dcomexec", "gettgt", "getst", "mssqlclient")
+    ),
+    *(f"{name}.py" for name in ("lookupsid", "rpcdump")),
 )
 PENTEST_ARGUMENTS = (
     Rule(
@@ -479,8 +474,8 @@ PENTEST_ARGUMENTS = (
         "impacket-target-password",
         _IMPACKET,
         re.compile(
-            r"(?:impacket-[\w-]{1,32}|(?:secretsdump|getuserspns|getnpusers|psexec|wmiexec|smbexec|atexec|dcomexec"
-            r"|gettgt|getst|mssqlclient|lookupsid|rpcdump)(?:\.py)?)(?![\w-])"
+            r"(?:impacket-[\w-]{1,32}|(?:secretsdump|getuserspns|getnpusers)(?:\.py)?"
+            r"|(?:psexec|wmiexec|smbexec|atexec|dcomexec|gettgt|getst|mssqlclient|lookupsid|rpcdump)\.py)(?![\w-])"
             r"(?:[ \t]+-[\w-]{1,32}(?:[ \t]+[^\s:/@|;&-][^\s:|;&]{0,128})?)*"  # its flags, then the target
             r"[ \t]+[\"']?(?:[\w.-]{1,128}/)?[\w.$-]{1,64}:(?P<bare>[^\s@'\"|;&]{1,128})(?=[@\s'\"]|\Z)"
         ),
