@@ -447,17 +447,19 @@ PROGRAM_ARGUMENTS = (
 # FreeRDP's `/p:VALUE`, PuTTY's `plink -pw VALUE`, and database shells' `-p VALUE` (`cypher-shell`,
 # `cqlsh`), `redis-cli … AUTH VALUE`.
 _PENTEST_TOOLS = ("crackmapexec", "nxc", "netexec", "evil-winrm", "hydra", "medusa", "kerbrute", "cme ")
-_IMPACKET = (
-    "impacket-",
-    "secretsdump",
-    "getuserspns",
-    "getnpusers",
-    *(
-        f"{name}.py"
-        for name in ("psexec", "wmiexec", "smbexec", "atexec", "dcomexec", "gettgt", "getst", "mssqlclient")
-    ),
-    *(f"{name}.py" for name in ("lookupsid", "rpcdump")),
+# Impacket's scripts, found by their `.py` (a common word without it: `getst` is in `getstate`).
+_IMPACKET_SCRIPTS = (
+    "psexec",
+    "wmiexec",
+    "smbexec",
+    "atexec",
+    "dcomexec",
+    "gettgt",
+    "getst",
+    "mssqlclient",
+    "lookupsid",
 )
+_IMPACKET = ("impacket-", "secretsdump", "getuserspns", "getnpusers", *(f"{name}.py" for name in _IMPACKET_SCRIPTS))
 PENTEST_ARGUMENTS = (
     Rule(
         "pentest-tool-password",
@@ -475,7 +477,7 @@ PENTEST_ARGUMENTS = (
         _IMPACKET,
         re.compile(
             r"(?:impacket-[\w-]{1,32}|(?:secretsdump|getuserspns|getnpusers)(?:\.py)?"
-            r"|(?:psexec|wmiexec|smbexec|atexec|dcomexec|gettgt|getst|mssqlclient|lookupsid|rpcdump)\.py)(?![\w-])"
+            r"|(?:psexec|wmiexec|smbexec|atexec|dcomexec|gettgt|getst|mssqlclient|lookupsid)\.py)(?![\w-])"
             r"(?:[ \t]+-[\w-]{1,32}(?:[ \t]+[^\s:/@|;&-][^\s:|;&]{0,128})?)*"  # its flags, then the target
             r"[ \t]+[\"']?(?:[\w.-]{1,128}/)?[\w.$-]{1,64}:(?P<bare>[^\s@'\"|;&]{1,128})(?=[@\s'\"]|\Z)"
         ),
