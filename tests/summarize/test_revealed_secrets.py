@@ -18,7 +18,7 @@ from trajectory_compressor.summarize.extractive import ExtractiveSummarizer
 from trajectory_compressor.summarize.known_secrets import masked_known
 from trajectory_compressor.summarize.llm.prompt import build_messages
 from trajectory_compressor.summarize.masking import split_secrets_masked
-from trajectory_compressor.summarize.redact import REDACTED
+from trajectory_compressor.summarize.redact import REDACTED, redact_secrets
 from trajectory_compressor.types import SummaryRequest, Turn
 
 VALUE = "Zq8wXc7vBn6mAs5dFg4hJk3lPo2iUy1t"
@@ -566,6 +566,19 @@ def test_a_cloud_clis_credential_or_one_field_of_it_picked_as_text_reveals_it() 
         "aws sts get-caller-identity --query Account --output text",
     ]:
         _assert_keeps(command)
+
+
+def test_redis_asked_for_its_password_and_powershells_environment_table_reveal_it() -> None:
+    """`redis-cli CONFIG GET requirepass` replies `1) "requirepass"` / `2) "…"` (the name stays);
+    PowerShell's `Get-ChildItem Env:` prints a `Name  Value` table (round-9 adversarial pass)."""
+    for output in (f'1) "requirepass"\n2) "{VALUE}"\n', f"requirepass\n{VALUE}\n"):
+        masked = _masked(
+            ("gpt", _call("redis-cli -h cache CONFIG GET requirepass")), ("tool", _result(output)), ("gpt", VALUE)
+        )
+        assert VALUE not in "".join(masked) and "requirepass" in masked[1]
+    rows = [("Name", "Value"), ("----", "-----"), ("HOME", "/root"), ("OPENAI_API_KEY", VALUE)]
+    table = "".join(f"{name:<31}{value}\n" for name, value in rows)
+    assert redact_secrets(table) == table.replace(VALUE, REDACTED)
 
 
 def test_a_command_making_a_new_secret_reveals_it() -> None:

@@ -81,8 +81,9 @@ _ENV_WORD = re.compile(r"(?<![\w-])(?:ENV|set(?:[ \t]+-[a-zA-Z]{1,4})+)\Z")
 
 
 def _vault_row(match: re.Match[str], text: str) -> Span | None:
-    """A secret's row of a `vault kv get` table (`password    …`): the name first on its line,
-    under the table's `Key  Value` / `---  -----` heading."""
+    """A secret's row of a `vault kv get` table (`password    …`) or of PowerShell's (`Get-ChildItem
+    Env:`): the name first on its line, under the table's `Key  Value` / `---  -----` heading (`Name
+    Value` / `----  -----`)."""
     line_start = text.rfind("\n", max(0, match.start() - 80), match.start()) + 1
     if (line_start == 0 and match.start() >= 80) or _FIRST_COLUMN.fullmatch(text, line_start, match.start()) is None:
         return None
@@ -94,7 +95,8 @@ def _vault_row(match: re.Match[str], text: str) -> Span | None:
 
 
 _FIRST_COLUMN = re.compile(r"[ \t]*[\w.-]{0,64}")
-_VAULT_HEADING = re.compile(r"Key[ \t]+Value\r?\n-{3}[ \t]+-{5}")
+# `vault kv get`'s heading, and PowerShell's (`Get-ChildItem Env:`, a hashtable: `Name  Value` / `----  -----`).
+_VAULT_HEADING = re.compile(r"(?:Key[ \t]+Value\r?\n-{3}|Name[ \t]+Value\r?\n-{4})[ \t]+-{5}")
 
 
 def _aws_secret_after_key_id(match: re.Match[str], text: str) -> Span | None:

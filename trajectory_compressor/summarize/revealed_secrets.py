@@ -39,7 +39,8 @@ _MAX_CHARS = 8192  # nor is a longer one (a minified file, a data line); a JWT r
 _SPACE = re.compile(r"\s")
 _CELL = re.compile(r"[|,\t\u2502]")
 # The number an editor's view puts before each line (`     1\tvalue`, `cat -n`; `1→value`).
-_LINE_NUMBER = re.compile(r"^\s*\d+(?:\t|\u2192)")
+# And `redis-cli`'s numbered reply lines (`2) "value"`).
+_LINE_NUMBER = re.compile(r"^\s*\d+(?:\t|\u2192|\) )")
 # A turn longer than this is read block by block, and a block longer than this is not read: a
 # revealing result is at most `_MAX_LINES` lines of `_MAX_CHARS`, and the row's turns are read raw
 # (`revealed_values`), a huge log parsed would be copied whole (a 240 MB tool result held the run's
@@ -81,6 +82,7 @@ _READS_STORE = re.compile(
     r"|doppler\s+secrets\s+get|heroku\s+auth:token|doctl\s+auth\s+token|vault\s+token\s+create|sops\s+(?:-d|--decrypt)\b"
     r"|bw\s+get\s+(?:password|totp|notes)|lpass\s+show\s+(?:--password|--field)"
     r"|php\s+artisan\s+key:generate\s+--show"  # Laravel's new app key
+    r"|redis-cli\b[^|;&\n]{0,256}\bconfig\s+get\s+[\"']?(?:requirepass|masterauth)"  # Redis's own password
     r"|(?:terraform\s+output(?:\s+-(?:raw|json))?|heroku\s+config:get|netlify\s+env:get|railway\s+variables\s+get)"
     r"\s+\S*(?:secret|token|pass|key)\S*|keyring\s+get|secret-tool\s+lookup|(?:go)?pass\s+(?:show|cat)"
     # Round 9: a cloud CLI's credential, or one field of its JSON picked as text (`aws … --query
@@ -429,7 +431,12 @@ def one_word_lines(content: str) -> list[str]:
         and REDACTED not in word
         and credential_value(word)
         and _SETTING_VALUE.fullmatch(word) is None
+        and word.lower() not in _ASKED_NAMES
     ]
+
+
+# The name a store's reply repeats before the value (`redis-cli CONFIG GET requirepass`: `1) "requirepass"`).
+_ASKED_NAMES = frozenset(("requirepass", "masterauth"))
 
 
 # A line that is a setting's value, not a credential: a URL, a path of two folders or more, a date
