@@ -581,6 +581,31 @@ def test_redis_asked_for_its_password_and_powershells_environment_table_reveal_i
     assert redact_secrets(table) == table.replace(VALUE, REDACTED)
 
 
+def test_a_stores_setting_or_a_secrets_name_reveals_nothing() -> None:
+    """Found by the round-9 adversarial pass, each masked across the row before: a setting's file
+    in a secrets folder, a store asked for a setting's field, Kubernetes secrets' names and kinds."""
+    for command in [
+        "cat /run/secrets/db_host",
+        "cat /run/secrets/username",
+        "cat /var/run/secrets/kubernetes.io/serviceaccount/ca.crt",
+        "vault kv get -field=host secret/db",
+        "op item get db --fields username",
+        "doppler secrets get DB_HOST --plain",
+        "kubectl get secrets -o name",
+        "kubectl get secret db -o jsonpath='{.metadata.name}'",
+        "kubectl get secret db -o jsonpath='{.type}'",
+    ]:
+        _assert_keeps(command)
+    for command in [
+        "cat /run/secrets/stripe",
+        "vault kv get -field=password secret/db",
+        "doppler secrets get DB_PASSWORD --plain",
+        "op item get db --fields password",
+        "kubectl get secret db -o jsonpath='{.data.password}'",
+    ]:
+        _assert_reveals(command, VALUE + "\n")
+
+
 def test_a_command_making_a_new_secret_reveals_it() -> None:
     """`openssl rand -hex 32`, `secrets.token_urlsafe()`, random bytes in base64, `pwgen`, `rails
     secret`, `wg genkey`: a key the run is about to use, with no shape of its own; a random number,

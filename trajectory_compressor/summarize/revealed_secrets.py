@@ -48,6 +48,19 @@ _LINE_NUMBER = re.compile(r"^\s*\d+(?:\t|\u2192|\) )")
 # huge file, is still read (`_small_blocks`).
 _MAX_TURN_CHARS = 1 << 18
 _MAX_LINES = 8  # a result of more lines is a listing, not a credential (`cat vocab_tokens.txt`): left to the rules
+# A store asked for what is no credential (round-9 adversarial pass): a field of a secret's that
+# is a setting (`vault kv get -field=host`, `op item get --fields username`, `doppler secrets get
+# DB_HOST`), or the names and kinds of Kubernetes secrets (`kubectl get secrets -o name`,
+# `-o jsonpath='{.metadata.name}'`, `'{.type}'`).
+_SETTING_WORD = (
+    r"(?:\w*[_-])?(?:host(?:name)?|user(?:name)?|port|url|uri|endpoint|region|database|db_?name|email|namespace)\b"
+)
+_ASKS_STORE_SETTING = re.compile(
+    r"(?:-field[= ]|--fields?[= ]|secrets\s+get\s+)[\"']?"
+    + _SETTING_WORD
+    + r"|kubectl\s+get\s+secrets?\b[^|;&\n]{0,256}"
+    r"(?:-o\s*=?\s*name\b|--output[= ]name\b|\{\.(?:items\[\*\]\.)?(?:metadata|type)\b)"
+)
 # A file whose name says it holds a credential (its base name, lower-cased; `/etc/passwd` does not).
 _SECRET_FILE = re.compile(
     r"(?:token(?!iz)|secret|password|passwd(?=.)|api[_-]?key|apikey|credential|private[_-]?key|^\.?pgpass$|^\.netrc$"
@@ -266,7 +279,8 @@ def _command_reveals(command: str) -> bool:
     lowered = command.lower()
     if not any(hint in lowered for hint in _HINTS):
         return False
-    if _READS_STORE.search(lowered) or any(_filter_reads(piece.group()) for piece in _SIMPLE_COMMAND.finditer(lowered)):
+    store = _READS_STORE.search(lowered) is not None and _ASKS_STORE_SETTING.search(lowered) is None
+    if store or any(_filter_reads(piece.group()) for piece in _SIMPLE_COMMAND.finditer(lowered)):
         return True
     if ("jq" in lowered or "yq" in lowered) and any(map(_picks_secret_field, _JQ_FILTER.finditer(lowered))):
         return True
@@ -383,10 +397,13 @@ def secret_file(path: str) -> bool:
     """Whether `path` names a credential's file: by its base name, or by the folder it is in."""
     lowered = path.lower().replace("\\", "/")
     base = lowered.rstrip("/").rsplit("/", 1)[-1]
-    named = _SECRET_FILE.search(base) is not None or _SECRETS_FOLDER.search(lowered) is not None
+    in_folder = _SECRETS_FOLDER.search(lowered) is not None and _SETTING_FILE.fullmatch(base) is None
+    named = _SECRET_FILE.search(base) is not None or in_folder
     return bool(base) and named and _SOURCE_FILE.search(base) is None and _DATA_FILE.search(base) is None
 
 
+# A file of a secrets folder named for a setting (`/run/secrets/db_host`, `username`, `ca.crt`).
+_SETTING_FILE = re.compile(_SETTING_WORD + r"(?:\.txt)?|ca\.crt")
 # A file named with a credential's word that holds data (found by the round-9 adversarial pass): a
 # benchmark's test lists (`FAIL_TO_PASS.txt`, `PASS_TO_PASS.json`), a tokenizer's files
 # (`added_tokens.json`, `special_tokens_map.json`, `tokens.txt`), a report's `pass_rates.csv`, a
