@@ -95,7 +95,24 @@ TRUE_POSITIVES = [
     ("Administrator:500:{}:::", "aad3b435b51404eeaad3b435b51404ee:31d6cfe0d16ae931b73c59d7e0c089c0"),
     # A credential's name as one string, its value as the next (round 9, `pair_rules`).
     ('<add key="ApiKey" value="{}" />', "Zq8wXc7vBn6mAs5dFg4h"),
-    ('<add key="DbPassword" value="{}" />', "Zq8w Xc7v"),
+    ('<add key="DbPassword" value="{}" />', "Zq8w+Xc7v"),
+    ('<add key="BotToken" value="{}"/>', "Zq8wXc7vBn6mAs5dFg4h"),
+    ("INSERT OR IGNORE INTO users (username, password) VALUES ('admin','{}')", "Zq8w-Xc7v"),
+    ("res.cookie('token', '{}')", "Zq8wXc7vBn6mAs5dFg4h"),
+    (
+        "$P$BZ1hB9ha6FuQgUXm9hRPW0IhyhfK5N/ {}",
+        "pbkdf2-sha256$29000$N2YuJQd.Ae3r$Bn6mAs5dFg4hJk3lPo2iUy1tQw9eR8tY7uI6oP5aS4=",
+    ),
+    ("{}", "$P$BZ1hB9ha6FuQgUXm9hRPW0IhyhfK5N/"),
+    ("CORP\\svc:aes256-cts-hmac-sha1-96:{}", "9f2c4e8a1b7d3f6e0a5c9b2d8e4f1a7c3b6d0e9f2a5c8b1d4e7f0a3c6b9d2e5f"),
+    ("\t * NTLM     : {}", "31d6cfe0d16ae931b73c59d7e0c089c0"),
+    ("sudo nxc smb h -u a -p={}", "Zq8w-Xc7vBn6m"),
+    ("smbmap -H h -u admin -p {}", "Zq8w-Xc7vBn6m"),
+    ("xfreerdp3 /v:h /u:a /p:{}", "Zq8w-Xc7vBn6m"),
+    ("GetADUsers.py -all corp.local/admin:{} -dc-ip 10.0.0.1", "Zq8w-Xc7vBn6m"),
+    ("tool --master-key {}", "Zq8w-Xc7vBn6m"),
+    ("The generated password for the elastic built-in superuser is : {}", "Zq8w*Xc7vBn6m"),
+    ("Unseal Key (will be hidden): {}", "Zq8wXc7vBn6mAs5dFg4hJk3lPo2iUy1t"),
     ('<property name="spring.datasource.password" value="{}"/>', "Zq8wXc7v!"),
     ('<string name="api_key">{}</string>', "Zq8wXc7vBn6mAs5dFg4h"),
     ('<entry key="password">{}</entry>', "Zq8w-Xc7v"),
@@ -171,6 +188,10 @@ def test_pem_body_without_its_begin_line_is_masked() -> None:
         "-b " * 20_000,
         "A" * 1_000_000,  # one blob, decoded once
         "\n".join(["QUFB" * 19] * 20_000),  # a wrapped blob of 20,000 lines
+        # Each script's name read its flags to the line's end, the next name a flag's value: 24 s
+        # for 100 KB (round-9 adversarial pass), many minutes for this.
+        "secretsdump -x " * 27_000,
+        "impacket-smbclient -no-pass " * 15_000,
     ],
 )
 @pytest.mark.timeout(120)  # a hang guard: linear, each takes about a second at most; quadratic, many minutes
@@ -262,6 +283,25 @@ FALSE_POSITIVES = [
     "INSERT INTO users (username, email) VALUES ('admin', 'a@b.c');",
     "INSERT INTO t (password) VALUES (%s)",
     "localStorage.setItem('theme', 'darkmode1')",
+    # Found by the round-9 adversarial pass on the first version of these rules.
+    'db.execute("INSERT INTO user (username, password) VALUES (?, ?)", (u, h))',
+    "INSERT INTO t (username, password) VALUES (:username, :password)",
+    "INSERT INTO t (a, password) VALUES (1, DEFAULT)",
+    '"INSERT INTO t (id, api_key) VALUES (" + id + ", " + key + ")"',
+    '<add key="RequireSecret" value="true" />',
+    '<add name="reset-password" value="/account/reset" />',
+    '<input type="submit" name="password" value="Sign in">',
+    '<string name="label_password">Password:</string>',
+    '<string name="prompt_password">Contraseña:</string>',
+    '<string name="title_activity_forgot_password">ForgotPasswordActivity</string>',
+    '<string name="app_secret">@string/app_secret_value</string>',
+    '<string name="api_key">YOUR_API_KEY</string>',
+    "setItem('authorName', 'JaneDoe42'); Cookies.set('sessionTheme', 'darkmode')",
+    "response.set_cookie('sidebar_state', 'expanded')",
+    'variable "create_secret" { default = "false" }',
+    "define( 'AUTH_KEY', 'put your unique phrase here' );",
+    "gpg --delete-secret-key 3AA5C34371567BD2 && gpg --export-secret-keys alice@example.com",
+    "python my_app.py --cfg hydra -p hydra.run",
     # A wordlist, a local dump's files, a ping, a port, a getter: none is a password.
     "hydra -l admin -P /usr/share/wordlists/rockyou.txt ssh://10.0.0.5",
     "impacket-secretsdump -sam SAM -system SYSTEM LOCAL",

@@ -500,6 +500,11 @@ def test_data_named_with_a_credentials_word_reveals_nothing() -> None:
         "echo $API_KEY_ENV_VAR",
         "echo $AIRFLOW__SECRETS__BACKEND",
         "echo $SORT_KEY",
+        "echo $KEY",
+        "echo $NO_AUTH",
+        "echo $SKIP_AUTH",
+        "aws secretsmanager list-secrets --query 'SecretList[].Name' --output text",
+        "cut -d= -f2 .env.example",
         "cat FAIL_TO_PASS.txt",
         "cat PASS_TO_PASS.json",
         "cat tokenizer/added_tokens.json",
@@ -630,6 +635,10 @@ def test_a_command_making_a_new_secret_reveals_it() -> None:
         "uuidgen",
         "wg genkey | tee privatekey | wg pubkey",
         "grep -rn randint src/",
+        # A search for the code that makes one prints paths; a search in history, commits.
+        "rg -l 'secrets.token_urlsafe(' django",
+        "grep -rln 'os.urandom(' --include=*.py .",
+        "git log --format=%h -1 -S 'openssl rand'",
     ]:
         _assert_keeps(command)
 

@@ -13,7 +13,7 @@ github.token VALUE`, `netlify env:set API_KEY VALUE`).
 A short option means a password only for the program that defines it (`-p` is a port for
 `docker run` and `ssh`, a path for `mkdir`), so each such rule names its programs, and the
 options between the program and the password are skipped word by word, never past a pipe or
-`;`/`&`. Values are judged as `--password`'s are (`_option_value`): no placeholder (`$PASS`),
+`;`/`&`. Values are judged as `--password`'s are (`option_value`): no placeholder (`$PASS`),
 number, port or next option.
 """
 
@@ -24,8 +24,12 @@ import re
 from trajectory_compressor.summarize.secret_rules import Rule, Span, credential_value, word_char
 
 # A credential's option: `--password`, `--db-password`, `--api-key`, `--secret`, `--auth-token`.
+# A key's kinds a long option names (`--account-key`, `--master-key`, `--s3-secret-access-key`); not
+# GnuPG's `--delete-secret-key KEYID` and its kin, whose value is a key's id.
+_KEY_KINDS = ("api", "auth", "account", "secret", "license", "master", "access", "encryption")
 _LONG_OPTION_NAME = (
-    r"--(?:[a-z][\w-]{0,23}[_-])?(?:pass(?:word|wd|phrase)?|(?:api|auth|account|secret|license)[_-]?key|secret|token)"
+    r"--(?!(?:delete|export|import|list|gen|edit)-)(?:[a-z][\w-]{0,23}[_-])?"
+    r"(?:pass(?:word|wd|phrase)?|(?:" + "|".join(_KEY_KINDS) + r")[_-]?key|secret|token)"
 )
 # Also with one dash, as Go's `flag` package writes options (`-password VALUE`, `-token=...`),
 # but not a bare `-pass` (OpenSSL's `-pass pass:...`: its own rule).
@@ -35,9 +39,9 @@ _OPTION_NAME = (
     + r"|-(?:[a-z][\w-]{0,23}[_-])?(?:password|passwd|passphrase|api[_-]?key|apikey|secret|token))"
 )
 # The words between a program and its password option (other options and their values).
-_WORDS = r"(?:[ \t]+[^\s|;&]{1,256}){0,24}?"
+WORDS = r"(?:[ \t]+[^\s|;&]{1,256}){0,24}?"
 # What follows a password option: quoted (spaces and all), or a bare word.
-_OPTION_VALUE = r"""(?:'(?P<single>[^'\n]{1,256})'|"(?P<double>[^"\n]{1,256})"|(?P<bare>[^\s'"`;|&]{1,256}))"""
+OPTION_VALUE = r"""(?:'(?P<single>[^'\n]{1,256})'|"(?P<double>[^"\n]{1,256})"|(?P<bare>[^\s'"`;|&]{1,256}))"""
 # Programs that read a token or a secret's value on stdin (`echo VALUE | gh auth login --with-token`).
 _STDIN_SECRET = (
     r"gh[ \t]+auth[ \t]+login[^|;&\n<]{0,256}--with-token|(?:npx[ \t]+)?wrangler[ \t]+secret[ \t]+put"
@@ -46,7 +50,7 @@ _STDIN_SECRET = (
 )
 
 
-def _option_value(match: re.Match[str], text: str) -> Span | None:
+def option_value(match: re.Match[str], text: str) -> Span | None:
     """A password option's value, unless it is a placeholder, a number, a port or the next option.
 
     Given after a space (`--password VALUE`), a bare value must hold a digit or a symbol: usage
@@ -78,23 +82,14 @@ LONG_OPTIONS = (
             "-password",
             "-passwd",
             "-passphrase",
-            "-api-key",
-            "-api_key",
             "-apikey",
             "-secret",
             "-token",
             "--authkey",
-            "-auth-key",
-            "-auth_key",
-            "-account-key",
-            "-account_key",
-            "-secret-key",
-            "-secret_key",
-            "-license-key",
-            "-license_key",
+            *(f"-{kind}{separator}key" for kind in _KEY_KINDS for separator in "-_"),
         ),
-        re.compile(_OPTION_NAME + r"(?:=|(?P<spaced>[ \t]+))" + _OPTION_VALUE),
-        _option_value,
+        re.compile(_OPTION_NAME + r"(?:=|(?P<spaced>[ \t]+))" + OPTION_VALUE),
+        option_value,
         scan=True,  # a literal may sit inside the name (`--db-password`): the text is scanned
     ),
     # The MySQL / MariaDB clients take the password glued to `-p` (`-pSECRET`, `-p'...'`); a
@@ -102,10 +97,10 @@ LONG_OPTIONS = (
     Rule(
         "mysql-password-option",
         ("mysql", "mariadb"),
-        re.compile(r"(?:mysql|mariadb)[\w.-]{0,16}" + _WORDS + r"[ \t]+-p" + _OPTION_VALUE),
-        _option_value,
+        re.compile(r"(?:mysql|mariadb)[\w.-]{0,16}" + WORDS + r"[ \t]+-p" + OPTION_VALUE),
+        option_value,
     ),
-    Rule("sshpass-option", ("sshpass",), re.compile(r"sshpass[ \t]+-p[ \t]*" + _OPTION_VALUE), _option_value),
+    Rule("sshpass-option", ("sshpass",), re.compile(r"sshpass[ \t]+-p[ \t]*" + OPTION_VALUE), option_value),
     # The same options in an argv written as a JSON or Python list: `"--password", "VALUE"`.
     Rule(
         "password-option-listed",
@@ -157,9 +152,9 @@ SHORT_OPTIONS = (
         ("docker", "podman", "buildah", "skopeo", "nerdctl", "oras", "helm", "az ", "crane"),
         re.compile(
             r"(?:docker|podman|buildah|skopeo|nerdctl|oras|helm[ \t]+registry|az(?:[ \t]+acr)?|crane[ \t]+auth)"
-            r"[ \t]+login" + _WORDS + r"[ \t]+-p(?:[ \t]+|=)?" + _OPTION_VALUE
+            r"[ \t]+login" + WORDS + r"[ \t]+-p(?:[ \t]+|=)?" + OPTION_VALUE
         ),
-        _option_value,
+        option_value,
     ),
     # MongoDB's shells and tools: `mongosh -u admin -p VALUE`, `mongodump ... -p VALUE`.
     Rule(
@@ -167,24 +162,24 @@ SHORT_OPTIONS = (
         ("mongo",),
         re.compile(
             r"mongo(?:sh|dump|restore|export|import|stat|top|files)?(?![\w.-])"
-            + _WORDS
+            + WORDS
             + r"[ \t]+-p[ \t]+"
-            + _OPTION_VALUE
+            + OPTION_VALUE
         ),
-        _option_value,
+        option_value,
     ),
     # SQL Server's clients: `sqlcmd -S host -U sa -P VALUE`, `bcp ... -P VALUE`.
     Rule(
         "sqlcmd-password-option",
         ("sqlcmd", "bcp"),
-        re.compile(r"(?:sqlcmd|bcp)(?![\w.-])" + _WORDS + r"[ \t]+-P[ \t]*" + _OPTION_VALUE),
-        _option_value,
+        re.compile(r"(?:sqlcmd|bcp)(?![\w.-])" + WORDS + r"[ \t]+-P[ \t]*" + OPTION_VALUE),
+        option_value,
     ),
     Rule(
         "redis-cli-password-option",
         ("redis-cli",),
-        re.compile(r"redis-cli" + _WORDS + r"[ \t]+-a[ \t]+" + _OPTION_VALUE),
-        _option_value,
+        re.compile(r"redis-cli" + WORDS + r"[ \t]+-a[ \t]+" + OPTION_VALUE),
+        option_value,
     ),
     # OpenLDAP's clients: `ldapsearch -x -D cn=admin -w VALUE` (`-W` asks instead).
     Rule(
@@ -192,11 +187,11 @@ SHORT_OPTIONS = (
         ("ldap",),
         re.compile(
             r"ldap(?:search|add|modify|delete|passwd|whoami|compare|modrdn|exop|url)"
-            + _WORDS
+            + WORDS
             + r"[ \t]+-w[ \t]*"
-            + _OPTION_VALUE
+            + OPTION_VALUE
         ),
-        _option_value,
+        option_value,
     ),
     # Samba's clients: `smbclient //host/share -U user%VALUE`, `--user=user%VALUE`.
     Rule(
@@ -204,10 +199,10 @@ SHORT_OPTIONS = (
         ("smbclient", "rpcclient", "smbcacls", "smbget", "smbmap"),
         re.compile(
             r"(?:smbclient|rpcclient|smbcacls|smbget|smbmap)"
-            + _WORDS
+            + WORDS
             + r"[ \t]+(?:-U[ \t]*|--user(?:name)?[= \t])[\"']?[^\s%\"'/]{1,64}%(?P<bare>[^\s\"'|;&]{1,256})"
         ),
-        _option_value,
+        option_value,
     ),
     Rule(
         "htpasswd-batch-password",
@@ -226,11 +221,11 @@ SHORT_OPTIONS = (
         ("echo", "printf"),
         re.compile(
             r"(?:echo(?:[ \t]+-[neE]{1,3})?|printf(?:[ \t]+'%s(?:\\n)?'|[ \t]+\"%s(?:\\n)?\")?)[ \t]+"
-            + _OPTION_VALUE
+            + OPTION_VALUE
             + r"[ \t]*\|[ \t]*(?:sudo(?:[ \t]+-[A-Za-z]{1,8})*?[ \t]+-[A-Za-z]{0,7}S|[^|;&\n]{0,256}--password-stdin"
             r"|(?:sudo[ \t]+)?(?:chpasswd|passwd[ \t]+--stdin)|docker[ \t]+secret[ \t]+create|" + _STDIN_SECRET + ")"
         ),
-        _option_value,
+        option_value,
     ),
     # The same given as a here-string: `sudo -S … <<< VALUE`, `chpasswd <<< 'user:VALUE'`,
     # `passwd --stdin root <<< VALUE`.
@@ -253,9 +248,9 @@ SHORT_OPTIONS = (
             r"(?:sudo(?:[ \t]+-[A-Za-z]{1,8})*?[ \t]+-[A-Za-z]{0,7}S|chpasswd|passwd[ \t]+--stdin|"
             + _STDIN_SECRET
             + ")"
-            r"[^\n<|;&]{0,256}<<<[ \t]*" + _OPTION_VALUE
+            r"[^\n<|;&]{0,256}<<<[ \t]*" + OPTION_VALUE
         ),
-        _option_value,
+        option_value,
     ),
     # A literal given through a process substitution to a password or token file option:
     # `--vault-password-file <(echo VALUE)`, `gh auth login --with-token < <(echo VALUE)`.
@@ -264,9 +259,9 @@ SHORT_OPTIONS = (
         ("<(echo", "<(printf", "< (echo"),
         re.compile(
             r"(?:--[\w-]{0,32}(?:password|passphrase|secret|token|data-file)[\w-]{0,16}(?:=|[ \t]+)|--with-token[ \t]*)"
-            r"<?[ \t]*<\([ \t]*(?:echo(?:[ \t]+-[neE]{1,3})?|printf(?:[ \t]+'%s(?:\\n)?')?)[ \t]+" + _OPTION_VALUE
+            r"<?[ \t]*<\([ \t]*(?:echo(?:[ \t]+-[neE]{1,3})?|printf(?:[ \t]+'%s(?:\\n)?')?)[ \t]+" + OPTION_VALUE
         ),
-        lambda match, text: _unbracketed(_option_value(match, text), text),
+        lambda match, text: _unbracketed(option_value(match, text), text),
         scan=True,
     ),
     # Settings commands that store a credential: `aws configure set aws_secret_access_key VALUE`,
@@ -276,9 +271,9 @@ SHORT_OPTIONS = (
         ("aws configure set",),
         re.compile(
             r"aws[ \t]+configure[ \t]+set[ \t]+(?:[\w.-]{0,64}\.)?(?:aws_secret_access_key|aws_session_token)[ \t]+"
-            + _OPTION_VALUE
+            + OPTION_VALUE
         ),
-        _option_value,
+        option_value,
         folded=True,
     ),
     Rule(
@@ -286,37 +281,37 @@ SHORT_OPTIONS = (
         ("npm config set", "yarn config set", "pnpm config set"),
         re.compile(
             r"(?:npm|yarn|pnpm)[ \t]+config[ \t]+set[ \t]+(?:[^\s:]{0,256}:)?"
-            r"(?:_authtoken|_auth|_password|npmauthtoken)(?:[ \t]+|=)" + _OPTION_VALUE
+            r"(?:_authtoken|_auth|_password|npmauthtoken)(?:[ \t]+|=)" + OPTION_VALUE
         ),
-        _option_value,
+        option_value,
         folded=True,
     ),
 )
 
 
-def _program(name: str, literals: tuple[str, ...], before_value: str, *, scan: bool = False) -> Rule:
+def program_rule(name: str, literals: tuple[str, ...], before_value: str, *, scan: bool = False) -> Rule:
     """A program given a password or token by `before_value` (a regex ending where the value
     starts), the value judged as an option's."""
-    return Rule(name, literals, re.compile(before_value + _OPTION_VALUE), _option_value, scan=scan)
+    return Rule(name, literals, re.compile(before_value + OPTION_VALUE), option_value, scan=scan)
 
 
 # Programs that take a password, a key's passphrase or a token as an argument of their own.
 PROGRAM_ARGUMENTS = (
     # Java's keystores: `keytool ... -storepass VALUE -keypass VALUE` (`-srcstorepass`, `-deststorepass`).
-    _program(
-        "keytool-password", ("keytool",), r"keytool" + _WORDS + r"[ \t]+-(?:src|dest|new)?(?:storepass|keypass)[ \t]+"
+    program_rule(
+        "keytool-password", ("keytool",), r"keytool" + WORDS + r"[ \t]+-(?:src|dest|new)?(?:storepass|keypass)[ \t]+"
     ),
     # A key's passphrase: `ssh-keygen -N VALUE` (`-P` the old one); an archive's: `zip -P VALUE`, `7z a -pVALUE`.
-    _program("ssh-keygen-passphrase", ("ssh-keygen",), r"ssh-keygen" + _WORDS + r"[ \t]+-[NP][ \t]*"),
-    _program("zip-password", ("zip -", "unzip -"), r"(?<![\w.-])(?:un)?zip" + _WORDS + r"[ \t]+-P[ \t]+"),
-    _program(
-        "7z-password", ("7z a ", "7za a ", "7z x ", "7za x ", "7z e "), r"(?<![\w.-])7z[a-z]?" + _WORDS + r"[ \t]+-p"
+    program_rule("ssh-keygen-passphrase", ("ssh-keygen",), r"ssh-keygen" + WORDS + r"[ \t]+-[NP][ \t]*"),
+    program_rule("zip-password", ("zip -", "unzip -"), r"(?<![\w.-])(?:un)?zip" + WORDS + r"[ \t]+-P[ \t]+"),
+    program_rule(
+        "7z-password", ("7z a ", "7za a ", "7z x ", "7za x ", "7z e "), r"(?<![\w.-])7z[a-z]?" + WORDS + r"[ \t]+-p"
     ),
     # `openssl enc -aes-256-cbc -k VALUE` (the key's passphrase; `-pass pass:` has its own rule).
-    _program(
+    program_rule(
         "openssl-enc-key",
         ("openssl",),
-        r"openssl[ \t]+(?:enc|aes|des|bf|camellia|chacha)[\w-]*" + _WORDS + r"[ \t]+-k[ \t]+",
+        r"openssl[ \t]+(?:enc|aes|des|bf|camellia|chacha)[\w-]*" + WORDS + r"[ \t]+-k[ \t]+",
     ),
     # `openssl passwd [-1|-5|-6|-apr1|-salt S] VALUE` hashes a password given as an argument
     # (`usermod --password $(openssl passwd -6 VALUE) bob`).
@@ -325,41 +320,41 @@ PROGRAM_ARGUMENTS = (
         ("openssl passwd",),
         re.compile(
             r"openssl[ \t]+passwd(?:[ \t]+-(?:1|5|6|apr1|aixmd5|crypt|quiet|table|noverify|reverse)"
-            r"|[ \t]+-salt[ \t]+[^\s|;&)]{1,64})*[ \t]+" + _OPTION_VALUE
+            r"|[ \t]+-salt[ \t]+[^\s|;&)]{1,64})*[ \t]+" + OPTION_VALUE
         ),
-        lambda match, text: _unbracketed(_option_value(match, text), text),
+        lambda match, text: _unbracketed(option_value(match, text), text),
     ),
     # Redis's settings: `requirepass VALUE`, `masterauth VALUE` (redis.conf, `CONFIG SET`).
-    _program("redis-password-setting", ("requirepass", "masterauth"), r"(?:requirepass|masterauth)[ \t]+"),
-    _program("mysqladmin-password", ("mysqladmin",), r"mysqladmin" + _WORDS + r"[ \t]+password[ \t]+"),
-    _program(
+    program_rule("redis-password-setting", ("requirepass", "masterauth"), r"(?:requirepass|masterauth)[ \t]+"),
+    program_rule("mysqladmin-password", ("mysqladmin",), r"mysqladmin" + WORDS + r"[ \t]+password[ \t]+"),
+    program_rule(
         "rabbitmqctl-password",
         ("rabbitmqctl",),
         r"rabbitmqctl[ \t]+(?:add_user|change_password)[ \t]+[^\s|;&]{1,256}[ \t]+",
     ),
     # Secret stores set from a command line: `gh secret set NAME --body VALUE`,
     # `aws ssm put-parameter ... --value VALUE`.
-    _program(
+    program_rule(
         "gh-secret-body",
         ("secret set",),
-        r"gh[ \t]+secret[ \t]+set" + _WORDS + r"[ \t]+(?:-b[ \t]*|--body(?:[ \t]+|=))",
+        r"gh[ \t]+secret[ \t]+set" + WORDS + r"[ \t]+(?:-b[ \t]*|--body(?:[ \t]+|=))",
         scan=True,
     ),
-    _program("ssm-parameter-value", ("put-parameter",), r"put-parameter" + _WORDS + r"[ \t]+--value(?:[ \t]+|=)"),
+    program_rule("ssm-parameter-value", ("put-parameter",), r"put-parameter" + WORDS + r"[ \t]+--value(?:[ \t]+|=)"),
     # Tokens given as an argument: `ngrok config add-authtoken VALUE`, `vault login VALUE`,
     # `poetry config pypi-token.pypi VALUE` / `http-basic.corp USER VALUE`.
-    _program("ngrok-authtoken", ("ngrok",), r"ngrok(?:[ \t]+config)?[ \t]+(?:add-)?authtoken[ \t]+"),
-    _program(
+    program_rule("ngrok-authtoken", ("ngrok",), r"ngrok(?:[ \t]+config)?[ \t]+(?:add-)?authtoken[ \t]+"),
+    program_rule(
         "vault-login-token",
         ("vault",),
         r"vault[ \t]+login(?:[ \t]+-[^\s=]{1,64}(?:=[^\s]{1,256})?){0,8}[ \t]+(?![^\s]*=)",
     ),
-    _program(
+    program_rule(
         "poetry-credential",
         ("poetry",),
         r"poetry[ \t]+config[ \t]+(?:http-basic\.[^\s]{1,128}[ \t]+[^\s]{1,128}|pypi-token\.[^\s]{1,128})[ \t]+",
     ),
-    _program("vercel-token", ("vercel",), r"vercel" + _WORDS + r"[ \t]+-t[ \t]+"),
+    program_rule("vercel-token", ("vercel",), r"vercel" + WORDS + r"[ \t]+-t[ \t]+"),
     # Redis's `AUTH [user] VALUE` at its prompt (`127.0.0.1:6379> AUTH …`).
     Rule(
         "redis-auth-command",
@@ -367,7 +362,7 @@ PROGRAM_ARGUMENTS = (
         re.compile(r">[ \t]?(?i:auth)(?:[ \t]+[^\s]{1,64}(?=[ \t]+[^\s]))?[ \t]+(?P<value>[^\s'\"]{1,256})"),
         lambda match, text: match.span("value") if credential_value(match.group("value")) else None,
     ),
-    _program("twine-password", ("twine",), r"twine" + _WORDS + r"[ \t]+-p[ \t]+"),
+    program_rule("twine-password", ("twine",), r"twine" + WORDS + r"[ \t]+-p[ \t]+"),
     # Oracle's `user/password@db`: `sqlplus system/VALUE@//host/XE`, `rman target sys/VALUE@db`,
     # `jdbc:oracle:thin:scott/VALUE@host:1521:ORCL`.
     Rule(
@@ -377,124 +372,66 @@ PROGRAM_ARGUMENTS = (
             r"(?:(?:sqlplus|rman|expdp|impdp|sqlldr)(?:[ \t]+-\w{1,16})*[ \t]+(?:target[ \t]+|userid=)?[\"']?"
             r"|jdbc:oracle:(?:thin|oci):)[\w$#]{1,64}/(?P<bare>[^@\s\"'/]{1,128})(?=[@\s\"']|\Z)"
         ),
-        _option_value,
+        option_value,
     ),
-    _program("lftp-user-password", ("lftp",), r"lftp" + _WORDS + r"[ \t]+-u[ \t]+[^\s,'\"]{1,64},"),
+    program_rule("lftp-user-password", ("lftp",), r"lftp" + WORDS + r"[ \t]+-u[ \t]+[^\s,'\"]{1,64},"),
     # Windows: `net user NAME PASSWORD [/add]` (`*` asks for one), `psexec \\host -u NAME -p PASSWORD`.
     Rule(
         "net-user-password",
         ("net user",),
         re.compile(r"net[ \t]+user[ \t]+[^\s/*]{1,64}[ \t]+(?P<bare>[^\s/*'\"][^\s'\"]{0,255})"),
-        _option_value,
+        option_value,
         folded=True,
     ),
-    _program("psexec-password", ("psexec",), r"psexec" + _WORDS + r"[ \t]+-p[ \t]+"),
+    program_rule("psexec-password", ("psexec",), r"psexec" + WORDS + r"[ \t]+-p[ \t]+"),
     # Round 12. A key as a login's only argument, after its flags: `wandb login [--relogin] KEY`,
     # `cargo login TOKEN`, `snyk auth TOKEN` (a key's length: `wandb login --host URL` stays).
     Rule(
         "login-key-argument",
         ("wandb", "cargo", "snyk"),
         re.compile(
-            r"(?:wandb[ \t]+login|cargo[ \t]+login|snyk[ \t]+auth)(?:[ \t]+--?[\w-]{1,32})*[ \t]+" + _OPTION_VALUE
+            r"(?:wandb[ \t]+login|cargo[ \t]+login|snyk[ \t]+auth)(?:[ \t]+--?[\w-]{1,32})*[ \t]+" + OPTION_VALUE
         ),
-        lambda match, text: _key_value(_option_value(match, text), text),
+        lambda match, text: _key_value(option_value(match, text), text),
     ),
     # Short options these programs take a token or password with.
-    _program("doctl-token", ("doctl",), r"doctl[ \t]+auth[ \t]+init" + _WORDS + r"[ \t]+-t[ \t]+"),
-    _program("codecov-token", ("codecov",), r"codecov" + _WORDS + r"[ \t]+-t[ \t]+"),
-    _program("unrar-password", ("unrar",), r"unrar" + _WORDS + r"[ \t]+-p"),
-    _program("poetry-publish-password", ("poetry",), r"poetry[ \t]+publish" + _WORDS + r"[ \t]+-p[ \t]+"),
-    _program(
+    program_rule("doctl-token", ("doctl",), r"doctl[ \t]+auth[ \t]+init" + WORDS + r"[ \t]+-t[ \t]+"),
+    program_rule("codecov-token", ("codecov",), r"codecov" + WORDS + r"[ \t]+-t[ \t]+"),
+    program_rule("unrar-password", ("unrar",), r"unrar" + WORDS + r"[ \t]+-p"),
+    program_rule("poetry-publish-password", ("poetry",), r"poetry[ \t]+publish" + WORDS + r"[ \t]+-p[ \t]+"),
+    program_rule(
         "keychain-password",
         ("security",),
-        r"security[ \t]+add-(?:generic|internet)-password" + _WORDS + r"[ \t]+-w[ \t]+",
+        r"security[ \t]+add-(?:generic|internet)-password" + WORDS + r"[ \t]+-w[ \t]+",
     ),
     # A registry's `user:password` pair: `skopeo copy --src-creds alice:VALUE …` (`--dest-creds`, `--creds`).
-    _program("registry-creds", ("-creds",), r"--(?:src-|dest-)?creds(?:[ \t]+|=)[\"']?[^\s:'\"]{1,64}:", scan=True),
+    program_rule("registry-creds", ("-creds",), r"--(?:src-|dest-)?creds(?:[ \t]+|=)[\"']?[^\s:'\"]{1,64}:", scan=True),
     # Settings that store one: `git config github.token VALUE`, rclone's `secret_access_key VALUE`,
     # MinIO's `mc alias set NAME URL ACCESS SECRET`, and a credential's name set to a value
     # (`netlify env:set STRIPE_SECRET_KEY VALUE`, `doppler secrets set`, `convex env set`).
-    _program(
+    program_rule(
         "git-config-credential",
         ("git config",),
         r"git[ \t]+config(?:[ \t]+--[\w-]{1,16})*[ \t]+[\w.-]{0,64}\.(?:token|password|secret|api-?key)[ \t]+",
     ),
-    _program(
+    program_rule(
         "rclone-config-secret",
         ("rclone",),
         r"rclone[ \t]+config[ \t]+(?:create|update)"
-        + _WORDS
+        + WORDS
         + r"[ \t]+(?:secret_access_key|pass|password|client_secret|token)[ \t=]",
     ),
-    _program(
+    program_rule(
         "minio-alias-secret",
         ("mc alias set", "mc config host add"),
         r"mc[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)(?:[ \t]+[^\s|;&]{1,256}){3}[ \t]+",
     ),
-    _program(
+    program_rule(
         "env-set-credential",
         ("env:set", "secrets set", "env set"),
         r"(?:netlify[ \t]+env:set|doppler[ \t]+secrets[ \t]+set|convex[ \t]+env[ \t]+set|dotenv[ \t]+set)[ \t]+"
         r"[A-Z0-9_]{0,64}(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|PWD|CREDENTIALS?)[A-Z0-9_]{0,32}[ \t]+",
         scan=True,
-    ),
-)
-
-
-# Round 9: the tools of a penetration test or a CTF run, given a password or an NT hash (pass the
-# hash) on their command line: `crackmapexec smb HOST -u admin -p VALUE` (`nxc`, `netexec`,
-# `evil-winrm`, `hydra -p`, `kerbrute`, `-H HASH`), Impacket's `[domain/]user:VALUE[@host]` targets,
-# FreeRDP's `/p:VALUE`, PuTTY's `plink -pw VALUE`, and database shells' `-p VALUE` (`cypher-shell`,
-# `cqlsh`), `redis-cli … AUTH VALUE`.
-_PENTEST_TOOLS = ("crackmapexec", "nxc", "netexec", "evil-winrm", "hydra", "medusa", "kerbrute", "cme ")
-# Impacket's scripts, found by their `.py` (a common word without it: `getst` is in `getstate`).
-_IMPACKET_SCRIPTS = (
-    "psexec",
-    "wmiexec",
-    "smbexec",
-    "atexec",
-    "dcomexec",
-    "gettgt",
-    "getst",
-    "mssqlclient",
-    "lookupsid",
-)
-_IMPACKET = ("impacket-", "secretsdump", "getuserspns", "getnpusers", *(f"{name}.py" for name in _IMPACKET_SCRIPTS))
-PENTEST_ARGUMENTS = (
-    Rule(
-        "pentest-tool-password",
-        _PENTEST_TOOLS,
-        re.compile(
-            r"(?:crackmapexec|nxc|netexec|evil-winrm|hydra|medusa|kerbrute|cme)(?![\w.-])"
-            + _WORDS
-            + r"[ \t]+(?:-p|-H|--password|--hash(?:es)?)[ \t]+"
-            + _OPTION_VALUE
-        ),
-        _option_value,
-    ),
-    Rule(
-        "impacket-target-password",
-        _IMPACKET,
-        re.compile(
-            r"(?:impacket-[\w-]{1,32}|(?:secretsdump|getuserspns|getnpusers)(?:\.py)?"
-            r"|(?:psexec|wmiexec|smbexec|atexec|dcomexec|gettgt|getst|mssqlclient|lookupsid)\.py)(?![\w-])"
-            r"(?:[ \t]+-[\w-]{1,32}(?:[ \t]+[^\s:/@|;&-][^\s:|;&]{0,128})?)*"  # its flags, then the target
-            r"[ \t]+[\"']?(?:[\w.-]{1,128}/)?[\w.$-]{1,64}:(?P<bare>[^\s@'\"|;&]{1,128})(?=[@\s'\"]|\Z)"
-        ),
-        _option_value,
-        folded=True,
-    ),
-    _program(
-        "freerdp-password",
-        ("xfreerdp", "wlfreerdp", "sdl-freerdp", "freerdp"),
-        r"(?:xfreerdp|wlfreerdp|sdl-freerdp|freerdp)" + _WORDS + r"[ \t]+/p:",
-    ),
-    _program("putty-password", ("plink", "pscp", "psftp"), r"(?:plink|pscp|psftp)" + _WORDS + r"[ \t]+-pw[ \t]+"),
-    _program("db-shell-password", ("cypher-shell", "cqlsh"), r"(?:cypher-shell|cqlsh)" + _WORDS + r"[ \t]+-p[ \t]+"),
-    _program(
-        "redis-cli-auth",
-        ("redis-cli",),
-        r"redis-cli" + _WORDS + r"[ \t]+(?i:auth)(?:[ ]+[\w-]{1,64}(?=[ ]+\S))?[ \t]+",
     ),
 )
 
@@ -505,4 +442,4 @@ def _key_value(span: Span | None, text: str) -> Span | None:
     return span if span is not None and span[1] - span[0] >= 16 and "/" not in text[span[0] : span[1]] else None
 
 
-COMMAND_LINE_RULES: tuple[Rule, ...] = (*LONG_OPTIONS, *SHORT_OPTIONS, *PROGRAM_ARGUMENTS, *PENTEST_ARGUMENTS)
+COMMAND_LINE_RULES: tuple[Rule, ...] = (*LONG_OPTIONS, *SHORT_OPTIONS, *PROGRAM_ARGUMENTS)

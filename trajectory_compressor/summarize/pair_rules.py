@@ -21,9 +21,10 @@ from __future__ import annotations
 import re
 
 from trajectory_compressor.summarize.assignment_rules import CREDENTIAL_NAMES
-from trajectory_compressor.summarize.secret_rules import REDACTED, Rule, Span, credential_value
+from trajectory_compressor.summarize.prose_rules import secret_looking
+from trajectory_compressor.summarize.secret_rules import REDACTED, Rule, Span
 
-_CREDENTIAL_KEY = re.compile(r"(?:^|[_.:-]|(?<=[a-z0-9])(?=[A-Z]))(?i:" + CREDENTIAL_NAMES + r")$")
+_CREDENTIAL_KEY = re.compile(r"(?:^|[_.:-]|(?<=[a-z0-9])(?=[A-Z]))(?i:" + CREDENTIAL_NAMES + r"|token)$")
 _VALUE = r"(?P<value>[^\"'<>\n]{1,512})"
 
 
@@ -35,14 +36,27 @@ def _named_value(match: re.Match[str], text: str) -> Span | None:
 
 
 def _value(match: re.Match[str]) -> Span | None:
-    value = match.group("value")
-    if not credential_value(value.strip()) or REDACTED in value or not value.strip():
-        return None
-    return match.span("value")
+    return match.span("value") if _looks_secret(match.group("value")) else None
+
+
+def _looks_secret(value: str) -> bool:
+    """A secret, not a setting or a label given to a name holding a credential's word (found by the
+    round-9 adversarial pass: `value="true"`, `value="Sign in"`, `Passwort:`, `Forgot?`, a path, a
+    placeholder, `YOUR_API_KEY`, `put your unique phrase here`): one word, not of letters alone
+    (under 16), and looking like a secret as a value named in prose does (`secret_looking`)."""
+    word = value.rstrip(":?!.")
+    return (
+        REDACTED not in value
+        and not any(char.isspace() for char in value)
+        and not (word.isalpha() and len(word) < _PLAIN_WORD_CHARS)
+        and secret_looking(word)
+    )
 
 
 # A token's key in a browser's storage or a cookie's name (`token`, `authToken`, `jwt`, `sessionid`).
-_TOKEN_KEY = re.compile(r"(?i:token|jwt|session|sid|auth|secret|pass|credential|api[_-]?key)")
+_TOKEN_KEY = re.compile(
+    r"(?:^|[_.-]|(?<=[a-z0-9])(?=[A-Z]))(?i:token|jwt|session(?:[_-]?id)?|sid|auth|secret|password|credentials?|api[_-]?key)$"
+)
 # A column list and the first row of values: each value a quoted string, a number, NULL or a call.
 _SQL_ITEM = re.compile(
     r"""\s*(?:'(?:[^'\\]|\\.|''){0,512}'|"(?:[^"\\]|\\.){0,512}"|[^,()'"]{0,128}(?:\([^()]{0,128}\))?)\s*"""
@@ -66,11 +80,10 @@ def _inserted_value(match: re.Match[str], text: str) -> Span | None:
             raw = item.group()
             start = item.start() + len(raw) - len(raw.lstrip())
             end = item.end() - (len(raw) - len(raw.rstrip()))
-            if end - start >= 2 and text[start] in "'\"" and text[end - 1] == text[start]:
-                start, end = start + 1, end - 1  # a quoted value: its quotes stay
-            value = text[start:end]
-            if value and credential_value(value) and value.lower() != "null" and REDACTED not in value:
-                spans.append((start, end))
+            # A quoted literal only (not a placeholder, `?`, `:password`, `%s`, nor code); its quotes stay.
+            quoted = end - start >= 2 and text[start] in "'\"" and text[end - 1] == text[start]
+            if quoted and _looks_secret(text[start + 1 : end - 1]):
+                spans.append((start + 1, end - 1))
         position = item.end()
         separator = text[position : position + 1]
         if separator != ("," if index < len(columns) - 1 else ")"):
@@ -141,19 +154,18 @@ PAIR_RULES = (
     ),
     Rule(
         "stored-token",
-        ("setitem(", "set_cookie(", "setcookie(", "cookies.set("),
+        ("setitem(", "set_cookie(", "setcookie(", "cookies.set(", ".cookie("),
         re.compile(
-            r"(?:setitem|set_cookie|setcookie|cookies\.set)\(\s{0,16}[\"'](?P<name>[\w.-]{1,64})[\"']\s{0,16},\s{0,16}"
-            r"[\"'](?P<value>[^\"'\s]{8,4096})[\"']"
+            r"(?i:setitem|set_cookie|setcookie|cookies\.set|\.cookie)\(\s{0,16}[\"'](?P<name>[\w.-]{1,64})[\"']"
+            r"\s{0,16},\s{0,16}[\"'](?P<value>[^\"'\s]{8,4096})[\"']"
         ),
         lambda match, text: _value(match) if _TOKEN_KEY.search(match.group("name")) else None,
-        folded=True,
     ),
     Rule(
         "sql-insert-credential",
-        ("insert into",),
+        ("insert into", "insert or ", "insert ignore", "replace into"),
         re.compile(
-            r"insert\s{1,16}into\s{1,16}[\w.\"`\[\]]{1,128}\s{0,16}\((?P<columns>[^()]{1,2048})\)\s{0,16}values\s{0,16}\(",
+            r"(?:insert\s{1,16}(?:or\s{1,16}\w{1,16}\s{1,16}|ignore\s{1,16})?into|replace\s{1,16}into)\s{1,16}[\w.\"`\[\]]{1,128}\s{0,16}\((?P<columns>[^()]{1,2048})\)\s{0,16}values\s{0,16}\(",
             re.I,
         ),
         _inserted_value,
@@ -166,10 +178,7 @@ def _xml_text(match: re.Match[str]) -> Span | None:
     (an Android resource named `password` is often the field's label: `Passwort`, `Mot de passe`)."""
     if _CREDENTIAL_KEY.search(match.group("name")) is None:
         return None
-    text = match.group("text")
-    if any(char.isspace() for char in text) or (text.isalpha() and len(text) < _PLAIN_WORD_CHARS):
-        return None
-    return match.span("text") if credential_value(text) and REDACTED not in text else None
+    return match.span("text") if _looks_secret(match.group("text")) else None
 
 
 _PLAIN_WORD_CHARS = 16  # a value of letters only shorter than this may be a word (`known_secrets`)

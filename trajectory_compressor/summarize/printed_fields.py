@@ -180,8 +180,9 @@ def picks_config_field(command: str) -> bool:
     return any(map(_pipeline_picks, _pipelines(command)))
 
 
-# An env file (`.env`, `.env.local`, `prod.env`), as a command's word.
-ENV_FILE = re.compile(r"(?:^|/)\.env(?:\.[\w-]+)?$|\.env$")
+# An env file (`.env`, `.env.local`, `prod.env`), as a command's word; not a template of one
+# (`.env.example`, `.env.sample`: placeholders and `localhost:5432`).
+ENV_FILE = re.compile(r"(?:^|/)\.env(?!\.(?:example|sample|template|dist|defaults?)$)(?:\.[\w-]+)?$|\.env$")
 
 
 def cuts_env_values(command: str) -> bool:

@@ -144,9 +144,16 @@ BOOT_MESSAGES = (
         folded=True,
     ),
     Rule(
+        "elasticsearch-generated-password",
+        ("built-in superuser is",),
+        re.compile(r"built-in superuser is[ \t]{0,4}:[ \t]{0,8}(\S{4,256})"),
+        _first_group,
+        folded=True,
+    ),
+    Rule(
         "vault-unseal-key",
         ("unseal key ",),
-        re.compile(r"unseal key \d{1,2}:[ \t]{1,8}(\S{16,256})"),
+        re.compile(r"unseal key (?:\d{1,2}|\(will be hidden\)):[ \t]{1,8}(\S{16,256})"),
         _first_group,
         folded=True,
     ),

@@ -100,11 +100,13 @@ from trajectory_compressor.summarize.command_line_rules import COMMAND_LINE_RULE
 from trajectory_compressor.summarize.context_rules import CONTEXT_RULES
 from trajectory_compressor.summarize.encoded_secrets import MAX_DEPTH, encoded_secret_spans
 from trajectory_compressor.summarize.escapes import SHOWN_MARKERS, as_shown, unescaped
+from trajectory_compressor.summarize.hash_rules import HASH_RULES
 from trajectory_compressor.summarize.hex_dumps import hex_dump_spans
 from trajectory_compressor.summarize.http_auth_rules import HTTP_AUTH_RULES
 from trajectory_compressor.summarize.line_rules import LINE_RULES
 from trajectory_compressor.summarize.markup_rules import MARKUP_RULES
 from trajectory_compressor.summarize.pair_rules import PAIR_RULES
+from trajectory_compressor.summarize.pentest_rules import PENTEST_RULES
 from trajectory_compressor.summarize.prose_rules import PROSE_RULES
 from trajectory_compressor.summarize.secret_rules import REDACTED, RULES, Span, whole_token
 from trajectory_compressor.summarize.url_rules import URL_RULES
@@ -115,7 +117,9 @@ ALL_RULES = (
     *RULES,
     *VENDOR_RULES,
     *URL_RULES,
+    *HASH_RULES,
     *COMMAND_LINE_RULES,
+    *PENTEST_RULES,
     *HTTP_AUTH_RULES,
     *ASSIGNMENT_RULES,
     *CONTEXT_RULES,

@@ -22,8 +22,6 @@ import orjson
 
 from trajectory_compressor.summarize.printed_fields import (
     ENV_FILE,
-    WORKING_FOLDER_NAMES,
-    credential_field,
     cuts_env_values,
     picks_config_field,
     prints_credential_field,
@@ -31,6 +29,14 @@ from trajectory_compressor.summarize.printed_fields import (
     selects_credential_column,
 )
 from trajectory_compressor.summarize.redact import REDACTED
+from trajectory_compressor.summarize.revealing_commands import (
+    DATA_KEY_WORDS,
+    SETTING_WORD,
+    expands_credential,
+    generates_secret,
+    reads_store,
+    reads_variable,
+)
 from trajectory_compressor.summarize.secret_rules import credential_value
 from trajectory_compressor.summarize.toolcalls import parse_tool_calls, parse_tool_responses
 
@@ -48,19 +54,6 @@ _LINE_NUMBER = re.compile(r"^\s*\d+(?:\t|\u2192|\) )")
 # huge file, is still read (`_small_blocks`).
 _MAX_TURN_CHARS = 1 << 18
 _MAX_LINES = 8  # a result of more lines is a listing, not a credential (`cat vocab_tokens.txt`): left to the rules
-# A store asked for what is no credential (round-9 adversarial pass): a field of a secret's that
-# is a setting (`vault kv get -field=host`, `op item get --fields username`, `doppler secrets get
-# DB_HOST`), or the names and kinds of Kubernetes secrets (`kubectl get secrets -o name`,
-# `-o jsonpath='{.metadata.name}'`, `'{.type}'`).
-_SETTING_WORD = (
-    r"(?:\w*[_-])?(?:host(?:name)?|user(?:name)?|port|url|uri|endpoint|region|database|db_?name|email|namespace)\b"
-)
-_ASKS_STORE_SETTING = re.compile(
-    r"(?:-field[= ]|--fields?[= ]|secrets\s+get\s+)[\"']?"
-    + _SETTING_WORD
-    + r"|kubectl\s+get\s+secrets?\b[^|;&\n]{0,256}"
-    r"(?:-o\s*=?\s*name\b|--output[= ]name\b|\{\.(?:items\[\*\]\.)?(?:metadata|type)\b)"
-)
 # A file whose name says it holds a credential (its base name, lower-cased; `/etc/passwd` does not).
 _SECRET_FILE = re.compile(
     r"(?:token(?!iz)|secret|password|passwd(?=.)|api[_-]?key|apikey|credential|private[_-]?key|^\.?pgpass$|^\.netrc$"
@@ -85,52 +78,6 @@ _READS_FILE = re.compile(
 # `xargs < FILE`), or, for `jq`/`yq`, a credential's field (`jq -r .token config.json`).
 _FILTERS = frozenset(("sed", "awk", "gawk", "grep", "xargs", "tr", "cut", "jq", "yq"))
 _SIMPLE_COMMAND = re.compile(r"[^|;&\n()`]+")
-# A secret manager's or a cloud CLI's command that prints a credential (`gh auth token`,
-# `vault kv get -field=password secret/db`, `op read op://vault/item/password`).
-_READS_STORE = re.compile(
-    r"(?:^|[\s;&|(`'\"])(?:vault\s+(?:kv\s+get|read|print\s+token)|aws\s+(?:secretsmanager\s+get-secret-value"
-    r"|ecr\s+get-login-password)|gcloud\s+(?:auth\s+(?:application-default\s+)?print-(?:access|identity)-token"
-    r"|secrets\s+versions\s+access)|gh\s+auth\s+token|az\s+account\s+get-access-token|az\s+keyvault\s+secret\s+show"
-    r"|op\s+(?:read|item\s+get)|security\s+find-(?:generic|internet)-password|kubectl\s+get\s+secrets?"
-    r"|doppler\s+secrets\s+get|heroku\s+auth:token|doctl\s+auth\s+token|vault\s+token\s+create|sops\s+(?:-d|--decrypt)\b"
-    r"|bw\s+get\s+(?:password|totp|notes)|lpass\s+show\s+(?:--password|--field)"
-    r"|php\s+artisan\s+key:generate\s+--show"  # Laravel's new app key
-    r"|redis-cli\b[^|;&\n]{0,256}\bconfig\s+get\s+[\"']?(?:requirepass|masterauth)"  # Redis's own password
-    r"|(?:terraform\s+output(?:\s+-(?:raw|json))?|heroku\s+config:get|netlify\s+env:get|railway\s+variables\s+get)"
-    r"\s+\S*(?:secret|token|pass|key)\S*|keyring\s+get|secret-tool\s+lookup|(?:go)?pass\s+(?:show|cat)"
-    # Round 9: a cloud CLI's credential, or one field of its JSON picked as text (`aws … --query
-    # AccessKey.SecretAccessKey --output text`, `az … --query password -o tsv`).
-    r"|aws\s+ssm\s+get-parameters?\b[^|;&\n]{0,512}--with-decryption|aws\s+codeartifact\s+get-authorization-token"
-    r"|az\s+storage\s+account\s+keys\s+list|az\s+acr\s+credential\s+show|az\s+ad\s+sp\s+credential\s+reset"
-    r"|kubectl\s+create\s+token|fly(?:ctl)?\s+auth\s+token"
-    r"|(?:aws|az)\s[^|;&\n]{0,512}--query\s+[\"']?[^\s\"']{0,256}(?:secret|token|password)\w*"
-    # A client's own store, asked for a credential's setting (`aws configure get aws_secret_access_key`,
-    # `git config --get github.token`, `npm config get //registry.npmjs.org/:_authToken`, `dotenv get API_KEY`).
-    r"|(?:aws\s+configure|(?:git|npm|yarn|pnpm)\s+config(?:\s+--[\w-]+)*|dotenv(?:\s+-\w+\s+\S+)*)\s+(?:--)?get\s+\S*"
-    r"(?:secret|token|pass|key|_auth))\b"
-)
-# `printenv NAME`, `echo $NAME`, `echo "${NAME}"`, `printf '%s' "$NAME"`, `os.environ["NAME"]`, `os.getenv('NAME')`.
-_READS_VARIABLE = re.compile(
-    # `echo ${API_KEY:-}`, `${API_KEY?}`, `${API_KEY:0:8}`: a default, a check or a slice prints the value.
-    r"printenv\s+(?P<a>\w+)|echo\s+(?:-\w+\s+)?[\"']?\$(?:\{(?P<i>\w+)(?=\}|:?[-?=]|:\d)|\{?(?P<b>\w+)(?![:\w]))"
-    r"|printf\s+(?:'[^']*'|\"[^\"]*\"|[^\s'\"]+)\s+[\"']?\$\{?(?P<e>\w+)"
-    r"|os\.environ(?:\.get\(|\[)\s*[\"'](?P<c>\w+)|getenv\(\s*[\"'](?P<d>\w+)"
-    # Node's `process.env.NAME`; PowerShell's `echo $env:NAME` (or the bare expression); cmd's `echo %NAME%`.
-    r"|process\.env(?:\.|\[\s*[\"'])(?P<f>\w+)|(?:^|[;&|(]\s*|(?:echo|write-output|write-host)\s+[\"']?)\$env:(?P<g>\w+)"
-    r"|echo\s+%(?P<h>\w+)%"
-    # Perl's `$ENV{NAME}`, Ruby's `ENV.fetch("NAME")`, Rust's `env::var("NAME")`, Deno's `Deno.env.get("NAME")`.
-    r"|\$env\{\s*[\"']?(?P<j>\w+)|env\.fetch\(\s*[\"'](?P<k>\w+)|env::var\(\s*\"(?P<l>\w+)|env\.get\(\s*[\"'](?P<m>\w+)"
-)
-# A command that makes a new secret and prints it (`openssl rand -hex 32`, `secrets.token_urlsafe()`,
-# `head -c 32 /dev/urandom | base64`, `pwgen -s 32`, `rails secret`, `wg genkey`): the value is a
-# key the run is about to use (`SECRET_KEY=…` in the next call), with no shape of its own.
-_GENERATES_SECRET = re.compile(
-    r"(?:^|[\s;&|(`'\"])(?:openssl\s+rand|pwgen|(?:bin/)?(?:rails|rake)\s+secret|wg\s+genkey(?![^;&\n]{0,256}\bwg\s+pubkey))\b"
-    r"|\bsecrets\.token_(?:hex|urlsafe|bytes)\(|\brandombytes\(|\bos\.urandom\(|/dev/u?random\b"
-    r"|\bget_random_secret_key\(|\bfernet\.generate_key\("
-)
-# PowerShell's `… | ConvertFrom-Json | Select-Object -ExpandProperty token` (`select -expand`): the field's value.
-_EXPANDS_PROPERTY = re.compile(r"\bselect(?:-object)?\s+-exp(?:and(?:property)?)?\s+[\"']?(?P<field>[\w.]+)")
 # The keys an editor or a reader tool gives its file under (`path`, `file_path`, Gemini CLI's `absolute_path`).
 PATH_KEY = re.compile(r"path$|(?:^|_)file(?:name)?$")
 _VIEWING = re.compile(r"view|read|open|cat|show|get")
@@ -279,8 +226,7 @@ def _command_reveals(command: str) -> bool:
     lowered = command.lower()
     if not any(hint in lowered for hint in _HINTS):
         return False
-    store = _READS_STORE.search(lowered) is not None and _ASKS_STORE_SETTING.search(lowered) is None
-    if store or any(_filter_reads(piece.group()) for piece in _SIMPLE_COMMAND.finditer(lowered)):
+    if reads_store(lowered) or any(_filter_reads(piece.group()) for piece in _SIMPLE_COMMAND.finditer(lowered)):
         return True
     if ("jq" in lowered or "yq" in lowered) and any(map(_picks_secret_field, _JQ_FILTER.finditer(lowered))):
         return True
@@ -288,51 +234,14 @@ def _command_reveals(command: str) -> bool:
         return True
     if selects_credential_column(lowered) or reads_stored_credential(lowered) or cuts_env_values(lowered):
         return True
-    if _GENERATES_SECRET.search(lowered) or any(
-        credential_field(found.group("field").rsplit(".", 1)[-1]) for found in _EXPANDS_PROPERTY.finditer(lowered)
-    ):
+    if generates_secret(lowered) or expands_credential(lowered):
         return True
     if any(
         secret_file(found.group("path") or found.group("opened") or found.group("redirected"))
         for found in _READS_FILE.finditer(lowered)
     ):
         return True
-    return any(
-        secret_variable(next(name for name in found.groups() if name)) for found in _READS_VARIABLE.finditer(lowered)
-    )
-
-
-def secret_variable(name: str) -> bool:
-    """Whether an environment variable's name (lower-cased) says it holds a credential, read by its
-    `_`-separated words: one naming a credential (`DB_PASSWORD`, `HF_TOKEN`, `NPM_AUTHTOKEN`,
-    `DB_PW`, `CREDS`), a key's kind (`OPENAI_API_KEY`, `AWS_SECRET_ACCESS_KEY`), or a last word
-    `key`, `pat`, `sk` or `auth` after a word no data key has (`OPENAI_KEY`, `GH_PAT`, `STRIPE_SK`,
-    `BASIC_AUTH`; not `SORT_KEY`). A word only holding one is none (`TOKENIZERS_PARALLELISM`,
-    `PASSENGER_APP_ENV`), nor is a setting about a credential (`HF_TOKEN_PATH`, `API_KEY_ENV_VAR`,
-    `AIRFLOW__SECRETS__BACKEND`), nor the shell's working folder (`PWD`: `/testbed`, masked in
-    every path of the row)."""
-    if name in WORKING_FOLDER_NAMES or _SETTING_NAME.search(name):
-        return False
-    words = [word for word in name.split("_") if word]
-    if any(_CREDENTIAL_WORD.fullmatch(word) for word in words) or _KEY_KIND.search(name):
-        return True
-    if not words or words[-1] not in ("key", "pat", "sk", "auth"):
-        return False
-    return len(words) == 1 or words[-2] not in _DATA_KEY_WORDS
-
-
-_CREDENTIAL_WORD = re.compile(
-    r"\w*(?:password|passwd|passphrase|secret|token)|pass|pwd|pw|secrets|creds?|credentials?|apikey"
-)
-_KEY_KIND = re.compile(r"(?:api|access|private|secret|signing|encryption|license|master|client|app)_?key")
-# The word before a `_KEY` that makes it a data key's or a public one's name (`SORT_KEY`, `S3_KEY`).
-_DATA_KEY_WORDS = frozenset(
-    (
-        "sort", "primary", "foreign", "partition", "cache", "hash", "row", "group", "map", "lookup", "object",
-        "s3", "idempotency", "public", "pub", "kms", "routing", "shard", "dedup", "unique", "composite",
-        "index", "column", "field", "translation", "i18n", "redis", "ssh", "gpg", "pgp", "registry", "sign",
-    )
-)  # fmt: skip
+    return reads_variable(lowered)
 
 
 def _filter_reads(command: str) -> bool:
@@ -373,7 +282,7 @@ def _secret_field(word: str) -> bool:
     A filter ending on a bare `key` or a data key's (`.issues[0].key`, `.Contents[].Key`,
     `.primary_key`) names none: an issue's id, an object's path."""
     tail = _FILTER_TAIL.search(word) if word.startswith(".") else None
-    if tail is not None and (tail.group() == "key" or tail.group().rsplit("_", 1)[0] in _DATA_KEY_WORDS):
+    if tail is not None and (tail.group() == "key" or tail.group().rsplit("_", 1)[0] in DATA_KEY_WORDS):
         return False
     return secret_file(word) or _AUTH_FIELD.search(word) is not None
 
@@ -403,20 +312,13 @@ def secret_file(path: str) -> bool:
 
 
 # A file of a secrets folder named for a setting (`/run/secrets/db_host`, `username`, `ca.crt`).
-_SETTING_FILE = re.compile(_SETTING_WORD + r"(?:\.txt)?|ca\.crt")
+_SETTING_FILE = re.compile(SETTING_WORD + r"(?:\.txt)?|ca\.crt")
 # A file named with a credential's word that holds data (found by the round-9 adversarial pass): a
 # benchmark's test lists (`FAIL_TO_PASS.txt`, `PASS_TO_PASS.json`), a tokenizer's files
 # (`added_tokens.json`, `special_tokens_map.json`, `tokens.txt`), a report's `pass_rates.csv`, a
 # service account's `namespace` beside its token.
 _DATA_FILE = re.compile(
     r"(?:fail|pass)_to_(?:pass|fail)|(?:added|special)_tokens|tokens_map|^tokens\.txt$|^pass_rates?\b|^namespace$"
-)
-
-
-# A variable of a credential's setting, not the credential (`HF_TOKEN_PATH`, `TOKEN_URL`, `GIT_ASKPASS`).
-_SETTING_NAME = re.compile(
-    r"(?:_path|_file|_dir|_url|_uri|_host|_name|_expiry|_expires(?:_at)?|_ttl|_type|askpass"
-    r"|_env_var|_var|_backend|_audience|_provider|_model|_length|_len|_size|_count|_limit|_header|_scope|_scopes)$"
 )
 
 

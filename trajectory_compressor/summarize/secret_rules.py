@@ -336,51 +336,6 @@ SAAS = (
     ),
 )
 
-# Password hashes: crypt(3)'s (`/etc/shadow`, `.htpasswd`: MD5 `$1$`, Apache `$apr1$`, SHA `$5$` and
-# `$6$`, yescrypt `$y$`), bcrypt's, argon2's, and Django's and Werkzeug's stored forms. A hash is
-# no password, but it is cracked offline from any copy of it, as detect-secrets' and gitleaks'
-# users mask a shadow line; each shape is exact (its salt and digest lengths), so `$1$2` in a
-# shell script or an awk program stays.
-_CRYPT = r"[./A-Za-z0-9]"
-_HASH_END = r"(?![./A-Za-z0-9])"
-PASSWORD_HASHES = (
-    _token("bcrypt-hash", ("$2a$", "$2b$", "$2y$", "$2x$"), rf"\$2[abxy]\$\d\d\${_CRYPT}{{53}}{_HASH_END}"),
-    _token("md5-crypt-hash", ("$1$", "$apr1$"), rf"\$(?:1|apr1)\${_CRYPT}{{1,8}}\${_CRYPT}{{22}}{_HASH_END}"),
-    _token(
-        "sha-crypt-hash",
-        ("$5$", "$6$"),
-        rf"\$(?:5\$(?:rounds=\d{{1,9}}\$)?{_CRYPT}{{1,16}}\${_CRYPT}{{43}}"
-        rf"|6\$(?:rounds=\d{{1,9}}\$)?{_CRYPT}{{1,16}}\${_CRYPT}{{86}}){_HASH_END}",
-    ),
-    _token("yescrypt-hash", ("$y$", "$gy$"), rf"\$g?y\${_CRYPT}{{1,32}}\${_CRYPT}{{1,64}}\${_CRYPT}{{43}}{_HASH_END}"),
-    _token(
-        "argon2-hash",
-        "$argon2",
-        r"\$argon2(?:id|i|d)\$v=\d{1,4}\$m=\d{1,10},t=\d{1,10},p=\d{1,4}\$[A-Za-z0-9+/]{8,128}\$[A-Za-z0-9+/]{16,512}",
-    ),
-    _token(
-        "django-password-hash",
-        ("pbkdf2_sha", "bcrypt_sha256$", "scrypt$"),
-        r"(?:pbkdf2_sha(?:1|256)\$\d{1,9}\$[A-Za-z0-9./+]{1,128}\$[A-Za-z0-9+/]{20,128}={0,2}"
-        r"|bcrypt_sha256\$\$2[abxy]\$\d\d\$[./A-Za-z0-9]{53}"
-        r"|scrypt\$\d{1,9}\$[A-Za-z0-9./+]{1,128}\$\d{1,3}\$\d{1,3}\$[A-Za-z0-9+/]{20,256}={0,2})",
-    ),
-    # An NTLM hash dump's line (`secretsdump.py`, `hashdump`: `user:RID:LM:NT:::`): both hashes, each
-    # a credential to a pass-the-hash tool.
-    Rule(
-        "ntlm-hash-line",
-        (":::",),
-        re.compile(r"(?<!\S)[^:\s]{1,64}:\d{1,10}:(?P<hashes>[0-9a-fA-F]{32}:[0-9a-fA-F]{32}):::"),
-        _group("hashes"),
-        scan=True,
-    ),
-    _token(
-        "werkzeug-password-hash",
-        ("pbkdf2:sha", "scrypt:"),
-        r"(?:pbkdf2:sha(?:1|256|512)(?::\d{1,9})?|scrypt:\d{1,9}:\d{1,3}:\d{1,3})\$[A-Za-z0-9]{1,64}\$[a-f0-9]{40,256}",
-    ),
-)
-
 # `scheme://user:password@host` (any scheme): the password, to the authority's last `@` (an
 # unencoded `@` in a password is common: `admin:p@ss@db`). Bounded runs keep it linear.
 URL_PASSWORD = Rule(
@@ -472,6 +427,5 @@ BY_FAMILY: dict[str, tuple[Rule, ...]] = {
     "SaaS and tokens": SAAS,
     "passwords in URLs": (URL_PASSWORD, URL_TOKEN_USER),
     "authorization headers": HEADERS,
-    "password hashes": PASSWORD_HASHES,
 }
 RULES: tuple[Rule, ...] = tuple(rule for family in BY_FAMILY.values() for rule in family)
