@@ -127,7 +127,7 @@ PAIR_RULES = (
     # `<string name="api_key">…</string>`, `<entry key="password">…</entry>`.
     Rule(
         "xml-element-text",
-        ("<string", "<entry"),
+        ("<string ", "<entry "),
         re.compile(
             r"<(?i:string|entry)\s[^<>]{0,128}?(?i:name|key)\s{0,4}=\s{0,4}[\"'](?P<name>[\w.:-]{1,128})[\"']"
             r"[^<>]{0,64}>(?P<text>[^\"'<>\n]{1,512})</"
