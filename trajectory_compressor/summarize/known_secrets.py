@@ -144,8 +144,9 @@ def masked_known(texts: Sequence[str], roles: Sequence[str], known: Iterable[str
     them; the same objects when there is none. `known`: the row's (`row_secrets`); None: the
     region's own turns are read for revealed values. The values the rules mask in `texts` count
     either way (their huge turns come here as their readers see them)."""
-    found = {*revealed_values(texts, roles), *written_values(texts, roles)} if known is None else set(known)
-    found = with_decoded(found | named_values(texts))
+    called = {*revealed_values(texts, roles), *written_values(texts, roles)} if known is None else set()
+    found = with_decoded(called | named_values(texts))
+    found.update(known or ())  # the row's, decoded already (`row_secrets`)
     secrets = sorted(found, key=len, reverse=True)  # a longer value first: its part is one too
     if not secrets:
         return list(texts)

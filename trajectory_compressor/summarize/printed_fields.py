@@ -197,7 +197,6 @@ def cuts_env_values(command: str) -> bool:
         if any(map(_picks_lines_by_name, pipeline)):
             continue
         for index, words in enumerate(pipeline):
-            words = words[1:] if words[:1] == ["sudo"] else words
             if len(words) >= 2 and ENV_FILE.search(words[-1]) and any(map(_extracts, pipeline[index:])):
                 return True
     return False
@@ -211,7 +210,6 @@ _ADDRESS = re.compile(r"/(?P<pattern>[^/]{1,256})/|\$1\s*(?:==|~)")
 
 def _picks_lines_by_name(words: list[str]) -> bool:
     """Whether a simple command keeps only the lines matching a name (not `grep -v '^#'`)."""
-    words = words[1:] if words[:1] == ["sudo"] else words
     if not words:
         return False
     if words[0] in _GREPS:
@@ -229,7 +227,7 @@ def _picks_lines_by_name(words: list[str]) -> bool:
 
 
 def _pipelines(command: str) -> Iterator[list[list[str]]]:
-    """The pipelines of `command`'s lines, each as its simple commands' words."""
+    """The pipelines of `command`'s lines, each as its simple commands' words (a leading `sudo` left out)."""
     for line in command.splitlines():
         pipeline: list[list[str]] = [[]]
         for word in [*_shell_words(line), ";"]:
@@ -238,6 +236,8 @@ def _pipelines(command: str) -> Iterator[list[list[str]]]:
             elif word in (";", "&&", "||", "&"):
                 yield pipeline
                 pipeline = [[]]
+            elif word == "sudo" and not pipeline[-1]:
+                continue
             else:
                 pipeline[-1].append(word)
 
@@ -254,8 +254,6 @@ def _shell_words(line: str) -> list[str]:
 
 def _pipeline_picks(pipeline: list[list[str]]) -> bool:
     for index, words in enumerate(pipeline):
-        if words[:1] == ["sudo"]:
-            words = words[1:]
         if len(words) < 3 or words[0] not in _READERS or not _CONFIG_FILE.search(words[-1]):
             continue
         patterns = [word for word in words[1:-1] if not word.startswith("-")]
@@ -267,8 +265,6 @@ def _pipeline_picks(pipeline: list[list[str]]) -> bool:
 
 def _extracts(words: list[str]) -> bool:
     """Whether a simple command prints a field of its lines after the first, not the lines."""
-    if words[:1] == ["sudo"]:
-        words = words[1:]
     if not words or words[0] not in _EXTRACTORS:
         return False
     program = " ".join(words[1:])

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 
 from trajectory_compressor.summarize.assignment_rules import assignment_value
-from trajectory_compressor.summarize.secret_rules import Rule, Span, credential_value
+from trajectory_compressor.summarize.secret_rules import Rule, Span, credential_value, group_span
 
 # `for root`, `for user admin`, `for 'https://bob@github.com'`, `for the db account`.
 _FOR_USER = (
@@ -114,10 +114,6 @@ def _named_value(match: re.Match[str], text: str) -> Span | None:
     return _value_span(match, text)
 
 
-def _first_group(match: re.Match[str], text: str) -> Span:
-    return match.span(1)
-
-
 # The credentials a service prints in its log on first start (round-9 adversarial pass): MySQL's
 # temporary root password, Jenkins' initial admin password (after a blank line), Elasticsearch's
 # reset password, Vault's unseal keys. Each message's words are its own; the value follows.
@@ -126,35 +122,35 @@ BOOT_MESSAGES = (
         "mysql-temporary-password",
         ("temporary password is generated for ",),
         re.compile(r"temporary password is generated for [^\s:]{1,128}:[ \t]{1,8}(\S{4,256})"),
-        _first_group,
+        group_span(1),
         folded=True,
     ),
     Rule(
         "jenkins-initial-password",
         ("password to proceed to installation:",),
         re.compile(r"password to proceed to installation:\s{1,16}(\S{8,256})"),
-        _first_group,
+        group_span(1),
         folded=True,
     ),
     Rule(
         "elasticsearch-reset-password",
         ("user successfully reset.",),
         re.compile(r"user successfully reset\.\s{1,16}new value:[ \t]{0,8}(\S{4,256})"),
-        _first_group,
+        group_span(1),
         folded=True,
     ),
     Rule(
         "elasticsearch-generated-password",
         ("built-in superuser is",),
         re.compile(r"built-in superuser is[ \t]{0,4}:[ \t]{0,8}(\S{4,256})"),
-        _first_group,
+        group_span(1),
         folded=True,
     ),
     Rule(
         "vault-unseal-key",
         ("unseal key ",),
         re.compile(r"unseal key (?:\d{1,2}|\(will be hidden\)):[ \t]{1,8}(\S{16,256})"),
-        _first_group,
+        group_span(1),
         folded=True,
     ),
 )

@@ -13,7 +13,7 @@ Rules marked `folded` are written in lower case and run on an ASCII-lower-cased 
 text of the same length (header and key names are case-insensitive); their spans apply to the
 original text unchanged.
 
-To add a rule: one `_token(...)` line (or `Rule(...)` for a masked group other than the whole
+To add a rule: one `token_rule(...)` line (or `Rule(...)` for a masked group other than the whole
 match) with its literals, and a true positive in tests/summarize/test_redact.py.
 """
 
@@ -64,7 +64,9 @@ def whole_token(match: re.Match[str], text: str) -> Span | None:
     return match.span()
 
 
-def _group(name: str | int, check: Callable[[str], bool] | None = None) -> Callable[[re.Match[str], str], Span | None]:
+def group_span(
+    name: str | int, check: Callable[[str], bool] | None = None
+) -> Callable[[re.Match[str], str], Span | None]:
     """Mask only group `name` of the match, when `check(value)` (on the original text) agrees."""
 
     def span(match: re.Match[str], text: str) -> Span | None:
@@ -78,7 +80,7 @@ def _group(name: str | int, check: Callable[[str], bool] | None = None) -> Calla
     return span
 
 
-def _token(name: str, literals: str | tuple[str, ...], pattern: str, flags: int = 0) -> Rule:
+def token_rule(name: str, literals: str | tuple[str, ...], pattern: str, flags: int = 0) -> Rule:
     literals = (literals,) if isinstance(literals, str) else literals
     return Rule(name, literals, re.compile(pattern, flags), whole_token)
 
@@ -175,92 +177,96 @@ _ID = r"[A-Za-z0-9_-]"
 # Private keys: PEM (RSA, EC, DSA, OPENSSH, ENCRYPTED, PKCS#8), PGP and PuTTY, masked to their end
 # marker, or to the end of the text when it was cut away.
 PRIVATE_KEYS = (
-    _token(
+    token_rule(
         "pem-private-key",
         "-----BEGIN ",
         r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----.*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----|\Z)",
         re.DOTALL,
     ),
-    _token(
+    token_rule(
         "pgp-private-key",
         "-----BEGIN ",
         r"-----BEGIN PGP (?:PRIVATE|SECRET) KEY BLOCK-----.*?(?:-----END PGP (?:PRIVATE|SECRET) KEY BLOCK-----|\Z)",
         re.DOTALL,
     ),
-    _token(
+    token_rule(
         "ssh2-private-key",
         "---- BEGIN SSH2 ",
         r"---- BEGIN SSH2 (?:ENCRYPTED )?PRIVATE KEY ----.*?(?:---- END SSH2 (?:ENCRYPTED )?PRIVATE KEY ----|\Z)",
         re.DOTALL,
     ),
-    _token(
+    token_rule(
         "openvpn-static-key",
         "-----BEGIN OpenVPN Static key",
         r"-----BEGIN OpenVPN Static key V\d-----.*?(?:-----END OpenVPN Static key V\d-----|\Z)",
         re.DOTALL,
     ),
-    _token(
+    token_rule(
         "putty-private-key",
         "PuTTY-User-Key-File-",
         r"PuTTY-User-Key-File-\d+:.*?(?:Private-MAC: [0-9a-fA-F]+|\Z)",
         re.DOTALL,
     ),
-    _token("age-secret-key", "AGE-SECRET-KEY-1", r"AGE-SECRET-KEY-1[0-9A-Z]{58}"),
+    token_rule("age-secret-key", "AGE-SECRET-KEY-1", r"AGE-SECRET-KEY-1[0-9A-Z]{58}"),
 )
 
 CLOUD = (
-    _token("aws-access-key-id", ("AKIA", "ASIA", "ABIA", "ACCA"), r"A(?:KIA|SIA|BIA|CCA)[A-Z0-9]{16}(?![A-Za-z0-9])"),
-    _token("gcp-api-key", "AIza", rf"AIza{_ID}{{35}}"),
-    _token("gcp-oauth-client-secret", "GOCSPX-", rf"GOCSPX-{_ID}{{28}}"),
-    _token("gcp-oauth-access-token", "ya29.", rf"ya29\.{_ID}{{20,1024}}"),
+    token_rule(
+        "aws-access-key-id", ("AKIA", "ASIA", "ABIA", "ACCA"), r"A(?:KIA|SIA|BIA|CCA)[A-Z0-9]{16}(?![A-Za-z0-9])"
+    ),
+    token_rule("gcp-api-key", "AIza", rf"AIza{_ID}{{35}}"),
+    token_rule("gcp-oauth-client-secret", "GOCSPX-", rf"GOCSPX-{_ID}{{28}}"),
+    token_rule("gcp-oauth-access-token", "ya29.", rf"ya29\.{_ID}{{20,1024}}"),
     Rule(
         "azure-storage-key",
         ("accountkey=", "sharedaccesskey="),
         re.compile(r"(?:accountkey|sharedaccesskey)=([a-z0-9+/=]{20,1024})"),
-        _group(1),
+        group_span(1),
         folded=True,
     ),
     _preceded("azure-ad-client-secret", "Q~", r"[A-Za-z0-9_~.]{3}\d", r"Q~[A-Za-z0-9_~.-]{31,34}"),
-    _token("digitalocean-token", ("dop_v1_", "doo_v1_", "dor_v1_"), r"do[por]_v1_[a-f0-9]{64}"),
-    _token("heroku-api-key", "HRKU-", rf"HRKU-{_ID}{{20,1024}}"),
-    _token("databricks-token", "dapi", r"dapi[a-f0-9]{32}(?:-\d)?"),
-    _token("vault-token", ("hvs.", "hvb.", "hvr."), rf"hv[sbr]\.{_ID}{{24,1024}}"),
-    _token("doppler-token", "dp.", r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,1024}"),
-    _token("pulumi-token", "pul-", r"pul-[a-f0-9]{40}"),
+    token_rule("digitalocean-token", ("dop_v1_", "doo_v1_", "dor_v1_"), r"do[por]_v1_[a-f0-9]{64}"),
+    token_rule("heroku-api-key", "HRKU-", rf"HRKU-{_ID}{{20,1024}}"),
+    token_rule("databricks-token", "dapi", r"dapi[a-f0-9]{32}(?:-\d)?"),
+    token_rule("vault-token", ("hvs.", "hvb.", "hvr."), rf"hv[sbr]\.{_ID}{{24,1024}}"),
+    token_rule("doppler-token", "dp.", r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,1024}"),
+    token_rule("pulumi-token", "pul-", r"pul-[a-f0-9]{40}"),
     _preceded("terraform-token", ".atlasv1.", r"[A-Za-z0-9]{14}", r"\.atlasv1\.[A-Za-z0-9_=-]{60,1024}"),
 )
 
 VCS_AND_CI = (
-    _token("github-token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), r"gh[pousr]_[A-Za-z0-9]{30,1024}"),
-    _token("github-fine-grained-pat", "github_pat_", r"github_pat_[A-Za-z0-9_]{22,1024}"),
-    _token(
+    token_rule("github-token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), r"gh[pousr]_[A-Za-z0-9]{30,1024}"),
+    token_rule("github-fine-grained-pat", "github_pat_", r"github_pat_[A-Za-z0-9_]{22,1024}"),
+    token_rule(
         "gitlab-token",
         ("glpat-", "gldt-", "glrt-", "glptt-", "glsoat-", "glcbt-", "glimt-", "glagent-", "glffct-", "gloas-", "glft-"),
         rf"gl(?:pat|dt|rt|ptt|soat|cbt|imt|agent|ffct|oas|ft)-{_ID}{{20,1024}}",
     ),
-    _token("gitlab-runner-registration", "GR1348941", rf"GR1348941{_ID}{{20,1024}}"),
-    _token("bitbucket-app-password", "ATBB", r"ATBB[A-Za-z0-9_=.-]{28,1024}"),
-    _token("atlassian-api-token", ("ATATT3", "ATCTT3"), r"AT[AC]TT3[A-Za-z0-9_=.-]{20,1024}"),
-    _token("circleci-token", ("CCIPAT_", "CCIPRJ_"), r"CCIP(?:AT|RJ)_[A-Za-z0-9_]{20,1024}"),
-    _token("grafana-token", ("glc_", "glsa_"), r"gl(?:c_[A-Za-z0-9+/=]{32,1024}|sa_[A-Za-z0-9]{32}_[a-fA-F0-9]{8})"),
-    _token("sentry-token", ("sntrys_", "sntryu_"), r"sntry[su]_[A-Za-z0-9_=+/]{40,1024}"),
-    _token("postman-api-key", "PMAK-", r"PMAK-[a-fA-F0-9]{24}-[a-fA-F0-9]{34}"),
+    token_rule("gitlab-runner-registration", "GR1348941", rf"GR1348941{_ID}{{20,1024}}"),
+    token_rule("bitbucket-app-password", "ATBB", r"ATBB[A-Za-z0-9_=.-]{28,1024}"),
+    token_rule("atlassian-api-token", ("ATATT3", "ATCTT3"), r"AT[AC]TT3[A-Za-z0-9_=.-]{20,1024}"),
+    token_rule("circleci-token", ("CCIPAT_", "CCIPRJ_"), r"CCIP(?:AT|RJ)_[A-Za-z0-9_]{20,1024}"),
+    token_rule(
+        "grafana-token", ("glc_", "glsa_"), r"gl(?:c_[A-Za-z0-9+/=]{32,1024}|sa_[A-Za-z0-9]{32}_[a-fA-F0-9]{8})"
+    ),
+    token_rule("sentry-token", ("sntrys_", "sntryu_"), r"sntry[su]_[A-Za-z0-9_=+/]{40,1024}"),
+    token_rule("postman-api-key", "PMAK-", r"PMAK-[a-fA-F0-9]{24}-[a-fA-F0-9]{34}"),
 )
 
 CHAT = (
-    _token("slack-token", "xox", r"xox[abposre]-[A-Za-z0-9-]{10,1024}"),
-    _token("slack-app-token", "xapp-", r"xapp-[A-Za-z0-9-]{20,1024}"),
+    token_rule("slack-token", "xox", r"xox[abposre]-[A-Za-z0-9-]{10,1024}"),
+    token_rule("slack-app-token", "xapp-", r"xapp-[A-Za-z0-9-]{20,1024}"),
     Rule(
         "slack-webhook",
         ("hooks.slack.com/",),
         re.compile(r"hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9/_+-]{20,1024})"),
-        _group(1),
+        group_span(1),
     ),
     Rule(
         "discord-webhook",
         ("/api/webhooks/",),
         re.compile(r"/api/webhooks/(\d{5,1024}/[A-Za-z0-9_-]{30,1024})"),
-        _group(1),
+        group_span(1),
     ),
     # No literal of its own: scanned for when the text names Discord.
     Rule(
@@ -283,52 +289,54 @@ CHAT = (
 )
 
 PAYMENT = (
-    _token(
+    token_rule(
         "stripe-key",
         ("sk_live_", "rk_live_", "sk_test_", "rk_test_", "sk_prod_", "rk_prod_"),
         r"[sr]k_(?:live|test|prod)_[A-Za-z0-9]{10,1024}",
     ),
-    _token("stripe-webhook-secret", "whsec_", r"whsec_[A-Za-z0-9+/=]{24,1024}"),
-    _token("square-token", ("sq0atp-", "sq0csp-"), rf"sq0(?:atp-{_ID}{{22}}|csp-{_ID}{{43}})"),
-    _token("square-access-token", "EAAA", r"EAAA[A-Za-z0-9_+=-]{56,1024}"),
-    _token(
+    token_rule("stripe-webhook-secret", "whsec_", r"whsec_[A-Za-z0-9+/=]{24,1024}"),
+    token_rule("square-token", ("sq0atp-", "sq0csp-"), rf"sq0(?:atp-{_ID}{{22}}|csp-{_ID}{{43}})"),
+    token_rule("square-access-token", "EAAA", r"EAAA[A-Za-z0-9_+=-]{56,1024}"),
+    token_rule(
         "paypal-braintree-token",
         "access_token$",
         r"access_token\$(?:production|sandbox)\$[a-z0-9]{16}\$[a-f0-9]{32}",
     ),
-    _token("shopify-token", ("shpat_", "shpss_", "shpca_", "shppa_"), r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}"),
+    token_rule("shopify-token", ("shpat_", "shpss_", "shpca_", "shppa_"), r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}"),
 )
 
 PACKAGE_REGISTRIES = (
-    _token("npm-token", "npm_", r"npm_[A-Za-z0-9]{36}"),
-    _token("pypi-token", "pypi-AgE", rf"pypi-AgE{_ID}{{50,1024}}"),
-    _token("rubygems-key", "rubygems_", r"rubygems_[a-f0-9]{48}"),
-    _token("nuget-key", "oy2", r"oy2[a-z0-9]{43}"),
-    _token("docker-hub-pat", "dckr_pat_", rf"dckr_pat_{_ID}{{20,1024}}"),
+    token_rule("npm-token", "npm_", r"npm_[A-Za-z0-9]{36}"),
+    token_rule("pypi-token", "pypi-AgE", rf"pypi-AgE{_ID}{{50,1024}}"),
+    token_rule("rubygems-key", "rubygems_", r"rubygems_[a-f0-9]{48}"),
+    token_rule("nuget-key", "oy2", r"oy2[a-z0-9]{43}"),
+    token_rule("docker-hub-pat", "dckr_pat_", rf"dckr_pat_{_ID}{{20,1024}}"),
 )
 
 AI_PROVIDERS = (
     # OpenAI (sk-, sk-proj-), Anthropic (sk-ant-api03-), OpenRouter (sk-or-v1-), DeepSeek and
     # others. A digit is required so that long hyphenated words ("sk-learn-compatible-...") survive.
-    _token("openai-style-key", "sk-", r"sk-(?=[A-Za-z0-9_-]{0,1024}[0-9])[A-Za-z0-9_-]{20,1024}"),
-    _token("huggingface-token", ("hf_", "api_org_"), r"(?:hf_|api_org_)[A-Za-z0-9]{30,1024}"),
-    _token("groq-key", "gsk_", r"gsk_[A-Za-z0-9]{40,1024}"),
-    _token("replicate-token", "r8_", r"r8_[A-Za-z0-9]{30,1024}"),
-    _token("perplexity-key", "pplx-", r"pplx-[A-Za-z0-9]{40,1024}"),
-    _token("xai-key", "xai-", r"xai-[A-Za-z0-9]{60,1024}"),
-    _token("langsmith-key", "lsv2_", r"lsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}"),
+    token_rule("openai-style-key", "sk-", r"sk-(?=[A-Za-z0-9_-]{0,1024}[0-9])[A-Za-z0-9_-]{20,1024}"),
+    token_rule("huggingface-token", ("hf_", "api_org_"), r"(?:hf_|api_org_)[A-Za-z0-9]{30,1024}"),
+    token_rule("groq-key", "gsk_", r"gsk_[A-Za-z0-9]{40,1024}"),
+    token_rule("replicate-token", "r8_", r"r8_[A-Za-z0-9]{30,1024}"),
+    token_rule("perplexity-key", "pplx-", r"pplx-[A-Za-z0-9]{40,1024}"),
+    token_rule("xai-key", "xai-", r"xai-[A-Za-z0-9]{60,1024}"),
+    token_rule("langsmith-key", "lsv2_", r"lsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}"),
 )
 
 SAAS = (
-    _token("sendgrid-key", "SG.", rf"SG\.{_ID}{{22}}\.{_ID}{{43}}"),
-    _token("twilio-api-key", "SK", r"SK[0-9a-fA-F]{32}(?![0-9a-zA-Z])"),
-    _token("mailgun-key", "key-", r"key-[0-9a-zA-Z]{32}(?![0-9a-zA-Z])"),
+    token_rule("sendgrid-key", "SG.", rf"SG\.{_ID}{{22}}\.{_ID}{{43}}"),
+    token_rule("twilio-api-key", "SK", r"SK[0-9a-fA-F]{32}(?![0-9a-zA-Z])"),
+    token_rule("mailgun-key", "key-", r"key-[0-9a-zA-Z]{32}(?![0-9a-zA-Z])"),
     _preceded("mailchimp-key", "-us", r"[0-9a-f]{32}", r"-us\d{1,2}(?![0-9])"),
-    _token("linear-api-key", "lin_api_", r"lin_api_[A-Za-z0-9]{40}"),
-    _token("notion-token", ("secret_", "ntn_"), r"(?:secret_[A-Za-z0-9]{43}|ntn_[A-Za-z0-9]{40,1024})(?![A-Za-z0-9])"),
+    token_rule("linear-api-key", "lin_api_", r"lin_api_[A-Za-z0-9]{40}"),
+    token_rule(
+        "notion-token", ("secret_", "ntn_"), r"(?:secret_[A-Za-z0-9]{43}|ntn_[A-Za-z0-9]{40,1024})(?![A-Za-z0-9])"
+    ),
     # A JWT, signed or not (`alg: none`: an empty signature, and still a session's bearer token), and
     # a JWE (five parts: header, key, IV, ciphertext, tag; the key empty in `dir` mode).
-    _token(
+    token_rule(
         "jwt",
         "eyJ",
         r"eyJ[A-Za-z0-9_-]{8,4096}\.(?:eyJ[A-Za-z0-9_-]{8,8192}\.[A-Za-z0-9_-]{0,4096}"
@@ -342,7 +350,7 @@ URL_PASSWORD = Rule(
     "url-password",
     ("://",),
     re.compile(r"://[^\s:/@'\"<>]{0,256}:([^\s/?#'\"<>]{1,256})@"),
-    _group(1, credential_value),
+    group_span(1, credential_value),
 )
 
 _SESSION_VALUE = re.compile(r"=(?=[^;\s]{0,4096}[0-9])[^;\s]{12,4096}")
@@ -362,7 +370,7 @@ URL_TOKEN_USER = Rule(
     "url-token-user",
     ("://",),
     re.compile(r"://([^\s:/@'\"<>]{16,256})@"),
-    _group(1, lambda user: high_entropy(user) and any(char.isdigit() for char in user)),
+    group_span(1, lambda user: high_entropy(user) and any(char.isdigit() for char in user)),
 )
 
 HEADERS = (
@@ -383,7 +391,7 @@ HEADERS = (
         "bearer-token",
         ("bearer",),
         re.compile(r"bearer\s+(?=[a-z0-9._~+/=-]{0,8192}[0-9])([a-z0-9._~+/=-]{8,8192})"),
-        _group(1),
+        group_span(1),
         folded=True,
     ),
     # `Cookie:` and `Set-Cookie:` headers (curl -v, -H, a HAR or a browser's dump): their
@@ -411,7 +419,7 @@ HEADERS = (
         "basic-auth-option",
         ("-u ", "--user ", "--user="),
         re.compile(r"(?:-u|--user)[ =][\"']?[^\s:\"'$]{0,64}:([^\s\"'@]{3,256})"),
-        _group(1, credential_value),
+        group_span(1, credential_value),
         folded=True,
     ),
 )
